@@ -1,0 +1,428 @@
+"""Draw a :class:`~nbgrad.notebook.inspect.Snapshot`: DOT, SVG (graphviz ``dot``), HTML, text tree.
+
+Pure functions of a snapshot; the ``graphviz`` package is imported only when SVG is asked for.
+Every HTML piece here is static (inline styles, ``<details>`` instead of scripts) so that a saved
+notebook stays readable without a kernel; the widget in ``widgets.py`` reuses the same pieces.
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+import subprocess
+
+DOT_MISSING = ("graphviz's `dot` was not found: install it to see the graph as a picture "
+               "(apt-get install graphviz | brew install graphviz | conda install graphviz).")
+
+# Colours (also used by extension/panel.css, keep in sync).
+C_LEAF = "#cfe6ff"
+C_OUT = "#d6f5d0"
+C_FN = "#f0f0f0"
+C_ACC = "#e4e9f2"
+C_SAVED = "#ffe7c2"
+C_STALE = "#ff9e9e"
+C_RED = "#d00000"
+C_VIEW = "#7a5fb5"
+C_FREED = "#bbbbbb"
+
+
+def _q(s: str) -> str:
+    """A DOT double-quoted string."""
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    n = int(n)
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{sign}{n} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _delta(d) -> str:
+    if d is None:
+        return "new"
+    return f"+{d}" if d > 0 else ("" if d == 0 else str(d))
+
+
+# --- DOT -------------------------------------------------------------------------------------
+
+
+def tensor_label(t) -> str:
+    head = t.name or ("(base)" if not t.requires_grad else "")
+    lines = [head] if head else []
+    ver = f"v{t.version}"
+    if t.version_delta:
+        ver += f" ({_delta(t.version_delta)})"
+    lines.append(f"{_shape_str(t.shape)} {ver}")
+    return "\n".join(lines)
+
+
+def saved_label(s) -> str:
+    who = f"{s.name} = {s.alias}" if s.alias else s.name
+    if s.released:
+        return f"{who}\nfreed by backward"
+    if s.is_stale:
+        lines = [f"{who} {_shape_str(s.shape)}", f"saved v{s.saved_version}, now v{s.version}"]
+        for v, op, where in s.modified_by[-2:]:
+            lines.append(f"{op} at {where}" if where else op)
+        return "\n".join(lines)
+    return f"{who} {_shape_str(s.shape)}\nv{s.saved_version}"
+
+
+def to_dot(snap, *, title: str | None = None) -> str:
+    """The graph of a snapshot as DOT source: data flows top to bottom (inputs first).
+
+    Every element carries an ``id`` (the snapshot key) so the front end can find it in the SVG.
+    """
+    out = ["digraph nbgrad {",
+           '  graph [rankdir=TB, nodesep=0.25, ranksep=0.35, fontname="Helvetica", fontsize=10,'
+           ' bgcolor="transparent"' + (f", label={_q(title)}, labelloc=t" if title else "") + "];",
+           '  node [fontname="Helvetica", fontsize=10, height=0.25, margin="0.08,0.04"];',
+           '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];']
+    shown_tensors = {}
+    for t in snap.tensors:
+        # Only what belongs to a graph: requires grad, a view, or the base of a shown view.
+        if t.requires_grad or t.grad_fn or t.is_view or not t.named:
+            shown_tensors[t.key] = t
+    for t in snap.tensors:
+        if t.base_key and t.key in shown_tensors:
+            b = next((x for x in snap.tensors if x.key == t.base_key), None)
+            if b is not None:
+                shown_tensors[b.key] = b
+    for t in shown_tensors.values():
+        fill = C_LEAF if t.is_leaf and t.requires_grad else (C_OUT if t.named else "white")
+        style = "filled,rounded" if t.named else "filled,rounded,dashed"
+        out.append(f"  {t.key} [id={t.key}, shape=box, style={_q(style)}, fillcolor={_q(fill)},"
+                   f" label={_q(tensor_label(t))}];")
+    for n in snap.nodes.values():
+        if n.failing:
+            attrs = f'color="{C_RED}", penwidth=3, fillcolor="{C_STALE}", fontcolor="{C_RED}"'
+            label = "\u2716 " + n.name + "\nbackward fails here"
+        elif n.stale:
+            attrs = f'color="{C_RED}", penwidth=2, fillcolor="{C_FN}"'
+            label = n.name + "\nwill fail in backward"
+        else:
+            attrs = f'fillcolor="{C_ACC if n.is_accumulate else C_FN}"'
+            label = n.name
+        if n.where and not n.is_accumulate:
+            label += "\n" + n.where
+        out.append(f"  {n.key} [id={n.key}, shape=box, style=filled, {attrs}, label={_q(label)}];")
+        for s in n.saved:
+            if s.released:
+                sattrs = f'style="filled,dashed", fillcolor=white, color="{C_FREED}", fontcolor=gray'
+            elif s.is_stale:
+                sattrs = (f'style=filled, fillcolor="{C_STALE}", color="{C_RED}", penwidth=2,'
+                          f' fontcolor="#600000"')
+            else:
+                sattrs = f'style=filled, fillcolor="{C_SAVED}", color="#c58a2c"'
+            out.append(f"  {s.key} [id={s.key}, shape=note, fontsize=9, {sattrs},"
+                       f" label={_q(saved_label(s))}];")
+            ecol = C_RED if s.is_stale and not s.released else "#c58a2c"
+            out.append(f'  {s.key} -> {n.key} [style=dashed, color="{ecol}", arrowhead=odot];')
+    more = "more" if snap.truncated else None
+    if more:
+        out.append(f'  {more} [id=more, shape=plaintext, fontcolor=gray, label='
+                   f'{_q(f"... {snap.hidden_nodes} more nodes (cap {snap.max_nodes})")}];')
+    for n in snap.nodes.values():
+        for nxt in n.next:
+            if nxt in snap.nodes:
+                out.append(f"  {nxt} -> {n.key};")
+        if more and n.key in snap.hidden_edges:
+            out.append(f"  {more} -> {n.key} [style=dotted, color=gray];")
+        if n.variable and n.variable in shown_tensors:
+            out.append(f"  {n.variable} -> {n.key} [style=dotted, arrowhead=none];")
+    for t in shown_tensors.values():
+        if t.grad_fn_key and t.grad_fn_key in snap.nodes and t.named:
+            out.append(f"  {t.grad_fn_key} -> {t.key};")
+        if t.base_key and t.base_key in shown_tensors:
+            out.append(f'  {t.base_key} -> {t.key} [style=dashed, color="{C_VIEW}",'
+                       f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
+    out.append("}")
+    return "\n".join(out)
+
+
+# --- SVG -------------------------------------------------------------------------------------
+
+
+def dot_available() -> bool:
+    return shutil.which("dot") is not None
+
+
+def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
+    """Lay out DOT source with graphviz ``dot``; the ``<svg>`` element, or None without ``dot``."""
+    raw = None
+    try:
+        import graphviz
+
+        try:
+            raw = graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
+        except graphviz.ExecutableNotFound:
+            return None
+    except ImportError:
+        exe = shutil.which("dot")
+        if exe is None:
+            return None
+        raw = subprocess.run([exe, "-Tsvg"], input=source.encode("utf-8"), capture_output=True,
+                             timeout=timeout, check=True).stdout
+    svg = raw.decode("utf-8")
+    i = svg.find("<svg")
+    return svg[i:] if i >= 0 else svg
+
+
+# --- text tree (no graphviz) -----------------------------------------------------------------
+
+
+def text_tree(snap) -> str:
+    """The graph as an indented tree, outputs first (the order backward walks it)."""
+    lines = []
+    done = set()
+    tensors = {t.key: t for t in snap.tensors}
+
+    def node_line(n) -> str:
+        s = n.name
+        if n.is_accumulate and n.variable in tensors:
+            v = tensors[n.variable]
+            s += f"  ({v.name or 'leaf'} {_shape_str(v.shape)})"
+        if n.where and not n.is_accumulate:
+            s += f"  @ {n.where}"
+        if n.failing:
+            s += "  <-- backward fails here"
+        elif n.stale:
+            s += "  <-- will fail in backward"
+        return s
+
+    def walk(key, prefix, last, depth):
+        n = snap.nodes.get(key)
+        branch = "`- " if last else "|- "
+        if n is None:
+            lines.append(prefix + branch + "...")
+            return
+        if key in done:
+            lines.append(prefix + branch + n.name + "  (shown above)")
+            return
+        done.add(key)
+        lines.append(prefix + branch + node_line(n))
+        sub = prefix + ("   " if last else "|  ")
+        for s in n.saved:
+            if s.released:
+                state = "freed"
+            elif s.is_stale:
+                mods = "; ".join(f"{op} at {w}" if w else op for _, op, w in s.modified_by)
+                state = f"STALE saved v{s.saved_version}, now v{s.version}" + (
+                    f" (modified by {mods})" if mods else "")
+            else:
+                state = f"v{s.saved_version}"
+            who = f"{s.name} = {s.alias}" if s.alias else s.name
+            lines.append(sub + f"   saved {who} {_shape_str(s.shape)}: {state}")
+        nxt = list(n.next)
+        for i, k in enumerate(nxt):
+            walk(k, sub, i == len(nxt) - 1, depth + 1)
+
+    for t in snap.tensors:
+        if not t.named or (not t.grad_fn and not t.is_view and not t.requires_grad):
+            continue
+        head = f"{t.name} {_shape_str(t.shape)} {t.dtype} v{t.version}"
+        if t.view_of:
+            head += f"  (view of {t.view_of})"
+        if not t.grad_fn:
+            lines.append(head + ("  leaf" if t.requires_grad else ""))
+            continue
+        lines.append(head)
+        walk(t.grad_fn_key, "", True, 0)
+    if snap.truncated:
+        lines.append(f"... {snap.hidden_nodes} more nodes (cap {snap.max_nodes})")
+    return "\n".join(lines)
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_TABLE = 'style="border-collapse:collapse;font-size:12px;font-family:monospace"'
+_TD = 'style="padding:1px 8px;border-bottom:1px solid #ddd;text-align:left"'
+
+
+def _table(header, rows) -> str:
+    e = html.escape
+    out = [f"<table {_TABLE}><tr>" + "".join(f"<th {_TD}>{e(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        attrs = ""
+        if isinstance(row, tuple) and len(row) == 2 and isinstance(row[1], dict):
+            row, meta = row
+            attrs = " ".join(f'{k}="{e(str(v))}"' for k, v in meta.items())
+        out.append(f"<tr {attrs}>" + "".join(f"<td {_TD}>{c}</td>" for c in row) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def tensors_html(snap) -> str:
+    e = html.escape
+    rows = []
+    for t in snap.tensors:
+        if not t.named:
+            continue
+        dv = _delta(t.version_delta)
+        ver = f"{t.version}" + (f' <b style="color:{C_RED}">({e(dv)})</b>' if dv and dv != "new"
+                                else "")
+        rows.append(([e(t.name), e(_shape_str(t.shape)), e(t.dtype), e(t.device),
+                      str(t.requires_grad), str(t.is_leaf), e(t.grad_fn or ""), ver,
+                      e(f"{t.storage} +{t.offset}"), e(t.view_of or ""), e(t.grad or "")],
+                     {"data-key": t.key}))
+    if not rows:
+        return "<i>no named tensors</i>"
+    return _table(["name", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad_fn",
+                   "_version", "storage", "view of", "grad"], rows)
+
+
+def _cover_str(covers, size) -> str:
+    if covers is None:
+        return ""
+    c = set(covers)
+    cells = ["\u25a0" if i in c else "\u00b7" for i in range(size)]
+    return " ".join("".join(cells[i:i + 8]) for i in range(0, size, 8))
+
+
+def views_html(snap) -> str:
+    e = html.escape
+    parts = []
+    for st in snap.storages:
+        if len(st.views) < 2 and not any(v[0] for v in st.views):
+            continue
+        head = (f"<div><b>{e(st.key)}</b> {e(st.device)}, {st.size} elements, "
+                f"{_bytes(st.nbytes)}, shared version counter <b>_version = {st.version}</b>"
+                + (f" &mdash; {len(st.views)} tensors alias it" if len(st.views) > 1 else "")
+                + "</div>")
+        rows = []
+        for name, off, shape, stride, covers in st.views:
+            first = covers[0] if covers else off
+            rows.append([e(name), str(off), e(_shape_str(shape)), e(_shape_str(stride)),
+                         f'<span style="white-space:pre">{e(_cover_str(covers, st.size))}</span>'
+                         if covers is not None else f"from element {first}"])
+        parts.append(head + _table(["tensor", "offset", "shape", "strides", "elements covered"],
+                                   rows))
+    return "".join(parts) or "<i>no storages</i>"
+
+
+def memory_html(snap, activity_delta=None) -> str:
+    m = snap.memory or {}
+    rows = []
+    for dev, st in (m.get("devices") or {}).items():
+        if "used_bytes" in st:
+            rows.append([f"{dev} pool", f"used {_bytes(st.get('used_bytes'))} / total "
+                         f"{_bytes(st.get('total_bytes'))}, free blocks {st.get('free_blocks')}, "
+                         f"limit {_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
+        if "live_bytes" in st:
+            rows.append([f"{dev} live storages", f"{_bytes(st.get('live_bytes'))} in "
+                         f"{st.get('live_storages')} storages (peak {_bytes(st.get('peak_bytes'))})"])
+    rows.append(["saved for backward", f"{_bytes(m.get('saved_bytes', 0))} in "
+                 f"{m.get('saved_count', 0)} saved tensors of the live graphs shown"
+                 + (" (graph capped: at least this)" if m.get("saved_partial") else "")])
+    rows.append(["named tensors' storages", _bytes(m.get("named_storage_bytes", 0))])
+    for k, v in (m.get("delta") or {}).items():
+        if v:
+            rows.append([f"this cell: {k}", ("+" if v > 0 else "") + (
+                _bytes(v) if "bytes" in k else str(v))])
+    ad = activity_delta or m.get("activity_delta")
+    if ad:
+        rows.append(["this cell", f"{ad[0]} nodes created, {ad[1]} version bumps, "
+                     f"{ad[2]} storages allocated, {ad[3]} freed"])
+    return _table(["", ""], [[html.escape(a), html.escape(b)] for a, b in rows])
+
+
+def error_html(err) -> str:
+    if not err:
+        return ""
+    e = html.escape
+    out = [f'<div style="color:{C_RED};font-weight:bold">{e(err["type"])}: '
+           f'{e(err["headline"])}</div>']
+    if err["lines"]:
+        out.append('<ul style="margin:2px 0">' + "".join(
+            f"<li>{e(x)}</li>" for x in err["lines"]) + "</ul>")
+    return "".join(out)
+
+
+def summary_text(snap) -> str:
+    """One line: what the panel shows."""
+    named = sum(1 for t in snap.tensors if t.named)
+    parts = [f"{named} tensors", f"{len(snap.nodes)} nodes" + (
+        f" (+{snap.hidden_nodes} hidden)" if snap.truncated else "")]
+    stale = snap.stale_saved
+    if stale:
+        parts.append(f"{len(stale)} stale saved tensor" + ("s" if len(stale) > 1 else "")
+                     + " (backward will fail)")
+    if snap.error:
+        parts.append("error: " + snap.error["headline"][:80])
+    return "nbgrad: " + ", ".join(parts)
+
+
+def graph_html(svg: str | None, snap) -> str:
+    if svg is not None:
+        return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
+    return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
+            f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')
+
+
+def tabs(snap, svg: str | None) -> dict:
+    """The panel's tab contents as HTML strings, in display order (error first when present)."""
+    out = {}
+    if snap.error:
+        out["Error"] = error_html(snap.error)
+    out["Graph"] = graph_html(svg, snap)
+    out["Tensors"] = tensors_html(snap)
+    out["Views"] = views_html(snap)
+    out["Memory"] = memory_html(snap)
+    return out
+
+
+def panel_html(snap, svg: str | None, tab_html: dict | None = None) -> str:
+    """The static panel: every tab as a ``<details>`` section (no script needed)."""
+    tab_html = tab_html or tabs(snap, svg)
+    first = "Error" if "Error" in tab_html else "Graph"
+    out = ['<div class="nbgrad-static" style="font-family:sans-serif;font-size:12px;'
+           'border:1px solid #ccc;border-radius:4px;padding:4px 8px">',
+           f"<div><b>{html.escape(summary_text(snap))}</b></div>"]
+    for name, body in tab_html.items():
+        opn = " open" if name in (first, "Graph") else ""
+        out.append(f"<details{opn}><summary>{name}</summary>{body}</details>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def tensor_html(t) -> str:
+    """Rich HTML for one tensor: shape, dtype, device, stats, grad_fn, version."""
+    e = html.escape
+    rows = [["shape", _shape_str(tuple(t.shape))], ["dtype", str(t.dtype)],
+            ["device", str(t.device)], ["requires_grad", str(t.requires_grad)],
+            ["is_leaf", str(t.is_leaf)],
+            ["grad_fn", t.grad_fn.name() if t.grad_fn is not None else "None"],
+            ["_version", str(t._version)]]
+    if t._is_view():
+        rows.append(["view", f"offset {t.storage_offset()}, strides {tuple(t.stride())}"])
+    try:
+        a = t._data
+        n = int(t.numel())
+        if n and n <= 50_000_000 and str(t.dtype).split(".")[-1] != "bool":
+            af = a.astype("float64") if a.dtype.kind in "iub" else a
+            rows.append(["stats", f"min {float(af.min()):.4g}  max {float(af.max()):.4g}  "
+                         f"mean {float(af.mean()):.4g}  std {float(af.std()):.4g}"])
+    except Exception:
+        pass
+    g = getattr(t, "_grad", None)
+    if g is not None:
+        rows.append(["grad", f"{_shape_str(tuple(g.shape))} {g.dtype}"])
+    try:
+        preview = repr(t)
+    except Exception:
+        preview = object.__repr__(t)
+    if len(preview) > 600:
+        preview = preview[:600] + " ..."
+    return (f'<div class="nbgrad-tensor"><pre style="margin:0 0 2px 0">{e(preview)}</pre>'
+            + _table(["", ""], [[e(a), e(b)] for a, b in rows]) + "</div>")

@@ -1,1 +1,12 @@
-"""Placeholder: filled in by its owner."""
+"""``nbgrad.nn``: modules, parameters, losses, ``functional`` and ``init`` (mirrors ``torch.nn``).
+
+``import nbgrad as torch`` then ``torch.nn.Linear(64, 10)`` works as in PyTorch: same names,
+same constructor defaults, same default initialisation (the random stream is nbgrad's).
+"""
+
+from .parameter import Parameter, Buffer
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from . import functional, init
+
+__all__ = ["Parameter", "Buffer", "functional", "init"] + list(_modules_all)

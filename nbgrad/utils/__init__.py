@@ -1,1 +1,5 @@
-"""Placeholder: filled in by its owner."""
+"""``nbgrad.utils``: ``data`` (Dataset, TensorDataset, DataLoader), mirroring ``torch.utils``."""
+
+from . import data
+
+__all__ = ["data"]

@@ -1,0 +1,767 @@
+"""``nbgrad.nn.functional``: layers and losses as compositions of core ops (mirrors torch.nn.functional).
+
+Nothing here carries its own derivative: every function is built from the core's differentiable
+ops (``addmm``, ``log_softmax``, ``gather``, ``as_strided``, ...), so autograd, the version
+checks and the notebook's graph see ordinary nodes. Data-dependent checks (target ranges) read the
+backing numpy array directly, which records nothing.
+"""
+
+import math
+
+import numpy as np
+
+import nbgrad
+from nbgrad.tensor import Tensor
+
+__all__ = [
+    "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
+    "relu", "relu_", "leaky_relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
+    "batch_norm", "layer_norm", "embedding", "one_hot",
+    "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+]
+
+
+def _pair(v, name="value"):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _const(arr):
+    """A constant (no-grad) tensor over the numpy array ``arr``."""
+    return nbgrad.from_numpy(np.ascontiguousarray(arr))
+
+
+def _reduce(loss, reduction, who):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+
+
+# ---------------------------------------------------------------------------- linear, conv, pool
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` (mirrors ``torch.nn.functional.linear``).
+
+    Args:
+        input (Tensor): (*, in_features).
+        weight (Tensor): (out_features, in_features).
+        bias (Tensor, optional): (out_features,).
+
+    Returns:
+        Tensor: (*, out_features); on 2-D input one ``AddmmBackward0`` node, as torch.
+    """
+    if bias is not None and input.ndim == 2:
+        return nbgrad.addmm(bias, input, weight.t())
+    out = input.matmul(weight.t())
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def pad(input, pad, mode="constant", value=0.0):
+    """Pad the last ``len(pad) // 2`` dimensions (mirrors ``torch.nn.functional.pad``).
+
+    Args:
+        input (Tensor): any shape.
+        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first, >= 0.
+        mode (str): only ``"constant"``.
+        value (float): fill value.
+
+    Raises:
+        NotImplementedError: other modes or negative padding.
+    """
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
+    if any(p < 0 for p in pad):
+        raise NotImplementedError("pad: negative padding is not supported")
+    if not any(pad):
+        return input
+    shape = list(input.shape)
+    index = [slice(None)] * input.ndim
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        index[d] = slice(lo, lo + shape[d])
+        shape[d] += lo + hi
+    out = nbgrad.full(tuple(shape), value, dtype=input.dtype, device=input.device)
+    out[tuple(index)] = input
+    return out
+
+
+def _out_size(size, k, s, p, d, ceil_mode=False):
+    # torch's pooling_output_shape: in ceil mode the last window must start inside the input
+    o = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1
+    return o
+
+
+def _windows(x, kh, kw, sh, sw, dh, dw, ho, wo, channels_last=False):
+    """A strided view of the sliding windows of contiguous ``x`` (N, C, H, W) — no copy.
+
+    Returns (N, C, Ho, Wo, kh, kw), or (N, Ho, Wo, C, kh, kw) with ``channels_last``.
+    """
+    n, c = x.shape[0], x.shape[1]
+    s_n, s_c, s_h, s_w = x.stride()
+    if channels_last:
+        size = (n, ho, wo, c, kh, kw)
+        stride = (s_n, sh * s_h, sw * s_w, s_c, dh * s_h, dw * s_w)
+    else:
+        size = (n, c, ho, wo, kh, kw)
+        stride = (s_n, s_c, sh * s_h, sw * s_w, dh * s_h, dw * s_w)
+    return x.as_strided(size, stride, x.storage_offset())
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L) (mirrors ``F.unfold`` / im2col)."""
+    kh, kw = _pair(kernel_size)
+    dh, dw = _pair(dilation)
+    ph, pw = _pair(padding)
+    sh, sw = _pair(stride)
+    x = pad(input, (pw, pw, ph, ph)).contiguous()
+    n, c, hp, wp = x.shape
+    ho = (hp - dh * (kh - 1) - 1) // sh + 1
+    wo = (wp - dw * (kw - 1) - 1) // sw + 1
+    win = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, Ho, Wo, kh, kw)
+    return win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation by im2col on strided views, then one matmul (mirrors ``F.conv2d``).
+
+    Args:
+        input (Tensor): (N, C_in, H, W) or unbatched (C_in, H, W).
+        weight (Tensor): (C_out, C_in / groups, kh, kw).
+        bias (Tensor, optional): (C_out,).
+        stride, padding, dilation (int | tuple[int, int]): ``padding`` may also be ``"valid"``
+            or ``"same"`` (stride 1).
+        groups (int): channel groups.
+
+    Returns:
+        Tensor: (N, C_out, H_out, W_out), contiguous;
+        ``H_out = (H + 2*ph - dh*(kh-1) - 1) // sh + 1``.
+
+    Raises:
+        RuntimeError: channel mismatch or a kernel larger than the padded input, in torch's words.
+    """
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != 4:
+        raise RuntimeError(
+            f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+            f"{list(input.shape)}")
+    n, c, h, w = input.shape
+    o, cg, kh, kw = weight.shape
+    sh, sw = _pair(stride, "stride")
+    dh, dw = _pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            ph = pw = 0
+        elif padding == "same":
+            if (sh, sw) != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            th, tw = dh * (kh - 1), dw * (kw - 1)
+            if th % 2 or tw % 2:
+                input = pad(input, (tw // 2, tw - tw // 2, th // 2, th - th // 2))
+                ph = pw = 0
+            else:
+                ph, pw = th // 2, tw // 2
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+    else:
+        ph, pw = _pair(padding, "padding")
+    if c != cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+            f"input{list(input.shape)} to have {cg * groups} channels, but got {c} channels "
+            f"instead")
+    x = pad(input, (pw, pw, ph, ph)).contiguous()
+    hp, wp = x.shape[2], x.shape[3]
+    if hp < dh * (kh - 1) + 1 or wp < dw * (kw - 1) + 1:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({hp} x {wp}). Kernel size: "
+            f"({dh * (kh - 1) + 1} x {dw * (kw - 1) + 1}). Kernel size can't be greater than "
+            f"actual input size")
+    ho = (hp - dh * (kh - 1) - 1) // sh + 1
+    wo = (wp - dw * (kw - 1) - 1) // sw + 1
+    k = cg * kh * kw
+    cols = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo, channels_last=True)  # (N,Ho,Wo,C,kh,kw)
+    if groups == 1:
+        cols = cols.reshape(n * ho * wo, k)
+        w2 = weight.reshape(o, k).t()
+        out = nbgrad.addmm(bias, cols, w2) if bias is not None else cols.matmul(w2)
+    else:
+        cols = cols.reshape(n * ho * wo, groups, k).transpose(0, 1)  # (G, NL, K)
+        w2 = weight.reshape(groups, o // groups, k).transpose(1, 2)  # (G, K, O/G)
+        out = cols.matmul(w2).transpose(0, 1).reshape(n * ho * wo, o)
+        if bias is not None:
+            out = out + bias
+    out = out.reshape(n, ho, wo, o).permute(0, 3, 1, 2).contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+def _pool_windows(input, kernel_size, stride, padding, dilation, ceil_mode, fill):
+    """(N, C, H, W) -> (N, C, Ho, Wo, kh*kw) windows (a copy), plus the geometry."""
+    kh, kw = _pair(kernel_size, "kernel_size")
+    if stride is None or (isinstance(stride, (tuple, list)) and not stride):
+        sh, sw = kh, kw
+    else:
+        sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    dh, dw = _pair(dilation, "dilation")
+    if ph > kh // 2 or pw > kw // 2:
+        raise RuntimeError(
+            f"pad should be at most half of effective kernel size, but got pad={ph}, "
+            f"kernel_size={kh} and dilation={dh}")
+    n, c, h, w = input.shape
+    ho = _out_size(h, kh, sh, ph, dh, ceil_mode)
+    wo = _out_size(w, kw, sw, pw, dw, ceil_mode)
+    if ho <= 0 or wo <= 0:
+        raise RuntimeError(
+            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
+            f"Output size is too small")
+    simple = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and ph == pw == 0
+    if simple and ho * kh <= h and wo * kw <= w:
+        # non-overlapping windows: a reshape/permute, whose backward is a plain copy
+        x = input
+        if ho * kh != h or wo * kw != w:
+            x = x[:, :, : ho * kh, : wo * kw]
+        win = x.reshape(n, c, ho, kh, wo, kw).permute(0, 1, 2, 4, 3, 5)
+    else:
+        need_h = (ho - 1) * sh + dh * (kh - 1) + 1
+        need_w = (wo - 1) * sw + dw * (kw - 1) + 1
+        extra_h = max(0, need_h - h - 2 * ph)
+        extra_w = max(0, need_w - w - 2 * pw)
+        x = input
+        if ph or pw or extra_h or extra_w:
+            x = pad(x, (pw, pw + extra_w, ph, ph + extra_h), value=fill)
+        x = x.contiguous()
+        win = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo)
+    return win.reshape(n, c, ho, wo, kh * kw), (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows (mirrors ``torch.nn.functional.max_pool2d``).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        kernel_size, stride (default: kernel_size), padding (-inf), dilation: int or pair.
+
+    Returns:
+        Tensor (N, C, Ho, Wo); with ``return_indices`` also the int64 flat index (into H*W) of
+        each maximum. The gradient goes to the first maximum of each window, as torch's.
+    """
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != 4:
+        raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
+    win, geo = _pool_windows(input, kernel_size, stride, padding, dilation, ceil_mode,
+                             -math.inf)
+    idx = win.argmax(dim=-1, keepdim=True)
+    out = win.gather(-1, idx).squeeze(-1)
+    if unbatched:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
+    k = idx._data[..., 0]
+    row = (np.arange(ho) * sh - ph)[:, None] + (k // kw) * dh
+    col = (np.arange(wo) * sw - pw)[None, :] + (k % kw) * dw
+    flat = _const((row * input.shape[3] + col).astype(np.int64))
+    return out, (flat.squeeze(0) if unbatched else flat)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        count_include_pad (bool): divide by the full window size even where it overlaps the
+            zero padding (torch's default).
+        divisor_override (int, optional): divide by this instead.
+    """
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    win, geo = _pool_windows(input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    kh, kw, sh, sw, ph, pw, _, _, ho, wo = geo
+    h, w = input.shape[2], input.shape[3]
+    if divisor_override:
+        out = win.sum(-1) / divisor_override
+    else:
+        # window extents, clipped like torch: to the padded input (count_include_pad) or input
+        hs = np.arange(ho) * sh - ph
+        ws = np.arange(wo) * sw - pw
+        he = np.minimum(hs + kh, h + ph)
+        we = np.minimum(ws + kw, w + pw)
+        if not count_include_pad:
+            hs, ws = np.maximum(hs, 0), np.maximum(ws, 0)
+            he, we = np.minimum(he, h), np.minimum(we, w)
+        counts = (he - hs)[:, None] * (we - ws)[None, :]
+        if (counts == kh * kw).all():
+            out = win.mean(-1)
+        else:
+            out = win.sum(-1) / _const(counts.astype(input._data.dtype))
+    return out.squeeze(0) if unbatched else out
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Same as ``nbgrad.flatten`` (mirrors ``torch.flatten``)."""
+    return input.flatten(start_dim, end_dim)
+
+
+# ---------------------------------------------------------------------------- activations
+def relu(input, inplace=False):
+    """max(x, 0) (mirrors ``F.relu``); ``inplace`` uses ``relu_``."""
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``)."""
+    out = nbgrad.where(input > 0, input, input * negative_slope)
+    if inplace:
+        with nbgrad.no_grad():
+            input.copy_(out)
+        return input
+    return out
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit (mirrors ``F.gelu``).
+
+    ``approximate="none"``: ``x * Phi(x)`` with erf; ``"tanh"``: the tanh approximation.
+    """
+    if approximate == "none":
+        return input * (0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf()))
+    if approximate == "tanh":
+        inner = (input + 0.044715 * input * input * input) * math.sqrt(2.0 / math.pi)
+        return 0.5 * input * (1.0 + inner.tanh())
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, dtype=None):
+    """exp(x) / sum exp(x) along ``dim`` (mirrors ``F.softmax``; dim=None picks torch's legacy dim)."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    return input.softmax(dim)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    """log(softmax(x)) computed stably (mirrors ``F.log_softmax``)."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    if dtype is not None:
+        input = input.to(dtype)
+    return input.log_softmax(dim)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (mirrors F.dropout).
+
+    The mask comes from nbgrad's global generator (``nbgrad.manual_seed``); its values differ
+    from torch's stream.
+
+    Raises:
+        ValueError: p outside [0, 1].
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        mask = nbgrad.zeros_like(input)
+    else:
+        keep = nbgrad.rand(tuple(input.shape), dtype=input.dtype, device=input.device)._data
+        keep = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
+        mask = _const(keep)
+    if inplace:
+        return input.mul_(mask)
+    return input * mask
+
+
+# ---------------------------------------------------------------------------- normalisation
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise over the batch (and spatial) dims per channel (mirrors ``F.batch_norm``).
+
+    Args:
+        input (Tensor): (N, C) or (N, C, L) or (N, C, H, W).
+        running_mean, running_var (Tensor | None): (C,), updated in place when ``training``
+            (``running_var`` with the unbiased variance, as torch).
+        weight, bias (Tensor, optional): (C,).
+        momentum (float | None): None means a cumulative average (set by the module).
+
+    Raises:
+        ValueError: one value per channel in training.
+    """
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, input.ndim))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // c
+        if count <= 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}")
+        mean = input.mean(dims)
+        xc = input - mean.reshape(shape)
+        var = (xc * xc).mean(dims)
+        if running_mean is not None:
+            with nbgrad.no_grad():
+                m = momentum
+                running_mean.mul_(1 - m).add_(mean.detach(), alpha=m)
+                running_var.mul_(1 - m).add_(var.detach(), alpha=m * count / (count - 1))
+        invstd = (var + eps).rsqrt()
+    else:
+        xc = input - running_mean.reshape(shape)
+        invstd = (running_var + eps).rsqrt()
+    scale = invstd * weight if weight is not None else invstd
+    out = xc * scale.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``).
+
+    Raises:
+        RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    dims = tuple(range(input.ndim - k, input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    xc = input - mean
+    var = (xc * xc).mean(dims, keepdim=True)
+    out = xc * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+# ---------------------------------------------------------------------------- embedding
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by integer ``input`` (mirrors ``F.embedding``).
+
+    Args:
+        input (Tensor): int64/int32 indices, any shape (*).
+        weight (Tensor): (num_embeddings, embedding_dim).
+        padding_idx (int, optional): rows at this index get no gradient.
+
+    Returns:
+        Tensor: (*, embedding_dim).
+
+    Raises:
+        RuntimeError: non-integer indices; IndexError: an index out of range.
+    """
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq, sparse unsupported")
+    if input.dtype not in (nbgrad.int64, nbgrad.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
+            "embedding)")
+    ids = input._data
+    num = weight.shape[0]
+    if ids.size and (ids.min() < 0 or ids.max() >= num):
+        bad = ids[(ids < 0) | (ids >= num)].flat[0]
+        raise IndexError(f"index out of range in self (index {int(bad)}, num_embeddings {num})")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += num
+    out = weight[input]
+    if padding_idx is not None and weight.requires_grad and (ids == padding_idx).any():
+        keep = _const((ids != padding_idx)[..., None])
+        out = nbgrad.where(keep, out, out.detach())
+    return out
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 (*,) -> int64 (*, num_classes) one-hot (mirrors ``F.one_hot``)."""
+    ids = tensor._data
+    if num_classes == -1:
+        num_classes = int(ids.max()) + 1 if ids.size else 0
+    if ids.size and (ids.min() < 0 or ids.max() >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(ids.shape + (num_classes,), dtype=np.int64)
+    np.put_along_axis(out, ids[..., None].astype(np.int64), 1, axis=-1)
+    return _const(out)
+
+
+# ---------------------------------------------------------------------------- losses
+def mse_loss(input, target, reduction="mean", weight=None):
+    """Mean squared error (mirrors ``F.mse_loss``). ``input``, ``target``: same shape (*)."""
+    if tuple(target.shape) != tuple(input.shape):
+        import warnings
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=2)
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "mse_loss")
+
+
+def l1_loss(input, target, reduction="mean"):
+    """Mean absolute error (mirrors ``F.l1_loss``)."""
+    return _reduce((input - target).abs(), reduction, "l1_loss")
+
+
+def _check_class_target(input, target, who, ignore_index):
+    """Validate integer class targets for (N, C, ...) / (C,) input; return (class_dim, n_classes)."""
+    if target.dtype != nbgrad.int64:
+        raise RuntimeError(
+            f"{who}: expected target dtype to be Long (int64 class indices), but got "
+            f"{target.dtype}" + (" (floating targets must have the input's shape "
+                                 f"{tuple(input.shape)}, as class probabilities)"
+                                 if target.dtype.is_floating_point else ""))
+    if input.ndim == 0:
+        raise ValueError(f"{who}: expected input with at least 1 dimension, got 0")
+    cdim = 0 if input.ndim == 1 else 1
+    c = input.shape[cdim]
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise ValueError(
+                f"{who}: expected a 0-D target for 1-D input of {c} classes, got target of "
+                f"shape {tuple(target.shape)}")
+    else:
+        tb = target.shape[0] if target.ndim else None
+        if tb != input.shape[0]:
+            raise ValueError(
+                f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                f"({tb}).")
+        expect = (input.shape[0],) + tuple(input.shape[2:])
+        if tuple(target.shape) != expect:
+            raise RuntimeError(
+                f"{who}: expected target of shape {expect} for input of shape "
+                f"{tuple(input.shape)}, got {tuple(target.shape)}")
+    t = target._data
+    if t.size:
+        bad = (t < 0) | (t >= c)
+        if ignore_index is not None:
+            bad &= t != ignore_index
+        if bad.any():
+            raise IndexError(
+                f"Target {int(t[bad].flat[0])} is out of bounds. ({who}: class indices must be "
+                f"in [0, {c}) or equal ignore_index={ignore_index})")
+    return cdim, c
+
+
+def _to_rows(input, cdim):
+    """(N, C, d1, ...) -> (N*d1*..., C); (C,) -> (1, C)."""
+    if input.ndim == 1:
+        return input.unsqueeze(0)
+    if input.ndim == 2:
+        return input
+    perm = (0,) + tuple(range(2, input.ndim)) + (1,)
+    return input.permute(*perm).reshape(-1, input.shape[1])
+
+
+def _nll(logp, target, weight, ignore_index, reduction, who):
+    """Negative log-likelihood of int64 class targets: loss, per-element weights (numpy), mask."""
+    cdim, c = _check_class_target(logp, target, who, ignore_index)
+    rows = _to_rows(logp, cdim)
+    t = target._data.reshape(-1)
+    ignored = t == ignore_index
+    any_ignored = bool(ignored.any())
+    tsafe = np.where(ignored, 0, t) if any_ignored else t
+    picked = rows.gather(1, _const(tsafe[:, None])).squeeze(1)  # (M,)
+    if weight is None and not any_ignored:
+        if reduction == "mean":
+            return picked.mean().neg(), None
+        loss = picked.neg()
+        if reduction == "sum":
+            return loss.sum(), None
+        if reduction == "none":
+            return loss.reshape(tuple(target.shape)), None
+        raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+    w = np.ones(t.shape, dtype=logp._data.dtype) if weight is None else \
+        weight._data[tsafe].astype(logp._data.dtype)
+    w = np.where(ignored, np.zeros((), w.dtype), w)
+    loss = picked * _const(-w)
+    if reduction == "mean":
+        return loss.sum() / float(w.sum()), w
+    if reduction == "sum":
+        return loss.sum(), w
+    if reduction == "none":
+        return loss.reshape(tuple(target.shape)), w
+    raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean", _who="nll_loss"):
+    """Negative log-likelihood (mirrors ``F.nll_loss``).
+
+    Args:
+        input (Tensor): log-probabilities (N, C), (C,) or (N, C, d1, ...).
+        target (Tensor): int64 class indices (N,), () or (N, d1, ...), in [0, C) or
+            ``ignore_index``.
+        weight (Tensor, optional): (C,) per-class weights; "mean" divides by their sum.
+
+    Raises:
+        RuntimeError: target not int64; ValueError: batch sizes differ;
+        IndexError: a target out of range (``Target 10 is out of bounds.``).
+    """
+    return _nll(input, target, weight, ignore_index, reduction, _who)[0]
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0, _who="cross_entropy"):
+    """``nll_loss(log_softmax(input, 1), target)`` with label smoothing (mirrors F.cross_entropy).
+
+    Args:
+        input (Tensor): unnormalised logits (N, C), (C,) or (N, C, d1, ...).
+        target (Tensor): int64 class indices (N,) / () / (N, d1, ...), or floating class
+            probabilities of the input's shape.
+        weight (Tensor, optional): (C,) class weights.
+        ignore_index (int): targets equal to it contribute nothing (class-index targets only).
+        label_smoothing (float): in [0, 1]; mixes the target with the uniform distribution.
+
+    Returns:
+        Tensor: a scalar, or per-element losses for ``reduction="none"``.
+
+    Raises:
+        RuntimeError / ValueError / IndexError: as :func:`nll_loss`, naming the loss.
+    """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    cdim = 0 if input.ndim == 1 else 1
+    logp = input.log_softmax(cdim)
+    c = input.shape[cdim]
+    wshape = [1] * input.ndim
+    wshape[cdim] = c
+    if target.dtype.is_floating_point:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(
+                f"{_who}: floating targets are class probabilities and must have the input's "
+                f"shape {tuple(input.shape)}, got {tuple(target.shape)} (for class indices use "
+                "int64)")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.reshape(wshape)
+        loss = prod.sum(cdim).neg()
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // c) if input.ndim > 1 else loss
+        return _reduce(loss, reduction, _who)
+    nll, w = _nll(logp, target, weight, ignore_index, reduction, _who)
+    if label_smoothing <= 0:
+        return nll
+    t = target._data
+    ignored = t == ignore_index
+    smooth = logp * weight.reshape(wshape) if weight is not None else logp
+    smooth = smooth.sum(cdim).neg()
+    if ignored.any():
+        smooth = smooth.masked_fill(_const(ignored), 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            denom = float(weight._data[t[~ignored]].sum())
+        else:
+            denom = float((~ignored).sum())
+        smooth = smooth.sum() / denom
+    else:
+        smooth = _reduce(smooth, reduction, _who)
+    return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)
+
+
+def _check_same_shape(input, target, who):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size. ({who})")
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean", _who="binary_cross_entropy"):
+    """-(t log x + (1-t) log(1-x)), logs clamped at -100 (mirrors F.binary_cross_entropy).
+
+    Args:
+        input (Tensor): probabilities in [0, 1], any shape (*).
+        target (Tensor): same shape, floating, in [0, 1].
+
+    Raises:
+        ValueError: shapes differ; RuntimeError: values outside [0, 1] or an integer target.
+    """
+    _check_same_shape(input, target, _who)
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"{_who}: expected a floating target (probabilities), got "
+                           f"{target.dtype}")
+    x = input._data
+    if x.size and not ((x >= 0) & (x <= 1)).all():
+        raise RuntimeError(f"all elements of input should be between 0 and 1 ({_who})")
+    tt = target._data
+    if tt.size and not ((tt >= 0) & (tt <= 1)).all():
+        raise RuntimeError(f"all elements of target should be between 0 and 1 ({_who})")
+    loss = (target * input.log().clamp(min=-100.0)
+            + (1 - target) * (1 - input).log().clamp(min=-100.0)).neg()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, _who)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None,
+                                     _who="binary_cross_entropy_with_logits"):
+    """Sigmoid + binary cross entropy in one stable expression (mirrors the torch function).
+
+    ``loss = (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x))``, computed with torch's
+    max-shift. ``input``, ``target``: same shape (*); ``pos_weight``: broadcast over the last
+    dim (C,).
+    """
+    _check_same_shape(input, target, _who)
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"{_who}: expected a floating target, got {target.dtype}")
+    max_val = input.neg().clamp(min=0)
+    soft = ((max_val.neg()).exp() + (input.neg() - max_val).exp()).log() + max_val
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (1 - target) * input + log_weight * soft
+    else:
+        loss = (1 - target) * input + soft
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, _who)

@@ -1,0 +1,132 @@
+"""The panel in a real browser: JupyterLab 4 + headless chromium driven by Playwright.
+
+Starts JupyterLab on 127.0.0.1 with a temporary root, opens a notebook, runs all cells through the
+Run menu, checks the panel renders with its graph SVG, clicks a node (its details appear), takes a
+screenshot, and stops the server it started by its PID. Skipped where chromium is absent.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium")
+                                        else None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+sync_api = pytest.importorskip("playwright.sync_api")
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("jupyterlab")
+
+REPO = Path(__file__).resolve().parent.parent
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_notebook(root):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in (
+        "import nbgrad\n%load_ext nbgrad",
+        "x = nbgrad.ones(3, requires_grad=True)\ny = x.tanh()",
+        "y.add_(3)\nprint('done')",
+    )]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, root / "panel.ipynb")
+
+
+@pytest.fixture
+def lab(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    write_notebook(root)
+    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
+    log = open(tmp_path / "lab.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         "--IdentityProvider.token=", "--ServerApp.password=",
+         f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url + "/api/status", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError("jupyter lab exited:\n" + (tmp_path / "lab.log").read_text())
+                time.sleep(0.5)
+        yield url, tmp_path
+    finally:
+        proc.terminate()  # the server this test started, by its PID
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_panel_renders_in_jupyterlab(lab):
+    url, tmp_path = lab
+    shots = Path(os.environ.get("NBGRAD_SCREENSHOTS", tmp_path))
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url + "/lab/tree/panel.ipynb", wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            # the kernel is ready once the status bar says Idle
+            page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+            no_news = page.get_by_role("button", name="No", exact=True)
+            if no_news.count():
+                no_news.first.click()
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            panel = page.locator(".nbgrad-panel").last
+            panel.wait_for(timeout=90_000)
+            svg_node = panel.locator("svg g.node")
+            svg_node.first.wait_for(timeout=30_000)
+            assert svg_node.count() >= 5  # x, y, AddBackward0, TanhBackward0, saved, AccumulateGrad
+            assert "stale saved tensor" in panel.locator(".nbgrad-summary").inner_text()
+            # the stale saved tensor is drawn red
+            stale = panel.locator("svg g.node polygon[fill='#ff9e9e']")
+            assert stale.count() >= 1
+            tanh = panel.locator("svg g.node", has_text="TanhBackward0").first
+            tanh.click()
+            details = panel.locator(".nbgrad-details")
+            details.wait_for(state="visible", timeout=10_000)
+            text = details.inner_text()
+            assert "TanhBackward0" in text and "STALE" in text and "add_" in text
+            assert "nbgrad-selected" in (tanh.get_attribute("class") or "")
+            panel.locator(".nbgrad-tab", has_text="Tensors").click()
+            assert "requires_grad" in panel.locator(".nbgrad-body").inner_text()
+            panel.locator(".nbgrad-tab", has_text="Graph").click()
+            panel.scroll_into_view_if_needed()
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / "nbgrad_panel.png"), full_page=True)
+            assert (shots / "nbgrad_panel.png").stat().st_size > 10_000
+        finally:
+            browser.close()

@@ -27,6 +27,7 @@ class NbgradExtension:
         self.max_nodes = _inspect.DEFAULT_MAX_NODES
         self.widget = True  # False: static HTML only (also when no kernel comm is available)
         self.show_saved = True
+        self.layout_timeout = 10.0  # seconds; a layout that takes longer falls back to text
         self._activity_before = None
         self._memory_before = None
         self._versions: dict = {}
@@ -78,7 +79,7 @@ class NbgradExtension:
     def take_snapshot(self, error=None, named=None):
         ns = self.ip.user_ns
         if named is None:
-            named = _inspect.named_tensors(ns)
+            named = _inspect.named_tensors(ns, skip=getattr(self.ip, "user_ns_hidden", ()))
         return _inspect.snapshot(named, previous=self._versions, max_nodes=self.max_nodes,
                                  error=error, show_saved=self.show_saved,
                                  memory_before=self._memory_before)
@@ -88,7 +89,13 @@ class NbgradExtension:
 
         from . import render
 
-        svg = render.dot_to_svg(render.to_dot(snap)) if snap.nodes or snap.tensors else None
+        svg = None
+        if snap.nodes or snap.tensors:
+            try:
+                svg = render.dot_to_svg(render.to_dot(snap), timeout=self.layout_timeout)
+            except Exception as exc:  # noqa: BLE001 - a layout failure leaves the text tree
+                print(f"nbgrad: graph layout failed ({exc}); showing the graph as text",
+                      file=sys.stderr)
         if self.widget and _has_comm(self.ip):
             from .widgets import NbgradPanel
 
@@ -172,7 +179,23 @@ def load_ipython_extension(ip):
             ext._formatter = True
     except Exception as exc:  # noqa: BLE001
         warnings.warn(f"nbgrad: no HTML repr for tensors ({exc})", stacklevel=2)
+    _warm_up_dot()
     ext.pre_run_cell()
+
+
+def _warm_up_dot():
+    """Start graphviz's dot now, off the main thread: its first layout costs ~20 ms more."""
+    import threading
+
+    def warm():
+        try:
+            from . import render
+
+            render.dot_to_svg("digraph { a }")
+        except Exception:  # noqa: BLE001 - only a warm-up
+            pass
+
+    threading.Thread(target=warm, name="nbgrad-dot-warmup", daemon=True).start()
 
 
 def unload_ipython_extension(ip):

@@ -177,17 +177,20 @@ def _modified_by(entries) -> list:
     return [(int(v), str(op), _loc_str(loc)) for v, op, loc in entries or ()]
 
 
-def named_tensors(ns: dict, tensor_types=None, modules=True) -> list:
+_SKIP = frozenset(("In", "Out", "exit", "quit", "get_ipython"))  # IPython's own names
+
+
+def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
     """The tensors a user can name in ``ns``: ``[(name, tensor)]``, sorted by name.
 
     Looks at top-level values, one level into lists, tuples and dicts (``xs[0]``, ``d['w']``, at
     most 16 items each) and at ``nn.Module`` parameters (``model.fc.weight``). Names starting with
-    ``_`` (IPython's history) are skipped.
+    ``_`` (IPython's history), IPython's ``In`` / ``Out`` and the names in ``skip`` are left out.
     """
     types = tensor_types or _tensor_types()
     out = []
     for name, v in list(ns.items()):
-        if name[:1] == "_":
+        if name[:1] == "_" or name in _SKIP or name in skip:
             continue
         if isinstance(v, types):
             out.append((name, v))

@@ -7,9 +7,13 @@ notebook stays readable without a kernel; the widget in ``widgets.py`` reuses th
 
 from __future__ import annotations
 
+import atexit
 import html
+import os
 import shutil
 import subprocess
+import threading
+import time
 
 DOT_MISSING = ("graphviz's `dot` was not found: install it to see the graph as a picture "
                "(apt-get install graphviz | brew install graphviz | conda install graphviz).")
@@ -79,11 +83,20 @@ def saved_label(s) -> str:
     return f"{who} {_shape_str(s.shape)}\nv{s.saved_version}"
 
 
-def to_dot(snap, *, title: str | None = None) -> str:
+# Above this many nodes, saved tensors that are fine are written inside their node's label
+# instead of as boxes of their own: half the elements for dot to place, and a calmer picture.
+SEPARATE_SAVED_UP_TO = 40
+
+
+def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None) -> str:
     """The graph of a snapshot as DOT source: data flows top to bottom (inputs first).
 
     Every element carries an ``id`` (the snapshot key) so the front end can find it in the SVG.
+    Stale saved tensors always get a red box of their own; the others too when
+    ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes).
     """
+    if separate_saved is None:
+        separate_saved = len(snap.nodes) <= SEPARATE_SAVED_UP_TO
     out = ["digraph nbgrad {",
            '  graph [rankdir=TB, nodesep=0.25, ranksep=0.35, fontname="Helvetica", fontsize=10,'
            ' bgcolor="transparent"' + (f", label={_q(title)}, labelloc=t" if title else "") + "];",
@@ -116,8 +129,16 @@ def to_dot(snap, *, title: str | None = None) -> str:
             label = n.name
         if n.where and not n.is_accumulate:
             label += "\n" + n.where
+        if not separate_saved:
+            folded = [s for s in n.saved if not s.is_stale or s.released]
+            if folded:
+                label += "\nsaves " + ", ".join(
+                    f"{s.name} " + ("freed" if s.released else f"v{s.saved_version}")
+                    for s in folded)
         out.append(f"  {n.key} [id={n.key}, shape=box, style=filled, {attrs}, label={_q(label)}];")
         for s in n.saved:
+            if not separate_saved and (not s.is_stale or s.released):
+                continue
             if s.released:
                 sattrs = f'style="filled,dashed", fillcolor=white, color="{C_FREED}", fontcolor=gray'
             elif s.is_stale:
@@ -158,22 +179,88 @@ def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
-    """Lay out DOT source with graphviz ``dot``; the ``<svg>`` element, or None without ``dot``."""
-    raw = None
-    try:
-        import graphviz
+class _DotServer:
+    """One long-lived ``dot -Tsvg`` reading graph after graph from its stdin.
 
+    Starting ``dot`` costs ~10 ms a time, more than laying out a 50-node graph; the panel runs
+    after every cell, so the process is kept (POSIX only; elsewhere each layout starts one).
+    """
+
+    def __init__(self):
+        self._proc = None
+        self._lock = threading.Lock()
+
+    def layout(self, source: str, timeout: float) -> bytes | None:
+        import select
+
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                exe = shutil.which("dot")
+                if exe is None:
+                    return None
+                proc = self._proc = subprocess.Popen(
+                    [exe, "-Tsvg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL, bufsize=0)
+            try:
+                proc.stdin.write(source.encode("utf-8") + b"\n")
+                chunks = []
+                deadline = time.monotonic() + timeout
+                fd = proc.stdout.fileno()
+                while True:
+                    left = deadline - time.monotonic()
+                    ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+                    if not ready:
+                        raise TimeoutError(f"dot took more than {timeout} s")
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        raise OSError("dot exited")
+                    chunks.append(chunk)
+                    if chunk.rstrip().endswith(b"</svg>"):
+                        return b"".join(chunks)
+            except BaseException:
+                self.close_locked()  # a graph dot choked on: start afresh next time
+                raise
+
+    def close_locked(self):
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def close(self):
+        with self._lock:
+            self.close_locked()
+
+
+_DOT = _DotServer()
+atexit.register(_DOT.close)
+
+
+def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
+    """Lay out DOT source with graphviz ``dot``; the ``<svg>`` element, or None without ``dot``.
+
+    Raises:
+        TimeoutError: ``dot`` took longer than ``timeout`` seconds.
+    """
+    if not dot_available():
+        return None
+    raw = None
+    if os.name == "posix":
         try:
+            raw = _DOT.layout(source, timeout)
+        except TimeoutError:
+            raise
+        except OSError:
+            raw = None  # fall back to one process per layout
+    if raw is None:
+        try:
+            import graphviz
+
             raw = graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
-        except graphviz.ExecutableNotFound:
-            return None
-    except ImportError:
-        exe = shutil.which("dot")
-        if exe is None:
-            return None
-        raw = subprocess.run([exe, "-Tsvg"], input=source.encode("utf-8"), capture_output=True,
-                             timeout=timeout, check=True).stdout
+        except ImportError:
+            raw = subprocess.run([shutil.which("dot"), "-Tsvg"], input=source.encode("utf-8"),
+                                 capture_output=True, timeout=timeout, check=True).stdout
     svg = raw.decode("utf-8")
     i = svg.find("<svg")
     return svg[i:] if i >= 0 else svg
@@ -293,8 +380,10 @@ def _cover_str(covers, size) -> str:
 def views_html(snap) -> str:
     e = html.escape
     parts = []
+    alone = 0
     for st in snap.storages:
-        if len(st.views) < 2 and not any(v[0] for v in st.views):
+        if len(st.views) < 2:
+            alone += 1  # nothing aliases it: no map to draw
             continue
         head = (f"<div><b>{e(st.key)}</b> {e(st.device)}, {st.size} elements, "
                 f"{_bytes(st.nbytes)}, shared version counter <b>_version = {st.version}</b>"
@@ -308,6 +397,9 @@ def views_html(snap) -> str:
                          if covers is not None else f"from element {first}"])
         parts.append(head + _table(["tensor", "offset", "shape", "strides", "elements covered"],
                                    rows))
+    if alone:
+        parts.append(f"<div>{alone} other storage{'s' if alone > 1 else ''} "
+                     f"held by one tensor each.</div>")
     return "".join(parts) or "<i>no storages</i>"
 
 

@@ -33,7 +33,7 @@ def _encode(obj, path, arrays):
             k += 1
         data = obj.detach()
         arr = np.asarray(data.cpu()._data if hasattr(data, "cpu") else data._data)
-        arrays[name] = np.ascontiguousarray(arr)
+        arrays[name] = arr if arr.flags.c_contiguous else arr.copy()
         return {"t": name, "param": type(obj).__name__ == "Parameter",
                 "requires_grad": bool(obj.requires_grad)}
     if isinstance(obj, np.ndarray):

@@ -32,7 +32,8 @@ def _pair(v, name="value"):
 
 def _const(arr):
     """A constant (no-grad) tensor over the numpy array ``arr``."""
-    return nbgrad.from_numpy(np.ascontiguousarray(arr))
+    arr = np.asarray(arr)
+    return nbgrad.from_numpy(arr if arr.flags.c_contiguous else arr.copy())
 
 
 def _reduce(loss, reduction, who):
@@ -600,6 +601,11 @@ def _to_rows(input, cdim):
     return input.permute(*perm).reshape(-1, input.shape[1])
 
 
+def _safe_div(total, denom):
+    # every target ignored: torch returns nan with a zero (not nan) gradient
+    return total / denom if denom != 0 else total + math.nan
+
+
 def _nll(logp, target, weight, ignore_index, reduction, who):
     """Negative log-likelihood of int64 class targets: loss, per-element weights (numpy), mask."""
     cdim, c = _check_class_target(logp, target, who, ignore_index)
@@ -623,7 +629,7 @@ def _nll(logp, target, weight, ignore_index, reduction, who):
     w = np.where(ignored, np.zeros((), w.dtype), w)
     loss = picked * _const(-w)
     if reduction == "mean":
-        return loss.sum() / float(w.sum()), w
+        return _safe_div(loss.sum(), float(w.sum())), w
     if reduction == "sum":
         return loss.sum(), w
     if reduction == "none":
@@ -702,7 +708,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             denom = float(weight._data[t[~ignored]].sum())
         else:
             denom = float((~ignored).sum())
-        smooth = smooth.sum() / denom
+        smooth = _safe_div(smooth.sum(), denom)
     else:
         smooth = _reduce(smooth, reduction, _who)
     return (1 - label_smoothing) * nll + smooth * (label_smoothing / c)

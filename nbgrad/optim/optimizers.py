@@ -251,7 +251,8 @@ class RMSprop(Optimizer):
                         st["momentum_buffer"] = _tensor_of(np.zeros_like(pd))
                     if centered:
                         st["grad_avg"] = _tensor_of(np.zeros_like(pd))
-                st["step"]._data += 1
+                step_arr = st["step"]._data
+                step_arr += 1
                 if wd != 0:
                     g = g + wd * pd
                 v = st["square_avg"]._data

@@ -494,9 +494,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}"
-                .format(**self.__dict__) + ("" if self.bias is not None
-                                            or not self.elementwise_affine else ", bias=False"))
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class Embedding(Module):

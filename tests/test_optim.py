@@ -1,0 +1,209 @@
+"""Optimizers step for step against torch.optim (float64, 20 steps), their state dicts, and the
+learning-rate schedulers against torch.optim.lr_scheduler."""
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+
+
+def npy(t):
+    return np.asarray(t.detach().numpy())
+
+
+def make_pair(seed=0):
+    """The same small MLP in both libraries (float64), torch's weights copied into nbgrad's."""
+    torch.manual_seed(seed)
+    th = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3)).double()
+    ng = nbgrad.nn.Sequential(nbgrad.nn.Linear(5, 7), nbgrad.nn.Tanh(),
+                              nbgrad.nn.Linear(7, 3)).double()
+    ng.load_state_dict({k: nbgrad.tensor(v.numpy().copy()) for k, v in th.state_dict().items()})
+    return th, ng
+
+
+def batch(step):
+    rng = np.random.default_rng(100 + step)
+    return rng.standard_normal((8, 5)), rng.integers(0, 3, 8)
+
+
+def loss_of(lib, model, x, y):
+    if lib is torch:
+        return torch.nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+    return nbgrad.nn.functional.cross_entropy(model(nbgrad.tensor(x)), nbgrad.tensor(y))
+
+
+OPTIMS = [
+    ("sgd", "SGD", dict(lr=0.1)),
+    ("sgd_momentum", "SGD", dict(lr=0.1, momentum=0.9)),
+    ("sgd_dampening_wd", "SGD", dict(lr=0.05, momentum=0.8, dampening=0.3, weight_decay=1e-2)),
+    ("sgd_nesterov", "SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    ("sgd_maximize", "SGD", dict(lr=0.01, momentum=0.5, maximize=True)),
+    ("adam", "Adam", dict(lr=1e-2)),
+    ("adam_wd_amsgrad", "Adam", dict(lr=1e-2, betas=(0.8, 0.9), weight_decay=0.1, amsgrad=True)),
+    ("adam_eps_max", "Adam", dict(lr=3e-3, eps=1e-6, maximize=True)),
+    ("adamw", "AdamW", dict(lr=1e-2)),
+    ("adamw_amsgrad", "AdamW", dict(lr=1e-2, weight_decay=0.3, amsgrad=True)),
+    ("rmsprop", "RMSprop", dict(lr=1e-2)),
+    ("rmsprop_centered_momentum", "RMSprop", dict(lr=1e-2, alpha=0.9, momentum=0.5,
+                                                  centered=True, weight_decay=0.01)),
+]
+
+
+@pytest.mark.parametrize("name,cls,kw", OPTIMS, ids=[o[0] for o in OPTIMS])
+def test_optimizer_step_for_step(name, cls, kw):
+    th, ng = make_pair()
+    ot = getattr(torch.optim, cls)(th.parameters(), **kw)
+    on = getattr(nbgrad.optim, cls)(ng.parameters(), **kw)
+    versions = [p._version for p in ng.parameters()]
+    for step in range(20):
+        x, y = batch(step)
+        for lib, model, opt in ((torch, th, ot), (nbgrad, ng, on)):
+            opt.zero_grad()
+            loss_of(lib, model, x, y).backward()
+            opt.step()
+        for (k, pt), pn in zip(th.named_parameters(), ng.parameters()):
+            np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-10, atol=1e-12,
+                                       err_msg=f"{name} step {step} {k}")
+    # every update is an in-place op on the parameter: its version moved
+    assert all(p._version > v for p, v in zip(ng.parameters(), versions))
+    st, sn = ot.state_dict(), on.state_dict()
+    assert sorted(st["state"]) == sorted(sn["state"])
+    for i in st["state"]:
+        assert sorted(st["state"][i]) == sorted(sn["state"][i])
+        for key, vt in st["state"][i].items():
+            np.testing.assert_allclose(npy(sn["state"][i][key]), vt.numpy(), rtol=1e-9,
+                                       atol=1e-12)
+    gt, gn = st["param_groups"][0], sn["param_groups"][0]
+    for key in ("lr", "params", "weight_decay", "maximize"):
+        assert gt[key] == gn[key]
+
+
+def test_param_groups_with_own_lr_and_skipped_params():
+    th, ng = make_pair(1)
+    groups = lambda m: [{"params": m[0].parameters(), "lr": 0.5},  # noqa: E731
+                        {"params": m[2].parameters()}]
+    ot = torch.optim.SGD(groups(th), lr=0.01, momentum=0.9)
+    on = nbgrad.optim.SGD(groups(ng), lr=0.01, momentum=0.9)
+    for step in range(5):
+        x, y = batch(step)
+        for lib, model, opt in ((torch, th, ot), (nbgrad, ng, on)):
+            opt.zero_grad()
+            loss_of(lib, model, x, y).backward()
+            if step % 2:
+                model[2].bias.grad = None  # a param without grad is skipped
+            opt.step()
+    for pt, pn in zip(th.parameters(), ng.parameters()):
+        np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert [g["lr"] for g in on.param_groups] == [0.5, 0.01]
+
+
+def test_zero_grad_set_to_none_and_zero():
+    _, ng = make_pair()
+    opt = nbgrad.optim.SGD(ng.parameters(), lr=0.1)
+    x, y = batch(0)
+    loss_of(nbgrad, ng, x, y).backward()
+    opt.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not npy(p.grad).any() for p in ng.parameters())
+    opt.zero_grad()
+    assert all(p.grad is None for p in ng.parameters())
+
+
+@pytest.mark.parametrize("cls,kw", [("SGD", dict(lr=0.1, momentum=0.9)),
+                                    ("Adam", dict(lr=1e-2, amsgrad=True)),
+                                    ("RMSprop", dict(lr=1e-2, centered=True, momentum=0.3))])
+def test_state_dict_resume_equals_uninterrupted(cls, kw, tmp_path):
+    _, a = make_pair(2)
+    _, b = make_pair(2)
+    oa = getattr(nbgrad.optim, cls)(a.parameters(), **kw)
+    ob = getattr(nbgrad.optim, cls)(b.parameters(), **kw)
+    for step in range(10):
+        for m, o in ((a, oa), (b, ob)):
+            x, y = batch(step)
+            o.zero_grad()
+            loss_of(nbgrad, m, x, y).backward()
+            o.step()
+    # b: save model+optimizer to disk, rebuild both from scratch, reload, continue
+    nbgrad.save({"model": b.state_dict(), "optim": ob.state_dict()}, tmp_path / "ckpt.npz")
+    _, b2 = make_pair(3)
+    ob2 = getattr(nbgrad.optim, cls)(b2.parameters(), **kw)
+    ck = nbgrad.load(tmp_path / "ckpt.npz")
+    b2.load_state_dict(ck["model"])
+    ob2.load_state_dict(ck["optim"])
+    for step in range(10, 20):
+        for m, o in ((a, oa), (b2, ob2)):
+            x, y = batch(step)
+            o.zero_grad()
+            loss_of(nbgrad, m, x, y).backward()
+            o.step()
+    for pa, pb in zip(a.parameters(), b2.parameters()):
+        np.testing.assert_array_equal(npy(pa), npy(pb))
+
+
+def test_load_state_dict_checks_groups():
+    _, ng = make_pair()
+    o1 = nbgrad.optim.SGD(ng.parameters(), lr=0.1)
+    o2 = nbgrad.optim.SGD([{"params": ng[0].parameters()}, {"params": ng[2].parameters()}],
+                          lr=0.1)
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        o1.load_state_dict(o2.state_dict())
+    o3 = nbgrad.optim.SGD(ng[0].parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="doesn't match the size"):
+        o3.load_state_dict(o1.state_dict())
+
+
+def test_bad_arguments_like_torch():
+    p = [nbgrad.nn.Parameter(nbgrad.zeros(2))]
+    for cls, kw, msg in (("SGD", dict(lr=-1), "Invalid learning rate"),
+                         ("SGD", dict(lr=0.1, nesterov=True), "Nesterov momentum requires"),
+                         ("Adam", dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0"),
+                         ("RMSprop", dict(alpha=-1), "Invalid alpha value")):
+        with pytest.raises(ValueError, match=msg):
+            getattr(nbgrad.optim, cls)(p, **kw)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        nbgrad.optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError):
+        nbgrad.optim.SGD(nbgrad.zeros(2), lr=0.1)
+
+
+def test_closure_is_evaluated_with_grad():
+    _, ng = make_pair()
+    opt = nbgrad.optim.SGD(ng.parameters(), lr=0.1)
+    x, y = batch(0)
+
+    def closure():
+        opt.zero_grad()
+        loss = loss_of(nbgrad, ng, x, y)
+        loss.backward()
+        return loss
+
+    before = npy(ng[0].weight).copy()
+    loss = opt.step(closure)
+    assert loss.grad_fn is not None
+    assert not np.array_equal(before, npy(ng[0].weight))
+
+
+@pytest.mark.parametrize("make", [
+    lambda s, o: s.StepLR(o, step_size=3, gamma=0.5),
+    lambda s, o: s.MultiStepLR(o, milestones=[2, 5, 5, 9], gamma=0.3),
+    lambda s, o: s.ExponentialLR(o, gamma=0.9),
+    lambda s, o: s.LambdaLR(o, lambda e: 1.0 / (1 + e)),
+    lambda s, o: s.CosineAnnealingLR(o, T_max=7),
+    lambda s, o: s.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+], ids=["step", "multistep", "exponential", "lambda", "cosine", "cosine_eta_min"])
+def test_lr_scheduler_matches_torch(make):
+    pt = [torch.nn.Parameter(torch.zeros(2))]
+    pn = [nbgrad.nn.Parameter(nbgrad.zeros(2))]
+    ot = torch.optim.SGD([{"params": pt}], lr=0.2)
+    on = nbgrad.optim.SGD([{"params": pn}], lr=0.2)
+    st, sn = make(torch.optim.lr_scheduler, ot), make(nbgrad.optim.lr_scheduler, on)
+    for epoch in range(25):
+        assert sn.get_last_lr() == st.get_last_lr(), epoch  # same floats, bit for bit
+        assert on.param_groups[0]["lr"] == ot.param_groups[0]["lr"]
+        ot.step()
+        on.step()
+        st.step()
+        sn.step()
+    state = sn.state_dict()
+    assert state["last_epoch"] == st.state_dict()["last_epoch"] == 25
+    assert "optimizer" not in state

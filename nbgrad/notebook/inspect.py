@@ -108,7 +108,8 @@ class Snapshot:
     error: dict | None = None
     truncated: bool = False
     hidden_nodes: int = 0  # nodes reached but not shown (cap)
-    hidden_edges: list = field(default_factory=list)  # [(key of shown node)] that lead to hidden
+    hidden_edges: list = field(default_factory=list)  # keys of shown nodes that lead to hidden
+    hidden_kinds: list = field(default_factory=list)  # [(node name, count)] of the hidden ones
     max_nodes: int = DEFAULT_MAX_NODES
 
     @property
@@ -386,6 +387,11 @@ def snapshot(
                     queue.append(nf)
             head += 1
         snap.hidden_nodes = len(queue) - len(nodes)
+        counts: dict[str, int] = {}
+        for node in queue[len(nodes):]:
+            name = _node_name(node)
+            counts[name] = counts.get(name, 0) + 1
+        snap.hidden_kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         snap.hidden_edges = sorted({k for k, n in nodes.items() if any(x not in nodes for x in n.next)})
 
     for info in tinfos.values():

@@ -153,7 +153,7 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
     more = "more" if snap.truncated else None
     if more:
         out.append(f'  {more} [id=more, shape=plaintext, fontcolor=gray, label='
-                   f'{_q(f"... {snap.hidden_nodes} more nodes (cap {snap.max_nodes})")}];')
+                   f'{_q(hidden_summary(snap, sep=chr(10)))}];')
     for n in snap.nodes.values():
         for nxt in n.next:
             if nxt in snap.nodes:
@@ -170,6 +170,15 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
                        f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
     out.append("}")
     return "\n".join(out)
+
+
+def hidden_summary(snap, sep: str = "; ") -> str:
+    """What the cap left out: "... 700 more nodes (cap 300)" and the commonest kinds."""
+    head = f"... {snap.hidden_nodes} more nodes (cap {snap.max_nodes})"
+    kinds = [f"{name} x{n}" for name, n in snap.hidden_kinds[:4]]
+    if len(snap.hidden_kinds) > 4:
+        kinds.append("...")
+    return head + (sep + ", ".join(kinds) if kinds else "")
 
 
 # --- SVG -------------------------------------------------------------------------------------
@@ -288,18 +297,7 @@ def text_tree(snap) -> str:
             s += "  <-- will fail in backward"
         return s
 
-    def walk(key, prefix, last, depth):
-        n = snap.nodes.get(key)
-        branch = "`- " if last else "|- "
-        if n is None:
-            lines.append(prefix + branch + "...")
-            return
-        if key in done:
-            lines.append(prefix + branch + n.name + "  (shown above)")
-            return
-        done.add(key)
-        lines.append(prefix + branch + node_line(n))
-        sub = prefix + ("   " if last else "|  ")
+    def saved_lines(n, pad):
         for s in n.saved:
             if s.released:
                 state = "freed"
@@ -310,10 +308,32 @@ def text_tree(snap) -> str:
             else:
                 state = f"v{s.saved_version}"
             who = f"{s.name} = {s.alias}" if s.alias else s.name
-            lines.append(sub + f"   saved {who} {_shape_str(s.shape)}: {state}")
-        nxt = list(n.next)
-        for i, k in enumerate(nxt):
-            walk(k, sub, i == len(nxt) - 1, depth + 1)
+            lines.append(pad + f"  saved {who} {_shape_str(s.shape)}: {state}")
+
+    def walk(root_key):
+        # iterative (graphs can be deeper than Python's recursion limit); a node with a single
+        # input continues a chain at the same indent, so a long chain does not drift right
+        stack = [(root_key, "", True, False)]
+        while stack:
+            key, prefix, last, chained = stack.pop()
+            n = snap.nodes.get(key)
+            branch = "" if chained else ("`- " if last else "|- ")
+            if n is None:
+                lines.append(prefix + branch + "...")
+                continue
+            if key in done:
+                lines.append(prefix + branch + n.name + "  (shown above)")
+                continue
+            done.add(key)
+            lines.append(prefix + branch + node_line(n))
+            sub = prefix if chained else prefix + ("   " if last else "|  ")
+            saved_lines(n, sub)
+            nxt = list(n.next)
+            if len(nxt) == 1:
+                stack.append((nxt[0], sub, True, True))
+            else:
+                for i in range(len(nxt) - 1, -1, -1):
+                    stack.append((nxt[i], sub, i == len(nxt) - 1, False))
 
     for t in snap.tensors:
         if not t.named or (not t.grad_fn and not t.is_view and not t.requires_grad):
@@ -325,9 +345,9 @@ def text_tree(snap) -> str:
             lines.append(head + ("  leaf" if t.requires_grad else ""))
             continue
         lines.append(head)
-        walk(t.grad_fn_key, "", True, 0)
+        walk(t.grad_fn_key)
     if snap.truncated:
-        lines.append(f"... {snap.hidden_nodes} more nodes (cap {snap.max_nodes})")
+        lines.append(hidden_summary(snap))
     return "\n".join(lines)
 
 

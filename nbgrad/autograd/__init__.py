@@ -1,0 +1,74 @@
+"""nbgrad.autograd: backward, grad, custom Function, grad modes, anomaly detection, gradcheck."""
+from __future__ import annotations
+
+from . import graph
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .function import Function, FunctionCtx, once_differentiable
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
+                        set_grad_enabled)
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "set_detect_anomaly", "detect_anomaly", "graph"]
+
+
+def _seq(x):
+    from ..tensor import Tensor
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of `tensors` into the leaves' `.grad` (torch.autograd.backward).
+
+    Raises:
+        RuntimeError: PyTorch's messages for a tensor without grad_fn, an implicit gradient for a
+            non-scalar output, a gradient of the wrong shape, backward through a freed graph,
+            or a saved tensor modified in place (with nbgrad's provenance added).
+    """
+    from .engine import run_backward
+    tensors = _seq(tensors)
+    grads = _seq(grad_tensors) or [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
+    ins = _seq(inputs)
+    if ins is not None and len(ins) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    res = run_backward(tensors, grads, retain_graph, create_graph, inputs=ins,
+                       accumulate=ins is None)
+    if ins is not None:
+        from ..tensor import Tensor
+        for t, g in zip(ins, res):
+            if g is None:
+                continue
+            if t._grad is None:
+                t._grad = g if create_graph else Tensor._make_fresh(g._data.copy())
+            else:
+                t._grad = t._grad + g if create_graph else Tensor._make_fresh(t._grad._data +
+                                                                              g._data)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of `outputs` w.r.t. `inputs`, returned instead of accumulated (torch.autograd.grad).
+
+    Returns:
+        tuple of Tensors (None for unused inputs when allow_unused=True).
+    """
+    from .engine import run_backward
+    outputs = _seq(outputs)
+    single = not isinstance(inputs, (list, tuple))
+    ins = _seq(inputs)
+    grads = _seq(grad_outputs) or [None] * len(outputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    res = run_backward(outputs, grads, retain_graph, create_graph, inputs=ins,
+                       allow_unused=allow_unused, accumulate=False, api="grad")
+    if materialize_grads:
+        from ..creation import zeros_like
+        res = [zeros_like(t) if g is None else g for t, g in zip(ins, res)]
+    return tuple(res)

@@ -1,0 +1,248 @@
+"""The backward engine: an iterative walk of the graph with dependency counts (no recursion, so
+graphs of 100k nodes are fine), gradient buffers per node, hooks, and the release of saved
+tensors unless `retain_graph`."""
+from __future__ import annotations
+
+from . import anomaly
+from .graph import AccumulateGrad, _run_tensor_hooks
+from .grad_mode import STATE
+
+
+def _root_edge(t):
+    """(node, output_nr) where the gradient of `t` enters the graph."""
+    fn = t.grad_fn
+    if fn is not None:
+        return fn, t._output_nr
+    if t._requires_grad:
+        return t._grad_accumulator(), 0
+    return None, 0
+
+
+def _size(shape):
+    return f"nbgrad.Size({list(shape)})"
+
+
+def _make_root_grads(outputs, grads, create_graph):
+    from ..tensor import Tensor
+    roots = []
+    for i, (t, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if t._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.is_floating_point():
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                                   f"but got {t.dtype}")
+            g = t._data.dtype.type(1) + 0 * t._data  # ones, same dtype/shape/device
+        else:
+            if not isinstance(g, Tensor):
+                raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g.shape)} and "
+                    f"output[{i}] has a shape of {_size(t.shape)}.")
+            if g.device != t.device:
+                raise RuntimeError(f"invalid gradient at index {i} - expected device {t.device} "
+                                   f"but got {g.device}")
+            g = g if create_graph else g._data
+        roots.append((t, g))
+    return roots
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 allow_unused=True, accumulate=True, api="backward"):
+    """Shared core of `Tensor.backward`, `autograd.backward` and `autograd.grad`.
+
+    Returns the grads captured for `inputs` (a list aligned with it) when `inputs` is given.
+    """
+    from ..tensor import Tensor
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _make_root_grads(outputs, grad_outputs, create_graph)
+
+    # edges into the graph for each root
+    root_edges = []
+    for i, (t, g) in enumerate(roots):
+        node, nr = _root_edge(t)
+        if node is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               "grad_fn")
+        root_edges.append((node, nr, g))
+
+    # capture targets: (node, output_nr) -> index in inputs
+    captures = None
+    if inputs is not None:
+        captures = {}
+        for k, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError("inputs must be Tensors")
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            node, nr = _root_edge(t)
+            captures.setdefault((node, nr), []).append(k)
+
+    # dependency counts over the reachable graph
+    deps = {}
+    stack = []
+    for node, _, _ in root_edges:
+        if node not in deps:
+            deps[node] = 0
+            stack.append(node)
+    while stack:
+        n = stack.pop()
+        for c, _ in n._next:
+            if c is not None:
+                if c in deps:
+                    deps[c] += 1
+                else:
+                    deps[c] = 1
+                    stack.append(c)
+
+    needed = None
+    if captures is not None:
+        needed = _needed(deps, {n for n, _ in captures})
+
+    # gradient buffers: node -> grad (single output) or list of grads
+    buffers = {}
+    for node, nr, g in root_edges:
+        _accumulate(buffers, node, nr, g)
+    ready = []
+    for node, _, _ in root_edges:
+        if deps[node] == 0 and node not in ready:
+            ready.append(node)
+
+    captured = [None] * (len(inputs) if inputs is not None else 0)
+    prev = STATE.enabled
+    STATE.enabled = bool(create_graph)
+    check_nan = anomaly.STATE.check_nan if anomaly.STATE.enabled else False
+    try:
+        while ready:
+            node = ready.pop()
+            gs = buffers.pop(node, None)
+            out = None
+            if gs is not None:
+                multi = node._n_out > 1
+                if node._prehooks:
+                    gs = _run_prehooks(node, gs, multi, create_graph)
+                if captures is not None:
+                    for key_nr in range(node._n_out):
+                        ks = captures.get((node, key_nr))
+                        if ks:
+                            gk = gs[key_nr] if multi else gs
+                            for k in ks:
+                                captured[k] = gk
+                if needed is None or node in needed:
+                    if type(node) is AccumulateGrad:
+                        if accumulate:
+                            node._backward(gs, create_graph)
+                    else:
+                        if anomaly.STATE.enabled:
+                            out = anomaly.run_node(node, gs, create_graph, check_nan)
+                        else:
+                            out = node._backward(gs, create_graph)
+                        if node._hooks:
+                            out = _run_posthooks(node, out, gs)
+                if not retain_graph:
+                    node._release()
+            if out is None:
+                out = (None,) * len(node._next)
+            for (c, nr), gi in zip(node._next, out):
+                if c is None:
+                    continue
+                if gi is not None:
+                    _accumulate(buffers, c, nr, gi)
+                d = deps[c] - 1
+                deps[c] = d
+                if d == 0:
+                    ready.append(c)
+    finally:
+        STATE.enabled = prev
+
+    if inputs is None:
+        return None
+    result = []
+    for k, t in enumerate(inputs):
+        g = captured[k]
+        if g is not None and not isinstance(g, Tensor):
+            g = Tensor._make_fresh(g)
+        if g is None and not allow_unused:
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used "
+                               "in the graph. Set allow_unused=True if this is the desired "
+                               "behavior.")
+        result.append(g)
+    return result
+
+
+def _needed(deps, targets):
+    """Nodes from which some capture target is reachable (only these need to run)."""
+    needed = set()
+    order = []
+    seen = set()
+    for root in deps:
+        if root in seen:
+            continue
+        stack = [(root, iter(root._next))]
+        seen.add(root)
+        while stack:
+            n, it = stack[-1]
+            for c, _ in it:
+                if c is not None and c not in seen:
+                    seen.add(c)
+                    stack.append((c, iter(c._next)))
+                    break
+            else:
+                stack.pop()
+                order.append(n)
+    for n in order:  # post-order: children first
+        if n in targets or any(c in needed for c, _ in n._next if c is not None):
+            needed.add(n)
+    return needed
+
+
+def _accumulate(buffers, node, nr, g):
+    if node._n_out == 1:
+        old = buffers.get(node)
+        buffers[node] = g if old is None else old + g
+    else:
+        lst = buffers.get(node)
+        if lst is None:
+            lst = buffers[node] = [None] * node._n_out
+        lst[nr] = _add(lst[nr], g)
+
+
+def _run_prehooks(node, gs, multi, create_graph):
+    from ..tensor import Tensor
+    gl = list(gs) if multi else [gs]
+    for nr, fn in list(node._prehooks):
+        if nr is not None:   # a tensor hook on output nr (or retain_grad)
+            if gl[nr] is not None:
+                gl[nr] = _run_tensor_hooks([fn], gl[nr])
+        else:
+            wrapped = tuple(None if g is None else (g if isinstance(g, Tensor)
+                                                    else Tensor._make_fresh(g)) for g in gl)
+            r = fn(wrapped)
+            if r is not None:
+                gl = [None if g is None else (g if create_graph else g._data) for g in r]
+    return gl if multi else gl[0]
+
+
+def _run_posthooks(node, out, gs):
+    from ..tensor import Tensor
+
+    def wrap(seq):
+        return tuple(None if g is None else (g if isinstance(g, Tensor) else Tensor._make_fresh(g))
+                     for g in seq)
+    gin = wrap(out)
+    gout = wrap(gs if node._n_out > 1 else (gs,))
+    for fn in list(node._hooks):
+        r = fn(gin, gout)
+        if r is not None:
+            gin = wrap(r)
+    return tuple(None if g is None else (g if STATE.enabled else g._data) for g in gin)

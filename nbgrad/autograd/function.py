@@ -1,0 +1,199 @@
+"""Custom autograd functions (torch.autograd.Function): forward/backward written by the user,
+with ctx.save_for_backward, saved_tensors, mark_dirty, mark_non_differentiable and
+needs_input_grad. The ctx *is* the graph node, as in PyTorch."""
+from __future__ import annotations
+
+import functools
+
+from . import provenance
+from .grad_mode import STATE, no_grad
+from .graph import Node, SavedTensor
+
+
+class FunctionCtx:
+    """What `forward` gets as `ctx` (and `backward` gets back)."""
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or None) for backward; they are version-checked when unpacked."""
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self._to_save_fwd = tensors
+
+    def mark_dirty(self, *tensors):
+        """Declare inputs that forward modified in place."""
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        """Declare outputs that get no gradient (e.g. integer indices)."""
+        self._non_diff = tensors
+
+    def set_materialize_grads(self, value):
+        """Whether None output grads reach backward as zeros (default True)."""
+        self._materialize = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """Node of a custom Function; named `<Function name>Backward` like PyTorch's."""
+
+    _fn_cls = None
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to save_for_backward, after the version check."""
+        saved = self._saved
+        if saved is None:
+            return ()
+        return tuple(None if s is None else s.unpack(self, True) for s in saved)
+
+    @property
+    def saved_variables(self):
+        return self.saved_tensors
+
+    def _release(self):
+        for s in self._saved or ():
+            if s is not None:
+                s.release()
+
+    def _saved_tensors(self):
+        return tuple(s for s in (self._saved or ()) if s is not None)
+
+    def _backward(self, gs, create_graph):
+        from ..tensor import Tensor
+        if self._saved is not None and any(s is not None and s.released for s in self._saved):
+            from .graph import backward_twice_error
+            raise backward_twice_error()
+        grads = list(gs) if self._n_out > 1 else [gs]
+        wrapped = []
+        for g, shape_dt in zip(grads, self._out_meta):
+            if g is None:
+                if self._materialize:
+                    from ..creation import zeros
+                    g = zeros(*shape_dt[0], dtype=shape_dt[1])
+                wrapped.append(g)
+            else:
+                wrapped.append(g if isinstance(g, Tensor) else Tensor._make_fresh(g))
+        res = self._fn_cls.backward(self, *wrapped)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n_args = len(self._arg_is_tensor)
+        if len(res) != n_args:
+            if len(res) > n_args and all(r is None for r in res[n_args:]):
+                res = res[:n_args]
+            else:
+                raise RuntimeError(f"function {type(self).__name__} returned an incorrect number "
+                                   f"of gradients (expected {n_args}, got {len(res)})")
+        out = []
+        for is_t, r, meta in zip(self._arg_is_tensor, res, self._in_meta):
+            if not is_t:
+                continue
+            if r is None:
+                out.append(None)
+                continue
+            if not isinstance(r, Tensor):
+                raise TypeError(f"function {type(self).__name__} returned a gradient of type "
+                                f"{type(r).__name__}, expected a Tensor or None")
+            if tuple(r._data.shape) != meta:
+                from ..ops import _reduce_to
+                from ..backend import get_array_module
+                try:
+                    r = Tensor._make_fresh(_reduce_to(r._data, meta, None,
+                                                      get_array_module(r._data))) \
+                        if not create_graph else r.sum_to_size(*meta)
+                except Exception:
+                    raise RuntimeError(f"Function {type(self).__name__} returned an invalid "
+                                       f"gradient at index {len(out)} - got "
+                                       f"{list(r._data.shape)} but expected shape compatible "
+                                       f"with {list(meta)}") from None
+            out.append(r if create_graph else r._data)
+        return out
+
+
+class Function:
+    """Base class for custom differentiable operations (torch.autograd.Function).
+
+    Define `forward(ctx, *args)` and `backward(ctx, *grad_outputs)` as staticmethods and call
+    `MyFunction.apply(*args)`.
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def _node_class(cls):
+        c = cls.__dict__.get("_backward_cls")
+        if c is None:
+            c = type(cls.__name__ + "Backward", (BackwardCFunction,), {"_fn_cls": cls})
+            cls._backward_cls = c
+        return c
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from ..ops import _edge, check_inplace
+        from ..tensor import Tensor
+        node = cls._node_class().__new__(cls._node_class())
+        Node.__init__(node, ())
+        node._to_save = ()
+        node._dirty = ()
+        node._non_diff = ()
+        node._materialize = True
+        is_t = tuple(isinstance(a, Tensor) for a in args)
+        node._arg_is_tensor = is_t
+        node.needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_t, args))
+        with no_grad():
+            outputs = cls.forward(node, *args, **kwargs)
+        tracked = STATE.enabled and any(node.needs_input_grad)
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else tuple(outputs)
+        if not tracked:
+            return outputs
+        node._next = tuple(_edge(a) for a, t in zip(args, is_t) if t)
+        node._in_meta = tuple(tuple(a._data.shape) for a, t in zip(args, is_t) if t)
+        dirty = {id(t) for t in node._dirty}
+        non_diff = {id(t) for t in node._non_diff}
+        input_ids = {id(a) for a, t in zip(args, is_t) if t}
+        new_outs = []
+        for o in outs:
+            if isinstance(o, Tensor):
+                if id(o) in dirty:
+                    check_inplace(o, cls.__name__)
+                elif id(o) in input_ids:
+                    o = o.detach()   # an input returned as is: a new tensor, like torch's view
+            new_outs.append(o)
+        t_outs = [o for o in new_outs if isinstance(o, Tensor)]
+        node._n_out = len(t_outs)
+        node._out_meta = tuple((tuple(o._data.shape), o.dtype) for o in t_outs)
+        for nr, o in enumerate(t_outs):
+            if id(o) in non_diff:
+                continue
+            o._grad_fn = node
+            o._output_nr = nr
+            o._requires_grad = True
+        out_ids = {id(o): True for o in t_outs}
+        saved = []
+        for s in node._to_save:
+            if s is None:
+                saved.append(None)
+            else:
+                saved.append(SavedTensor("saved", s, is_output=id(s) in out_ids and
+                                         s._grad_fn is node))
+        node._saved = saved
+        return new_outs[0] if single else tuple(new_outs)
+
+
+def once_differentiable(fn):
+    """Decorator for a backward that cannot itself be differentiated: runs it under no_grad."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            return fn(ctx, *args)
+    return wrapper

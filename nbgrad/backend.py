@@ -1,0 +1,178 @@
+"""Array backends: numpy (CPU, the default) and cupy (CUDA). The only module that imports cupy.
+
+`get_array_module(arr)` is the one dispatch point, as in Chainer and CuPy: every other module asks
+it for `xp` and never imports cupy itself. cupy is imported lazily, on the first request for a
+CUDA device, and every failure (no cupy installed, no driver, no GPU) becomes one clear error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_cupy = None          # the cupy module once imported successfully
+_cupy_error = None    # why importing / initialising cupy failed
+
+
+def _load_cupy():
+    global _cupy, _cupy_error
+    if _cupy is None and _cupy_error is None:
+        try:
+            import cupy  # noqa: PLC0415  (lazy by design: the only cupy import in nbgrad)
+
+            if not cupy.is_available():
+                raise RuntimeError("cupy is installed but no CUDA device is available")
+            _cupy = cupy
+        except Exception as e:  # ImportError, CUDARuntimeError, ...
+            _cupy_error = f"{type(e).__name__}: {e}"
+    return _cupy
+
+
+def cuda_available() -> bool:
+    """True when cupy imports and sees at least one CUDA device (mirrors torch.cuda.is_available)."""
+    return _load_cupy() is not None
+
+
+def cupy_module():
+    """The cupy module; raises RuntimeError naming the cause when CUDA cannot be used."""
+    cp = _load_cupy()
+    if cp is None:
+        raise RuntimeError(
+            "CUDA is not available to nbgrad (" + (_cupy_error or "unknown reason") + "). "
+            "Install the GPU extra with `pip install nbgrad[cuda12]` on a machine with an NVIDIA "
+            "GPU and driver, or keep tensors on device='cpu'.")
+    return cp
+
+
+class device:
+    """A device, as `torch.device`: `device("cpu")`, `device("cuda")`, `device("cuda:0")`."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if not isinstance(type, str):
+            raise TypeError(f"device() expects a string such as 'cpu' or 'cuda:0', got {type!r}")
+        if ":" in type:
+            type, _, idx = type.partition(":")
+            index = int(idx)
+        if type not in ("cpu", "cuda"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type = type
+        self.index = index
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and (
+            self.index == other.index or self.index is None or other.index is None)
+
+    def __hash__(self):
+        return hash(self.type)
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + ("" if self.index is None else
+                                               f", index={self.index}") + ")"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+CPU = device("cpu")
+_CUDA = device("cuda", 0)
+
+
+def get_array_module(arr):
+    """numpy for numpy arrays (and anything else), cupy for cupy arrays."""
+    if type(arr) is np.ndarray or _cupy is None:
+        return np
+    return _cupy.get_array_module(arr)
+
+
+def device_of(arr) -> device:
+    """The device an array lives on."""
+    if type(arr) is np.ndarray or _cupy is None or not isinstance(arr, _cupy.ndarray):
+        return CPU
+    return device("cuda", arr.device.id)
+
+
+def xp_for(dev: device):
+    """The array module for a device; raises a clear RuntimeError when CUDA is unusable."""
+    return np if dev.type == "cpu" else cupy_module()
+
+
+def to_device(arr, dev: device):
+    """Copy `arr` to `dev` (no copy when it is already there)."""
+    if dev.type == "cpu":
+        if type(arr) is np.ndarray:
+            return arr
+        return arr.get()
+    cp = cupy_module()
+    if isinstance(arr, cp.ndarray):
+        return arr
+    with cp.cuda.Device(dev.index or 0):
+        return cp.asarray(arr)
+
+
+def data_ptr(arr) -> int:
+    """Address of the first element of a numpy or cupy array."""
+    if type(arr) is np.ndarray:
+        return arr.__array_interface__["data"][0]
+    return arr.data.ptr
+
+
+def as_strided(root, shape, strides, offset):
+    """A view of `root`'s buffer with element `strides` starting `offset` elements in.
+
+    `root` is a storage's root array (dense, non-negative strides), numpy or cupy.
+    """
+    xp = get_array_module(root)
+    it = root.itemsize
+    flat = xp.lib.stride_tricks.as_strided(root, shape=(root.size,), strides=(it,))
+    return xp.lib.stride_tricks.as_strided(flat[offset:], shape=tuple(shape),
+                                           strides=tuple(s * it for s in strides))
+
+
+def erf(arr):
+    """The error function, elementwise (numpy has none; cupy has it in cupyx)."""
+    if type(arr) is np.ndarray:
+        import math
+        out = np.frompyfunc(math.erf, 1, 1)(arr)
+        return np.asarray(out, dtype=arr.dtype)
+    import cupyx.scipy.special as sp  # noqa: PLC0415
+    return sp.erf(arr)
+
+
+# ---- memory accounting: live storage bytes per device (the CPU counterpart of the cupy pool) ----
+class _Counters:
+    __slots__ = ("live_bytes", "live_storages", "peak_bytes", "created", "freed")
+
+    def __init__(self):
+        self.live_bytes = self.live_storages = self.peak_bytes = self.created = self.freed = 0
+
+
+COUNTERS = _Counters()
+
+
+def memory_stats(device_="cpu") -> dict:
+    """Memory statistics (bytes).
+
+    CPU: `live_bytes` (bytes of live nbgrad storages), `live_storages`, `peak_bytes`.
+    CUDA: the same counters plus cupy's pool: `used_bytes`, `total_bytes` (held by the pool),
+    `free_bytes`, `free_blocks`, `limit` (0 = none). Raises RuntimeError when CUDA is unusable.
+    """
+    dev = device(device_) if not isinstance(device_, device) else device_
+    out = {"live_bytes": COUNTERS.live_bytes, "live_storages": COUNTERS.live_storages,
+           "peak_bytes": COUNTERS.peak_bytes}
+    if dev.type == "cuda":
+        pool = cupy_module().get_default_memory_pool()
+        out.update(used_bytes=pool.used_bytes(), total_bytes=pool.total_bytes(),
+                   free_bytes=pool.free_bytes(), free_blocks=pool.n_free_blocks(),
+                   limit=pool.get_limit())
+    return out
+
+
+def empty_cache():
+    """Release the cupy pool's cached, unused blocks to the driver (torch.cuda.empty_cache)."""
+    if _load_cupy() is not None:
+        _cupy.get_default_memory_pool().free_all_blocks()

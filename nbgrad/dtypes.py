@@ -1,0 +1,138 @@
+"""dtypes with PyTorch's names (nbgrad.float32, nbgrad.int64, ...) over numpy's, and promotion."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+
+class dtype:
+    """A tensor element type (torch.dtype). `is_floating_point`, `itemsize` (bytes)."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_tensor_name")
+
+    def __init__(self, name, np_dtype, tensor_name):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_signed = self.np.kind in "fi"
+        self.itemsize = self.np.itemsize
+        self._tensor_name = tensor_name
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_real(self):
+        return self
+
+    def __repr__(self):
+        return f"nbgrad.{self.name}"
+
+    def __reduce__(self):
+        return (from_name, (self.name,))
+
+
+float32 = dtype("float32", np.float32, "FloatTensor")
+float64 = dtype("float64", np.float64, "DoubleTensor")
+float16 = dtype("float16", np.float16, "HalfTensor")
+int64 = dtype("int64", np.int64, "LongTensor")
+int32 = dtype("int32", np.int32, "IntTensor")
+int16 = dtype("int16", np.int16, "ShortTensor")
+int8 = dtype("int8", np.int8, "CharTensor")
+uint8 = dtype("uint8", np.uint8, "ByteTensor")
+bool_ = dtype("bool", np.bool_, "BoolTensor")
+ALL = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
+
+_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int32, short=int16)
+
+_DEFAULT = [float32]
+
+
+def from_name(name):
+    return _BY_NAME[name]
+
+
+def from_np(np_dtype) -> dtype:
+    """The nbgrad dtype of a numpy dtype (raises TypeError for unsupported ones)."""
+    d = _BY_NP.get(np_dtype)
+    if d is None:
+        d = _BY_NP.get(np.dtype(np_dtype))
+        if d is None:
+            raise TypeError(f"nbgrad does not support the numpy dtype {np_dtype}")
+    return d
+
+
+def to_np(d):
+    """numpy dtype for an nbgrad dtype, a numpy dtype, a Python type or a string; None stays None."""
+    if d is None:
+        return None
+    if type(d) is dtype:
+        return d.np
+    if d is builtins.float:
+        return _DEFAULT[0].np
+    if d is builtins.int:
+        return np.dtype(np.int64)
+    if d is builtins.bool:
+        return np.dtype(np.bool_)
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d].np
+    try:
+        return from_np(np.dtype(d)).np
+    except TypeError:
+        raise
+    except Exception:
+        raise TypeError(f"not a dtype: {d!r}") from None
+
+
+def get_default_dtype() -> dtype:
+    """torch.get_default_dtype."""
+    return _DEFAULT[0]
+
+
+def set_default_dtype(d) -> None:
+    """torch.set_default_dtype (float32 or float64)."""
+    d = from_np(to_np(d))
+    if not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _DEFAULT[0] = d
+
+
+def default_np():
+    return _DEFAULT[0].np
+
+
+def infer_np_dtype(data):
+    """numpy dtype for Python data as torch.tensor infers it (floats -> default, ints -> int64)."""
+    arr = np.asarray(data)
+    k = arr.dtype.kind
+    if k == "f":
+        return _DEFAULT[0].np if not isinstance(data, np.ndarray) else arr.dtype
+    if k in "iu":
+        return arr.dtype if isinstance(data, np.ndarray) else np.dtype(np.int64)
+    if k == "b":
+        return np.dtype(np.bool_)
+    if k == "O" or k == "U":
+        raise TypeError(f"can't convert {type(data).__name__} to a tensor: unsupported data")
+    return arr.dtype
+
+
+def result_type(a, b):
+    """PyTorch's promotion of two numpy arrays' dtypes (0-d arrays act like scalars)."""
+    da, db = a.dtype, b.dtype
+    if da == db:
+        return da
+    ka, kb = da.kind, db.kind
+    fa, fb = ka == "f", kb == "f"
+    if fa != fb:  # float beats int/bool, whatever the sizes
+        if a.ndim == 0 and b.ndim != 0 and fa:   # scalar float with int tensor -> default float
+            return default_np()
+        if b.ndim == 0 and a.ndim != 0 and fb:
+            return default_np()
+        return da if fa else db
+    if (a.ndim == 0) != (b.ndim == 0):          # same category: the dimensioned one wins
+        if (ka == "b") == (kb == "b"):
+            return db if a.ndim == 0 else da
+    return np.promote_types(da, db)

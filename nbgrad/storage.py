@@ -1,0 +1,84 @@
+"""Storage: one buffer and one version counter, shared by every view of it (seed 002).
+
+A Tensor is a view onto a Storage. The version counter lives here, so every view of a storage sees
+every in-place change, in both directions. `.data` makes a second Storage over the same buffer with
+its own counter (as PyTorch does), flagged as an alias so its bytes are not counted twice.
+"""
+from __future__ import annotations
+
+from . import backend
+from .autograd import provenance
+
+_C = backend.COUNTERS
+_HISTORY = 8  # in-place modifications remembered per storage, for error messages and the panel
+
+
+class Storage:
+    """The memory under one or more tensors (`Tensor.untyped_storage()`).
+
+    Attributes:
+        version: the version counter (int), bumped by one by every in-place op.
+    """
+
+    __slots__ = ("_root", "version", "_bumps", "_counted", "__weakref__")
+
+    def __init__(self, root, alias=False):
+        self._root = root          # the array whose buffer this is (numpy or cupy)
+        self.version = 0
+        self._bumps = None         # [(new_version, op_name, where)], newest last, bounded
+        self._counted = not alias
+        if not alias:
+            n = root.nbytes
+            _C.live_bytes += n
+            _C.live_storages += 1
+            _C.created += 1
+            if _C.live_bytes > _C.peak_bytes:
+                _C.peak_bytes = _C.live_bytes
+
+    def __del__(self):
+        if self._counted:
+            _C.live_bytes -= self._root.nbytes
+            _C.live_storages -= 1
+            _C.freed += 1
+
+    def bump(self, op_name):
+        """Record one in-place modification by `op_name` (adds exactly 1 to the version)."""
+        self.version = v = self.version + 1
+        provenance.BUMPS[0] += 1
+        where = provenance.capture()
+        b = self._bumps
+        if b is None:
+            self._bumps = [(v, op_name, where)]
+        else:
+            b.append((v, op_name, where))
+            if len(b) > _HISTORY:
+                del b[0]
+
+    def history(self, since=-1):
+        """[(version, op_name, Location)] of remembered in-place ops after version `since`."""
+        return [(v, name, provenance.Location.of(w)) for v, name, w in (self._bumps or ())
+                if v > since]
+
+    # ---- torch.UntypedStorage API ----
+    def data_ptr(self) -> int:
+        """Address of the buffer (int)."""
+        return backend.data_ptr(self._root)
+
+    def nbytes(self) -> int:
+        """Size of the buffer in bytes."""
+        return self._root.nbytes
+
+    def size(self) -> int:
+        """Size in bytes (an untyped storage counts bytes, as in PyTorch)."""
+        return self._root.nbytes
+
+    @property
+    def device(self):
+        return backend.device_of(self._root)
+
+    def __len__(self):
+        return self._root.nbytes
+
+    def __repr__(self):
+        return (f"<nbgrad.UntypedStorage of {self.nbytes()} bytes on {self.device}, "
+                f"version {self.version}>")

@@ -1,0 +1,504 @@
+"""Tensor: a view (shape, strides, storage_offset, dtype, device) onto a Storage, plus autograd
+metadata (requires_grad, grad_fn, grad, hooks). The ops (and most methods) are bound from ops.py,
+the one table of forward and derivative formulas."""
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from . import backend, dtypes
+from .autograd import provenance
+from .autograd.grad_mode import STATE as _GRAD
+from .storage import Storage
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information.")
+
+# view creation meta (why a view may refuse in-place modification)
+DEFAULT, NO_GRAD_MODE, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
+
+
+class Size(tuple):
+    """A shape (torch.Size): a tuple of ints."""
+
+    def __repr__(self):
+        return f"nbgrad.Size({list(self)})"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def type_name(np_dtype, arr=None):
+    """'nbgrad.FloatTensor' (or 'nbgrad.cuda.FloatTensor') for an array's dtype."""
+    d = dtypes.from_np(np_dtype)
+    dev = "" if arr is None or type(arr) is np.ndarray else "cuda."
+    return f"nbgrad.{dev}{d._tensor_name}"
+
+
+class _ViewMeta:
+    """What a view remembers: its base, the version its grad_fn was made at, why it was made."""
+
+    __slots__ = ("base", "version", "creation", "creator")
+
+    def __init__(self, base, version, creation, creator=None):
+        self.base = base
+        self.version = version
+        self.creation = creation
+        self.creator = creator  # node name for MULTI_OUTPUT views
+
+
+class _Extra:
+    """Rarely used per-tensor state, kept out of the common path."""
+
+    __slots__ = ("hooks", "accum", "retains_grad", "name")
+
+    def __init__(self):
+        self.hooks = None
+        self.accum = None
+        self.retains_grad = False
+        self.name = None
+
+
+class Tensor:
+    """A multi-dimensional array with autograd (torch.Tensor).
+
+    Create tensors with `nbgrad.tensor`, `nbgrad.zeros`, ...; `Tensor(data)` also works.
+    """
+
+    __slots__ = ("_data", "_storage", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+                 "_view", "_extra", "__weakref__", "__dict__")
+    __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
+
+    def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False):
+        from .creation import _to_array
+        arr = _to_array([] if data is None else data, dtype, device, copy=True)
+        _init(self, arr, Storage(arr), None, 0, False)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ---- construction (internal, hot) ----
+    @staticmethod
+    def _make(data, storage, grad_fn, output_nr, requires_grad):
+        t = _new(Tensor)
+        t._data = data
+        t._storage = storage
+        t._grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._requires_grad = requires_grad
+        t._grad = t._view = t._extra = None
+        return t
+
+    @staticmethod
+    def _make_fresh(data):
+        """A new leaf tensor owning `data` (a new storage)."""
+        t = _new(Tensor)
+        t._data = data
+        t._storage = Storage(data)
+        t._grad_fn = t._grad = t._view = t._extra = None
+        t._output_nr = 0
+        t._requires_grad = False
+        return t
+
+    # ---- metadata ----
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        """The shape, or one dimension of it (torch.Tensor.size)."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return dtypes.from_np(self._data.dtype)
+
+    @property
+    def device(self):
+        return backend.device_of(self._data)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    def ndimension(self):
+        return self._data.ndim
+
+    def numel(self):
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return int(self._data.nbytes)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self):
+        return False
+
+    def stride(self, dim=None):
+        """Strides in elements (torch.Tensor.stride)."""
+        it = self._data.itemsize
+        st = tuple(s // it for s in self._data.strides)
+        return st if dim is None else st[_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        """Offset of the first element from the start of the storage, in elements."""
+        return (backend.data_ptr(self._data) - self._storage.data_ptr()) // self._data.itemsize
+
+    def data_ptr(self):
+        """Address of the first element (int)."""
+        return backend.data_ptr(self._data)
+
+    def untyped_storage(self):
+        """The Storage this tensor views (shared by all its views)."""
+        return self._storage
+
+    def storage(self):
+        return self._storage
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._data.flags.c_contiguous)
+
+    @property
+    def _version(self):
+        """The version counter (int): +1 per in-place op on this tensor or any view of its storage."""
+        return self._storage.version
+
+    def _bump_version(self, op_name="inplace"):
+        """Record an in-place modification made directly on `_data` (nn/optim internals)."""
+        self._storage.bump(op_name)
+
+    def _version_history(self):
+        """[(version, op_name, Location)] of recent in-place modifications (newest last)."""
+        return self._storage.history()
+
+    @property
+    def _base(self):
+        v = self._view
+        return None if v is None else v.base
+
+    def _is_view(self):
+        return self._view is not None
+
+    # ---- autograd attributes ----
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self._grad_fn is not None and not flag:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                               "want to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if flag and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(flag) or self._grad_fn is not None
+
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad in place; returns self (torch.Tensor.requires_grad_)."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad_fn(self):
+        v = self._view
+        if v is not None and v.version != self._storage.version and self._requires_grad:
+            return _regenerate_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not (self._extra and self._extra.retains_grad):
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    @property
+    def retains_grad(self):
+        return bool(self._extra and self._extra.retains_grad)
+
+    def _x(self):
+        e = self._extra
+        if e is None:
+            e = self._extra = _Extra()
+        return e
+
+    def retain_grad(self):
+        """Populate `.grad` for this non-leaf tensor during backward (torch.Tensor.retain_grad)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None:
+            return
+        e = self._x()
+        if e.retains_grad:
+            return
+        e.retains_grad = True
+        ref = weakref.ref(self)
+
+        def _retain(g):
+            t = ref()
+            if t is not None:
+                if t._grad is None:
+                    t._grad = g.detach() if not _GRAD.enabled else g
+                    if not _GRAD.enabled:
+                        t._grad = Tensor._make_fresh(g._data.copy())
+                else:
+                    t._grad = t._grad + g
+            return None
+        self.grad_fn._add_tensor_prehook(self._output_nr, _retain)
+
+    def register_hook(self, hook):
+        """Register `hook(grad) -> Tensor or None`, called with this tensor's gradient.
+
+        Returns a RemovableHandle. Raises RuntimeError on a tensor that does not require grad.
+        """
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is not None:
+            return fn._add_tensor_prehook(self._output_nr, hook)
+        from .autograd.graph import RemovableHandle
+        e = self._x()
+        if e.hooks is None:
+            e.hooks = []
+        e.hooks.append(hook)
+        return RemovableHandle(e.hooks, hook)
+
+    @property
+    def _hooks(self):
+        e = self._extra
+        return None if e is None else e.hooks
+
+    def _grad_accumulator(self):
+        """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does)."""
+        from .autograd.graph import AccumulateGrad
+        e = self._x()
+        acc = e.accum() if e.accum is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            e.accum = weakref.ref(acc)
+        return acc
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute the gradient of this tensor w.r.t. graph leaves (torch.Tensor.backward).
+
+        Raises:
+            RuntimeError: PyTorch's errors (no grad_fn, non-scalar without gradient, wrong
+                gradient shape, backward twice, a saved tensor modified in place).
+        """
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        """A new tensor sharing storage and version counter, outside the graph."""
+        return Tensor._make(self._data, self._storage, None, 0, False)
+
+    def detach_(self):
+        """Detach this tensor from the graph in place."""
+        if self._view is not None and self._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are "
+                               "using DistributedDataParallel (DDP) for training, and "
+                               "gradient_as_bucket_view is set as True, gradients are views of "
+                               "DDP buckets, and hence detach_() cannot be called on these "
+                               "gradients. To fix this error, please refer to the Optimizer."
+                               "zero_grad() function in torch/optim/optimizer.py as the "
+                               "solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    @property
+    def data(self):
+        """A tensor sharing memory but not the version counter, outside the graph."""
+        return Tensor._make(self._data, Storage(self._storage._root, alias=True), None, 0, False)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError("data must be a Tensor")
+        self._data = value._data
+        self._storage = value._storage
+
+    # ---- conversion ----
+    def numpy(self, force=False):
+        """The numpy array sharing memory with this tensor (torch.Tensor.numpy)."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if type(self._data) is not np.ndarray:
+            if not force:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use "
+                                "Tensor.cpu() to copy the tensor to host memory first.")
+            return backend.to_device(self._data, backend.CPU)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = backend.to_device(self._data, backend.CPU)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def tolist(self):
+        return backend.to_device(self._data, backend.CPU).tolist()
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (backend.to_device(self._data, backend.CPU), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a torch.nn.utils."
+                               "weight_norm usage, see https://github.com/pytorch/pytorch/pull/"
+                               "103001")
+        new = type(self).__new__(type(self))
+        _init(new, self._data.copy(), None, None, 0, self._requires_grad)
+        if self.__dict__:
+            new.__dict__.update(self.__dict__)
+        memo[id(self)] = new
+        return new
+
+    # ---- printing ----
+    def __repr__(self):
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    def _repr_html_(self):
+        try:
+            from .notebook.render import tensor_html
+        except Exception:
+            return None
+        return tensor_html(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+
+_new = object.__new__
+
+
+def _init(t, data, storage, grad_fn, output_nr, requires_grad):
+    t._data = data
+    t._storage = Storage(data) if storage is None else storage
+    t._grad_fn = grad_fn
+    t._output_nr = output_nr
+    t._requires_grad = requires_grad
+    t._grad = t._view = t._extra = None
+
+
+def _rebuild(arr, requires_grad):
+    t = Tensor._make_fresh(arr)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _dim(d, ndim):
+    """Normalise a possibly negative dim, with PyTorch's IndexError text."""
+    if d < -ndim or d >= max(ndim, 1):
+        lo, hi = -max(ndim, 1), max(ndim, 1) - 1
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but "
+                         f"got {d})")
+    return d + ndim if d < 0 else d
+
+
+def _regenerate_view_grad_fn(t):
+    """A view whose storage changed since its grad_fn was made gets AsStridedBackward0 pointing at
+    its base's current grad_fn (what PyTorch does on grad_fn access)."""
+    from .ops import make_as_strided_node
+    v = t._view
+    node = make_as_strided_node(v.base, t)
+    t._grad_fn = node
+    t._output_nr = 0
+    v.version = t._storage.version
+    return node

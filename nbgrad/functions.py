@@ -969,6 +969,24 @@ def as_strided(input, size, stride, storage_offset=None):
     return _view_op(R["as_strided"], input, (_geom(input), (size, stride, off)), out)
 
 
+def unfold(input, dimension, size, step):
+    """All windows of `size` elements along `dimension`, `step` apart, as a new last dim;
+    a view (torch.Tensor.unfold). (N, L) -> (N, (L - size) // step + 1, size) for dimension 1."""
+    d = _dim(dimension, input._data.ndim) if input._data.ndim else 0
+    a = input._data
+    L = a.shape[d] if a.ndim else 1
+    if size > L:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {L} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    n = (L - size) // step + 1
+    shape = a.shape[:d] + (n,) + a.shape[d + 1:] + (size,)
+    strides = a.strides[:d] + (a.strides[d] * step,) + a.strides[d + 1:] + (a.strides[d],)
+    xp = backend.get_array_module(a)
+    out = xp.lib.stride_tricks.as_strided(a, shape, strides)
+    return _view_op(R["unfold"], input, (d, size, step), out)
+
+
 def unbind(input, dim=0):
     """Tuple of the slices along `dim`; views that refuse in-place changes (torch.unbind)."""
     d = _dim(dim, input._data.ndim)
@@ -1421,7 +1439,7 @@ def _bind():
             "softmax log_softmax cumsum matmul mm bmm dot mv addmm outer view reshape flatten "
             "unflatten transpose swapaxes swapdims t permute expand expand_as broadcast_to "
             "squeeze unsqueeze narrow select diagonal as_strided unbind split chunk contiguous "
-            "clone flip index_select gather index_put_ index_put index_add square subtract "
+            "unfold clone flip index_select gather index_put_ index_put index_add square subtract "
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "
             "zero_ log_ sqrt_ abs_ clamp_ clip_ fill_ copy_ masked_fill_ uniform_ normal_ "

@@ -303,6 +303,17 @@ def _as_strided_backward(g, base_geom, view_geom, xp):
     return backend.as_strided(buf, shape, strides, off).copy()
 
 
+def _unfold_backward(g, shape, dim, size, step, xp):
+    """Sum the windows back: one strided slice-add per position inside the window."""
+    z = xp.zeros(shape, _np_dtype(g))
+    n = g.shape[dim]
+    pre = (slice(None),) * dim
+    for k in range(size):
+        gk = g[(Ellipsis, k)]
+        z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += gk
+    return z
+
+
 def _scatter_add(z, dim, index, src, xp):
     """z[index[i][j]][j] += src[i][j] along `dim` (gather's backward)."""
     idx = list(xp.indices(index.shape, sparse=True))
@@ -640,6 +651,10 @@ R["diagonal"] = defop("diagonal", "DiagonalBackward0", "self",
                       lambda a, base_geom, view_geom: None, args="base_geom, view_geom",
                       view=True, grads=(lambda g, base_geom, view_geom, xp:
                                         _as_strided_backward(g, base_geom, view_geom, xp),))
+R["unfold"] = defop("unfold", "UnfoldBackward0", "self", lambda a, dim, size, step: None,
+                    args="dim, size, step", view=True,
+                    grads=(lambda g, self_shape, dim, size, step, xp: _unfold_backward(
+                        g, self_shape, dim, size, step, xp),))
 R["unbind"] = defop("unbind", "UnbindBackward0", "self", lambda a, dim: None, args="dim, n",
                     view=True, n_out=-1,
                     grad_all=lambda g, self_shape, dim, xp: [xp.stack(

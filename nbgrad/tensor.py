@@ -98,6 +98,16 @@ class Tensor:
         return t
 
     @staticmethod
+    def _make_subclass(cls, data, require_grad=False):
+        """A new leaf of type `cls` (a Tensor subclass) sharing `data`'s storage and version
+        counter (torch.Tensor._make_subclass; nn.Parameter is built on it)."""
+        t = _new(cls)
+        _init(t, data._data, data._storage, None, 0, False)
+        if require_grad:
+            t.requires_grad_(True)
+        return t
+
+    @staticmethod
     def _make_fresh(data):
         """A new leaf tensor owning `data` (a new storage)."""
         t = _new(Tensor)
@@ -454,10 +464,10 @@ class Tensor:
 
     def _repr_html_(self):
         try:
-            from .notebook.render import tensor_html
+            from .viz import tensor_html
+            return tensor_html(self)
         except Exception:
             return None
-        return tensor_html(self)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:

@@ -106,20 +106,18 @@ def _out_size(size, k, s, p, d, ceil_mode=False):
     return o
 
 
-def _windows(x, kh, kw, sh, sw, dh, dw, ho, wo, channels_last=False):
-    """A strided view of the sliding windows of contiguous ``x`` (N, C, H, W) — no copy.
+def _windows(x, kh, kw, sh, sw, dh, dw, ho, wo):
+    """The sliding windows of ``x`` (N, C, H, W) as a view (N, C, Ho, Wo, kh, kw) — no copy.
 
-    Returns (N, C, Ho, Wo, kh, kw), or (N, Ho, Wo, C, kh, kw) with ``channels_last``.
+    Built from two ``unfold`` views (UnfoldBackward0 sums overlapping windows back).
     """
-    n, c = x.shape[0], x.shape[1]
-    s_n, s_c, s_h, s_w = x.stride()
-    if channels_last:
-        size = (n, ho, wo, c, kh, kw)
-        stride = (s_n, sh * s_h, sw * s_w, s_c, dh * s_h, dw * s_w)
-    else:
-        size = (n, c, ho, wo, kh, kw)
-        stride = (s_n, s_c, sh * s_h, sw * s_w, dh * s_h, dw * s_w)
-    return x.as_strided(size, stride, x.storage_offset())
+    eh, ew = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    win = x.unfold(2, eh, sh).unfold(3, ew, sw)
+    if win.shape[2] != ho or win.shape[3] != wo:
+        win = win[:, :, :ho, :wo]
+    if dh > 1 or dw > 1:
+        win = win[..., ::dh, ::dw]
+    return win
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -128,7 +126,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     dh, dw = _pair(dilation)
     ph, pw = _pair(padding)
     sh, sw = _pair(stride)
-    x = pad(input, (pw, pw, ph, ph)).contiguous()
+    x = pad(input, (pw, pw, ph, ph))
     n, c, hp, wp = x.shape
     ho = (hp - dh * (kh - 1) - 1) // sh + 1
     wo = (wp - dw * (kw - 1) - 1) // sw + 1
@@ -186,7 +184,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
             f"input{list(input.shape)} to have {cg * groups} channels, but got {c} channels "
             f"instead")
-    x = pad(input, (pw, pw, ph, ph)).contiguous()
+    x = pad(input, (pw, pw, ph, ph))
     hp, wp = x.shape[2], x.shape[3]
     if hp < dh * (kh - 1) + 1 or wp < dw * (kw - 1) + 1:
         raise RuntimeError(
@@ -196,7 +194,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     ho = (hp - dh * (kh - 1) - 1) // sh + 1
     wo = (wp - dw * (kw - 1) - 1) // sw + 1
     k = cg * kh * kw
-    cols = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo, channels_last=True)  # (N,Ho,Wo,C,kh,kw)
+    cols = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo).permute(0, 2, 3, 1, 4, 5)
     if groups == 1:
         cols = cols.reshape(n * ho * wo, k)
         w2 = weight.reshape(o, k).t()
@@ -246,7 +244,6 @@ def _pool_windows(input, kernel_size, stride, padding, dilation, ceil_mode, fill
         x = input
         if ph or pw or extra_h or extra_w:
             x = pad(x, (pw, pw + extra_w, ph, ph + extra_h), value=fill)
-        x = x.contiguous()
         win = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo)
     return win.reshape(n, c, ho, wo, kh * kw), (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
 

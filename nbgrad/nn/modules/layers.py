@@ -421,8 +421,8 @@ class _BatchNorm(Module):
 
     def extra_repr(self):
         return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "bias={_has_bias}, track_running_stats={track_running_stats}"
-                .format(**self.__dict__))
+                "bias={use_bias}, track_running_stats={track_running_stats}"
+                .format(**self.__dict__, use_bias=self.bias is not None))
 
 
 class BatchNorm1d(_BatchNorm):

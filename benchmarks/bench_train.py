@@ -1,0 +1,356 @@
+"""Training speed and memory: nbgrad vs PyTorch CPU vs hand-written numpy, in one process.
+
+    python benchmarks/bench_train.py                 # everything (about a minute)
+    python benchmarks/bench_train.py --only mlp      # mlp | cnn | memory | loader | profile
+
+Workload: scikit-learn's digits, 1437 training images, batch 64 (23 batches per epoch), the
+MLP 64-128-64-10 and the CNN of examples/train_digits.py, cross entropy, SGD with momentum.
+Every library runs the same epoch: a numpy permutation, then per batch an index op on the
+library's tensors, forward, loss, backward, optimizer step. Times are the median over epochs
+after warm-up. Memory: tracemalloc's peak over one training step (it sees numpy's buffers, and
+torch's CPU allocations are invisible to it, so the comparison is with hand-written numpy), and
+the traced size after 100 and after 1000 steps (a leak shows as growth).
+"""
+
+import argparse
+import gc
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+
+import nbgrad
+import torch
+
+BATCH = 64
+
+
+def load():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.images / 16.0).astype(np.float32)[:, None]
+    y = d.target.astype(np.int64)
+    perm = np.random.default_rng(0).permutation(len(x))
+    tr = perm[360:]
+    return x[tr], y[tr]
+
+
+# ---------------------------------------------------------------------------- models
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
+                         nn.Linear(64, 10))
+
+
+def cnn(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(128, 10))
+
+
+def make_lib_step(lib, kind, x, y):
+    """(epoch_fn, step_fn) for torch or nbgrad, weights copied from one torch init."""
+    torch.manual_seed(0)
+    ref = mlp(torch) if kind == "mlp" else cnn(torch)
+    if lib is torch:
+        model = ref
+    else:
+        model = mlp(nbgrad) if kind == "mlp" else cnn(nbgrad)
+        model.load_state_dict({k: nbgrad.tensor(v.numpy().copy())
+                               for k, v in ref.state_dict().items()})
+    if kind == "mlp":
+        x = x.reshape(len(x), 64)
+    X, Y = lib.tensor(x), lib.tensor(y)
+    opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def step(idx):
+        xb, yb = X[idx], Y[idx]
+        opt.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def epoch(rng):
+        perm = lib.tensor(rng.permutation(len(x)))
+        for i in range(0, len(x), BATCH):
+            step(perm[i:i + BATCH])
+
+    return epoch, step
+
+
+# ---------------------------------------------------------------------------- numpy by hand
+class NumpyMLP:
+    """64-128-64-10 ReLU MLP, softmax cross entropy, SGD momentum, written with numpy only."""
+
+    def __init__(self, x, y):
+        torch.manual_seed(0)
+        ref = mlp(torch)
+        self.params = [p.detach().numpy().copy() for p in ref.parameters()]
+        self.bufs = [None] * len(self.params)
+        self.x, self.y = x.reshape(len(x), 64), y
+
+    def step(self, idx):
+        w1, b1, w2, b2, w3, b3 = self.params
+        xb, yb = self.x[idx], self.y[idx]
+        n = len(idx)
+        h1 = xb @ w1.T + b1
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ w2.T + b2
+        a2 = np.maximum(h2, 0)
+        z = a2 @ w3.T + b3
+        z = z - z.max(1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(1, keepdims=True)
+        logp = z - np.log(s)
+        loss = -logp[np.arange(n), yb].mean()
+        g = e / s
+        g[np.arange(n), yb] -= 1
+        g /= n
+        gw3, gb3 = g.T @ a2, g.sum(0)
+        g = (g @ w3) * (h2 > 0)
+        gw2, gb2 = g.T @ a1, g.sum(0)
+        g = (g @ w2) * (h1 > 0)
+        gw1, gb1 = g.T @ xb, g.sum(0)
+        for i, gr in enumerate((gw1, gb1, gw2, gb2, gw3, gb3)):
+            if self.bufs[i] is None:
+                self.bufs[i] = gr.copy()
+            else:
+                self.bufs[i] *= 0.9
+                self.bufs[i] += gr
+            self.params[i] -= 0.05 * self.bufs[i]
+        return loss
+
+    def epoch(self, rng):
+        perm = rng.permutation(len(self.x))
+        for i in range(0, len(self.x), BATCH):
+            self.step(perm[i:i + BATCH])
+
+
+class NumpyCNN:
+    """The CNN by hand: im2col through as_strided + one matmul per conv, 2x2 max pool by reshape."""
+
+    def __init__(self, x, y):
+        torch.manual_seed(0)
+        ref = cnn(torch)
+        self.params = [p.detach().numpy().copy() for p in ref.parameters()]
+        self.bufs = [None] * len(self.params)
+        self.x, self.y = x, y
+
+    @staticmethod
+    def _conv(x, w, b):  # 3x3, pad 1, stride 1; x (N, C, H, W)
+        n, c, h, wd = x.shape
+        xp = np.zeros((n, c, h + 2, wd + 2), x.dtype)
+        xp[:, :, 1:-1, 1:-1] = x
+        s = xp.strides
+        cols = np.lib.stride_tricks.as_strided(
+            xp, (n, h, wd, c, 3, 3), (s[0], s[2], s[3], s[1], s[2], s[3]))
+        cols = cols.reshape(n * h * wd, c * 9)
+        out = cols @ w.reshape(len(w), -1).T + b
+        return out, cols, xp.shape
+
+    @staticmethod
+    def _conv_back(g, cols, w, xp_shape):  # g (N*H*W, O)
+        gw = (g.T @ cols).reshape(w.shape)
+        gb = g.sum(0)
+        gcols = (g @ w.reshape(len(w), -1)).reshape(xp_shape[0], xp_shape[2] - 2,
+                                                     xp_shape[3] - 2, xp_shape[1], 3, 3)
+        gxp = np.zeros(xp_shape, g.dtype)
+        h, wd = xp_shape[2] - 2, xp_shape[3] - 2
+        for i in range(3):
+            for j in range(3):
+                gxp[:, :, i:i + h, j:j + wd] += gcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+        return gxp[:, :, 1:-1, 1:-1], gw, gb
+
+    @staticmethod
+    def _pool(a):  # (N, C, H, W) -> (N, C, H/2, W/2), argmax mask
+        n, c, h, w = a.shape
+        win = a.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
+        win = win.reshape(n, c, h // 2, w // 2, 4)
+        k = win.argmax(-1)
+        return np.take_along_axis(win, k[..., None], -1)[..., 0], k
+
+    @staticmethod
+    def _pool_back(g, k, shape):
+        n, c, h, w = shape
+        gw = np.zeros((n, c, h // 2, w // 2, 4), g.dtype)
+        np.put_along_axis(gw, k[..., None], g[..., None], -1)
+        return gw.reshape(n, c, h // 2, w // 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(shape)
+
+    def step(self, idx):
+        w1, b1, w2, b2, w3, b3 = self.params
+        xb, yb = self.x[idx], self.y[idx]
+        n = len(idx)
+        o1, cols1, xs1 = self._conv(xb, w1, b1)                   # (N*64, 16)
+        h1 = o1.reshape(n, 8, 8, 16).transpose(0, 3, 1, 2)
+        a1 = np.maximum(h1, 0)
+        p1, k1 = self._pool(a1)                                    # (N, 16, 4, 4)
+        o2, cols2, xs2 = self._conv(p1, w2, b2)                   # (N*16, 32)
+        h2 = o2.reshape(n, 4, 4, 32).transpose(0, 3, 1, 2)
+        a2 = np.maximum(h2, 0)
+        p2, k2 = self._pool(a2)                                    # (N, 32, 2, 2)
+        f = p2.reshape(n, 128)
+        z = f @ w3.T + b3
+        z = z - z.max(1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(1, keepdims=True)
+        loss = -(z - np.log(s))[np.arange(n), yb].mean()
+        g = e / s
+        g[np.arange(n), yb] -= 1
+        g /= n
+        gw3, gb3 = g.T @ f, g.sum(0)
+        g = (g @ w3).reshape(p2.shape)
+        g = self._pool_back(g, k2, a2.shape) * (h2 > 0)
+        g, gw2, gb2 = self._conv_back(g.transpose(0, 2, 3, 1).reshape(-1, 32), cols2, w2, xs2)
+        g = self._pool_back(g, k1, a1.shape) * (h1 > 0)
+        _, gw1, gb1 = self._conv_back(g.transpose(0, 2, 3, 1).reshape(-1, 16), cols1, w1, xs1)
+        for i, gr in enumerate((gw1, gb1, gw2, gb2, gw3, gb3)):
+            if self.bufs[i] is None:
+                self.bufs[i] = gr.copy()
+            else:
+                self.bufs[i] *= 0.9
+                self.bufs[i] += gr
+            self.params[i] -= 0.05 * self.bufs[i]
+        return loss
+
+    epoch = NumpyMLP.epoch
+
+
+# ---------------------------------------------------------------------------- measurements
+def time_epochs(epoch_fn, n_epochs, warmup=2):
+    rng = np.random.default_rng(1)
+    for _ in range(warmup):
+        epoch_fn(rng)
+    times = []
+    for _ in range(n_epochs):
+        t0 = time.perf_counter()
+        epoch_fn(rng)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench_speed(kind, x, y, n_epochs):
+    np_impl = NumpyMLP(x, y) if kind == "mlp" else NumpyCNN(x, y)
+    ng_epoch, _ = make_lib_step(nbgrad, kind, x, y)
+    th_epoch, _ = make_lib_step(torch, kind, x, y)
+    res = {}
+    # interleave the libraries, best of 3 rounds of medians, to even out machine noise
+    for _ in range(3):
+        for name, fn in (("torch", th_epoch), ("nbgrad", ng_epoch), ("numpy", np_impl.epoch)):
+            t = time_epochs(fn, n_epochs)
+            res[name] = min(res.get(name, t), t)
+    print(f"\n{kind.upper()} epoch (23 batches of 64), median of {n_epochs} epochs, best of 3:")
+    for name in ("torch", "nbgrad", "numpy"):
+        print(f"  {name:7s} {res[name] * 1e3:7.2f} ms/epoch")
+    print(f"  nbgrad / torch = {res['nbgrad'] / res['torch']:.2f}x   "
+          f"nbgrad / numpy = {res['nbgrad'] / res['numpy']:.2f}x")
+    return res
+
+
+def bench_loader(x, y, n_epochs):
+    """The same MLP epoch through each library's DataLoader(shuffle=True)."""
+    res = {}
+    for lib in (torch, nbgrad):
+        torch.manual_seed(0)
+        model = mlp(lib)
+        ds = lib.utils.data.TensorDataset(lib.tensor(x.reshape(len(x), 64)), lib.tensor(y))
+        loader = lib.utils.data.DataLoader(ds, batch_size=BATCH, shuffle=True)
+        opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        loss_fn = lib.nn.CrossEntropyLoss()
+
+        def epoch(rng, loader=loader, model=model, opt=opt, loss_fn=loss_fn):
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss_fn(model(xb), yb).backward()
+                opt.step()
+
+        res[lib.__name__] = time_epochs(epoch, n_epochs)
+    print("\nMLP epoch through DataLoader(batch_size=64, shuffle=True):")
+    for k, v in res.items():
+        print(f"  {k:7s} {v * 1e3:7.2f} ms/epoch")
+    print(f"  nbgrad / torch = {res['nbgrad'] / res['torch']:.2f}x")
+    return res
+
+
+def bench_memory(kind, x, y):
+    np_impl = NumpyMLP(x, y) if kind == "mlp" else NumpyCNN(x, y)
+    _, ng_step = make_lib_step(nbgrad, kind, x, y)
+    idx_np = np.arange(BATCH)
+    idx_ng = nbgrad.tensor(idx_np)
+    out = {}
+    for name, fn, idx in (("numpy", np_impl.step, idx_np), ("nbgrad", ng_step, idx_ng)):
+        for _ in range(3):
+            fn(idx)  # optimizer state exists before measuring
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        fn(idx)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+        out[name] = peak
+    print(f"\n{kind.upper()} peak traced memory of one training step (batch 64):")
+    print(f"  numpy  {out['numpy'] / 1024:8.1f} KiB\n  nbgrad {out['nbgrad'] / 1024:8.1f} KiB"
+          f"   ratio {out['nbgrad'] / out['numpy']:.2f}x")
+    # leak check: traced bytes after 100 and after 1000 steps
+    rng = np.random.default_rng(0)
+    tracemalloc.start()
+    sizes = {}
+    for s in range(1, 1001):
+        ng_step(nbgrad.tensor(rng.permutation(len(x))[:BATCH]))
+        if s in (100, 1000):
+            gc.collect()
+            sizes[s] = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    print(f"  traced after 100 steps {sizes[100] / 1024:.1f} KiB, after 1000 steps "
+          f"{sizes[1000] / 1024:.1f} KiB (growth {(sizes[1000] - sizes[100]) / 1024:+.1f} KiB)")
+    out["growth"] = sizes[1000] - sizes[100]
+    return out
+
+
+def profile(kind, x, y):
+    import cProfile
+    import pstats
+
+    ng_epoch, _ = make_lib_step(nbgrad, kind, x, y)
+    rng = np.random.default_rng(0)
+    ng_epoch(rng)
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(20):
+        ng_epoch(rng)
+    pr.disable()
+    print(f"\nprofile of 20 nbgrad {kind} epochs (tottime):")
+    pstats.Stats(pr).sort_stats("tottime").print_stats(22)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--only", choices=["mlp", "cnn", "memory", "loader", "profile"])
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    x, y = load()
+    print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy {np.__version__}")
+    if args.only in (None, "mlp"):
+        bench_speed("mlp", x, y, args.epochs)
+    if args.only in (None, "cnn"):
+        bench_speed("cnn", x, y, max(5, args.epochs // 4))
+    if args.only in (None, "loader"):
+        bench_loader(x, y, args.epochs)
+    if args.only in (None, "memory"):
+        bench_memory("mlp", x, y)
+        bench_memory("cnn", x, y)
+    if args.only == "profile":
+        profile("mlp", x, y)
+        profile("cnn", x, y)
+
+
+if __name__ == "__main__":
+    main()

@@ -85,7 +85,7 @@ class NbgradExtension:
                                  memory_before=self._memory_before)
 
     def show(self, snap):
-        from IPython.display import HTML, display
+        from IPython.display import display
 
         from . import render
 
@@ -101,7 +101,8 @@ class NbgradExtension:
 
             display(NbgradPanel(snap, svg))
         else:
-            display(HTML(render.panel_html(snap, svg)))
+            display({"text/html": render.panel_html(snap, svg),
+                     "text/plain": render.summary_text(snap)}, raw=True)
 
     # -- the %nbgrad magic --------------------------------------------------------------------
 

@@ -110,6 +110,7 @@ class Snapshot:
     hidden_nodes: int = 0  # nodes reached but not shown (cap)
     hidden_edges: list = field(default_factory=list)  # keys of shown nodes that lead to hidden
     hidden_kinds: list = field(default_factory=list)  # [(node name, count)] of the hidden ones
+    hidden_exact: bool = True  # False: counting stopped early, hidden_nodes is a lower bound
     max_nodes: int = DEFAULT_MAX_NODES
 
     @property
@@ -379,7 +380,7 @@ def snapshot(
     if hidden:
         snap.truncated = True
         # Count a little further (bounded) so the summary says how much was left out.
-        limit = max_nodes * 10
+        limit = max(max_nodes * 10, 3000)
         while head < len(queue) and len(queue) < limit:
             for nf in _next_of(queue[head]):
                 if id(nf) not in seen:
@@ -387,6 +388,7 @@ def snapshot(
                     queue.append(nf)
             head += 1
         snap.hidden_nodes = len(queue) - len(nodes)
+        snap.hidden_exact = head >= len(queue)
         counts: dict[str, int] = {}
         for node in queue[len(nodes):]:
             name = _node_name(node)
@@ -408,8 +410,10 @@ def snapshot(
             info = nodes[key]
             for j, st in enumerate(_saved_of(node)):
                 s = SavedInfo(
-                    key=f"{key}s{j}", name=str(st.name), shape=tuple(st.shape),
-                    dtype=_dtype_str(st.dtype), nbytes=int(st.nbytes), data_ptr=int(st.data_ptr),
+                    key=f"{key}s{j}", name=str(st.name),
+                    shape=tuple(st.shape) if st.shape is not None else (),  # None once freed
+                    dtype=_dtype_str(st.dtype) if st.dtype is not None else "",
+                    nbytes=int(st.nbytes or 0), data_ptr=int(st.data_ptr),
                     saved_version=int(st.saved_version), version=int(st.version),
                     is_stale=bool(st.is_stale), released=bool(st.released),
                     is_output=bool(st.is_output))

@@ -174,7 +174,8 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
 
 def hidden_summary(snap, sep: str = "; ") -> str:
     """What the cap left out: "... 700 more nodes (cap 300)" and the commonest kinds."""
-    head = f"... {snap.hidden_nodes} more nodes (cap {snap.max_nodes})"
+    more = f"{snap.hidden_nodes}" + ("" if snap.hidden_exact else "+")
+    head = f"... {more} more nodes (cap {snap.max_nodes})"
     kinds = [f"{name} x{n}" for name, n in snap.hidden_kinds[:4]]
     if len(snap.hidden_kinds) > 4:
         kinds.append("...")

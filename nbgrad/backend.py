@@ -114,6 +114,11 @@ def to_device(arr, dev: device):
         return cp.asarray(arr)
 
 
+def as_array(x):
+    """numpy hands back scalars for 0-d results; tensors always hold arrays."""
+    return np.asarray(x) if isinstance(x, (np.generic, float, int)) else x
+
+
 def data_ptr(arr) -> int:
     """Address of the first element of a numpy or cupy array."""
     if type(arr) is np.ndarray:
@@ -145,10 +150,14 @@ def erf(arr):
 
 # ---- memory accounting: live storage bytes per device (the CPU counterpart of the cupy pool) ----
 class _Counters:
-    __slots__ = ("live_bytes", "live_storages", "peak_bytes", "created", "freed")
+    __slots__ = ("live_bytes", "peak_bytes", "created", "freed")
 
     def __init__(self):
-        self.live_bytes = self.live_storages = self.peak_bytes = self.created = self.freed = 0
+        self.live_bytes = self.peak_bytes = self.created = self.freed = 0
+
+    @property
+    def live_storages(self):
+        return self.created - self.freed
 
 
 COUNTERS = _Counters()

@@ -936,7 +936,7 @@ def select(input, dim, index):
                          f"{list(input._data.shape)} at dimension {d}")
     if i < 0:
         i += n
-    idx = (slice(None),) * d + (i,)
+    idx = (slice(None),) * d + (i, Ellipsis)  # Ellipsis keeps a 0-d result an array (a view)
     return _view_op(R["select"], input, (idx,), input._data[idx])
 
 
@@ -992,7 +992,7 @@ def unbind(input, dim=0):
     d = _dim(dim, input._data.ndim)
     n = input._data.shape[d]
     pre = (slice(None),) * d
-    outs = [input._data[pre + (i,)] for i in range(n)]
+    outs = [input._data[pre + (i, Ellipsis)] for i in range(n)]
     return _multi_view_op(R["unbind"], input, outs, (d, n))
 
 
@@ -1393,13 +1393,11 @@ def _bind():
     T = Tensor
     g = globals()
     # operators
-    T.__add__ = lambda s, o: _binary(R["add"], s, o, (1,)) if not isinstance(o, Tensor) or \
-        s._data.dtype is o._data.dtype else add(s, o)
+    T.__add__ = lambda s, o, _r=R["add"], _a=(1,): _binary(_r, s, o, _a)
     T.__radd__ = lambda s, o: add(s, o)
-    T.__sub__ = lambda s, o: sub(s, o)
+    T.__sub__ = lambda s, o, _r=R["sub"], _a=(1,): _binary(_r, s, o, _a)
     T.__rsub__ = lambda s, o: rsub(s, o)
-    T.__mul__ = lambda s, o: _binary(R["mul"], s, o) if not isinstance(o, Tensor) or \
-        s._data.dtype is o._data.dtype else mul(s, o)
+    T.__mul__ = lambda s, o, _r=R["mul"]: _binary(_r, s, o)
     T.__rmul__ = lambda s, o: mul(s, o)
     T.__truediv__ = lambda s, o: div(s, o)
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)

@@ -14,6 +14,7 @@ functions, which `nbgrad.__init__` exports and `tensor_methods.py` binds onto Te
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -48,23 +49,20 @@ class OpNode(Node):
             v = [s.unpack(self, True) if type(s) is SavedTensor else s for s in saved] \
                 if saved else ()
         else:
-            xp = _get_xp(g if self._n_out == 1 else next(x for x in g if x is not None))
+            if self._n_out == 1:
+                xp = np if type(g) is _ND else _get_xp(g)
+            else:
+                g = list(g)
+                xp = _get_xp(next(x for x in g if x is not None))
             v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else ()
-        if self._n_out > 1:
-            g = list(g)
-        meta = self._meta
         if row.all_grad is not None:
             outs = list(row.all_call(row.all_grad, g, v, xp))
         else:
-            outs = []
             calls = row.calls
             forms = row.formulas
-            for i, edge in enumerate(self._next):
-                call = calls[i]
-                if edge[0] is None or call is None:
-                    outs.append(None)
-                    continue
-                outs.append(call(forms[i], g, v, xp))
+            outs = [None if e[0] is None or c is None else c(f, g, v, xp)
+                    for e, c, f in zip(self._next, calls, forms)]
+        meta = self._meta
         if meta is not None:
             for i, m in enumerate(meta):
                 if m is not None and outs[i] is not None:
@@ -798,6 +796,11 @@ def _edge(x):
     fn = x._grad_fn if x._view is None else x.grad_fn
     if fn is not None:
         return (fn, x._output_nr)
+    e = x._extra
+    if e is not None and e.accum is not None:
+        acc = e.accum()
+        if acc is not None:
+            return (acc, 0)
     return (x._grad_accumulator(), 0)
 
 
@@ -815,27 +818,34 @@ def _make_node(row, inputs, args, mask, outs, meta=None, edges=None, save_inputs
     if plan is None:
         plan = row.plan(mask)
     if plan:
-        src = save_inputs if save_inputs is not None else inputs
-        names = row.names
-        sources = row.sources
-        saved = [None] * len(names)
-        for j in plan:
-            kind, k = sources[j]
-            if kind == 0:
-                x = src[k]
-                saved[j] = SavedTensor(names[j], x) if isinstance(x, Tensor) else x
-            elif kind == 1:
-                saved[j] = SavedTensor(names[j], outs[k], True)
-            elif kind == 2:
-                saved[j] = args[k]
-            else:
-                saved[j] = tuple(src[k]._data.shape)
-        node._saved = saved
+        node._saved = _save(row, plan, save_inputs if save_inputs is not None else inputs,
+                            args, outs)
     else:
         node._saved = None
-    if anomaly.STATE.enabled:
+    if _ANOMALY.enabled:
         anomaly.record(node)
     return node
+
+
+def _save(row, plan, src, args, outs):
+    names = row.names
+    sources = row.sources
+    saved = [None] * len(names)
+    for j in plan:
+        kind, k = sources[j]
+        if kind == 0:
+            x = src[k]
+            saved[j] = SavedTensor(names[j], x) if isinstance(x, Tensor) else x
+        elif kind == 1:
+            saved[j] = SavedTensor(names[j], outs[k], True)
+        elif kind == 2:
+            saved[j] = args[k]
+        else:
+            saved[j] = tuple(src[k]._data.shape)
+    return saved
+
+
+_ANOMALY = anomaly.STATE
 
 
 def _node_for(row, n):
@@ -932,27 +942,77 @@ def _coerce(ad, bd):
     return ad, bd
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+_getframe = sys._getframe
+_PKG = provenance._PKG
+_PROV = provenance.ENABLED
+
+
+def _record1(row, r, inputs, args, mask, meta, edges):
+    """_record for one output, inlined for the hot path (called from _binary / _unary)."""
+    r._requires_grad = True
+    node = _new(row.node)
+    node._next = edges
+    if _PROV[0]:  # provenance.capture(), inlined: first frame outside nbgrad
+        f = _getframe(2)
+        while f is not None and f.f_code.co_filename.startswith(_PKG):
+            f = f.f_back
+        node._where = None if f is None else (f.f_code, f.f_lasti)
+    else:
+        node._where = None
+    node._hooks = node._prehooks = node._extra = None
+    node._meta = meta
+    _NODES[0] += 1
+    plan = row.plans.get(mask)
+    if plan is None:
+        plan = row.plan(mask)
+    node._saved = _save(row, plan, inputs, args, (r,)) if plan else None
+    if _ANOMALY.enabled:
+        anomaly.record(node)
+    r._grad_fn = node
+
+
 def _binary(row, a, b, args=()):
     """Apply a broadcasting binary row to a Tensor `a` and a Tensor or Python number `b`."""
     ad = a._data
-    bt = isinstance(b, Tensor)
-    bd = b._data if bt else b
-    if not bt or ad.dtype is not bd.dtype:
-        ad, bd = _coerce(ad, bd)
-    try:
-        out = row.fwd(ad, bd, *args)
-    except ValueError:
-        raise _broadcast_error(ad.shape, getattr(bd, "shape", ())) from None
+    if isinstance(b, Tensor):
+        bd = b._data
+        if ad.dtype is not bd.dtype:
+            ad, bd = _coerce(ad, bd)
+        try:
+            out = row.fwd(ad, bd, *args)
+        except ValueError:
+            raise _broadcast_error(ad.shape, bd.shape) from None
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if _GRAD.enabled:
+            ra, rb = a._requires_grad, b._requires_grad
+            if ra or rb:
+                meta = None
+                if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
+                        out.dtype or b._data.dtype is not out.dtype:
+                    meta = _meta_for((a, b), out)
+                _record1(row, r, (a, b), args, ra | (rb << 1), meta,
+                         (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+        return r
+    tb = type(b)
+    dt = ad.dtype
+    if tb is float:
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            ad = ad.astype(dtypes.default_np())
+    elif tb is not int or dt.kind == "b":
+        ad, b = _coerce(ad, b)
+    out = row.fwd(ad, b, *args)
     if type(out) is not _ND:
         out = _arr(out)
     r = _fresh(out)
-    if _GRAD.enabled:
-        mask = a._requires_grad | ((bt and b._requires_grad) << 1)
-        if mask:
-            _record(row, (r,), (a, b), args, mask,
-                    _meta_for((a, b), out) if (ad.shape != out.shape or not bt or
-                                               bd.shape != out.shape or ad.dtype != out.dtype or
-                                               bd.dtype != out.dtype) else None)
+    if a._requires_grad and _GRAD.enabled:
+        _record1(row, r, (a, b), args, 1,
+                 _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
+                 (_edge(a), _NONE_EDGE))
     return r
 
 
@@ -966,7 +1026,7 @@ def _unary(row, x, *args):
         out = _arr(out)
     r = _fresh(out)
     if x._requires_grad and _GRAD.enabled:
-        _record(row, (r,), (x,), args, 1)
+        _record1(row, r, (x,), args, 1, None, (_edge(x),))
     return r
 
 
@@ -1141,6 +1201,7 @@ class CopySlices(Node):
 
     def __init__(self, base_edge, fn, base_geom, view_geom):
         Node.__init__(self, (base_edge,) + tuple(fn._next[1:]))
+        self._saved = fn._saved  # what backward will unpack (released through fn)
         self.fn = fn
         self._base_geom = base_geom
         self._view_geom = view_geom

@@ -26,20 +26,22 @@ class Storage:
         self._root = root          # the array whose buffer this is (numpy or cupy)
         self.version = 0
         self._bumps = None         # [(new_version, op_name, where)], newest last, bounded
-        self._counted = not alias
-        if not alias:
-            n = root.nbytes
-            _C.live_bytes += n
-            _C.live_storages += 1
-            _C.created += 1
-            if _C.live_bytes > _C.peak_bytes:
-                _C.peak_bytes = _C.live_bytes
+        if alias:
+            self._counted = None
+        else:
+            self._counted = n = root.nbytes   # bytes counted as live (None for an alias)
+            c = _C
+            c.created += 1
+            c.live_bytes = b = c.live_bytes + n
+            if b > c.peak_bytes:
+                c.peak_bytes = b
 
     def __del__(self):
-        if self._counted:
-            _C.live_bytes -= self._root.nbytes
-            _C.live_storages -= 1
-            _C.freed += 1
+        n = self._counted
+        if n is not None:
+            c = _C
+            c.live_bytes -= n
+            c.freed += 1
 
     def bump(self, op_name):
         """Record one in-place modification by `op_name` (adds exactly 1 to the version)."""

@@ -4,6 +4,7 @@ tensors unless `retain_graph`."""
 from __future__ import annotations
 
 from . import anomaly
+from ..backend import as_array, get_array_module
 from .graph import AccumulateGrad, _run_tensor_hooks
 from .grad_mode import STATE
 
@@ -32,7 +33,10 @@ def _make_root_grads(outputs, grads, create_graph):
             if not t.is_floating_point():
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {t.dtype}")
-            g = t._data.dtype.type(1) + 0 * t._data  # ones, same dtype/shape/device
+            xp = get_array_module(t._data)
+            g = xp.ones(t._data.shape, t._data.dtype)
+            if create_graph:
+                g = Tensor._make_fresh(g)
         else:
             if not isinstance(g, Tensor):
                 raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
@@ -95,15 +99,17 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         if node not in deps:
             deps[node] = 0
             stack.append(node)
+    get = deps.get
     while stack:
         n = stack.pop()
         for c, _ in n._next:
             if c is not None:
-                if c in deps:
-                    deps[c] += 1
-                else:
+                d = get(c)
+                if d is None:
                     deps[c] = 1
                     stack.append(c)
+                else:
+                    deps[c] = d + 1
 
     needed = None
     if captures is not None:
@@ -121,17 +127,20 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     captured = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
-    check_nan = anomaly.STATE.check_nan if anomaly.STATE.enabled else False
+    anomaly_on = anomaly.STATE.enabled
+    check_nan = anomaly.STATE.check_nan if anomaly_on else False
+    release = not retain_graph
+    pop = buffers.pop
     try:
         while ready:
             node = ready.pop()
-            gs = buffers.pop(node, None)
+            gs = pop(node, None)
             out = None
             if gs is not None:
-                multi = node._n_out > 1
                 if node._prehooks:
-                    gs = _run_prehooks(node, gs, multi, create_graph)
+                    gs = _run_prehooks(node, gs, node._n_out > 1, create_graph)
                 if captures is not None:
+                    multi = node._n_out > 1
                     for key_nr in range(node._n_out):
                         ks = captures.get((node, key_nr))
                         if ks:
@@ -143,21 +152,31 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         if accumulate:
                             node._backward(gs, create_graph)
                     else:
-                        if anomaly.STATE.enabled:
+                        if anomaly_on:
                             out = anomaly.run_node(node, gs, create_graph, check_nan)
                         else:
                             out = node._backward(gs, create_graph)
                         if node._hooks:
                             out = _run_posthooks(node, out, gs)
-                if not retain_graph:
+                if release and node._saved is not None:
                     node._release()
             if out is None:
-                out = (None,) * len(node._next)
+                for c, nr in node._next:
+                    if c is not None:
+                        d = deps[c] - 1
+                        deps[c] = d
+                        if d == 0:
+                            ready.append(c)
+                continue
             for (c, nr), gi in zip(node._next, out):
                 if c is None:
                     continue
                 if gi is not None:
-                    _accumulate(buffers, c, nr, gi)
+                    if c._n_out == 1:
+                        old = buffers.get(c)
+                        buffers[c] = gi if old is None else old + gi
+                    else:
+                        _accumulate(buffers, c, nr, gi)
                 d = deps[c] - 1
                 deps[c] = d
                 if d == 0:
@@ -171,7 +190,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     for k, t in enumerate(inputs):
         g = captured[k]
         if g is not None and not isinstance(g, Tensor):
-            g = Tensor._make_fresh(g)
+            g = Tensor._make_fresh(as_array(g))
         if g is None and not allow_unused:
             raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                                "in the graph. Set allow_unused=True if this is the desired "
@@ -226,7 +245,8 @@ def _run_prehooks(node, gs, multi, create_graph):
                 gl[nr] = _run_tensor_hooks([fn], gl[nr])
         else:
             wrapped = tuple(None if g is None else (g if isinstance(g, Tensor)
-                                                    else Tensor._make_fresh(g)) for g in gl)
+                                                    else Tensor._make_fresh(as_array(g)))
+                            for g in gl)
             r = fn(wrapped)
             if r is not None:
                 gl = [None if g is None else (g if create_graph else g._data) for g in r]
@@ -237,8 +257,8 @@ def _run_posthooks(node, out, gs):
     from ..tensor import Tensor
 
     def wrap(seq):
-        return tuple(None if g is None else (g if isinstance(g, Tensor) else Tensor._make_fresh(g))
-                     for g in seq)
+        return tuple(None if g is None else (g if isinstance(g, Tensor)
+                                             else Tensor._make_fresh(as_array(g))) for g in seq)
     gin = wrap(out)
     gout = wrap(gs if node._n_out > 1 else (gs,))
     for fn in list(node._hooks):

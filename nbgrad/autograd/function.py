@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from ..backend import as_array
 from . import provenance
 from .grad_mode import STATE, no_grad
 from .graph import Node, SavedTensor
@@ -72,7 +73,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     g = zeros(*shape_dt[0], dtype=shape_dt[1])
                 wrapped.append(g)
             else:
-                wrapped.append(g if isinstance(g, Tensor) else Tensor._make_fresh(g))
+                wrapped.append(g if isinstance(g, Tensor) else Tensor._make_fresh(as_array(g)))
         res = self._fn_cls.backward(self, *wrapped)
         if not isinstance(res, tuple):
             res = (res,)

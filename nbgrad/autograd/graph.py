@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import weakref
 
+from ..backend import as_array
 from . import provenance
 from .grad_mode import STATE
 
@@ -285,7 +286,7 @@ class Node:
         from ..tensor import Tensor
         arrs = [g._data if isinstance(g, Tensor) else g for g in grads]
         out = self._backward(arrs if self._n_out > 1 else arrs[0], False)
-        return tuple(None if g is None else Tensor._make_fresh(g) for g in out)
+        return tuple(None if g is None else Tensor._make_fresh(as_array(g)) for g in out)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"
@@ -310,6 +311,8 @@ class AccumulateGrad(Node):
             g = _run_tensor_hooks(hooks, g)
         if g is None:
             return ()
+        if not isinstance(g, Tensor):
+            g = as_array(g)
         old = var._grad
         if old is None:
             if isinstance(g, Tensor):
@@ -333,7 +336,7 @@ def _run_tensor_hooks(hooks, g):
     from ..tensor import Tensor
     as_t = isinstance(g, Tensor)
     for fn in list(hooks):
-        r = fn(g if as_t else Tensor._make_fresh(g))
+        r = fn(g if as_t else Tensor._make_fresh(as_array(g)))
         if r is not None:
             g = r if as_t else r._data
     return g

@@ -1,0 +1,178 @@
+"""Core speed and memory, side by side with PyTorch CPU and hand-written numpy, in one process.
+
+Run: python benchmarks/bench_core.py [--quick]
+Prints a table of times and ratios (nbgrad / torch, nbgrad / numpy). Timings are the best of
+several interleaved rounds (the machine is shared and noisy); ratios are what to compare.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+
+import numpy as np
+
+import nbgrad
+
+try:
+    import torch
+except ImportError:  # the benchmark still runs, without the torch column
+    torch = None
+
+
+def _best(fn, rounds, reps):
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return best
+
+
+def _interleaved(fns, rounds=7, reps=50):
+    """Best time of each fn, measuring them in alternation so noise hits all alike."""
+    best = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            best[k] = min(best[k], _best(fn, 1, reps))
+    return best
+
+
+def chain_10(lib):
+    x = lib.ones(2, 2, requires_grad=True)
+
+    def run():
+        y = x
+        for i in range(10):
+            y = y * 1.0001 if i % 2 else y + 0.0001
+        y.sum().backward()
+    return run
+
+
+def chain_1000(lib):
+    x = lib.ones(2, 2, requires_grad=True)
+
+    def run():
+        y = x
+        for _ in range(1000):
+            y = y * 1.0001 + 0.0001
+        y.sum().backward()
+    return run
+
+
+def chain_1000_numpy():
+    x = np.ones((2, 2), np.float32)
+
+    def run():
+        ys = [x]
+        y = x
+        for _ in range(1000):
+            y = y * np.float32(1.0001) + np.float32(0.0001)
+        g = np.ones_like(y)
+        for _ in range(1000):
+            g = g * np.float32(1.0001)
+        return g
+    return run
+
+
+def matmul_tanh(lib, n):
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((n, n)).astype(np.float32)
+    wa = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+    x = lib.tensor(xa)
+    w = lib.tensor(wa, requires_grad=True)
+
+    def run():
+        w.grad = None
+        (x @ w).tanh().sum().backward()
+    return run
+
+
+def matmul_tanh_numpy(n):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+
+    def run():
+        y = np.tanh(x @ w)
+        s = y.sum()
+        g = np.ones_like(y) * (1 - y * y)
+        return x.T @ g, s
+    return run
+
+
+def bytes_per_node(lib, n=1000):
+    """Memory held by the graph of the 1000-step chain, per node (tracemalloc for nbgrad;
+    torch's C++ allocations are invisible to tracemalloc, so torch is measured by RSS-free
+    counting: see benchmarks/README.md for the figure measured with /proc)."""
+    x = lib.ones(2, 2, requires_grad=True)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    y = x
+    for _ in range(n):
+        y = y * 1.0001 + 0.0001
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    del y
+    return used / (2 * n)
+
+
+def torch_bytes_per_node(n=20000):
+    """torch's per-node memory from the process's RSS growth (C++ allocations)."""
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+    x = torch.ones(2, 2, requires_grad=True)
+    gc.collect()
+    base = rss()
+    y = x
+    for _ in range(n):
+        y = y * 1.0001 + 0.0001
+    used = rss() - base
+    del y
+    return used / (2 * n)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    rounds = 3 if a.quick else 7
+    rows = []
+
+    fns = {"nbgrad": chain_10(nbgrad)}
+    if torch:
+        fns["torch"] = chain_10(torch)
+    b = _interleaved(fns, rounds, 100)
+    rows.append(("10-op chain (2,2) fwd+bwd, per op", {k: v / 11 for k, v in b.items()}))
+
+    fns = {"nbgrad": chain_1000(nbgrad), "numpy": chain_1000_numpy()}
+    if torch:
+        fns["torch"] = chain_1000(torch)
+    rows.append(("1000-step chain y*1.0001+0.0001 fwd+bwd", _interleaved(fns, rounds, 3)))
+
+    for n in (512, 1024):
+        fns = {"nbgrad": matmul_tanh(nbgrad, n), "numpy": matmul_tanh_numpy(n)}
+        if torch:
+            fns["torch"] = matmul_tanh(torch, n)
+        rows.append((f"(x@w).tanh().sum() fwd+bwd N={n}", _interleaved(fns, rounds, 3)))
+
+    print(f"{'benchmark':45s} {'nbgrad':>10s} {'torch':>10s} {'numpy':>10s} {'nb/torch':>9s} "
+          f"{'nb/numpy':>9s}")
+    for name, r in rows:
+        nb, th, npy = r.get("nbgrad"), r.get("torch"), r.get("numpy")
+
+        def us(v):
+            return f"{v * 1e6:9.1f}u" if v is not None else f"{'-':>10s}"
+        print(f"{name:45s} {us(nb)} {us(th)} {us(npy)} "
+              f"{(nb / th if th else float('nan')):9.2f} "
+              f"{(nb / npy if npy else float('nan')):9.2f}")
+    print(f"\nmemory held per graph node (1000-step chain): nbgrad {bytes_per_node(nbgrad):.0f} B"
+          + (f", torch {torch_bytes_per_node():.0f} B (RSS)" if torch else ""))
+
+
+if __name__ == "__main__":
+    main()

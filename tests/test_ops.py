@@ -1,0 +1,553 @@
+"""Every op of the core's table against PyTorch (the oracle), from ONE list of cases.
+
+Each case is (name, f, input specs, options). `f(T, *xs)` is called once with `T = nbgrad` and
+nbgrad tensors and once with `T = torch` and torch tensors built from the same float64 arrays
+(`tf` gives a separate torch callable where the spellings differ). Generated tests check:
+forward values/shapes/dtypes, the gradient of every differentiable input after backward with a
+random upstream gradient, the grad_fn class names of the outputs, and a finite-difference
+`nbgrad.autograd.gradcheck`. Below the list: second-order tests (create_graph, gradgradcheck).
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+from nbgrad.autograd import gradcheck, gradgradcheck
+
+
+# ------------------------------------------------------------------------------------------------
+# Input specs
+#   (3, 4)                 float64 normal, requires grad
+#   ("pos", shape)         float64 in [0.5, 2], requires grad (log, sqrt, pow bases)
+#   ("away", shape)        float64, |v| in [0.5, 1.5], random sign (divisors, prod)
+#   ("grid", shape[, s])   distinct float64 values 0.3 apart, none within 0.15 of 0 or of
+#                          +-0.3k (no ties, no kinks: abs, relu, clamp, max, norm inf); shift s
+#   ("const", shape)       float64 normal, no grad
+#   ("f32", shape)         float32 normal, requires grad
+#   ("int", shape, high)   int64 in [0, high), no grad
+#   ("bool", shape)        bool, no grad
+#   ("i", value)           a Python value passed as is (both libraries)
+# ------------------------------------------------------------------------------------------------
+class Case:
+    def __init__(self, name, f, *specs, tf=None, grad=True, check=True, atol=1e-5, xfail=None):
+        self.name = name
+        self.f = f
+        self.tf = tf or f
+        self.specs = specs
+        self.grad = grad      # backward + grad comparison
+        self.check = check    # finite-difference gradcheck
+        self.atol = atol
+        # {test kind ("forward", "grad_fn", "grad", "gradcheck") or "all": reason} for core bugs
+        # reported in /work/coord/requests.md and not fixed yet
+        self.xfail = xfail or {}
+
+    def param(self, kind):
+        reason = self.xfail.get(kind, self.xfail.get("all"))
+        marks = () if reason is None else pytest.mark.xfail(reason=f"core bug: {reason}",
+                                                             strict=True)
+        return pytest.param(self, id=self.name, marks=marks)
+
+
+def _array(spec, rng):
+    if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
+        kind = spec[0]
+        shape = spec[1] if len(spec) > 1 else ()
+        n = int(np.prod(shape))
+        if kind == "pos":
+            return rng.uniform(0.5, 2.0, shape), True
+        if kind == "away":
+            return rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape), True
+        if kind == "grid":
+            shift = spec[2] if len(spec) > 2 else 0.0
+            v = (rng.permutation(n) - n // 2 + 0.5) * 0.3 + shift
+            return v.reshape(shape).astype(np.float64), True
+        if kind == "const":
+            return rng.standard_normal(shape), False
+        if kind == "f32":
+            return rng.standard_normal(shape).astype(np.float32), True
+        if kind == "f32c":
+            return rng.standard_normal(shape).astype(np.float32), False
+        if kind == "int":
+            return rng.integers(0, spec[2], shape).astype(np.int64), False
+        if kind == "bool":
+            return rng.random(shape) < 0.5, False
+        if kind == "i":
+            return spec[1], None
+        raise ValueError(kind)
+    return rng.standard_normal(spec), True
+
+
+def _inputs(case):
+    rng = np.random.default_rng(zlib.crc32(case.name.encode()))
+    arrays = [_array(s, rng) for s in case.specs]
+    nb, th = [], []
+    for a, rg in arrays:
+        if rg is None:
+            nb.append(a)
+            th.append(a)
+            continue
+        nb.append(nbgrad.tensor(a.copy(), requires_grad=rg))
+        th.append(torch.tensor(a.copy(), requires_grad=rg))
+    return nb, th
+
+
+def _outs(y):
+    return list(y) if isinstance(y, (tuple, list)) else [y]
+
+
+def _np(t):
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def _dtype_name(t):
+    return str(t.dtype).split(".")[-1]
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers used by cases
+# ------------------------------------------------------------------------------------------------
+def _setitem(idx, tensor_idx=None):
+    """y = x.clone(); y[idx] = v  (idx may be built from an index tensor of the right library)."""
+    def f(T, x, v):
+        y = x.clone()
+        i = idx(T) if callable(idx) else idx
+        y[i] = v
+        return y
+    return f
+
+
+def _idx(values, dtype="long"):
+    return lambda T: T.tensor(values, dtype=getattr(T, dtype))
+
+
+def _mask(rows):
+    return lambda T: T.tensor(rows, dtype=T.bool)
+
+
+# core bugs reported in /work/coord/requests.md (xfail strict while open)
+MATMUL_NAMES = "matmul grad_fn is MatmulBackward0; torch decomposes (Squeeze/UnsafeView/Dot)"
+CLAMP_NAME = "clamp(min=)/clamp(max=) grad_fn is ClampMin/MaxBackward0, torch ClampBackward1"
+AS_STRIDED = "as_strided backward drops overlapping contributions"
+GRAD_DTYPE = "grad of float32 input * 0-d float64 tensor is float64"
+ZERO_DIM_PROMOTION = "int tensor + 0-d float64 tensor gives float32 (torch float64)"
+GRADGRAD = "gradgradcheck runs grad() under no_grad (does not require grad)"
+
+M23 = [[True, False, True, False], [False, False, True, True], [True, True, False, False]]
+
+CASES = [
+    # ---- + - * / with broadcasting and Python scalars on either side ----
+    Case("add", lambda T, a, b: a + b, (3, 4), (3, 4)),
+    Case("add_bcast", lambda T, a, b: a + b, (3, 1), (4,)),
+    Case("add_bcast3d", lambda T, a, b: T.add(a, b), (2, 3, 4), (3, 1)),
+    Case("add_alpha", lambda T, a, b: T.add(a, b, alpha=2.5), (3, 4), (4,)),
+    Case("add_scalar_right", lambda T, a: a + 2.0, (3, 4)),
+    Case("add_scalar_left", lambda T, a: 2.0 + a, (3, 4)),
+    Case("add_int_scalar", lambda T, a: a + 3, (3, 4)),
+    Case("add_const", lambda T, a, b: a + b, (3, 4), ("const", (3, 4))),
+    Case("sub", lambda T, a, b: a - b, (3, 4), (3, 4)),
+    Case("sub_bcast", lambda T, a, b: a - b, (4,), (3, 1)),
+    Case("sub_alpha", lambda T, a, b: T.sub(a, b, alpha=0.5), (3, 4), (3, 4)),
+    Case("sub_scalar_right", lambda T, a: a - 2.0, (3, 4)),
+    Case("rsub_scalar_left", lambda T, a: 2.0 - a, (3, 4)),
+    Case("mul", lambda T, a, b: a * b, (3, 4), (3, 4)),
+    Case("mul_bcast", lambda T, a, b: a * b, (2, 1, 4), (3, 1)),
+    Case("mul_scalar_right", lambda T, a: a * 3.0, (3, 4)),
+    Case("mul_scalar_left", lambda T, a: 3 * a, (3, 4)),
+    Case("mul_0d", lambda T, a, b: a * b, (), (3, 4)),
+    Case("mul_same", lambda T, a: a * a, (3, 4)),
+    Case("div", lambda T, a, b: a / b, (3, 4), ("away", (3, 4))),
+    Case("div_bcast", lambda T, a, b: a / b, (3, 4), ("away", (3, 1))),
+    Case("div_scalar_right", lambda T, a: a / 4.0, (3, 4)),
+    Case("div_scalar_left", lambda T, a: 2.0 / a, ("away", (3, 4))),
+    Case("div_fn", lambda T, a, b: T.div(a, b), (4,), ("away", (3, 4))),
+    # ---- pow: tensor**scalar, tensor**tensor, scalar**tensor ----
+    Case("pow_2", lambda T, a: a ** 2, (3, 4)),
+    Case("pow_3", lambda T, a: a ** 3, (3, 4)),
+    Case("pow_half", lambda T, a: a ** 0.5, ("pos", (3, 4))),
+    Case("pow_neg1", lambda T, a: a ** -1, ("away", (3, 4))),
+    Case("pow_0", lambda T, a: a ** 0, (3, 4)),
+    Case("pow_fn", lambda T, a: T.pow(a, 2.5), ("pos", (3, 4))),
+    Case("pow_tt", lambda T, a, b: a ** b, ("pos", (3, 4)), (3, 4)),
+    Case("pow_tt_bcast", lambda T, a, b: a ** b, ("pos", (3, 1)), (4,)),
+    Case("rpow_float", lambda T, a: 2.0 ** a, (3, 4)),
+    Case("rpow_int", lambda T, a: 3 ** a, (3, 4)),
+    # ---- elementwise unary ----
+    Case("neg", lambda T, a: -a, (3, 4)),
+    Case("neg_method", lambda T, a: a.neg(), (3, 4)),
+    Case("exp", lambda T, a: a.exp(), (3, 4)),
+    Case("exp_fn", lambda T, a: T.exp(a), (3, 4)),
+    Case("log", lambda T, a: a.log(), ("pos", (3, 4))),
+    Case("log1p", lambda T, a: T.log1p(a), ("pos", (3, 4))),
+    Case("sqrt", lambda T, a: a.sqrt(), ("pos", (3, 4))),
+    Case("rsqrt", lambda T, a: a.rsqrt(), ("pos", (3, 4))),
+    Case("reciprocal", lambda T, a: a.reciprocal(), ("away", (3, 4))),
+    Case("abs", lambda T, a: a.abs(), ("grid", (3, 4))),
+    Case("abs_fn", lambda T, a: T.abs(a), ("grid", (3, 4))),
+    Case("sign", lambda T, a: a.sign(), ("grid", (3, 4))),
+    Case("sin", lambda T, a: a.sin(), (3, 4)),
+    Case("cos", lambda T, a: T.cos(a), (3, 4)),
+    Case("tanh", lambda T, a: a.tanh(), (3, 4)),
+    Case("sigmoid", lambda T, a: a.sigmoid(), (3, 4)),
+    Case("sigmoid_fn", lambda T, a: T.sigmoid(a), (3, 4)),
+    Case("relu", lambda T, a: a.relu(), ("grid", (3, 4))),
+    Case("relu_fn", lambda T, a: T.relu(a), ("grid", (3, 4))),
+    Case("erf", lambda T, a: T.erf(a), (3, 4)),
+    Case("clamp_both", lambda T, a: a.clamp(-0.3, 0.6), ("grid", (3, 4))),
+    Case("clamp_min", lambda T, a: a.clamp(min=-0.3), ("grid", (3, 4)),
+         xfail={"grad_fn": CLAMP_NAME}),
+    Case("clamp_max", lambda T, a: T.clamp(a, max=0.3), ("grid", (3, 4)),
+         xfail={"grad_fn": CLAMP_NAME}),
+    Case("clamp_min_fn", lambda T, a: T.clamp_min(a, -0.3), ("grid", (3, 4))),
+    Case("maximum", lambda T, a, b: T.maximum(a, b), ("grid", (3, 4)), ("grid", (3, 4), 0.1)),
+    Case("maximum_bcast", lambda T, a, b: T.maximum(a, b), ("grid", (3, 4)),
+         ("grid", (4,), 0.1)),
+    Case("minimum", lambda T, a, b: T.minimum(a, b), ("grid", (3, 4)), ("grid", (3, 4), 0.1)),
+    Case("where", lambda T, c, a, b: T.where(c, a, b), ("bool", (3, 4)), (3, 4), (3, 4)),
+    Case("where_bcast", lambda T, c, a, b: T.where(c, a, b), ("bool", (3, 4)), (4,), (3, 1)),
+    Case("where_method", lambda T, c, a: a.where(c, 0.0), ("bool", (3, 4)), (3, 4)),
+    Case("masked_fill", lambda T, m, a: a.masked_fill(m, 0.5), ("bool", (3, 4)), (3, 4)),
+    Case("masked_fill_bcast", lambda T, m, a: T.masked_fill(a, m, -1.0), ("bool", (4,)),
+         (3, 4)),
+    # ---- reductions ----
+    Case("sum", lambda T, a: a.sum(), (3, 4)),
+    Case("sum_dim", lambda T, a: a.sum(1), (3, 4)),
+    Case("sum_dim_neg", lambda T, a: a.sum(-1), (2, 3, 4)),
+    Case("sum_dims", lambda T, a: a.sum((0, 2)), (2, 3, 4)),
+    Case("sum_keepdim", lambda T, a: T.sum(a, 1, keepdim=True), (3, 4)),
+    Case("mean", lambda T, a: a.mean(), (3, 4)),
+    Case("mean_dim", lambda T, a: a.mean(0), (3, 4)),
+    Case("mean_keepdim", lambda T, a: T.mean(a, (0, 1), keepdim=True), (2, 3, 4)),
+    Case("prod", lambda T, a: a.prod(), ("away", (2, 3))),
+    Case("prod_dim", lambda T, a: a.prod(1), ("away", (3, 4))),
+    Case("prod_keepdim", lambda T, a: T.prod(a, 0, keepdim=True), ("away", (3, 4))),
+    Case("max", lambda T, a: a.max(), ("grid", (3, 4))),
+    Case("min", lambda T, a: T.min(a), ("grid", (3, 4))),
+    Case("max_dim", lambda T, a: a.max(1), ("grid", (3, 4))),
+    Case("max_dim_keepdim", lambda T, a: T.max(a, 0, keepdim=True), ("grid", (3, 4))),
+    Case("min_dim", lambda T, a: a.min(dim=0), ("grid", (3, 4))),
+    Case("min_dim_neg", lambda T, a: T.min(a, -1, True), ("grid", (2, 3, 4))),
+    Case("amax", lambda T, a: a.amax(1), ("grid", (3, 4))),
+    Case("amax_dims", lambda T, a: T.amax(a, (0, 1)), ("grid", (3, 4))),
+    Case("amin_keepdim", lambda T, a: a.amin(0, keepdim=True), ("grid", (3, 4))),
+    Case("var", lambda T, a: a.var(), (3, 4)),
+    Case("var_dim", lambda T, a: a.var(1), (3, 4)),
+    Case("var_unbiased_false", lambda T, a: T.var(a, 0, unbiased=False), (3, 4)),
+    Case("var_correction_keepdim", lambda T, a: a.var(1, correction=0, keepdim=True), (3, 4)),
+    Case("std", lambda T, a: a.std(), (3, 4)),
+    Case("std_dim", lambda T, a: T.std(a, dim=0, keepdim=True), (3, 4)),
+    Case("norm_2", lambda T, a: a.norm(), (3, 4)),
+    Case("norm_p2", lambda T, a: T.norm(a, 2), (3, 4)),
+    Case("norm_p1", lambda T, a: a.norm(1), ("grid", (3, 4))),
+    Case("norm_inf", lambda T, a: a.norm(float("inf")), ("grid", (3, 4))),
+    Case("norm_p3", lambda T, a: a.norm(3), (3, 4)),
+    Case("norm_dim", lambda T, a: a.norm(dim=1), (3, 4)),
+    Case("norm_p1_dim_keepdim", lambda T, a: T.norm(a, 1, dim=0, keepdim=True),
+         ("grid", (3, 4))),
+    Case("logsumexp", lambda T, a: a.logsumexp(1), (3, 4)),
+    Case("logsumexp_keepdim", lambda T, a: T.logsumexp(a, 0, keepdim=True), (3, 4)),
+    Case("softmax", lambda T, a: a.softmax(1), (3, 4)),
+    Case("softmax_dim0", lambda T, a: T.softmax(a, 0), (3, 4)),
+    Case("log_softmax", lambda T, a: a.log_softmax(-1), (3, 4)),
+    Case("log_softmax_fn", lambda T, a: T.log_softmax(a, dim=0), (2, 3, 4)),
+    Case("cumsum", lambda T, a: a.cumsum(0), (3, 4)),
+    Case("cumsum_dim1", lambda T, a: T.cumsum(a, dim=1), (3, 4)),
+    # ---- matmul family ----
+    Case("matmul_1d_1d", lambda T, a, b: a @ b, (4,), (4,)),
+    Case("matmul_2d_2d", lambda T, a, b: a @ b, (3, 4), (4, 2)),
+    Case("matmul_2d_1d", lambda T, a, b: T.matmul(a, b), (3, 4), (4,)),
+    Case("matmul_1d_2d", lambda T, a, b: a.matmul(b), (4,), (4, 2), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("matmul_3d", lambda T, a, b: a @ b, (2, 3, 4), (2, 4, 2), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("matmul_bcast_batch", lambda T, a, b: a @ b, (2, 1, 3, 4), (3, 4, 2), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("matmul_3d_2d", lambda T, a, b: a @ b, (2, 3, 4), (4, 2), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("matmul_3d_1d", lambda T, a, b: a @ b, (2, 3, 4), (4,), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("matmul_1d_3d", lambda T, a, b: a @ b, (4,), (2, 4, 3), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("mm", lambda T, a, b: T.mm(a, b), (3, 4), (4, 2)),
+    Case("mm_method", lambda T, a, b: a.mm(b), (2, 3), (3, 3)),
+    Case("bmm", lambda T, a, b: T.bmm(a, b), (2, 3, 4), (2, 4, 2)),
+    Case("dot", lambda T, a, b: T.dot(a, b), (5,), (5,)),
+    Case("mv", lambda T, a, b: T.mv(a, b), (3, 4), (4,)),
+    Case("addmm", lambda T, c, a, b: T.addmm(c, a, b), (3, 2), (3, 4), (4, 2)),
+    Case("addmm_bias_bcast", lambda T, c, a, b: T.addmm(c, a, b), (2,), (3, 4), (4, 2)),
+    Case("addmm_beta_alpha", lambda T, c, a, b: T.addmm(c, a, b, beta=0.5, alpha=2.0),
+         (3, 2), (3, 4), (4, 2)),
+    # ---- joining ----
+    Case("cat0", lambda T, a, b: T.cat([a, b]), (2, 3), (1, 3)),
+    Case("cat1", lambda T, a, b, c: T.cat((a, b, c), dim=1), (2, 3), (2, 1), (2, 2)),
+    Case("cat_neg_const", lambda T, a, b: T.cat([a, b], -1), (2, 3), ("const", (2, 2))),
+    Case("stack0", lambda T, a, b: T.stack([a, b]), (2, 3), (2, 3)),
+    Case("stack1", lambda T, a, b, c: T.stack((a, b, c), dim=1), (2, 3), (2, 3), (2, 3)),
+    Case("stack_neg", lambda T, a, b: T.stack([a, b], -1), (2, 3), (2, 3)),
+    # ---- views and shape ops ----
+    Case("view", lambda T, a: a.view(12), (3, 4)),
+    Case("view_infer", lambda T, a: a.view(2, -1), (3, 4)),
+    Case("view_tuple", lambda T, a: a.view((4, 3)), (3, 4)),
+    Case("reshape_view", lambda T, a: a.reshape(2, 6), (3, 4)),
+    Case("reshape_copy", lambda T, a: a.t().reshape(-1), (3, 4)),
+    Case("reshape_fn", lambda T, a: T.reshape(a, (6, 2)), (3, 4)),
+    Case("flatten", lambda T, a: a.flatten(), (2, 3, 4)),
+    Case("flatten_start", lambda T, a: T.flatten(a, 1), (2, 3, 4)),
+    Case("flatten_range", lambda T, a: a.flatten(0, 1), (2, 3, 4)),
+    Case("unflatten", lambda T, a: a.unflatten(1, (2, 2)), (3, 4)),
+    Case("transpose", lambda T, a: a.transpose(0, 1), (3, 4)),
+    Case("transpose_3d", lambda T, a: T.transpose(a, -1, 0), (2, 3, 4)),
+    Case("t", lambda T, a: a.t(), (3, 4)),
+    Case("t_fn", lambda T, a: T.t(a), (3, 4)),
+    Case("T_attr", lambda T, a: a.T, (3, 4)),
+    Case("permute", lambda T, a: a.permute(2, 0, 1), (2, 3, 4)),
+    Case("permute_tuple", lambda T, a: T.permute(a, (1, 2, 0)), (2, 3, 4)),
+    Case("expand", lambda T, a: a.expand(3, 4), (3, 1)),
+    Case("expand_new_dims", lambda T, a: a.expand(2, 3, 4), (4,)),
+    Case("expand_minus1", lambda T, a: a.expand(-1, 5), (3, 1)),
+    Case("expand_as", lambda T, a, b: a.expand_as(b), (1, 4), ("const", (3, 4))),
+    Case("squeeze", lambda T, a: a.squeeze(), (3, 1, 4)),
+    Case("squeeze_dim", lambda T, a: a.squeeze(1), (3, 1, 4)),
+    Case("squeeze_dim_noop", lambda T, a: a.squeeze(0), (3, 1, 4)),
+    Case("unsqueeze", lambda T, a: a.unsqueeze(0), (3, 4)),
+    Case("unsqueeze_neg", lambda T, a: T.unsqueeze(a, -1), (3, 4)),
+    Case("narrow", lambda T, a: a.narrow(1, 1, 2), (3, 4)),
+    Case("narrow_fn", lambda T, a: T.narrow(a, 0, 0, 2), (3, 4)),
+    Case("select", lambda T, a: a.select(0, 1), (3, 4)),
+    Case("select_neg", lambda T, a: T.select(a, 1, -1), (3, 4)),
+    Case("diagonal", lambda T, a: a.diagonal(), (3, 4)),
+    Case("diagonal_offset", lambda T, a: T.diagonal(a, 1), (3, 4)),
+    Case("diagonal_neg_offset", lambda T, a: a.diagonal(-1), (3, 4)),
+    Case("diagonal_3d", lambda T, a: a.diagonal(0, 1, 2), (2, 3, 3)),
+    Case("as_strided", lambda T, a: a.as_strided((2, 2), (1, 3), 1), (3, 4)),
+    Case("as_strided_fn", lambda T, a: T.as_strided(a, (3, 2), (4, 2)), (3, 4)),
+    Case("as_strided_overlap", lambda T, a: a.as_strided((4, 3), (1, 1), 0), (6,),
+         xfail={"grad": AS_STRIDED, "gradcheck": AS_STRIDED}),
+    Case("unbind", lambda T, a: a.unbind(), (3, 4)),
+    Case("unbind_dim1", lambda T, a: T.unbind(a, 1), (3, 4)),
+    Case("split", lambda T, a: a.split(2), (5, 3)),
+    Case("split_sizes", lambda T, a: T.split(a, [1, 3], 1), (2, 4)),
+    Case("chunk", lambda T, a: a.chunk(2), (4, 3)),
+    Case("chunk_uneven", lambda T, a: T.chunk(a, 3, 1), (2, 5)),
+    Case("unfold", lambda T, a: a.unfold(1, 2, 1), (3, 4)),
+    Case("unfold_step", lambda T, a: a.unfold(0, 2, 2), (5, 3)),
+    Case("contiguous", lambda T, a: a.t().contiguous(), (3, 4)),
+    Case("contiguous_noop", lambda T, a: (a * 1).contiguous(), (3, 4)),
+    Case("clone", lambda T, a: a.clone(), (3, 4)),
+    Case("clone_fn", lambda T, a: T.clone(a.t()), (3, 4)),
+    # ---- indexing ----
+    Case("index_int", lambda T, a: a[1], (3, 4)),
+    Case("index_neg_int", lambda T, a: a[-1, 2], (3, 4)),
+    Case("index_slice", lambda T, a: a[1:3], (4, 3)),
+    Case("index_slice_step", lambda T, a: a[::2], (5, 3)),
+    Case("index_slice_step2", lambda T, a: a[:, 1::2], (3, 5)),
+    Case("index_slice_neg", lambda T, a: a[-2:, :-1], (4, 3)),
+    Case("index_none", lambda T, a: a[None], (3, 4)),
+    Case("index_none_mid", lambda T, a: a[:, None, 1:], (3, 4)),
+    Case("index_ellipsis", lambda T, a: a[..., 1], (2, 3, 4)),
+    Case("index_ellipsis_none", lambda T, a: a[None, ..., 0], (2, 3, 4)),
+    Case("index_int_slice", lambda T, a: a[1, 1:3], (2, 3, 4)),
+    Case("index_tensor", lambda T, a: a[T.tensor([2, 0])], (3, 4)),
+    Case("index_tensor_dup", lambda T, a: a[T.tensor([1, 1, 0, 1])], (3, 4)),
+    Case("index_tensor_dim1", lambda T, a: a[:, T.tensor([3, 0, 3])], (3, 4)),
+    Case("index_tensor_2d", lambda T, a: a[T.tensor([[0, 2], [1, 1]])], (3, 4)),
+    Case("index_tensor_pair", lambda T, a: a[T.tensor([0, 2, 2]), T.tensor([1, 3, 3])], (3, 4)),
+    Case("index_list", lambda T, a: a[[0, 2]], (3, 4)),
+    Case("index_bool_mask", lambda T, a: a[T.tensor(M23)], (3, 4)),
+    Case("index_bool_rows", lambda T, a: a[T.tensor([True, False, True])], (3, 4)),
+    Case("index_bool_from_cmp", lambda T, a: a[a > 0], (3, 4)),
+    # ---- assignment into each kind of index ----
+    Case("setitem_int", _setitem(1), (3, 4), (4,)),
+    Case("setitem_int_scalar", lambda T, x: _setitem((0, 2))(T, x, 5.0), (3, 4)),
+    Case("setitem_slice_step", _setitem((slice(None), slice(None, None, 2))), (3, 4), (3, 2)),
+    Case("setitem_slice_bcast", _setitem(slice(1, 3)), (3, 4), (4,)),
+    Case("setitem_none", _setitem(None), (3, 4), (3, 4)),
+    Case("setitem_ellipsis", _setitem((Ellipsis, 0)), (2, 3, 4), (2, 3)),
+    Case("setitem_tensor", _setitem(_idx([2, 0])), (3, 4), (2, 4)),
+    Case("setitem_tensor_dim1", _setitem(lambda T: (slice(None), T.tensor([1, 3]))),
+         (3, 4), (3, 2)),
+    Case("setitem_bool_mask", _setitem(_mask(M23)), (3, 4), (6,)),
+    Case("setitem_bool_scalar", lambda T, x: _setitem(_mask(M23))(T, x, 0.0), (3, 4)),
+    Case("setitem_into_nonleaf_view", lambda T, x, v: _setitem_view(T, x, v), (3, 4), (2,)),
+    # ---- index_select / gather ----
+    Case("index_select", lambda T, a, i: a.index_select(0, i), (3, 4), ("int", (5,), 3)),
+    Case("index_select_dim1", lambda T, a, i: T.index_select(a, 1, i), (3, 4),
+         ("int", (3,), 4)),
+    Case("gather", lambda T, a, i: a.gather(1, i), (3, 4), ("int", (3, 5), 4)),
+    Case("gather_dim0", lambda T, a, i: T.gather(a, 0, i), (3, 4), ("int", (2, 4), 3)),
+    # ---- dtype conversion and promotion ----
+    Case("to_float32", lambda T, a: a.to(T.float32), (3, 4), check=False),
+    Case("float_method", lambda T, a: (a * 2).float(), (3, 4), check=False),
+    Case("to_float64_from_f32", lambda T, a: a.to(T.float64), ("f32", (3, 4)), check=False),
+    Case("double_noop", lambda T, a: (a + 1).double(), (3, 4)),
+    Case("promote_int_times_float", lambda T, a: a * 1.5, ("int", (3, 4), 5), grad=False),
+    Case("promote_int_plus_int", lambda T, a: a + 2, ("int", (3, 4), 5), grad=False),
+    Case("promote_int_div_int", lambda T, a: a / 2, ("int", (3, 4), 5), grad=False),
+    Case("promote_bool_plus_int", lambda T, a: a + 1, ("bool", (3, 4)), grad=False),
+    Case("promote_int_exp", lambda T, a: a.exp(), ("int", (3, 4), 3), grad=False),
+    Case("promote_f32_plus_f64", lambda T, a, b: a + b, ("f32", (3, 4)), (3, 4), check=False),
+    Case("promote_f32_times_0d_f64", lambda T, a, b: a * b, ("f32", (3, 4)), (), check=False,
+         xfail={"grad": GRAD_DTYPE}),
+    Case("promote_0d_f32_times_f64", lambda T, a, b: a * b, ("f32", ()), (3, 4), check=False),
+    Case("promote_int_plus_0d_f64", lambda T, i, b: i + b, ("int", (3, 4), 5), (), check=False,
+         xfail={"forward": ZERO_DIM_PROMOTION}),
+    Case("promote_0d_int_plus_f32", lambda T, i, b: i + b, ("int", (), 5), ("f32", (3,)),
+         check=False),
+    Case("promote_0d_0d", lambda T, a, b: a * b, ("f32", ()), (), check=False),
+    Case("promote_f32_scalar", lambda T, a: a * 2.5, ("f32", (3,)), check=False),
+]
+
+
+def _setitem_view(T, x, v):
+    y = x * 1
+    y[1, 1:3] = v
+    return y
+
+
+def _by_name():
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names)), "duplicate case names"
+
+
+_by_name()
+FORWARD = [c.param("forward") for c in CASES]
+NAMES = [c.param("grad_fn") for c in CASES]
+GRAD = [c.param("grad") for c in CASES if c.grad]
+CHECK = [c.param("gradcheck") for c in CASES if c.grad and c.check]
+
+
+def _run(case):
+    nb, th = _inputs(case)
+    yn = _outs(case.f(nbgrad, *nb))
+    yt = _outs(case.tf(torch, *th))
+    return nb, th, yn, yt
+
+
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", FORWARD)
+def test_forward(case):
+    _, _, yn, yt = _run(case)
+    assert len(yn) == len(yt)
+    for a, b in zip(yn, yt):
+        assert tuple(a.shape) == tuple(b.shape)
+        assert _dtype_name(a) == _dtype_name(b)
+        tol = 1e-5 if b.dtype == torch.float32 else 1e-10
+        np.testing.assert_allclose(_np(a), _np(b), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", NAMES)
+def test_grad_fn_name(case):
+    _, _, yn, yt = _run(case)
+    names_n = [None if a.grad_fn is None else type(a.grad_fn).__name__ for a in yn]
+    names_t = [None if b.grad_fn is None else type(b.grad_fn).__name__ for b in yt]
+    assert names_n == names_t
+    assert [a.requires_grad for a in yn] == [b.requires_grad for b in yt]
+
+
+@pytest.mark.parametrize("case", GRAD)
+def test_grad(case):
+    nb, th, yn, yt = _run(case)
+    rng = np.random.default_rng(zlib.crc32(case.name.encode()) + 1)
+    outs_n, outs_t, gn, gt = [], [], [], []
+    for a, b in zip(yn, yt):
+        if not b.requires_grad:
+            continue
+        g = rng.standard_normal(tuple(b.shape)).astype(_np(b).dtype)
+        outs_n.append(a)
+        outs_t.append(b)
+        gn.append(nbgrad.tensor(g.copy()))
+        gt.append(torch.tensor(g.copy()))
+    assert outs_t, "the case must produce an output that requires grad"
+    torch.autograd.backward(outs_t, gt)
+    nbgrad.autograd.backward(outs_n, gn)
+    for i, (xn, xt) in enumerate(zip(nb, th)):
+        if not isinstance(xt, torch.Tensor) or not xt.requires_grad:
+            continue
+        assert xn.grad is not None, f"input {i} got no grad"
+        assert tuple(xn.grad.shape) == tuple(xt.grad.shape)
+        assert _dtype_name(xn.grad) == _dtype_name(xt.grad)
+        tol = 1e-5 if xt.dtype == torch.float32 else 1e-10
+        np.testing.assert_allclose(_np(xn.grad), _np(xt.grad), rtol=tol, atol=tol,
+                                   err_msg=f"grad of input {i}")
+
+
+@pytest.mark.parametrize("case", CHECK)
+def test_gradcheck(case):
+    nb, _ = _inputs(case)
+    assert gradcheck(lambda *xs: tuple(_outs(case.f(nbgrad, *xs))), tuple(nb), atol=case.atol)
+
+
+# ------------------------------------------------------------------------------------------------
+# Second order
+# ------------------------------------------------------------------------------------------------
+def test_third_derivative_of_cube():
+    for T in (nbgrad, torch):
+        x = T.tensor([0.5, -1.5, 2.0], dtype=T.float64, requires_grad=True)
+        y = (x ** 3).sum()
+        (g1,) = T.autograd.grad(y, x, create_graph=True)
+        (g2,) = T.autograd.grad(g1.sum(), x, create_graph=True)
+        (g3,) = T.autograd.grad(g2.sum(), x)
+        np.testing.assert_allclose(_np(g1), 3 * np.array([0.5, -1.5, 2.0]) ** 2)
+        np.testing.assert_allclose(_np(g2), 6 * np.array([0.5, -1.5, 2.0]))
+        np.testing.assert_allclose(_np(g3), [6.0, 6.0, 6.0])
+
+
+def test_third_derivative_backward_create_graph():
+    x = nbgrad.tensor(2.0, dtype=nbgrad.float64, requires_grad=True)
+    y = x ** 3
+    y.backward(create_graph=True)
+    g1 = x.grad
+    assert g1.requires_grad and g1.grad_fn is not None
+    assert g1.item() == pytest.approx(12.0)
+    x.grad = None
+    g1.backward(create_graph=True)
+    assert x.grad.item() == pytest.approx(12.0)
+    g2 = x.grad
+    x.grad = None
+    g2.backward()
+    assert x.grad.item() == pytest.approx(6.0)
+
+
+GG = {
+    "tanh": (lambda x: x.tanh(), [(3,)]),
+    "sigmoid": (lambda x: x.sigmoid(), [(3,)]),
+    "exp": (lambda x: x.exp(), [(3,)]),
+    "mul": (lambda x, y: x * y, [(3,), (3,)]),
+    "mul_bcast": (lambda x, y: x * y, [(2, 3), (3,)]),
+    "div": (lambda x, y: x / y, [(3,), ("away", (3,))]),
+    "pow_scalar": (lambda x: x ** 3, [(3,)]),
+    "pow_tt": (lambda x, y: x ** y, [("pos", (3,)), (3,)]),
+    "sum": (lambda x: (x * x).sum(), [(2, 3)]),
+    "mean": (lambda x: (x * x).mean(0), [(2, 3)]),
+    "matmul": (lambda x, y: x @ y, [(2, 3), (3, 2)]),
+    "log": (lambda x: x.log(), [("pos", (3,))]),
+    "sin": (lambda x: x.sin(), [(3,)]),
+}
+
+
+@pytest.mark.xfail(reason=f"core bug: {GRADGRAD}", strict=True)
+@pytest.mark.parametrize("name", sorted(GG))
+def test_gradgradcheck(name):
+    f, specs = GG[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    xs = tuple(nbgrad.tensor(_array(s, rng)[0], requires_grad=True) for s in specs)
+    assert gradgradcheck(f, xs)
+
+
+@pytest.mark.parametrize("name", sorted(GG))
+def test_second_derivative_vs_torch(name):
+    """Hessian-vector products through create_graph equal torch's."""
+    f, specs = GG[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 7)
+    arrays = [_array(s, rng)[0] for s in specs]
+    res = []
+    for T in (nbgrad, torch):
+        xs = [T.tensor(a.copy(), requires_grad=True) for a in arrays]
+        y = f(*xs)
+        go = T.tensor(np.linspace(0.5, 1.5, int(np.prod(tuple(y.shape)))).reshape(tuple(y.shape)))
+        gs = T.autograd.grad(y, xs, go, create_graph=True)
+        s = sum((g * g).sum() for g in gs)
+        hs = T.autograd.grad(s, xs, allow_unused=True)
+        res.append([None if h is None else _np(h) for h in hs])
+    for a, b in zip(*res):
+        if b is None:
+            assert a is None or np.allclose(a, 0)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)

@@ -5,7 +5,13 @@
 """
 from __future__ import annotations
 
-from . import backend, dtypes
+import warnings as _warnings
+
+# NaN and inf propagate silently, as in PyTorch: numpy's floating-point warnings raised inside
+# nbgrad's own code are not the user's concern (their own numpy code is untouched).
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
+
+from . import backend, dtypes  # noqa: E402
 from .backend import device
 from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, set_default_dtype, uint8)

@@ -78,9 +78,16 @@ class Tensor:
                  "_view", "_extra", "__weakref__", "__dict__")
     __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
 
-    def __init__(self, data=None, *, dtype=None, device=None, requires_grad=False):
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
+        uninitialised (2, 3) tensor, like PyTorch's legacy constructor."""
         from .creation import _to_array
-        arr = _to_array([] if data is None else data, dtype, device, copy=True)
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            arr = np.empty(args, dtype=dtypes.to_np(dtype) or dtypes.default_np())
+        else:
+            data = args[0] if args else []
+            arr = _to_array(data, dtype or (None if isinstance(data, (Tensor, np.ndarray))
+                                            else dtypes.get_default_dtype()), device, copy=True)
         _init(self, arr, Storage(arr), None, 0, False)
         if requires_grad:
             self.requires_grad_(True)

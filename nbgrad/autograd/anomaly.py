@@ -66,22 +66,27 @@ def record(node):
 
 
 def run_node(node, gs, create_graph, check_nan):
+    """Run one node's backward; on failure, show where its forward ran (and check for NaN)."""
     try:
         out = node._backward(gs, create_graph)
+        if check_nan:
+            _check_nan(node, out)
     except Exception:
         tb = _TRACES.get(node)
         if tb is not None:
             warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
                           f"the error:\n{tb}", UserWarning, stacklevel=2)
         raise
-    if check_nan:
-        from ..backend import get_array_module
-        for i, g in enumerate(out):
-            if g is None:
-                continue
-            arr = getattr(g, "_data", g)
-            xp = get_array_module(arr)
-            if arr.dtype.kind == "f" and bool(xp.isnan(arr).any()):
-                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
-                                   "output.")
     return out
+
+
+def _check_nan(node, out):
+    from ..backend import get_array_module
+    for i, g in enumerate(out):
+        if g is None:
+            continue
+        arr = getattr(g, "_data", g)
+        xp = get_array_module(arr)
+        if arr.dtype.kind == "f" and bool(xp.isnan(arr).any()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               "output.")

@@ -11,8 +11,10 @@ import re
 import weakref
 
 from ..backend import as_array
-from . import provenance
+from . import anomaly, provenance
 from .grad_mode import STATE
+
+_ANOMALY = anomaly.STATE
 
 _BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -225,6 +227,8 @@ class Node:
         self._where = provenance.capture()
         self._hooks = self._prehooks = self._extra = None
         provenance.NODES[0] += 1
+        if _ANOMALY.enabled:
+            anomaly.record(self)
 
     def name(self) -> str:
         """The node's class name, e.g. 'MulBackward0' (torch Node.name())."""

@@ -158,11 +158,15 @@ def test_wheel_carries_the_front_end(tmp_path):
     shutil.copytree(REPO, src, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
                                                   ".venv", "artifacts"))
-    venv = tmp_path / "venv"
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "-w", str(dist), str(src)], check=True, cwd=tmp_path)
+    (wheel,) = dist.glob("nbgrad-*.whl")
+    venv = tmp_path / "venv"  # fresh, seeing this interpreter's packages (numpy, anywidget)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    str(src)], check=True, cwd=tmp_path)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, cwd=tmp_path)
     code = ("import nbgrad, nbgrad.notebook.widgets as w, pathlib; "
             "print(pathlib.Path(nbgrad.__file__).resolve().parent); "
             "print('export default' in w.NbgradPanel._esm, '.nbgrad-panel' in w.NbgradPanel._css)")

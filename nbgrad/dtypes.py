@@ -126,11 +126,7 @@ def result_type(a, b):
         return da
     ka, kb = da.kind, db.kind
     fa, fb = ka == "f", kb == "f"
-    if fa != fb:  # float beats int/bool, whatever the sizes
-        if a.ndim == 0 and b.ndim != 0 and fa:   # scalar float with int tensor -> default float
-            return default_np()
-        if b.ndim == 0 and a.ndim != 0 and fb:
-            return default_np()
+    if fa != fb:  # float beats int/bool, whatever the sizes (a 0-d float tensor keeps its dtype)
         return da if fa else db
     if (a.ndim == 0) != (b.ndim == 0):          # same category: the dimensioned one wins
         if (ka == "b") == (kb == "b"):

@@ -242,10 +242,6 @@ def clamp(input, min=None, max=None, *, out=None):
         if max is not None:
             r = minimum(r, _t(max, input))
         return r
-    if max is None:
-        return _unary(R["clamp_min"], input, min)
-    if min is None:
-        return _unary(R["clamp_max"], input, max)
     return _unary(R["clamp"], input, min, max)
 
 
@@ -253,11 +249,13 @@ clip = clamp
 
 
 def clamp_min(input, min):
-    return clamp(input, min=min)
+    """max(input, min) (torch.clamp_min, ClampMinBackward0)."""
+    return _unary(R["clamp_min"], input, min)
 
 
 def clamp_max(input, max):
-    return clamp(input, max=max)
+    """min(input, max) (torch.clamp_max, ClampMaxBackward0)."""
+    return _unary(R["clamp_max"], input, max)
 
 
 def maximum(input, other):
@@ -627,21 +625,43 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{b.shape[0] if b.ndim > 2 else 1}, {ka}] but got: "
                            f"[{b.shape[0] if b.ndim > 2 else 1}, {kb}].")
-    if a.ndim == 2 and b.ndim == 2:
-        row = R["mm"]
-    elif a.ndim == 1 and b.ndim == 1:
-        row = R["dot"]
-    elif a.ndim == 2 and b.ndim == 1:
-        row = R["mv"]
-    elif a.ndim == 3 and b.ndim == 3 and a.shape[0] == b.shape[0]:
-        row = R["bmm"]
-    else:
-        row = R["matmul"]
+    return _matmul(input, other)
+
+
+def _matmul(a, b):
+    """matmul as PyTorch decomposes it, so the graph shows the same nodes (mm, mv, dot, bmm,
+    folded through views and UnsafeViewBackward0)."""
+    da, db = a._data.ndim, b._data.ndim
+    if da == 2 and db == 2:
+        return _apply(R["mm"], (a, b), (), a._data @ b._data)
+    if da == 1 and db == 1:
+        return _apply(R["dot"], (a, b), (), a._data @ b._data)
+    if da == 2 and db == 1:
+        return _apply(R["mv"], (a, b), (), a._data @ b._data)
+    if da == 1 and db == 2:
+        return _view_op(R["squeeze_dims"], _matmul(unsqueeze(a, 0), b), ((0,),))
+    if da >= 3 and db <= 2:   # fold the batch into the rows of a matrix product
+        k = a._data.shape[-1]
+        folded = _matmul(reshape(a, -1, k), b)
+        shape = a._data.shape[:-1] + ((b._data.shape[-1],) if db == 2 else ())
+        return _unary(R["unsafe_view"], folded, shape)
+    if da == 1 and db >= 3:
+        return _matmul(b.mT, a)
+    # batched: broadcast the batch dims, fold them into one, bmm, unfold
+    ba, bb = a._data.shape[:-2], b._data.shape[:-2]
     try:
-        out_arr = a @ b
+        batch = np.broadcast_shapes(ba, bb)
     except ValueError:
-        raise _broadcast_error(a.shape[:-2], b.shape[:-2]) from None
-    return _apply(row, (input, other), (), out_arr, meta_inputs=row is R["matmul"])
+        raise _broadcast_error(ba, bb) from None
+    n, k = a._data.shape[-2:] if da > 1 else (1, a._data.shape[0])
+    p = b._data.shape[-1]
+    a3 = reshape(expand(a, *batch, n, k), -1, n, k) if da > 1 else None
+    b3 = reshape(expand(b, *batch, k, p), -1, k, p)
+    if a3 is None:
+        a3 = reshape(expand(unsqueeze(a, 0), *batch, 1, k), -1, 1, k)
+    out = _apply(R["bmm"], (a3, b3), (), a3._data @ b3._data)
+    shape = tuple(batch) + ((n,) if da > 1 else ()) + (p,)
+    return _unary(R["unsafe_view"], out, shape)
 
 
 def mm(input, mat2):
@@ -895,10 +915,8 @@ def squeeze(input, dim=None):
     if dim is None:
         return _view_op(R["squeeze"], input)
     if isinstance(dim, (tuple, list)):
-        r = input
-        for d in sorted((_dim(d, input._data.ndim) for d in dim), reverse=True):
-            r = squeeze(r, d)
-        return r
+        return _view_op(R["squeeze_dims"], input,
+                        (tuple(sorted(_dim(d, input._data.ndim) for d in dim)),))
     if input._data.ndim == 0:
         return _view_op(R["squeeze_dim"], input, (0,), input._data.view())
     return _view_op(R["squeeze_dim"], input, (_dim(dim, input._data.ndim),))
@@ -1279,10 +1297,6 @@ def clamp_(self, min=None, max=None):
     """In-place clamp (torch.Tensor.clamp_); bumps _version by 1."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if max is None:
-        return _inplace(R["clamp_min"], self, (), (min,), "clamp_")
-    if min is None:
-        return _inplace(R["clamp_max"], self, (), (max,), "clamp_")
     return _inplace(R["clamp"], self, (), (min, max), "clamp_")
 
 

@@ -290,14 +290,13 @@ def _as_strided_backward(g, base_geom, view_geom, xp):
                         view_geom[2] + sum((n - 1) * s for n, s in zip(view_geom[0],
                                                                        view_geom[1])) + 1])
     buf = xp.zeros(size, g.dtype)
-    vw = backend.as_strided(buf, view_geom[0], view_geom[1], view_geom[2])
-    if 0 in view_geom[1] and g.size:
-        xp.add.at(vw, (), 0)  # overlapping (expanded) view: accumulate element by element
-        idx = xp.indices(vw.shape)
-        flat = view_geom[2] + sum(i * s for i, s in zip(idx, view_geom[1]))
+    vshape, vstrides, voff = view_geom
+    if _overlapping(vshape, vstrides):  # windows share elements: add every contribution
+        idx = xp.indices(vshape)
+        flat = voff + sum(i * s for i, s in zip(idx, vstrides))
         xp.add.at(buf, flat.reshape(-1), g.reshape(-1))
     else:
-        vw[...] = g
+        backend.as_strided(buf, vshape, vstrides, voff)[...] = g
     return backend.as_strided(buf, shape, strides, off).copy()
 
 
@@ -310,6 +309,17 @@ def _unfold_backward(g, shape, dim, size, step, xp):
         gk = g[(Ellipsis, k)]
         z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += gk
     return z
+
+
+def _overlapping(shape, strides):
+    """Whether a strided view may reach one element twice (strides in elements)."""
+    dims = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
+    extent = 1
+    for s, n in dims:
+        if s < extent:
+            return True
+        extent = s * n
+    return False
 
 
 def _scatter_add(z, dim, index, src, xp):
@@ -332,27 +342,6 @@ def _mm_grads(which):
     if which == 0:
         return lambda g, other, xp: g @ xp.matrix_transpose(other)
     return lambda g, self, xp: xp.matrix_transpose(self) @ g
-
-
-def _matmul_grad_self(g, self, other, xp):
-    if other.ndim == 1:
-        go = g[..., None] * other  # (.., n) outer
-        return go if self.ndim > 1 else go
-    if self.ndim == 1:
-        r = g[..., None, :] @ xp.matrix_transpose(other)
-        return _reduce_to(r[..., 0, :], tuple(self.shape), None, xp)
-    return g @ xp.matrix_transpose(other)
-
-
-def _matmul_grad_other(g, self, other, xp):
-    if self.ndim == 1:
-        if other.ndim == 1:
-            return g * self
-        return self[:, None] * g[..., None, :]
-    if other.ndim == 1:
-        r = xp.matrix_transpose(self) @ g[..., None]
-        return _reduce_to(r[..., 0], tuple(other.shape), None, xp)
-    return xp.matrix_transpose(self) @ g
 
 
 def _cat_grads(g, sizes, dim, xp):
@@ -483,7 +472,7 @@ R["erf"] = defop("erf", "ErfBackward0", "self", backend.erf, float_op=True,
                  grads=(lambda g, self, xp: g * _SQRT_2_OVER_PI * xp.exp(-(self * self)),))
 R["clamp"] = defop("clamp", "ClampBackward1", "self", lambda a, lo, hi: np.clip(a, lo, hi),
                    args="min, max",
-                   grads=(lambda g, self, min, max: g * ((self >= min) & (self <= max)),))
+                   grads=(lambda g, self, min, max: g * _in_range(self, min, max),))
 R["clamp_min"] = defop("clamp_min", "ClampMinBackward0", "self",
                        lambda a, lo: np.maximum(a, lo), args="min",
                        grads=(lambda g, self, min: g * (self >= min),))
@@ -596,10 +585,6 @@ R["dot"] = defop("dot", "DotBackward0", "self, other", lambda a, b: a @ b,
 R["mv"] = defop("mv", "MvBackward0", "self, other", lambda a, b: a @ b,
                 grads=(lambda g, other: g[:, None] * other, lambda g, self, xp:
                        xp.matrix_transpose(self) @ g))
-R["matmul"] = defop("matmul", "MatmulBackward0", "self, other", lambda a, b: a @ b,
-                    broadcast=True,
-                    grads=(lambda g, self, other, xp: _matmul_grad_self(g, self, other, xp),
-                           lambda g, self, other, xp: _matmul_grad_other(g, self, other, xp)))
 
 # ---- joining (variadic) ---------------------------------------------------------------------
 R["cat"] = defop("cat", "CatBackward0", "", lambda *a: None, args="sizes, dim",
@@ -628,6 +613,10 @@ R["expand"] = defop("expand", "ExpandBackward0", "self",
                     grads=(lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp),))
 R["squeeze"] = defop("squeeze", "SqueezeBackward0", "self", lambda a: a.squeeze(), view=True,
                      grads=(lambda g, self_shape: g.reshape(self_shape),))
+R["squeeze_dims"] = defop("squeeze_dims", "SqueezeBackward4", "self",
+                          lambda a, dims: a.squeeze(tuple(d for d in dims if a.shape[d] == 1)),
+                          args="dims", view=True,
+                          grads=(lambda g, self_shape: g.reshape(self_shape),))
 R["squeeze_dim"] = defop("squeeze_dim", "SqueezeBackward1", "self",
                          lambda a, dim: a.squeeze(dim) if a.shape[dim] == 1 else a.view(),
                          args="dim", view=True,
@@ -687,6 +676,14 @@ R["gather"] = defop("gather", "GatherBackward0", "self",
                     args="dim, index",
                     grads=(lambda g, self_shape, dim, index, xp: _scatter_add(
                         xp.zeros(self_shape, _np_dtype(g)), dim, index, g, xp),))
+
+
+def _in_range(x, lo, hi):
+    if lo is None:
+        return x <= hi
+    if hi is None:
+        return x >= lo
+    return (x >= lo) & (x <= hi)
 
 
 def _first_dtype(gs):
@@ -877,15 +874,20 @@ def _mask(inputs):
 
 
 def _meta_for(inputs, out):
+    """Per input, (shape, dtype) to reduce and cast its gradient to, or None when it matches.
+
+    When the inputs' dtypes differ, every input records its dtype: a formula mixing them (g *
+    other) may come out in the wider one."""
     meta = None
     shape, dt = out.shape, out.dtype
+    mixed = len({x._data.dtype for x in inputs if isinstance(x, Tensor)}) > 1
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
             d = x._data
-            if d.shape != shape or d.dtype != dt:
+            if d.shape != shape or d.dtype != dt or mixed:
                 if meta is None:
                     meta = [None] * len(inputs)
-                meta[i] = (tuple(d.shape), d.dtype if d.dtype != dt else None)
+                meta[i] = (tuple(d.shape), d.dtype if (d.dtype != dt or mixed) else None)
     return meta
 
 

@@ -109,6 +109,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     n_in = len(inputs)
 
     def first_grads(*args):
+        from .grad_mode import enable_grad
+        with enable_grad():  # the numerical pass calls this under no_grad
+            return _first_grads(*args)
+
+    def _first_grads(*args):
         xs, gos = args[:n_in], args[n_in:]
         os = [o for o in _as_tuple(func(*xs)) if isinstance(o, Tensor)]
         gs = grad(os, [xs[i] for i in diff], gos, create_graph=True, allow_unused=True)

@@ -677,7 +677,12 @@ def bmm(input, mat2):
     if input._data.ndim != 3 or mat2._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if input._data.ndim != 3 else
                            "batch2 must be a 3D tensor")
-    return matmul(input, mat2)
+    if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != \
+            mat2._data.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
+                           f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}].")
+    return _apply(R["bmm"], (input, mat2), (), input._data @ mat2._data)
 
 
 def dot(input, other):

@@ -14,7 +14,7 @@ import numpy as np
 from . import dtypes
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
-from .ops import (R, _apply, _arr, _binary, _fresh, _geom, _inplace, _multi_view_op, _unary,
+from .ops import (R, _apply, _arr, _binary, binary_op, _fresh, _geom, _inplace, _multi_view_op, _unary,
                   _view_of, _view_op, _ViewImpossible, _broadcast_error, _mask, _record)
 from .tensor import Size, Tensor, _dim
 from . import backend
@@ -425,15 +425,20 @@ def _red_args(dim, keepdim, axis, keepdims):
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over `dim` (int or tuple) (torch.sum). Ints sum to int64."""
+    d = input._data
+    if dim is None and axis is None and dtype is None and not keepdim and d.dtype.kind == "f":
+        return _unary(_SUM, input, None)  # the common case, kept short
     dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
     dt = dtypes.to_np(dtype)
-    d = input._data
     if dt is None and d.dtype.kind in "biu":
         dt = np.dtype(np.int64)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         r = _unary(R["sum"], input, dt)
         return r if not keepdim else r.reshape((1,) * d.ndim)
     return _unary(R["sum_dim"], input, _dims(dim, d.ndim), keepdim, dt)
+
+
+_SUM = R["sum"]
 
 
 def _float_check(input, name):
@@ -1184,11 +1189,13 @@ def setitem(input, idx, value):
         idx = (idx,)
     if _is_basic(idx):
         view_ = _basic_index(input, idx)
-        return copy_(view_, value, _op_name="copy_")
+        copy_(view_, value, _op_name="copy_")
+        return None
     index = tuple(_to_index_array(i) for i in idx)
     if not isinstance(value, Tensor):
         value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
-    return index_put_(input, index, value)
+    index_put_(input, index, value)
+    return None
 
 
 def index_put_(input, indices, values, accumulate=False):
@@ -1412,11 +1419,11 @@ def _bind():
     T = Tensor
     g = globals()
     # operators
-    T.__add__ = lambda s, o, _r=R["add"], _a=(1,): _binary(_r, s, o, _a)
+    T.__add__ = binary_op(R["add"], (1,))
     T.__radd__ = lambda s, o: add(s, o)
-    T.__sub__ = lambda s, o, _r=R["sub"], _a=(1,): _binary(_r, s, o, _a)
+    T.__sub__ = binary_op(R["sub"], (1,))
     T.__rsub__ = lambda s, o: rsub(s, o)
-    T.__mul__ = lambda s, o, _r=R["mul"]: _binary(_r, s, o)
+    T.__mul__ = binary_op(R["mul"])
     T.__rmul__ = lambda s, o: mul(s, o)
     T.__truediv__ = lambda s, o: div(s, o)
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)

@@ -183,6 +183,18 @@ def _np_dtype(x):
     return x._data.dtype if isinstance(x, Tensor) else x.dtype
 
 
+_add_reduce = np.add.reduce
+
+
+def _filled(g, shape, xp):
+    """A 0-d gradient spread over `shape` (cheaper than numpy's broadcast_to for small shapes)."""
+    if xp is np:
+        out = np.empty(shape, g.dtype)
+        out[...] = g
+        return out
+    return xp.broadcast_to(g, shape)
+
+
 def _expand_grad(g, shape, dim, keepdim, xp):
     """Gradient of a reduction over `dim` back to the input's `shape`."""
     if dim is None:
@@ -486,7 +498,7 @@ R["masked_fill"] = defop("masked_fill", "MaskedFillBackward0", "self, value",
                          lambda a, v, mask: np.where(mask, v, a), args="mask", broadcast=True,
                          grads=(lambda g, mask, xp: xp.where(mask, 0, g),
                                 lambda g, mask, xp: xp.where(mask, g, 0).sum()))
-R["fill"] = defop("fill", "FillBackward0", "self", lambda a, v: np.full_like(a, v), args="value",
+R["fill"] = defop("fill", "FillBackward2", "self", lambda a, v: np.full_like(a, v), args="value",
                   grads=(lambda g: g * 0,))
 R["zero"] = defop("zero", "ZeroBackward0", "self", lambda a: np.zeros_like(a),
                   grads=(lambda g: g * 0,))
@@ -495,8 +507,8 @@ R["copy"] = defop("copy", "CopyBackwards", "self, src",
                   broadcast=True, grads=(lambda g: g * 0, lambda g: g))
 
 # ---- reductions ----------------------------------------------------------------------------
-R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: a.sum(dtype=dt), args="dtype",
-                 grads=(lambda g, self_shape, xp: xp.broadcast_to(g, self_shape),))
+R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: _add_reduce(a, None, dt),
+                 args="dtype", grads=(lambda g, self_shape, xp: _filled(g, self_shape, xp),))
 R["sum_dim"] = defop("sum_dim", "SumBackward1", "self",
                      lambda a, dim, keepdim, dt: a.sum(axis=dim, keepdims=keepdim, dtype=dt),
                      args="dim, keepdim, dtype",
@@ -953,7 +965,8 @@ _PROV = provenance.ENABLED
 
 
 def _record1(row, r, inputs, args, mask, meta, edges):
-    """_record for one output, inlined for the hot path (called from _binary / _unary)."""
+    """_record for one output, inlined for the hot path (called from an op, called from a
+    Tensor method or public function)."""
     r._requires_grad = True
     node = _new(row.node)
     node._next = edges
@@ -976,46 +989,61 @@ def _record1(row, r, inputs, args, mask, meta, edges):
     r._grad_fn = node
 
 
-def _binary(row, a, b, args=()):
-    """Apply a broadcasting binary row to a Tensor `a` and a Tensor or Python number `b`."""
-    ad = a._data
-    if isinstance(b, Tensor):
-        bd = b._data
-        if ad.dtype is not bd.dtype:
-            ad, bd = _coerce(ad, bd)
-        try:
-            out = row.fwd(ad, bd, *args)
-        except ValueError:
-            raise _broadcast_error(ad.shape, bd.shape) from None
+def binary_op(row, args=()):
+    """The function applying a broadcasting binary `row` to a Tensor `a` and a Tensor or Python
+    number `b` (a closure per row, so Tensor operators cost one call)."""
+    def op(a, b):
+        ad = a._data
+        if isinstance(b, Tensor):
+            bd = b._data
+            if ad.dtype is not bd.dtype:
+                ad, bd = _coerce(ad, bd)
+            try:
+                out = row.fwd(ad, bd, *args)
+            except ValueError:
+                raise _broadcast_error(ad.shape, bd.shape) from None
+            if type(out) is not _ND:
+                out = _arr(out)
+            r = _fresh(out)
+            if _GRAD.enabled:
+                ra, rb = a._requires_grad, b._requires_grad
+                if ra or rb:
+                    meta = None
+                    if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
+                            out.dtype or b._data.dtype is not out.dtype:
+                        meta = _meta_for((a, b), out)
+                    _record1(row, r, (a, b), args, ra | (rb << 1), meta,
+                             (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+            return r
+        tb = type(b)
+        dt = ad.dtype
+        if tb is float:
+            if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+                ad = ad.astype(dtypes.default_np())
+        elif tb is not int or dt.kind == "b":
+            ad, b = _coerce(ad, b)
+        out = row.fwd(ad, b, *args)
         if type(out) is not _ND:
             out = _arr(out)
         r = _fresh(out)
-        if _GRAD.enabled:
-            ra, rb = a._requires_grad, b._requires_grad
-            if ra or rb:
-                meta = None
-                if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
-                        out.dtype or b._data.dtype is not out.dtype:
-                    meta = _meta_for((a, b), out)
-                _record1(row, r, (a, b), args, ra | (rb << 1), meta,
-                         (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+        if a._requires_grad and _GRAD.enabled:
+            _record1(row, r, (a, b), args, 1,
+                     _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
+                     (_edge(a), _NONE_EDGE))
         return r
-    tb = type(b)
-    dt = ad.dtype
-    if tb is float:
-        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
-            ad = ad.astype(dtypes.default_np())
-    elif tb is not int or dt.kind == "b":
-        ad, b = _coerce(ad, b)
-    out = row.fwd(ad, b, *args)
-    if type(out) is not _ND:
-        out = _arr(out)
-    r = _fresh(out)
-    if a._requires_grad and _GRAD.enabled:
-        _record1(row, r, (a, b), args, 1,
-                 _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                 (_edge(a), _NONE_EDGE))
-    return r
+    return op
+
+
+_BINARY = {}
+
+
+def _binary(row, a, b, args=()):
+    """Apply a broadcasting binary row (see binary_op)."""
+    key = (row.name, args)
+    op = _BINARY.get(key)
+    if op is None:
+        op = _BINARY[key] = binary_op(row, args)
+    return op(a, b)
 
 
 def _unary(row, x, *args):

@@ -327,7 +327,6 @@ class Tensor:
         fn = self.grad_fn
         if fn is not None:
             return fn._add_tensor_prehook(self._output_nr, hook)
-        from .autograd.graph import RemovableHandle
         e = self._x()
         if e.hooks is None:
             e.hooks = []
@@ -341,7 +340,6 @@ class Tensor:
 
     def _grad_accumulator(self):
         """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does)."""
-        from .autograd.graph import AccumulateGrad
         e = self._x()
         acc = e.accum() if e.accum is not None else None
         if acc is None:
@@ -356,8 +354,7 @@ class Tensor:
             RuntimeError: PyTorch's errors (no grad_fn, non-scalar without gradient, wrong
                 gradient shape, backward twice, a saved tensor modified in place).
         """
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         """A new tensor sharing storage and version counter, outside the graph."""
@@ -519,3 +516,7 @@ def _regenerate_view_grad_fn(t):
     t._output_nr = 0
     v.version = t._storage.version
     return node
+
+
+from .autograd import backward as _autograd_backward  # noqa: E402
+from .autograd.graph import AccumulateGrad, RemovableHandle  # noqa: E402

@@ -1,7 +1,10 @@
 """nbgrad.autograd: backward, grad, custom Function, grad modes, anomaly detection, gradcheck."""
 from __future__ import annotations
 
+from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
+
 from . import graph
+from .engine import run_backward
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -14,10 +17,9 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 
 
 def _seq(x):
-    from ..tensor import Tensor
     if x is None:
         return None
-    if isinstance(x, Tensor):
+    if isinstance(x, _tm.Tensor):
         return [x]
     return list(x)
 
@@ -30,7 +32,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             non-scalar output, a gradient of the wrong shape, backward through a freed graph,
             or a saved tensor modified in place (with nbgrad's provenance added).
     """
-    from .engine import run_backward
     tensors = _seq(tensors)
     grads = _seq(grad_tensors) or [None] * len(tensors)
     if len(grads) != len(tensors):
@@ -41,14 +42,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     res = run_backward(tensors, grads, retain_graph, create_graph, inputs=ins,
                        accumulate=ins is None)
     if ins is not None:
-        from ..tensor import Tensor
         for t, g in zip(ins, res):
             if g is None:
                 continue
             if t._grad is None:
-                t._grad = g if create_graph else Tensor._make_fresh(g._data.copy())
+                t._grad = g if create_graph else _tm.Tensor._make_fresh(g._data.copy())
             else:
-                t._grad = t._grad + g if create_graph else Tensor._make_fresh(t._grad._data +
+                t._grad = t._grad + g if create_graph else _tm.Tensor._make_fresh(t._grad._data +
                                                                               g._data)
 
 
@@ -59,7 +59,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     Returns:
         tuple of Tensors (None for unused inputs when allow_unused=True).
     """
-    from .engine import run_backward
     outputs = _seq(outputs)
     single = not isinstance(inputs, (list, tuple))
     ins = _seq(inputs)

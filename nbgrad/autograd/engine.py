@@ -3,6 +3,8 @@ graphs of 100k nodes are fine), gradient buffers per node, hooks, and the releas
 tensors unless `retain_graph`."""
 from __future__ import annotations
 
+from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
+
 from . import anomaly
 from ..backend import as_array, get_array_module
 from .graph import AccumulateGrad, _run_tensor_hooks
@@ -24,7 +26,6 @@ def _size(shape):
 
 
 def _make_root_grads(outputs, grads, create_graph):
-    from ..tensor import Tensor
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -36,9 +37,9 @@ def _make_root_grads(outputs, grads, create_graph):
             xp = get_array_module(t._data)
             g = xp.ones(t._data.shape, t._data.dtype)
             if create_graph:
-                g = Tensor._make_fresh(g)
+                g = _tm.Tensor._make_fresh(g)
         else:
-            if not isinstance(g, Tensor):
+            if not isinstance(g, _tm.Tensor):
                 raise TypeError(f"gradient must be a Tensor or None, got {type(g).__name__}")
             if tuple(g.shape) != tuple(t.shape):
                 raise RuntimeError(
@@ -66,7 +67,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
 
     Returns the grads captured for `inputs` (a list aligned with it) when `inputs` is given.
     """
-    from ..tensor import Tensor
     if retain_graph is None:
         retain_graph = create_graph
     roots = _make_root_grads(outputs, grad_outputs, create_graph)
@@ -85,7 +85,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if inputs is not None:
         captures = {}
         for k, t in enumerate(inputs):
-            if not isinstance(t, Tensor):
+            if not isinstance(t, _tm.Tensor):
                 raise TypeError("inputs must be Tensors")
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -189,8 +189,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     result = []
     for k, t in enumerate(inputs):
         g = captured[k]
-        if g is not None and not isinstance(g, Tensor):
-            g = Tensor._make_fresh(as_array(g))
+        if g is not None and not isinstance(g, _tm.Tensor):
+            g = _tm.Tensor._make_fresh(as_array(g))
         if g is None and not allow_unused:
             raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                                "in the graph. Set allow_unused=True if this is the desired "
@@ -237,15 +237,14 @@ def _accumulate(buffers, node, nr, g):
 
 
 def _run_prehooks(node, gs, multi, create_graph):
-    from ..tensor import Tensor
     gl = list(gs) if multi else [gs]
     for nr, fn in list(node._prehooks):
         if nr is not None:   # a tensor hook on output nr (or retain_grad)
             if gl[nr] is not None:
                 gl[nr] = _run_tensor_hooks([fn], gl[nr])
         else:
-            wrapped = tuple(None if g is None else (g if isinstance(g, Tensor)
-                                                    else Tensor._make_fresh(as_array(g)))
+            wrapped = tuple(None if g is None else (g if isinstance(g, _tm.Tensor)
+                                                    else _tm.Tensor._make_fresh(as_array(g)))
                             for g in gl)
             r = fn(wrapped)
             if r is not None:
@@ -254,11 +253,10 @@ def _run_prehooks(node, gs, multi, create_graph):
 
 
 def _run_posthooks(node, out, gs):
-    from ..tensor import Tensor
 
     def wrap(seq):
-        return tuple(None if g is None else (g if isinstance(g, Tensor)
-                                             else Tensor._make_fresh(as_array(g))) for g in seq)
+        return tuple(None if g is None else (g if isinstance(g, _tm.Tensor)
+                                             else _tm.Tensor._make_fresh(as_array(g))) for g in seq)
     gin = wrap(out)
     gout = wrap(gs if node._n_out > 1 else (gs,))
     for fn in list(node._hooks):

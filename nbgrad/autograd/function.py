@@ -3,6 +3,8 @@ with ctx.save_for_backward, saved_tensors, mark_dirty, mark_non_differentiable a
 needs_input_grad. The ctx *is* the graph node, as in PyTorch."""
 from __future__ import annotations
 
+from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
+
 import functools
 
 from ..backend import as_array
@@ -60,7 +62,6 @@ class BackwardCFunction(Node, FunctionCtx):
         return tuple(s for s in (self._saved or ()) if s is not None)
 
     def _backward(self, gs, create_graph):
-        from ..tensor import Tensor
         if self._saved is not None and any(s is not None and s.released for s in self._saved):
             from .graph import backward_twice_error
             raise backward_twice_error()
@@ -73,7 +74,8 @@ class BackwardCFunction(Node, FunctionCtx):
                     g = zeros(*shape_dt[0], dtype=shape_dt[1])
                 wrapped.append(g)
             else:
-                wrapped.append(g if isinstance(g, Tensor) else Tensor._make_fresh(as_array(g)))
+                wrapped.append(g if isinstance(g, _tm.Tensor)
+                               else _tm.Tensor._make_fresh(as_array(g)))
         res = self._fn_cls.backward(self, *wrapped)
         if not isinstance(res, tuple):
             res = (res,)
@@ -91,14 +93,14 @@ class BackwardCFunction(Node, FunctionCtx):
             if r is None:
                 out.append(None)
                 continue
-            if not isinstance(r, Tensor):
+            if not isinstance(r, _tm.Tensor):
                 raise TypeError(f"function {type(self).__name__} returned a gradient of type "
                                 f"{type(r).__name__}, expected a Tensor or None")
             if tuple(r._data.shape) != meta:
                 from ..ops import _reduce_to
                 from ..backend import get_array_module
                 try:
-                    r = Tensor._make_fresh(_reduce_to(r._data, meta, None,
+                    r = _tm.Tensor._make_fresh(_reduce_to(r._data, meta, None,
                                                       get_array_module(r._data))) \
                         if not create_graph else r.sum_to_size(*meta)
                 except Exception:
@@ -140,14 +142,13 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         from ..ops import _edge, check_inplace
-        from ..tensor import Tensor
         node = cls._node_class().__new__(cls._node_class())
         Node.__init__(node, ())
         node._to_save = ()
         node._dirty = ()
         node._non_diff = ()
         node._materialize = True
-        is_t = tuple(isinstance(a, Tensor) for a in args)
+        is_t = tuple(isinstance(a, _tm.Tensor) for a in args)
         node._arg_is_tensor = is_t
         node.needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_t, args))
         with no_grad():
@@ -164,13 +165,13 @@ class Function:
         input_ids = {id(a) for a, t in zip(args, is_t) if t}
         new_outs = []
         for o in outs:
-            if isinstance(o, Tensor):
+            if isinstance(o, _tm.Tensor):
                 if id(o) in dirty:
                     check_inplace(o, cls.__name__)
                 elif id(o) in input_ids:
                     o = o.detach()   # an input returned as is: a new tensor, like torch's view
             new_outs.append(o)
-        t_outs = [o for o in new_outs if isinstance(o, Tensor)]
+        t_outs = [o for o in new_outs if isinstance(o, _tm.Tensor)]
         node._n_out = len(t_outs)
         node._out_meta = tuple((tuple(o._data.shape), o.dtype) for o in t_outs)
         for nr, o in enumerate(t_outs):

@@ -7,6 +7,8 @@ counting the moment the last tensor referring to it goes.
 """
 from __future__ import annotations
 
+from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
+
 import re
 import weakref
 
@@ -142,9 +144,8 @@ class SavedTensor:
     def unpack(self, node, as_tensor=False):
         """The saved value (array, or Tensor when `as_tensor`), after the version check."""
         if self._packed is not None:
-            from ..tensor import Tensor
             t = self._unpack_hook(self._packed)
-            return t if as_tensor else (t._data if isinstance(t, Tensor) else t)
+            return t if as_tensor else (t._data if isinstance(t, _tm.Tensor) else t)
         data = self._data
         if data is None:
             raise backward_twice_error()
@@ -154,13 +155,11 @@ class SavedTensor:
             return data
         if not self.is_output:
             return self._tensor
-        from ..tensor import Tensor
-        return Tensor._make(data, self._storage, node, self._output_nr, True)
+        return _tm.Tensor._make(data, self._storage, node, self._output_nr, True)
 
     def _stale_error(self, node):
-        from ..tensor import type_name
         fn = node if self.is_output else self._tensor.grad_fn
-        desc = f"[{type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
+        desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
         owner = (f", which is output {self._output_nr} of {_SUFFIX.sub('', fn.name())},"
                  if fn is not None else "")
         now = self._storage.version
@@ -287,10 +286,9 @@ class Node:
 
     def __call__(self, *grads):
         """Apply the node to output grads (arrays or tensors), returning input grads."""
-        from ..tensor import Tensor
-        arrs = [g._data if isinstance(g, Tensor) else g for g in grads]
+        arrs = [g._data if isinstance(g, _tm.Tensor) else g for g in grads]
         out = self._backward(arrs if self._n_out > 1 else arrs[0], False)
-        return tuple(None if g is None else Tensor._make_fresh(as_array(g)) for g in out)
+        return tuple(None if g is None else _tm.Tensor._make_fresh(as_array(g)) for g in out)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"
@@ -306,7 +304,6 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def _backward(self, g, create_graph):
-        from ..tensor import Tensor
         var = self.variable
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
@@ -315,32 +312,31 @@ class AccumulateGrad(Node):
             g = _run_tensor_hooks(hooks, g)
         if g is None:
             return ()
-        if not isinstance(g, Tensor):
+        if not isinstance(g, _tm.Tensor):
             g = as_array(g)
         old = var._grad
         if old is None:
-            if isinstance(g, Tensor):
+            if isinstance(g, _tm.Tensor):
                 var._grad = g if create_graph else g.detach()
             else:
                 # a grad may be shared (AddBackward0 hands one array to both inputs): own a copy,
                 # since later accumulations add into it in place
-                var._grad = Tensor._make_fresh(g.copy())
+                var._grad = _tm.Tensor._make_fresh(g.copy())
         elif create_graph:
-            var._grad = old + (g if isinstance(g, Tensor) else Tensor._make_fresh(g))
+            var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
         else:
-            gd = g._data if isinstance(g, Tensor) else g
+            gd = g._data if isinstance(g, _tm.Tensor) else g
             if old._grad_fn is None and not old._requires_grad:
                 old._data += gd   # in place, as torch does when the grad is not part of a graph
             else:
-                var._grad = Tensor._make_fresh(old._data + gd)
+                var._grad = _tm.Tensor._make_fresh(old._data + gd)
         return ()
 
 
 def _run_tensor_hooks(hooks, g):
-    from ..tensor import Tensor
-    as_t = isinstance(g, Tensor)
+    as_t = isinstance(g, _tm.Tensor)
     for fn in list(hooks):
-        r = fn(g if as_t else Tensor._make_fresh(as_array(g)))
+        r = fn(g if as_t else _tm.Tensor._make_fresh(as_array(g)))
         if r is not None:
             g = r if as_t else r._data
     return g

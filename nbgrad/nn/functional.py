@@ -549,7 +549,11 @@ def l1_loss(input, target, reduction="mean"):
 
 
 def _check_class_target(input, target, who, ignore_index):
-    """Validate integer class targets for (N, C, ...) / (C,) input; return (class_dim, n_classes)."""
+    """Validate integer class targets for (N, C, ...) / (C,) input.
+
+    Returns:
+        (class_dim, n_classes, any_ignored): whether some target equals ``ignore_index``.
+    """
     if target.dtype != nbgrad.int64:
         raise RuntimeError(
             f"{who}: expected target dtype to be Long (int64 class indices), but got "
@@ -577,15 +581,17 @@ def _check_class_target(input, target, who, ignore_index):
                 f"{who}: expected target of shape {expect} for input of shape "
                 f"{tuple(input.shape)}, got {tuple(target.shape)}")
     t = target._data
-    if t.size:
-        bad = (t < 0) | (t >= c)
-        if ignore_index is not None:
-            bad &= t != ignore_index
+    if not t.size:
+        return cdim, c, False
+    in_range = t.min() >= 0 and t.max() < c
+    if not in_range:
+        bad = ((t < 0) | (t >= c)) & (t != ignore_index)
         if bad.any():
             raise IndexError(
                 f"Target {int(t[bad].flat[0])} is out of bounds. ({who}: class indices must be "
                 f"in [0, {c}) or equal ignore_index={ignore_index})")
-    return cdim, c
+        return cdim, c, True  # every out-of-range target is ignore_index
+    return cdim, c, bool(0 <= ignore_index < c and (t == ignore_index).any())
 
 
 def _to_rows(input, cdim):
@@ -605,22 +611,22 @@ def _safe_div(total, denom):
 
 def _nll(logp, target, weight, ignore_index, reduction, who):
     """Negative log-likelihood of int64 class targets: loss, per-element weights (numpy), mask."""
-    cdim, c = _check_class_target(logp, target, who, ignore_index)
+    cdim, c, any_ignored = _check_class_target(logp, target, who, ignore_index)
     rows = _to_rows(logp, cdim)
     t = target._data.reshape(-1)
-    ignored = t == ignore_index
-    any_ignored = bool(ignored.any())
-    tsafe = np.where(ignored, 0, t) if any_ignored else t
-    picked = rows.gather(1, _const(tsafe[:, None])).squeeze(1)  # (M,)
     if weight is None and not any_ignored:
+        picked = rows.gather(1, _const(t[:, None]))  # (M, 1)
         if reduction == "mean":
             return picked.mean().neg(), None
-        loss = picked.neg()
+        loss = picked.squeeze(1).neg()
         if reduction == "sum":
             return loss.sum(), None
         if reduction == "none":
             return loss.reshape(tuple(target.shape)), None
         raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+    ignored = t == ignore_index
+    tsafe = np.where(ignored, 0, t) if any_ignored else t
+    picked = rows.gather(1, _const(tsafe[:, None])).squeeze(1)  # (M,)
     w = np.ones(t.shape, dtype=logp._data.dtype) if weight is None else \
         weight._data[tsafe].astype(logp._data.dtype)
     w = np.where(ignored, np.zeros((), w.dtype), w)

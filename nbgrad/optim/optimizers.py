@@ -12,7 +12,7 @@ __all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
 
 
 def _grad_array(p, maximize):
-    g = p.grad
+    g = p._grad  # the raw .grad slot (parameters are leaves)
     if g is None:
         return None
     g = g._data

@@ -120,20 +120,33 @@ def bytes_per_node(lib, n=1000):
     return used / (2 * n)
 
 
-def torch_bytes_per_node(n=20000):
-    """torch's per-node memory from the process's RSS growth (C++ allocations)."""
-    def rss():
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * 4096
-    x = torch.ones(2, 2, requires_grad=True)
-    gc.collect()
-    base = rss()
-    y = x
-    for _ in range(n):
-        y = y * 1.0001 + 0.0001
-    used = rss() - base
-    del y
-    return used / (2 * n)
+_RSS_SNIPPET = """
+import gc, sys
+import {lib} as lib
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+x = lib.ones(2, 2, requires_grad=True)
+y = x
+for _ in range(1000):   # warm the allocator
+    y = y * 1.0001 + 0.0001
+del y
+gc.collect()
+base = rss()
+y = x
+for _ in range({n}):
+    y = y * 1.0001 + 0.0001
+print((rss() - base) / (2 * {n}))
+"""
+
+
+def rss_bytes_per_node(lib_name, n=100000):
+    """Per-node memory from the RSS growth of a fresh process (sees C++ allocations too)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _RSS_SNIPPET.format(lib=lib_name, n=n)],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
 
 
 def main():
@@ -170,8 +183,10 @@ def main():
         print(f"{name:45s} {us(nb)} {us(th)} {us(npy)} "
               f"{(nb / th if th else float('nan')):9.2f} "
               f"{(nb / npy if npy else float('nan')):9.2f}")
-    print(f"\nmemory held per graph node (1000-step chain): nbgrad {bytes_per_node(nbgrad):.0f} B"
-          + (f", torch {torch_bytes_per_node():.0f} B (RSS)" if torch else ""))
+    print(f"\nmemory per graph node, y = y*1.0001 + 0.0001 chain: nbgrad "
+          f"{bytes_per_node(nbgrad):.0f} B (tracemalloc), {rss_bytes_per_node('nbgrad'):.0f} B "
+          "(RSS growth, 200k nodes)" + (f"; torch {rss_bytes_per_node('torch'):.0f} B "
+                                        "(RSS growth)" if torch else ""))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
 
 import re
+import sys
 import weakref
 
 from ..backend import as_array
@@ -26,6 +27,7 @@ _BACKWARD_TWICE = (
     "backward.")
 _HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its "
          "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+_getrefcount = sys.getrefcount
 _SUFFIX = re.compile(r"Backward\d*$")
 
 
@@ -319,9 +321,13 @@ class AccumulateGrad(Node):
             if isinstance(g, _tm.Tensor):
                 var._grad = g if create_graph else g.detach()
             else:
-                # a grad may be shared (AddBackward0 hands one array to both inputs): own a copy,
-                # since later accumulations add into it in place
-                var._grad = _tm.Tensor._make_fresh(g.copy())
+                # a grad may be shared (AddBackward0 hands one array to both inputs), and later
+                # accumulations add into .grad in place: keep the array only when nothing else
+                # holds it (engine local + parameter + getrefcount's own), as PyTorch does
+                if g.base is None and _getrefcount(g) <= 3 and g.flags.writeable:
+                    var._grad = _tm.Tensor._make_fresh(g)
+                else:
+                    var._grad = _tm.Tensor._make_fresh(g.copy())
         elif create_graph:
             var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
         else:

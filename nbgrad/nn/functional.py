@@ -179,13 +179,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
     else:
         ph, pw = _pair(padding, "padding")
+    n, c, h, w = input.shape
     if c != cg * groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
             f"input{list(input.shape)} to have {cg * groups} channels, but got {c} channels "
             f"instead")
-    x = pad(input, (pw, pw, ph, ph))
-    hp, wp = x.shape[2], x.shape[3]
+    hp, wp = h + 2 * ph, w + 2 * pw
     if hp < dh * (kh - 1) + 1 or wp < dw * (kw - 1) + 1:
         raise RuntimeError(
             f"Calculated padded input size per channel: ({hp} x {wp}). Kernel size: "
@@ -193,13 +193,27 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"actual input size")
     ho = (hp - dh * (kh - 1) - 1) // sh + 1
     wo = (wp - dw * (kw - 1) - 1) // sw + 1
-    k = cg * kh * kw
-    cols = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo).permute(0, 2, 3, 1, 4, 5)
     if groups == 1:
-        cols = cols.reshape(n * ho * wo, k)
-        w2 = weight.reshape(o, k).t()
+        # Channels-last im2col: pad into an (N, Hp, Wp, C) buffer, take the windows as unfold
+        # views, copy them once as rows (kh, kw, C) -- contiguous runs of kw*C values, which numpy
+        # copies an order of magnitude faster than NCHW's runs of kw -- then one matmul.
+        xl = input.permute(0, 2, 3, 1)
+        if ph or pw:
+            buf = nbgrad.zeros((n, hp, wp, c), dtype=input.dtype, device=input.device)
+            buf[:, ph:ph + h, pw:pw + w, :] = xl
+            xl = buf
+        else:
+            xl = xl.contiguous()
+        win = xl.unfold(1, dh * (kh - 1) + 1, sh).unfold(2, dw * (kw - 1) + 1, sw)
+        if dh > 1 or dw > 1:
+            win = win[..., ::dh, ::dw]
+        cols = win.permute(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
+        w2 = weight.permute(0, 2, 3, 1).reshape(o, kh * kw * c).t()
         out = nbgrad.addmm(bias, cols, w2) if bias is not None else cols.matmul(w2)
     else:
+        x = pad(input, (pw, pw, ph, ph))
+        k = cg * kh * kw
+        cols = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo).permute(0, 2, 3, 1, 4, 5)
         cols = cols.reshape(n * ho * wo, groups, k).transpose(0, 1)  # (G, NL, K)
         w2 = weight.reshape(groups, o // groups, k).transpose(1, 2)  # (G, K, O/G)
         out = cols.matmul(w2).transpose(0, 1).reshape(n * ho * wo, o)
@@ -209,8 +223,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if unbatched else out
 
 
-def _pool_windows(input, kernel_size, stride, padding, dilation, ceil_mode, fill):
-    """(N, C, H, W) -> (N, C, Ho, Wo, kh*kw) windows (a copy), plus the geometry."""
+def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill):
+    """Validate pooling arguments; pad ``input`` (N, C, H, W) with ``fill`` as far as the windows
+    reach. Returns the padded tensor and the geometry (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)."""
     kh, kw = _pair(kernel_size, "kernel_size")
     if stride is None or (isinstance(stride, (tuple, list)) and not stride):
         sh, sw = kh, kw
@@ -229,23 +244,24 @@ def _pool_windows(input, kernel_size, stride, padding, dilation, ceil_mode, fill
         raise RuntimeError(
             f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
             f"Output size is too small")
-    simple = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and ph == pw == 0
-    if simple and ho * kh <= h and wo * kw <= w:
-        # non-overlapping windows: a reshape/permute, whose backward is a plain copy
-        x = input
-        if ho * kh != h or wo * kw != w:
-            x = x[:, :, : ho * kh, : wo * kw]
-        win = x.reshape(n, c, ho, kh, wo, kw).permute(0, 1, 2, 4, 3, 5)
-    else:
-        need_h = (ho - 1) * sh + dh * (kh - 1) + 1
-        need_w = (wo - 1) * sw + dw * (kw - 1) + 1
-        extra_h = max(0, need_h - h - 2 * ph)
-        extra_w = max(0, need_w - w - 2 * pw)
-        x = input
-        if ph or pw or extra_h or extra_w:
-            x = pad(x, (pw, pw + extra_w, ph, ph + extra_h), value=fill)
-        win = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo)
-    return win.reshape(n, c, ho, wo, kh * kw), (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+    extra_h = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
+    extra_w = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
+    x = input
+    if ph or pw or extra_h or extra_w:
+        x = pad(x, (pw, pw + extra_w, ph, ph + extra_h), value=fill)
+    return x, (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+
+
+def _pool_slices(x, geo):
+    """The kh*kw strided views (N, C, Ho, Wo) of ``x``, one per window offset, in raster order.
+
+    Pooling then works elementwise across these views, which numpy does far faster than
+    reductions over tiny window axes; each view's backward is a strided slice.
+    """
+    kh, kw, sh, sw, _, _, dh, dw, ho, wo = geo
+    return [x[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh,
+              j * dw: j * dw + sw * (wo - 1) + 1: sw]
+            for i in range(kh) for j in range(kw)]
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -255,26 +271,37 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     Args:
         input (Tensor): (N, C, H, W) or (C, H, W).
         kernel_size, stride (default: kernel_size), padding (-inf), dilation: int or pair.
+        ceil_mode (bool): round the output size up.
 
     Returns:
         Tensor (N, C, Ho, Wo); with ``return_indices`` also the int64 flat index (into H*W) of
-        each maximum. The gradient goes to the first maximum of each window, as torch's.
+        each maximum. The gradient goes to the first maximum of each window (raster order),
+        as torch's: the output is a chain of ``where`` over the window offsets.
     """
     unbatched = input.ndim == 3
     if unbatched:
         input = input.unsqueeze(0)
     if input.ndim != 4:
         raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
-    win, geo = _pool_windows(input, kernel_size, stride, padding, dilation, ceil_mode,
-                             -math.inf)
-    idx = win.argmax(dim=-1, keepdim=True)
-    out = win.gather(-1, idx).squeeze(-1)
+    x, geo = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
+    views = _pool_slices(x, geo)
+    vals = [v._data for v in views]
+    m = vals[0]
+    for v in vals[1:]:
+        m = np.maximum(m, v)
+    # the first offset holding the maximum wins (a NaN counts as the maximum, as in torch)
+    conds = [(v == m) | np.isnan(v) for v in vals[:-1]]
+    out = views[-1]
+    for view, cond in zip(reversed(views[:-1]), reversed(conds)):
+        out = nbgrad.where(_const(cond), view, out)
     if unbatched:
         out = out.squeeze(0)
     if not return_indices:
         return out
     kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
-    k = idx._data[..., 0]
+    k = np.full(m.shape, len(vals) - 1, dtype=np.int64)
+    for i in range(len(conds) - 1, -1, -1):
+        k[conds[i]] = i
     row = (np.arange(ho) * sh - ph)[:, None] + (k // kw) * dh
     col = (np.arange(wo) * sw - pw)[None, :] + (k % kw) * dw
     flat = _const((row * input.shape[3] + col).astype(np.int64))
@@ -294,11 +321,15 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     unbatched = input.ndim == 3
     if unbatched:
         input = input.unsqueeze(0)
-    win, geo = _pool_windows(input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    x, geo = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
     kh, kw, sh, sw, ph, pw, _, _, ho, wo = geo
+    views = _pool_slices(x, geo)
+    total = views[0]
+    for v in views[1:]:
+        total = total + v
     h, w = input.shape[2], input.shape[3]
     if divisor_override:
-        out = win.sum(-1) / divisor_override
+        out = total / divisor_override
     else:
         # window extents, clipped like torch: to the padded input (count_include_pad) or input
         hs = np.arange(ho) * sh - ph
@@ -310,9 +341,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             he, we = np.minimum(he, h), np.minimum(we, w)
         counts = (he - hs)[:, None] * (we - ws)[None, :]
         if (counts == kh * kw).all():
-            out = win.mean(-1)
+            out = total / float(kh * kw)
         else:
-            out = win.sum(-1) / _const(counts.astype(input._data.dtype))
+            out = total / _const(counts.astype(input._data.dtype))
     return out.squeeze(0) if unbatched else out
 
 

@@ -1,0 +1,329 @@
+"""The tutorial notebooks (notebooks/*.ipynb), executed top to bottom in a real kernel.
+
+Each notebook is copied into a temporary directory and run there with nbclient, in a kernel of
+*this* interpreter (a kernelspec written to a temporary JUPYTER_PATH) with PYTHONPATH cleared: so
+``import nbgrad`` resolves to the installed package (CI installs it with ``pip install .``, not
+editable), never to the source tree, and a file missing from the wheel fails here.
+
+Cells tagged ``raises-exception`` demonstrate an error on purpose (nbclient goes on after them);
+any other error fails the test. Beyond "it ran", each notebook is checked for a few things a
+student must see in its outputs (the seed 004 gradients 28 / 8 / 10, PyTorch's in-place error
+text, the panel's prediction before backward, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+REPO = Path(__file__).resolve().parent.parent
+NB_DIR = REPO / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+WIDGET = "application/vnd.jupyter.widget-view+json"
+KERNEL = "nbgrad-tests"
+CELL_TIMEOUT = 180  # seconds per cell; every notebook takes well under a minute in all
+
+
+def write_kernelspec(root: Path, python: str = sys.executable, env: dict | None = None) -> Path:
+    """A kernelspec named KERNEL running ``python -m ipykernel_launcher``, under root/kernels."""
+    d = root / "kernels" / KERNEL
+    d.mkdir(parents=True, exist_ok=True)
+    spec = {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "nbgrad tests", "language": "python",
+            "env": {"PYTHONPATH": "", **(env or {})}}
+    (d / "kernel.json").write_text(json.dumps(spec))
+    return root
+
+
+def execute_notebook(src: Path, workdir: Path, jupyter_path: Path, extra_cells=()):
+    """Execute a copy of ``src`` in ``workdir``; return the executed notebook."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / src.name
+    shutil.copy(src, path)
+    nb = nbformat.read(path, as_version=4)
+    for code in extra_cells:
+        nb.cells.append(nbformat.v4.new_code_cell(code))
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(jupyter_path) + (os.pathsep + old if old else "")
+    try:
+        client = nbclient.NotebookClient(
+            nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT, allow_errors=False,
+            store_widget_state=True, resources={"metadata": {"path": str(workdir)}})
+        client.execute()
+    finally:
+        if old is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = old
+    nbformat.write(nb, workdir / ("executed_" + src.name))
+    return nb
+
+
+# -- reading outputs ----------------------------------------------------------------------------
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def text_of(cell) -> str:
+    """Everything a reader sees as text in one cell's outputs (streams, results, errors)."""
+    parts = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif o.output_type == "error":
+            parts.append(f"{o.ename}: {o.evalue}")
+        else:
+            parts.append(o.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def cell_with(nb, source_part: str):
+    """The first code cell whose source contains ``source_part``."""
+    for c in code_cells(nb):
+        if source_part in c.source:
+            return c
+    raise AssertionError(f"no cell contains {source_part!r}")
+
+
+def cell_is(nb, source: str):
+    """The first code cell whose whole source is ``source``."""
+    for c in code_cells(nb):
+        if c.source.strip() == source:
+            return c
+    raise AssertionError(f"no cell is {source!r}")
+
+
+def panels(cell):
+    return [o for o in cell.get("outputs", [])
+            if o.output_type == "display_data" and o.get("data", {}).get("text/plain", "")
+            .startswith("nbgrad:")]
+
+
+def all_text(nb) -> str:
+    return "\n".join(text_of(c) for c in code_cells(nb))
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def jupyter_path(tmp_path_factory):
+    return write_kernelspec(tmp_path_factory.mktemp("jupyter"))
+
+
+_EXECUTED: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module")
+def executed(jupyter_path, tmp_path_factory):
+    """name -> executed notebook (each executed once per test session)."""
+    def get(name):
+        if name not in _EXECUTED:
+            _EXECUTED[name] = execute_notebook(
+                NB_DIR / name, tmp_path_factory.mktemp(name[:2]), jupyter_path,
+                extra_cells=["import nbgrad as _nbg\nprint('NBGRAD_FILE', _nbg.__file__)"])
+        return _EXECUTED[name]
+    return get
+
+
+def installed_nbgrad_file() -> str:
+    """Where this interpreter imports nbgrad from, outside the source tree (no cwd, no PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", "import nbgrad; print(nbgrad.__file__)"],
+                         cwd=os.path.expanduser("~") if os.path.isdir(os.path.expanduser("~"))
+                         else "/", env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+# -- the notebooks as files ---------------------------------------------------------------------
+
+def test_there_are_six_notebooks():
+    assert [n[:2] for n in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"], NOTEBOOKS
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_without_outputs_and_ends_with_exercises(name):
+    nb = nbformat.read(NB_DIR / name, as_version=4)
+    nbformat.validate(nb)
+    for c in code_cells(nb):
+        assert c.outputs == [] and c.execution_count is None, f"{name}: stored outputs"
+    assert "%load_ext nbgrad" in code_cells(nb)[0].source
+    assert any(c.cell_type == "markdown" and c.source.startswith("## Exercises")
+               for c in nb.cells[-3:]), f"{name} does not end with exercises"
+
+
+def test_generator_and_notebooks_agree(tmp_path):
+    """notebooks/_build.py is the source: the committed .ipynb are exactly what it writes."""
+    subprocess.run([sys.executable, str(NB_DIR / "_build.py"), str(tmp_path)], check=True,
+                   capture_output=True)
+    for name in NOTEBOOKS:
+        assert (tmp_path / name).read_text() == (NB_DIR / name).read_text(), (
+            f"{name} differs from what notebooks/_build.py writes: run `python notebooks/_build.py`")
+
+
+# -- executed -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_top_to_bottom(executed, name):
+    nb = executed(name)
+    for c in code_cells(nb):
+        errors = [o for o in c.outputs if o.output_type == "error"]
+        tagged = "raises-exception" in c.metadata.get("tags", [])
+        if tagged:
+            assert errors, f"{name}: the cell tagged raises-exception did not raise:\n{c.source}"
+        else:
+            assert not errors, f"{name}: unexpected error in\n{c.source}"
+        for o in c.outputs:
+            if o.output_type == "stream" and o.name == "stderr":
+                assert "the notebook panel failed" not in o.text, o.text
+    # the kernel ran the installed package, not the source tree (unless that is what is installed)
+    (where,) = re.findall(r"NBGRAD_FILE (\S+)", text_of(code_cells(nb)[-1]))
+    assert os.path.realpath(where) == os.path.realpath(installed_nbgrad_file())
+    # the extension loaded and showed its panel somewhere
+    assert any(panels(c) for c in code_cells(nb)), f"{name}: no nbgrad panel in any cell"
+    assert WIDGET in json.dumps([c.outputs for c in code_cells(nb)])
+    assert nb.metadata.get("widgets"), "widget state was not stored"
+
+
+def test_01_basics(executed):
+    nb = executed("01_autograd_basics.ipynb")
+    assert "tensor(28.) tensor(8.) tensor(10.)" in text_of(cell_with(nb, "loss.backward()\nprint"))
+    assert "ExpBackward0" in text_of(cell_with(nb, "b = a.exp()"))
+    walk = text_of(cell_with(nb, "walk(loss.grad_fn)"))
+    assert "AccumulateGrad  -> leaf () = 2.0" in walk and "None  (does not require grad)" in walk
+    rg = text_of(cell_with(nb, "l1.retain_grad()"))
+    assert "l1.grad tensor([[7., 7.]" in rg and "loss.grad tensor(1.)" in rg
+    hooks = text_of(cell_with(nb, "handles = ["))
+    assert hooks.index("loss grad:") < hooks.index("l4 grad:") < hooks.index("l1 grad:")
+    assert "tensor(56.) tensor(8.) tensor(10.)" in text_of(cell_with(nb, "grad * 2"))
+    assert "tensor(56.) tensor(16.) tensor(20.)" in text_of(cell_with(nb, "for _ in range(2)"))
+    graph_cell = cell_with(nb, "%nbgrad graph loss")
+    kinds = {k for o in graph_cell.outputs for k in o.get("data", {})}
+    if shutil.which("dot"):
+        assert "image/svg+xml" in kinds
+    assert "MeanBackward0" in text_of(graph_cell)
+    # the panel appears under the cell that built the graph
+    assert panels(cell_with(nb, "l4 = l2 * l3\nloss = l4.mean()"))
+
+
+def test_02_inplace(executed):
+    nb = executed("02_inplace_errors.ipynb")
+    # the prediction, before backward is called
+    (p,) = panels(cell_with(nb, "y.add_(3)\nprint(y._version)"))
+    assert "1 stale saved tensor (backward will fail)" in p.data["text/plain"]
+    html = p.data.get("text/html", "")
+    assert "saved v0, now v1" in html and "add_" in html
+    err = text_of(cell_with(nb, "y.sum().backward()"))
+    assert ("one of the variables needed for gradient computation has been modified by an "
+            "inplace operation: [nbgrad.FloatTensor [3]], which is output 0 of Tanh, is at "
+            "version 1; expected version 0 instead.") in err
+    assert "saved by TanhBackward0 at cell" in err and "modified in place by add_" in err
+    assert "saved_modified | TanhBackward0 saved version 0 now 1" in all_text(nb)
+    seed004 = text_of(cell_with(nb, "loss.backward()"))
+    assert "modified by an inplace operation" in seed004 and "b[0] = 1000.0" in seed004
+    assert "tensor([0., 5.])" in text_of(cell_with(nb, "del loss"))
+    assert ("a leaf Variable that requires grad is being used in an in-place operation."
+            in text_of(cell_with(nb, "a.add_(10.)")))
+    assert ("a view of a leaf Variable that requires grad is being used in an in-place operation."
+            in text_of(cell_with(nb, "a[:2].mul_(2)")))
+    assert "True 1\ntensor([5., 5., 5., 5.])" in text_of(cell_with(nb, "with torch.no_grad():"))
+    assert "tensor([200., 400.]) <- silently wrong" in text_of(cell_with(nb, "w.data.mul_(100)"))
+    assert "modified by an inplace operation" in text_of(cell_with(nb, "w.detach().mul_(100)"))
+    assert "tensor([0.7864, 0.4200, 0.0707]) 0 1" in text_of(cell_with(nb, "z = y.clone()"))
+
+
+def test_03_views(executed):
+    nb = executed("03_views_and_aliasing.ipynb")
+    strides = text_of(cell_with(nb, "row = x[1]"))
+    assert "col  shape=(3,) stride=(4,) offset=1 view=True same storage=True" in strides
+    assert "xt   shape=(4, 3) stride=(1, 4) offset=0" in strides
+    assert "1 1 1 1" in text_of(cell_with(nb, "col.fill_(-1.)"))
+    regen = text_of(cell_with(nb, "x.add_(3)\nprint"))
+    assert "SliceBackward0" in regen and "AsStridedBackward0" in regen
+    assert "tensor([20., 20., 0., 0.])" in text_of(cell_with(nb, "(y * y).sum().backward()"))
+    assert "CopySlices" in text_of(cell_with(nb, "h[1:3].mul_(5)"))
+    assert "tensor([2., 10., 10., 2.])" in text_of(cell_with(nb, "h.sum().backward()\nprint"))
+    assert "tensor([0., 0., 1., 1.]) tensor([3., 3.])" in text_of(cell_with(nb, "h[:2] = v * 3"))
+    assert "function that returns multiple views" in text_of(cell_with(nb, "unbind"))
+    assert "view size is not compatible" in text_of(cell_with(nb, "xt.view(6)"))
+
+
+def mib(text: str, label: str) -> float:
+    m = re.search(re.escape(label) + r"\s+live\s+([\d.]+) MiB", text)
+    assert m, f"no memory line {label!r} in\n{text}"
+    return float(m.group(1))
+
+
+def test_04_memory(executed):
+    nb = executed("04_memory.ipynb")
+    t = all_text(nb)
+    assert mib(t, "x") == 4.0 and mib(t, "after the expression") == 4.0
+    assert mib(t, "del x, s") == 0.0
+    assert mib(t, "loss (graph alive)") == 8.0          # w + the saved exp output
+    assert "ExpBackward0     [('result', (1024, 1024), 4194304)]" in t
+    assert mib(t, "after backward (+ w.grad)") == 8.0   # saved output freed, w.grad added
+    assert "Trying to backward through the graph a second time" in t
+    assert "tensor([12., 4.])" in text_of(cell_with(nb, "small_loss = (a * a).mean()"))
+    assert "w.grad holds 2.0 backward calls" in t
+    assert mib(t, "del loss: graph and saved tensors freed") == mib(t, "graph alive") - 4.0
+    assert mib(t, "5 losses kept") > mib(t, "kept .item() instead") > mib(t, "last graph freed")
+    assert "no GPU here: skipped" in t or "after empty_cache" in t
+
+
+def test_05_function(executed):
+    nb = executed("05_custom_function_gradcheck.ipynb")
+    t = all_text(nb)
+    assert "MyExpBackward" in t
+    assert "tensor([1.0000, 2.7183, 7.3891]) tensor([1.0000, 2.7183, 7.3891])" in t
+    assert "which is output 0 of MyExp" in text_of(cell_is(nb, "y.sum().backward()"))
+    assert "needs_input_grad: (True, False, False)" in t and "tensor([30., 40.])" in t
+    assert "MyExp: True" in t and "BadSin: False" in t
+    raised = [c for c in code_cells(nb) if "raises-exception" in c.metadata.get("tags", [])]
+    assert "GradcheckError" in text_of(raised[-1]) and "BadSin" in raised[-1].source
+    assert ("tensor(12., grad_fn=<MulBackward0>) tensor(12., grad_fn=<MulBackward0>) tensor(6.)"
+            in t)
+    d2 = re.findall(r"tensor\(\[([^\]]+)\]\)", text_of(cell_with(nb, "expected = ")))
+    assert len(d2) == 2 and d2[0] == d2[1]
+    assert "MyExp second derivative: True" in t
+
+
+def test_06_model(executed):
+    nb = executed("06_visual_debugging.ipynb")
+    t = all_text(nb)
+    acc = float(re.search(r"MLP test accuracy: ([\d.]+)", t).group(1))
+    assert acc > 0.9
+    assert float(re.search(r"CNN test accuracy: ([\d.]+)", t).group(1)) > 0.5
+    plots = [o for c in code_cells(nb) for o in c.outputs if "image/png" in o.get("data", {})]
+    assert len(plots) == 2
+    step = cell_with(nb, "torch.viz.graph(loss")
+    assert "AccumulateGrad" in text_of(step) or "leaf" in text_of(step)
+    (p,) = panels(cell_with(nb, "nn.ReLU(inplace=True)"))
+    assert "1 stale saved tensor (backward will fail)" in p.data["text/plain"]
+    bug = [c for c in code_cells(nb) if "raises-exception" in c.metadata.get("tags", [])][0]
+    assert "which is output 0 of Sigmoid" in text_of(bug) and "relu_" in text_of(bug)
+    assert "backward OK" in t
+
+
+def test_runs_without_graphviz(jupyter_path, tmp_path):
+    """No `dot` on PATH: the notebook still runs, says what it skipped, panels fall back to text."""
+    bare = write_kernelspec(tmp_path / "jp", env={"PATH": str(tmp_path / "empty-bin")})
+    (tmp_path / "empty-bin").mkdir()
+    nb = execute_notebook(NB_DIR / "01_autograd_basics.ipynb", tmp_path / "run", bare)
+    first = text_of(code_cells(nb)[0])
+    assert "graphviz dot: missing -> skipped: graph drawings" in first
+    assert "tensor(28.) tensor(8.) tensor(10.)" in all_text(nb)
+    graph_cell = cell_with(nb, "%nbgrad graph loss")
+    assert "MeanBackward0" in text_of(graph_cell)
+    assert not any("image/svg+xml" in o.get("data", {}) for o in graph_cell.outputs)
+    assert any(panels(c) for c in code_cells(nb))

@@ -12,7 +12,7 @@ import warnings as _warnings
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
 
 from . import backend, dtypes  # noqa: E402
-from .backend import device
+from .backend import device, get_num_threads, set_num_threads
 from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, set_default_dtype, uint8)
 from .dtypes import float16 as half, float32 as float, float64 as double, int64 as long
@@ -36,6 +36,8 @@ from . import nn, optim, utils, viz
 from .serialization import load, save
 
 __version__ = "0.1.0"
+
+backend._init_threads()
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance checks in tutorials
 is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731

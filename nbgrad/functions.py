@@ -638,7 +638,7 @@ def _matmul(a, b):
     folded through views and UnsafeViewBackward0)."""
     da, db = a._data.ndim, b._data.ndim
     if da == 2 and db == 2:
-        return _apply(R["mm"], (a, b), (), a._data @ b._data)
+        return _apply(R["mm"], (a, b), (), a._data @ _cc(b._data))
     if da == 1 and db == 1:
         return _apply(R["dot"], (a, b), (), a._data @ b._data)
     if da == 2 and db == 1:
@@ -667,6 +667,11 @@ def _matmul(a, b):
     out = _apply(R["bmm"], (a3, b3), (), a3._data @ b3._data)
     shape = tuple(batch) + ((n,) if da > 1 else ()) + (p,)
     return _unary(R["unsafe_view"], out, shape)
+
+
+def _cc(b):
+    # numpy's matmul is several times slower on a transposed (F-ordered) right operand
+    return b if b.flags.c_contiguous else backend.get_array_module(b).ascontiguousarray(b)
 
 
 def mm(input, mat2):
@@ -715,7 +720,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} "
                            f"and {b.shape[0]}x{b.shape[1]})")
-    out = a @ b
+    out = a @ _cc(b)
     if alpha != 1:
         out *= alpha
     c = input._data

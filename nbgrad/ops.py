@@ -350,9 +350,17 @@ def _index_backward(g, self_shape, index, xp):
     return z
 
 
+def _c(b, xp):
+    """The right operand of a matrix product, C-contiguous: numpy's matmul is several times
+    slower on a transposed right operand at these sizes, and the copy is cheap next to it."""
+    if xp is _TX or b.flags.c_contiguous:
+        return b
+    return xp.ascontiguousarray(b)
+
+
 def _mm_grads(which):
     if which == 0:
-        return lambda g, other, xp: g @ xp.matrix_transpose(other)
+        return lambda g, other, xp: g @ _c(xp.matrix_transpose(other), xp)
     return lambda g, self, xp: xp.matrix_transpose(self) @ g
 
 
@@ -449,7 +457,8 @@ R["addmm"] = defop("addmm", "AddmmBackward0", "self, mat1, mat2",
                        a @ b if alpha == 1 else alpha * (a @ b)), args="beta, alpha",
                    broadcast=True,
                    grads=(lambda g, beta: g if beta == 1 else g * beta,
-                          lambda g, mat2, alpha, xp: (g @ xp.matrix_transpose(mat2)) * alpha,
+                          lambda g, mat2, alpha, xp: (g @ _c(xp.matrix_transpose(mat2), xp))
+                          * alpha,
                           lambda g, mat1, alpha, xp: (xp.matrix_transpose(mat1) @ g) * alpha))
 
 # ---- elementwise unary ----------------------------------------------------------------------

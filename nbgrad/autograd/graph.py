@@ -120,16 +120,18 @@ class SavedTensor:
         return 0 if self._data is None else int(self._data.nbytes)
 
     @property
-    def data_ptr(self) -> int:
-        return self._storage.data_ptr()
+    def data_ptr(self):
+        """Root storage address (int), or None once released."""
+        return None if self._storage is None else self._storage.data_ptr()
 
     @property
     def version(self) -> int:
-        return self._storage.version
+        """Current version of its storage (the saved version once released)."""
+        return self.saved_version if self._storage is None else self._storage.version
 
     @property
     def is_stale(self) -> bool:
-        return self._storage.version != self.saved_version
+        return self._storage is not None and self._storage.version != self.saved_version
 
     @property
     def released(self) -> bool:
@@ -137,10 +139,11 @@ class SavedTensor:
 
     def modified_by(self):
         """[(version, op_name, Location)] of in-place ops on its storage since it was saved."""
-        return self._storage.history(self.saved_version)
+        return [] if self._storage is None else self._storage.history(self.saved_version)
 
     def release(self):
-        self._data = self._packed = self._tensor = None
+        """Free what was saved (backward consumed it): the buffer goes with the last reference."""
+        self._data = self._packed = self._tensor = self._storage = None
 
     # ---- backward ----
     def unpack(self, node, as_tensor=False):

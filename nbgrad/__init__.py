@@ -32,6 +32,7 @@ from .creation import (Generator, arange, as_tensor, asarray, default_generator,
 from .printing import set_printoptions
 from . import autograd, cuda
 from .autograd.function import Function  # noqa: F401
+from .autograd.anomaly import is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from . import nn, optim, utils, viz
 from .serialization import load, save
 

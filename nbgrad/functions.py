@@ -294,9 +294,7 @@ def where(condition, input=None, other=None):
         out = np.where(c, input._data, other._data)
     except ValueError:
         raise _broadcast_error(input._data.shape, other._data.shape) from None
-    inputs = (Tensor._make_fresh(c) if not isinstance(condition, Tensor) else condition,
-              input, other)
-    return _apply(R["where"], inputs, (), out, meta_inputs=True)
+    return _apply(R["where"], (input, other), (c,), out, meta_inputs=True)
 
 
 def masked_fill(input, mask, value):

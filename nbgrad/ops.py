@@ -447,10 +447,9 @@ R["minimum"] = defop("minimum", "MinimumBackward0", "self, other", lambda a, b: 
                                                                 xp.where(self < other, g, 0)),
                             lambda g, self, other, xp: xp.where(self == other, g / 2,
                                                                 xp.where(self > other, g, 0))))
-R["where"] = defop("where", "WhereBackward0", "condition, self, other",
-                   lambda c, a, b: np.where(c, a, b), broadcast=True,
-                   grads=(None,
-                          lambda g, condition, xp: xp.where(condition, g, 0),
+R["where"] = defop("where", "WhereBackward0", "self, other",
+                   lambda a, b, c: np.where(c, a, b), args="condition", broadcast=True,
+                   grads=(lambda g, condition, xp: xp.where(condition, g, 0),
                           lambda g, condition, xp: xp.where(condition, 0, g)))
 R["addmm"] = defop("addmm", "AddmmBackward0", "self, mat1, mat2",
                    lambda c, a, b, beta, alpha: (c if beta == 1 else beta * c) + (
@@ -1202,7 +1201,12 @@ def _inplace(row, t, others, args, op_name, broadcast_meta=False):
     if res.dtype != d.dtype and not np.can_cast(res.dtype, d.dtype, "same_kind"):
         raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
                            f"output type {_np_name(d.dtype)}")
-    d[...] = res
+    try:
+        d[...] = res
+    except ValueError:  # a read-only (expanded / broadcast) view
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor "
+                           "before performing the operation.") from None
     t._storage.bump(op_name)
     if mask:
         meta = _meta_for(inputs, d) if row.broadcast else None
@@ -1244,6 +1248,9 @@ class CopySlices(Node):
         self.fn = fn
         self._base_geom = base_geom
         self._view_geom = view_geom
+
+    def name(self):
+        return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
 
     def _saved_tensors(self):
         return self.fn._saved_tensors()

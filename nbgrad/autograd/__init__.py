@@ -38,7 +38,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise RuntimeError(f"got {len(grads)} tensors and {len(tensors)} gradients")
     ins = _seq(inputs)
     if ins is not None and len(ins) == 0:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     res = run_backward(tensors, grads, retain_graph, create_graph, inputs=ins,
                        accumulate=ins is None)
     if ins is not None:

@@ -192,8 +192,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         if g is not None and not isinstance(g, _tm.Tensor):
             g = _tm.Tensor._make_fresh(as_array(g))
         if g is None and not allow_unused:
-            raise RuntimeError("One of the differentiated Tensors appears to not have been used "
-                               "in the graph. Set allow_unused=True if this is the desired "
+            raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been "
+                               "used in the graph. Set allow_unused=True if this is the desired "
                                "behavior.")
         result.append(g)
     return result

@@ -167,7 +167,11 @@ class Function:
         for o in outs:
             if isinstance(o, _tm.Tensor):
                 if id(o) in dirty:
+                    if o._requires_grad and o._grad_fn is None and o._view is None:
+                        raise RuntimeError("a leaf Variable that requires grad has been used in "
+                                           "an in-place operation.")
                     check_inplace(o, cls.__name__)
+                    o._storage.bump(cls.__name__)  # PyTorch bumps a dirty tensor once more
                 elif id(o) in input_ids:
                     o = o.detach()   # an input returned as is: a new tensor, like torch's view
             new_outs.append(o)

@@ -304,6 +304,9 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
 
+    def name(self):
+        return "nbgrad::autograd::AccumulateGrad"  # PyTorch: torch::autograd::AccumulateGrad
+
     def __init__(self, variable):
         Node.__init__(self, ())
         self.variable = variable

@@ -128,13 +128,7 @@ def _mask(rows):
     return lambda T: T.tensor(rows, dtype=T.bool)
 
 
-# core bugs reported in /work/coord/requests.md (xfail strict while open)
-MATMUL_NAMES = "matmul grad_fn is MatmulBackward0; torch decomposes (Squeeze/UnsafeView/Dot)"
-CLAMP_NAME = "clamp(min=)/clamp(max=) grad_fn is ClampMin/MaxBackward0, torch ClampBackward1"
-AS_STRIDED = "as_strided backward drops overlapping contributions"
-GRAD_DTYPE = "grad of float32 input * 0-d float64 tensor is float64"
-ZERO_DIM_PROMOTION = "int tensor + 0-d float64 tensor gives float32 (torch float64)"
-GRADGRAD = "gradgradcheck runs grad() under no_grad (does not require grad)"
+# core bugs reported in /work/coord/requests.md: set Case(xfail={kind: reason}) while open
 
 M23 = [[True, False, True, False], [False, False, True, True], [True, True, False, False]]
 
@@ -197,10 +191,8 @@ CASES = [
     Case("relu_fn", lambda T, a: T.relu(a), ("grid", (3, 4))),
     Case("erf", lambda T, a: T.erf(a), (3, 4)),
     Case("clamp_both", lambda T, a: a.clamp(-0.3, 0.6), ("grid", (3, 4))),
-    Case("clamp_min", lambda T, a: a.clamp(min=-0.3), ("grid", (3, 4)),
-         xfail={"grad_fn": CLAMP_NAME}),
-    Case("clamp_max", lambda T, a: T.clamp(a, max=0.3), ("grid", (3, 4)),
-         xfail={"grad_fn": CLAMP_NAME}),
+    Case("clamp_min", lambda T, a: a.clamp(min=-0.3), ("grid", (3, 4))),
+    Case("clamp_max", lambda T, a: T.clamp(a, max=0.3), ("grid", (3, 4))),
     Case("clamp_min_fn", lambda T, a: T.clamp_min(a, -0.3), ("grid", (3, 4))),
     Case("maximum", lambda T, a, b: T.maximum(a, b), ("grid", (3, 4)), ("grid", (3, 4), 0.1)),
     Case("maximum_bcast", lambda T, a, b: T.maximum(a, b), ("grid", (3, 4)),
@@ -259,12 +251,12 @@ CASES = [
     Case("matmul_1d_1d", lambda T, a, b: a @ b, (4,), (4,)),
     Case("matmul_2d_2d", lambda T, a, b: a @ b, (3, 4), (4, 2)),
     Case("matmul_2d_1d", lambda T, a, b: T.matmul(a, b), (3, 4), (4,)),
-    Case("matmul_1d_2d", lambda T, a, b: a.matmul(b), (4,), (4, 2), xfail={"grad_fn": MATMUL_NAMES}),
-    Case("matmul_3d", lambda T, a, b: a @ b, (2, 3, 4), (2, 4, 2), xfail={"grad_fn": MATMUL_NAMES}),
-    Case("matmul_bcast_batch", lambda T, a, b: a @ b, (2, 1, 3, 4), (3, 4, 2), xfail={"grad_fn": MATMUL_NAMES}),
-    Case("matmul_3d_2d", lambda T, a, b: a @ b, (2, 3, 4), (4, 2), xfail={"grad_fn": MATMUL_NAMES}),
-    Case("matmul_3d_1d", lambda T, a, b: a @ b, (2, 3, 4), (4,), xfail={"grad_fn": MATMUL_NAMES}),
-    Case("matmul_1d_3d", lambda T, a, b: a @ b, (4,), (2, 4, 3), xfail={"grad_fn": MATMUL_NAMES}),
+    Case("matmul_1d_2d", lambda T, a, b: a.matmul(b), (4,), (4, 2)),
+    Case("matmul_3d", lambda T, a, b: a @ b, (2, 3, 4), (2, 4, 2)),
+    Case("matmul_bcast_batch", lambda T, a, b: a @ b, (2, 1, 3, 4), (3, 4, 2)),
+    Case("matmul_3d_2d", lambda T, a, b: a @ b, (2, 3, 4), (4, 2)),
+    Case("matmul_3d_1d", lambda T, a, b: a @ b, (2, 3, 4), (4,)),
+    Case("matmul_1d_3d", lambda T, a, b: a @ b, (4,), (2, 4, 3)),
     Case("mm", lambda T, a, b: T.mm(a, b), (3, 4), (4, 2)),
     Case("mm_method", lambda T, a, b: a.mm(b), (2, 3), (3, 3)),
     Case("bmm", lambda T, a, b: T.bmm(a, b), (2, 3, 4), (2, 4, 2)),
@@ -318,8 +310,7 @@ CASES = [
     Case("diagonal_3d", lambda T, a: a.diagonal(0, 1, 2), (2, 3, 3)),
     Case("as_strided", lambda T, a: a.as_strided((2, 2), (1, 3), 1), (3, 4)),
     Case("as_strided_fn", lambda T, a: T.as_strided(a, (3, 2), (4, 2)), (3, 4)),
-    Case("as_strided_overlap", lambda T, a: a.as_strided((4, 3), (1, 1), 0), (6,),
-         xfail={"grad": AS_STRIDED, "gradcheck": AS_STRIDED}),
+    Case("as_strided_overlap", lambda T, a: a.as_strided((4, 3), (1, 1), 0), (6,)),
     Case("unbind", lambda T, a: a.unbind(), (3, 4)),
     Case("unbind_dim1", lambda T, a: T.unbind(a, 1), (3, 4)),
     Case("split", lambda T, a: a.split(2), (5, 3)),
@@ -383,11 +374,9 @@ CASES = [
     Case("promote_bool_plus_int", lambda T, a: a + 1, ("bool", (3, 4)), grad=False),
     Case("promote_int_exp", lambda T, a: a.exp(), ("int", (3, 4), 3), grad=False),
     Case("promote_f32_plus_f64", lambda T, a, b: a + b, ("f32", (3, 4)), (3, 4), check=False),
-    Case("promote_f32_times_0d_f64", lambda T, a, b: a * b, ("f32", (3, 4)), (), check=False,
-         xfail={"grad": GRAD_DTYPE}),
+    Case("promote_f32_times_0d_f64", lambda T, a, b: a * b, ("f32", (3, 4)), (), check=False),
     Case("promote_0d_f32_times_f64", lambda T, a, b: a * b, ("f32", ()), (3, 4), check=False),
-    Case("promote_int_plus_0d_f64", lambda T, i, b: i + b, ("int", (3, 4), 5), (), check=False,
-         xfail={"forward": ZERO_DIM_PROMOTION}),
+    Case("promote_int_plus_0d_f64", lambda T, i, b: i + b, ("int", (3, 4), 5), (), check=False),
     Case("promote_0d_int_plus_f32", lambda T, i, b: i + b, ("int", (), 5), ("f32", (3,)),
          check=False),
     Case("promote_0d_0d", lambda T, a, b: a * b, ("f32", ()), (), check=False),
@@ -522,7 +511,6 @@ GG = {
 }
 
 
-@pytest.mark.xfail(reason=f"core bug: {GRADGRAD}", strict=True)
 @pytest.mark.parametrize("name", sorted(GG))
 def test_gradgradcheck(name):
     f, specs = GG[name]

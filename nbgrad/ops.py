@@ -14,6 +14,7 @@ functions, which `nbgrad.__init__` exports and `tensor_methods.py` binds onto Te
 from __future__ import annotations
 
 import math
+import operator
 import sys
 
 import numpy as np
@@ -1287,30 +1288,6 @@ class _TX:
         return where(c, a, b)
 
     @staticmethod
-    def exp(x):
-        return x.exp()
-
-    @staticmethod
-    def log(x):
-        return x.log()
-
-    @staticmethod
-    def sign(x):
-        return x.sign()
-
-    @staticmethod
-    def cos(x):
-        return x.cos()
-
-    @staticmethod
-    def sin(x):
-        return x.sin()
-
-    @staticmethod
-    def abs(x):
-        return x.abs()
-
-    @staticmethod
     def sum(x, axis=None, keepdims=False):
         return x.sum(dim=axis, keepdim=keepdims)
 
@@ -1365,3 +1342,7 @@ class _TX:
     @staticmethod
     def put_along_axis(z, idx, g, axis):
         raise RuntimeError("nbgrad: double backward through max/min with dim is not supported yet")
+
+
+for _name in ("exp", "log", "sign", "cos", "sin", "abs"):  # xp.exp(t) -> t.exp(), ...
+    setattr(_TX, _name, staticmethod(operator.methodcaller(_name)))

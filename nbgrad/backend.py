@@ -27,7 +27,7 @@ def _load_cupy():
 
 
 def cuda_available() -> bool:
-    """True when cupy imports and sees at least one CUDA device (mirrors torch.cuda.is_available)."""
+    """True when cupy imports and sees a CUDA device (mirrors torch.cuda.is_available)."""
     return _load_cupy() is not None
 
 

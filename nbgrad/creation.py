@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import backend, dtypes
-from .storage import Storage
 from .tensor import Tensor, Size
 
 
@@ -30,7 +29,6 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        from .functions import _fresh
         return self._rng.bit_generator.state
 
     def set_state(self, state):

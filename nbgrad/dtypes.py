@@ -66,7 +66,7 @@ def from_np(np_dtype) -> dtype:
 
 
 def to_np(d):
-    """numpy dtype for an nbgrad dtype, a numpy dtype, a Python type or a string; None stays None."""
+    """numpy dtype for an nbgrad dtype, numpy dtype, Python type or string (None stays None)."""
     if d is None:
         return None
     if type(d) is dtype:

@@ -14,8 +14,8 @@ import numpy as np
 from . import dtypes
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
-from .ops import (R, _apply, _arr, _binary, binary_op, _fresh, _geom, _inplace, _multi_view_op, _unary,
-                  _view_of, _view_op, _ViewImpossible, _broadcast_error, _mask, _record)
+from .ops import (R, _apply, _arr, _binary, _broadcast_error, _fresh, _geom, _inplace, _mask,
+                  _multi_view_op, _record, _unary, _view_op, _ViewImpossible, binary_op)
 from .tensor import Size, Tensor, _dim
 from . import backend
 
@@ -1231,7 +1231,7 @@ def index_select(input, dim, index):
         raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
     n = input._data.shape[d]
     if ix.size and (ix.max() >= n or ix.min() < -n):
-        raise IndexError(f"index out of range in self")
+        raise IndexError("index out of range in self")
     return _unary(R["index_select"], input, d, ix)
 
 
@@ -1525,4 +1525,5 @@ def _repeat(self, sizes):
 _bind()
 
 __all__ = [_n for _n, _v in list(globals().items())
-           if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", None) == __name__]
+           if not _n.startswith("_") and callable(_v)
+           and getattr(_v, "__module__", None) == __name__]

@@ -24,7 +24,7 @@ from .autograd import anomaly, provenance
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.graph import Node, SavedTensor
 from .storage import Storage
-from .tensor import (DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _dim, _ViewMeta)
+from .tensor import (DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta)
 
 _new = object.__new__
 _capture = provenance.capture

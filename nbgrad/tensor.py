@@ -9,7 +9,6 @@ import weakref
 import numpy as np
 
 from . import backend, dtypes
-from .autograd import provenance
 from .autograd.grad_mode import STATE as _GRAD
 from .storage import Storage
 
@@ -211,7 +210,7 @@ class Tensor:
 
     @property
     def _version(self):
-        """The version counter (int): +1 per in-place op on this tensor or any view of its storage."""
+        """The version counter (int): +1 per in-place op on this tensor or any view of it."""
         return self._storage.version
 
     def _bump_version(self, op_name="inplace"):
@@ -278,7 +277,7 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
             if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size")
+                raise RuntimeError("assigned grad has data of a different size")
             if value._data.dtype != self._data.dtype:
                 raise RuntimeError("assigned grad has data of a different type")
         self._grad = value
@@ -433,7 +432,7 @@ class Tensor:
 
     def __bool__(self):
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.item())
 
     def __hash__(self):

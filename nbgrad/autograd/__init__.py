@@ -12,8 +12,9 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                         set_grad_enabled)
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
-           "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "set_detect_anomaly", "detect_anomaly", "graph"]
+           "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
+           "is_anomaly_enabled", "graph"]
 
 
 def _seq(x):
@@ -54,13 +55,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Gradients of `outputs` w.r.t. `inputs`, returned instead of accumulated (torch.autograd.grad).
+    """Gradients of `outputs` w.r.t. `inputs`, returned, not accumulated (torch.autograd.grad).
 
     Returns:
         tuple of Tensors (None for unused inputs when allow_unused=True).
     """
     outputs = _seq(outputs)
-    single = not isinstance(inputs, (list, tuple))
     ins = _seq(inputs)
     grads = _seq(grad_outputs) or [None] * len(outputs)
     if allow_unused is None:

@@ -43,7 +43,7 @@ class set_detect_anomaly:
 
 
 class detect_anomaly:
-    """Context manager enabling anomaly detection inside the block (torch.autograd.detect_anomaly)."""
+    """Enable anomaly detection inside the block (torch.autograd.detect_anomaly)."""
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan

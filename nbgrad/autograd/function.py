@@ -8,7 +8,6 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 import functools
 
 from ..backend import as_array
-from . import provenance
 from .grad_mode import STATE, no_grad
 from .graph import Node, SavedTensor
 

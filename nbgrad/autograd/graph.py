@@ -11,11 +11,9 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 import re
 import sys
-import weakref
 
 from ..backend import as_array
 from . import anomaly, provenance
-from .grad_mode import STATE
 
 _ANOMALY = anomaly.STATE
 
@@ -196,7 +194,7 @@ _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
 class saved_tensors_hooks:
-    """Context manager: pack/unpack hooks for saved tensors (torch.autograd.graph.saved_tensors_hooks).
+    """Pack/unpack hooks for saved tensors (torch.autograd.graph.saved_tensors_hooks).
 
     Args:
         pack_hook: called with the Tensor being saved; its result is stored instead.

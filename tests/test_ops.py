@@ -363,6 +363,62 @@ CASES = [
          ("int", (3,), 4)),
     Case("gather", lambda T, a, i: a.gather(1, i), (3, 4), ("int", (3, 5), 4)),
     Case("gather_dim0", lambda T, a, i: T.gather(a, 0, i), (3, 4), ("int", (2, 4), 3)),
+    # ---- more table rows and composites ----
+    Case("alias_ellipsis", lambda T, a: a[...], (3, 4)),
+    Case("clamp_max_fn", lambda T, a: T.clamp_max(a, 0.3), ("grid", (3, 4))),
+    Case("squeeze_dims", lambda T, a: a.squeeze((0, 2)), (1, 3, 1, 4),
+         xfail={"grad_fn": "squeeze(dims tuple) is SqueezeBackward4, torch SqueezeBackward2"}),
+    Case("square", lambda T, a: T.square(a), (3, 4)),
+    Case("flip", lambda T, a: T.flip(a, (0,)), (3, 4),
+         xfail={"grad_fn": "flip is IndexSelectBackward0, torch FlipBackward0"}),
+    Case("flip_method", lambda T, a: a.flip(0, 1), (3, 4),
+         xfail={"all": "Tensor.flip(*dims) varargs refused"}),
+    Case("outer", lambda T, a, b: T.outer(a, b), (3,), (4,)),
+    Case("hstack", lambda T, a, b: T.hstack([a, b]), (2, 3), (2, 1)),
+    Case("vstack", lambda T, a, b: T.vstack([a, b]), (3,), (2, 3)),
+    Case("broadcast_to", lambda T, a: T.broadcast_to(a, (2, 3, 4)), (3, 1)),
+    Case("take_along_dim", lambda T, a, i: T.take_along_dim(a, i, 1), (3, 4),
+         ("int", (3, 2), 4)),
+    Case("index_add", lambda T, a, i, b: a.index_add(0, i, b), (3, 4), ("int", (5,), 3),
+         (5, 4), xfail={"grad_fn": "index_add is IndexPutBackward0, torch IndexAddBackward0"}),
+    Case("repeat", lambda T, a: a.repeat(2, 3), (2, 3),
+         xfail={"grad_fn": "repeat is UnsafeViewBackward0, torch RepeatBackward0"}),
+    Case("sum_dtype", lambda T, a: a.sum(dtype=T.float64), ("f32", (3, 4)), check=False,
+         xfail={"grad": "grad of float32 input of sum(dtype=float64) is float64"}),
+    Case("exp_f32", lambda T, a: a.exp(), ("f32", (3, 4)), check=False),
+    Case("matmul_f32", lambda T, a, b: a @ b, ("f32", (3, 4)), ("f32", (4, 2)), check=False),
+    Case("softmax_f32", lambda T, a: a.softmax(-1), ("f32", (3, 4)), check=False),
+    Case("mean_f32", lambda T, a: a.mean(1), ("f32", (3, 4)), check=False),
+    # ---- in-place forms inside a differentiable function (rebase, CopySlices) ----
+    Case("ip_add_tensor", lambda T, a, b: _ip(a, lambda y: y.add_(b)), (3, 4), (4,)),
+    Case("ip_mul_tensor", lambda T, a, b: _ip(a, lambda y: y.mul_(b)), (3, 4), (3, 1)),
+    Case("ip_div_tensor", lambda T, a, b: _ip(a, lambda y: y.div_(b)), (3, 4),
+         ("away", (4,))),
+    Case("ip_sub_alpha", lambda T, a, b: _ip(a, lambda y: y.sub_(b, alpha=2)), (3, 4), (3, 4)),
+    Case("ip_pow", lambda T, a: _ip(a, lambda y: y.pow_(3)), (3, 4)),
+    Case("ip_exp", lambda T, a: _ip(a, lambda y: y.exp_()), (3, 4)),
+    Case("ip_tanh", lambda T, a: _ip(a, lambda y: y.tanh_()), (3, 4)),
+    Case("ip_sigmoid", lambda T, a: _ip(a, lambda y: y.sigmoid_()), (3, 4)),
+    Case("ip_relu", lambda T, a: _ip(a, lambda y: y.relu_()), ("grid", (3, 4))),
+    Case("ip_neg", lambda T, a: _ip(a, lambda y: y.neg_()), (3, 4)),
+    Case("ip_clamp", lambda T, a: _ip(a, lambda y: y.clamp_(-0.3, 0.6)), ("grid", (3, 4))),
+    Case("ip_zero", lambda T, a: _ip(a, lambda y: y.zero_()) * a, (3, 4)),
+    Case("ip_fill", lambda T, a: _ip(a, lambda y: y.fill_(2.0)) * a, (3, 4)),
+    Case("ip_copy", lambda T, a, b: _ip(a, lambda y: y.copy_(b)) * a, (3, 4), (4,)),
+    Case("ip_masked_fill", lambda T, m, a: _ip(a, lambda y: y.masked_fill_(m, 0.5)),
+         ("bool", (3, 4)), (3, 4)),
+    Case("ip_iadd_twice", lambda T, a, b: _ip(a, lambda y: y.__iadd__(b).__imul__(b)), (3, 4),
+         (3, 4)),
+    Case("ip_view_mul", lambda T, a, b: _ip(a, lambda y: y[1:, ::2].mul_(b)), (3, 4), (2,)),
+    Case("ip_view_exp", lambda T, a: _ip(a, lambda y: y[0].exp_()), (3, 4)),
+    Case("ip_view_chain", lambda T, a, b: _ip(a, lambda y: y.t()[1].add_(b).mul_(b)), (3, 4),
+         (3,)),
+    Case("ip_view_returned", lambda T, a, b: _ipv(a, lambda y: y[:, 1:3], b), (3, 4), (3, 2)),
+    Case("ip_diag", lambda T, a: _ip(a, lambda y: y.diagonal().mul_(3)), (3, 3)),
+    Case("ip_setitem_tensor_value", lambda T, a, b: _ip(a, lambda y: y.__setitem__(
+        (slice(None), 0), b)), (3, 4), (3,)),
+    Case("ip_setitem_mask_tensor", lambda T, m, a, b: _ip(a, lambda y: y.__setitem__(m, b)),
+         ("bool", (3, 4)), (3, 4), ()),
     # ---- dtype conversion and promotion ----
     Case("to_float32", lambda T, a: a.to(T.float32), (3, 4), check=False),
     Case("float_method", lambda T, a: (a * 2).float(), (3, 4), check=False),
@@ -382,6 +438,21 @@ CASES = [
     Case("promote_0d_0d", lambda T, a, b: a * b, ("f32", ()), (), check=False),
     Case("promote_f32_scalar", lambda T, a: a * 2.5, ("f32", (3,)), check=False),
 ]
+
+
+def _ip(a, op):
+    """y = a * 1 (a non-leaf), apply the in-place `op` to y, return y."""
+    y = a * 1
+    op(y)
+    return y
+
+
+def _ipv(a, view, b):
+    """In-place through a view of a non-leaf; return base and view (CopySlices, AsStrided)."""
+    y = a * 1
+    v = view(y)
+    v.mul_(b)
+    return y, v
 
 
 def _setitem_view(T, x, v):

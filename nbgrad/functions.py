@@ -428,6 +428,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
         return _unary(_SUM, input, None)  # the common case, kept short
     dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
     dt = dtypes.to_np(dtype)
+    if dt is not None and dt != d.dtype and d.dtype.kind == "f":
+        input, d, dt = to_dtype(input, dtype), None, None
+        d = input._data
     if dt is None and d.dtype.kind in "biu":
         dt = np.dtype(np.int64)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
@@ -642,7 +645,7 @@ def _matmul(a, b):
     if da == 2 and db == 1:
         return _apply(R["mv"], (a, b), (), a._data @ b._data)
     if da == 1 and db == 2:
-        return _view_op(R["squeeze_dims"], _matmul(unsqueeze(a, 0), b), ((0,),))
+        return _view_op(R["squeeze_dims_"], _matmul(unsqueeze(a, 0), b), ((0,),))
     if da >= 3 and db <= 2:   # fold the batch into the rows of a matrix product
         k = a._data.shape[-1]
         folded = _matmul(reshape(a, -1, k), b)
@@ -1077,13 +1080,10 @@ def clone(input, *, memory_format=None):
     return _apply(R["clone"], (input,), (), out)
 
 
-def flip(input, dims):
-    dims = tuple(_dim(d, input._data.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
-    r = input
-    for d in dims:
-        idx = Tensor._make_fresh(np.arange(input._data.shape[d] - 1, -1, -1))
-        r = index_select(r, d, idx)
-    return r
+def flip(input, *dims):
+    """Reverse the order along `dims`; a copy (torch.flip)."""
+    dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
+    return _unary(R["flip"], input, tuple(_dim(d, input._data.ndim) for d in dims))
 
 
 def to_dtype(input, dtype):
@@ -1214,11 +1214,13 @@ def index_put(input, indices, values, accumulate=False):
     return index_put_(clone(input), indices, values, accumulate)
 
 
-def index_add(input, dim, index, source):
+def index_add(input, dim, index, source, *, alpha=1):
+    """input with source's slices added at `index` along `dim` (torch.index_add)."""
     d = _dim(dim, input._data.ndim)
-    idx = [slice(None)] * input._data.ndim
-    idx[d] = index._data if isinstance(index, Tensor) else np.asarray(index)
-    return index_put(input, tuple(idx), source, accumulate=True)
+    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if alpha != 1:
+        source = source * alpha
+    return _apply(R["index_add"], (input, source), (d, ix), meta_inputs=True)
 
 
 def index_select(input, dim, index):
@@ -1503,23 +1505,22 @@ def _bind():
             data, dtype=dtype or s.dtype, device=device or s.device,
             requires_grad=requires_grad)
     T.repeat = lambda s, *sizes: _repeat(s, _shape_arg(sizes))
+    T.sum_to_size = lambda s, *size: _sum_to_size(s, _shape_arg(size))
 
 
 def _repeat(self, sizes):
-    s = self._data.shape
-    if len(sizes) < len(s):
+    if len(sizes) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
-    x = self.reshape((1,) * (len(sizes) - len(s)) + s)
-    # (a, b) repeated (m, n): unsqueeze, expand, reshape; stays differentiable
-    shp = x._data.shape
-    inter = []
-    target = []
-    for n, r in zip(shp, sizes):
-        inter += [1, n]
-        target += [r, n]
-    y = x.reshape(tuple(inter)).expand(*target)
-    return y.reshape(tuple(n * r for n, r in zip(shp, sizes)))
+    return _unary(R["repeat"], self, tuple(sizes))
+
+
+def _sum_to_size(self, size):
+    from .ops import _reduce_to, _TX
+    xp = _TX if _GRAD.enabled and self._requires_grad else backend.get_array_module(self._data)
+    if xp is _TX:
+        return _reduce_to(self, tuple(size), None, xp)
+    return Tensor._make_fresh(_arr(_reduce_to(self._data, tuple(size), None, xp)))
 
 
 _bind()

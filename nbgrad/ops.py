@@ -259,9 +259,9 @@ def _prod_others(x, dim, xp):
     ones = xp.ones_like(xp.take(x, [0], axis=dim))
     left = xp.cumprod(xp.concatenate([ones, xp.take(x, range(x.shape[dim] - 1), axis=dim)],
                                      axis=dim), axis=dim)
-    rev = xp.flip(x, dim)
+    rev = xp.flip(x, (dim,))
     right = xp.flip(xp.cumprod(xp.concatenate(
-        [ones, xp.take(rev, range(x.shape[dim] - 1), axis=dim)], axis=dim), axis=dim), dim)
+        [ones, xp.take(rev, range(x.shape[dim] - 1), axis=dim)], axis=dim), axis=dim), (dim,))
     return left * right
 
 
@@ -500,6 +500,12 @@ R["clamp_min"] = defop("clamp_min", "ClampMinBackward0", "self",
 R["clamp_max"] = defop("clamp_max", "ClampMaxBackward0", "self",
                        lambda a, hi: np.minimum(a, hi), args="max",
                        grads=(lambda g, self, max: g * (self <= max),))
+R["flip"] = defop("flip", "FlipBackward0", "self", lambda a, dims: np.flip(a, dims).copy(),
+                  args="dims", grads=(lambda g, dims, xp: xp.flip(g, dims),))
+R["repeat"] = defop("repeat", "RepeatBackward0", "self", lambda a, reps: np.tile(a, reps),
+                    args="repeats",
+                    grads=(lambda g, self_shape, repeats: _repeat_backward(g, self_shape,
+                                                                           repeats),))
 R["clone"] = defop("clone", "CloneBackward0", "self", lambda a: a.copy(), grads=(lambda g: g,))
 R["to_copy"] = defop("to_copy", "ToCopyBackward0", "self", lambda a, dt: a.astype(dt),
                      args="dtype", grads=(lambda g, self, xp: xp.astype(g, _np_dtype(self)),))
@@ -593,8 +599,8 @@ R["log_softmax"] = defop("log_softmax", "LogSoftmaxBackward0", "self",
                              axis=dim, keepdims=True),))
 R["cumsum"] = defop("cumsum", "CumsumBackward0", "self", lambda a, dim: np.cumsum(a, axis=dim),
                     args="dim",
-                    grads=(lambda g, dim, xp: xp.flip(xp.cumsum(xp.flip(g, dim), axis=dim),
-                                                      dim),))
+                    grads=(lambda g, dim, xp: xp.flip(xp.cumsum(xp.flip(g, (dim,)), axis=dim),
+                                                      (dim,)),))
 
 # ---- linear algebra ---------------------------------------------------------------------------
 R["mm"] = defop("mm", "MmBackward0", "self, other", lambda a, b: a @ b,
@@ -634,10 +640,11 @@ R["expand"] = defop("expand", "ExpandBackward0", "self",
                     grads=(lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp),))
 R["squeeze"] = defop("squeeze", "SqueezeBackward0", "self", lambda a: a.squeeze(), view=True,
                      grads=(lambda g, self_shape: g.reshape(self_shape),))
-R["squeeze_dims"] = defop("squeeze_dims", "SqueezeBackward4", "self",
-                          lambda a, dims: a.squeeze(tuple(d for d in dims if a.shape[d] == 1)),
-                          args="dims", view=True,
-                          grads=(lambda g, self_shape: g.reshape(self_shape),))
+for _n, _node in (("squeeze_dims", "SqueezeBackward2"), ("squeeze_dims_", "SqueezeBackward4")):
+    # squeeze((d, ...)) is SqueezeBackward2; matmul's internal squeeze shows as SqueezeBackward4
+    R[_n] = defop(_n, _node, "self",
+                  lambda a, dims: a.squeeze(tuple(d for d in dims if a.shape[d] == 1)),
+                  args="dims", view=True, grads=(lambda g, self_shape: g.reshape(self_shape),))
 R["squeeze_dim"] = defop("squeeze_dim", "SqueezeBackward1", "self",
                          lambda a, dim: a.squeeze(dim) if a.shape[dim] == 1 else a.view(),
                          args="dim", view=True,
@@ -688,6 +695,11 @@ R["index_put"] = defop("index_put", "IndexPutBackward0", "self, values",
                               else _zero_at(g, index, xp),
                               lambda g, index, values_shape, xp: _reduce_to(
                                   g[index], values_shape, None, xp)))
+R["index_add"] = defop("index_add", "IndexAddBackward0", "self, source",
+                       lambda a, s, dim, index: _index_add(a, s, dim, index), args="dim, index",
+                       grads=(lambda g: g,
+                              lambda g, dim, index, source_shape, xp: xp.take(
+                                  g, index, axis=dim).reshape(source_shape)))
 R["index_select"] = defop("index_select", "IndexSelectBackward0", "self",
                           lambda a, dim, index: np.take(a, index, axis=dim), args="dim, index",
                           grads=(lambda g, self_shape, dim, index, xp: _index_select_backward(
@@ -779,6 +791,25 @@ def _zero_at(g, index, xp):
     z = g.copy()
     z[index] = 0
     return z
+
+
+def _repeat_backward(g, shape, repeats):
+    """Sum the tiles: (r0*n0, r1*n1, ...) -> (r0, n0, r1, n1, ...) summed over the r axes."""
+    lead = len(repeats) - len(shape)
+    full = (1,) * lead + tuple(shape)
+    split = []
+    for r, n in zip(repeats, full):
+        split += [r, n]
+    g = g.reshape(tuple(split)).sum(axis=tuple(range(0, 2 * len(full), 2)))
+    return g.reshape(shape)
+
+
+def _index_add(a, s, dim, index):
+    out = a.copy()
+    idx = [slice(None)] * a.ndim
+    idx[dim] = index
+    np.add.at(out, tuple(idx), s)
+    return out
 
 
 def _index_select_backward(g, self_shape, dim, index, xp):
@@ -1308,9 +1339,9 @@ class _TX:
         return x.permute(*dims)
 
     @staticmethod
-    def flip(x, dim):
+    def flip(x, dims):
         from .functions import flip
-        return flip(x, (dim,))
+        return flip(x, dims)
 
     @staticmethod
     def cumsum(x, axis):

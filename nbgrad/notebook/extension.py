@@ -27,7 +27,7 @@ class NbgradExtension:
         self.max_nodes = _inspect.DEFAULT_MAX_NODES
         self.widget = True  # False: static HTML only (also when no kernel comm is available)
         self.show_saved = True
-        self.layout_timeout = 10.0  # seconds; a layout that takes longer falls back to text
+        self.layout_timeout = 5.0  # seconds; a layout that takes longer falls back to text
         self._activity_before = None
         self._memory_before = None
         self._versions: dict = {}

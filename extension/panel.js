@@ -11,6 +11,9 @@ function el(tag, cls, text) {
   return e;
 }
 
+// a node drawn once per use has ids "key~1", "key~2", ...: they all describe "key"
+const base = (id) => (id || "").split("~")[0];
+
 function upstream(graph, key) {
   // every node reachable through `next` from key (its inputs' history), key excluded
   const seen = new Set();
@@ -42,7 +45,7 @@ function render({ model, el: root }) {
   }
 
   function showDetails(key, sticky) {
-    const info = (model.get("graph").nodes || {})[key];
+    const info = (model.get("graph").nodes || {})[base(key)];
     details.replaceChildren();
     if (!info) { details.classList.remove("nbgrad-visible"); return; }
     details.append(el("div", "nbgrad-details-title", info.title));
@@ -59,13 +62,14 @@ function render({ model, el: root }) {
     // a node stays visible if a visible, non-collapsed path still needs it: keep it simple and
     // hide exactly the upstream sets, then hide edges touching hidden nodes
     for (const g of body.querySelectorAll("svg g.node")) {
-      g.classList.toggle("nbgrad-hidden", hidden.has(g.id));
+      g.classList.toggle("nbgrad-hidden", hidden.has(base(g.id)));
       g.classList.toggle("nbgrad-collapsed", collapsedNodes.has(g.id));
     }
     for (const g of body.querySelectorAll("svg g.edge")) {
       const t = (g.querySelector("title") || {}).textContent || "";
       const [a, b] = t.split("->");
-      g.classList.toggle("nbgrad-hidden", hidden.has((a || "").trim()) || hidden.has((b || "").trim()));
+      g.classList.toggle("nbgrad-hidden",
+        hidden.has(base((a || "").trim())) || hidden.has(base((b || "").trim())));
     }
   }
 

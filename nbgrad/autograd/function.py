@@ -195,10 +195,36 @@ class Function:
         return new_outs[0] if single else tuple(new_outs)
 
 
+class DelayedError(Node):
+    """Stands where a once_differentiable backward would be differentiated: raises if reached."""
+
+    __slots__ = ()
+
+    def _backward(self, g, create_graph):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
+
+
 def once_differentiable(fn):
-    """Decorator for a backward that cannot itself be differentiated: runs it under no_grad."""
+    """Decorator for a backward that cannot itself be differentiated: it runs under no_grad, and
+    under create_graph its results carry a node that raises if a second backward reaches it."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
+        from ..ops import _edge
         with no_grad():
-            return fn(ctx, *args)
+            out = fn(ctx, *args)
+        if not STATE.enabled:
+            return out
+        needs = [a for a in args if isinstance(a, _tm.Tensor) and a._requires_grad]
+        if not needs:
+            return out
+        single = not isinstance(out, tuple)
+        res = []
+        for r in ((out,) if single else out):
+            if isinstance(r, _tm.Tensor) and r._data.dtype.kind == "f":
+                r = r.detach()
+                r._grad_fn = DelayedError(tuple(_edge(a) for a in needs))
+                r._requires_grad = True
+            res.append(r)
+        return res[0] if single else tuple(res)
     return wrapper

@@ -159,6 +159,14 @@ def _loc_str(loc) -> str:
         return ""
 
 
+def _offset(t, storage_ptr: int) -> int:
+    """``t.storage_offset()``, from the storage pointer the snapshot already has."""
+    try:
+        return (int(t.data_ptr()) - storage_ptr) // max(int(t.element_size()), 1)
+    except Exception:
+        return int(t.storage_offset())
+
+
 def _shape(t) -> tuple:
     return tuple(int(s) for s in t.shape)
 
@@ -283,21 +291,39 @@ def snapshot(
             by_id[i].append(name)
 
     storages: dict[int, StorageInfo] = {}
+    by_storage_obj: dict[int, StorageInfo] = {}  # id(Storage) -> info: views ask only once
+    keep_alive = []  # the Storage objects whose id() is used above, until the snapshot is done
+    strs: dict = {}  # str() of dtypes and devices, computed once each
 
-    def storage_key(t) -> tuple[str, int]:
-        ptr = _storage_ptr(t)
+    def as_str(obj, conv=str):
+        v = strs.get(obj)
+        if v is None:
+            v = strs[obj] = conv(obj)
+        return v
+
+    def storage_of(t) -> StorageInfo:
+        try:
+            sobj = t.untyped_storage()
+        except Exception:
+            sobj = None
+        st = by_storage_obj.get(id(sobj)) if sobj is not None else None
+        if st is not None:
+            return st
+        ptr = int(sobj.data_ptr()) if sobj is not None else 0
         st = storages.get(ptr)
         if st is None:
             try:
-                s = t.untyped_storage()
-                nbytes = int(s.nbytes())
+                nbytes = int(sobj.nbytes())
             except Exception:
                 nbytes = 0
             esize = max(int(t.element_size()), 1)
             st = storages[ptr] = StorageInfo(
                 key=f"S{len(storages) + 1}", ptr=ptr, nbytes=nbytes, size=nbytes // esize,
-                device=str(t.device), version=int(t._version))
-        return st.key, ptr
+                device=as_str(t.device), version=int(t._version))
+        if sobj is not None:
+            by_storage_obj[id(sobj)] = st
+            keep_alive.append(sobj)
+        return st
 
     tinfos: dict[int, TensorInfo] = {}
 
@@ -305,7 +331,8 @@ def snapshot(
         i = id(t)
         name = " = ".join(names)
         key = f"t{i}"
-        skey, ptr = storage_key(t)
+        st = storage_of(t)
+        skey, ptr = st.key, st.ptr
         version = int(t._version)
         delta = None
         for n in names:
@@ -319,12 +346,13 @@ def snapshot(
         if g is None and getattr(t, "is_leaf", False):
             g = getattr(t, "grad", None)
         info = TensorInfo(
-            key=key, name=name, shape=_shape(t), dtype=_dtype_str(t.dtype), device=str(t.device),
+            key=key, name=name, shape=tuple(t.shape), dtype=as_str(t.dtype, _dtype_str),
+            device=as_str(t.device),
             requires_grad=bool(t.requires_grad), is_leaf=bool(t.is_leaf),
             grad_fn=_node_name(fn) if fn is not None else None,
             grad_fn_key=f"n{id(fn)}" if fn is not None else None,
             version=version, version_delta=delta, storage=skey, storage_ptr=ptr,
-            offset=int(t.storage_offset()), stride=tuple(int(s) for s in t.stride()),
+            offset=_offset(t, ptr), stride=tuple(t.stride()),
             nbytes=int(t.numel()) * int(t.element_size()), is_view=base is not None,
             view_of=None, base_key=f"t{id(base)}" if base is not None else None,
             grad=(f"{list(_shape(g))} {_dtype_str(g.dtype)}" if g is not None else None),

@@ -235,3 +235,127 @@ def test_view_chain_inplace_gradients(case):
     np.testing.assert_allclose(res[nbgrad][0], res[torch][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(res[nbgrad][1], res[torch][1], rtol=1e-5, atol=1e-6)
     assert res[nbgrad][2:] == res[torch][2:]
+
+
+# ------------------------------------------------------------------------------------------------
+# random reductions and random indexing
+# ------------------------------------------------------------------------------------------------
+REDUCTIONS = {
+    "sum": lambda t, d, k: t.sum(d, keepdim=k),
+    "mean": lambda t, d, k: t.mean(d, keepdim=k),
+    "amax": lambda t, d, k: t.amax(d, keepdim=k),
+    "amin": lambda t, d, k: t.amin(d, keepdim=k),
+    "var": lambda t, d, k: t.var(d, keepdim=k),
+    "std": lambda t, d, k: t.std(d, keepdim=k),
+    "logsumexp": lambda t, d, k: t.logsumexp(d, keepdim=k),
+    "norm": lambda t, d, k: t.norm(dim=d, keepdim=k),
+    "prod_1d": lambda t, d, k: t.prod(d[0], keepdim=k),
+    "softmax_1d": lambda t, d, k: t.softmax(d[0]),
+    "cumsum_1d": lambda t, d, k: t.cumsum(d[0]),
+    "max_1d": lambda t, d, k: t.max(d[0], keepdim=k)[0],
+}
+
+
+@st.composite
+def reductions(draw):
+    shape = draw(array_shapes(min_dims=1, max_dims=4, min_side=2, max_side=4))
+    n = len(shape)
+    dims = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=n,
+                         unique_by=lambda d: d % n))
+    return shape, tuple(dims), draw(st.booleans()), draw(st.sampled_from(sorted(REDUCTIONS)))
+
+
+@SETTINGS
+@given(case=reductions(), seed=st.integers(0, 2 ** 16))
+def test_reductions_values_and_grads(case, seed):
+    shape, dims, keepdim, op = case
+    rng = np.random.default_rng(seed)
+    x = rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1 + 0.05  # distinct: no ties
+    res = {}
+    for T in (torch, nbgrad):
+        a = T.tensor(x.copy(), requires_grad=True)
+        out = REDUCTIONS[op](a, dims, keepdim)
+        g = np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape))
+        out.backward(T.tensor(g))
+        res[T] = (out.detach().numpy(), a.grad.numpy(), type(out.grad_fn).__name__)
+    assert res[nbgrad][0].shape == res[torch][0].shape
+    np.testing.assert_allclose(res[nbgrad][0], res[torch][0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res[nbgrad][1], res[torch][1], rtol=1e-9, atol=1e-12)
+    assert res[nbgrad][2] == res[torch][2]
+
+
+@st.composite
+def basic_indices(draw):
+    shape = draw(array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5))
+    idx = []
+    dim = 0
+    used_ellipsis = False
+    while dim < len(shape) and draw(st.booleans()):
+        kind = draw(st.sampled_from(["int", "slice", "none", "ellipsis"]))
+        if kind == "int":
+            idx.append(draw(st.integers(-shape[dim], shape[dim] - 1)))
+            dim += 1
+        elif kind == "slice":
+            n = shape[dim]
+            start = draw(st.none() | st.integers(-n, n))
+            stop = draw(st.none() | st.integers(-n, n))
+            step = draw(st.none() | st.integers(1, 3))
+            idx.append(slice(start, stop, step))
+            dim += 1
+        elif kind == "none":
+            idx.append(None)
+        elif not used_ellipsis:
+            idx.append(Ellipsis)
+            used_ellipsis = True
+            dim = len(shape)  # the rest
+    return shape, tuple(idx)
+
+
+@SETTINGS
+@given(case=basic_indices(), as_tuple=st.booleans())
+def test_basic_indexing_values_grads_and_setitem(case, as_tuple):
+    shape, idx = case
+    if not as_tuple and len(idx) == 1:
+        idx = idx[0]
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    res = {}
+    for T in (torch, nbgrad):
+        a = T.tensor(x.copy(), requires_grad=True)
+        v = a[idx]
+        g = np.arange(float(v.numel())).reshape(tuple(v.shape)) + 1
+        v.backward(T.tensor(g))
+        b = T.tensor(x.copy())
+        b[idx] = -1.0
+        c = a.detach() * 1
+        c[idx] = T.tensor(-g) if v.numel() else 0.0
+        res[T] = (v.detach().numpy(), a.grad.numpy(), b.numpy(), c.numpy(), v._is_view(),
+                  v.data_ptr() - a.data_ptr() if v.numel() else 0, b._version)
+    for k in range(4):
+        assert res[nbgrad][k].shape == res[torch][k].shape
+        np.testing.assert_array_equal(res[nbgrad][k], res[torch][k])
+    assert res[nbgrad][4:] == res[torch][4:]
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), data=st.data())
+def test_advanced_indexing_accumulates(shape, data):
+    dim = data.draw(st.integers(0, len(shape) - 1))
+    n = data.draw(st.integers(0, 6))
+    index = data.draw(st.lists(st.integers(-shape[dim], shape[dim] - 1), min_size=n,
+                               max_size=n))
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+    res = {}
+    for T in (torch, nbgrad):
+        a = T.tensor(x.copy(), requires_grad=True)
+        i = T.tensor(index, dtype=T.long)
+        full = (slice(None),) * dim + (i,)
+        v = a[full]
+        (v * (T.arange(float(v.numel())).reshape(v.shape) + 1)).sum().backward()
+        s = a.index_select(dim, i % shape[dim])
+        (s * 2).sum().backward()
+        res[T] = (v.detach().numpy(), a.grad.numpy(), s.detach().numpy(),
+                  type(v.grad_fn).__name__)
+    for k in range(3):
+        assert res[nbgrad][k].shape == res[torch][k].shape
+        np.testing.assert_array_equal(res[nbgrad][k], res[torch][k])
+    assert res[nbgrad][3] == res[torch][3]

@@ -245,10 +245,13 @@ def _next_of(node) -> tuple:
 
 
 def _node_name(node) -> str:
+    """The node's name as the graph shows it: 'MulBackward0', 'AccumulateGrad' (PyTorch's
+    ``name()`` of the latter is 'torch::autograd::AccumulateGrad'; the namespace is dropped)."""
     try:
-        return node.name()
+        name = node.name()
     except Exception:
-        return type(node).__name__
+        name = type(node).__name__
+    return name.rsplit("::", 1)[-1]
 
 
 # --- the snapshot ----------------------------------------------------------------------------
@@ -441,7 +444,7 @@ def snapshot(
                     key=f"{key}s{j}", name=str(st.name),
                     shape=tuple(st.shape) if st.shape is not None else (),  # None once freed
                     dtype=_dtype_str(st.dtype) if st.dtype is not None else "",
-                    nbytes=int(st.nbytes or 0), data_ptr=int(st.data_ptr),
+                    nbytes=int(st.nbytes or 0), data_ptr=int(st.data_ptr or 0),
                     saved_version=int(st.saved_version), version=int(st.version),
                     is_stale=bool(st.is_stale), released=bool(st.released),
                     is_output=bool(st.is_output))

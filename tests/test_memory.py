@@ -177,6 +177,19 @@ def test_long_chain_backward_no_recursion(nogc):
     assert node() is None
 
 
+def test_long_chain_dropped_without_backward(nogc):
+    base = live()
+    a = nbgrad.ones(1, requires_grad=True)
+    y = a
+    for _ in range(100_000):
+        y = (y * 1.0).exp()  # each node saves (1,) arrays
+    node = weakref.ref(y.grad_fn)
+    del y
+    assert node() is None
+    del a
+    assert live() == base
+
+
 def test_long_chain_with_views_and_saves(nogc):
     n = 20_000
     a = nbgrad.ones(2, requires_grad=True)

@@ -937,8 +937,9 @@ plt.show()
 ## 2. The graph of one training step
 
 One forward pass on a batch, with the panel back on: the graph from `loss` down to the
-parameters (`AccumulateGrad` leaves, labelled with their names), the saved activations and their
-versions, and the memory held by the graph (*Memory* tab).
+parameters (reached through `AccumulateGrad` nodes), the saved activations (`mat1`: a layer's
+input, `result`: a ReLU's output) with their versions, and the memory held by the graph (*Memory*
+tab). `torch.viz.graph` draws the same graph on its own, naming the parameters.
 """),
     code("""
 %nbgrad on
@@ -948,14 +949,15 @@ loss = nn.functional.cross_entropy(out, yb)
 """),
     code("torch.viz.graph(loss, params=dict(mlp.named_parameters()))"),
     md("""
-Each parameter's version is the number of in-place updates it has had: the optimizer changes the
-weights in place (under `no_grad`) once per step, so after 10 epochs of 23 batches they are at
-version 230 and more. That is why a graph built **before** `opt.step()` cannot be backpropagated
+Each parameter's version (printed after the next cell) counts the in-place updates it has had:
+its initialisation, then one per optimizer step (the optimizer changes the weights in place,
+under `no_grad`): 10 epochs of 23 batches. That is why a graph built **before** `opt.step()` cannot be backpropagated
 after it: its saved weights are stale (the panel would show them red).
 """),
     code("""
 loss.backward()
 print({name: float(p.grad.abs().mean()) for name, p in mlp.named_parameters()})
+print({name: p._version for name, p in mlp.named_parameters()})
 """),
     md("""
 ## 3. A small CNN

@@ -18,10 +18,15 @@ import statistics
 import time
 import tracemalloc
 
+import os
+import sys
+
 import numpy as np
 
 import nbgrad
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 BATCH = 64
 
@@ -132,67 +137,31 @@ class NumpyMLP:
 
 
 class NumpyCNN:
-    """The CNN by hand: im2col through as_strided + one matmul per conv, 2x2 max pool by reshape."""
+    """The CNN by hand in numpy (benchmarks/numpy_kernels.py: channels-last im2col + one matmul
+    per conv, col2im by strided slice-adds; max pool by elementwise comparison of the window
+    views), cross entropy and SGD momentum written out."""
 
     def __init__(self, x, y):
+        import numpy_kernels as K
+
+        self.K = K
         torch.manual_seed(0)
         ref = cnn(torch)
         self.params = [p.detach().numpy().copy() for p in ref.parameters()]
         self.bufs = [None] * len(self.params)
         self.x, self.y = x, y
 
-    @staticmethod
-    def _conv(x, w, b):  # 3x3, pad 1, stride 1; x (N, C, H, W)
-        n, c, h, wd = x.shape
-        xp = np.zeros((n, c, h + 2, wd + 2), x.dtype)
-        xp[:, :, 1:-1, 1:-1] = x
-        s = xp.strides
-        cols = np.lib.stride_tricks.as_strided(
-            xp, (n, h, wd, c, 3, 3), (s[0], s[2], s[3], s[1], s[2], s[3]))
-        cols = cols.reshape(n * h * wd, c * 9)
-        out = cols @ w.reshape(len(w), -1).T + b
-        return out, cols, xp.shape
-
-    @staticmethod
-    def _conv_back(g, cols, w, xp_shape):  # g (N*H*W, O)
-        gw = (g.T @ cols).reshape(w.shape)
-        gb = g.sum(0)
-        gcols = (g @ w.reshape(len(w), -1)).reshape(xp_shape[0], xp_shape[2] - 2,
-                                                     xp_shape[3] - 2, xp_shape[1], 3, 3)
-        gxp = np.zeros(xp_shape, g.dtype)
-        h, wd = xp_shape[2] - 2, xp_shape[3] - 2
-        for i in range(3):
-            for j in range(3):
-                gxp[:, :, i:i + h, j:j + wd] += gcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
-        return gxp[:, :, 1:-1, 1:-1], gw, gb
-
-    @staticmethod
-    def _pool(a):  # (N, C, H, W) -> (N, C, H/2, W/2), argmax mask
-        n, c, h, w = a.shape
-        win = a.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 2, 4, 3, 5)
-        win = win.reshape(n, c, h // 2, w // 2, 4)
-        k = win.argmax(-1)
-        return np.take_along_axis(win, k[..., None], -1)[..., 0], k
-
-    @staticmethod
-    def _pool_back(g, k, shape):
-        n, c, h, w = shape
-        gw = np.zeros((n, c, h // 2, w // 2, 4), g.dtype)
-        np.put_along_axis(gw, k[..., None], g[..., None], -1)
-        return gw.reshape(n, c, h // 2, w // 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(shape)
-
     def step(self, idx):
+        K = self.K
         w1, b1, w2, b2, w3, b3 = self.params
         xb, yb = self.x[idx], self.y[idx]
         n = len(idx)
-        o1, cols1, xs1 = self._conv(xb, w1, b1)                   # (N*64, 16)
-        h1 = o1.reshape(n, 8, 8, 16).transpose(0, 3, 1, 2)
+        h1, c1 = K.conv2d_forward(xb, w1, b1, 1, 1)
         a1 = np.maximum(h1, 0)
-        p1, k1 = self._pool(a1)                                    # (N, 16, 4, 4)
-        o2, cols2, xs2 = self._conv(p1, w2, b2)                   # (N*16, 32)
-        h2 = o2.reshape(n, 4, 4, 32).transpose(0, 3, 1, 2)
+        p1, q1 = K.max_pool2d_forward(a1, 2)
+        h2, c2 = K.conv2d_forward(p1, w2, b2, 1, 1)
         a2 = np.maximum(h2, 0)
-        p2, k2 = self._pool(a2)                                    # (N, 32, 2, 2)
+        p2, q2 = K.max_pool2d_forward(a2, 2)
         f = p2.reshape(n, 128)
         z = f @ w3.T + b3
         z = z - z.max(1, keepdims=True)
@@ -203,11 +172,10 @@ class NumpyCNN:
         g[np.arange(n), yb] -= 1
         g /= n
         gw3, gb3 = g.T @ f, g.sum(0)
-        g = (g @ w3).reshape(p2.shape)
-        g = self._pool_back(g, k2, a2.shape) * (h2 > 0)
-        g, gw2, gb2 = self._conv_back(g.transpose(0, 2, 3, 1).reshape(-1, 32), cols2, w2, xs2)
-        g = self._pool_back(g, k1, a1.shape) * (h1 > 0)
-        _, gw1, gb1 = self._conv_back(g.transpose(0, 2, 3, 1).reshape(-1, 16), cols1, w1, xs1)
+        g = K.max_pool2d_backward((g @ w3).reshape(p2.shape), q2) * (h2 > 0)
+        g, gw2, gb2 = K.conv2d_backward(g, c2)
+        g = K.max_pool2d_backward(g, q1) * (h1 > 0)
+        _, gw1, gb1 = K.conv2d_backward(g, c1, (False, True, True))
         for i, gr in enumerate((gw1, gb1, gw2, gb2, gw3, gb3)):
             if self.bufs[i] is None:
                 self.bufs[i] = gr.copy()
@@ -222,32 +190,53 @@ class NumpyCNN:
 
 # ---------------------------------------------------------------------------- measurements
 def time_epochs(epoch_fn, n_epochs, warmup=2):
+    """Median wall-clock and CPU (process) seconds per epoch.
+
+    CPU time is the robust figure on a shared machine: it excludes the time this process waits
+    while other processes run (it does include every thread of this process, so a 2-thread torch
+    is charged for both).
+    """
     rng = np.random.default_rng(1)
     for _ in range(warmup):
         epoch_fn(rng)
-    times = []
+    wall, cpu = [], []
     for _ in range(n_epochs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         epoch_fn(rng)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def _set_torch_threads(n):
+    torch.set_num_threads(n)
 
 
 def bench_speed(kind, x, y, n_epochs):
     np_impl = NumpyMLP(x, y) if kind == "mlp" else NumpyCNN(x, y)
     ng_epoch, _ = make_lib_step(nbgrad, kind, x, y)
     th_epoch, _ = make_lib_step(torch, kind, x, y)
+    default_threads = torch.get_num_threads()
+    runs = [("torch", th_epoch, default_threads), ("torch-1t", th_epoch, 1),
+            ("nbgrad", ng_epoch, None), ("numpy", np_impl.epoch, None)]
     res = {}
     # interleave the libraries, best of 3 rounds of medians, to even out machine noise
     for _ in range(3):
-        for name, fn in (("torch", th_epoch), ("nbgrad", ng_epoch), ("numpy", np_impl.epoch)):
-            t = time_epochs(fn, n_epochs)
-            res[name] = min(res.get(name, t), t)
-    print(f"\n{kind.upper()} epoch (23 batches of 64), median of {n_epochs} epochs, best of 3:")
-    for name in ("torch", "nbgrad", "numpy"):
-        print(f"  {name:7s} {res[name] * 1e3:7.2f} ms/epoch")
-    print(f"  nbgrad / torch = {res['nbgrad'] / res['torch']:.2f}x   "
-          f"nbgrad / numpy = {res['nbgrad'] / res['numpy']:.2f}x")
+        for name, fn, threads in runs:
+            _set_torch_threads(threads or default_threads)
+            wall, cpu = time_epochs(fn, n_epochs)
+            old = res.get(name, (wall, cpu))
+            res[name] = (min(old[0], wall), min(old[1], cpu))
+    _set_torch_threads(default_threads)
+    print(f"\n{kind.upper()} epoch (23 batches of 64), median of {n_epochs} epochs, best of 3 "
+          f"rounds:")
+    print(f"  {'':9s} {'wall ms':>8s} {'cpu ms':>8s}")
+    for name, _, threads in runs:
+        label = name if name != "torch" else f"torch-{default_threads}t"
+        print(f"  {label:9s} {res[name][0] * 1e3:8.2f} {res[name][1] * 1e3:8.2f}")
+    for ref in ("torch", "torch-1t", "numpy"):
+        print(f"  nbgrad / {ref:8s} wall {res['nbgrad'][0] / res[ref][0]:.2f}x   "
+              f"cpu {res['nbgrad'][1] / res[ref][1]:.2f}x")
     return res
 
 
@@ -271,8 +260,9 @@ def bench_loader(x, y, n_epochs):
         res[lib.__name__] = time_epochs(epoch, n_epochs)
     print("\nMLP epoch through DataLoader(batch_size=64, shuffle=True):")
     for k, v in res.items():
-        print(f"  {k:7s} {v * 1e3:7.2f} ms/epoch")
-    print(f"  nbgrad / torch = {res['nbgrad'] / res['torch']:.2f}x")
+        print(f"  {k:7s} wall {v[0] * 1e3:7.2f} ms   cpu {v[1] * 1e3:7.2f} ms")
+    print(f"  nbgrad / torch: wall {res['nbgrad'][0] / res['torch'][0]:.2f}x   "
+          f"cpu {res['nbgrad'][1] / res['torch'][1]:.2f}x")
     return res
 
 
@@ -333,11 +323,19 @@ def main():
     p.add_argument("--only", choices=["mlp", "cnn", "memory", "loader", "profile"])
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    p.add_argument("--blas-threads", type=int, default=1,
+                   help="nbgrad.set_num_threads: numpy's BLAS threads (nbgrad and numpy rows)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.blas_threads:
+        # nbgrad sets numpy's BLAS to 1 thread at import (nbgrad.set_num_threads): OpenBLAS's
+        # threads cost far more than they give on these tiny matrices, as torch's do
+        nbgrad.set_num_threads(args.blas_threads)
     x, y = load()
-    print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy {np.__version__}")
+    print(f"torch {torch.__version__} ({torch.get_num_threads()} threads), numpy {np.__version__} "
+          f"(BLAS threads: {args.blas_threads or 'default'}), {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
     if args.only in (None, "mlp"):
         bench_speed("mlp", x, y, args.epochs)
     if args.only in (None, "cnn"):

@@ -193,10 +193,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"actual input size")
     ho = (hp - dh * (kh - 1) - 1) // sh + 1
     wo = (wp - dw * (kw - 1) - 1) // sw + 1
-    prim = getattr(nbgrad, "convolution", None)  # the core's ConvolutionBackward0 row
-    if prim is not None:
-        out = prim(input, weight, bias, (sh, sw), (ph, pw), (dh, dw), False, (0, 0), groups)
-        return out.squeeze(0) if unbatched else out
     if groups == 1:
         # Channels-last im2col: pad into an (N, Hp, Wp, C) buffer, take the windows as unfold
         # views, copy them once as rows (kh, kw, C) -- contiguous runs of kw*C values, which numpy
@@ -227,7 +223,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if unbatched else out
 
 
-def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill, check=False):
+def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill):
     """Validate pooling arguments; pad ``input`` (N, C, H, W) with ``fill`` as far as the windows
     reach. Returns the padded tensor and the geometry (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)."""
     kh, kw = _pair(kernel_size, "kernel_size")
@@ -248,8 +244,6 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill, 
         raise RuntimeError(
             f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
             f"Output size is too small")
-    if check:
-        return None, None
     extra_h = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
     extra_w = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
     x = input
@@ -289,18 +283,6 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         input = input.unsqueeze(0)
     if input.ndim != 4:
         raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
-    prim = getattr(nbgrad, "max_pool2d", None)  # the core's MaxPool2DWithIndicesBackward0 row
-    if prim is not None:
-        _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, None, check=True)
-        out = prim(input, kernel_size, stride if stride not in (None, (), []) else kernel_size,
-                   padding, dilation, ceil_mode)
-        if return_indices:
-            from ._kernels import max_pool2d_forward, max_pool2d_indices
-            ctx = max_pool2d_forward(input._data, kernel_size, stride, padding, dilation,
-                                     ceil_mode)[1]
-            idx = _const(max_pool2d_indices(ctx))
-            return (out.squeeze(0), idx.squeeze(0)) if unbatched else (out, idx)
-        return out.squeeze(0) if unbatched else out
     x, geo = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
     views = _pool_slices(x, geo)
     vals = [v._data for v in views]

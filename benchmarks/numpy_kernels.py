@@ -1,9 +1,8 @@
-"""Array kernels for 2-D convolution and max pooling: forward and backward, on numpy or cupy.
+"""Hand-written numpy 2-D convolution and max pooling, forward and backward: the numpy baseline
+of bench_train.py's CNN (tests/test_train_numpy_baseline.py checks them against torch).
 
-These are plain array functions (no tensors, no autograd). They are offered to the core as the
-forward / backward of the ``convolution`` and ``max_pool2d`` rows of its derivative table;
-``nn.functional`` uses those rows when the core registers them. The layouts are chosen for
-numpy's speed on small images: im2col is taken channels-last, so every copied run is ``kw * C``
+Plain array functions, no tensors, no autograd. The layouts are chosen for numpy's speed on
+small images: im2col is taken channels-last, so every copied run is ``kw * C``
 values long (NCHW's runs are ``kw`` long, which numpy copies an order of magnitude slower), and
 pooling compares the ``kh * kw`` strided window views elementwise instead of reducing over tiny
 window axes.
@@ -16,9 +15,7 @@ __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2
 
 
 def _xp(arr):
-    from nbgrad import backend
-
-    return backend.get_array_module(arr)
+    return np
 
 
 def _pair(v):

@@ -1,11 +1,18 @@
-"""The conv / max-pool array kernels offered to the core (nbgrad/nn/_kernels.py) against torch:
-forward values, gradients, and max-pool indices, float64, including ties and overlapping windows."""
+"""The hand-written numpy conv / max-pool of the benchmark baseline (benchmarks/numpy_kernels.py)
+against torch: forward values, gradients and max-pool indices, float64, ties and overlapping
+windows included -- so the numpy column of bench_train.py computes what torch computes."""
+
+import importlib.util
+import pathlib
 
 import numpy as np
 import pytest
 import torch
 
-from nbgrad.nn import _kernels as K
+_spec = importlib.util.spec_from_file_location(
+    "numpy_kernels", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_kernels.py")
+K = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(K)
 
 CONV = [dict(), dict(stride=2, padding=1), dict(dilation=2, padding=2),
         dict(groups=2, padding=1), dict(stride=(1, 2), padding=(1, 0))]

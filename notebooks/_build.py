@@ -456,9 +456,13 @@ x = torch.arange(12.).reshape(3, 4)
 row = x[1]                 # offset 4, stride (1,)
 col = x[:, 1]              # offset 1, stride (4,)
 xt = x.t()                 # strides swapped, no copy
-for name, t in [("x", x), ("row", row), ("col", col), ("xt", xt)]:
-    print(f"{name:4} shape={tuple(t.shape)} stride={t.stride()} offset={t.storage_offset()} "
-          f"view={t._is_view()} same storage={t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()}")
+def describe(**tensors):
+    for name, t in tensors.items():
+        same = t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+        print(f"{name:4} shape={tuple(t.shape)} stride={t.stride()} offset={t.storage_offset()} "
+              f"view={t._is_view()} same storage={same}")
+
+describe(x=x, row=row, col=col, xt=xt)
 print(x.untyped_storage().nbytes(), "bytes in one storage for all four")
 print("x itself is a view:", x._base.shape, "(arange's 12 elements; reshape made no copy)")
 """),

@@ -153,6 +153,7 @@ def test_wheel_carries_the_front_end(tmp_path):
     """A non-editable install in a fresh venv finds extension/'s JS and CSS."""
     import shutil
     import subprocess
+    import sysconfig
 
     src = tmp_path / "src"
     shutil.copytree(REPO, src, symlinks=True,
@@ -162,9 +163,15 @@ def test_wheel_carries_the_front_end(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--no-build-isolation", "-w", str(dist), str(src)], check=True, cwd=tmp_path)
     (wheel,) = dist.glob("nbgrad-*.whl")
-    venv = tmp_path / "venv"  # fresh, seeing this interpreter's packages (numpy, anywidget)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
+    # numpy, anywidget...: this interpreter's site-packages as a plain path entry, after the
+    # venv's own and without running its .pth files (an editable nbgrad there would win)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                              "['purelib'])"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    Path(purelib, "_outer_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                    check=True, cwd=tmp_path)
     code = ("import nbgrad, nbgrad.notebook.widgets as w, pathlib; "

@@ -243,6 +243,8 @@ def bench_speed(kind, x, y, n_epochs):
 def bench_loader(x, y, n_epochs):
     """The same MLP epoch through each library's DataLoader(shuffle=True)."""
     res = {}
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # like for like with nbgrad's single BLAS thread
     for lib in (torch, nbgrad):
         torch.manual_seed(0)
         model = mlp(lib)
@@ -258,7 +260,8 @@ def bench_loader(x, y, n_epochs):
                 opt.step()
 
         res[lib.__name__] = time_epochs(epoch, n_epochs)
-    print("\nMLP epoch through DataLoader(batch_size=64, shuffle=True):")
+    torch.set_num_threads(default_threads)
+    print("\nMLP epoch through DataLoader(batch_size=64, shuffle=True), torch on 1 thread:")
     for k, v in res.items():
         print(f"  {k:7s} wall {v[0] * 1e3:7.2f} ms   cpu {v[1] * 1e3:7.2f} ms")
     print(f"  nbgrad / torch: wall {res['nbgrad'][0] / res['torch'][0]:.2f}x   "

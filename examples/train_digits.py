@@ -1,4 +1,4 @@
-"""Train an MLP and a small CNN on scikit-learn's bundled digits (8x8 images, 10 classes) with nbgrad.
+"""Train an MLP and a small CNN on scikit-learn's bundled digits (8x8, 10 classes) with nbgrad.
 
     python examples/train_digits.py            # both models, progress bars, test accuracy
     python examples/train_digits.py --model cnn --epochs 20

@@ -1,4 +1,4 @@
-"""nbgrad.utils.data against torch.utils.data: datasets, samplers, DataLoader batching, collation."""
+"""nbgrad.utils.data against torch.utils.data: datasets, samplers, DataLoader batches, collation."""
 
 import numpy as np
 import pytest

@@ -5,7 +5,6 @@ copies torch's parameters into nbgrad's through ``load_state_dict``, runs the sa
 back-propagates the same random upstream gradient.
 """
 
-import math
 
 import numpy as np
 import pytest

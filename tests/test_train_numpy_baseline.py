@@ -10,7 +10,8 @@ import pytest
 import torch
 
 _spec = importlib.util.spec_from_file_location(
-    "numpy_kernels", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_kernels.py")
+    "numpy_kernels",
+    pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "numpy_kernels.py")
 K = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(K)
 

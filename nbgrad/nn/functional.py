@@ -1,4 +1,4 @@
-"""``nbgrad.nn.functional``: layers and losses as compositions of core ops (mirrors torch.nn.functional).
+"""``nbgrad.nn.functional``: layers and losses composed of core ops (mirrors torch.nn.functional).
 
 Nothing here carries its own derivative: every function is built from the core's differentiable
 ops (``addmm``, ``log_softmax``, ``gather``, ``as_strided``, ...), so autograd, the version
@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 import nbgrad
-from nbgrad.tensor import Tensor
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -176,7 +175,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             else:
                 ph, pw = th // 2, tw // 2
         else:
-            raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             "{'valid', 'same'}")
     else:
         ph, pw = _pair(padding, "padding")
     n, c, h, w = input.shape
@@ -398,7 +398,7 @@ def _softmax_dim(ndim):
 
 
 def softmax(input, dim=None, dtype=None):
-    """exp(x) / sum exp(x) along ``dim`` (mirrors ``F.softmax``; dim=None picks torch's legacy dim)."""
+    """exp(x) / sum exp(x) along ``dim`` (mirrors ``F.softmax``; None: torch's legacy dim)."""
     if dim is None:
         dim = _softmax_dim(input.ndim)
     if dtype is not None:

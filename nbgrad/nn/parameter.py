@@ -1,4 +1,4 @@
-"""``nn.Parameter`` and ``nn.Buffer``: tensors that a Module registers (mirrors torch.nn.parameter)."""
+"""``nn.Parameter`` and ``nn.Buffer``: tensors a Module registers (mirrors torch.nn.parameter)."""
 
 from nbgrad.tensor import Tensor
 

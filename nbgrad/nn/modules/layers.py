@@ -228,7 +228,7 @@ class AvgPool2d(_Pool2d):
 
 
 class Flatten(Module):
-    """Flatten dims ``start_dim..end_dim`` (mirrors ``torch.nn.Flatten``; default (N, *) -> (N, -1))."""
+    """Flatten dims ``start_dim..end_dim`` (mirrors ``torch.nn.Flatten``; (N, *) -> (N, -1))."""
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()

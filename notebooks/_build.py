@@ -663,8 +663,9 @@ loss = ((w * 2).exp() + 1).sum()
 loss.backward(retain_graph=True)
 mem("after backward(retain_graph=True)")
 loss.backward()                          # works: gradients add up
-ratio = w.grad / (2 * (w.detach() * 2).exp())      # w.grad / (one backward's gradient)
-print("w.grad holds", round(ratio.mean().item(), 3), "backward calls")
+one_backward = 2 * (w.detach() * 2).exp()          # d loss / dw, computed by hand
+print("w.grad holds", round((w.grad / one_backward).mean().item(), 3), "backward calls")
+del one_backward
 """),
     code("""
 w.grad = None

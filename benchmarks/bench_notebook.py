@@ -30,9 +30,8 @@ def main():
     from IPython.core.interactiveshell import InteractiveShell
 
     import nbgrad
-    from nbgrad.notebook import extension
+    from nbgrad.notebook import extension, render
     from nbgrad.notebook import inspect as nbi
-    from nbgrad.notebook import render
 
     ip = InteractiveShell.instance()
     shown = []
@@ -68,8 +67,9 @@ def main():
     with_widget = timeit(lambda: run(change), repeat=15, number=3)
     print(f"quiet cell:    run_cell {base_quiet * 1e3:7.3f} ms without, {with_quiet * 1e3:7.3f} ms "
           f"with the extension: +{(with_quiet - base_quiet) * 1e3:.3f} ms")
-    print(f"changing cell: run_cell {base_change * 1e3:7.3f} ms without, {with_change * 1e3:7.3f} ms"
-          f" with the extension: +{(with_change - base_change) * 1e3:.3f} ms (static panel), "
+    print(f"changing cell: run_cell {base_change * 1e3:7.3f} ms without, "
+          f"{with_change * 1e3:7.3f} ms with the extension: "
+          f"+{(with_change - base_change) * 1e3:.3f} ms (static panel), "
           f"+{(with_widget - base_change) * 1e3:.3f} ms (widget panel)")
 
     class R:

@@ -144,7 +144,8 @@ def _prune_to(snap, out_keys) -> None:
         stack.extend(snap.nodes[k].next)
     snap.nodes = {k: n for k, n in snap.nodes.items() if k in keep_nodes}
     leaf_keys = {n.variable for n in snap.nodes.values() if n.variable}
-    keep_t = set(out_keys) | leaf_keys | {t.key for t in snap.tensors if t.grad_fn_key in keep_nodes}
+    keep_t = set(out_keys) | leaf_keys
+    keep_t |= {t.key for t in snap.tensors if t.grad_fn_key in keep_nodes}
     for t in list(snap.tensors):
         if t.key in keep_t and t.base_key:
             keep_t.add(t.base_key)

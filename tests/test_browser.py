@@ -63,7 +63,8 @@ def lab(tmp_path):
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
     log = open(tmp_path / "lab.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
          "--IdentityProvider.token=", "--ServerApp.password=",
          f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True"],

@@ -5,7 +5,6 @@ Executing real notebooks in a kernel is in test_notebook_kernel.py.
 """
 
 import gc
-import weakref
 
 import pytest
 

@@ -15,7 +15,7 @@ import warnings
 
 from . import inspect as _inspect
 
-_STATE: dict[int, "NbgradExtension"] = {}  # id(ipython shell) -> loaded extension
+_STATE: dict[int, NbgradExtension] = {}  # id(ipython shell) -> loaded extension
 
 
 class NbgradExtension:
@@ -148,7 +148,8 @@ class NbgradExtension:
         from . import render
 
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
-                f"widget={'on' if self.widget else 'off'}; saved={'on' if self.show_saved else 'off'}"
+                f"widget={'on' if self.widget else 'off'}; "
+                f"saved={'on' if self.show_saved else 'off'}"
                 f"; graphviz dot: {'found' if render.dot_available() else 'missing'}")
 
 
@@ -164,7 +165,7 @@ def _html_formatter(t):
 
 
 def load_ipython_extension(ip):
-    """Register the hooks, the ``%nbgrad`` magic and Tensor's HTML repr. Loading twice is a no-op."""
+    """Register the hooks, the ``%nbgrad`` magic and Tensor's HTML repr; twice is a no-op."""
     if id(ip) in _STATE:
         return
     ext = NbgradExtension(ip)

@@ -115,7 +115,8 @@ class Snapshot:
 
     @property
     def stale_saved(self) -> list:
-        return [(n, s) for n in self.nodes.values() for s in n.saved if s.is_stale and not s.released]
+        return [(n, s) for n in self.nodes.values() for s in n.saved
+                if s.is_stale and not s.released]
 
     def is_empty(self) -> bool:
         return not self.tensors and not self.nodes and self.error is None
@@ -425,7 +426,8 @@ def snapshot(
             name = _node_name(node)
             counts[name] = counts.get(name, 0) + 1
         snap.hidden_kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        snap.hidden_edges = sorted({k for k, n in nodes.items() if any(x not in nodes for x in n.next)})
+        snap.hidden_edges = sorted({k for k, n in nodes.items()
+                                    if any(x not in nodes for x in n.next)})
 
     for info in tinfos.values():
         if info.grad_fn_key in nodes and info.name:
@@ -505,6 +507,28 @@ def versions_of(snap: Snapshot) -> dict:
     return out
 
 
+_INPLACE_KINDS = {
+    "leaf_inplace": "a leaf that requires grad; writing into it would change the value its "
+                    "gradient is taken at.",
+    "view_of_leaf_inplace": "a view of a leaf that requires grad; the write goes into the leaf.",
+    "no_grad_view_inplace": "a view made under no_grad of a tensor that requires grad; autograd "
+                            "cannot track the write back into its base.",
+    "multi_output_view_inplace": "one of several views returned by one op (unbind, split, "
+                                 "chunk); such views cannot be modified in place.",
+}
+_INTERIOR = (
+    "an in-place op on a leaf that requires grad (e.g. `a[:] = 0`, done under no_grad or not) "
+    "gave it a grad_fn (CopySlices): it is no longer a leaf, so its .grad cannot be kept.",
+    "fix: modify leaves under `with nbgrad.no_grad():` or through `a.data`.")
+_INPLACE_FIX = {
+    "leaf_inplace": "wrap it in `with nbgrad.no_grad():`, or write to `.data` / `.detach()`.",
+    "view_of_leaf_inplace": "wrap it in `with nbgrad.no_grad():`, or index `.data` / "
+                            "`.detach()` instead.",
+    "no_grad_view_inplace": "make the view outside no_grad, or modify it under no_grad too.",
+    "multi_output_view_inplace": "use the out-of-place op, or clone() the view first.",
+}
+
+
 def error_info(exc: BaseException) -> dict:
     """The explanation of an autograd error as plain data: message, kind, provenance lines."""
     msg = str(exc)
@@ -512,6 +536,8 @@ def error_info(exc: BaseException) -> dict:
     out = {"type": type(exc).__name__, "message": msg, "headline": msg.split("\n", 1)[0],
            "context": None, "lines": []}
     if not isinstance(ctx, dict):
+        if "moved into the graph interior" in msg:
+            out["lines"] = list(_INTERIOR)
         return out
     plain = {k: (_loc_str(v) if hasattr(v, "lineno") else v) for k, v in ctx.items()}
     if "modified_by" in ctx:
@@ -534,21 +560,24 @@ def error_info(exc: BaseException) -> dict:
         where_src = ctx.get("node_where")
         src = getattr(where_src, "source", "") if where_src is not None else ""
         if src:
-            lines.append(f"forward: {src}")
+            lines.append(f"saved by: {src}")
+        mods = ctx.get("modified_by") or ()
+        msrc = getattr(_as_location(mods[-1][2]), "source", "") if mods else ""
+        if msrc:
+            lines.append(f"modified by: {msrc}")
         lines.append("fix: do the in-place op on a clone() (or before the forward that saves it), "
                      "or use the out-of-place op.")
-    elif kind in ("leaf_inplace", "view_of_leaf_inplace"):
-        lines.append("an in-place op on a leaf that requires grad would overwrite the value its "
-                     "gradient is taken at.")
-        if plain.get("where"):
-            lines.append(f"at {plain['where']}")
-        lines.append("fix: wrap it in `with nbgrad.no_grad():`, or write to `.data` / `.detach()`.")
+    elif kind in _INPLACE_KINDS:
+        op, where = plain.get("op") or "an in-place op", plain.get("where")
+        shape = list(plain["shape"]) if plain.get("shape") is not None else "?"
+        lines.append(f"{op}" + (f" at {where}" if where else "")
+                     + f" on a tensor of shape {shape}: " + _INPLACE_KINDS[kind])
+        lines.append("fix: " + _INPLACE_FIX[kind])
     elif kind == "backward_twice":
         lines.append("the saved tensors of this graph were freed by the first backward.")
         lines.append("fix: pass retain_graph=True to the first backward, or run the forward again.")
-    for k in ("where", "op", "op_where"):
-        if plain.get(k) and kind not in ("leaf_inplace", "view_of_leaf_inplace"):
-            lines.append(f"{k.replace('_', ' ')}: {plain[k]}")
+    elif "moved into the graph interior" in msg:
+        lines.extend(_INTERIOR)
     return out
 
 

@@ -154,7 +154,8 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
             if not separate_saved and (not s.is_stale or s.released):
                 continue
             if s.released:
-                sattrs = f'style="filled,dashed", fillcolor=white, color="{C_FREED}", fontcolor=gray'
+                sattrs = (f'style="filled,dashed", fillcolor=white, color="{C_FREED}",'
+                          ' fontcolor=gray')
             elif s.is_stale:
                 sattrs = (f'style=filled, fillcolor="{C_STALE}", color="{C_RED}", penwidth=2,'
                           f' fontcolor="#600000"')
@@ -467,7 +468,8 @@ def memory_html(snap, activity_delta=None) -> str:
                          f"limit {_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
         if "live_bytes" in st:
             rows.append([f"{dev} live storages", f"{_bytes(st.get('live_bytes'))} in "
-                         f"{st.get('live_storages')} storages (peak {_bytes(st.get('peak_bytes'))})"])
+                         f"{st.get('live_storages')} storages "
+                         f"(peak {_bytes(st.get('peak_bytes'))})"])
     rows.append(["saved for backward", f"{_bytes(m.get('saved_bytes', 0))} in "
                  f"{m.get('saved_count', 0)} saved tensors of the live graphs shown"
                  + (" (graph capped: at least this)" if m.get("saved_partial") else "")])

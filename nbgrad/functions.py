@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import dtypes
+from . import _conv, dtypes
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
 from .ops import (R, _apply, _arr, _binary, _broadcast_error, _fresh, _geom, _inplace, _mask,
@@ -731,6 +731,61 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 def outer(input, vec2):
     return mul(input.unsqueeze(1), vec2.unsqueeze(0))
+
+
+# ================================================================================================
+# convolution and pooling
+# ================================================================================================
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (torch.conv2d): input (N, C, H, W), weight (O, C/groups, kh, kw),
+    bias (O,) -> (N, O, Ho, Wo). One ConvolutionBackward0 node.
+
+    Raises:
+        RuntimeError: PyTorch's messages for wrong ranks and channel counts.
+    """
+    from .ops import Ctx
+    x, w = input._data, weight._data
+    if x.ndim != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
+                           f"input of size: {list(x.shape)}")
+    if w.ndim != 4:
+        raise RuntimeError(f"weight should have 4 dimensions for conv2d, got {w.ndim}")
+    if x.shape[1] != w.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected "
+                           f"input{list(x.shape)} to have {w.shape[1] * groups} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"Input type ({type_name_of(input)}) and weight type "
+                           f"({type_name_of(weight)}) should be the same")
+    y, ctx = _conv.conv2d_forward(x, w, None if bias is None else bias._data, stride, padding,
+                                  dilation, groups)
+    return _apply(R["convolution"], (input, weight, bias), (Ctx(ctx),), y)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False):
+    """Max over (kh, kw) windows with -inf padding, and the flat H*W index of each maximum:
+    (N, C, H, W) -> ((N, C, Ho, Wo), int64 indices). One MaxPool2DWithIndicesBackward0 node."""
+    from .ops import Ctx
+    x = input._data
+    if x.ndim != 4:
+        raise RuntimeError(f"max_pool2d: Expected 3D or 4D tensor for input, but got "
+                           f"{list(x.shape)}")
+    y, ctx = _conv.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
+    out = _apply(R["max_pool2d"], (input,), (Ctx(ctx),), y)
+    return out, Tensor._make_fresh(_conv.max_pool2d_indices(ctx))
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max pooling (torch.max_pool2d); see max_pool2d_with_indices."""
+    out, idx = max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def type_name_of(t):
+    from .tensor import type_name
+    return type_name(t._data.dtype, t._data)
 
 
 # ================================================================================================
@@ -1468,7 +1523,7 @@ def _bind():
             "softmax log_softmax cumsum matmul mm bmm dot mv addmm outer view reshape flatten "
             "unflatten transpose swapaxes swapdims t permute expand expand_as broadcast_to "
             "squeeze unsqueeze narrow select diagonal as_strided unbind split chunk contiguous "
-            "unfold clone flip index_select gather index_put_ index_put index_add square subtract "
+            "unfold conv2d max_pool2d clone flip index_select gather index_put_ index_put index_add square subtract "
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "
             "zero_ log_ sqrt_ abs_ clamp_ clip_ fill_ copy_ masked_fill_ uniform_ normal_ "

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from . import backend, dtypes
+from . import _conv, backend, dtypes
 from .autograd import anomaly, provenance
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.graph import Node, SavedTensor
@@ -613,6 +613,16 @@ R["mv"] = defop("mv", "MvBackward0", "self, other", lambda a, b: a @ b,
                 grads=(lambda g, other: g[:, None] * other, lambda g, self, xp:
                        xp.matrix_transpose(self) @ g))
 
+# ---- convolution and pooling (array kernels in _conv.py; Ctx holds their im2col / argmax) -----
+R["convolution"] = defop("convolution", "ConvolutionBackward0", "input, weight, bias",
+                         lambda x, w, b, ctx: None, args="ctx",
+                         grads=(lambda g, input, weight, ctx, xp: _conv_grad(g, ctx, 0, xp),
+                                lambda g, input, weight, ctx, xp: _conv_grad(g, ctx, 1, xp),
+                                lambda g, xp: g.sum(axis=(0, 2, 3))))
+R["max_pool2d"] = defop("max_pool2d", "MaxPool2DWithIndicesBackward0", "self",
+                        lambda x, ctx: None, args="ctx",
+                        grads=(lambda g, self, ctx, xp: _pool_grad(g, ctx, xp),))
+
 # ---- joining (variadic) ---------------------------------------------------------------------
 R["cat"] = defop("cat", "CatBackward0", "", lambda *a: None, args="sizes, dim",
                  grad_all=lambda g, sizes, dim, xp: _cat_grads(g, sizes, dim, xp))
@@ -791,6 +801,41 @@ def _zero_at(g, index, xp):
     z = g.copy()
     z[index] = 0
     return z
+
+
+class Ctx:
+    """Non-tensor state a kernel keeps for backward (an im2col matrix, argmax positions);
+    released with the node's saved tensors."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def release(self):
+        self.value = None
+
+    def get(self):
+        if self.value is None:
+            from .autograd.graph import backward_twice_error
+            raise backward_twice_error()
+        return self.value
+
+
+def _no_double(xp, name):
+    if xp is _TX:
+        raise RuntimeError(f"nbgrad: double backward through {name} is not supported yet")
+
+
+def _conv_grad(g, ctx, which, xp):
+    _no_double(xp, "ConvolutionBackward0")
+    needs = (which == 0, which == 1, False)
+    return _conv.conv2d_backward(g, ctx.get(), needs)[which]
+
+
+def _pool_grad(g, ctx, xp):
+    _no_double(xp, "MaxPool2DWithIndicesBackward0")
+    return _conv.max_pool2d_backward(g, ctx.get())
 
 
 def _repeat_backward(g, shape, repeats):

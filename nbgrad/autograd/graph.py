@@ -281,7 +281,7 @@ class Node:
 
     def _release(self):
         for s in self._saved or ():
-            if type(s) is SavedTensor:
+            if hasattr(s, "release"):  # SavedTensor, or a kernel's Ctx
                 s.release()
 
     def _backward(self, grads, create_graph):  # pragma: no cover - abstract

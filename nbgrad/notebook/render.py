@@ -281,14 +281,30 @@ _DOT = _DotServer()
 atexit.register(_DOT.close)
 
 
+_SVG_CACHE: dict[str, str] = {}  # DOT source -> SVG of the last few layouts
+_SVG_CACHE_SIZE = 16
+
+
 def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
     """Lay out DOT source with graphviz ``dot``; the ``<svg>`` element, or None without ``dot``.
+
+    The last few layouts are remembered: a cell that changes nothing the graph shows (a new
+    plain tensor, say) costs no layout.
 
     Raises:
         TimeoutError: ``dot`` took longer than ``timeout`` seconds.
     """
     if not dot_available():
         return None
+    svg = _SVG_CACHE.get(source)
+    if svg is None:
+        svg = _SVG_CACHE[source] = _layout(source, timeout)
+        while len(_SVG_CACHE) > _SVG_CACHE_SIZE:
+            del _SVG_CACHE[next(iter(_SVG_CACHE))]
+    return svg
+
+
+def _layout(source: str, timeout: float) -> str:
     raw = None
     if os.name == "posix":
         try:

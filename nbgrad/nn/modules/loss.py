@@ -61,7 +61,7 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction, _who=repr(self))
+                          reduction=self.reduction, _who=self)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -84,7 +84,7 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing,
-                               _who=repr(self))
+                               _who=self)
 
 
 class BCELoss(_WeightedLoss):
@@ -92,7 +92,7 @@ class BCELoss(_WeightedLoss):
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight,
-                                      reduction=self.reduction, _who=repr(self))
+                                      reduction=self.reduction, _who=self)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -112,4 +112,4 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(
             input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight,
-            _who=repr(self))
+            _who=self)

@@ -134,7 +134,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation by im2col on strided views, then one matmul (mirrors ``F.conv2d``).
+    """2-D cross-correlation (mirrors ``F.conv2d``): one ``ConvolutionBackward0`` node.
+
+    Validates the arguments (naming the problem as torch does), resolves ``padding="same"`` and
+    unbatched input, then calls the core's ``nbgrad.conv2d`` (channels-last im2col + one matmul).
 
     Args:
         input (Tensor): (N, C_in, H, W) or unbatched (C_in, H, W).
@@ -191,39 +194,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"Calculated padded input size per channel: ({hp} x {wp}). Kernel size: "
             f"({dh * (kh - 1) + 1} x {dw * (kw - 1) + 1}). Kernel size can't be greater than "
             f"actual input size")
-    ho = (hp - dh * (kh - 1) - 1) // sh + 1
-    wo = (wp - dw * (kw - 1) - 1) // sw + 1
-    if groups == 1:
-        # Channels-last im2col: pad into an (N, Hp, Wp, C) buffer, take the windows as unfold
-        # views, copy them once as rows (kh, kw, C) -- contiguous runs of kw*C values, which numpy
-        # copies an order of magnitude faster than NCHW's runs of kw -- then one matmul.
-        xl = input.permute(0, 2, 3, 1)
-        if ph or pw:
-            buf = nbgrad.zeros((n, hp, wp, c), dtype=input.dtype, device=input.device)
-            buf[:, ph:ph + h, pw:pw + w, :] = xl
-            xl = buf
-        else:
-            xl = xl.contiguous()
-        win = xl.unfold(1, dh * (kh - 1) + 1, sh).unfold(2, dw * (kw - 1) + 1, sw)
-        if dh > 1 or dw > 1:
-            win = win[..., ::dh, ::dw]
-        cols = win.permute(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
-        w2 = weight.permute(0, 2, 3, 1).reshape(o, kh * kw * c).t()
-        out = nbgrad.addmm(bias, cols, w2) if bias is not None else cols.matmul(w2)
-    else:
-        x = pad(input, (pw, pw, ph, ph))
-        k = cg * kh * kw
-        cols = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo).permute(0, 2, 3, 1, 4, 5)
-        cols = cols.reshape(n * ho * wo, groups, k).transpose(0, 1)  # (G, NL, K)
-        w2 = weight.reshape(groups, o // groups, k).transpose(1, 2)  # (G, K, O/G)
-        out = cols.matmul(w2).transpose(0, 1).reshape(n * ho * wo, o)
-        if bias is not None:
-            out = out + bias
-    out = out.reshape(n, ho, wo, o).permute(0, 3, 1, 2).contiguous()
+    out = nbgrad.conv2d(input, weight, bias, (sh, sw), (ph, pw), (dh, dw), groups)
     return out.squeeze(0) if unbatched else out
 
 
-def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill):
+def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill,
+                check_only=False):
     """Validate pooling arguments; pad ``input`` (N, C, H, W) with ``fill`` as far as the windows
     reach. Returns the padded tensor and the geometry (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)."""
     kh, kw = _pair(kernel_size, "kernel_size")
@@ -244,6 +220,8 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill):
         raise RuntimeError(
             f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
             f"Output size is too small")
+    if check_only:
+        return None, None
     extra_h = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
     extra_w = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
     x = input
@@ -275,37 +253,21 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
     Returns:
         Tensor (N, C, Ho, Wo); with ``return_indices`` also the int64 flat index (into H*W) of
-        each maximum. The gradient goes to the first maximum of each window (raster order),
-        as torch's: the output is a chain of ``where`` over the window offsets.
+        each maximum. One ``MaxPool2DWithIndicesBackward0`` node (the core's
+        ``nbgrad.max_pool2d_with_indices``); the gradient goes to the first maximum of each
+        window in raster order, as torch's.
     """
     unbatched = input.ndim == 3
     if unbatched:
         input = input.unsqueeze(0)
     if input.ndim != 4:
         raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
-    x, geo = _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
-    views = _pool_slices(x, geo)
-    vals = [v._data for v in views]
-    m = vals[0]
-    for v in vals[1:]:
-        m = np.maximum(m, v)
-    # the first offset holding the maximum wins (a NaN counts as the maximum, as in torch)
-    conds = [(v == m) | np.isnan(v) for v in vals[:-1]]
-    out = views[-1]
-    for view, cond in zip(reversed(views[:-1]), reversed(conds)):
-        out = nbgrad.where(_const(cond), view, out)
+    _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, None, check_only=True)
+    out, idx = nbgrad.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
+                                              ceil_mode)
     if unbatched:
-        out = out.squeeze(0)
-    if not return_indices:
-        return out
-    kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
-    k = np.full(m.shape, len(vals) - 1, dtype=np.int64)
-    for i in range(len(conds) - 1, -1, -1):
-        k[conds[i]] = i
-    row = (np.arange(ho) * sh - ph)[:, None] + (k // kw) * dh
-    col = (np.arange(wo) * sw - pw)[None, :] + (k % kw) * dw
-    flat = _const((row * input.shape[3] + col).astype(np.int64))
-    return out, (flat.squeeze(0) if unbatched else flat)
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return (out, idx) if return_indices else out
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,

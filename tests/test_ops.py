@@ -644,3 +644,66 @@ def test_float32_forward_and_grad(case):
         if isinstance(xt, torch.Tensor) and xt.requires_grad:
             assert _dtype_name(xn.grad) == _dtype_name(xt.grad)
             np.testing.assert_allclose(_np(xn.grad), _np(xt.grad), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------------
+# The same bodies on the GPU (cupy) where one is present: nbgrad on the device vs torch on the CPU
+# ------------------------------------------------------------------------------------------------
+class _OnDevice:
+    """`nbgrad` as seen by a case, with tensor factories defaulting to `device`."""
+
+    _FACTORIES = ("tensor", "ones", "zeros", "arange", "full", "empty", "randn", "rand",
+                  "ones_like", "zeros_like")
+
+    def __init__(self, device):
+        self._device = device
+        self.__name__ = "nbgrad"
+
+    def __getattr__(self, name):
+        obj = getattr(nbgrad, name)
+        if name in self._FACTORIES:
+            def make(*args, **kw):
+                kw.setdefault("device", self._device)
+                return obj(*args, **kw)
+            return make
+        return obj
+
+
+def _host(t):
+    return t.detach().cpu().numpy()
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not nbgrad.cuda.is_available(), reason="no CUDA device (cupy absent or no GPU)"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", FORWARD)
+def test_on_device(case, device):
+    """Forward values, grad_fn names and gradients with every tensor on `device`."""
+    T = _OnDevice(device)
+    nb, th = _inputs(case)
+    nb = [x.to(device).detach().requires_grad_(x.requires_grad) if isinstance(x, nbgrad.Tensor)
+          else x for x in nb]
+    yn = _outs(case.f(T, *nb))
+    yt = _outs(case.tf(torch, *th))
+    for a, b in zip(yn, yt):
+        assert str(a.device).startswith(device)
+        assert _dtype_name(a) == _dtype_name(b)
+        tol = 1e-5 if b.dtype == torch.float32 else 1e-9
+        np.testing.assert_allclose(_host(a), _np(b), rtol=tol, atol=tol)
+    assert [None if a.grad_fn is None else type(a.grad_fn).__name__ for a in yn] == \
+        [None if b.grad_fn is None else type(b.grad_fn).__name__ for b in yt]
+    if not case.grad:
+        return
+    pairs = [(a, b) for a, b in zip(yn, yt) if b.requires_grad]
+    gs = [np.linspace(-1, 1, b.numel()).reshape(tuple(b.shape)).astype(_np(b).dtype)
+          for _, b in pairs]
+    torch.autograd.backward([b for _, b in pairs], [torch.tensor(g) for g in gs])
+    nbgrad.autograd.backward([a for a, _ in pairs], [T.tensor(g) for g in gs])
+    for xn, xt in zip(nb, th):
+        if isinstance(xt, torch.Tensor) and xt.requires_grad:
+            assert str(xn.grad.device).startswith(device)
+            f32 = any(isinstance(x, torch.Tensor) and x.dtype == torch.float32 for x in th + yt)
+            tol = 1e-5 if f32 else 1e-9
+            np.testing.assert_allclose(_host(xn.grad), _np(xt.grad), rtol=tol, atol=tol)

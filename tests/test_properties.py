@@ -359,3 +359,83 @@ def test_advanced_indexing_accumulates(shape, data):
         assert res[nbgrad][k].shape == res[torch][k].shape
         np.testing.assert_array_equal(res[nbgrad][k], res[torch][k])
     assert res[nbgrad][3] == res[torch][3]
+
+
+# ------------------------------------------------------------------------------------------------
+# random programs: a stack of values transformed by random ops; values, grads and second-order
+# grads (create_graph) against torch
+# ------------------------------------------------------------------------------------------------
+UNARY = {
+    "tanh": lambda T, x: x.tanh(),
+    "sigmoid": lambda T, x: x.sigmoid(),
+    "exp_small": lambda T, x: (x * 0.3).exp(),
+    "sin": lambda T, x: x.sin(),
+    "square": lambda T, x: x * x,
+    "pow3": lambda T, x: x ** 3,
+    "softplus_like": lambda T, x: (x.exp() + 1).log(),
+    "t_roundtrip": lambda T, x: (x.t() * 1.5).t(),
+    "sum_keep": lambda T, x: x.sum(-1, keepdim=True),
+    "mean0_keep": lambda T, x: x.mean(0, keepdim=True),
+    "softmax": lambda T, x: x.softmax(-1),
+    "neg_abs_sq": lambda T, x: -(x * x).abs(),
+    "flip_view": lambda T, x: x.transpose(0, -1).contiguous().transpose(0, -1),
+    "slice_pad": lambda T, x: T.cat([x[..., :1], x], -1)[..., 1:],
+    "cumsum": lambda T, x: x.cumsum(-1),
+    "sqrt_sq1": lambda T, x: (x * x + 1).sqrt(),
+    "div_sq1": lambda T, x: x / (x * x + 1),
+}
+BINARY_P = {
+    "add": lambda T, a, b: a + b,
+    "mul": lambda T, a, b: a * b,
+    "sub_scaled": lambda T, a, b: a - 0.5 * b,
+    "maximum_smooth": lambda T, a, b: (a + b + ((a - b) ** 2 + 1).sqrt()) / 2,
+    "where": lambda T, a, b: T.where(a > b, a * 2, b),
+}
+
+
+@st.composite
+def programs(draw):
+    steps = []
+    n = draw(st.integers(2, 7))
+    for _ in range(n):
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(sorted(UNARY)))))
+        else:
+            steps.append(("b", draw(st.sampled_from(sorted(BINARY_P)))))
+    return steps
+
+
+def _run_program(T, steps, xa, xb, create_graph):
+    a = T.tensor(xa.copy(), requires_grad=True)
+    b = T.tensor(xb.copy(), requires_grad=True)
+    vals = [a, b]
+    for kind, name in steps:
+        if kind == "u":
+            vals.append(UNARY[name](T, vals[-1]))
+        else:
+            vals.append(BINARY_P[name](T, vals[-1], vals[-2]))
+    out = vals[-1].sum() + 0.1 * vals[-2].sum()
+    ga, gb = T.autograd.grad(out, [a, b], create_graph=create_graph, allow_unused=True)
+    ga = T.zeros_like(a) if ga is None else ga
+    gb = T.zeros_like(b) if gb is None else gb
+    res = [out.detach().numpy(), ga.detach().numpy(), gb.detach().numpy()]
+    if create_graph:
+        s = (ga * ga).sum() + (gb * T.arange(float(gb.numel())).reshape(gb.shape)).sum()
+        if s.requires_grad:
+            h = T.autograd.grad(s, [a, b], allow_unused=True)
+            res += [np.zeros(xa.shape) if g is None else g.numpy() for g in h]
+        else:
+            res += [np.zeros(xa.shape), np.zeros(xb.shape)]
+    return res
+
+
+@SETTINGS
+@given(steps=programs(), seed=st.integers(0, 2 ** 16), second=st.booleans())
+def test_random_programs_vs_torch(steps, seed, second):
+    rng = np.random.default_rng(seed)
+    xa, xb = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    rt = _run_program(torch, steps, xa, xb, second)
+    rn = _run_program(nbgrad, steps, xa, xb, second)
+    assert len(rn) == len(rt)
+    for a, b in zip(rn, rt):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)

@@ -39,13 +39,24 @@ function render({ model, el: root }) {
   panel.append(header, body, details);
   root.append(panel);
   const collapsedNodes = new Set();
+  let graphCache = null;
+  function graphOf() {
+    // `graph` arrives as one JSON string (cheaper for the kernel to sync than a nested dict)
+    const raw = model.get("graph") || "{}";
+    if (!graphCache || graphCache.raw !== raw) {
+      let parsed = {};
+      try { parsed = JSON.parse(raw); } catch (e) { parsed = {}; }
+      graphCache = { raw, value: parsed };
+    }
+    return graphCache.value;
+  }
 
   function svgElements() {
     return body.querySelectorAll("svg g.node, svg g.edge");
   }
 
   function showDetails(key, sticky) {
-    const info = (model.get("graph").nodes || {})[base(key)];
+    const info = (graphOf().nodes || {})[base(key)];
     details.replaceChildren();
     if (!info) { details.classList.remove("nbgrad-visible"); return; }
     details.append(el("div", "nbgrad-details-title", info.title));
@@ -56,7 +67,7 @@ function render({ model, el: root }) {
   }
 
   function applyCollapse() {
-    const graph = model.get("graph");
+    const graph = graphOf();
     const hidden = new Set();
     for (const k of collapsedNodes) for (const u of upstream(graph, k)) hidden.add(u);
     // a node stays visible if a visible, non-collapsed path still needs it: keep it simple and

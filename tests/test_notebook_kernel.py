@@ -177,7 +177,9 @@ def test_wheel_carries_the_front_end(tmp_path):
     code = ("import nbgrad, nbgrad.notebook.widgets as w, pathlib; "
             "print(pathlib.Path(nbgrad.__file__).resolve().parent); "
             "print('export default' in w.NbgradPanel._esm, '.nbgrad-panel' in w.NbgradPanel._css)")
-    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True,
-                         cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""}).stdout.split("\n")
+    run = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": ""})
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.split("\n")
     assert str(venv) in out[0]  # the installed copy, not the checkout
     assert out[1] == "True True"

@@ -7,6 +7,7 @@ widget view *and* a static ``text/html`` copy, so a saved notebook stays readabl
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anywidget
@@ -33,6 +34,8 @@ def graph_data(snap) -> dict:
     """What the front end needs to know about each graph element (hover text, edges)."""
     nodes = {}
     for t in snap.tensors:
+        if t.named and not (t.requires_grad or t.grad_fn or t.is_view):
+            continue  # not drawn: a plain tensor is only a row of the Tensors tab
         nodes[t.key] = {"kind": "tensor", "title": t.name or "(unnamed tensor)", "details": [
             f"shape {list(t.shape)} {t.dtype} {t.device}", f"requires_grad={t.requires_grad} "
             f"is_leaf={t.is_leaf}", f"grad_fn={t.grad_fn}", f"_version={t.version}",
@@ -72,8 +75,9 @@ class NbgradPanel(anywidget.AnyWidget):
     tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
     tab_order = traitlets.List([], help="tab names in display order").tag(sync=True)
     active = traitlets.Unicode("Graph", help="the tab shown").tag(sync=True)
-    graph = traitlets.Dict({}, help="graph elements by SVG id: kind, title, details, next"
-                           ).tag(sync=True)
+    graph = traitlets.Unicode("{}", help="JSON: graph elements by SVG id (kind, title, details, "
+                              "next); one string, cheaper to sync than a nested dict"
+                              ).tag(sync=True)
     selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
                                  ).tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
@@ -92,7 +96,7 @@ class NbgradPanel(anywidget.AnyWidget):
             self.tab_order = list(tab_html)
             self.tabs = tab_html
             self.active = "Error" if "Error" in tab_html else "Graph"
-            self.graph = graph_data(snap)
+            self.graph = json.dumps(graph_data(snap), separators=(",", ":"))
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)

@@ -1,0 +1,78 @@
+"""The panel widget (kernel side) and the pieces of HTML it carries."""
+
+import json
+import shutil
+
+import pytest
+
+pytest.importorskip("anywidget")
+
+import nbgrad  # noqa: E402
+from nbgrad.notebook import inspect as nbi  # noqa: E402
+from nbgrad.notebook import render  # noqa: E402
+from nbgrad.notebook.widgets import NbgradPanel  # noqa: E402
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def seed000():
+    x = nbgrad.ones(3, requires_grad=True)
+    y = x.tanh()
+    y.add_(3)
+    plain = nbgrad.zeros(2)
+    return {"x": x, "y": y, "plain": plain}
+
+
+def test_panel_carries_widget_view_and_static_html():
+    ns = seed000()
+    snap = nbi.snapshot(nbi.named_tensors(ns))
+    svg = render.dot_to_svg(render.to_dot(snap))
+    panel = NbgradPanel(snap, svg)
+    try:
+        data, _ = panel._repr_mimebundle_()
+        assert data[WIDGET]["model_id"] == panel.model_id
+        assert data["text/plain"].startswith("nbgrad: 3 tensors")
+        assert "stale saved tensor" in data["text/html"]
+        assert panel.tab_order == ["Graph", "Tensors", "Views", "Memory"]
+        assert panel.active == "Graph"
+        assert "TanhBackward0" in panel.tabs["Graph"]
+        graph = json.loads(panel.graph)["nodes"]
+        tanh = next(k for k, v in graph.items() if v["title"] == "TanhBackward0")
+        assert graph[tanh]["stale"] is True
+        assert any("STALE" in line for line in graph[tanh]["details"])
+        # hover details exist for every drawn element; the plain tensor is only a table row
+        names = {v["title"] for v in graph.values()}
+        assert {"x", "y"} <= names and "plain" not in names
+        if shutil.which("dot"):
+            for key in graph:
+                assert f'id="{key}"' in svg
+        assert "export default" in panel._esm and ".nbgrad-panel" in panel._css
+    finally:
+        panel.close()
+
+
+def test_error_tab_comes_first():
+    ns = seed000()
+    with pytest.raises(RuntimeError) as info:
+        ns["y"].sum().backward()
+    snap = nbi.snapshot(nbi.named_tensors(ns), error=info.value)
+    panel = NbgradPanel(snap, None)
+    try:
+        assert panel.tab_order[0] == "Error" and panel.active == "Error"
+        assert "saved by TanhBackward0" in panel.tabs["Error"]
+        assert "apt-get install graphviz" in panel.tabs["Graph"]  # no svg given: text tree
+    finally:
+        panel.close()
+
+
+def test_memory_html_shows_a_device_pool():
+    snap = nbi.Snapshot()
+    snap.memory = {"devices": {"cuda": {"used_bytes": 2048, "total_bytes": 4096, "free_blocks": 3,
+                                        "limit": 0, "live_bytes": 2048, "live_storages": 2,
+                                        "peak_bytes": 4096}},
+                   "saved_bytes": 12, "saved_count": 1, "delta": {"cuda.used_bytes": 1024},
+                   "activity_delta": (2, 1, 1, 0)}
+    html = render.memory_html(snap)
+    assert "used 2.0 KiB / total 4.0 KiB, free blocks 3, limit none" in html
+    assert "this cell: cuda.used_bytes" in html and "+1.0 KiB" in html
+    assert "2 nodes created, 1 version bumps, 1 storages allocated, 0 freed" in html

@@ -140,7 +140,9 @@ def walk(fn, depth=0):
     if fn is None:
         print("    " * depth + "None  (does not require grad)")
         return
-    extra = f"  -> leaf {tuple(fn.variable.shape)} = {fn.variable.item()}" if hasattr(fn, "variable") else ""
+    extra = ""
+    if hasattr(fn, "variable"):                 # AccumulateGrad: the leaf it accumulates into
+        extra = f"  -> leaf {tuple(fn.variable.shape)} = {fn.variable.item()}"
     print("    " * depth + type(fn).__name__ + extra)
     for nxt, _ in fn.next_functions:
         walk(nxt, depth + 1)
@@ -566,7 +568,8 @@ r = x.reshape(3, 2)         # contiguous: a view
 print(r._is_view(), xt.reshape(6)._is_view())
 """),
     *exercises(
-        "Predict `stride()` and `storage_offset()` of `torch.arange(24.).reshape(2, 3, 4)[1, :, ::2]`, "
+        "Predict `stride()` and `storage_offset()` of "
+        "`torch.arange(24.).reshape(2, 3, 4)[1, :, ::2]`, "
         "then check.",
         "Make `y = x[:2]` of a leaf `x` that requires grad, then `x.add_(1)`. What happens and "
         "why is it different from section 2?",
@@ -621,7 +624,8 @@ loss = ((w * 2).exp() + 1).sum()
 mem("loss (graph alive)")
 def saved(fn):                        # each node of the chain, and what it saved
     while fn is not None:
-        print(f"{type(fn).__name__:16}", [(s.name, tuple(s.shape), s.nbytes) for s in fn._saved_tensors()])
+        print(f"{type(fn).__name__:16}",
+              [(s.name, tuple(s.shape), s.nbytes) for s in fn._saved_tensors()])
         fn = fn.next_functions[0][0] if fn.next_functions else None
 
 saved(loss.grad_fn)
@@ -704,11 +708,13 @@ if torch.cuda.is_available():
     g = torch.randn(1024, 1024, device="cuda")
     print("allocated", torch.cuda.memory_allocated(), "reserved", torch.cuda.memory_reserved())
     del g
-    print("after del: allocated", torch.cuda.memory_allocated(), "reserved", torch.cuda.memory_reserved())
+    print("after del: allocated", torch.cuda.memory_allocated(),
+          "reserved", torch.cuda.memory_reserved())
     torch.cuda.empty_cache()
     print("after empty_cache: reserved", torch.cuda.memory_reserved())
 else:
-    print("no GPU here: skipped the GPU memory-pool section (install nbgrad[cuda12] on a CUDA machine)")
+    print("no GPU here: skipped the GPU memory-pool section "
+          "(install nbgrad[cuda12] on a CUDA machine)")
 """),
     *exercises(
         "Replace `.exp()` by `.sin()` in section 2. What does `SinBackward0` save, and how much "
@@ -935,7 +941,8 @@ print(f"MLP test accuracy: {accuracy(mlp):.3f}")
     code("""
 plt.figure(figsize=(6, 3))
 plt.plot(mlp_loss, label="MLP")
-plt.xlabel("step"); plt.ylabel("cross-entropy"); plt.yscale("log"); plt.legend(); plt.title("training loss")
+plt.xlabel("step"); plt.ylabel("cross-entropy"); plt.yscale("log")
+plt.legend(); plt.title("training loss")
 plt.show()
 """),
     md("""
@@ -956,8 +963,8 @@ loss = nn.functional.cross_entropy(out, yb)
     md("""
 Each parameter's version (printed after the next cell) counts the in-place updates it has had:
 its initialisation, then one per optimizer step (the optimizer changes the weights in place,
-under `no_grad`): 10 epochs of 23 batches. That is why a graph built **before** `opt.step()` cannot be backpropagated
-after it: its saved weights are stale (the panel would show them red).
+under `no_grad`): 10 epochs of 23 batches. That is why a graph built **before** `opt.step()`
+cannot be backpropagated after it: its saved weights are stale (the panel would show them red).
 """),
     code("""
 loss.backward()

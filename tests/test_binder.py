@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from test_notebooks import (NB_DIR, REPO, all_text, code_cells, execute_notebook, panels,
-                            text_of, write_kernelspec)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # also under --import-mode=importlib
+from test_notebooks import (  # noqa: E402
+    NB_DIR, REPO, all_text, code_cells, execute_notebook, panels, text_of, write_kernelspec)
 
 BINDER = REPO / "binder"
 IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info",
@@ -26,8 +27,8 @@ IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg
 
 
 def test_binder_files():
-    reqs = [ln.split("#")[0].strip() for ln in (BINDER / "requirements.txt").read_text().splitlines()]
-    reqs = [r for r in reqs if r]
+    lines = (BINDER / "requirements.txt").read_text().splitlines()
+    reqs = [r for r in (ln.split("#")[0].strip() for ln in lines) if r]
     assert any(r == "." or r.startswith(".[") for r in reqs), "the package itself must be installed"
     assert any(r.startswith("jupyterlab") for r in reqs)
     assert "graphviz" in (BINDER / "apt.txt").read_text().split()
@@ -51,7 +52,8 @@ def binder_venv(tmp_path_factory):
     # as repo2docker does: from the repository root
     r = subprocess.run([py, "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"],
                        cwd=repo, env=env, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, f"pip install -r binder/requirements.txt failed:\n{r.stdout}\n{r.stderr}"
+    assert r.returncode == 0, (
+        f"pip install -r binder/requirements.txt failed:\n{r.stdout}\n{r.stderr}")
     return venv, py
 
 

@@ -138,7 +138,7 @@ def executed(jupyter_path, tmp_path_factory):
 
 
 def installed_nbgrad_file() -> str:
-    """Where this interpreter imports nbgrad from, outside the source tree (no cwd, no PYTHONPATH)."""
+    """Where this interpreter imports nbgrad from outside the source tree (no cwd, PYTHONPATH)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", "import nbgrad; print(nbgrad.__file__)"],
                          cwd=os.path.expanduser("~") if os.path.isdir(os.path.expanduser("~"))
@@ -169,7 +169,8 @@ def test_generator_and_notebooks_agree(tmp_path):
                    capture_output=True)
     for name in NOTEBOOKS:
         assert (tmp_path / name).read_text() == (NB_DIR / name).read_text(), (
-            f"{name} differs from what notebooks/_build.py writes: run `python notebooks/_build.py`")
+            f"{name} differs from what notebooks/_build.py writes: "
+            "run `python notebooks/_build.py`")
 
 
 # -- executed -----------------------------------------------------------------------------------

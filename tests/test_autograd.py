@@ -1830,3 +1830,148 @@ def test_detach_view_of_nonleaf_inplace_affects_graph_value_check():
         b.detach().zero_()  # shares the version counter: ExpBackward0's saved result is stale
         b.sum().backward()
     same_error(f, prefix=True)
+
+
+# ================================================================================================
+# custom Function: more of PyTorch's behaviour
+# ================================================================================================
+def test_custom_function_returning_its_input():
+    out = {}
+    for T in (torch, nbgrad):
+        class Id(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = T.ones(2, requires_grad=True)
+        y = Id.apply(x)
+        assert y is not x and type(y.grad_fn).__name__ == "IdBackward"
+        y.sum().backward()
+        out[T] = x.grad.tolist()
+    assert out[nbgrad] == out[torch] == [2.0, 2.0]
+
+
+@pytest.mark.xfail(reason="core bug: an input returned by a custom Function is not a view",
+                   strict=True)
+def test_custom_function_returned_input_is_a_view():
+    res = []
+    for T in (torch, nbgrad):
+        class Id(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        x = T.ones(2, requires_grad=True) * 1
+        y = Id.apply(x)
+        res.append((y._is_view(), y._base is x, y.data_ptr() == x.data_ptr()))
+    assert res[1] == res[0]
+
+
+@pytest.mark.xfail(reason="core bug: Function with setup_context (forward without ctx)",
+                   strict=True)
+def test_custom_function_setup_context():
+    for T in (torch, nbgrad):
+        class Mul(T.autograd.Function):
+            @staticmethod
+            def forward(x, k):
+                return x * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.k = inputs[1]
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * ctx.k, None
+
+        x = T.ones(2, requires_grad=True)
+        Mul.apply(x, 3.0).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+def test_custom_function_materialize_grads(materialize):
+    seen = {}
+    for T in (torch, nbgrad):
+        got = []
+
+        class Two(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.set_materialize_grads(materialize)
+                return x * 2, x * 3
+
+            @staticmethod
+            def backward(ctx, g1, g2):
+                got.append((g1 is None, None if g2 is None else g2.tolist()))
+                return g1 * 2 + (0 if g2 is None else g2 * 3)
+
+        x = T.ones(2, requires_grad=True)
+        a, b = Two.apply(x)
+        a.sum().backward()
+        seen[T] = (got, x.grad.tolist())
+    assert seen[nbgrad] == seen[torch]
+
+
+@pytest.mark.xfail(reason="core bug: backward gets no argument for a non-tensor output",
+                   strict=True)
+def test_custom_function_non_tensor_output():
+    for T in (torch, nbgrad):
+        class NT(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2, 5
+
+            @staticmethod
+            def backward(ctx, g, _):
+                return g * 2
+
+        x = T.ones(2, requires_grad=True)
+        a, n = NT.apply(x)
+        assert n == 5 and type(a.grad_fn).__name__ == "NTBackward"
+        a.sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_custom_function_without_grad_inputs():
+    for T in (torch, nbgrad):
+        y = _exp_fn(T).apply(T.ones(2))
+        assert not y.requires_grad and y.grad_fn is None
+        with T.no_grad():
+            y = _exp_fn(T).apply(T.ones(2, requires_grad=True))
+        assert not y.requires_grad
+
+
+@pytest.mark.xfail(reason="core bug: a wrong-shaped gradient from a custom backward is accepted",
+                   strict=True)
+def test_custom_function_invalid_gradient_shape_error():
+    def f(T):
+        class Bad(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g[:1]
+        Bad.apply(T.ones(2, requires_grad=True)).sum().backward()
+    same_error(f)
+
+
+@LIBS
+def test_set_grad_enabled_as_decorator(T):
+    a = T.ones(2, requires_grad=True)
+
+    @T.set_grad_enabled(False)
+    def f():
+        return a * 2
+
+    assert not f().requires_grad
+    assert T.is_grad_enabled() and (a * 2).requires_grad

@@ -1975,3 +1975,60 @@ def test_set_grad_enabled_as_decorator(T):
 
     assert not f().requires_grad
     assert T.is_grad_enabled() and (a * 2).requires_grad
+
+
+# ================================================================================================
+# tensor model: views, strides, offsets, _base (seed 002)
+# ================================================================================================
+VIEWS = {
+    "slice": lambda T, x: x[1:, ::2],
+    "select": lambda T, x: x[1],
+    "int_slice": lambda T, x: x[1, 1:],
+    "none_ellipsis": lambda T, x: x[None, ..., 1],
+    "view": lambda T, x: x.view(6, 4),
+    "view_infer": lambda T, x: x.view(-1, 2),
+    "reshape_view": lambda T, x: x.reshape(3, 8),
+    "reshape_copy": lambda T, x: x.transpose(0, 1).reshape(-1),
+    "flatten": lambda T, x: x.flatten(),
+    "flatten_copy": lambda T, x: x.permute(2, 0, 1).flatten(),
+    "transpose": lambda T, x: x.transpose(0, 2),
+    "permute": lambda T, x: x.permute(1, 2, 0),
+    "expand": lambda T, x: x[:, :1].expand(2, 5, 4),
+    "squeeze": lambda T, x: x[:, :1].squeeze(),
+    "unsqueeze": lambda T, x: x.unsqueeze(1),
+    "narrow": lambda T, x: x.narrow(2, 1, 2),
+    "diagonal": lambda T, x: x.diagonal(0, 1, 2),
+    "diagonal_offset": lambda T, x: x.diagonal(1, 1, 2),
+    "as_strided": lambda T, x: x.as_strided((3, 2), (4, 1), 2),
+    "unfold": lambda T, x: x.unfold(2, 2, 1),
+    "unbind": lambda T, x: x.unbind(1)[2],
+    "split": lambda T, x: x.split(2, 2)[1],
+    "chunk": lambda T, x: x.chunk(3, 1)[1],
+    "view_of_view": lambda T, x: x[1].t()[1:],
+    "detach": lambda T, x: x.detach(),
+    "contiguous_noop": lambda T, x: x.contiguous(),
+    "contiguous_copy": lambda T, x: x.t().contiguous() if x.dim() == 2 else
+    x.transpose(0, 1).contiguous(),
+    "clone": lambda T, x: x.clone(),
+    "index_tensor": lambda T, x: x[T.tensor([1, 0])],
+    "mask": lambda T, x: x[x > 10],
+    "alias": lambda T, x: x[...],
+    "T_view": lambda T, x: x[0].T,
+    "t_1d": lambda T, x: x[0, 0].t(),
+    "real_view": lambda T, x: x.view_as(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_view_geometry_and_base(name):
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.arange(24.0).reshape(2, 3, 4)
+        root = x._base
+        v = VIEWS[name](T, x)
+        base_is = ("x" if v._base is x else "root" if v._base is not None and v._base is root
+                   else None if v._base is None else "other")
+        out[T] = (tuple(v.shape), v.stride(), v.storage_offset(), v.is_contiguous(),
+                  v._is_view(), base_is, v.data_ptr() == x.data_ptr() + 4 * v.storage_offset()
+                  if v._is_view() else None, v.tolist())
+    assert out[nbgrad] == out[torch]

@@ -547,33 +547,33 @@ def _check_class_target(input, target, who, ignore_index):
     Returns:
         (class_dim, n_classes, any_ignored): whether some target equals ``ignore_index``.
     """
-    if target.dtype != nbgrad.int64:
+    t, x = target._data, input._data
+    if t.dtype != np.int64:
         raise RuntimeError(
             f"{who}: expected target dtype to be Long (int64 class indices), but got "
             f"{target.dtype}" + (" (floating targets must have the input's shape "
-                                 f"{tuple(input.shape)}, as class probabilities)"
-                                 if target.dtype.is_floating_point else ""))
-    if input.ndim == 0:
+                                 f"{tuple(x.shape)}, as class probabilities)"
+                                 if t.dtype.kind == "f" else ""))
+    nd = x.ndim
+    if nd == 0:
         raise ValueError(f"{who}: expected input with at least 1 dimension, got 0")
-    cdim = 0 if input.ndim == 1 else 1
-    c = input.shape[cdim]
-    if input.ndim == 1:
-        if target.ndim != 0:
+    cdim = 0 if nd == 1 else 1
+    c = x.shape[cdim]
+    if nd == 1:
+        if t.ndim != 0:
             raise ValueError(
                 f"{who}: expected a 0-D target for 1-D input of {c} classes, got target of "
-                f"shape {tuple(target.shape)}")
+                f"shape {tuple(t.shape)}")
     else:
-        tb = target.shape[0] if target.ndim else None
-        if tb != input.shape[0]:
+        tb = t.shape[0] if t.ndim else None
+        if tb != x.shape[0]:
             raise ValueError(
-                f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                 f"({tb}).")
-        expect = (input.shape[0],) + tuple(input.shape[2:])
-        if tuple(target.shape) != expect:
+        if t.ndim != nd - 1 or t.shape[1:] != x.shape[2:]:
             raise RuntimeError(
-                f"{who}: expected target of shape {expect} for input of shape "
-                f"{tuple(input.shape)}, got {tuple(target.shape)}")
-    t = target._data
+                f"{who}: expected target of shape {(x.shape[0],) + x.shape[2:]} for input of "
+                f"shape {tuple(x.shape)}, got {tuple(t.shape)}")
     if not t.size:
         return cdim, c, False
     in_range = t.min() >= 0 and t.max() < c
@@ -674,12 +674,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    cdim = 0 if input.ndim == 1 else 1
+    nd = input._data.ndim
+    cdim = 0 if nd == 1 else 1
     logp = input.log_softmax(cdim)
-    c = input.shape[cdim]
-    wshape = [1] * input.ndim
+    c = input._data.shape[cdim]
+    wshape = [1] * nd
     wshape[cdim] = c
-    if target.dtype.is_floating_point:
+    if target._data.dtype.kind == "f":
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(
                 f"{_who}: floating targets are class probabilities and must have the input's "

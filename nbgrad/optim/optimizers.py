@@ -73,9 +73,10 @@ class SGD(Optimizer):
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             for p in group["params"]:
-                g = _grad_array(p, maximize)
+                g = p._grad
                 if g is None:
                     continue
+                g = -g._data if maximize else g._data
                 if wd != 0:
                     g = g + wd * p._data
                 if momentum != 0:

@@ -281,6 +281,10 @@ def test_04_memory(executed):
     assert mib(t, "graph alive") == 8.0 and mib(t, "del loss: graph and saved tensors freed") == 4.0
     assert mib(t, "5 losses kept") > mib(t, "kept .item() instead") > mib(t, "last graph freed")
     assert "no GPU here: skipped" in t or "after empty_cache" in t
+    # the memory panel under the cell that built the graph: the saved exp output
+    (p,) = panels(cell_with(nb, 'mem("loss (graph alive)")'))
+    memory = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", p.data["text/html"]))
+    assert re.search(r"saved for backward 4(\.0)? MiB", memory), memory[-1500:]
 
 
 def test_05_function(executed):

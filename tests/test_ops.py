@@ -707,3 +707,57 @@ def test_on_device(case, device):
             f32 = any(isinstance(x, torch.Tensor) and x.dtype == torch.float32 for x in th + yt)
             tol = 1e-5 if f32 else 1e-9
             np.testing.assert_allclose(_host(xn.grad), _np(xt.grad), rtol=tol, atol=tol)
+
+
+# ------------------------------------------------------------------------------------------------
+# type promotion: every pair of (tensor | 0-d tensor | Python number) operands
+# ------------------------------------------------------------------------------------------------
+_DT = ["bool", "int64", "float32", "float64"]
+_LEFT = [(k, d) for k in ("tensor", "0d") for d in _DT]
+_RIGHT = _LEFT + [("py", "int"), ("py", "float"), ("py", "bool")]
+_BIN = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+        "sub": lambda a, b: a - b, "radd": lambda a, b: b + a, "rmul": lambda a, b: b * a,
+        "rdiv": lambda a, b: b / a}
+
+
+def _operand(T, kind, dt):
+    if kind == "py":
+        return {"int": 3, "float": 2.5, "bool": True}[dt]
+    vals = [1, 0, 2] if dt != "bool" else [True, False, True]
+    t = T.tensor(vals if kind == "tensor" else vals[0], dtype=getattr(T, dt))
+    return t
+
+
+def _promote(T, left, right, op):
+    a, b = _operand(T, *left), _operand(T, *right)
+    try:
+        with np.errstate(all="ignore"):
+            y = _BIN[op](a, b)
+    except (RuntimeError, TypeError) as e:
+        return (type(e).__name__, str(e).replace("torch.", "nbgrad."))
+    return (_dtype_name(y), tuple(y.shape), _np(y))
+
+
+def _bool_sub(left, right, op):
+    return op == "sub" and "bool" in (left[1], right[1])
+
+
+@pytest.mark.parametrize("right", _RIGHT, ids=lambda r: "-".join(r))
+@pytest.mark.parametrize("left", _LEFT, ids=lambda r: "-".join(r))
+def test_type_promotion(left, right):
+    for op in sorted(_BIN):
+        if _bool_sub(left, right, op):
+            continue  # test_bool_subtraction_error
+        rt, rn = _promote(torch, left, right, op), _promote(nbgrad, left, right, op)
+        assert rn[:2] == rt[:2], op
+        if len(rt) == 3:
+            np.testing.assert_array_equal(rn[2], rt[2], err_msg=op)
+
+
+@pytest.mark.xfail(reason="core bug: subtraction with a bool tensor is not refused", strict=True)
+def test_bool_subtraction_error():
+    for left in _LEFT:
+        for right in _RIGHT:
+            if _bool_sub(left, right, "sub"):
+                assert _promote(nbgrad, left, right, "sub") == \
+                    _promote(torch, left, right, "sub"), (left, right)

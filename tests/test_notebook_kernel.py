@@ -5,7 +5,9 @@ show the red stale saved tensor, the provenance (cell numbers and ops), and no p
 cell. Each panel is a widget view *and* a static text/html copy.
 """
 
+import base64
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -42,6 +44,13 @@ def panel_outputs(cell):
             if o.output_type == "display_data" and WIDGET in o.data]
 
 
+def svg_in(html):
+    """The graph SVG of a static panel (an <img> with a data URI, which sanitisers keep)."""
+    m = re.search(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)
+    assert m, "no SVG image in the static panel"
+    return base64.b64decode(m.group(1)).decode("utf-8")
+
+
 def panel_html(cell):
     (p,) = panel_outputs(cell)
     assert "text/html" in p.data  # the static fallback beside the widget view
@@ -72,12 +81,14 @@ def test_seed000_cells_and_panels(seed000):
 
 def test_seed000_stale_saved_tensor_is_red_before_backward(seed000):
     html = panel_html(seed000.cells[3])
-    assert render.C_STALE in html  # the red saved tensor, in the SVG (or the text tree)
-    assert "saved v0, now v1" in html
-    assert "add_ at cell [4] line 1" in html
-    assert "TanhBackward0" in html and "cell [3] line 1" in html
+    svg = svg_in(html)
+    assert svg.startswith("<svg")
+    assert render.C_STALE in svg  # the saved tensor drawn red
+    assert "saved v0, now v1" in svg and "add_ at cell [4] line 1" in svg
+    assert "TanhBackward0" in svg and "cell [3] line 1" in svg and "will fail in backward" in svg
     assert "1 stale saved tensor (backward will fail)" in html
-    assert "<svg" in html
+    # the text tree rides along as the image's alt text
+    assert "STALE saved v0, now v1 (modified by add_ at cell [4] line 1)" in html
 
 
 def test_seed000_backward_error_provenance(seed000):
@@ -87,7 +98,7 @@ def test_seed000_backward_error_provenance(seed000):
     html = panel_html(cell)
     assert "saved by TanhBackward0 at cell [3] line 1 (version 0)" in html
     assert "modified by add_ at cell [4] line 1 (now version 1)" in html
-    assert "backward fails here" in html
+    assert "backward fails here" in svg_in(html)
 
 
 def test_seed000_views_panel(seed000):
@@ -101,7 +112,9 @@ def test_widget_state_is_stored(seed000):
     models = [m for m in state.values() if m["model_name"] == "AnyModel"]
     assert len(models) == 5
     for m in models:
-        assert "Graph" in m["state"]["tabs"] and m["state"]["_esm"]
+        assert "<svg" in m["state"]["tabs"]["Graph"] and m["state"]["_esm"]
+    stale = [m for m in models if "stale saved tensor" in m["state"]["summary"]]
+    assert stale and render.C_STALE in stale[0]["state"]["tabs"]["Graph"]
     ids = {panel_outputs(cell)[0].data[WIDGET]["model_id"] for cell in seed000.cells
            if panel_outputs(cell)}
     assert ids <= set(state)
@@ -120,9 +133,9 @@ def test_seed004_setitem_and_leaf_inplace(tmp_path):
     ], tmp_path)
     c = nb.cells
     assert [len(panel_outputs(cell)) for cell in c] == [0, 1, 1, 1, 1, 1, 0, 0]
-    html = panel_html(c[2])
-    assert render.C_STALE in html and "MulBackward0" in html
-    assert "cell [3] line 1" in html and "cell [2] line 3" in html
+    svg = svg_in(panel_html(c[2]))
+    assert render.C_STALE in svg and "MulBackward0" in svg
+    assert "copy_ at cell [3] line 1" in svg and "cell [2] line 3" in svg
     html = panel_html(c[3])
     assert "saved by MulBackward0 at cell [2] line 3 (version 0)" in html
     assert "at cell [3] line 1 (now version 1)" in html

@@ -8,6 +8,7 @@ notebook stays readable without a kernel; the widget in ``widgets.py`` reuses th
 from __future__ import annotations
 
 import atexit
+import base64
 import html
 import os
 import shutil
@@ -527,9 +528,17 @@ def summary_text(snap) -> str:
     return "nbgrad: " + ", ".join(parts)
 
 
-def graph_html(svg: str | None, snap) -> str:
+def graph_html(svg: str | None, snap, inline: bool = True) -> str:
+    """The Graph tab: the SVG inline (the widget wires its elements), or as an ``<img>`` with a
+    data URI (``inline=False``: what survives the HTML sanitiser of an untrusted notebook),
+    or the text tree when there is no SVG."""
     if svg is not None:
-        return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
+        if inline:
+            return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
+        data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        return (f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">'
+                f'<img alt="{html.escape(text_tree(snap))}" '
+                f'src="data:image/svg+xml;base64,{data}"></div>')
     return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
             f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')
 
@@ -548,7 +557,8 @@ def tabs(snap, svg: str | None) -> dict:
 
 def panel_html(snap, svg: str | None, tab_html: dict | None = None) -> str:
     """The static panel: every tab as a ``<details>`` section (no script needed)."""
-    tab_html = tab_html or tabs(snap, svg)
+    tab_html = dict(tab_html or tabs(snap, svg))
+    tab_html["Graph"] = graph_html(svg, snap, inline=False)
     first = "Error" if "Error" in tab_html else "Graph"
     out = ['<div class="nbgrad-static" style="font-family:sans-serif;font-size:12px;'
            'border:1px solid #ccc;border-radius:4px;padding:4px 8px">',

@@ -245,7 +245,8 @@ print(w1.grad, w2.grad, w3.grad)
 """),
     *exercises(
         "Change `input` to `torch.ones([2, 2], requires_grad=True)` and run the example again. "
-        "Which tensors are leaves now? What is `input.grad`, and why is every element 7?",
+        "Which tensors are leaves now? What is `input.grad`? Explain each element from `l1.grad` "
+        "(section 5) and `w1`.",
         "Print `l2.grad_fn.next_functions`. Why does one entry point to an `AccumulateGrad` node "
         "and the other to a `MulBackward0`?",
         "Replace `loss = l4.mean()` by `loss = l4.sum()`. Predict the three gradients before you "
@@ -431,7 +432,8 @@ print(x.grad, y._version, z._version)
         "Replace `tanh` by `sigmoid`, then by `x ** 2`, then by `x * 2` in section 1. Which "
         "versions fail at backward, and why (use the table)?",
         "In section 3, change `b[0] = 1000.0` so that `loss.backward()` works and `a.grad` is "
-        "the gradient of the **original** loss. (Hint: two of the four fixes work here.)",
+        "the gradient of the **original** loss. (Hint: which of the four fixes leaves the saved `b` "
+        "untouched? Why do the other three not help here?)",
         "`torch.nn.ReLU(inplace=True)` after a `Sigmoid`: will backward work? After a `Linear`? "
         "Check your answer, and look at the red node in the panel.",
         "Find a case where `.data` gives a silently wrong gradient but `detach()` raises. Why is "

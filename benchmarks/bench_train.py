@@ -303,6 +303,42 @@ def bench_memory(kind, x, y):
     return out
 
 
+def phases(kind, x, y, steps=300):
+    """CPU microseconds per training step, by phase (forward, loss, backward, step, zero_grad)."""
+    torch.manual_seed(0)
+    model = mlp(nbgrad) if kind == "mlp" else cnn(nbgrad)
+    xs = x.reshape(len(x), 64) if kind == "mlp" else x
+    X, Y = nbgrad.tensor(xs), nbgrad.tensor(y)
+    opt = nbgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nbgrad.nn.CrossEntropyLoss()
+    rng = np.random.default_rng(0)
+    acc = dict.fromkeys(("index batch", "forward", "loss", "backward", "optimizer.step",
+                         "zero_grad"), 0.0)
+    clock = time.process_time
+    for s in range(steps + 20):
+        idx = nbgrad.tensor(rng.permutation(len(x))[:BATCH])
+        t0 = clock()
+        xb, yb = X[idx], Y[idx]
+        t1 = clock()
+        out = model(xb)
+        t2 = clock()
+        loss = loss_fn(out, yb)
+        t3 = clock()
+        loss.backward()
+        t4 = clock()
+        opt.step()
+        t5 = clock()
+        opt.zero_grad()
+        t6 = clock()
+        if s >= 20:
+            for k, a, b in zip(acc, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6)):
+                acc[k] += b - a
+    total = sum(acc.values())
+    print(f"\nnbgrad {kind} step by phase (CPU us per step, mean of {steps}):")
+    for k, v in acc.items():
+        print(f"  {k:15s} {v / steps * 1e6:8.1f}  ({v / total * 100:4.1f}%)")
+
+
 def profile(kind, x, y):
     import cProfile
     import pstats
@@ -346,6 +382,9 @@ def main():
     if args.only in (None, "memory"):
         bench_memory("mlp", x, y)
         bench_memory("cnn", x, y)
+    if args.only in (None, "profile"):
+        phases("mlp", x, y)
+        phases("cnn", x, y)
     if args.only == "profile":
         profile("mlp", x, y)
         profile("cnn", x, y)

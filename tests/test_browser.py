@@ -2,7 +2,8 @@
 
 Starts JupyterLab on 127.0.0.1 with a temporary root, opens a notebook, runs all cells through the
 Run menu, checks the panel renders with its graph SVG, clicks a node (its details appear), takes a
-screenshot, and stops the server it started by its PID. Skipped where chromium is absent.
+screenshot; then opens the same notebook saved by nbclient, without a kernel, and checks the static
+fallback shows the graph. Stops the server it started by its PID. Skipped where chromium is absent.
 """
 
 import json
@@ -45,6 +46,12 @@ def write_notebook(root):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nbformat.write(nb, root / "panel.ipynb")
+    # the same notebook executed and saved (nbclient): opened later without running anything
+    nbclient = pytest.importorskip("nbclient")
+    os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, store_widget_state=True,
+                            resources={"metadata": {"path": str(root)}}).execute()
+    nbformat.write(nb, root / "saved.ipynb")
 
 
 @pytest.fixture
@@ -129,5 +136,16 @@ def test_panel_renders_in_jupyterlab(lab):
             shots.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shots / "nbgrad_panel.png"), full_page=True)
             assert (shots / "nbgrad_panel.png").stat().st_size > 10_000
+
+            # a saved notebook, opened without running it (untrusted: the static fallback shows)
+            saved = browser.new_page(viewport={"width": 1400, "height": 1000})
+            saved.goto(url + "/lab/tree/saved.ipynb", wait_until="domcontentloaded")
+            img = saved.locator(".nbgrad-static img[src^='data:image/svg+xml']")
+            img.first.wait_for(timeout=60_000)
+            assert img.count() == 2  # the two cells that changed state
+            widths = img.evaluate_all("els => els.map(e => e.complete ? e.naturalWidth : -1)")
+            assert all(w > 50 for w in widths), widths
+            assert "stale saved tensor" in saved.locator(".nbgrad-static").last.inner_text()
+            saved.screenshot(path=str(shots / "nbgrad_saved.png"))
         finally:
             browser.close()

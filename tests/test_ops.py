@@ -761,3 +761,58 @@ def test_bool_subtraction_error():
             if _bool_sub(left, right, "sub"):
                 assert _promote(nbgrad, left, right, "sub") == \
                     _promote(torch, left, right, "sub"), (left, right)
+
+
+# ------------------------------------------------------------------------------------------------
+# Second order for every case: Hessian-vector products through create_graph vs torch
+# ------------------------------------------------------------------------------------------------
+def _hvp(T, case, xs):
+    outs = [o for o in _outs(case.f(T, *xs) if T is nbgrad else case.tf(T, *xs))
+            if o.requires_grad]
+    diff = [x for x in xs if isinstance(x, (torch.Tensor, nbgrad.Tensor)) and x.requires_grad]
+    gos = [T.tensor(np.linspace(0.5, 1.5, o.numel()).reshape(tuple(o.shape)).astype(
+        _np(o).dtype)) for o in outs]
+    gs = T.autograd.grad(outs, diff, gos, create_graph=True, allow_unused=True)
+    s = None
+    for k, g in enumerate(gs):
+        if g is not None and g.requires_grad:
+            w = T.tensor(np.cos(np.arange(g.numel()) + k).reshape(tuple(g.shape)))
+            term = (g * g * w).sum()
+            s = term if s is None else s + term
+    first = [None if g is None else _np(g) for g in gs]
+    if s is None:
+        return first, [None] * len(diff)
+    hs = T.autograd.grad(s, diff, allow_unused=True)
+    # torch may answer with a ZeroTensor (abs: sgn' = 0), whose numpy() needs force=True
+    return first, [None if h is None else h.detach().numpy(force=True) for h in hs]
+
+
+_NO_2ND = {  # double backward nbgrad does not support yet (reported in /work/coord/requests.md)
+    "AsStrided": ("diagonal", "diagonal_offset", "diagonal_neg_offset", "diagonal_3d",
+                  "as_strided", "as_strided_fn", "as_strided_overlap"),
+    "CopySlices": ("setitem_int", "setitem_int_scalar", "setitem_slice_step",
+                   "setitem_slice_bcast", "setitem_none", "setitem_ellipsis",
+                   "setitem_into_nonleaf_view", "ip_view_mul", "ip_view_exp", "ip_view_chain",
+                   "ip_view_returned", "ip_diag", "ip_setitem_tensor_value"),
+    "max/min with dim": ("max_dim", "max_dim_keepdim", "min_dim", "min_dim_neg"),
+    "gather (_TX.indices)": ("gather", "gather_dim0", "take_along_dim"),
+    "index_add (select with a tensor index)": ("index_add",),
+}
+for _why, _names in _NO_2ND.items():
+    for _n in _names:
+        next(c for c in CASES if c.name == _n).xfail.setdefault(
+            "second", f"no double backward through {_why}")
+SECOND = [c.param("second") for c in CASES if c.grad and c.check]
+
+
+@pytest.mark.parametrize("case", SECOND)
+def test_second_order_vs_torch(case):
+    nb, th = _inputs(case)
+    ft, ht = _hvp(torch, case, th)
+    fn, hn = _hvp(nbgrad, case, nb)
+    for a, b in zip(fn + hn, ft + ht):
+        if b is None or a is None:
+            z = a if b is None else b
+            assert z is None or np.allclose(z, 0), "one side is None, the other non-zero"
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-8)

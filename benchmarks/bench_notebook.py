@@ -12,6 +12,7 @@ Measures, in an in-process IPython shell with ``%load_ext nbgrad`` (display capt
 
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -47,7 +48,9 @@ def main():
     ip.run_cell(setup)
     g = nbi.snapshot(nbi.named_tensors(ip.user_ns))
     n_named = sum(1 for t in g.tensors if t.named)
-    print(f"namespace: {n_named} named tensors, graph of {len(g.nodes)} nodes")
+    print(f"namespace: {n_named} named tensors, graph of {len(g.nodes)} nodes "
+          f"({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}: timings are the best "
+          f"of several runs)")
 
     quiet = "a = 1 + 1"
     change = "z = y * 2"

@@ -140,14 +140,26 @@ def _as_location(loc):
     return loc
 
 
+_WHERE_CACHE: dict = {}  # raw (code, lasti) capture -> (str, source): a line never moves
+
+
 def _where(obj) -> tuple[str, str]:
-    loc = _as_location(getattr(obj, "_where", None))
-    if loc is None:
+    raw = getattr(obj, "_where", None)
+    if raw is None:
         return "", ""
+    hit = _WHERE_CACHE.get(raw) if isinstance(raw, tuple) else None
+    if hit is not None:
+        return hit
+    loc = _as_location(raw)
     try:
-        return str(loc), (getattr(loc, "source", "") or "")
+        out = (str(loc), (getattr(loc, "source", "") or ""))
     except Exception:  # a Location that cannot resolve must not break the panel
         return "", ""
+    if isinstance(raw, tuple) and ("cell [" in out[0] or ".py:" in out[0]):
+        if len(_WHERE_CACHE) > 20000:
+            _WHERE_CACHE.clear()
+        _WHERE_CACHE[raw] = out
+    return out
 
 
 def _loc_str(loc) -> str:
@@ -473,10 +485,13 @@ def snapshot(
                 n.failing = True
 
     # Views: each storage with the shown tensors that view it.
+    n_views: dict[int, int] = {}
+    for info in tinfos.values():
+        n_views[info.storage_ptr] = n_views.get(info.storage_ptr, 0) + 1
     for info in sorted(tinfos.values(), key=lambda x: (not x.named, x.name)):
         st = storages[info.storage_ptr]
         covers = None
-        if st.size and st.size <= _MAX_COVER_ELEMENTS:
+        if st.size and st.size <= _MAX_COVER_ELEMENTS and n_views[info.storage_ptr] > 1:
             covers = _covered(info.offset, info.shape, info.stride, st.size)
         st.views.append((info.name or "(unnamed)", info.offset, info.shape, info.stride, covers))
     snap.storages = sorted(storages.values(), key=lambda s: s.key)

@@ -129,9 +129,20 @@ def test_panel_renders_in_jupyterlab(lab):
             text = details.inner_text()
             assert "TanhBackward0" in text and "STALE" in text and "add_" in text
             assert "nbgrad-selected" in (tanh.get_attribute("class") or "")
+            # double-click collapses everything upstream of a node, and expands it again
+            add = panel.locator("svg g.node", has_text="AddBackward0").first
+            add.dblclick()
+            assert "nbgrad-hidden" in (tanh.get_attribute("class") or "")
+            assert not tanh.is_visible()
+            add.dblclick()
+            assert tanh.is_visible()
             panel.locator(".nbgrad-tab", has_text="Tensors").click()
             assert "requires_grad" in panel.locator(".nbgrad-body").inner_text()
+            panel.locator(".nbgrad-fold").click()  # fold the panel to its header
+            assert not panel.locator(".nbgrad-body").is_visible()
+            panel.locator(".nbgrad-fold").click()
             panel.locator(".nbgrad-tab", has_text="Graph").click()
+            tanh.click()
             panel.scroll_into_view_if_needed()
             shots.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shots / "nbgrad_panel.png"), full_page=True)

@@ -290,8 +290,10 @@ def test_linear_wrong_shape_names_layer():
     with pytest.raises(RuntimeError) as e:
         lin(nbgrad.zeros(32, 65))
     assert str(e.value) == (
-        "Linear(in_features=64, out_features=10, bias=True): expected input (*, 64), "
-        "got (32, 65)")
+        "Linear(in_features=64, out_features=10): expected input (*, 64), got (32, 65)")
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Linear(in_features=3, out_features=2, bias=False): expected input (*, 3), got (4,)")):
+        nbgrad.nn.Linear(3, 2, bias=False)(nbgrad.zeros(4))
 
 
 def test_conv_and_pool_wrong_shape_names_layer():

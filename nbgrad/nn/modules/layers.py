@@ -53,8 +53,8 @@ class Linear(Module):
         bias: (out_features,), U(-1/sqrt(in_features), 1/sqrt(in_features)).
 
     Raises:
-        RuntimeError: ``Linear(in_features=64, out_features=10, bias=True): expected input
-            (*, 64), got (32, 65)``.
+        RuntimeError: ``Linear(in_features=64, out_features=10): expected input (*, 64), got
+            (32, 65)`` (the class in torch's error, ``mat1 and mat2 shapes cannot be multiplied``).
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
@@ -79,8 +79,10 @@ class Linear(Module):
     def forward(self, input):
         shape = input._data.shape
         if not shape or shape[-1] != self.in_features:
+            name = f"Linear(in_features={self.in_features}, out_features={self.out_features}"
+            name += ")" if self.bias is not None else ", bias=False)"
             raise RuntimeError(
-                f"{self!r}: expected input (*, {self.in_features}), got {tuple(shape)}")
+                f"{name}: expected input (*, {self.in_features}), got {tuple(shape)}")
         params = self._parameters  # one dict read instead of two __getattr__ round trips
         weight, bias = params["weight"], params["bias"]
         if bias is not None and len(shape) == 2:

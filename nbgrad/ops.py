@@ -22,7 +22,7 @@ import numpy as np
 from . import _conv, backend, dtypes
 from .autograd import anomaly, provenance
 from .autograd.grad_mode import STATE as _GRAD
-from .autograd.graph import Node, SavedTensor
+from .autograd.graph import RELEASABLE, Node, SavedTensor
 from .storage import Storage
 from .tensor import (DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta)
 
@@ -820,6 +820,9 @@ class Ctx:
             from .autograd.graph import backward_twice_error
             raise backward_twice_error()
         return self.value
+
+
+RELEASABLE.add(Ctx)
 
 
 def _no_double(xp, name):

@@ -190,6 +190,7 @@ class SavedTensor:
                       version=now, modified_by=mods)
 
 
+RELEASABLE = {SavedTensor}  # what Node._release frees (ops.py adds its kernel Ctx)
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -281,8 +282,8 @@ class Node:
 
     def _release(self):
         for s in self._saved or ():
-            if hasattr(s, "release"):  # SavedTensor, or a kernel's Ctx
-                s.release()
+            if type(s) in RELEASABLE:  # SavedTensor, or a kernel's Ctx (not hasattr: slow on
+                s.release()            # the floats and Nones most nodes keep)
 
     def _backward(self, grads, create_graph):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -2077,3 +2077,50 @@ def test_gradcheck_wrong_backward_message():
         from importlib import import_module
         err_cls = import_module(T.__name__ + ".autograd.gradcheck").GradcheckError
         assert isinstance(ei.value, err_cls)
+
+
+# ================================================================================================
+# in-place with aliasing operands
+# ================================================================================================
+@pytest.mark.xfail(reason="core bug: y.mul_(y) gives a wrong gradient instead of torch's version "
+                   "error", strict=True)
+def test_inplace_with_itself_as_saved_operand():
+    def f(T):
+        a = T.tensor([1.0, 2.0], requires_grad=True)
+        y = a * 1
+        y.mul_(y)  # MulBackward0 saves `other` (= y, version 0); the op itself bumps y
+        y.sum().backward()
+        return a.grad.tolist()
+    same_error(f, prefix=True)
+
+
+def test_inplace_add_itself():
+    for T in (torch, nbgrad):
+        a = T.tensor([1.0, 2.0], requires_grad=True)
+        y = a * 1
+        y.add_(y)
+        y.sum().backward()
+        assert a.grad.tolist() == [2.0, 2.0] and y.tolist() == [2.0, 4.0]
+
+
+def test_inplace_copy_from_full_overlap_reversed():
+    for T in (torch, nbgrad):
+        x = T.arange(5.0)
+        x.copy_(x.flip(0))
+        assert x.tolist() == [4.0, 3.0, 2.0, 1.0, 0.0]
+
+
+@pytest.mark.xfail(reason="core bug: in-place with a partially overlapping operand is not refused",
+                   strict=True)
+@pytest.mark.parametrize("case", ["add_shifted", "copy_shifted", "transpose_add"])
+def test_inplace_partial_overlap_error(case):
+    def f(T):
+        x = T.arange(6.0)
+        if case == "add_shifted":
+            x[1:].add_(x[:-1])
+        elif case == "copy_shifted":
+            x[1:].copy_(x[:-1])
+        else:
+            x = x[:4].reshape(2, 2)
+            x.t().add_(x)
+    same_error(f)

@@ -14,6 +14,7 @@ import tracemalloc
 import numpy as np
 
 import nbgrad
+import nbgrad.autograd.provenance  # noqa: F401  (for the provenance on/off row)
 
 try:
     import torch
@@ -161,6 +162,16 @@ def main():
         fns["torch"] = chain_10(torch)
     b = _interleaved(fns, rounds, 100)
     rows.append(("10-op chain (2,2) fwd+bwd, per op", {k: v / 11 for k, v in b.items()}))
+    prov = nbgrad.autograd.provenance
+    on = chain_10(nbgrad)
+
+    def off():
+        prov.set_enabled(False)
+        try:
+            on()
+        finally:
+            prov.set_enabled(True)
+    prov_cost = _interleaved({"on": on, "off": off}, rounds, 100)
 
     fns = {"nbgrad": chain_1000(nbgrad), "numpy": chain_1000_numpy()}
     if torch:
@@ -183,6 +194,8 @@ def main():
         print(f"{name:45s} {us(nb)} {us(th)} {us(npy)} "
               f"{(nb / th if th else float('nan')):9.2f} "
               f"{(nb / npy if npy else float('nan')):9.2f}")
+    print(f"\nprovenance (where each node/bump happened), 10-op chain per op: on "
+          f"{prov_cost['on'] / 11 * 1e6:.2f} us, off {prov_cost['off'] / 11 * 1e6:.2f} us")
     print(f"\nmemory per graph node, y = y*1.0001 + 0.0001 chain: nbgrad "
           f"{bytes_per_node(nbgrad):.0f} B (tracemalloc), {rss_bytes_per_node('nbgrad'):.0f} B "
           "(RSS growth, 200k nodes)" + (f"; torch {rss_bytes_per_node('torch'):.0f} B "

@@ -348,3 +348,19 @@ def test_loss_target_errors_name_the_loss():
         nbgrad.nn.BCEWithLogitsLoss()(nbgrad.zeros(3), nbgrad.zeros(3, 1))
     with pytest.raises(RuntimeError, match=r"BCEWithLogitsLoss.*floating target"):
         nbgrad.nn.BCEWithLogitsLoss()(nbgrad.zeros(3), nbgrad.tensor([0, 1, 1]))
+
+
+def test_deepcopy_and_pickle_keep_parameters():
+    import copy
+    import pickle
+
+    m = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 2), nbgrad.nn.BatchNorm1d(2))
+    for clone in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert repr(clone) == repr(m)
+        for (k, a), (_, b) in zip(m.state_dict().items(), clone.state_dict().items()):
+            np.testing.assert_array_equal(npy(a), npy(b), err_msg=k)
+        assert all(type(p).__name__ == "Parameter" and p.requires_grad
+                   for p in clone.parameters())
+        assert all(p is not q for p, q in zip(m.parameters(), clone.parameters()))
+        clone(nbgrad.randn(4, 3)).sum().backward()
+        assert clone[0].weight.grad is not None and m[0].weight.grad is None

@@ -167,7 +167,7 @@ class Module:
         elif not isinstance(param, Parameter):
             raise TypeError(
                 f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                "(torch.nn.Parameter or None required)"
+                "(nbgrad.nn.Parameter or None required)"
             )
         else:
             self._parameters[name] = param
@@ -188,7 +188,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
                 f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                "(torch Tensor or None required)"
+                "(nbgrad Tensor or None required)"
             )
         self._buffers[name] = tensor
         if persistent:
@@ -239,7 +239,7 @@ class Module:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                    "(torch.nn.Parameter or None expected)"
+                    "(nbgrad.nn.Parameter or None expected)"
                 )
             self.register_parameter(name, value)
             return
@@ -255,7 +255,7 @@ class Module:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as child module '{name}' "
-                    "(torch.nn.Module or None expected)"
+                    "(nbgrad.nn.Module or None expected)"
                 )
             modules[name] = value
             return
@@ -268,7 +268,7 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                    "(torch.nn.Buffer, torch.Tensor or None expected)"
+                    "(nbgrad.nn.Buffer, nbgrad.Tensor or None expected)"
                 )
             buffers[name] = value
             return
@@ -655,12 +655,10 @@ def _remove_from(name, *dicts_or_sets):
 
 def _typename(obj):
     if isinstance(obj, Tensor):
-        return "torch." + type(obj).__name__ if type(obj).__name__ != "Tensor" else obj.type()
+        return "nbgrad." + type(obj).__name__ if type(obj).__name__ != "Tensor" else obj.type()
     return type(obj).__module__ + "." + type(obj).__qualname__ \
         if type(obj).__module__ not in ("builtins",) else type(obj).__qualname__
 
 
 def _is_dtype(a):
-    return type(a).__name__ == "dtype" or (hasattr(a, "is_floating_point")
-                                           and not isinstance(a, (str, Tensor))
-                                           and not callable(getattr(a, "is_floating_point")))
+    return isinstance(a, nbgrad.dtype)

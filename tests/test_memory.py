@@ -318,6 +318,7 @@ def no_grad_and_detach():
     c = a.detach()
     c.add_(1)
     d = a.data
+    assert not d.requires_grad
     (a * b).sum().backward()
 
 

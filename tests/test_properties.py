@@ -137,7 +137,8 @@ INPLACE = {
     "zero_": lambda T, t: t.zero_(),
     "sigmoid_": lambda T, t: t.sigmoid_(),
     "iadd_tensor": lambda T, t: t.__iadd__(T.ones(t.shape) * 0.5),
-    # a partial index (t[...] = v over the whole tensor: test_autograd.py::test_setitem_whole_tensor)
+    # a partial index (t[...] = v over the whole tensor:
+    # test_autograd.py::test_setitem_whole_tensor_grad_fn)
     "setitem_first": lambda T, t: t.__setitem__(0, 3.0) if t.dim() else t.fill_(3.0),
     "copy_": lambda T, t: t.copy_(T.arange(float(t.numel())).reshape(t.shape)),
 }

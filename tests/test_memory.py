@@ -336,3 +336,31 @@ def test_no_reference_cycles(nogc, name):
     found = sorted({type(o).__name__ for o in _nbgrad_garbage()})  # names only: keep no refs
     assert found == []
     assert live() == base
+
+
+def test_custom_function_and_copyslices_saved_released(nogc):
+    a = nbgrad.randn(3, requires_grad=True)
+    y = _SqSavesInput.apply(a)
+    b = a * 1
+    b[1:].mul_(a[1:])  # CopySlices around MulBackward0 (saves both operands)
+    z = b.exp()
+    loss = y.sum() + z.sum()
+    saved = _all_saved(loss.grad_fn)
+    kinds = {type(s).__name__ for s in saved}
+    assert saved and kinds == {"SavedTensor"}
+    loss.backward(retain_graph=True)
+    assert not any(s.released for s in saved)
+    loss.backward()
+    assert all(s.released for s in saved)
+
+
+def test_retain_graph_then_drop_frees_everything(nogc):
+    base = live()
+    loss, params = _mlp_loss()
+    loss.backward(retain_graph=True)
+    saved = [weakref.ref(s) for s in _all_saved(loss.grad_fn)]
+    assert all(r() is not None for r in saved)
+    del loss
+    assert all(r() is None for r in saved)
+    del params
+    assert live() == base

@@ -282,6 +282,7 @@ print(y._version, y.grad_fn)
 Now modify `y` in place. Nothing fails yet (PyTorch would say nothing until `backward()`), but
 **look at the panel**: the saved tensor of `TanhBackward0` is drawn in red, "saved v0, now v1",
 with where it was saved and where it was modified. The backward that will fail is predicted.
+Click the red `TanhBackward0` node: its details (source lines, versions) open below the graph.
 """),
     code("""
 y.add_(3)

@@ -712,7 +712,7 @@ def test_on_device(case, device):
 # ------------------------------------------------------------------------------------------------
 # type promotion: every pair of (tensor | 0-d tensor | Python number) operands
 # ------------------------------------------------------------------------------------------------
-_DT = ["bool", "int64", "float32", "float64"]
+_DT = ["bool", "int64", "float16", "float32", "float64"]
 _LEFT = [(k, d) for k in ("tensor", "0d") for d in _DT]
 _RIGHT = _LEFT + [("py", "int"), ("py", "float"), ("py", "bool")]
 _BIN = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
@@ -843,3 +843,31 @@ REPRS = {
                                   for k, v in sorted(REPRS.items())])
 def test_repr(make):
     assert repr(make(nbgrad)) == repr(make(torch)).replace("torch.", "nbgrad.")
+
+
+F16 = {
+    "mul": lambda a, b: a * b,
+    "add_scalar": lambda a, b: (a + 1.5) * b,
+    "exp": lambda a, b: (a * 0.5).exp() + b,
+    "tanh_sum": lambda a, b: (a.tanh() * b).sum(1),
+    "matmul": lambda a, b: a @ b.t(),
+    "softmax": lambda a, b: a.softmax(-1) * b,
+    "mean": lambda a, b: (a * b).mean(),
+    "view_slice": lambda a, b: a.t()[1:] * b.t()[1:],
+}
+
+
+@pytest.mark.parametrize("name", sorted(F16))
+def test_float16(name):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    xa, xb = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    res = {}
+    for T in (torch, nbgrad):
+        a = T.tensor(xa, dtype=T.float16, requires_grad=True)
+        b = T.tensor(xb, dtype=T.float16, requires_grad=True)
+        y = F16[name](a, b)
+        y.backward(T.ones(tuple(y.shape), dtype=T.float16))
+        res[T] = [(_dtype_name(t), _np(t).astype(np.float64)) for t in (y, a.grad, b.grad)]
+    for (dn, vn), (dt, vt) in zip(res[nbgrad], res[torch]):
+        assert dn == dt == "float16"
+        np.testing.assert_allclose(vn, vt, rtol=1e-2, atol=1e-2)

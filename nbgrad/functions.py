@@ -766,21 +766,26 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
                             ceil_mode=False):
     """Max over (kh, kw) windows with -inf padding, and the flat H*W index of each maximum:
     (N, C, H, W) -> ((N, C, Ho, Wo), int64 indices). One MaxPool2DWithIndicesBackward0 node."""
+    out, ctx = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return out, Tensor._make_fresh(_conv.max_pool2d_indices(ctx))
+
+
+def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
     from .ops import Ctx
     x = input._data
     if x.ndim != 4:
         raise RuntimeError(f"max_pool2d: Expected 3D or 4D tensor for input, but got "
                            f"{list(x.shape)}")
     y, ctx = _conv.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
-    out = _apply(R["max_pool2d"], (input,), (Ctx(ctx),), y)
-    return out, Tensor._make_fresh(_conv.max_pool2d_indices(ctx))
+    return _apply(R["max_pool2d"], (input,), (Ctx(ctx),), y), ctx
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """Max pooling (torch.max_pool2d); see max_pool2d_with_indices."""
-    out, idx = max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return (out, idx) if return_indices else out
+    """Max pooling (torch.max_pool2d); the int64 indices are built only when asked for."""
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
 def type_name_of(t):

@@ -43,6 +43,7 @@ class OpNode(Node):
     _row = None
 
     def _backward(self, g, create_graph):
+        __tracebackhide__ = True
         row = self._row
         saved = self._saved
         if create_graph:
@@ -57,11 +58,12 @@ class OpNode(Node):
                 xp = _get_xp(next(x for x in g if x is not None))
             v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else ()
         if row.all_grad is not None:
-            outs = list(row.all_call(row.all_grad, g, v, xp))
+            needs = tuple(e[0] is not None for e in self._next)
+            outs = list(row.all_call(row.all_grad, g, v, xp, needs))
         else:
             calls = row.calls
             forms = row.formulas
-            outs = [None if e[0] is None or c is None else c(f, g, v, xp)
+            outs = [None if e[0] is None or c is None else c(f, g, v, xp, None)
                     for e, c, f in zip(self._next, calls, forms)]
         meta = self._meta
         if meta is not None:
@@ -107,7 +109,7 @@ class Row:
             used = f.__code__.co_varnames[1:f.__code__.co_argcount] if f else ()
             uses.append(used)
             for n in used:
-                if n != "xp" and n not in names:
+                if n not in ("xp", "needs") and n not in names:
                     names.append(n)
         self.names = tuple(names)
         self.index = {n: i for i, n in enumerate(names)}
@@ -133,8 +135,9 @@ class Row:
         raise NameError(f"formula of {self.name} uses unknown name {n!r}")
 
     def _caller(self, used):
-        params = ", ".join("xp" if n == "xp" else f"v[{self.index[n]}]" for n in used)
-        return eval(f"lambda f, g, v, xp: f(g{', ' if params else ''}{params})")
+        special = {"xp": "xp", "needs": "needs"}
+        params = ", ".join(special.get(n) or f"v[{self.index[n]}]" for n in used)
+        return eval(f"lambda f, g, v, xp, needs: f(g{', ' if params else ''}{params})")
 
     def plan(self, mask):
         """Indices of the names to save when the inputs in bitmask `mask` require grad."""
@@ -318,9 +321,13 @@ def _unfold_backward(g, shape, dim, size, step, xp):
     z = xp.zeros(shape, _np_dtype(g))
     n = g.shape[dim]
     pre = (slice(None),) * dim
+    if xp is not _TX:  # window axis first, contiguous: each slice below is then a dense block
+        g = xp.ascontiguousarray(xp.moveaxis(g, -1, 0))
+        for k in range(size):
+            z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += g[k]
+        return z
     for k in range(size):
-        gk = g[(Ellipsis, k)]
-        z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += gk
+        z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += g[(Ellipsis, k)]
     return z
 
 
@@ -616,9 +623,8 @@ R["mv"] = defop("mv", "MvBackward0", "self, other", lambda a, b: a @ b,
 # ---- convolution and pooling (array kernels in _conv.py; Ctx holds their im2col / argmax) -----
 R["convolution"] = defop("convolution", "ConvolutionBackward0", "input, weight, bias",
                          lambda x, w, b, ctx: None, args="ctx",
-                         grads=(lambda g, input, weight, ctx, xp: _conv_grad(g, ctx, 0, xp),
-                                lambda g, input, weight, ctx, xp: _conv_grad(g, ctx, 1, xp),
-                                lambda g, xp: g.sum(axis=(0, 2, 3))))
+                         grad_all=lambda g, input, weight, ctx, needs, xp: _conv_grads(
+                             g, ctx, needs, xp))
 R["max_pool2d"] = defop("max_pool2d", "MaxPool2DWithIndicesBackward0", "self",
                         lambda x, ctx: None, args="ctx",
                         grads=(lambda g, self, ctx, xp: _pool_grad(g, ctx, xp),))
@@ -830,10 +836,9 @@ def _no_double(xp, name):
         raise RuntimeError(f"nbgrad: double backward through {name} is not supported yet")
 
 
-def _conv_grad(g, ctx, which, xp):
+def _conv_grads(g, ctx, needs, xp):
     _no_double(xp, "ConvolutionBackward0")
-    needs = (which == 0, which == 1, False)
-    return _conv.conv2d_backward(g, ctx.get(), needs)[which]
+    return _conv.conv2d_backward(g, ctx.get(), needs)  # one pass for (input, weight, bias)
 
 
 def _pool_grad(g, ctx, xp):
@@ -1227,6 +1232,7 @@ def _inplace_error(msg, kind, t, op_name):
 
 def check_inplace(t, op_name="inplace"):
     """Raise PyTorch's error when modifying `t` in place is forbidden in grad mode."""
+    __tracebackhide__ = True
     v = t._view
     if v is None:
         if t._requires_grad and t._grad_fn is None:
@@ -1252,6 +1258,7 @@ def _np_name(dt):
 def _inplace(row, t, others, args, op_name, broadcast_meta=False):
     """Apply `row` to (t, *others) and write the result into t: bump its version by one and, in
     grad mode, rebase its history (CopySlices on the base when t is a view)."""
+    __tracebackhide__ = True
     inputs = (t,) + others
     mask = 0
     edges = self_copy = None

@@ -353,6 +353,7 @@ class Tensor:
             RuntimeError: PyTorch's errors (no grad_fn, non-scalar without gradient, wrong
                 gradient shape, backward twice, a saved tensor modified in place).
         """
+        __tracebackhide__ = True  # IPython: show the user's line, not nbgrad's frames
         _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):

@@ -33,6 +33,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             non-scalar output, a gradient of the wrong shape, backward through a freed graph,
             or a saved tensor modified in place (with nbgrad's provenance added).
     """
+    __tracebackhide__ = True
     tensors = _seq(tensors)
     grads = _seq(grad_tensors) or [None] * len(tensors)
     if len(grads) != len(tensors):
@@ -60,6 +61,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     Returns:
         tuple of Tensors (None for unused inputs when allow_unused=True).
     """
+    __tracebackhide__ = True
     outputs = _seq(outputs)
     ins = _seq(inputs)
     grads = _seq(grad_outputs) or [None] * len(outputs)

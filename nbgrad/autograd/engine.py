@@ -67,6 +67,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
 
     Returns the grads captured for `inputs` (a list aligned with it) when `inputs` is given.
     """
+    __tracebackhide__ = True
     if retain_graph is None:
         retain_graph = create_graph
     roots = _make_root_grads(outputs, grad_outputs, create_graph)

@@ -146,6 +146,7 @@ class SavedTensor:
     # ---- backward ----
     def unpack(self, node, as_tensor=False):
         """The saved value (array, or Tensor when `as_tensor`), after the version check."""
+        __tracebackhide__ = True
         if self._packed is not None:
             t = self._unpack_hook(self._packed)
             return t if as_tensor else (t._data if isinstance(t, _tm.Tensor) else t)

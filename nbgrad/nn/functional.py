@@ -263,11 +263,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if input.ndim != 4:
         raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
     _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, None, check_only=True)
+    if not return_indices:  # the int64 indices cost a pass of their own: build them only if asked
+        out = nbgrad.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+        return out.squeeze(0) if unbatched else out
     out, idx = nbgrad.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
                                               ceil_mode)
     if unbatched:
         out, idx = out.squeeze(0), idx.squeeze(0)
-    return (out, idx) if return_indices else out
+    return out, idx
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,

@@ -79,9 +79,23 @@ def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other, broadcasting (torch.sub)."""
     if out is not None:
         return _out("sub", lambda: sub(input, other, alpha=alpha), (input, other), out)
+    _check_bool_sub(input, other)
     if not isinstance(input, Tensor):
         return rsub(other, input, alpha=alpha)
     return _binary(R["sub"], input, other, (alpha,))
+
+
+def _check_bool_sub(a, b):
+    ba = isinstance(a, Tensor) and a._data.dtype.kind == "b"
+    bb = isinstance(b, Tensor) and b._data.dtype.kind == "b"
+    if ba and bb:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if ba or bb or (isinstance(a, Tensor) and type(b) is bool) or \
+            (isinstance(b, Tensor) and type(a) is bool):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
 
 
 subtract = sub
@@ -1251,6 +1265,16 @@ def setitem(input, idx, value):
     if not isinstance(idx, tuple):
         idx = (idx,)
     if _is_basic(idx):
+        if builtins.all(i is Ellipsis or i == slice(None) for i in idx) and \
+                _builtin_sum(1 for i in idx if i is not Ellipsis) <= input._data.ndim:
+            # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices)
+            if isinstance(value, Tensor) and value._data.ndim:
+                copy_(input, value)
+            else:
+                v = value if isinstance(value, Tensor) else \
+                    Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+                _inplace(R["fill_tensor"], input, (v,), (), "fill_")
+            return None
         view_ = _basic_index(input, idx)
         copy_(view_, value, _op_name="copy_")
         return None
@@ -1486,7 +1510,14 @@ def _bind():
     # operators
     T.__add__ = binary_op(R["add"], (1,))
     T.__radd__ = lambda s, o: add(s, o)
-    T.__sub__ = binary_op(R["sub"], (1,))
+    _sub = binary_op(R["sub"], (1,))
+
+    def __sub__(s, o):
+        if s._data.dtype.kind == "b" or type(o) is bool or (isinstance(o, Tensor) and
+                                                            o._data.dtype.kind == "b"):
+            _check_bool_sub(s, o)
+        return _sub(s, o)
+    T.__sub__ = __sub__
     T.__rsub__ = lambda s, o: rsub(s, o)
     T.__mul__ = binary_op(R["mul"])
     T.__rmul__ = lambda s, o: mul(s, o)

@@ -522,11 +522,15 @@ R["masked_fill"] = defop("masked_fill", "MaskedFillBackward0", "self, value",
                                 lambda g, mask, xp: xp.where(mask, g, 0).sum()))
 R["fill"] = defop("fill", "FillBackward2", "self", lambda a, v: np.full_like(a, v), args="value",
                   grads=(lambda g: g * 0,))
+R["fill_tensor"] = defop("fill_tensor", "FillBackward3", "self, value",
+                         lambda a, v: np.broadcast_to(v, a.shape).astype(a.dtype),
+                         grads=(lambda g: g * 0, lambda g: g.sum()))
 R["zero"] = defop("zero", "ZeroBackward0", "self", lambda a: np.zeros_like(a),
                   grads=(lambda g: g * 0,))
 R["copy"] = defop("copy", "CopyBackwards", "self, src",
                   lambda a, s: np.broadcast_to(s, a.shape).astype(a.dtype, copy=False),
                   broadcast=True, grads=(lambda g: g * 0, lambda g: g))
+R["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
 
 # ---- reductions ----------------------------------------------------------------------------
 R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: _add_reduce(a, None, dt),

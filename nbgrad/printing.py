@@ -19,11 +19,13 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 def _fmt_array(a):
     a = backend.to_device(a, backend.CPU)
     if a.dtype.kind == "f":
+        # PyTorch's _Formatter: integral values print as "1."; scientific notation when the
+        # nonzero magnitudes span more than 1000x, exceed 1e8, or (non-integral) go below 1e-4
         finite = a[np.isfinite(a)]
+        nz = np.abs(finite[finite != 0]).astype(np.float64)
         integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = finite.size and (np.abs(finite).max() >= 1e8 or
-                               (np.abs(finite[finite != 0]).min() < 1e-4
-                                if (finite != 0).any() else False))
+        big = bool(nz.size) and (nz.max() / nz.min() > 1000.0 or nz.max() > 1e8 or
+                                 (not integral and nz.min() < 1e-4))
         if integral and not big:
             fm = {"float_kind": lambda x: f"{x:.0f}." if np.isfinite(x) else str(x)}
             return np.array2string(a, separator=", ", formatter=fm, prefix="tensor(",
@@ -36,7 +38,6 @@ def _fmt_array(a):
                                max_line_width=_OPTS["linewidth"])
     if a.dtype.kind == "b":
         return np.array2string(a, separator=", ", prefix="tensor(",
-                               formatter={"bool": lambda x: "True" if x else "False"},
                                threshold=_OPTS["threshold"])
     return np.array2string(a, separator=", ", prefix="tensor(", threshold=_OPTS["threshold"],
                            edgeitems=_OPTS["edgeitems"], max_line_width=_OPTS["linewidth"])

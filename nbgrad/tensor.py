@@ -304,7 +304,7 @@ class Tensor:
         e.retains_grad = True
         ref = weakref.ref(self)
 
-        def _retain(g):
+        def _retain(g):  # runs after the tensor's other hooks, wherever it was registered
             t = ref()
             if t is not None:
                 if t._grad is None:
@@ -314,6 +314,7 @@ class Tensor:
                 else:
                     t._grad = t._grad + g
             return None
+        _retain._nbgrad_retain = True
         self.grad_fn._add_tensor_prehook(self._output_nr, _retain)
 
     def register_hook(self, hook):

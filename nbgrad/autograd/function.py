@@ -75,6 +75,9 @@ class BackwardCFunction(Node, FunctionCtx):
             else:
                 wrapped.append(g if isinstance(g, _tm.Tensor)
                                else _tm.Tensor._make_fresh(as_array(g)))
+        if not all(self._out_is_tensor):  # non-tensor outputs get None, as in PyTorch
+            it = iter(wrapped)
+            wrapped = [next(it) if is_t else None for is_t in self._out_is_tensor]
         res = self._fn_cls.backward(self, *wrapped)
         if not isinstance(res, tuple):
             res = (res,)
@@ -96,17 +99,16 @@ class BackwardCFunction(Node, FunctionCtx):
                 raise TypeError(f"function {type(self).__name__} returned a gradient of type "
                                 f"{type(r).__name__}, expected a Tensor or None")
             if tuple(r._data.shape) != meta:
-                from ..ops import _reduce_to
-                from ..backend import get_array_module
-                try:
-                    r = _tm.Tensor._make_fresh(_reduce_to(r._data, meta, None,
-                                                      get_array_module(r._data))) \
-                        if not create_graph else r.sum_to_size(*meta)
-                except Exception:
+                shape = tuple(r._data.shape)
+                # PyTorch sums a gradient that expands to the input's shape; anything else is
+                # an error naming both shapes
+                lead = len(shape) - len(meta)
+                ok = lead >= 0 and all(m == s or m == 1 for m, s in zip(meta, shape[lead:]))
+                if not ok:
                     raise RuntimeError(f"Function {type(self).__name__} returned an invalid "
-                                       f"gradient at index {len(out)} - got "
-                                       f"{list(r._data.shape)} but expected shape compatible "
-                                       f"with {list(meta)}") from None
+                                       f"gradient at index {len(out)} - got {list(shape)} but "
+                                       f"expected shape compatible with {list(meta)}")
+                r = r.sum_to_size(*meta)
             out.append(r if create_graph else r._data)
         return out
 
@@ -140,7 +142,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..ops import _edge, check_inplace
+        from ..ops import _edge, _view_of, check_inplace
         node = cls._node_class().__new__(cls._node_class())
         Node.__init__(node, ())
         node._to_save = ()
@@ -172,11 +174,12 @@ class Function:
                     check_inplace(o, cls.__name__)
                     o._storage.bump(cls.__name__)  # PyTorch bumps a dirty tensor once more
                 elif id(o) in input_ids:
-                    o = o.detach()   # an input returned as is: a new tensor, like torch's view
+                    o = _view_of(o, o._data)  # an input returned as is: a view of it, as torch
             new_outs.append(o)
         t_outs = [o for o in new_outs if isinstance(o, _tm.Tensor)]
         node._n_out = len(t_outs)
         node._out_meta = tuple((tuple(o._data.shape), o.dtype) for o in t_outs)
+        node._out_is_tensor = tuple(isinstance(o, _tm.Tensor) for o in new_outs)
         for nr, o in enumerate(t_outs):
             if id(o) in non_diff:
                 continue

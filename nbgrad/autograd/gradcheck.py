@@ -78,9 +78,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     inputs = _as_tuple(inputs)
     for x in inputs:
         if isinstance(x, Tensor) and x.requires_grad and x._data.dtype != np.float64:
-            warnings.warn("Input #0 requires gradient and is not a double precision floating "
-                          "point. This check will likely fail if all the inputs are not of "
-                          "double precision floating point. ", UserWarning, stacklevel=2)
+            warnings.warn(f"Input #{inputs.index(x)} requires gradient and is not a double "
+                          "precision floating point or complex. This check will likely fail if "
+                          "all the inputs are not of double precision floating point or "
+                          "complex. ", UserWarning, stacklevel=2)
     diff, outs, num = _numerical_jacobians(func, inputs, eps)
     ana = _analytical_jacobians(func, inputs, diff)
     for (i, j), n in num.items():

@@ -276,8 +276,11 @@ class Node:
         if self._prehooks is None:
             self._prehooks = []
         item = (output_nr, fn)
-        # tensor hooks run before the node's own pre-hooks, in registration order
-        n = sum(1 for nr, _ in self._prehooks if nr is not None)
+        # tensor hooks run before the node's own pre-hooks, in registration order, and
+        # retain_grad's hook after all other tensor hooks (PyTorch's order)
+        retain = getattr(fn, "_nbgrad_retain", False)
+        n = sum(1 for nr, f in self._prehooks
+                if nr is not None and (retain or not getattr(f, "_nbgrad_retain", False)))
         self._prehooks.insert(n, item)
         return RemovableHandle(self._prehooks, item)
 

@@ -1293,8 +1293,13 @@ def test_inplace_on_view_of_leaf_error(view):
 
 
 def test_leaf_inplace_context():
-    err = _err(lambda T: T.ones(2, requires_grad=True).add_(1), nbgrad, RuntimeError)
-    assert err.nbgrad_context["kind"] == "leaf_inplace"
+    a = nbgrad.ones(2, 3, requires_grad=True)
+    line = _lineno() + 2
+    with pytest.raises(RuntimeError) as ei:
+        a.mul_(2)
+    ctx = ei.value.nbgrad_context
+    assert ctx["kind"] == "leaf_inplace" and ctx["op"] == "mul_" and ctx["shape"] == (2, 3)
+    assert ctx["where"].lineno == line and ctx["where"].filename == __file__
 
 
 def test_leaf_inplace_allowed_under_no_grad_data_detach():

@@ -209,6 +209,26 @@ def test_seed004_reassign_leaf(how):
         assert a.grad.tolist() == [5.0] * 4
 
 
+def test_seed003_requires_grad_propagation_and_freezing():
+    for T in (torch, nbgrad):
+        x = T.randn(5, 5)
+        y = T.randn(5, 5)
+        z = T.randn((5, 5), requires_grad=True)
+        a = x + y
+        assert not a.requires_grad
+        b = a + z
+        assert b.requires_grad
+        # a frozen "base" then a trainable "head": no grad reaches the base, the head gets one
+        base_w = T.randn(5, 5, requires_grad=True)
+        base_w.requires_grad = False
+        head_w = T.randn(5, 2, requires_grad=True)
+        h = (x @ base_w).tanh()
+        assert not h.requires_grad and h.grad_fn is None
+        (h @ head_w).sum().backward()
+        assert base_w.grad is None and head_w.grad is not None
+        assert head_w.grad.shape == (5, 2)
+
+
 def test_seed000_tanh_then_add_inplace():
     def f(T):
         x = T.tensor([0.1, 0.2, 0.3], requires_grad=True)

@@ -2329,3 +2329,18 @@ def test_retain_grad_on_view_survives_base_inplace():
         (v * 5).sum().backward()
         out[T] = (log, None if v.grad is None else v.grad.tolist(), a.grad.tolist())
     assert out[nbgrad] == out[torch]
+
+
+def test_storage_shared_by_views_not_by_copies():
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.zeros(3, 4)
+        views = [x[1:], x.t(), x.view(12), x.diagonal(), x.detach(), x.data]
+        copies = [x.clone(), x.t().contiguous(), x[T.tensor([0, 1])], x + 0]
+        sp = x.untyped_storage().data_ptr()
+        out[T] = ([v.untyped_storage().data_ptr() == sp for v in views],
+                  [c.untyped_storage().data_ptr() == sp for c in copies],
+                  x.untyped_storage().nbytes(), x[1:].untyped_storage().nbytes(),
+                  [v.storage_offset() for v in views])
+    assert out[nbgrad] == out[torch]
+    assert out[torch][0] == [True] * 6 and out[torch][1] == [False] * 4

@@ -1057,7 +1057,7 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
 _getframe = sys._getframe
-_PKG = provenance._PKG
+_LIB = provenance.LIB_FILES
 _PROV = provenance.ENABLED
 
 
@@ -1069,7 +1069,7 @@ def _record1(row, r, inputs, args, mask, meta, edges):
     node._next = edges
     if _PROV[0]:  # provenance.capture(), inlined: first frame outside nbgrad
         f = _getframe(2)
-        while f is not None and f.f_code.co_filename.startswith(_PKG):
+        while f is not None and f.f_code.co_filename in _LIB:
             f = f.f_back
         node._where = None if f is None else (f.f_code, f.f_lasti)
     else:

@@ -14,6 +14,18 @@ import sys
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _getframe = sys._getframe
 
+
+def _library_files():
+    """The package's source files: a set lookup (hash cached on the str) beats startswith in
+    the frame walk, which runs for every node."""
+    out = set()
+    for root, _, files in os.walk(_PKG):
+        out.update(os.path.join(root, f) for f in files if f.endswith(".py"))
+    return frozenset(out)
+
+
+LIB_FILES = _library_files()
+
 ENABLED = [True]
 NODES = [0]   # nodes created so far (activity counters read by the notebook layer)
 BUMPS = [0]   # in-place version bumps so far
@@ -34,8 +46,8 @@ def capture():
     if not ENABLED[0]:
         return None
     f = _getframe(1)
-    pkg = _PKG
-    while f is not None and f.f_code.co_filename.startswith(pkg):
+    lib = LIB_FILES
+    while f is not None and f.f_code.co_filename in lib:
         f = f.f_back
     if f is None:
         return None

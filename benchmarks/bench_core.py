@@ -182,7 +182,7 @@ def main():
         fns = {"nbgrad": matmul_tanh(nbgrad, n), "numpy": matmul_tanh_numpy(n)}
         if torch:
             fns["torch"] = matmul_tanh(torch, n)
-        rows.append((f"(x@w).tanh().sum() fwd+bwd N={n}", _interleaved(fns, rounds, 3)))
+        rows.append((f"(x@w).tanh().sum() fwd+bwd N={n}", _interleaved(fns, rounds * 2, 5)))
 
     print(f"{'benchmark':45s} {'nbgrad':>10s} {'torch':>10s} {'numpy':>10s} {'nb/torch':>9s} "
           f"{'nb/numpy':>9s}")

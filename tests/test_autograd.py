@@ -177,7 +177,6 @@ def test_seed004_version_check_on_setitem():
     same_error(f, prefix=True)
 
 
-@pytest.mark.xfail(reason="core bug: leaf[:] = 0 says 'a view of a leaf Variable'", strict=True)
 def test_seed004_setitem_on_leaf():
     # PyTorch 1.1 let this through and failed in backward; 2.x refuses the assignment itself
     def f(T):
@@ -1597,8 +1596,6 @@ def test_version_error_names_regenerated_view_node():
     assert "which is output 0 of AsStrided," in str(err)
 
 
-@pytest.mark.xfail(reason="core bug: t[...] = v / t[:] = v on a whole tensor makes CopySlices",
-                   strict=True)
 @pytest.mark.parametrize("idx", ["ellipsis", "empty_tuple", "full_slice"])
 @pytest.mark.parametrize("value", ["scalar", "tensor"])
 def test_setitem_whole_tensor_grad_fn(idx, value):
@@ -1744,8 +1741,6 @@ def test_node_runs_once_in_diamond():
     np.testing.assert_allclose(out[nbgrad][1], out[torch][1], rtol=1e-6)
 
 
-@pytest.mark.xfail(reason="core bug: retain_grad's hook must run after the tensor's other hooks",
-                   strict=True)
 def test_retain_grad_sees_hooked_grad_whatever_the_order():
     for T in (torch, nbgrad):
         for first in ("retain", "hook"):
@@ -1880,8 +1875,6 @@ def test_custom_function_returning_its_input():
     assert out[nbgrad] == out[torch] == [2.0, 2.0]
 
 
-@pytest.mark.xfail(reason="core bug: an input returned by a custom Function is not a view",
-                   strict=True)
 def test_custom_function_returned_input_is_a_view():
     res = []
     for T in (torch, nbgrad):
@@ -1945,8 +1938,6 @@ def test_custom_function_materialize_grads(materialize):
     assert seen[nbgrad] == seen[torch]
 
 
-@pytest.mark.xfail(reason="core bug: backward gets no argument for a non-tensor output",
-                   strict=True)
 def test_custom_function_non_tensor_output():
     for T in (torch, nbgrad):
         class NT(T.autograd.Function):
@@ -1974,8 +1965,6 @@ def test_custom_function_without_grad_inputs():
         assert not y.requires_grad
 
 
-@pytest.mark.xfail(reason="core bug: a wrong-shaped gradient from a custom backward is accepted",
-                   strict=True)
 def test_custom_function_invalid_gradient_shape_error():
     def f(T):
         class Bad(T.autograd.Function):
@@ -2071,7 +2060,6 @@ def test_gradcheck_multiple_outputs_and_non_tensor_inputs():
         assert T.autograd.gradgradcheck(lambda x, k, y: (x * k * x * y, y.exp()), (x, 2.0, y))
 
 
-@pytest.mark.xfail(reason="core bug: gradcheck's float32 warning text differs", strict=True)
 def test_gradcheck_float32_warning():
     msgs = {}
     for T in (torch, nbgrad):
@@ -2182,7 +2170,6 @@ def test_first_stale_saved_tensor_reported():
     same_error(f, prefix=True)
 
 
-@pytest.mark.xfail(reason="core bug: CopyBackwards.name() lacks the C++ namespace", strict=True)
 def test_copy_backwards_name():
     def f(T):
         y = T.ones(2, requires_grad=True) * 1

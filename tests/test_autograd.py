@@ -2331,3 +2331,78 @@ def test_storage_shared_by_views_not_by_copies():
                   [v.storage_offset() for v in views])
     assert out[nbgrad] == out[torch]
     assert out[torch][0] == [True] * 6 and out[torch][1] == [False] * 4
+
+
+# saved intermediates, saved None, saved_tensors after backward, non-differentiable outputs
+# (backward gets a zero grad for them), a None grad for an input that requires grad, no backward
+def _custom_function_details(T):
+    out = []
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            tmp = x * 3  # intermediate, neither input nor output
+            ctx.save_for_backward(tmp, None)
+            return x * 2
+        @staticmethod
+        def backward(ctx, g):
+            tmp, n = ctx.saved_tensors
+            tmp2, _ = ctx.saved_tensors
+            out.append((n, tmp.tolist(), tmp2 is tmp))
+            return g * tmp
+    x = T.tensor([1., 2.], requires_grad=True)
+    y = F.apply(x)
+    y.sum().backward()
+    out.append(x.grad.tolist())
+    try:
+        y.grad_fn.saved_tensors
+    except RuntimeError as e:
+        out.append(str(e)[:80])
+    class G(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            idx = x.argmax().reshape(1)
+            ctx.mark_non_differentiable(idx)
+            return x * 2, idx
+        @staticmethod
+        def backward(ctx, g, gi):
+            out.append(None if gi is None else gi.tolist())
+            return g * 2
+    x = T.tensor([1., 2.], requires_grad=True)
+    a, i = G.apply(x)
+    a.sum().backward()
+    out.append(x.grad.tolist())
+    class H(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x + y
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+    x = T.tensor([1., 2.], requires_grad=True)
+    y = T.tensor([1., 2.], requires_grad=True)
+    H.apply(x, y).sum().backward()
+    out.append((x.grad.tolist(), y.grad))
+    class K(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    x = T.tensor([1., 2.], requires_grad=True)
+    y = K.apply(x)
+    nexts = y.grad_fn.next_functions
+    out.append((type(y.grad_fn).__name__, nexts[0][1], [type(n).__name__ for n, _ in nexts]))
+    try:
+        class L(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+        L.apply(T.ones(1, requires_grad=True)).sum().backward()
+    except Exception as e:  # noqa: BLE001
+        out.append(type(e).__name__ + ": " + str(e)[:120])
+    return out
+
+
+def test_custom_function_details_vs_torch():
+    assert _custom_function_details(nbgrad) == _custom_function_details(torch)

@@ -48,9 +48,16 @@ def write_notebook(root):
     nbformat.write(nb, root / "panel.ipynb")
     # the same notebook executed and saved (nbclient): opened later without running anything
     nbclient = pytest.importorskip("nbclient")
-    os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, store_widget_state=True,
-                            resources={"metadata": {"path": str(root)}}).execute()
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + old if old else "")
+    try:
+        nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, store_widget_state=True,
+                                resources={"metadata": {"path": str(root)}}).execute()
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
     nbformat.write(nb, root / "saved.ipynb")
 
 

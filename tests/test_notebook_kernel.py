@@ -29,12 +29,19 @@ def execute(cells, tmp_path):
     nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
-    env_path = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = env_path  # the kernel imports this checkout's nbgrad
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
-                                     store_widget_state=True,
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
+    old = os.environ.get("PYTHONPATH")
+    # the kernel imports this checkout's nbgrad
+    os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + old if old else "")
+    try:
+        client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
+                                         allow_errors=True, store_widget_state=True,
+                                         resources={"metadata": {"path": str(tmp_path)}})
+        client.execute()
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
     nbformat.write(nb, tmp_path / "executed.ipynb")
     return nb
 
@@ -185,13 +192,14 @@ def test_wheel_carries_the_front_end(tmp_path):
                               "['purelib'])"], capture_output=True, text=True,
                              check=True).stdout.strip()
     Path(purelib, "_outer_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, cwd=tmp_path)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--force-reinstall", str(wheel)], check=True, cwd=tmp_path, env=clean)
     code = ("import nbgrad, nbgrad.notebook.widgets as w, pathlib; "
             "print(pathlib.Path(nbgrad.__file__).resolve().parent); "
             "print('export default' in w.NbgradPanel._esm, '.nbgrad-panel' in w.NbgradPanel._css)")
     run = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": ""})
+                         env=clean)
     assert run.returncode == 0, run.stderr
     out = run.stdout.split("\n")
     assert str(venv) in out[0]  # the installed copy, not the checkout

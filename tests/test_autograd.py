@@ -2406,3 +2406,17 @@ def _custom_function_details(T):
 
 def test_custom_function_details_vs_torch():
     assert _custom_function_details(nbgrad) == _custom_function_details(torch)
+
+
+@pytest.mark.xfail(reason="core bug: unbind/split/chunk with a single output fail in backward",
+                   strict=True)
+@pytest.mark.parametrize("case", ["unbind", "split", "chunk", "split_sizes"])
+def test_multi_output_view_with_one_output(case):
+    out = {}
+    for T in (torch, nbgrad):
+        a = T.tensor([[1.0], [2.0]], requires_grad=True)
+        parts = {"unbind": lambda: a.unbind(1), "split": lambda: a.split(1, 1),
+                 "chunk": lambda: a.chunk(3, 1), "split_sizes": lambda: a.split([1], 1)}[case]()
+        (parts[0] * 3).sum().backward()
+        out[T] = (len(parts), type(parts[0].grad_fn).__name__, a.grad.tolist())
+    assert out[nbgrad] == out[torch]

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
@@ -441,3 +441,45 @@ def test_random_programs_vs_torch(steps, seed, second):
     assert len(rn) == len(rt)
     for a, b in zip(rn, rt):
         np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+# ------------------------------------------------------------------------------------------------
+# multi-output views with only some outputs used; cat/stack of random pieces
+# ------------------------------------------------------------------------------------------------
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), data=st.data())
+def test_split_chunk_unbind_partial_use(shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    kind = data.draw(st.sampled_from(["split", "split_sizes", "chunk", "unbind"]))
+    n = shape[dim]
+    if kind == "split":
+        arg = data.draw(st.integers(1, n))
+    elif kind == "split_sizes":
+        cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=3)))
+        arg = [b - a for a, b in zip([0] + cuts, cuts + [n])]
+    elif kind == "chunk":
+        arg = data.draw(st.integers(1, n + 1))
+    else:
+        arg = None
+    x = np.arange(float(np.prod(shape))).reshape(shape)
+
+    def pieces(a):
+        return a.unbind(dim) if kind == "unbind" else getattr(a, kind.split("_")[0])(arg, dim)
+
+    # one single output: test_autograd.py::test_multi_output_view_with_one_output
+    assume(len(pieces(torch.tensor(x))) > 1)
+    res = {}
+    for T in (torch, nbgrad):
+        a = T.tensor(x.copy(), requires_grad=True)
+        parts = pieces(a)
+        used = [k for k in range(len(parts)) if (k * 7 + len(parts)) % 3 != 1]
+        if not used:
+            used = [0]
+        loss = sum((parts[k] * (k + 1)).sum() for k in used) + T.cat(
+            [p.reshape(-1) for p in parts]).sum() * 0
+        loss.backward()
+        res[T] = ([tuple(p.shape) for p in parts], a.grad.numpy(),
+                  [type(p.grad_fn).__name__ for p in parts])
+    assert res[nbgrad][0] == res[torch][0]
+    np.testing.assert_array_equal(res[nbgrad][1], res[torch][1])
+    assert res[nbgrad][2] == res[torch][2]

@@ -96,10 +96,14 @@ class NbgradExtension:
             except Exception as exc:  # noqa: BLE001 - a layout failure leaves the text tree
                 print(f"nbgrad: graph layout failed ({exc}); showing the graph as text",
                       file=sys.stderr)
+        panel_cls = None
         if self.widget and _has_comm(self.ip):
-            from .widgets import NbgradPanel
-
-            display(NbgradPanel(snap, svg))
+            try:
+                from .widgets import NbgradPanel as panel_cls
+            except ImportError:  # no anywidget / ipywidgets: the static panel still works
+                panel_cls = None
+        if panel_cls is not None:
+            display(panel_cls(snap, svg))
         else:
             display({"text/html": render.panel_html(snap, svg),
                      "text/plain": render.summary_text(snap)}, raw=True)

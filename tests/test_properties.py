@@ -250,7 +250,7 @@ REDUCTIONS = {
     "var": lambda t, d, k: t.var(d, keepdim=k),
     "std": lambda t, d, k: t.std(d, keepdim=k),
     "logsumexp": lambda t, d, k: t.logsumexp(d, keepdim=k),
-    "norm": lambda t, d, k: t.norm(dim=d, keepdim=k),
+    "norm": lambda t, d, k: t.norm(dim=d[:2], keepdim=k),  # torch: 3 dims is a matrix-norm error
     "prod_1d": lambda t, d, k: t.prod(d[0], keepdim=k),
     "softmax_1d": lambda t, d, k: t.softmax(d[0]),
     "cumsum_1d": lambda t, d, k: t.cumsum(d[0]),

@@ -11,6 +11,7 @@ import atexit
 import base64
 import html
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -282,6 +283,7 @@ _DOT = _DotServer()
 atexit.register(_DOT.close)
 
 
+_SVG_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
 _SVG_CACHE: dict[str, str] = {}  # DOT source -> SVG of the last few layouts
 _SVG_CACHE_SIZE = 16
 
@@ -324,7 +326,8 @@ def _layout(source: str, timeout: float) -> str:
                                  capture_output=True, timeout=timeout, check=True).stdout
     svg = raw.decode("utf-8")
     i = svg.find("<svg")
-    return svg[i:] if i >= 0 else svg
+    svg = svg[i:] if i >= 0 else svg
+    return _SVG_COMMENT.sub("", svg)  # dot's "<!-- name -->" per element: bytes to sync, no use
 
 
 # --- text tree (no graphviz) -----------------------------------------------------------------

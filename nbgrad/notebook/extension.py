@@ -52,7 +52,8 @@ class NbgradExtension:
             self._warn(exc)
 
     def _warn(self, exc):
-        print(f"nbgrad: the notebook panel failed ({type(exc).__name__}: {exc}); "
+        text = (str(exc).splitlines() or [""])[0][:200]  # one line, whatever the exception says
+        print(f"nbgrad: the notebook panel failed ({type(exc).__name__}: {text}); "
               "your cell ran normally. `%nbgrad off` silences the panel.", file=sys.stderr)
 
     def _after_cell(self, result):

@@ -2420,3 +2420,42 @@ def test_multi_output_view_with_one_output(case):
         (parts[0] * 3).sum().backward()
         out[T] = (len(parts), type(parts[0].grad_fn).__name__, a.grad.tolist())
     assert out[nbgrad] == out[torch]
+
+
+@pytest.mark.parametrize("idx", [pytest.param(i, marks=pytest.mark.xfail(
+    reason="core bug: whole-tensor fill from a float32 0-d value: value.grad is float64",
+    strict=True)) for i in ("ellipsis", "empty_tuple", "full_slice")] + ["none"])
+def test_whole_tensor_fill_grad_dtype(idx):
+    out = {}
+    for T in (torch, nbgrad):
+        a = T.ones(3, dtype=T.float64, requires_grad=True)
+        b = a * 1
+        v = T.tensor(2.5, requires_grad=True)  # float32
+        i = {"ellipsis": Ellipsis, "empty_tuple": (), "full_slice": slice(None),
+             "none": (None,)}[idx]
+        b[i] = v
+        b.sum().backward()
+        out[T] = (_dtype_name(v.grad), v.grad.item(), type(b.grad_fn).__name__)
+    assert out[nbgrad] == out[torch]
+
+
+def _dtype_name(t):
+    return str(t.dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("idx", [
+    pytest.param(i, id=n, marks=pytest.mark.xfail(
+        reason="core bug: full-range slices with explicit bounds/step are CopySlices (torch: "
+        "copy_ on self)", strict=True) if n in ("step1", "start0", "stop_big") else ())
+    for n, i in (("step1", slice(None, None, 1)), ("start0", slice(0, None)),
+                 ("stop_big", slice(None, 5)), ("neg_start", slice(-3, None)),
+                 ("full", slice(None)))])
+def test_setitem_full_range_slice(idx):
+    out = {}
+    for T in (torch, nbgrad):
+        a = T.tensor([0.0, 1.0, 2.0], requires_grad=True)
+        b = a * 1
+        b[idx] = T.tensor([5.0, 6.0, 7.0], requires_grad=True)
+        b.sum().backward()
+        out[T] = (type(b.grad_fn).__name__, b._version, a.grad.tolist())
+    assert out[nbgrad] == out[torch]

@@ -483,3 +483,26 @@ def test_split_chunk_unbind_partial_use(shape, data):
     assert res[nbgrad][0] == res[torch][0]
     np.testing.assert_array_equal(res[nbgrad][1], res[torch][1])
     assert res[nbgrad][2] == res[torch][2]
+
+
+@SETTINGS
+@given(case=basic_indices(), scalar=st.booleans())
+def test_setitem_with_grad_random_basic_index(case, scalar):
+    shape, idx = case
+    x = np.arange(float(np.prod(shape))).reshape(shape) * 0.1
+    res = {}
+    for T in (torch, nbgrad):
+        a = T.tensor(x.copy(), requires_grad=True)
+        b = a * 1
+        target_shape = tuple(b[idx].shape)
+        # same dtype as b (a float32 value: test_autograd.py::test_whole_tensor_fill_grad_dtype)
+        v = T.tensor(2.5 if scalar else np.full(target_shape, 2.5), dtype=T.float64,
+                     requires_grad=True)
+        b[idx] = v
+        w = T.tensor(np.cos(np.arange(x.size)).reshape(shape))
+        (b * w).sum().backward()
+        # (grad_fn names of full-range slices: test_autograd.py::test_setitem_full_range_slice)
+        res[T] = (b.detach().numpy(), a.grad.numpy(), v.grad.numpy(), b._version)
+    for k in range(3):
+        np.testing.assert_allclose(res[nbgrad][k], res[torch][k], rtol=1e-12, atol=1e-12)
+    assert res[nbgrad][3:] == res[torch][3:]

@@ -1636,11 +1636,38 @@ ERRORS = {
     "grad_outputs_shape": lambda T: T.autograd.grad(T.ones(2, requires_grad=True) * 2,
                                                     T.ones(2), T.ones(3)),
     "softmax_dim": lambda T: T.ones(2, 3).softmax(2),
+    "index_neg_step": lambda T: T.arange(5.0)[::-1],
+    "index_mask_shape": lambda T: T.arange(3.0)[T.tensor([True, False])],
+    "index_tensor_oob": lambda T: T.arange(3.0)[T.tensor([5])],
+    "index_too_many": lambda T: T.arange(3.0)[0, 0],
+    "index_float": lambda T: T.arange(3.0)[1.5],
+    "index_float_tensor": lambda T: T.arange(3.0)[T.tensor([1.0])],
+    "index_neg_oob": lambda T: T.arange(3.0)[-4],
+    "setitem_shape": lambda T: T.arange(3.0).__setitem__(slice(None), T.ones(2)),
+    "view_two_minus1": lambda T: T.ones(4).view(-1, -1),
+    "reshape_infer_bad": lambda T: T.ones(4).reshape(3, -1),
+    "expand_minus1_new_dim": lambda T: T.ones(1, 3).expand(-1, -1, 2),
+    "permute_repeated": lambda T: T.ones(2, 3).permute(0, 0),
+    "cat_empty": lambda T: T.cat([]),
+    "stack_dim_range": lambda T: T.stack([T.ones(2)], 2),
+    "unsqueeze_range": lambda T: T.ones(2).unsqueeze(3),
+    "narrow_range": lambda T: T.ones(3).narrow(0, 2, 2),
+    "split_zero": lambda T: T.ones(3).split(0),
+    "chunk_zero": lambda T: T.ones(3).chunk(0),
+    "unflatten_bad": lambda T: T.ones(2, 6).unflatten(1, (4, -1)),
+    "flatten_bad": lambda T: T.ones(2, 3).flatten(1, 0),
     "gather_dims": lambda T: T.ones(2, 3).gather(1, T.zeros(2, dtype=T.long)),
 }
 
 
 ERROR_BUGS = {
+    "index_mask_shape": "bool mask of the wrong shape: numpy's IndexError text",
+    "index_float": "float index: numpy's IndexError text",
+    "setitem_shape": "t[:] = wrong-sized value: torch's 'expanded size' text",
+    "expand_minus1_new_dim": "expand(-1, -1, 2) of (1, 3): torch's 'expanded size' text",
+    "cat_empty": "cat([]) raises RuntimeError, torch ValueError",
+    "chunk_zero": "chunk(0) raises ZeroDivisionError",
+    "unflatten_bad": "unflatten with bad sizes: torch's 'unflatten: Provided sizes' text",
     "grad_wrong_size": "assigning a .grad of another size: torch 2.13 text differs",
     "grad_wrong_dtype": "assigning a .grad of another dtype: torch 2.13 text differs",
     "int_requires_grad_setter": "t.requires_grad = True on int: torch says 'floating point and "
@@ -1654,7 +1681,9 @@ ERROR_BUGS = {
 def test_error_texts(name):
     et = _err(ERRORS[name], torch, BaseException)
     assert et is not None
-    same_error(ERRORS[name], exc=type(et) if not isinstance(et, RuntimeError) else RuntimeError)
+    en = _err(ERRORS[name], nbgrad, BaseException)
+    assert type(en) is type(et), (en, et)
+    same_error(ERRORS[name], exc=type(et))
 
 
 @pytest.mark.parametrize("grad_output_requires_grad", [False, pytest.param(

@@ -2488,3 +2488,15 @@ def test_setitem_full_range_slice(idx):
         b.sum().backward()
         out[T] = (type(b.grad_fn).__name__, b._version, a.grad.tolist())
     assert out[nbgrad] == out[torch]
+
+
+@pytest.mark.xfail(reason="core bug: backward(gradient of another dtype) is not cast to the "
+                   "output's dtype", strict=True)
+@pytest.mark.parametrize("gdtype", ["int64", "float64"])
+def test_backward_gradient_of_other_dtype(gdtype):
+    out = {}
+    for T in (torch, nbgrad):
+        a = T.ones(2, requires_grad=True)
+        (a * 2).backward(T.tensor([1, 2], dtype=getattr(T, gdtype)))
+        out[T] = (_dtype_name(a.grad), a.grad.tolist())
+    assert out[nbgrad] == out[torch]

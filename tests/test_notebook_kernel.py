@@ -186,20 +186,21 @@ def test_wheel_carries_the_front_end(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
-    # numpy, anywidget...: this interpreter's site-packages as a plain path entry, after the
-    # venv's own and without running its .pth files (an editable nbgrad there would win)
-    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                              "['purelib'])"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-    Path(purelib, "_outer_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--force-reinstall", str(wheel)], check=True, cwd=tmp_path, env=clean)
-    code = ("import nbgrad, nbgrad.notebook.widgets as w, pathlib; "
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, cwd=tmp_path, env=clean)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                              "['purelib'])"], capture_output=True, text=True, env=clean,
+                             check=True).stdout.strip()
+    # -I -S: no PYTHONPATH, no .pth files (an editable or installed nbgrad of this interpreter
+    # must not win); then the venv's packages first, this interpreter's (numpy, anywidget) after
+    outer = sysconfig.get_paths()["purelib"]
+    code = (f"import sys; sys.path += [{purelib!r}, {outer!r}]; "
+            "import nbgrad, nbgrad.notebook.widgets as w, pathlib; "
             "print(pathlib.Path(nbgrad.__file__).resolve().parent); "
             "print('export default' in w.NbgradPanel._esm, '.nbgrad-panel' in w.NbgradPanel._css)")
-    run = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env=clean)
+    run = subprocess.run([str(py), "-I", "-S", "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env=clean)
     assert run.returncode == 0, run.stderr
     out = run.stdout.split("\n")
     assert str(venv) in out[0]  # the installed copy, not the checkout

@@ -262,3 +262,18 @@ def test_tensor_html_repr():
     html = render.tensor_html(y)
     for piece in ("[3]", "float32", "cpu", "MulBackward0", "_version", "mean 4", "max 6"):
         assert piece in html
+
+
+def test_unused_leaves_left_alone_this_cell_are_not_drawn():
+    w = nbgrad.ones(3, requires_grad=True)  # another model's parameter
+    x = nbgrad.ones(3, requires_grad=True)
+    prev = nbi.versions_of(snap_of({"w": w, "x": x}))
+    y = x.exp()
+    snap = snap_of({"w": w, "x": x, "y": y}, previous=prev)
+    dot = render.to_dot(snap)
+    assert '"x\\n' in dot and '"y\\n' in dot
+    assert '"w\\n' not in dot
+    assert "w" in [t.name for t in snap.tensors]  # still a row of the Tensors tab
+    with nbgrad.no_grad():
+        w.add_(1)  # modified this cell: drawn again
+    assert '"w\\n' in render.to_dot(snap_of({"w": w, "x": x, "y": y}, previous=prev))

@@ -110,10 +110,17 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
            '  node [fontname="Helvetica", fontsize=10, height=0.25, margin="0.08,0.04"];',
            '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];']
     shown_tensors = {}
+    reached = {n.variable for n in snap.nodes.values() if n.variable}
     for t in snap.tensors:
         # Only what belongs to a graph: requires grad, a view, or the base of a shown view.
-        if t.requires_grad or t.grad_fn or t.is_view or not t.named:
-            shown_tensors[t.key] = t
+        if not (t.requires_grad or t.grad_fn or t.is_view or not t.named):
+            continue
+        # A leaf no drawn node uses (another model's parameter, say) that this cell left alone
+        # is only a row of the Tensors tab: new or modified ones are drawn.
+        if (t.named and t.requires_grad and not t.grad_fn and not t.is_view
+                and t.key not in reached and t.version_delta == 0):
+            continue
+        shown_tensors[t.key] = t
     by_key = {t.key: t for t in snap.tensors}
     for t in list(shown_tensors.values()):
         b = by_key.get(t.base_key) if t.base_key else None

@@ -2521,3 +2521,19 @@ def test_tensor_hook_changing_size_or_dtype_error(hook, leaf):
         b.register_hook(hook)
         (b * 2).sum().backward()
     same_error(f)
+
+
+@pytest.mark.xfail(reason="core bug: Node hooks returning a wrong count / size are accepted",
+                   strict=True)
+@pytest.mark.parametrize("case", ["post_count", "pre_size"])
+def test_node_hook_bad_return_error(case):
+    def f(T):
+        a = T.ones(2, requires_grad=True)
+        b = T.ones(2, requires_grad=True)
+        c = a * b
+        if case == "post_count":
+            c.grad_fn.register_hook(lambda gi, go: (gi[0],))
+        else:
+            c.grad_fn.register_prehook(lambda go: (go[0][:1],))
+        c.sum().backward()
+    same_error(f)

@@ -2537,3 +2537,27 @@ def test_node_hook_bad_return_error(case):
             c.grad_fn.register_prehook(lambda go: (go[0][:1],))
         c.sum().backward()
     same_error(f)
+
+
+def test_backward_edge_cases_vs_torch():
+    def f(T):
+        r = []
+        a = T.ones(2, requires_grad=True)
+        a.backward(T.tensor([1.0, 2.0]))  # backward on a leaf
+        r.append(a.grad.tolist())
+        s = T.tensor(1.0, requires_grad=True)
+        s.backward()
+        r.append(s.grad.tolist())
+        a = T.ones(2, requires_grad=True)
+        try:
+            T.autograd.backward([(a * 2).sum(), T.ones(())])
+        except RuntimeError as e:
+            r.append(str(e))
+        a = T.ones(2, requires_grad=True)
+        r.append(T.autograd.grad(a.sum(), a)[0].tolist())
+        r.append(T.autograd.grad(a, a, T.ones(2))[0].tolist())  # output is the input
+        a = T.ones(2, requires_grad=True)
+        a[0].backward()  # through a view of a leaf
+        r.append(a.grad.tolist())
+        return r
+    assert f(nbgrad) == f(torch)

@@ -277,3 +277,13 @@ def test_unused_leaves_left_alone_this_cell_are_not_drawn():
     with nbgrad.no_grad():
         w.add_(1)  # modified this cell: drawn again
     assert '"w\\n' in render.to_dot(snap_of({"w": w, "x": x, "y": y}, previous=prev))
+
+
+def test_tensors_table_is_capped_changed_ones_first():
+    ns = {f"t{i:03d}": nbgrad.ones(2) for i in range(20)}
+    prev = nbi.versions_of(snap_of(ns))
+    ns["t019"].add_(1)
+    html = render.tensors_html(snap_of(ns, previous=prev, max_nodes=5))
+    assert html.count("<tr ") == 5  # data rows (the header is a bare <tr>)
+    assert ">t019<" in html and "(+1)" in html
+    assert "... 15 more tensors (cap 5)" in html

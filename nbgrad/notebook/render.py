@@ -435,9 +435,11 @@ def _table(header, rows) -> str:
 def tensors_html(snap) -> str:
     e = html.escape
     rows = []
-    for t in snap.tensors:
-        if not t.named:
-            continue
+    named = [t for t in snap.tensors if t.named]
+    if len(named) > snap.max_nodes:
+        # the cap holds here too: tensors this cell made or modified first
+        named.sort(key=lambda t: t.version_delta == 0)
+    for t in named[:snap.max_nodes]:
         dv = _delta(t.version_delta)
         ver = f"{t.version}" + (f' <b style="color:{C_RED}">({e(dv)})</b>' if dv and dv != "new"
                                 else "")
@@ -447,8 +449,10 @@ def tensors_html(snap) -> str:
                      {"data-key": t.key}))
     if not rows:
         return "<i>no named tensors</i>"
+    more = len(named) - len(rows)
     return _table(["name", "shape", "dtype", "device", "requires_grad", "is_leaf", "grad_fn",
-                   "_version", "storage", "view of", "grad"], rows)
+                   "_version", "storage", "view of", "grad"], rows) + (
+        f"<div>... {more} more tensors (cap {snap.max_nodes})</div>" if more else "")
 
 
 def _cover_str(covers, size) -> str:

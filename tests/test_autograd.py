@@ -2561,3 +2561,20 @@ def test_backward_edge_cases_vs_torch():
         r.append(a.grad.tolist())
         return r
     assert f(nbgrad) == f(torch)
+
+
+def test_numpy_interop_shares_memory_without_version_bump():
+    for T in (torch, nbgrad):
+        t = T.zeros(3)
+        arr = t.numpy()
+        arr[0] = 5.0
+        assert t.tolist() == [5.0, 0.0, 0.0] and t._version == 0
+        src = np.arange(3.0)
+        f = T.from_numpy(src)
+        src[1] = 7.0
+        assert f.tolist() == [0.0, 7.0, 2.0] and str(f.dtype).endswith("float64")
+        f.add_(1)
+        assert src.tolist() == [1.0, 8.0, 3.0] and f._version == 1
+        with pytest.raises(RuntimeError):
+            T.ones(2, requires_grad=True).numpy()
+        assert T.ones(2, requires_grad=True).detach().numpy().tolist() == [1.0, 1.0]

@@ -2578,3 +2578,28 @@ def test_numpy_interop_shares_memory_without_version_bump():
         with pytest.raises(RuntimeError):
             T.ones(2, requires_grad=True).numpy()
         assert T.ones(2, requires_grad=True).detach().numpy().tolist() == [1.0, 1.0]
+
+
+def test_custom_function_grad_mode_inside_forward_and_backward():
+    def f(T):
+        seen = []
+
+        class F(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                seen.append(T.is_grad_enabled())
+                y = x * 2
+                seen.append(y.requires_grad)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                seen.append(T.is_grad_enabled())
+                return g * 2
+
+        x = T.ones(2, requires_grad=True)
+        F.apply(x).sum().backward()
+        (g,) = T.autograd.grad(F.apply(x).sum(), x, create_graph=True)
+        seen.append(g.requires_grad)
+        return seen
+    assert f(nbgrad) == f(torch)

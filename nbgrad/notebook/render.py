@@ -7,14 +7,10 @@ notebook stays readable without a kernel; the widget in ``widgets.py`` reuses th
 
 from __future__ import annotations
 
-import atexit
 import base64
 import html
-import os
 import re
 import shutil
-import subprocess
-import threading
 import time
 
 DOT_MISSING = ("graphviz's `dot` was not found: install it to see the graph as a picture "
@@ -232,64 +228,6 @@ def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
-class _DotServer:
-    """One long-lived ``dot -Tsvg`` reading graph after graph from its stdin.
-
-    Starting ``dot`` costs ~10 ms a time, more than laying out a 50-node graph; the panel runs
-    after every cell, so the process is kept (POSIX only; elsewhere each layout starts one).
-    """
-
-    def __init__(self):
-        self._proc = None
-        self._lock = threading.Lock()
-
-    def layout(self, source: str, timeout: float) -> bytes | None:
-        import select
-
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.poll() is not None:
-                exe = shutil.which("dot")
-                if exe is None:
-                    return None
-                proc = self._proc = subprocess.Popen(
-                    [exe, "-Tsvg"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL, bufsize=0)
-            try:
-                proc.stdin.write(source.encode("utf-8") + b"\n")
-                chunks = []
-                deadline = time.monotonic() + timeout
-                fd = proc.stdout.fileno()
-                while True:
-                    left = deadline - time.monotonic()
-                    ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
-                    if not ready:
-                        raise TimeoutError(f"dot took more than {timeout} s")
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        raise OSError("dot exited")
-                    chunks.append(chunk)
-                    if chunk.rstrip().endswith(b"</svg>"):
-                        return b"".join(chunks)
-            except BaseException:
-                self.close_locked()  # a graph dot choked on: start afresh next time
-                raise
-
-    def close_locked(self):
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            proc.kill()
-            proc.wait()
-
-    def close(self):
-        with self._lock:
-            self.close_locked()
-
-
-_DOT = _DotServer()
-atexit.register(_DOT.close)
-
-
 _SVG_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
 _SVG_CACHE: dict[str, str] = {}  # DOT source -> SVG of the last few layouts
 _SVG_CACHE_SIZE = 16
@@ -315,22 +253,14 @@ def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
 
 
 def _layout(source: str, timeout: float) -> str:
-    raw = None
-    if os.name == "posix":
-        try:
-            raw = _DOT.layout(source, timeout)
-        except TimeoutError:
-            raise
-        except OSError:
-            raw = None  # fall back to one process per layout
-    if raw is None:
-        try:
-            import graphviz
+    """graphviz's own pipe to ``dot -Tsvg`` (one process per layout, ~10 ms to start; graphs are
+    capped before layout, so ``timeout`` is a guard, checked after the fact)."""
+    import graphviz
 
-            raw = graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
-        except ImportError:
-            raw = subprocess.run([shutil.which("dot"), "-Tsvg"], input=source.encode("utf-8"),
-                                 capture_output=True, timeout=timeout, check=True).stdout
+    start = time.monotonic()
+    raw = graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
+    if time.monotonic() - start > timeout:
+        raise TimeoutError(f"dot took more than {timeout} s")
     svg = raw.decode("utf-8")
     i = svg.find("<svg")
     svg = svg[i:] if i >= 0 else svg

@@ -122,7 +122,7 @@ def as_array(x):
 def data_ptr(arr) -> int:
     """Address of the first element of a numpy or cupy array."""
     if type(arr) is np.ndarray:
-        return arr.__array_interface__["data"][0]
+        return arr.ctypes.data
     return arr.data.ptr
 
 

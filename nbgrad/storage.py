@@ -20,12 +20,13 @@ class Storage:
         version: the version counter (int), bumped by one by every in-place op.
     """
 
-    __slots__ = ("_root", "version", "_bumps", "_counted", "__weakref__")
+    __slots__ = ("_root", "version", "_bumps", "_counted", "_ptr", "__weakref__")
 
     def __init__(self, root, alias=False):
         self._root = root          # the array whose buffer this is (numpy or cupy)
         self.version = 0
         self._bumps = None         # [(new_version, op_name, where)], newest last, bounded
+        self._ptr = None           # the buffer address, computed on first request
         if alias:
             self._counted = None
         else:
@@ -64,7 +65,10 @@ class Storage:
     # ---- torch.UntypedStorage API ----
     def data_ptr(self) -> int:
         """Address of the buffer (int)."""
-        return backend.data_ptr(self._root)
+        p = self._ptr
+        if p is None:
+            p = self._ptr = backend.data_ptr(self._root)
+        return p
 
     def nbytes(self) -> int:
         """Size of the buffer in bytes."""

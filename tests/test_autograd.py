@@ -2603,3 +2603,19 @@ def test_custom_function_grad_mode_inside_forward_and_backward():
         seen.append(g.requires_grad)
         return seen
     assert f(nbgrad) == f(torch)
+
+
+def test_retain_graph_defaults_to_create_graph():
+    def f(T):
+        r = []
+        for kw in ({"create_graph": True}, {"create_graph": True, "retain_graph": False}):
+            a = T.tensor([1.0, 2.0], requires_grad=True)
+            y = (a.exp() * a).sum()
+            T.autograd.grad(y, a, **kw)
+            try:
+                T.autograd.grad(y, a)
+                r.append("retained")
+            except RuntimeError:
+                r.append("freed")
+        return r
+    assert f(nbgrad) == f(torch) == ["retained", "freed"]

@@ -2632,3 +2632,22 @@ def test_view_made_before_base_requires_grad():
         (v * 2).sum().backward()  # torch: runs; the gradient reaches no one
         return r + [x.grad is None]
     assert f(nbgrad) == f(torch)
+
+
+def test_identity_of_no_op_conversions():
+    def f(T):
+        x = T.ones(2, 3)
+        return [x.contiguous() is x, x.to(T.float32) is x, x.float() is x, x.to("cpu") is x,
+                x.cpu() is x, x.reshape(2, 3) is x, x.view(2, 3) is x, x.squeeze() is x,
+                x.clone() is x, x.expand(2, 3) is x, x.double() is x, x[...] is x, x[:] is x,
+                x.requires_grad_() is x, x.detach() is x]
+    assert f(nbgrad) == f(torch)
+
+
+@pytest.mark.xfail(reason="core bug: Tensor.type('nbgrad.DoubleTensor') (a type string) refused",
+                   strict=True)
+def test_type_with_a_type_string():
+    for T in (torch, nbgrad):
+        x = T.ones(2)
+        assert x.type() == f"{T.__name__}.FloatTensor"
+        assert x.type(f"{T.__name__}.DoubleTensor").dtype == T.float64

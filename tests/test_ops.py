@@ -1012,3 +1012,17 @@ def test_function_vs_torch(name):
         except (RuntimeError, TypeError, IndexError, ValueError) as e:
             out.append((type(e).__name__, str(e).replace("torch.", "nbgrad.")))
     assert _fsame(out[1], out[0]), out
+
+
+def test_default_dtype_float64():
+    def f(T):
+        T.set_default_dtype(T.float64)
+        try:
+            ts = [T.tensor([1.5]), T.tensor([1]) * 1.5, T.ones(2), T.arange(3.0),
+                  T.tensor([1]) / 2, T.tensor([1]).exp(), T.randn(2),
+                  T.tensor(1.5, dtype=T.float32), T.ones(2, dtype=T.float32) * 2.5]
+            return [_dtype_name(t) for t in ts] + [str(T.get_default_dtype()).split(".")[-1]]
+        finally:
+            T.set_default_dtype(T.float32)
+    assert f(nbgrad) == f(torch)
+    assert _dtype_name(nbgrad.ones(1)) == "float32"

@@ -88,7 +88,7 @@ def sub(input, other, *, alpha=1, out=None):
 def _check_bool_sub(a, b):
     ba = isinstance(a, Tensor) and a._data.dtype.kind == "b"
     bb = isinstance(b, Tensor) and b._data.dtype.kind == "b"
-    if ba and bb:
+    if (ba and bb) or (ba and type(b) is bool) or (bb and type(a) is bool):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if ba or bb or (isinstance(a, Tensor) and type(b) is bool) or \
@@ -814,7 +814,7 @@ def cat(tensors, dim=0, *, out=None):
     """Concatenate along `dim` (torch.cat); shapes must match elsewhere."""
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     if out is not None:
         return _out("cat", lambda: cat(tensors, dim), tuple(tensors), out)
     ts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
@@ -832,10 +832,11 @@ def cat(tensors, dim=0, *, out=None):
     arrs = [t._data for t in ts]
     rt = arrs[0].dtype
     for a in arrs[1:]:
-        rt = np.promote_types(rt, a.dtype)
+        rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
     out_arr = np.concatenate([a.astype(rt, copy=False) for a in arrs], axis=d)
     sizes = tuple(t._data.shape[d] for t in ts)
-    return _apply(R["cat"], tuple(ts), (sizes, d), out_arr)
+    in_dtypes = tuple(a.dtype for a in arrs)
+    return _apply(R["cat"], tuple(ts), (sizes, d, in_dtypes), out_arr)
 
 
 concat = concatenate = cat
@@ -931,7 +932,12 @@ def unflatten(input, dim, sizes):
     """Split dim into `sizes` (torch.unflatten); a view."""
     s = input._data.shape
     d = _dim(dim, len(s))
-    sizes = _infer(tuple(sizes), s[d])
+    sizes = tuple(sizes)
+    known = math.prod(n for n in sizes if n != -1)
+    if (-1 not in sizes and known != s[d]) or (-1 in sizes and (known == 0 or s[d] % known)):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size "
+                           f"of dim {d} ({s[d]}) in the input tensor")
+    sizes = _infer(sizes, s[d])
     return view(input, s[:d] + tuple(sizes) + s[d + 1:])
 
 
@@ -981,8 +987,8 @@ def expand(input, *sizes):
         cur = s[i - lead] if i >= lead else None
         if n == -1:
             if cur is None:
-                raise RuntimeError("The expanded size of the tensor (-1) isn't allowed in a "
-                                   "leading, non-existing dimension 0")
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
             n = cur
         elif cur is not None and cur != 1 and cur != n:
             raise RuntimeError(f"The expanded size of the tensor ({n}) must match the existing "
@@ -1131,6 +1137,8 @@ def split(input, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     """Split into `chunks` nearly equal pieces along `dim`; views (torch.chunk)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input._data.shape[_dim(dim, input._data.ndim)]
     size = -(-n // chunks) if n else 1
     return split(input, size, dim)
@@ -1186,6 +1194,9 @@ def _is_basic(idx):
 
 
 def _to_index_array(i):
+    if isinstance(i, float):
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                         "Variables are valid indices (got float)")
     if isinstance(i, Tensor):
         a = i._data
         if a.dtype.kind not in "biu":
@@ -1217,11 +1228,28 @@ def getitem(input, idx):
     if _is_basic(idx):
         return _basic_index(input, idx)
     index = tuple(_to_index_array(i) for i in idx)
+    _check_masks(input, index)
     try:
         out = input._data[index]
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
     return _apply(R["index"], (input,), (index,), out)
+
+
+def _check_masks(input, index):
+    """PyTorch's text for a bool mask whose shape does not match the dims it indexes."""
+    d = 0
+    for i in index:
+        if isinstance(i, np.ndarray) and i.dtype.kind == "b":
+            want = input._data.shape[d:d + i.ndim]
+            for k, (m, n) in enumerate(zip(i.shape, want)):
+                if m != n:
+                    raise IndexError(f"The shape of the mask {list(i.shape)} at index {k} does not "
+                                     f"match the shape of the indexed tensor "
+                                     f"{list(input._data.shape)} at index {d + k}")
+            d += i.ndim
+        elif i is not None:
+            d += 1
 
 
 def _basic_index(input, idx):
@@ -1265,8 +1293,7 @@ def setitem(input, idx, value):
     if not isinstance(idx, tuple):
         idx = (idx,)
     if _is_basic(idx):
-        if builtins.all(i is Ellipsis or i == slice(None) for i in idx) and \
-                _builtin_sum(1 for i in idx if i is not Ellipsis) <= input._data.ndim:
+        if _whole(input, idx):
             # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices)
             if isinstance(value, Tensor) and value._data.ndim:
                 copy_(input, value)
@@ -1281,8 +1308,29 @@ def setitem(input, idx, value):
     index = tuple(_to_index_array(i) for i in idx)
     if not isinstance(value, Tensor):
         value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+    elif value._data.dtype != input._data.dtype:
+        value = value.to(input.dtype)
     index_put_(input, index, value)
     return None
+
+
+def _whole(input, idx):
+    """Whether a basic index selects the whole tensor (only full-range, step-1 slices)."""
+    if _builtin_sum(1 for i in idx if i is not Ellipsis) > input._data.ndim:
+        return False
+    shape = input._data.shape
+    if Ellipsis in idx:
+        k = idx.index(Ellipsis)
+        dims = list(range(k)) + list(range(len(shape) - (len(idx) - k - 1), len(shape)))
+        parts = idx[:k] + idx[k + 1:]
+    else:
+        dims, parts = range(len(idx)), idx
+    for d, i in zip(dims, parts):
+        # as PyTorch: a literal full slice (start None/0, step None/1, stop None or >= size)
+        if not isinstance(i, slice) or i.start not in (None, 0) or i.step not in (None, 1) or \
+                not (i.stop is None or (isinstance(i.stop, int) and i.stop >= shape[d])):
+            return False
+    return True
 
 
 def index_put_(input, indices, values, accumulate=False):
@@ -1291,7 +1339,16 @@ def index_put_(input, indices, values, accumulate=False):
                                                  else (indices,)))
     if not isinstance(values, Tensor):
         values = Tensor._make_fresh(np.asarray(values, dtype=input._data.dtype))
+    if values._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_kind_name(input._data.dtype)} for the destination and "
+                           f"{_kind_name(values._data.dtype)} for the source.")
     return _inplace(R["index_put"], input, (values,), (index, accumulate), "index_put_")
+
+
+def _kind_name(dt):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "bool": "Bool", "uint8": "Byte"}.get(str(dt), str(dt))
 
 
 def index_put(input, indices, values, accumulate=False):

@@ -57,6 +57,8 @@ class OpNode(Node):
                 g = list(g)
                 xp = _get_xp(next(x for x in g if x is not None))
             v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else ()
+        if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
+            g = [g]
         if row.all_grad is not None:
             needs = tuple(e[0] is not None for e in self._next)
             outs = list(row.all_call(row.all_grad, g, v, xp, needs))
@@ -368,17 +370,18 @@ def _c(b, xp):
 
 def _mm_grads(which):
     if which == 0:
-        return lambda g, other, xp: g @ _c(xp.matrix_transpose(other), xp)
+        return lambda g, mat2, xp: g @ _c(xp.matrix_transpose(mat2), xp)
     return lambda g, self, xp: xp.matrix_transpose(self) @ g
 
 
-def _cat_grads(g, sizes, dim, xp):
+def _cat_grads(g, sizes, dim, dtypes, xp):
     out = []
     start = 0
-    for n in sizes:
+    for n, dt in zip(sizes, dtypes):
         idx = [slice(None)] * g.ndim
         idx[dim] = slice(start, start + n)
-        out.append(g[tuple(idx)])
+        gi = g[tuple(idx)]
+        out.append(gi if _np_dtype(gi) == dt else xp.astype(gi, dt))
         start += n
     return out
 
@@ -484,7 +487,8 @@ R["reciprocal"] = defop("reciprocal", "ReciprocalBackward0", "self", lambda a: 1
                         float_op=True, grads=(lambda g, result: -g * result * result,))
 R["abs"] = defop("abs", "AbsBackward0", "self", np.abs,
                  grads=(lambda g, self, xp: g * xp.sign(self),))
-R["sign"] = defop("sign", "SignBackward0", "self", np.sign, grads=(lambda g: g * 0,))
+R["sign"] = defop("sign", "SignBackward0", "self", lambda a: np.nan_to_num(np.sign(a), nan=0.0),
+                  grads=(lambda g: g * 0,))
 R["sin"] = defop("sin", "SinBackward0", "self", np.sin, float_op=True,
                  grads=(lambda g, self, xp: g * xp.cos(self),))
 R["cos"] = defop("cos", "CosBackward0", "self", np.cos, float_op=True,
@@ -523,7 +527,7 @@ R["masked_fill"] = defop("masked_fill", "MaskedFillBackward0", "self, value",
 R["fill"] = defop("fill", "FillBackward2", "self", lambda a, v: np.full_like(a, v), args="value",
                   grads=(lambda g: g * 0,))
 R["fill_tensor"] = defop("fill_tensor", "FillBackward3", "self, value",
-                         lambda a, v: np.broadcast_to(v, a.shape).astype(a.dtype),
+                         lambda a, v: np.broadcast_to(v, a.shape).astype(a.dtype), broadcast=True,
                          grads=(lambda g: g * 0, lambda g: g.sum()))
 R["zero"] = defop("zero", "ZeroBackward0", "self", lambda a: np.zeros_like(a),
                   grads=(lambda g: g * 0,))
@@ -614,9 +618,9 @@ R["cumsum"] = defop("cumsum", "CumsumBackward0", "self", lambda a, dim: np.cumsu
                                                       (dim,)),))
 
 # ---- linear algebra ---------------------------------------------------------------------------
-R["mm"] = defop("mm", "MmBackward0", "self, other", lambda a, b: a @ b,
+R["mm"] = defop("mm", "MmBackward0", "self, mat2", lambda a, b: a @ b,
                 grads=(_mm_grads(0), _mm_grads(1)))
-R["bmm"] = defop("bmm", "BmmBackward0", "self, other", lambda a, b: a @ b,
+R["bmm"] = defop("bmm", "BmmBackward0", "self, mat2", lambda a, b: a @ b,
                  grads=(_mm_grads(0), _mm_grads(1)))
 R["dot"] = defop("dot", "DotBackward0", "self, other", lambda a, b: a @ b,
                  grads=(lambda g, other: g * other, lambda g, self: g * self))
@@ -634,8 +638,8 @@ R["max_pool2d"] = defop("max_pool2d", "MaxPool2DWithIndicesBackward0", "self",
                         grads=(lambda g, self, ctx, xp: _pool_grad(g, ctx, xp),))
 
 # ---- joining (variadic) ---------------------------------------------------------------------
-R["cat"] = defop("cat", "CatBackward0", "", lambda *a: None, args="sizes, dim",
-                 grad_all=lambda g, sizes, dim, xp: _cat_grads(g, sizes, dim, xp))
+R["cat"] = defop("cat", "CatBackward0", "", lambda *a: None, args="sizes, dim, dtypes",
+                 grad_all=lambda g, sizes, dim, dtypes, xp: _cat_grads(g, sizes, dim, dtypes, xp))
 R["stack"] = defop("stack", "StackBackward0", "", lambda *a: None, args="n, dim",
                    grad_all=lambda g, n, dim, xp: [xp.take(g, i, axis=dim) for i in range(n)])
 

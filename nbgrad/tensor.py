@@ -241,11 +241,14 @@ class Tensor:
                                "want to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
         if flag and self._data.dtype.kind != "f":
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
         self._requires_grad = bool(flag) or self._grad_fn is not None
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place; returns self (torch.Tensor.requires_grad_)."""
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 

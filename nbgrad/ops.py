@@ -1259,6 +1259,17 @@ def check_inplace(t, op_name="inplace"):
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
 
 
+def _check_overlap(d, s):
+    """PyTorch refuses an in-place op whose operand partly overlaps the written-to tensor."""
+    if (d.shape == s.shape and d.strides == s.strides and
+            backend.data_ptr(d) == backend.data_ptr(s)):
+        return  # the very same elements: fine (x.add_(x))
+    if np.shares_memory(d, s, max_work=1000):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please clone() "
+                           "the tensor before performing the operation.")
+
+
 def _np_name(dt):
     return {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}.get(dt.kind, str(dt))
 
@@ -1281,6 +1292,9 @@ def _inplace(row, t, others, args, op_name, broadcast_meta=False):
                 self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
                     edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
     d = t._data
+    for x in others:
+        if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d:
+            _check_overlap(d, x._data)
     arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
     if len(arrays) == 2 and row.broadcast:
         a0, a1 = _coerce(d, arrays[1])
@@ -1318,17 +1332,39 @@ def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
     t._output_nr = 0
     v = t._view
     if v is None:
-        t._grad_fn = _make_node(row, inputs, args, mask, (t,), meta, edges, save_inputs)
+        t._grad_fn = node = _make_node(row, inputs, args, mask, (t,), meta, edges, save_inputs)
+        _saved_before_write(node, t)
+        _move_retain_grad(t)
         return
     base = v.base
     base_edge = _edge(base)
     fn = _make_node(row, inputs, args, mask, (t,), meta, edges, save_inputs)
+    _saved_before_write(fn, t)
     cs = CopySlices(base_edge, fn, _geom(base), _geom(t))
     base._grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
     t._grad_fn = make_as_strided_node(base, t)
     v.version = t._storage.version
+    _move_retain_grad(t)
+
+
+def _saved_before_write(node, t):
+    """An operand of the in-place op that is (a view of) its target was saved after the write:
+    it holds the new values, so mark it as saved one version earlier — backward then refuses,
+    as PyTorch does for y.mul_(y), instead of computing a wrong gradient."""
+    for s in node._saved or ():
+        if type(s) is SavedTensor and not s.is_output and s._tensor is not None and \
+                s._storage is t._storage and s.saved_version == t._storage.version:
+            s.saved_version -= 1
+
+
+def _move_retain_grad(t):
+    """retain_grad's hook follows the tensor to its new grad_fn (PyTorch moves it too)."""
+    e = t._extra
+    if e is not None and e.retains_grad:
+        e.retains_grad = False
+        t.retain_grad()
 
 
 class CopySlices(Node):

@@ -514,11 +514,13 @@ def _regenerate_view_grad_fn(t):
     """A view whose storage changed since its grad_fn was made gets AsStridedBackward0 pointing at
     its base's current grad_fn (what PyTorch does on grad_fn access)."""
     from .ops import make_as_strided_node
+    from .ops import _move_retain_grad
     v = t._view
     node = make_as_strided_node(v.base, t)
     t._grad_fn = node
     t._output_nr = 0
     v.version = t._storage.version
+    _move_retain_grad(t)
     return node
 
 

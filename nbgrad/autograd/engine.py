@@ -48,6 +48,8 @@ def _make_root_grads(outputs, grads, create_graph):
             if g.device != t.device:
                 raise RuntimeError(f"invalid gradient at index {i} - expected device {t.device} "
                                    f"but got {g.device}")
+            if g._data.dtype != t._data.dtype:  # PyTorch casts the given gradient
+                g = g.to(t.dtype)
             g = g if create_graph else g._data
         roots.append((t, g))
     return roots
@@ -249,8 +251,30 @@ def _run_prehooks(node, gs, multi, create_graph):
                             for g in gl)
             r = fn(wrapped)
             if r is not None:
+                _check_hook_result(fn, wrapped, r)
                 gl = [None if g is None else (g if create_graph else g._data) for g in r]
     return gl if multi else gl[0]
+
+
+def _check_hook_result(fn, old, new):
+    """PyTorch's checks on what a hook returns in place of gradients."""
+    name = getattr(fn, "__name__", repr(fn))
+    if len(new) != len(old):
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
+                           f"{len(new)}, but expected {len(old)})")
+    for a, b in zip(old, new):
+        if a is None and b is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        if a is not None and b is not None:
+            _check_same_meta(name, a, b)
+
+
+def _check_same_meta(name, a, b):
+    if tuple(b.shape) != tuple(a.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if b._data.dtype != a._data.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                           f"{_tm.type_name(a._data.dtype)} got {_tm.type_name(b._data.dtype)})")
 
 
 def _run_posthooks(node, out, gs):
@@ -263,5 +287,6 @@ def _run_posthooks(node, out, gs):
     for fn in list(node._hooks):
         r = fn(gin, gout)
         if r is not None:
+            _check_hook_result(fn, gin, tuple(r))
             gin = wrap(r)
     return tuple(None if g is None else (g if STATE.enabled else g._data) for g in gin)

@@ -132,6 +132,11 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """PyTorch 2's style: `forward(*args)` without ctx, then this fills ctx."""
+        raise NotImplementedError
+
     @classmethod
     def _node_class(cls):
         c = cls.__dict__.get("_backward_cls")
@@ -153,7 +158,11 @@ class Function:
         node._arg_is_tensor = is_t
         node.needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_t, args))
         with no_grad():
-            outputs = cls.forward(node, *args, **kwargs)
+            if cls.setup_context is not Function.setup_context:  # forward(*args) + setup_context
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, outputs)
+            else:
+                outputs = cls.forward(node, *args, **kwargs)
         tracked = STATE.enabled and any(node.needs_input_grad)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else tuple(outputs)
@@ -195,6 +204,7 @@ class Function:
                 saved.append(SavedTensor("saved", s, is_output=id(s) in out_ids and
                                          s._grad_fn is node))
         node._saved = saved
+        node._to_save = ()  # the SavedTensors hold them now (an output kept here: a cycle)
         return new_outs[0] if single else tuple(new_outs)
 
 

@@ -349,9 +349,12 @@ class AccumulateGrad(Node):
 
 
 def _run_tensor_hooks(hooks, g):
+    from .engine import _check_same_meta
     as_t = isinstance(g, _tm.Tensor)
     for fn in list(hooks):
-        r = fn(g if as_t else _tm.Tensor._make_fresh(as_array(g)))
+        gt = g if as_t else _tm.Tensor._make_fresh(as_array(g))
+        r = fn(gt)
         if r is not None:
+            _check_same_meta(getattr(fn, "__name__", repr(fn)), gt, r)
             g = r if as_t else r._data
     return g

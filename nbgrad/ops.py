@@ -923,7 +923,7 @@ def _make_node(row, inputs, args, mask, outs, meta=None, edges=None, save_inputs
     node._where = _capture()
     node._hooks = node._prehooks = node._extra = None
     node._meta = meta
-    _NODES[0] += 1
+    _NODES[0] = node._seq = _NODES[0] + 1  # the sequence number orders the backward
     plan = row.plans.get(mask)
     if plan is None:
         plan = row.plan(mask)
@@ -1080,7 +1080,7 @@ def _record1(row, r, inputs, args, mask, meta, edges):
         node._where = None
     node._hooks = node._prehooks = node._extra = None
     node._meta = meta
-    _NODES[0] += 1
+    _NODES[0] = node._seq = _NODES[0] + 1  # the sequence number orders the backward
     plan = row.plans.get(mask)
     if plan is None:
         plan = row.plan(mask)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
 
 from . import anomaly
+from heapq import heappop, heappush
+
 from ..backend import as_array, get_array_module
 from .graph import AccumulateGrad, _run_tensor_hooks
 from .grad_mode import STATE
@@ -122,10 +124,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     buffers = {}
     for node, nr, g in root_edges:
         _accumulate(buffers, node, nr, g)
+    # ready nodes run highest sequence number first (the most recently created), as in PyTorch;
+    # this decides hook order and which error a broken graph reports first
     ready = []
     for node, _, _ in root_edges:
-        if deps[node] == 0 and node not in ready:
-            ready.append(node)
+        if deps[node] == 0 and all(n is not node for _, n in ready):
+            heappush(ready, (-node._seq, node))
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
     prev = STATE.enabled
@@ -136,7 +140,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     pop = buffers.pop
     try:
         while ready:
-            node = ready.pop()
+            node = heappop(ready)[1]
             gs = pop(node, None)
             out = None
             if gs is not None:
@@ -169,7 +173,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         d = deps[c] - 1
                         deps[c] = d
                         if d == 0:
-                            ready.append(c)
+                            heappush(ready, (-c._seq, c))
                 continue
             for (c, nr), gi in zip(node._next, out):
                 if c is None:
@@ -183,7 +187,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 d = deps[c] - 1
                 deps[c] = d
                 if d == 0:
-                    ready.append(c)
+                    heappush(ready, (-c._seq, c))
     finally:
         STATE.enabled = prev
 

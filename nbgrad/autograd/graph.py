@@ -191,6 +191,7 @@ class SavedTensor:
                       version=now, modified_by=mods)
 
 
+_ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
 RELEASABLE = {SavedTensor}  # what Node._release frees (ops.py adds its kernel Ctx)
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
@@ -222,7 +223,8 @@ class Node:
     Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
     """
 
-    __slots__ = ("_next", "_saved", "_where", "_hooks", "_prehooks", "_extra", "__weakref__")
+    __slots__ = ("_next", "_saved", "_where", "_hooks", "_prehooks", "_extra", "_seq",
+                 "__weakref__")
     _n_out = 1
 
     def __init__(self, next_functions=()):
@@ -230,7 +232,7 @@ class Node:
         self._saved = None
         self._where = provenance.capture()
         self._hooks = self._prehooks = self._extra = None
-        provenance.NODES[0] += 1
+        provenance.NODES[0] = self._seq = provenance.NODES[0] + 1
         if _ANOMALY.enabled:
             anomaly.record(self)
 
@@ -312,6 +314,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         Node.__init__(self, ())
+        self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 
     def _backward(self, g, create_graph):

@@ -322,8 +322,7 @@ def no_grad_and_detach():
     (a * b).sum().backward()
 
 
-CYCLE_BUGS = {"custom_function_saving_output":
-              "custom Function saving its own output makes a cycle (torch: none)"}
+CYCLE_BUGS = {}  # scenario -> reason, for core bugs reported and open
 
 
 @pytest.mark.parametrize("name", [

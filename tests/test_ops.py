@@ -619,8 +619,7 @@ def _as_f32(case):
                 grad=case.grad)
 
 
-F32_BUGS = {"cat_neg_const": "cat of float32 (grad) and float64: grad of the float32 input is "
-                              "float64"}
+F32_BUGS = {}  # case name -> reason, for core bugs reported and open
 F32 = [pytest.param(_as_f32(c), id=c.name, marks=pytest.mark.xfail(
            reason=f"core bug: {F32_BUGS[c.name]}", strict=True) if c.name in F32_BUGS else ())
        for c in CASES
@@ -758,9 +757,6 @@ _BOOL_SUB = [(lf, rt) for lf in _LEFT for rt in _RIGHT if _bool_sub(lf, rt, "sub
 
 
 @pytest.mark.parametrize("left,right", [
-    pytest.param(lf, rt, id=f"{'-'.join(lf)}-{'-'.join(rt)}", marks=pytest.mark.xfail(
-        reason="core bug: bool tensor - True: torch's 'two bool tensors' text", strict=True))
-    if lf[1] == "bool" and rt == ("py", "bool") else
     pytest.param(lf, rt, id=f"{'-'.join(lf)}-{'-'.join(rt)}") for lf, rt in _BOOL_SUB])
 def test_bool_subtraction_error(left, right):
     assert _promote(nbgrad, left, right, "sub") == _promote(torch, left, right, "sub")
@@ -971,12 +967,7 @@ FUNCS = {
     "logsumexp_inf": lambda T, x, y: T.tensor([float("-inf"), float("-inf")]).logsumexp(0),
 }
 
-FUNC_BUGS = {
-    "index_put": "index_put with a value of another dtype is not refused",
-    "index_put_acc": "index_put with a value of another dtype is not refused",
-    "cat_promote": "cat(int64, float32) gives float64 (torch float32)",
-    "sign_nan": "sign(nan) is nan (torch 0)",
-}
+FUNC_BUGS = {}  # name -> reason, for core bugs reported and open
 
 
 def _fval(r):

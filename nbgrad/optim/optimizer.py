@@ -129,18 +129,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients: to None (default, as torch 2.x), or zero them in place."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        g = p.grad
-                        if g.grad_fn is not None:
-                            g.detach_()
-                        else:
-                            g.requires_grad_(False)
-                        g.zero_()
+        from ..nn.modules.module import zero_grads
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError

@@ -8,7 +8,34 @@ from .module import Module
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 
 
-class Sequential(Module):
+class _Indexed(Module):
+    """What Sequential and ModuleList share: children named "0".."n-1", kept so on deletion."""
+
+    def __delitem__(self, idx):
+        keys = list(self._modules.keys())
+        n = len(keys)
+        if isinstance(idx, slice):
+            drop = keys[idx]
+        else:
+            i = operator.index(idx)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of range")
+            drop = [keys[i]]
+        for key in drop:
+            del self._modules[key]
+        items = list(self._modules.values())  # renumber 0..n-1, as torch does
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self._modules[str(i)] = m
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class Sequential(_Indexed):
     """Run modules one after another (mirrors ``torch.nn.Sequential``).
 
     ``Sequential(m0, m1, ...)`` names the children "0", "1", ...; ``Sequential(OrderedDict)``
@@ -48,21 +75,6 @@ class Sequential(Module):
         key = self._get_item_by_idx(self._modules.keys(), idx)
         setattr(self, key, module)
 
-    def __delitem__(self, idx):
-        keys = list(self._modules.keys())
-        for key in (keys[idx] if isinstance(idx, slice) else [keys[operator.index(idx)]]):
-            del self._modules[key]
-        # keep the names 0..n-1, as torch does
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -87,7 +99,7 @@ class Sequential(Module):
         return self
 
 
-class ModuleList(Module):
+class ModuleList(_Indexed):
     """A list of modules, registered as children (mirrors ``torch.nn.ModuleList``)."""
 
     def __init__(self, modules=None):
@@ -109,20 +121,6 @@ class ModuleList(Module):
     def __setitem__(self, idx, module):
         setattr(self, str(self._abs(idx)), module)
 
-    def __delitem__(self, idx):
-        keys = list(self._modules.keys())
-        for key in (keys[idx] if isinstance(idx, slice) else [keys[self._abs(idx)]]):
-            del self._modules[key]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self._modules[str(i)] = m
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __iadd__(self, modules):
         return self.extend(modules)

@@ -394,17 +394,7 @@ class Module:
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters: to None (default, as torch 2.x) or to zero."""
-        for p in self.parameters():
-            if p.grad is not None:
-                if set_to_none:
-                    p.grad = None
-                else:
-                    g = p.grad
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn):
         """Call ``fn(m)`` on every child (recursively) then on self; returns self."""
@@ -662,3 +652,19 @@ def _typename(obj):
 
 def _is_dtype(a):
     return isinstance(a, nbgrad.dtype)
+
+
+def zero_grads(params, set_to_none=True):
+    """Reset `.grad` of each parameter: to None, or detached and zeroed in place (what
+    Module.zero_grad and Optimizer.zero_grad both do)."""
+    for p in params:
+        if p.grad is not None:
+            if set_to_none:
+                p.grad = None
+            else:
+                g = p.grad
+                if g.grad_fn is not None:
+                    g.detach_()
+                else:
+                    g.requires_grad_(False)
+                g.zero_()

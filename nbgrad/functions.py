@@ -981,9 +981,16 @@ def expand(input, *sizes):
         raise RuntimeError(f"expand(nbgrad.FloatTensor{{{list(s)}}}, size={list(sizes)}): the "
                            "number of sizes provided ({}) must be greater or equal to the number "
                            "of dimensions in the tensor ({})".format(len(sizes), len(s)))
+    return _view_op(R["expand"], input, (_expand_shape(s, sizes),))
+
+
+def _expand_shape(s, sizes):
+    """The target shape of expanding shape `s` to `sizes` (-1 keeps a dim), checked from the
+    last dim backwards with PyTorch's texts."""
     lead = len(sizes) - len(s)
-    target = []
-    for i, n in enumerate(sizes):
+    target = [0] * len(sizes)
+    for i in range(len(sizes) - 1, -1, -1):
+        n = sizes[i]
         cur = s[i - lead] if i >= lead else None
         if n == -1:
             if cur is None:
@@ -994,8 +1001,8 @@ def expand(input, *sizes):
             raise RuntimeError(f"The expanded size of the tensor ({n}) must match the existing "
                                f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
                                f"{list(sizes)}.  Tensor sizes: {list(s)}")
-        target.append(n)
-    return _view_op(R["expand"], input, (tuple(target),))
+        target[i] = n
+    return tuple(target)
 
 
 def broadcast_to(input, shape):
@@ -1472,6 +1479,8 @@ def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
         src = Tensor._make_fresh(np.asarray(src, dtype=self._data.dtype))
     elif type(src._data) is not type(self._data):
         src = src.to(self.device)
+    if src._data.shape != self._data.shape:
+        _expand_shape(src._data.shape, self._data.shape)  # PyTorch's text if it can't broadcast
     return _inplace(R["copy"], self, (src,), (), _op_name)
 
 

@@ -280,9 +280,21 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value._data.shape)}' to a tensor of size "
+                                   f"'{list(self._data.shape)}'. Please ensure that the gradient "
+                                   "and the tensor are the same size")
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                names = {"float32": "Float", "float64": "double", "float16": "Half"}
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype "
+                    f"'{names.get(str(value._data.dtype), str(value._data.dtype))}' to a tensor "
+                    f"with grad_dtype '{names.get(str(self._data.dtype), str(self._data.dtype))}"
+                    "'. The gradient must match the tensor's grad_dtype (defaults to the "
+                    "tensor's dtype). You can set the tensor's grad_dtype attribute with a "
+                    "specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+                    "Diverging the dtypes of a tensor and its gradient may break downstream "
+                    "systems that assume they match.")
         self._grad = value
 
     @property

@@ -34,6 +34,15 @@ class _Indexed(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
 
 class Sequential(_Indexed):
     """Run modules one after another (mirrors ``torch.nn.Sequential``).
@@ -76,14 +85,6 @@ class Sequential(_Indexed):
         setattr(self, key, module)
 
 
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
 
     def insert(self, index, module):
         n = len(self._modules)
@@ -125,14 +126,6 @@ class ModuleList(_Indexed):
     def __iadd__(self, modules):
         return self.extend(modules)
 
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
 
     def insert(self, index, module):
         items = list(self._modules.values())

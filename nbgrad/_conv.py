@@ -99,6 +99,17 @@ def conv2d_backward(gy, ctx, needs=(True, True, True)):
             gw = xp.ascontiguousarray(
                 gw2.reshape(groups, kh, kw, cg, og).transpose(0, 4, 3, 1, 2)
             ).reshape(o, cg, kh, kw)
+    if needs[0] and groups == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw:
+        # stride 1: the input gradient is a full correlation of gy with the flipped kernel —
+        # one im2col and one product instead of kh*kw strided slice-adds
+        wf = w2.reshape(kh, kw, c, o)[::-1, ::-1].transpose(0, 1, 3, 2)  # (kh, kw, O, C)
+        wf = xp.ascontiguousarray(wf).reshape(kh * kw * o, c)
+        gl = xp.zeros((n, ho + 2 * (kh - 1 - ph), wo + 2 * (kw - 1 - pw), o), gy.dtype)
+        gl[:, kh - 1 - ph:kh - 1 - ph + ho, kw - 1 - pw:kw - 1 - pw + wo, :] = \
+            g.reshape(n, ho, wo, o)
+        win = _sliding(gl, kh, kw, 1, 1, 1, 1, h, wd)  # (N, H, W, kh, kw, O)
+        gx = (win.reshape(n * h * wd, kh * kw * o) @ wf).reshape(n, h, wd, c)
+        return xp.ascontiguousarray(gx.transpose(0, 3, 1, 2)), gw, gb
     if needs[0]:
         if groups == 1:
             gcols = (g @ xp.ascontiguousarray(w2.T)).reshape(n, ho, wo, kh, kw, c)

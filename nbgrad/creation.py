@@ -97,6 +97,8 @@ def _to_array(data, dtype=None, device=None, copy=True):
         return backend.to_device(arr, _dev(device)) if device is not None else arr
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _nested_to_np(data)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     if dt is None:
         dt = dtypes.infer_np_dtype(data)
     if hasattr(data, "__cuda_array_interface__"):
@@ -125,7 +127,9 @@ def _nested_to_np(x):
     if isinstance(x, (list, tuple)):
         return [_nested_to_np(y) for y in x]
     if isinstance(x, Tensor):
-        return x._data.tolist() if x._data.ndim else x.item()
+        if x._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return x.item()
     return x
 
 
@@ -172,6 +176,8 @@ def from_dlpack(ext):
 
 def _filled(fill):
     def f(*size, dtype=None, device=None, requires_grad=False, out=None):
+        if fill is not np.empty and any(isinstance(s, int) and s < 0 for s in _flat(size)):
+            raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
         size = _size(size)
         dt = dtypes.to_np(dtype) or dtypes.default_np()
         arr = fill(size, dt)

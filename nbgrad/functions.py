@@ -306,8 +306,12 @@ def where(condition, input=None, other=None):
             other = other.to(dtypes.from_np(rt))
     try:
         out = np.where(c, input._data, other._data)
-    except ValueError:
-        raise _broadcast_error(input._data.shape, other._data.shape) from None
+    except ValueError:  # report the first pair that fails, in PyTorch's order (cond, self, other)
+        try:
+            first = np.broadcast_shapes(c.shape, input._data.shape)
+        except ValueError:
+            raise _broadcast_error(c.shape, input._data.shape) from None
+        raise _broadcast_error(first, other._data.shape) from None
     return _apply(R["where"], (input, other), (c,), out, meta_inputs=True)
 
 
@@ -634,6 +638,9 @@ def matmul(input, other, *, out=None):
         raise _device_error(a, b)
     ka = a.shape[-1]
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb and a.ndim == 2 and b.ndim == 1:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{ka}), "
+                           f"vec ({kb})")
     if ka != kb:
         if a.ndim == 2 and b.ndim == 2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{ka} and "

@@ -1122,6 +1122,8 @@ def binary_op(row, args=()):
             if dt is not _F32 and dt is not _F64 and dt.kind != "f":
                 ad = ad.astype(dtypes.default_np())
         elif tb is not int or dt.kind == "b":
+            if not isinstance(b, (int, float, np.generic)):
+                return NotImplemented  # Python then says "unsupported operand type(s)", as torch
             ad, b = _coerce(ad, b)
         out = row.fwd(ad, b, *args)
         if type(out) is not _ND:

@@ -233,10 +233,6 @@ def _count(shape, dim):
     return math.prod(shape[d] for d in (dim if isinstance(dim, tuple) else (dim,)))
 
 
-def _strided_zeros(shape, dtype, xp):
-    return xp.zeros(shape, dtype)
-
-
 def _put(g, shape, index, xp):
     """zeros(shape) with `g` written at basic index `index` (Select/Slice backward)."""
     z = xp.zeros(shape, _np_dtype(g))

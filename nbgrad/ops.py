@@ -181,8 +181,17 @@ def _reduce_to(g, shape, dtype, xp):
         if lead:
             g = g.reshape(shape)
     if dtype is not None and _np_dtype(g) != dtype:
-        g = xp.astype(g, dtype)
+        g = _astype(g, dtype, xp)
     return g
+
+
+def _mT(x):
+    """Swap the last two dims (arrays of numpy or cupy, or Tensors under create_graph)."""
+    return x.swapaxes(-1, -2)
+
+
+def _astype(g, dt, xp):
+    return g.to(dtypes.from_np(dt)) if xp is _TX else g.astype(dt)
 
 
 def _np_dtype(x):
@@ -190,6 +199,16 @@ def _np_dtype(x):
 
 
 _add_reduce = np.add.reduce
+
+
+def _sum_all(a, dt):
+    # np.add.reduce skips ndarray.sum's Python wrapper; cupy arrays take their own sum
+    return _add_reduce(a, None, dt) if type(a) is np.ndarray else a.sum(dtype=dt)
+
+
+def _unpermute(g, dims, xp):
+    inv = np.argsort(dims).tolist()
+    return g.permute(*inv) if xp is _TX else g.transpose(inv)
 
 
 def _filled(g, shape, xp):
@@ -366,8 +385,8 @@ def _c(b, xp):
 
 def _mm_grads(which):
     if which == 0:
-        return lambda g, mat2, xp: g @ _c(xp.matrix_transpose(mat2), xp)
-    return lambda g, self, xp: xp.matrix_transpose(self) @ g
+        return lambda g, mat2, xp: g @ _c(_mT(mat2), xp)
+    return lambda g, self, xp: _mT(self) @ g
 
 
 def _cat_grads(g, sizes, dim, dtypes, xp):
@@ -377,7 +396,7 @@ def _cat_grads(g, sizes, dim, dtypes, xp):
         idx = [slice(None)] * g.ndim
         idx[dim] = slice(start, start + n)
         gi = g[tuple(idx)]
-        out.append(gi if _np_dtype(gi) == dt else xp.astype(gi, dt))
+        out.append(gi if _np_dtype(gi) == dt else _astype(gi, dt, xp))
         start += n
     return out
 
@@ -463,9 +482,9 @@ R["addmm"] = defop("addmm", "AddmmBackward0", "self, mat1, mat2",
                        a @ b if alpha == 1 else alpha * (a @ b)), args="beta, alpha",
                    broadcast=True,
                    grads=(lambda g, beta: g if beta == 1 else g * beta,
-                          lambda g, mat2, alpha, xp: (g @ _c(xp.matrix_transpose(mat2), xp))
+                          lambda g, mat2, alpha, xp: (g @ _c(_mT(mat2), xp))
                           * alpha,
-                          lambda g, mat1, alpha, xp: (xp.matrix_transpose(mat1) @ g) * alpha))
+                          lambda g, mat1, alpha, xp: (_mT(mat1) @ g) * alpha))
 
 # ---- elementwise unary ----------------------------------------------------------------------
 R["neg"] = defop("neg", "NegBackward0", "self", lambda a: -a, grads=(lambda g: -g,))
@@ -515,7 +534,7 @@ R["repeat"] = defop("repeat", "RepeatBackward0", "self", lambda a, reps: np.tile
                                                                            repeats),))
 R["clone"] = defop("clone", "CloneBackward0", "self", lambda a: a.copy(), grads=(lambda g: g,))
 R["to_copy"] = defop("to_copy", "ToCopyBackward0", "self", lambda a, dt: a.astype(dt),
-                     args="dtype", grads=(lambda g, self, xp: xp.astype(g, _np_dtype(self)),))
+                     args="dtype", grads=(lambda g, self, xp: _astype(g, _np_dtype(self), xp),))
 R["masked_fill"] = defop("masked_fill", "MaskedFillBackward0", "self, value",
                          lambda a, v, mask: np.where(mask, v, a), args="mask", broadcast=True,
                          grads=(lambda g, mask, xp: xp.where(mask, 0, g),
@@ -533,8 +552,7 @@ R["copy"] = defop("copy", "CopyBackwards", "self, src",
 R["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
 
 # ---- reductions ----------------------------------------------------------------------------
-R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: _add_reduce(a, None, dt),
-                 args="dtype", grads=(lambda g, self_shape, xp: _filled(g, self_shape, xp),))
+R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: _sum_all(a, dt), args="dtype", grads=(lambda g, self_shape, xp: _filled(g, self_shape, xp),))
 R["sum_dim"] = defop("sum_dim", "SumBackward1", "self",
                      lambda a, dim, keepdim, dt: a.sum(axis=dim, keepdims=keepdim, dtype=dt),
                      args="dim, keepdim, dtype",
@@ -622,7 +640,7 @@ R["dot"] = defop("dot", "DotBackward0", "self, other", lambda a, b: a @ b,
                  grads=(lambda g, other: g * other, lambda g, self: g * self))
 R["mv"] = defop("mv", "MvBackward0", "self, other", lambda a, b: a @ b,
                 grads=(lambda g, other: g[:, None] * other, lambda g, self, xp:
-                       xp.matrix_transpose(self) @ g))
+                       _mT(self) @ g))
 
 # ---- convolution and pooling (array kernels in _conv.py; Ctx holds their im2col / argmax) -----
 R["convolution"] = defop("convolution", "ConvolutionBackward0", "input, weight, bias",
@@ -654,7 +672,7 @@ R["transpose"] = defop("transpose", "TransposeBackward0", "self",
 R["t"] = defop("t", "TBackward0", "self", lambda a: a.T, view=True, grads=(lambda g: g.T,))
 R["permute"] = defop("permute", "PermuteBackward0", "self", lambda a, dims: a.transpose(dims),
                      args="dims", view=True,
-                     grads=(lambda g, dims, xp: xp.permute_dims(g, tuple(np.argsort(dims))),))
+                     grads=(lambda g, dims, xp: _unpermute(g, dims, xp),))
 R["expand"] = defop("expand", "ExpandBackward0", "self",
                     lambda a, shape: np.broadcast_to(a, shape), args="shape", view=True,
                     grads=(lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp),))
@@ -1422,18 +1440,6 @@ class _TX:
     @staticmethod
     def broadcast_to(x, shape):
         return x.expand(*shape) if isinstance(x, Tensor) else x
-
-    @staticmethod
-    def astype(x, dt):
-        return x.to(dtypes.from_np(dt))
-
-    @staticmethod
-    def matrix_transpose(x):
-        return x.transpose(-1, -2)
-
-    @staticmethod
-    def permute_dims(x, dims):
-        return x.permute(*dims)
 
     @staticmethod
     def flip(x, dims):

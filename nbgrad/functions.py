@@ -1632,7 +1632,7 @@ def _bind():
             "softmax log_softmax cumsum matmul mm bmm dot mv addmm outer view reshape flatten "
             "unflatten transpose swapaxes swapdims t permute expand expand_as broadcast_to "
             "squeeze unsqueeze narrow select diagonal as_strided unbind split chunk contiguous "
-            "unfold conv2d max_pool2d clone flip index_select gather index_put_ index_put index_add square subtract "
+            "unfold clone flip index_select gather index_put_ index_put index_add square subtract "
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "
             "zero_ log_ sqrt_ abs_ clamp_ clip_ fill_ copy_ masked_fill_ uniform_ normal_ "

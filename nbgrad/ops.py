@@ -552,7 +552,8 @@ R["copy"] = defop("copy", "CopyBackwards", "self, src",
 R["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
 
 # ---- reductions ----------------------------------------------------------------------------
-R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: _sum_all(a, dt), args="dtype", grads=(lambda g, self_shape, xp: _filled(g, self_shape, xp),))
+R["sum"] = defop("sum", "SumBackward0", "self", lambda a, dt: _sum_all(a, dt), args="dtype",
+                 grads=(lambda g, self_shape, xp: _filled(g, self_shape, xp),))
 R["sum_dim"] = defop("sum_dim", "SumBackward1", "self",
                      lambda a, dim, keepdim, dt: a.sum(axis=dim, keepdims=keepdim, dtype=dt),
                      args="dim, keepdim, dtype",

@@ -47,10 +47,12 @@ def manual_seed(seed):
 
 
 def seed():
+    """Seed the default generator from OS entropy; returns the seed (torch.seed)."""
     return default_generator.seed()
 
 
 def initial_seed():
+    """The default generator's seed (torch.initial_seed)."""
     return default_generator.initial_seed()
 
 
@@ -216,6 +218,7 @@ empty_like = _like(empty)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """Tensor of input's shape filled with `fill_value` (torch.full_like)."""
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
@@ -239,6 +242,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """`steps` values base ** linspace(start, end) (torch.logspace)."""
     dt = dtypes.to_np(dtype) or dtypes.default_np()
     return _finish(np.logspace(start, end, steps, base=base).astype(dt), device, requires_grad)
 
@@ -282,21 +286,25 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) samples of input's shape (torch.rand_like)."""
     return rand(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples of input's shape (torch.randn_like)."""
     return randn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def randint_like(input, low, high=None, *, dtype=None, device=None):
+    """Integers in [low, high) of input's shape (torch.randint_like)."""
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
                    device=device or input.device)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Sample indices from the rows of a probability tensor (torch.multinomial); int64."""
     p = np.asarray(input._data, dtype=np.float64)
     g = _gen(generator)
     if p.ndim == 1:

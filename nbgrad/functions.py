@@ -153,10 +153,12 @@ def _as_float(x):
 
 
 def floor_divide(input, other):
+    """input // other, rounded toward -inf (torch.floor_divide); no gradient."""
     return div(input, other, rounding_mode="floor")
 
 
 def remainder(input, other):
+    """input % other with the sign of other, Python-style (torch.remainder); no gradient."""
     od = other._data if isinstance(other, Tensor) else other
     return _fresh(_arr(np.mod(input._data, od)))
 
@@ -190,10 +192,12 @@ def _scalar_arg(x):
 
 
 def float_power(input, exponent):
+    """input ** exponent computed in float64 (torch.float_power)."""
     return pow(input.double(), exponent)
 
 
 def square(input):
+    """input ** 2 (torch.square); PowBackward0."""
     return pow(input, 2)
 
 
@@ -381,6 +385,7 @@ signbit = _nograd_unary(np.signbit, "signbit")
 
 
 def round(input, decimals=0):
+    """Round to `decimals` places, halves to even (torch.round); no gradient."""
     return _fresh(_arr(np.round(input._data, decimals)))
 
 
@@ -390,22 +395,28 @@ def equal(input, other):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise |a - b| <= atol + rtol * |b| as a bool tensor (torch.isclose)."""
     return _fresh(_arr(np.isclose(input._data, _t(other)._data, rtol, atol, equal_nan)))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every element isclose (torch.allclose); returns a Python bool."""
     return bool(np.allclose(input._data, _t(other)._data, rtol, atol, equal_nan))
 
 
 def all(input, dim=None, keepdim=False):
+    """True where all elements (over `dim`) are nonzero; a bool tensor (torch.all)."""
     return _fresh(_arr(np.all(input._data, axis=dim, keepdims=keepdim)))
 
 
 def any(input, dim=None, keepdim=False):
+    """True where any element (over `dim`) is nonzero; a bool tensor (torch.any)."""
     return _fresh(_arr(np.any(input._data, axis=dim, keepdims=keepdim)))
 
 
 def nonzero(input, *, as_tuple=False):
+    """Indices of nonzero elements: (n, ndim) int64, or a tuple of 1-D tensors with as_tuple
+    (torch.nonzero)."""
     nz = np.nonzero(input._data)
     if as_tuple:
         return tuple(_fresh(i.astype(np.int64)) for i in nz)
@@ -413,6 +424,7 @@ def nonzero(input, *, as_tuple=False):
 
 
 def count_nonzero(input, dim=None):
+    """Number of nonzero elements, over `dim` or all; int64 (torch.count_nonzero)."""
     return _fresh(_arr(np.count_nonzero(input._data, axis=dim)).astype(np.int64))
 
 
@@ -751,6 +763,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def outer(input, vec2):
+    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
     return mul(input.unsqueeze(1), vec2.unsqueeze(0))
 
 
@@ -810,6 +823,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def type_name_of(t):
+    """'nbgrad.FloatTensor'-style type string of a tensor (for error messages)."""
     from .tensor import type_name
     return type_name(t._data.dtype, t._data)
 
@@ -867,10 +881,12 @@ def stack(tensors, dim=0, *, out=None):
 
 
 def hstack(tensors):
+    """Concatenate along dim 1 (dim 0 for 1-D tensors) (torch.hstack)."""
     return cat(tensors, 1 if tensors[0].ndim > 1 else 0)
 
 
 def vstack(tensors):
+    """Stack rows: 1-D tensors become (1, n), then concatenate along dim 0 (torch.vstack)."""
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 
@@ -1013,10 +1029,12 @@ def _expand_shape(s, sizes):
 
 
 def broadcast_to(input, shape):
+    """expand to `shape`; a view (torch.broadcast_to)."""
     return expand(input, *shape)
 
 
 def expand_as(input, other):
+    """expand to other.shape; a view (torch.Tensor.expand_as)."""
     return expand(input, *other.shape)
 
 
@@ -1183,6 +1201,8 @@ def flip(input, *dims):
 
 
 def to_dtype(input, dtype):
+    """A copy in `dtype` (ToCopyBackward0 when floating), or the tensor itself if already that
+    dtype."""
     dt = dtypes.to_np(dtype)
     if input._data.dtype == dt:
         return input
@@ -1366,6 +1386,7 @@ def _kind_name(dt):
 
 
 def index_put(input, indices, values, accumulate=False):
+    """Out-of-place index_put_: a clone with values put at `indices` (torch.index_put)."""
     return index_put_(clone(input), indices, values, accumulate)
 
 
@@ -1408,6 +1429,7 @@ def gather(input, dim, index):
 
 
 def take_along_dim(input, indices, dim):
+    """gather(input, dim, indices) (torch.take_along_dim)."""
     return gather(input, dim, indices)
 
 

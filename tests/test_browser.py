@@ -6,34 +6,18 @@ screenshot; then opens the same notebook saved by nbclient, without a kernel, an
 fallback shows the graph. Stops the server it started by its PID. Skipped where chromium is absent.
 """
 
-import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from _jupyterlab import CHROMIUM, jupyterlab, launch_chromium, open_and_run_all
 
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium")
-                                        else None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 sync_api = pytest.importorskip("playwright.sync_api")
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("jupyterlab")
 
 REPO = Path(__file__).resolve().parent.parent
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_notebook(root):
@@ -66,60 +50,20 @@ def lab(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     write_notebook(root)
-    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
-    log = open(tmp_path / "lab.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         "--IdentityProvider.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/api/status", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    raise RuntimeError("jupyter lab exited:\n" + (tmp_path / "lab.log").read_text())
-                time.sleep(0.5)
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with jupyterlab(root, tmp_path, env,
+                    extra_args=["--ServerApp.disable_check_xsrf=True"]) as url:
         yield url, tmp_path
-    finally:
-        proc.terminate()  # the server this test started, by its PID
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def test_panel_renders_in_jupyterlab(lab):
     url, tmp_path = lab
     shots = Path(os.environ.get("NBGRAD_SCREENSHOTS", tmp_path))
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        browser = launch_chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url + "/lab/tree/panel.ipynb", wait_until="domcontentloaded")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            # the kernel is ready once the status bar says Idle
-            page.get_by_text("| Idle").first.wait_for(timeout=60_000)
-            no_news = page.get_by_role("button", name="No", exact=True)
-            if no_news.count():
-                no_news.first.click()
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            open_and_run_all(page, url, "panel.ipynb")
             # the third cell's panel (the second cell's one may render first)
             panel = page.locator(".nbgrad-panel", has_text="stale saved tensor").first
             panel.wait_for(timeout=90_000)

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import _jupyterlab
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
@@ -337,23 +338,16 @@ def test_runs_without_graphviz(jupyter_path, tmp_path):
 
 # -- in JupyterLab, as a class runs it ----------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium")
-                                        else None)
-BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+@pytest.mark.skipif(_jupyterlab.CHROMIUM is None, reason="chromium is not installed")
 def test_run_all_in_jupyterlab(tmp_path):
     """JupyterLab 4 + headless chromium: open notebook 02, Run > Run All Cells, save.
 
     The tagged error cells must not stop Run All (JupyterLab honours `raises-exception` too), every
     code cell runs, and the panels render as widgets in the page.
     """
-    import socket
     import time
-    import urllib.request
+
+    from _jupyterlab import NO_NEWS, jupyterlab, launch_chromium, open_and_run_all  # noqa: I001
 
     sync_api = pytest.importorskip("playwright.sync_api")
     pytest.importorskip("jupyterlab")
@@ -361,67 +355,25 @@ def test_run_all_in_jupyterlab(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     shutil.copy(NB_DIR / name, root / name)
-    settings = tmp_path / "settings" / "@jupyterlab"
-    (settings / "apputils-extension").mkdir(parents=True)
-    (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    (settings / "notebook-extension").mkdir(parents=True)
-    (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-        json.dumps({"windowingMode": "none"}))  # render every cell, not only those in view
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    settings = {**NO_NEWS,  # and render every cell, not only those in view
+                "notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
-    log = open(tmp_path / "lab.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/api/status", timeout=2)
-                break
-            except OSError:
-                assert proc.poll() is None, (tmp_path / "lab.log").read_text()
-                time.sleep(0.5)
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                        args=BROWSER_FLAGS)
-            try:
-                page = browser.new_page(viewport={"width": 1300, "height": 1000})
-                page.goto(f"{url}/lab/tree/{name}", wait_until="domcontentloaded")
-                page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-                page.get_by_text("| Idle").first.wait_for(timeout=60_000)
-                no_news = page.get_by_role("button", name="No", exact=True)
-                if no_news.count():
-                    no_news.first.click()
-                page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-                page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
-                saved = None
-                for _ in range(60):  # save until the last code cell has run
-                    time.sleep(2)
-                    page.keyboard.press("Control+s")
-                    time.sleep(1)
-                    saved = nbformat.read(root / name, as_version=4)
-                    if code_cells(saved)[-1].execution_count is not None:
-                        break
-                n_panels = page.locator(".nbgrad-panel").count()
-            finally:
-                browser.close()
-    finally:
-        proc.terminate()  # the server this test started, by its PID
+    with jupyterlab(root, tmp_path, env, settings) as url, sync_api.sync_playwright() as p:
+        browser = launch_chromium(p)
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            open_and_run_all(page, url, name)
+            saved = None
+            for _ in range(60):  # save until the last code cell has run
+                time.sleep(2)
+                page.keyboard.press("Control+s")
+                time.sleep(1)
+                saved = nbformat.read(root / name, as_version=4)
+                if code_cells(saved)[-1].execution_count is not None:
+                    break
+            n_panels = page.locator(".nbgrad-panel").count()
+        finally:
+            browser.close()
     cells = code_cells(saved)
     assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1)), (
         "Run All stopped early: " + str([c.execution_count for c in cells]))

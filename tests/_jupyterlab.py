@@ -1,0 +1,86 @@
+"""What the browser tests share: a JupyterLab server on 127.0.0.1 (started, waited for and stopped
+by its PID), Debian's chromium driven by Playwright, and "Run > Run All Cells"."""
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium")
+                                        else None)
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+NO_NEWS = {"apputils-extension/notification.jupyterlab-settings":
+           {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=()):
+    """Start JupyterLab on `root` (empty token), yield its URL, stop it by its PID.
+
+    Args:
+        env: the server's environment (the caller decides PYTHONPATH).
+        settings: {"<plugin>/<file>.jupyterlab-settings": dict} under @jupyterlab.
+    """
+    for rel, value in settings.items():
+        path = tmp_path / "settings" / "@jupyterlab" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    env = {**env, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
+    port = free_port()
+    log_path = tmp_path / "lab.log"
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
+         *extra_args],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url + "/api/status", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError("jupyter lab exited:\n" + log_path.read_text())
+                time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()  # the server this test started, by its PID
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+
+
+def open_and_run_all(page, url, name):
+    """Open notebook `name`, wait for the kernel, dismiss the news popup, Run > Run All Cells."""
+    page.goto(f"{url}/lab/tree/{name}", wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.get_by_text("| Idle").first.wait_for(timeout=60_000)  # the kernel is ready
+    no_news = page.get_by_role("button", name="No", exact=True)
+    if no_news.count():
+        no_news.first.click()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()

@@ -589,12 +589,11 @@ R["min_dim"] = defop("min_dim", "MinBackward0", "self",
                      args="dim, keepdim", n_out=2,
                      grads=(lambda g, self_shape, dim, keepdim, result1, xp:
                             _select_grad(g[0], self_shape, dim, result1, keepdim, xp),))
-R["amax"] = defop("amax", "AmaxBackward0", "self",
-                  lambda a, dim, keepdim: a.max(axis=dim, keepdims=keepdim), args="dim, keepdim",
-                  grads=(lambda g, self, result, dim, keepdim, xp: _amax_grad(
-                      g, self, result, dim, keepdim, xp),))
-R["amin"] = defop("amin", "AminBackward0", "self",
-                  lambda a, dim, keepdim: a.min(axis=dim, keepdims=keepdim), args="dim, keepdim",
+for _n, _node, _red in (("amax", "AmaxBackward0", np.max), ("amin", "AminBackward0", np.min)):
+    # ties share the gradient evenly
+    R[_n] = defop(_n, _node, "self",
+                  lambda a, dim, keepdim, _red=_red: _red(a, axis=dim, keepdims=keepdim),
+                  args="dim, keepdim",
                   grads=(lambda g, self, result, dim, keepdim, xp: _amax_grad(
                       g, self, result, dim, keepdim, xp),))
 R["var"] = defop("var", "VarBackward0", "self",

@@ -91,7 +91,7 @@ class PackedSequence(namedtuple("PackedSequence_",
 
 def _check_lengths(lengths, batch, steps):
     if len(lengths) != batch:
-        raise ValueError(f"Expected `len(lengths)` to be equal to batch_size, but got "
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
                          f"{len(lengths)} (batch_size={batch})")
     if len(lengths) and lengths.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
@@ -115,7 +115,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
     Raises:
         RuntimeError: unsorted lengths with ``enforce_sorted`` (torch's text), a length <= 0 or
-            longer than T; ValueError: ``len(lengths)`` differs from the batch size.
+            longer than T; RuntimeError: ``len(lengths)`` differs from the batch size.
     """
     lens = _ints(lengths)
     b_dim, t_dim = (0, 1) if batch_first else (1, 0)
@@ -212,10 +212,10 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         Tensor: (max L_i, B, *), or (B, max L_i, *) with ``batch_first``.
 
     Raises:
-        ValueError: a bad ``padding_side``; RuntimeError: trailing dims differ.
+        RuntimeError: a bad ``padding_side``, or trailing dims differ.
     """
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got "
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
                          f"{padding_side}.")
     sequences = list(sequences)
     if not sequences:

@@ -55,10 +55,15 @@ def linear(input, weight, bias=None):
         bias (Tensor, optional): (out_features,).
 
     Returns:
-        Tensor: (*, out_features); on 2-D input one ``AddmmBackward0`` node, as torch.
+        Tensor: (*, out_features); with a bias, on 2-D or contiguous input, one
+        ``AddmmBackward0`` node (N-d input viewed to 2-D and back), as torch.
     """
     if bias is not None and input.ndim == 2:
         return nbgrad.addmm(bias, input, weight.t())
+    if bias is not None and input.ndim > 2 and bias.ndim == 1 and input.is_contiguous():
+        # torch's fused path for contiguous N-d input: addmm on a 2-D view, viewed back
+        out = nbgrad.addmm(bias, input.view(-1, input.shape[-1]), weight.t())
+        return out.view(*input.shape[:-1], out.shape[-1])
     out = input.matmul(weight.t())
     if bias is not None:
         out = out + bias

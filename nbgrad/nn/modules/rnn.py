@@ -321,11 +321,7 @@ class RNNBase(Module):
                 out.append(proj[start:start + bs])
                 start += bs
             return out
-        if b_ih is not None and x.is_contiguous():  # torch's linear: addmm on a 2-D view
-            steps, batch = x.shape[0], x.shape[1]
-            proj = nbgrad.addmm(b_ih, x.view(steps * batch, x.shape[2]), w_ih.t())
-            return proj.view(steps, batch, proj.shape[1]).unbind(0)
-        return F.linear(x, w_ih, b_ih).unbind(0)  # matmul (+ add), as torch
+        return F.linear(x, w_ih, b_ih).unbind(0)  # torch's linear: (L, N, G), then per step
 
     def forward(self, input, hx=None):
         """Run the stacked layers over a sequence.

@@ -882,7 +882,13 @@ def hardsigmoid(input, inplace=False):
         return input.copy_(hardsigmoid(input.clone()))
     inside = (input > -3) & (input < 3)
     outside = _const((input._data >= 3).astype(input._data.dtype))
-    return nbgrad.where(inside, input / 6 + 0.5, outside)
+    # torch's derivative is the float32 constant 1.0f / 6.0f, even in float64
+    slope = input * _ONE_SIXTH_F32
+    mid = slope + (input / 6 + 0.5 - slope).detach()
+    return nbgrad.where(inside, mid, outside)
+
+
+_ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
 
 
 def tanhshrink(input):

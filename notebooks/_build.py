@@ -16,7 +16,6 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
-BINDER = "https://mybinder.org/v2/gh/OWNER/nbgrad/HEAD?labpath=notebooks"
 
 
 def md(text):

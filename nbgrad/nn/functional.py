@@ -18,6 +18,14 @@ __all__ = [
     "batch_norm", "layer_norm", "embedding", "one_hot",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    # activations and losses beyond the first set (nn-b)
+    "threshold", "hardtanh", "relu6", "elu", "selu", "celu", "silu", "softplus", "mish",
+    "softsign", "hardswish", "hardsigmoid", "tanhshrink", "hardshrink", "softshrink",
+    "logsigmoid", "softmin", "glu", "prelu",
+    "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
+    "pairwise_distance", "cosine_similarity", "cosine_embedding_loss", "margin_ranking_loss",
+    "triplet_margin_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss",
 ]
 
 
@@ -531,12 +539,7 @@ def one_hot(tensor, num_classes=-1):
 # ---------------------------------------------------------------------------- losses
 def mse_loss(input, target, reduction="mean", weight=None):
     """Mean squared error (mirrors ``F.mse_loss``). ``input``, ``target``: same shape (*)."""
-    if tuple(target.shape) != tuple(input.shape):
-        import warnings
-        warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=2)
+    _warn_target_size(input, target)
     d = input - target
     loss = d * d
     if weight is not None:
@@ -545,7 +548,8 @@ def mse_loss(input, target, reduction="mean", weight=None):
 
 
 def l1_loss(input, target, reduction="mean"):
-    """Mean absolute error (mirrors ``F.l1_loss``)."""
+    """Mean absolute error (mirrors ``F.l1_loss``). ``input``, ``target``: same shape (*)."""
+    _warn_target_size(input, target)
     return _reduce((input - target).abs(), reduction, "l1_loss")
 
 
@@ -780,6 +784,465 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, _who)
+
+
+# ---------------------------------------------------------------------------- more activations
+def threshold(input, threshold, value, inplace=False):
+    """``x if x > threshold else value`` (mirrors ``F.threshold``; no gradient where replaced)."""
+    out = nbgrad.where(input > threshold, input, value)  # where saves only the condition
+    return input.copy_(out) if inplace else out
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``x`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside (mirrors F.hardtanh).
+
+    Raises:
+        ValueError: ``max_val < min_val``.
+    """
+    if max_val < min_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    inside = (input > min_val) & (input < max_val)
+    out = nbgrad.where(inside, input, input.clamp(min_val, max_val).detach())
+    return input.copy_(out) if inplace else out
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)`` (mirrors ``F.relu6``; torch records it as hardtanh)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x if x > 0 else alpha * (exp(x) - 1)`` (mirrors ``F.elu``)."""
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(elu(input.clone(), alpha))
+    neg = (nbgrad.where(input > 0, 0.0, input).exp() - 1) * alpha
+    return nbgrad.where(input > 0, input, neg)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalising constants (mirrors ``F.selu``)."""
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(selu(input.clone()))
+    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (mirrors ``F.celu``).
+
+    Raises:
+        RuntimeError: ``alpha == 0``.
+    """
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(celu(input.clone(), alpha))
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    neg = (nbgrad.where(input > 0, 0.0, input) / alpha).exp().sub(1) * alpha
+    return nbgrad.where(input > 0, input, neg)
+
+
+def silu(input, inplace=False):
+    """``x * sigmoid(x)`` (mirrors ``F.silu``)."""
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(silu(input.clone()))
+    return input * input.sigmoid()
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (mirrors F.softplus).
+    """
+    bx = input * beta
+    linear = bx > threshold
+    safe = nbgrad.where(linear, 0.0, bx)  # keeps exp finite in the branch not taken
+    soft = safe.exp().log1p() / beta if beta != 1 else safe.exp().log1p()
+    return nbgrad.where(linear, input, soft)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))`` (mirrors ``F.mish``)."""
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(mish(input.clone()))
+    return input * softplus(input).tanh()
+
+
+def softsign(input):
+    """``x / (1 + |x|)`` (mirrors ``F.softsign``)."""
+    return input / (input.abs() + 1)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``; derivative 0 at -3 and 1 at 3, as torch's (F.hardswish)."""
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(hardswish(input.clone()))
+    mid = input * (input + 3) / 6
+    return nbgrad.where(input <= -3, 0.0, nbgrad.where(input < 3, mid, input))
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3) (mirrors F.hardsigmoid)."""
+    if inplace:  # the function reads a clone: what it saves is not what it overwrites
+        return input.copy_(hardsigmoid(input.clone()))
+    inside = (input > -3) & (input < 3)
+    outside = _const((input._data >= 3).astype(input._data.dtype))
+    # torch's derivative is the float32 constant 1.0f / 6.0f, even in float64
+    slope = input * _ONE_SIXTH_F32
+    mid = slope + (input / 6 + 0.5 - slope).detach()
+    return nbgrad.where(inside, mid, outside)
+
+
+_ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
+
+
+def tanhshrink(input):
+    """``x - tanh(x)`` (mirrors ``F.tanhshrink``)."""
+    return input - input.tanh()
+
+
+def hardshrink(input, lambd=0.5):
+    """``x if |x| > lambd else 0`` (mirrors ``F.hardshrink``)."""
+    return nbgrad.where((input > lambd) | (input < -lambd), input, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0 (mirrors F.softshrink)."""
+    return nbgrad.where(input > lambd, input - lambd,
+                        nbgrad.where(input < -lambd, input + lambd, 0.0))
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))``, stable for large |x| (mirrors
+    ``F.logsigmoid``; derivative 1/2 at 0)."""
+    neg = input < 0
+    return nbgrad.where(neg, input, 0.0) - nbgrad.where(neg, input, input.neg()).exp().log1p()
+
+
+def softmin(input, dim=None, dtype=None):
+    """``softmax(-x)`` along ``dim`` (mirrors ``F.softmin``)."""
+    return softmax(input.neg(), dim, dtype)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim`` (mirrors F.glu).
+
+    Raises:
+        RuntimeError: ``dim`` has an odd size (torch's text).
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension "
+                           f"{dim % input.ndim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def prelu(input, weight):
+    """``x if x > 0 else a * x`` with a learnt slope per channel (dim 1) (mirrors F.prelu).
+
+    Args:
+        input (Tensor): (N, C, *); a 1-D or 0-D input has one channel (as torch).
+        weight (Tensor): (C,) or (1,).
+
+    Raises:
+        RuntimeError: weight has neither 1 nor C elements (torch's text).
+    """
+    n = weight.numel()
+    c = input.shape[1] if input.ndim >= 2 else 1
+    if n != 1 and n != c:
+        raise RuntimeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{n} and channel size = {c}.")
+    if n != 1 and input.ndim >= 2:
+        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    elif n == 1:
+        weight = weight.reshape(())
+    return nbgrad.where(input > 0, input, weight * input)
+
+
+# ---------------------------------------------------------------------------- more losses
+def _warn_target_size(input, target):
+    """torch's UserWarning when a regression target's shape differs from the input's."""
+    if tuple(target.shape) != tuple(input.shape):
+        import warnings
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=3)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (mirrors
+    ``F.smooth_l1_loss``; ``beta=0`` is the L1 loss).
+
+    Args:
+        input, target (Tensor): the same shape (*) (broadcast with a warning otherwise).
+        beta (float): >= 0.
+
+    Raises:
+        RuntimeError: negative beta (torch's text).
+    """
+    _warn_target_size(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, reduction=reduction)
+    d = input - target
+    ad = d.abs()
+    loss = nbgrad.where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (mirrors
+    ``F.huber_loss``). ``input``, ``target``: same shape (*); ``weight`` broadcast over it.
+
+    Raises:
+        RuntimeError: delta <= 0 (torch's text).
+    """
+    _warn_target_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = input - target
+    ad = d.abs()
+    loss = nbgrad.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "huber_loss")
+
+
+def _xlogy(x, y):
+    """``x * log(y)``, 0 where x == 0 (torch.xlogy)."""
+    zero = _const(x._data == 0)
+    return nbgrad.where(zero, 0.0, x * nbgrad.where(zero, 1.0, y).log())
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL divergence of ``target`` from the log-probabilities ``input`` (mirrors ``F.kl_div``).
+
+    ``loss = target * (log(target) - input)`` (``exp(target) * (target - input)`` with
+    ``log_target``); ``reduction="batchmean"`` divides the sum by the batch size (dim 0), "mean"
+    by the element count, with torch's warning.
+
+    Raises:
+        ValueError: an unknown reduction.
+    """
+    if reduction == "mean":
+        import warnings
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = _xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction, "kl_div")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Poisson negative log-likelihood (mirrors ``F.poisson_nll_loss``).
+
+    ``exp(x) - t x`` with ``log_input``, else ``x - t log(x + eps)``; ``full`` adds Stirling's
+    ``t log t - t + 0.5 log(2 pi t)`` where ``t > 1``.
+    """
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        t = nbgrad.where(big, target, 1.0)  # log of the targets <= 1 is never used
+        stirling = t * t.log() - t + (t * (2 * math.pi)).log() * 0.5
+        loss = loss + nbgrad.where(big, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log-likelihood ``0.5 (log var + (x - t)^2 / var)`` (mirrors
+    ``F.gaussian_nll_loss``; ``var`` clamped at ``eps`` without blocking its gradient, as torch).
+
+    Args:
+        input, target (Tensor): (N, *).
+        var (Tensor | float): (N, *), or (N, *) with one dim fewer or a last dim of 1
+            (one variance per sample), or a float.
+
+    Raises:
+        ValueError: var of an incompatible size, or negative (torch's texts); an unknown
+            reduction.
+    """
+    if not isinstance(var, nbgrad.Tensor):
+        var = nbgrad.full(tuple(input.shape), float(var), dtype=input.dtype)
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if (var._data < 0).any():
+        raise ValueError("var has negative entry/entries")
+    var = var + (var.clamp(min=eps) - var).detach()
+    d = input - target
+    loss = (var.log() + d * d / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim (mirrors ``F.pairwise_distance``).
+
+    Shapes: (N, D) and (N, D) (or broadcastable; (D,) unbatched) -> (N,).
+    """
+    return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (mirrors
+    ``F.cosine_similarity``; the norms are clamped without blocking their gradient, as torch).
+    """
+    n1 = x1.norm(2, dim=dim, keepdim=True)
+    n2 = x2.norm(2, dim=dim, keepdim=True)
+    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
+    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _check_label_target(target, shape, who):
+    if tuple(target.shape) != tuple(shape):
+        raise RuntimeError(f"{who}: expected target of shape {tuple(shape)}, got "
+                           f"{tuple(target.shape)}")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` for ``y = 1``, ``max(0, cos(x1, x2) - margin)`` for ``y = -1``
+    (mirrors ``F.cosine_embedding_loss``). Shapes: (N, D), (N, D), (N,) or (D,), (D,), ().
+    """
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape):
+        raise RuntimeError(
+            f"cosine_embedding_loss: expected 1D or 2D inputs of the same shape, got "
+            f"{tuple(input1.shape)} and {tuple(input2.shape)}")
+    _check_label_target(target, input1.shape[:-1], "cosine_embedding_loss")
+    eps = 1e-12
+    d = input1.ndim - 1
+    prod = (input1 * input2).sum(d)
+    mag1 = (input1 * input1).sum(d) + eps
+    mag2 = (input2 * input2).sum(d) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    pos = nbgrad.where(target == 1, 1 - cos, 0.0)
+    neg = nbgrad.where(target == -1, (cos - margin).clamp(min=0), 0.0)
+    return _reduce(pos + neg, reduction, "cosine_embedding_loss")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -y (x1 - x2) + margin)`` (mirrors ``F.margin_ranking_loss``). Shapes: (N,) x3.
+
+    Raises:
+        RuntimeError: the three sizes differ (torch's text).
+    """
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    loss = (target.neg() * (input1 - input2) + margin).clamp(min=0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(0, d(a, p) - d(a, n) + margin)`` with the pairwise p-norm distance (mirrors
+    ``F.triplet_margin_loss``; ``swap`` uses ``min(d(a, n), d(p, n))``). Shapes: (N, D) x3.
+
+    Raises:
+        RuntimeError: inputs of different ranks (torch's text).
+    """
+    a, pos, neg = anchor.ndim, positive.ndim, negative.ndim
+    if not (a == pos == neg):
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {a}D, positive {pos}D, and negative {neg}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = nbgrad.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = (d_pos - d_neg + margin).clamp(min=0)
+    return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (mirrors
+    ``F.hinge_embedding_loss``). ``input``, ``target``: the same shape (*).
+    """
+    margin_part = nbgrad.where(target != 1, (margin - input).clamp(min=0), 0.0)
+    self_part = nbgrad.where(target != -1, input, 0.0)
+    return _reduce(margin_part + self_part, reduction, "hinge_embedding_loss")
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-y x))`` (mirrors ``F.soft_margin_loss``). Shapes: (*), (*)."""
+    _check_label_target(target, input.shape, "soft_margin_loss")
+    loss = (target.neg() * input).exp().log1p()
+    return _reduce(loss, reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Per-class binary logistic loss averaged over classes (mirrors
+    ``F.multilabel_soft_margin_loss``). Shapes: input (N, C), target (N, C) of 0/1; weight (C,).
+    """
+    _check_label_target(target, input.shape, "multilabel_soft_margin_loss")
+    loss = (target * logsigmoid(input) + (1 - target) * logsigmoid(input.neg())).neg()
+    if weight is not None:
+        loss = loss * weight
+    cdim = input.ndim - 1
+    loss = loss.sum(cdim) / input.shape[cdim]
+    return _reduce(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` (mirrors
+    ``F.multi_margin_loss``).
+
+    Shapes: input (N, C) or (C,); target int64 (N,) or (); weight (C,).
+
+    Raises:
+        ValueError: p not 1 or 2 (torch's text); IndexError: a target out of range.
+    """
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    n, c = x.shape
+    t = target._data.reshape(-1).astype(np.int64)
+    if t.shape[0] != n:
+        raise RuntimeError(f"multi_margin_loss: expected target of shape ({n},) for input of "
+                           f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
+    if t.size and (t.min() < 0 or t.max() >= c):
+        raise IndexError(f"Target {int(t[(t < 0) | (t >= c)][0])} is out of bounds. "
+                         f"(multi_margin_loss: class indices must be in [0, {c}))")
+    xy = x.gather(1, _const(t[:, None]))
+    z = (x - xy + margin).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * _const(weight._data[t][:, None].astype(x._data.dtype))
+    others = np.ones((n, c), dtype=bool)
+    others[np.arange(n), t] = False
+    loss = nbgrad.where(_const(others), z, 0.0).sum(1) / c
+    if input.ndim < 2:
+        loss = loss.reshape(tuple(target.shape))
+    return _reduce(loss, reduction, "multi_margin_loss")
 
 
 # ---------------------------------------------------------------------------- attention

@@ -1,5 +1,5 @@
-"""Activations: ReLU, LeakyReLU, GELU, Tanh, Sigmoid, Softmax, LogSoftmax
-(mirrors ``torch.nn.modules.activation``; MultiheadAttention also lives here, as in torch).
+"""Activations (mirrors ``torch.nn.modules.activation``; MultiheadAttention also lives here,
+as in torch). Each calls the ``nn.functional`` function of the same name; reprs are torch's.
 """
 
 import nbgrad
@@ -11,6 +11,9 @@ from .module import Module
 from .utils import _factory
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
+           "Threshold", "Hardtanh", "ReLU6", "ELU", "SELU", "CELU", "SiLU", "Mish", "Softplus",
+           "Softsign", "Hardswish", "Hardsigmoid", "Tanhshrink", "Hardshrink", "Softshrink",
+           "LogSigmoid", "Softmin", "Softmax2d", "GLU", "PReLU",
            "MultiheadAttention"]
 
 
@@ -90,6 +93,251 @@ class LogSoftmax(Softmax):
 
     def forward(self, input):
         return F.log_softmax(input, self.dim)
+
+
+def _inplace_str(inplace, first=False):
+    return ("inplace=True" if first else ", inplace=True") if inplace else ""
+
+
+class Threshold(Module):
+    """``x if x > threshold else value`` (mirrors ``torch.nn.Threshold``)."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + _inplace_str(self.inplace)
+
+
+class Hardtanh(Module):
+    """Clamp to ``[min_val, max_val]`` (mirrors ``torch.nn.Hardtanh``).
+
+    Raises:
+        AssertionError: ``max_val <= min_val`` (at construction, as torch).
+    """
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_str(self.inplace)
+
+
+class ReLU6(Hardtanh):
+    """``min(max(x, 0), 6)`` (mirrors ``torch.nn.ReLU6``, a Hardtanh(0, 6))."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace, first=True)
+
+
+class _AlphaActivation(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + _inplace_str(self.inplace)
+
+
+class ELU(_AlphaActivation):
+    """``x if x > 0 else alpha (exp(x) - 1)`` (mirrors ``torch.nn.ELU``)."""
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(_AlphaActivation):
+    """``max(0, x) + min(0, alpha (exp(x / alpha) - 1))`` (mirrors ``torch.nn.CELU``)."""
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class _InplaceActivation(Module):
+    """An activation whose only option is ``inplace``; ``_fn`` names the functional."""
+
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace, first=True)
+
+
+class SELU(_InplaceActivation):
+    """``scale * elu(x, alpha)``, self-normalising constants (mirrors ``torch.nn.SELU``)."""
+
+    _fn = "selu"
+
+
+class SiLU(_InplaceActivation):
+    """``x * sigmoid(x)`` (mirrors ``torch.nn.SiLU``)."""
+
+    _fn = "silu"
+
+
+class Mish(_InplaceActivation):
+    """``x * tanh(softplus(x))`` (mirrors ``torch.nn.Mish``)."""
+
+    _fn = "mish"
+
+
+class Hardswish(_InplaceActivation):
+    """``x * relu6(x + 3) / 6`` (mirrors ``torch.nn.Hardswish``)."""
+
+    _fn = "hardswish"
+
+
+class Hardsigmoid(_InplaceActivation):
+    """``relu6(x + 3) / 6`` (mirrors ``torch.nn.Hardsigmoid``)."""
+
+    _fn = "hardsigmoid"
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (mirrors torch.nn.Softplus)."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class _Shrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """``x if |x| > lambd else 0`` (mirrors ``torch.nn.Hardshrink``)."""
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Softshrink(_Shrink):
+    """Shrink towards 0 by ``lambd`` (mirrors ``torch.nn.Softshrink``)."""
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)`` (mirrors ``torch.nn.Softsign``)."""
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)`` (mirrors ``torch.nn.Tanhshrink``)."""
+
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))`` (mirrors ``torch.nn.LogSigmoid``)."""
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softmin(Softmax):
+    """``softmax(-x)`` along ``dim`` (mirrors ``torch.nn.Softmin``)."""
+
+    def forward(self, input):
+        return F.softmin(input, self.dim)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) (mirrors ``torch.nn.Softmax2d``).
+
+    Raises:
+        ValueError: input not 3-D or 4-D, naming the shape.
+    """
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             f"instead (shape {tuple(input.shape)})")
+        return F.softmax(input, -3)
+
+
+class GLU(Module):
+    """Gated linear unit along ``dim`` (mirrors ``torch.nn.GLU``)."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """``x if x > 0 else a x`` with learnt slopes ``a`` (mirrors ``torch.nn.PReLU``).
+
+    Args:
+        num_parameters (int): 1, or the number of channels (dim 1 of the input).
+        init (float): the initial slope, 0.25.
+
+    Attributes:
+        weight: (num_parameters,), filled with ``init``.
+    """
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(nbgrad.empty((num_parameters,), **_factory(device, dtype)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with nbgrad.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
 
 
 class MultiheadAttention(Module):

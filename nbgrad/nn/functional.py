@@ -1272,7 +1272,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         attn_mask (Tensor, optional): broadcastable to (..., L, S): bool (True = may attend)
             or float (added to the scores).
         dropout_p (float): dropout on the attention weights (always applied when > 0).
-        is_causal (bool): query i attends to keys 0..i only (top-left aligned).
+        is_causal (bool): query i attends to keys 0..i only (top-left aligned); not together
+            with ``attn_mask``.
         scale (float, optional): defaults to 1 / sqrt(E).
         enable_gqa (bool): grouped-query attention: key/value heads (dim -3) are repeated to
             the query's number of heads.
@@ -1311,6 +1312,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 f"a multiple of the key's and value's, got {hk} and {v.shape[-3]}")
         k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], hq // hk, *t.shape[-2:])
                 .reshape(*t.shape[:-3], hq, *t.shape[-2:]) for t in (k, v))
+    if is_causal and attn_mask is not None:  # torch's math path (the one with gradients)
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
     n_q, n_k = q.shape[-2], k.shape[-2]
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
@@ -1320,8 +1324,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     float_mask = None
     if attn_mask is not None:
         if attn_mask.dtype == nbgrad.bool:
-            no = ~attn_mask._data
-            blocked = no if blocked is None else blocked | no
+            blocked = ~attn_mask._data
         else:
             float_mask = attn_mask
     neg = blocked
@@ -1349,12 +1352,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return attn.matmul(v)
 
 
-def _float_mask(mask, name, dtype):
-    """torch's _canonical_mask: a bool mask (True = blocked) becomes 0 / -inf of ``dtype``."""
+def _float_mask(mask, name, dtype, other=None, other_name=""):
+    """torch's _canonical_mask: a bool mask (True = blocked) becomes 0 / -inf of ``dtype``;
+    warns, as torch, when ``other`` (the mask it is combined with) has another dtype."""
     if mask is None:
         return None
     if mask.dtype != nbgrad.bool and not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and other.dtype != mask.dtype:
+        import warnings
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      "type for both instead.", stacklevel=3)
     if mask.dtype == nbgrad.bool:
         return _const(np.where(mask._data, -np.inf, 0.0).astype(nbgrad.dtypes.to_np(dtype)))
     return mask
@@ -1446,7 +1454,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
-    key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", query.dtype,
+                                   attn_mask, "attn_mask")
     if is_causal and attn_mask is None:
         raise RuntimeError(
             "Need attn_mask if specifying the is_causal hint. You may use the Transformer "

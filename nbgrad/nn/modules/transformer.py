@@ -210,7 +210,7 @@ class TransformerEncoder(Module):
         """Args: src; mask (S, S); src_key_padding_mask (N, S); is_causal: None detects
         whether ``mask`` is the causal mask (torch's rule)."""
         src_key_padding_mask = F._float_mask(src_key_padding_mask, "src_key_padding_mask",
-                                             src.dtype)
+                                             src.dtype, mask, "mask")
         mask = F._float_mask(mask, "mask", src.dtype)
         batch_first = self.layers[0].self_attn.batch_first
         is_causal = _is_causal(mask, is_causal, _seq_len(src, batch_first))

@@ -30,9 +30,9 @@ def _no_mkldnn():
     torch.backends.mkldnn.enabled = old
 
 
-# torch's C++ layers split gates with unsafe_chunk and transpose batch-first output in place;
-# nbgrad records the same graph with chunk and transpose
-SAME = {"UnsafeSplitBackward0": "SplitBackward0", "TransposeBackward1": "TransposeBackward0"}
+# torch's C++ layers transpose batch-first output in place; nbgrad records the same graph
+# with transpose
+SAME = {"TransposeBackward1": "TransposeBackward0"}
 
 
 def graph_names(fn):

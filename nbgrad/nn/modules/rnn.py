@@ -6,7 +6,7 @@ input projection of the whole sequence as one ``AddmmBackward0`` -> ``ViewBackwa
 ``UnbindBackward0``; per step an ``AddmmBackward0`` for the hidden projection, the gates
 (``SigmoidBackward0``, ``TanhBackward0``, ``MulBackward0``, ``AddBackward0``), and the outputs
 joined by ``StackBackward0`` (``CatBackward0`` across directions). Gates are split with
-``chunk`` (``SplitBackward0``; torch's ``unsafe_chunk`` records ``UnsafeSplitBackward0``).
+``unsafe_chunk`` (``UnsafeSplitBackward0``), as torch's cells.
 
 Parameter names, shapes, order and initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
 are torch's, so ``load_state_dict(torch_model.state_dict())`` works both ways.
@@ -32,15 +32,15 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 # ---------------------------------------------------------------------------- one step
 # gi: input projection (N, G) (with bias_ih); gh: hidden projection (N, G) (with bias_hh)
 def _lstm_gates(gates, c):
-    i, f, g, o = gates.chunk(4, 1)
+    i, f, g, o = gates.unsafe_chunk(4, 1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c = f * c + i * g
     return o * c.tanh(), c
 
 
 def _gru_gates(gi, gh, h):
-    i_r, i_z, i_n = gi.chunk(3, 1)
-    h_r, h_z, h_n = gh.chunk(3, 1)
+    i_r, i_z, i_n = gi.unsafe_chunk(3, 1)
+    h_r, h_z, h_n = gh.unsafe_chunk(3, 1)
     r = (i_r + h_r).sigmoid()
     z = (i_z + h_z).sigmoid()
     n = (i_n + h_n * r).tanh()

@@ -47,6 +47,19 @@ OPTIMS = [
     ("rmsprop", "RMSprop", dict(lr=1e-2)),
     ("rmsprop_centered_momentum", "RMSprop", dict(lr=1e-2, alpha=0.9, momentum=0.5,
                                                   centered=True, weight_decay=0.01)),
+    ("adagrad", "Adagrad", dict(lr=0.1)),
+    ("adagrad_decay", "Adagrad", dict(lr=0.1, lr_decay=0.05, weight_decay=0.01,
+                                      initial_accumulator_value=0.1, maximize=True)),
+    ("adadelta", "Adadelta", dict()),
+    ("adadelta_wd", "Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.02)),
+    ("adamax", "Adamax", dict(lr=1e-2)),
+    ("adamax_wd_max", "Adamax", dict(lr=1e-2, betas=(0.8, 0.9), weight_decay=0.1, maximize=True)),
+    ("nadam", "NAdam", dict(lr=1e-2)),
+    ("nadam_wd", "NAdam", dict(lr=1e-2, weight_decay=0.1, momentum_decay=0.01)),
+    ("nadam_decoupled", "NAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("radam", "RAdam", dict(lr=1e-2)),
+    ("radam_wd", "RAdam", dict(lr=1e-2, betas=(0.5, 0.6), weight_decay=0.1)),
+    ("radam_decoupled", "RAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)),
 ]
 
 
@@ -207,3 +220,66 @@ def test_lr_scheduler_matches_torch(make):
     state = sn.state_dict()
     assert state["last_epoch"] == st.state_dict()["last_epoch"] == 25
     assert "optimizer" not in state
+
+
+# ----------------------------------------------------------------------------- LBFGS
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(lr=0.5, max_iter=7, history_size=3),
+    dict(line_search_fn="strong_wolfe"),
+    dict(line_search_fn="strong_wolfe", history_size=4, max_iter=10, tolerance_change=1e-12),
+    dict(line_search_fn="strong_wolfe", max_eval=6),
+])
+def test_lbfgs_step_for_step(kw):
+    th, ng = make_pair(1)
+    ot = torch.optim.LBFGS(th.parameters(), **kw)
+    on = nbgrad.optim.LBFGS(ng.parameters(), **kw)
+    x, y = batch(0)
+    calls = {torch: 0, nbgrad: 0}
+
+    def closure_of(lib, model, opt):
+        def closure():
+            calls[lib] += 1
+            opt.zero_grad()
+            loss = loss_of(lib, model, x, y)
+            loss.backward()
+            return loss
+        return closure
+
+    for step in range(3):
+        lt = ot.step(closure_of(torch, th, ot))
+        ln = on.step(closure_of(nbgrad, ng, on))
+        np.testing.assert_allclose(ln.item(), lt.item(), rtol=1e-9, atol=1e-12)
+        for (k, pt), pn in zip(th.named_parameters(), ng.parameters()):
+            np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-7, atol=1e-9,
+                                       err_msg=f"step {step} {k}")
+        assert calls[nbgrad] == calls[torch]
+    st = ot.state[next(iter(th.parameters()))]
+    sn = on.state[next(iter(ng.parameters()))]
+    assert sorted(st) == sorted(sn)
+    assert (sn["func_evals"], sn["n_iter"]) == (st["func_evals"], st["n_iter"])
+    assert len(sn["old_dirs"]) == len(st["old_dirs"])
+    np.testing.assert_allclose(float(sn["H_diag"]), float(st["H_diag"]), rtol=1e-6)
+
+
+def test_lbfgs_converges_on_a_quadratic_and_checks_arguments():
+    a = nbgrad.tensor([[3.0, 1.0], [1.0, 2.0]], dtype=nbgrad.float64)
+    b = nbgrad.tensor([1.0, -1.0], dtype=nbgrad.float64)
+    w = nbgrad.zeros(2, dtype=nbgrad.float64, requires_grad=True)
+    opt = nbgrad.optim.LBFGS([w], line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = 0.5 * (w @ (a @ w)) - b @ w
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    np.testing.assert_allclose(npy(w), np.linalg.solve(npy(a), npy(b)), rtol=1e-6)
+    with pytest.raises(ValueError, match="doesn't support per-parameter options"):
+        nbgrad.optim.LBFGS([{"params": [w]}, {"params": [nbgrad.zeros(1, requires_grad=True)]}])
+    with nbgrad.no_grad():
+        w.zero_()
+    opt = nbgrad.optim.LBFGS([w], line_search_fn="armijo")
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        opt.step(closure)

@@ -1,7 +1,7 @@
 """Rows: the layers PyTorch records as one node — activations over a dim (softmax,
 log_softmax), convolution, pooling, pointwise activations (GeluBackward0, SiluBackward0, ...),
 losses (MseLossBackward0, NllLossBackward0, ...), normalizations (NativeLayerNormBackward0,
-NativeBatchNormBackward0) and embedding.
+NativeBatchNormBackward0), embedding, the RNN gate split and attention.
 
 Pointwise formulas follow torch's CPU kernels (the same branch at each kink, the same constants),
 and run on arrays or, under create_graph, on Tensors (``_f`` picks ``x.exp()`` or ``xp.exp(x)``).
@@ -14,13 +14,13 @@ Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line
 """
 from __future__ import annotations
 
-import numpy as np
-
 import math
+
+import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .formulas import _TX, _conv_grads, _pool_grad
+from .formulas import _TX, _conv_grads, _first_dtype, _pool_grad, _zeros_for
 from .reductions import _logsumexp
 from .registry import ROWS, op
 
@@ -135,6 +135,43 @@ op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps,
 op("embedding", lambda weight, indices, padding_idx: weight[indices],
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
+
+# ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
+# the pieces are copies, not views: a piece modified in place changes nothing else (torch's
+# "unsafe" pieces share memory but are not tracked as views either)
+op("unsafe_split", lambda self, sizes, dim: [np.ascontiguousarray(p) for p in np.split(
+    self, np.cumsum(sizes)[:-1], axis=dim)], n_out=-1,
+   self=lambda g, self_shape, sizes, dim, xp: xp.concatenate(_zeros_for(
+       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
+       _first_dtype(g), xp), axis=dim))
+
+# ---- attention --------------------------------------------------------------------------------
+# bias: the additive mask (0 / -inf / float values), broadcastable to (..., L, S), or None;
+# dead: (..., L, 1) rows with nothing to attend to (their bias zeroed), which give zeros
+op("scaled_dot_product_flash_attention_for_cpu",
+   lambda query, key, value, bias, dead, scale: _sdpa_probs(query, key, bias, dead, scale,
+                                                            np) @ value,
+   node="ScaledDotProductFlashAttentionForCpuBackward0",
+   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, needs, xp:
+      _sdpa_grads(g, query, key, value, bias, dead, scale, needs, xp)})
+
+
+def _sdpa_probs(q, k, bias, dead, scale, xp):
+    s = (q @ k.swapaxes(-2, -1)) * scale
+    if bias is not None:
+        s = s + bias
+    p = xp.exp(s - s.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    return p if dead is None else xp.where(dead, 0.0, p)
+
+
+def _sdpa_grads(g, q, k, v, bias, dead, scale, needs, xp):
+    """dq, dk, dv of softmax(q k^T * scale + bias) v; the weights are recomputed, not saved."""
+    p = _sdpa_probs(q, k, bias, dead, scale, xp)
+    dp = g @ v.swapaxes(-2, -1)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale
+    return (ds @ k if needs[0] else None, ds.swapaxes(-2, -1) @ q if needs[1] else None,
+            p.swapaxes(-2, -1) @ g if needs[2] else None)
 
 
 def _softmax(a, dim):

@@ -283,3 +283,135 @@ def test_lbfgs_converges_on_a_quadratic_and_checks_arguments():
     opt = nbgrad.optim.LBFGS([w], line_search_fn="armijo")
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         opt.step(closure)
+
+
+# ----------------------------------------------------------------------------- more schedulers
+SCHEDULERS = [
+    ("constant", "SGD", lambda s, o: s.ConstantLR(o, factor=0.5, total_iters=4)),
+    ("linear", "SGD", lambda s, o: s.LinearLR(o, start_factor=0.1, total_iters=6)),
+    ("linear_down", "SGD", lambda s, o: s.LinearLR(o, 1.0, 0.2, total_iters=8)),
+    ("polynomial", "SGD", lambda s, o: s.PolynomialLR(o, total_iters=10, power=2.0)),
+    ("multiplicative", "SGD", lambda s, o: s.MultiplicativeLR(o, lambda e: 0.95)),
+    ("warm_restarts", "SGD", lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=4)),
+    ("warm_restarts_mult", "SGD", lambda s, o: s.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.01)),
+    ("cyclic", "SGDm", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=4)),
+    ("cyclic_tri2", "SGDm", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                    step_size_down=5, mode="triangular2")),
+    ("cyclic_exp_adam", "Adam", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                        mode="exp_range", gamma=0.9)),
+    ("onecycle", "SGDm", lambda s, o: s.OneCycleLR(o, max_lr=0.5, total_steps=30)),
+    ("onecycle_linear_adam", "Adam", lambda s, o: s.OneCycleLR(
+        o, max_lr=[0.5], epochs=3, steps_per_epoch=10, anneal_strategy="linear",
+        three_phase=True, pct_start=0.25)),
+    ("sequential", "SGD", lambda s, o: s.SequentialLR(
+        o, [s.LinearLR(o, start_factor=0.1, total_iters=5), s.CosineAnnealingLR(o, T_max=10)],
+        milestones=[5])),
+    ("sequential3", "SGD", lambda s, o: s.SequentialLR(
+        o, [s.ConstantLR(o, factor=0.5, total_iters=3), s.ExponentialLR(o, gamma=0.9),
+            s.StepLR(o, 4)], milestones=[4, 12])),
+    ("chained", "SGD", lambda s, o: s.ChainedScheduler(
+        [s.LinearLR(o, start_factor=0.2, total_iters=4), s.ExponentialLR(o, gamma=0.9)])),
+]
+
+
+def _opt_pair(kind):
+    pt = [torch.nn.Parameter(torch.zeros(2))]
+    pn = [nbgrad.nn.Parameter(nbgrad.zeros(2))]
+    if kind == "Adam":
+        return torch.optim.Adam(pt, lr=0.2), nbgrad.optim.Adam(pn, lr=0.2)
+    kw = dict(lr=0.2, momentum=0.9) if kind == "SGDm" else dict(lr=0.2)
+    return torch.optim.SGD(pt, **kw), nbgrad.optim.SGD(pn, **kw)
+
+
+@pytest.mark.parametrize("name,kind,make", SCHEDULERS, ids=[s[0] for s in SCHEDULERS])
+def test_more_schedulers_match_torch(name, kind, make):
+    ot, on = _opt_pair(kind)
+    st, sn = make(torch.optim.lr_scheduler, ot), make(nbgrad.optim.lr_scheduler, on)
+    for step in range(30 if "onecycle" in name else 25):
+        assert sn.get_last_lr() == st.get_last_lr(), step  # bit for bit
+        gt, gn = ot.param_groups[0], on.param_groups[0]
+        assert gn["lr"] == gt["lr"], step
+        for key in ("momentum", "betas"):
+            if key in gt:
+                assert gn[key] == gt[key], (step, key)
+        ot.step()
+        on.step()
+        st.step()
+        sn.step()
+    assert sorted(k for k in sn.state_dict() if not k.startswith("_")) == \
+        sorted(k for k in st.state_dict() if not k.startswith("_"))
+
+
+def test_warm_restarts_fractional_epochs_match_torch():
+    ot, on = _opt_pair("SGD")
+    st = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(ot, T_0=2, T_mult=2)
+    sn = nbgrad.optim.lr_scheduler.CosineAnnealingWarmRestarts(on, T_0=2, T_mult=2)
+    for i in range(40):
+        st.step(i / 4)
+        sn.step(i / 4)
+        assert sn.get_last_lr() == st.get_last_lr(), i
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(mode="max", factor=0.5, patience=2, cooldown=1),
+                                dict(threshold_mode="abs", threshold=0.1, patience=1,
+                                     min_lr=0.05)])
+def test_reduce_lr_on_plateau_matches_torch(kw):
+    ot, on = _opt_pair("SGD")
+    st = torch.optim.lr_scheduler.ReduceLROnPlateau(ot, **kw)
+    sn = nbgrad.optim.lr_scheduler.ReduceLROnPlateau(on, **kw)
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9,
+               0.9, 0.91, 0.92, 0.5, 0.5, 0.5, 0.5, 0.5] * 2
+    for m in metrics:
+        st.step(m)
+        sn.step(nbgrad.tensor(m, dtype=nbgrad.float64))
+        assert sn.get_last_lr() == st.get_last_lr()
+        assert (sn.num_bad_epochs, sn.cooldown_counter, sn.best) == \
+            (st.num_bad_epochs, st.cooldown_counter, st.best)
+
+
+def test_scheduler_argument_errors_like_torch():
+    S, T = nbgrad.optim.lr_scheduler, torch.optim.lr_scheduler
+    cases = [
+        lambda s, o: s.ConstantLR(o, factor=2.0),
+        lambda s, o: s.LinearLR(o, start_factor=0.0),
+        lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=0),
+        lambda s, o: s.OneCycleLR(o, max_lr=0.1),
+        lambda s, o: s.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="exp"),
+        lambda s, o: s.ReduceLROnPlateau(o, factor=1.5),
+        lambda s, o: s.ReduceLROnPlateau(o, mode="median"),
+        lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.StepLR(o, 3)], milestones=[]),
+        lambda s, o: s.ChainedScheduler([s.ReduceLROnPlateau(o)]),
+        lambda s, o: s.CyclicLR(o, 0.1, 1.0, mode="zigzag"),
+    ]
+    for case in cases:
+        ot, on = _opt_pair("SGD")
+        with pytest.raises(Exception) as et:
+            case(T, ot)
+        with pytest.raises(type(et.value)) as en:
+            case(S, on)
+        assert str(en.value) == str(et.value)
+
+
+def test_lambda_scheduler_state_dict_round_trip():
+    class Warmup:
+        def __init__(self, n):
+            self.n = n
+
+        def __call__(self, epoch):
+            return min(1.0, (epoch + 1) / self.n)
+
+    ot, on = _opt_pair("SGD")
+    st = torch.optim.lr_scheduler.LambdaLR(ot, [Warmup(4)])
+    sn = nbgrad.optim.lr_scheduler.LambdaLR(on, [Warmup(4)])
+    for _ in range(2):
+        st.step()
+        sn.step()
+    expected = {k: v for k, v in st.state_dict().items() if k != "_get_lr_called_within_step"}
+    assert sn.state_dict() == expected
+    fresh_t = torch.optim.lr_scheduler.LambdaLR(_opt_pair("SGD")[0], [Warmup(9)])
+    fresh_n = nbgrad.optim.lr_scheduler.LambdaLR(_opt_pair("SGD")[1], [Warmup(9)])
+    fresh_t.load_state_dict(st.state_dict())
+    fresh_n.load_state_dict(sn.state_dict())
+    assert fresh_n.lr_lambdas[0].n == fresh_t.lr_lambdas[0].n == 4
+    assert fresh_n.last_epoch == fresh_t.last_epoch == 2

@@ -15,12 +15,13 @@ import numpy as np
 from . import dtypes
 from .autograd.apply import (_apply, _arr, _binary, _broadcast_error, _device_error, _fresh,
                              _geom, _inplace, _mask, _multi_view_op, _record, _unary, _view_op,
-                             binary_op)
+                             apply, binary_op)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
 from .ops import ROWS as R
 from .ops import Ctx, kernels, op
 from .ops.formulas import _TX, _reduce_to
+from .ops.reductions import _sorted_idx
 from .ops.views import _ViewImpossible
 from .tensor import Size, Tensor, _dim
 from . import backend
@@ -164,9 +165,26 @@ def floor_divide(input, other):
 
 
 def remainder(input, other):
-    """input % other with the sign of other, Python-style (torch.remainder); no gradient."""
-    od = other._data if isinstance(other, Tensor) else other
-    return _fresh(_arr(np.mod(input._data, od)))
+    """input % other with the sign of other, Python-style (torch.remainder): RemainderBackward0
+    for a number, RemainderBackward1 for a tensor (gradient -floor(input / other))."""
+    return _mod_like("remainder", input, other)
+
+
+def fmod(input, other):
+    """C's fmod: input % other with the sign of input (torch.fmod): FmodBackward0 for a number,
+    FmodBackward1 for a tensor (gradient -trunc(input / other))."""
+    return _mod_like("fmod", input, other)
+
+
+def _mod_like(name, input, other):
+    if isinstance(other, Tensor):
+        return _binary(R[name + "_tensor"], input, other)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if type(other) is float and input._data.dtype.kind != "f":
+        input = to_dtype(input, dtypes.get_default_dtype())
+    return _unary(R[name], input, other)
 
 
 def pow(input, exponent, *, out=None):
@@ -260,13 +278,21 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        r = input
-        if min is not None:
-            r = maximum(r, _t(min, input))
-        if max is not None:
-            r = minimum(r, _t(max, input))
-        return r
+        return _clamp_tensor(input, min, max)
     return _unary(R["clamp"], input, min, max)
+
+
+def _clamp_tensor(input, min, max):
+    """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
+    -inf / +inf."""
+    inf = float("inf")
+    bounds = []
+    for b, none in ((min, -inf), (max, inf)):
+        b = _t(none if b is None else b, input)
+        if b._data.dtype != input._data.dtype:
+            b = to_dtype(b, input.dtype)
+        bounds.append(b)
+    return apply(R["clamp_tensor"], (input, bounds[0], bounds[1]))
 
 
 clip = clamp
@@ -398,15 +424,15 @@ bitwise_not = _ints_only(_nograd_unary(np.invert, "bitwise_not"))
 isnan = _nograd_unary(np.isnan, "isnan")
 isinf = _nograd_unary(np.isinf, "isinf")
 isfinite = _nograd_unary(np.isfinite, "isfinite")
-floor = _nograd_unary(np.floor, "floor")
-ceil = _nograd_unary(np.ceil, "ceil")
-trunc = _nograd_unary(np.trunc, "trunc")
 signbit = _nograd_unary(np.signbit, "signbit")
 
 
-def round(input, decimals=0):
-    """Round to `decimals` places, halves to even (torch.round); no gradient."""
-    return _fresh(_arr(np.round(input._data, decimals)))
+def round(input, *, decimals=0):
+    """Round to `decimals` places, halves to even (torch.round); gradient zero (RoundBackward0,
+    RoundBackward1 with decimals)."""
+    if decimals == 0:
+        return _unary(R["round"], input)
+    return _unary(R["round_decimals"], input, decimals)
 
 
 def equal(input, other):
@@ -1596,10 +1622,6 @@ def _xp(t):
     return backend.get_array_module(t._data)
 
 
-def _no_grad_out(arr):
-    return _fresh(_arr(arr))
-
-
 def _operand_list(tensors):
     """f(a, b) and f([a, b]) alike (PyTorch's *tensors functions accept both)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -2031,73 +2053,47 @@ def tile(input, dims):
     return _repeat(input, dims)
 
 
-# ---- unique, histograms, searching: no gradient ------------------------------------------------
-def _unique_result(values, inverse, counts, return_inverse, return_counts):
-    out = (_no_grad_out(values),)
-    if return_inverse:
-        out += (_no_grad_out(inverse.astype(np.int64)),)
-    if return_counts:
-        out += (_no_grad_out(counts.astype(np.int64)),)
-    return out[0] if len(out) == 1 else out
+# ---- unique, histograms: rows whose node refuses backward (as PyTorch's) -------------------------
+def _pick_outputs(outs, return_inverse, return_counts):
+    sel = (outs[0],) + ((outs[1],) if return_inverse else ()) + ((outs[2],) if return_counts
+                                                                 else ())
+    return sel[0] if len(sel) == 1 else sel
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements, sorted (torch.unique); with `dim`, the distinct slices along it.
 
     Returns values, and with return_inverse the int64 index of each element (slice) in them
-    (input's shape, or (input.shape[dim],)), with return_counts the int64 count of each.
+    (input's shape, or (input.shape[dim],)), with return_counts the int64 count of each. Values
+    of an input that requires grad carry Unique2Backward0 / UniqueDimBackward0, which refuse
+    backward, as in PyTorch.
     """
-    d = input._data
-    xp = _xp(input)
     if dim is None:
-        vals, inv, cnt = xp.unique(d.reshape(-1), return_inverse=True, return_counts=True)
-        return _unique_result(vals, inv.reshape(d.shape), cnt, return_inverse, return_counts)
-    dim = _dim(dim, d.ndim)
-    if d.shape[dim] == 0:
-        return _unique_result(d, xp.zeros(0, np.int64), xp.zeros(0, np.int64), return_inverse,
-                              return_counts)
-    vals, inv, cnt = xp.unique(d, return_inverse=True, return_counts=True, axis=dim)
-    return _unique_result(vals, inv.reshape(-1), cnt, return_inverse, return_counts)
+        outs = apply(R["unique"], (input,))
+    else:
+        outs = apply(R["unique_dim"], (input,), (_dim(dim, input._data.ndim),))
+    return _pick_outputs(outs, return_inverse, return_counts)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive elements (slices along `dim`) into one
     (torch.unique_consecutive); inverse and counts as in unique."""
-    d = input._data
-    xp = _xp(input)
-    if dim is None:
-        flat = d.reshape(-1)
-        rows = flat
-    else:
-        dim = _dim(dim, d.ndim)
-        flat = xp.moveaxis(d, dim, 0)
-        rows = flat.reshape(flat.shape[0], -1)
-    n = rows.shape[0]
-    if n == 0:
-        return _unique_result(d, xp.zeros(d.shape if dim is None else 0, np.int64),
-                              xp.zeros(0, np.int64), return_inverse, return_counts)
-    change = rows[1:] != rows[:-1]
-    if rows.ndim > 1:
-        change = change.any(axis=1)
-    starts = xp.concatenate([xp.ones(1, bool), change])
-    inv = xp.cumsum(starts) - 1
-    first = xp.nonzero(starts)[0]
-    counts = xp.diff(xp.concatenate([first, xp.asarray([n])]))
-    vals = flat[first]
-    if dim is None:
-        inv = inv.reshape(d.shape)
-    else:
-        vals = xp.moveaxis(vals, 0, dim)
-    return _unique_result(vals, inv, counts, return_inverse, return_counts)
+    d = None if dim is None else _dim(dim, input._data.ndim)
+    return _pick_outputs(apply(R["unique_consecutive"], (input,), (d,)), return_inverse,
+                         return_counts)
+
+
+def _float_only(input, kernel):
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dtypes.from_np(input._data.dtype)._tensor_name[:-6]}'")
 
 
 def histc(input, bins=100, min=0, max=0):
     """Counts of elements in `bins` equal-width bins over [min, max] (the data's range when both
-    are 0); elements outside are ignored; input's dtype (torch.histc)."""
+    are 0); elements outside are ignored; input's dtype, no gradient (torch.histc)."""
+    _float_only(input, "histogram_cpu")
     d = input._data
-    if d.dtype.kind != "f":
-        raise NotImplementedError(f'"histogram_cpu" not implemented for '
-                           f"'{dtypes.from_np(d.dtype)._tensor_name[:-6]}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     lo, hi = float(min), float(max)
@@ -2107,18 +2103,8 @@ def histc(input, bins=100, min=0, max=0):
         lo, hi = lo - 1, hi + 1
     if lo > hi:
         raise RuntimeError(f"torch.histc: max must be larger than min, but got min {lo} max {hi}")
-    xp = _xp(input)
-    return _no_grad_out(_bin_counts(xp, d.reshape(-1), lo, hi, bins, None).astype(d.dtype))
-
-
-def _bin_counts(xp, x, lo, hi, bins, weight):
-    """Counts (or summed weights) of x in `bins` equal bins over [lo, hi], the last bin closed,
-    the bin of an element computed as PyTorch does: (x - lo) * bins / (hi - lo)."""
-    keep = (x >= lo) & (x <= hi)
-    pos = ((x[keep] - lo) * (bins / (hi - lo))).astype(np.int64)
-    pos = xp.minimum(pos, bins - 1)
-    w = None if weight is None else weight[keep]
-    return xp.bincount(pos, weights=w, minlength=bins)[:bins]
+    with no_grad():
+        return histogram(input, bins, range=(lo, hi))[0]
 
 
 _histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
@@ -2128,18 +2114,13 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     """(hist, bin_edges) of a float tensor (torch.histogram): `bins` an int (equal bins over
     `range`, default the data's min..max) or a 1-D tensor of increasing edges; `weight` sums
     weights instead of counts; density normalises to integrate to 1."""
+    _float_only(input, "histogram_cpu")
     d = input._data
-    xp = _xp(input)
-    x = d.reshape(-1)
-    w = None if weight is None else weight._data.reshape(-1)
+    w = None if weight is None else weight._data
     if isinstance(bins, Tensor):
-        edges = bins._data.astype(d.dtype)
-        idx = xp.searchsorted(edges, x, side="right") - 1
-        n = edges.size - 1
-        idx = xp.where(x == edges[-1], n - 1, idx)
-        keep = (idx >= 0) & (idx < n)
-        hist = xp.bincount(idx[keep], weights=None if w is None else w[keep], minlength=n)[:n]
+        b = bins._data
     else:
+        b = int(bins)
         if range is not None:
             lo, hi = float(range[0]), float(range[1])
         elif d.size:
@@ -2147,36 +2128,27 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         else:
             lo = hi = 0.0
         if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5  # (numpy and PyTorch widen an empty range alike)
+            lo, hi = lo - 0.5, hi + 0.5  # an empty range widened, as numpy and PyTorch do
         if lo > hi:
             raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} "
                                f"max {hi}")
-        edges = xp.linspace(lo, hi, int(bins) + 1).astype(d.dtype)
-        hist = _bin_counts(xp, x, lo, hi, int(bins), w)
-    hist = hist.astype(d.dtype)
-    if density:
-        hist = hist / (hist.sum() * xp.diff(edges))
-    return _histogram(_no_grad_out(hist.astype(d.dtype)), _no_grad_out(edges))
+        range = (lo, hi)
+    return _histogram(*apply(R["histogram"], (input,), (w, b, range, density)))
 
 
 def bincount(input, weights=None, minlength=0):
     """Counts of each value of a 1-D non-negative int tensor, length max(input) + 1 or
     `minlength` (torch.bincount); with `weights`, their sums (float64 unless float32 weights)."""
     d = input._data
-    if d.ndim != 1 or d.dtype.kind not in "iub":
-        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if d.size and d.min() < 0:
+    if d.ndim != 1 or d.dtype.kind not in "iub" or (d.size and d.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
-    xp = _xp(input)
-    if weights is None:
-        return _no_grad_out(xp.bincount(d, minlength=minlength).astype(np.int64))
-    w = weights._data
-    if w.shape != d.shape:
+    if weights is not None and weights._data.shape != d.shape:
         raise RuntimeError("weights should be 1-d and have the same length as input")
-    dt = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
-    return _no_grad_out(xp.bincount(d, weights=w, minlength=minlength).astype(dt))
+    if weights is None:
+        return _fresh(R["bincount"].fwd(None, d, minlength))
+    return apply(R["bincount"], (weights,), (d, minlength))
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
@@ -2210,7 +2182,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                 f"{list(v.shape)}")
         s2, v2 = seq.reshape(-1, seq.shape[-1]), v.reshape(-1, v.shape[-1])
         out = xp.stack([xp.searchsorted(s, r, side=sd) for s, r in zip(s2, v2)]).reshape(v.shape)
-    return _no_grad_out(xp.asarray(out).astype(np.int32 if out_int32 else np.int64))
+    return _fresh(_arr(xp.asarray(out).astype(np.int32 if out_int32 else np.int64)))
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
@@ -2226,26 +2198,167 @@ def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort `input` along `dim` (torch.argsort); int64, no gradient. Equal
     elements keep their order (a stable sort; PyTorch guarantees it only with stable=True)."""
     d = input._data
-    xp = _xp(input)
     if d.ndim == 0:
-        return _no_grad_out(xp.zeros((), np.int64))
-    dim = _dim(dim, d.ndim)
-    key = d
-    if descending:
-        if d.dtype.kind == "b":
-            key = ~d
-        elif d.dtype.kind == "f":  # NaN counts as the largest, so it comes first
-            key = xp.where(xp.isnan(d), -xp.inf, -d)
-        else:
-            key = -d.astype(np.int64) if d.dtype.kind == "u" else -d
-    return _no_grad_out(xp.argsort(key, axis=dim, kind="stable").astype(np.int64))
+        return _fresh(backend.get_array_module(d).zeros((), np.int64))
+    return _fresh(_sorted_idx(d, _dim(dim, d.ndim), descending).astype(np.int64))
+
+
+# ---- rows of issue 9: elementwise, and their in-place forms -------------------------------------
+log10 = _unary_fn("log10", "Base-10 logarithm")
+log2 = _unary_fn("log2", "Base-2 logarithm")
+exp2 = _unary_fn("exp2", "2 ** input")
+expm1 = _unary_fn("expm1", "exp(input) - 1, accurate near 0")
+sinh = _unary_fn("sinh", "Hyperbolic sine")
+cosh = _unary_fn("cosh", "Hyperbolic cosine")
+asin = arcsin = _unary_fn("asin", "Inverse sine")
+acos = arccos = _unary_fn("acos", "Inverse cosine")
+atan = arctan = _unary_fn("atan", "Inverse tangent")
+erfinv = _unary_fn("erfinv", "Inverse error function")
+floor = _unary_fn("floor", "Round down (gradient zero)")
+ceil = _unary_fn("ceil", "Round up (gradient zero)")
+trunc = fix = _unary_fn("trunc", "Round toward zero (gradient zero)")
+frac = _unary_fn("frac", "input - trunc(input)")
+sgn = _unary_fn("sgn", "Sign, the complex-aware spelling (real tensors: sign)")
+
+
+def _binary_fn(name, doc):
+    row = R[name]
+
+    def f(input, other):
+        _check_tensor(input, name)
+        return _binary(row, input, _t(other, input))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{doc}, elementwise with broadcasting (torch.{name})."
+    return f
+
+
+atan2 = arctan2 = _binary_fn("atan2", "atan(input / other) in the right quadrant")
+hypot = _binary_fn("hypot", "sqrt(input ** 2 + other ** 2)")
+logaddexp = _binary_fn("logaddexp", "log(exp(input) + exp(other)), stable")
+logaddexp2 = _binary_fn("logaddexp2", "log2(2 ** input + 2 ** other), stable")
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN) (torch.xlogy). Either side
+    may be a number: XlogyBackward0 for two tensors, 1 for a number input, 2 for a number
+    other."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _binary(R["xlogy"], _as_float(input), _as_float(other))
+    if isinstance(input, Tensor):
+        return _unary(R["xlogy_scalar_other"], _as_float(input), float(other))
+    return _unary(R["xlogy_scalar_self"], _as_float(other), float(input))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's largest finite values)
+    (torch.nan_to_num); the gradient passes where input is finite."""
+    return _unary(R["nan_to_num"], input, nan, posinf, neginf)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input) (torch.lerp); weight a number (LerpBackward0) or a tensor
+    (LerpBackward1), all broadcasting."""
+    if isinstance(weight, Tensor):
+        return apply(R["lerp_tensor"], (input, end, weight))
+    return _binary(R["lerp"], input, end, (weight,))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcasting (torch.addcmul)."""
+    return apply(R["addcmul"], (input, tensor1, tensor2), (value,))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, broadcasting (torch.addcdiv)."""
+    return apply(R["addcdiv"], (input, tensor1, tensor2), (value,))
+
+
+for _n in ("sin cos log1p rsqrt reciprocal sign erf log10 log2 exp2 expm1 sinh cosh asin acos "
+           "atan erfinv floor ceil trunc frac sgn").split():
+    globals()[_n + "_"] = _ip_unary(_n, _n + "_")
+arcsin_, arccos_, arctan_, fix_ = asin_, acos_, atan_, trunc_
+
+
+def _ip_binary_row(name):
+    row = R[name]
+
+    def f(self, other):
+        return _inplace(row, self, (_t(other, self),), (), name + "_")
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f
+
+
+atan2_, hypot_ = _ip_binary_row("atan2"), _ip_binary_row("hypot")
+arctan2_ = atan2_
+
+
+def xlogy_(self, other):
+    """In-place xlogy (torch.Tensor.xlogy_); bumps _version by 1."""
+    if isinstance(other, Tensor):
+        return _inplace(R["xlogy"], self, (other,), (), "xlogy_")
+    return _inplace(R["xlogy_scalar_other"], self, (), (float(other),), "xlogy_")
+
+
+def _ip_mod(name):
+    def f(self, other):
+        if isinstance(other, Tensor):
+            return _inplace(R[name + "_tensor"], self, (other,), (), name + "_")
+        return _inplace(R[name], self, (), (other,), name + "_")
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f
+
+
+fmod_, remainder_ = _ip_mod("fmod"), _ip_mod("remainder")
+
+
+def round_(self, *, decimals=0):
+    """In-place round (torch.Tensor.round_); bumps _version by 1."""
+    if decimals == 0:
+        return _inplace(R["round"], self, (), (), "round_")
+    return _inplace(R["round_decimals"], self, (), (decimals,), "round_")
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place nan_to_num (torch.Tensor.nan_to_num_); bumps _version by 1."""
+    return _inplace(R["nan_to_num"], self, (), (nan, posinf, neginf), "nan_to_num_")
+
+
+def square_(self):
+    """In-place square (torch.Tensor.square_, PowBackward0); bumps _version by 1."""
+    return pow_(self, 2)
+
+
+def lerp_(self, end, weight):
+    """In-place lerp (torch.Tensor.lerp_); bumps _version by 1."""
+    if isinstance(weight, Tensor):
+        return _inplace(R["lerp_tensor"], self, (end, weight), (), "lerp_")
+    return _inplace(R["lerp"], self, (end,), (weight,), "lerp_")
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """In-place addcmul (torch.Tensor.addcmul_); bumps _version by 1."""
+    return _inplace(R["addcmul"], self, (tensor1, tensor2), (value,), "addcmul_")
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """In-place addcdiv (torch.Tensor.addcdiv_); bumps _version by 1."""
+    return _inplace(R["addcdiv"], self, (tensor1, tensor2), (value,), "addcdiv_")
 
 
 def _bind_composed():
     """Tensor methods of the functions in this section (torch.Tensor.unique, ...)."""
     T = Tensor
     for name in ("unique unique_consecutive histc histogram bincount argsort movedim moveaxis "
-                 "tile kron tensordot").split():
+                 "tile kron tensordot "
+                 "log10 log2 exp2 expm1 sinh cosh asin acos atan arcsin arccos arctan erfinv "
+                 "frac sgn fix atan2 arctan2 hypot logaddexp logaddexp2 xlogy nan_to_num lerp "
+                 "addcmul addcdiv fmod "
+                 "sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ "
+                 "sinh_ cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ arcsin_ "
+                 "arccos_ arctan_ fix_ atan2_ arctan2_ hypot_ xlogy_ fmod_ remainder_ round_ "
+                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_").split():
         setattr(T, name, globals()[name])
 
 

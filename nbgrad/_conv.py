@@ -79,42 +79,47 @@ def conv2d_forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
 
     Returns:
         (y, ctx): y (N, O, Ho, Wo) C-contiguous; ctx holds what the backward needs (the im2col
-        matrix, the reshaped weight, the geometry).
+        matrix, the reshaped weight, the geometry). The bias rides in the product as one more
+        column of ones (channels-first: row), so its gradient comes out of the weight's.
     """
     xp = _xp(x)
     geo = _conv_geometry(x.shape, w.shape, stride, padding, dilation, groups)
     n, c, h, wd, o, cg, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, g, last = geo
-    m, og = n * ho * wo, o // g
+    m, og, kk = n * ho * wo, o // g, kh * kw * cg
+    k1 = kk + (b is not None)
     if last:
-        # cols (G, N*Ho*Wo, kh*kw*cg) @ weight (G, kh*kw*cg, og)
+        # cols (G, N*Ho*Wo, kh*kw*cg [+1]) @ weight (G, kh*kw*cg [+1], og)
         xl = xp.zeros((n, h + 2 * ph, wd + 2 * pw, c), x.dtype)
         xl[:, ph:ph + h, pw:pw + wd, :] = x.transpose(0, 2, 3, 1)
         win = _windows(xl, True, (kh, kw, sh, sw, dh, dw, ho, wo))  # (N,Ho,Wo,kh,kw,C)
-        if g == 1:
-            cols = win.reshape(1, m, kh * kw * c)  # the one im2col copy
-        else:
-            cols = xp.ascontiguousarray(win.reshape(m, kh, kw, g, cg).transpose(3, 0, 1, 2, 4))
-            cols = cols.reshape(g, m, kh * kw * cg)
-        wm = xp.ascontiguousarray(w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1))
-        wm = wm.reshape(g, kh * kw * cg, og)
+        cols = xp.empty((g, m, k1), x.dtype)
+        cols[:, :, :kk].reshape(g, n, ho, wo, kh, kw, cg)[...] = \
+            win.reshape(n, ho, wo, kh, kw, g, cg).transpose(5, 0, 1, 2, 3, 4, 6)  # the one copy
+        wm = xp.empty((g, k1, og), w.dtype)
+        wm[:, :kk].reshape(g, kh, kw, cg, og)[...] = \
+            w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1)
+        if b is not None:
+            cols[:, :, kk] = 1
+            wm[:, kk] = b.reshape(g, og)
         out = cols @ wm  # (G, M, og)
         out = out[0] if g == 1 else out.transpose(1, 0, 2).reshape(m, o)
-        if b is not None:
-            out += b
         y = xp.ascontiguousarray(out.reshape(n, ho * wo, o).transpose(0, 2, 1))
     else:
-        # weight (G, og, cg*kh*kw) -- w's own order -- @ cols (G, cg*kh*kw, N*Ho*Wo)
-        xpd = xp.ascontiguousarray(x)
+        # weight (G, og, cg*kh*kw [+1]) -- w's own order -- @ cols (G, cg*kh*kw [+1], N*Ho*Wo)
+        xpd = x
         if ph or pw:
             xpd = xp.zeros((n, c, h + 2 * ph, wd + 2 * pw), x.dtype)
             xpd[:, :, ph:ph + h, pw:pw + wd] = x
         win = _windows(xpd, False, (kh, kw, sh, sw, dh, dw, ho, wo))  # (C,kh,kw,N,Ho,Wo)
-        cols = xp.ascontiguousarray(win).reshape(g, cg * kh * kw, m)
-        wm = xp.ascontiguousarray(w).reshape(g, og, cg * kh * kw)
-        out = (wm @ cols).reshape(o, m)
+        cols = xp.empty((g, k1, m), x.dtype)
+        cols[:, :kk].reshape(g, cg, kh, kw, n, ho, wo)[...] = \
+            win.reshape(g, cg, kh, kw, n, ho, wo)  # the one im2col copy
+        wm = xp.empty((g, og, k1), w.dtype)
+        wm[:, :, :kk] = w.reshape(g, og, kk)
         if b is not None:
-            out += b[:, None]
-        y = _to_nchw(out, n)
+            cols[:, kk] = 1
+            wm[:, :, kk] = b.reshape(g, og)
+        y = _to_nchw((wm @ cols).reshape(o, m), n)
     return y.reshape(n, o, ho, wo), (cols, wm, geo)
 
 
@@ -142,48 +147,48 @@ def conv2d_backward(gy, ctx, needs=(True, True, True)):
     xp = _xp(gy)
     cols, wm, geo = ctx
     n, c, h, wd, o, cg, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, g, last = geo
-    m, og = n * ho * wo, o // g
+    m, og, kk = n * ho * wo, o // g, kh * kw * cg
     gx = gw = gb = None
     if last:
         gm = xp.ascontiguousarray(gy.transpose(0, 2, 3, 1)).reshape(m, o)
-        if needs[2]:
-            gb = gm.sum(0)
         gg = gm[None] if g == 1 else xp.ascontiguousarray(
             gm.reshape(m, g, og).transpose(1, 0, 2))  # (G, M, og)
-        if needs[1]:
-            gw = cols.transpose(0, 2, 1) @ gg  # (G, kh*kw*cg, og)
-            gw = xp.ascontiguousarray(gw.reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2))
-            gw = gw.reshape(o, cg, kh, kw)
-        if needs[0] and g == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw:
+        if needs[1] or needs[2]:
+            gwb = cols.transpose(0, 2, 1) @ gg  # (G, kh*kw*cg [+1], og)
+            gb = gwb[:, kk].reshape(o) if needs[2] else None
+            gw = xp.ascontiguousarray(
+                gwb[:, :kk].reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2))
+            gw = gw.reshape(o, cg, kh, kw) if needs[1] else None
+        if not needs[0]:
+            return gx, gw, gb
+        if g == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw:
             # stride 1: the input gradient is a full correlation of gy with the flipped kernel --
             # one im2col and one product instead of kh*kw strided slice-adds
-            wf = wm[0].reshape(kh, kw, c, o)[::-1, ::-1].transpose(0, 1, 3, 2)  # (kh,kw,O,C)
-            wf = xp.ascontiguousarray(wf).reshape(kh * kw * o, c)
+            wf = wm[0, :kk].reshape(kh, kw, c, o)[::-1, ::-1].transpose(0, 1, 3, 2)
+            wf = xp.ascontiguousarray(wf).reshape(kh * kw * o, c)  # (kh*kw*O, C)
             qh, qw = kh - 1 - ph, kw - 1 - pw
             gl = xp.zeros((n, ho + 2 * qh, wo + 2 * qw, o), gy.dtype)
             gl[:, qh:qh + ho, qw:qw + wo, :] = gm.reshape(n, ho, wo, o)
             win = _windows(gl, True, (kh, kw, 1, 1, 1, 1, h, wd))  # (N,H,W,kh,kw,O)
             gx = (win.reshape(n * h * wd, kh * kw * o) @ wf).reshape(n, h, wd, c)
             return xp.ascontiguousarray(gx.transpose(0, 3, 1, 2)), gw, gb
-        if needs[0]:
-            gcols = gg @ wm.transpose(0, 2, 1)  # (G, M, kh*kw*cg)
-            gcols = gcols.reshape(g, n, ho, wo, kh, kw, cg).transpose(1, 2, 3, 4, 5, 0, 6)
-            gcols = gcols.reshape(n, ho, wo, kh, kw, c)
-            gxl = xp.zeros((n, h + 2 * ph, wd + 2 * pw, c), gy.dtype)
-            for i in range(kh):  # col2im: one strided slice-add per kernel offset
-                for j in range(kw):
-                    gxl[:, i * dh: i * dh + sh * (ho - 1) + 1: sh,
-                        j * dw: j * dw + sw * (wo - 1) + 1: sw, :] += gcols[:, :, :, i, j, :]
-            gx = xp.ascontiguousarray(gxl[:, ph:ph + h, pw:pw + wd, :].transpose(0, 3, 1, 2))
+        gcols = gg @ wm[:, :kk].transpose(0, 2, 1)  # (G, M, kh*kw*cg)
+        gcols = gcols.reshape(g, n, ho, wo, kh, kw, cg).transpose(1, 2, 3, 4, 5, 0, 6)
+        gcols = gcols.reshape(n, ho, wo, kh, kw, c)
+        gxl = xp.zeros((n, h + 2 * ph, wd + 2 * pw, c), gy.dtype)
+        for i in range(kh):  # col2im: one strided slice-add per kernel offset
+            for j in range(kw):
+                gxl[:, i * dh: i * dh + sh * (ho - 1) + 1: sh,
+                    j * dw: j * dw + sw * (wo - 1) + 1: sw, :] += gcols[:, :, :, i, j, :]
+        gx = xp.ascontiguousarray(gxl[:, ph:ph + h, pw:pw + wd, :].transpose(0, 3, 1, 2))
         return gx, gw, gb
-    gm = _from_nchw(gy)  # (O, M)
-    if needs[2]:
-        gb = gm.sum(1)
-    gg = gm.reshape(g, og, m)
-    if needs[1]:
-        gw = (gg @ cols.transpose(0, 2, 1)).reshape(o, cg, kh, kw)
+    gg = _from_nchw(gy).reshape(g, og, m)
+    if needs[1] or needs[2]:
+        gwb = gg @ cols.transpose(0, 2, 1)  # (G, og, cg*kh*kw [+1])
+        gb = gwb[:, :, kk].reshape(o) if needs[2] else None
+        gw = gwb[:, :, :kk].reshape(o, cg, kh, kw) if needs[1] else None
     if needs[0]:
-        gcols = (wm.transpose(0, 2, 1) @ gg).reshape(c, kh, kw, n, ho, wo)
+        gcols = (wm[:, :, :kk].transpose(0, 2, 1) @ gg).reshape(c, kh, kw, n, ho, wo)
         gxp = xp.zeros((c, n, h + 2 * ph, wd + 2 * pw), gy.dtype)
         for i in range(kh):  # col2im: one strided slice-add per kernel offset
             for j in range(kw):
@@ -229,8 +234,8 @@ def _offset_views(a, geo):
 
 
 def _tile_views(rows, geo):
-    """The kh*kw 1-D strided views (N*C*Ho*Wo,) of ``rows`` (kh, N*C*Ho, Wo*kw), the image with
-    the kh rows of each window moved apart (:func:`_swap_rows`)."""
+    """The kh*kw 1-D strided views (N*C*Ho*Wo,) of ``rows`` (kh, N*C*Ho, Wo*kw), an image with
+    the kh rows of each window moved apart (:func:`_swap_rows`), in window raster order."""
     kh, kw = geo[:2]
     return [rows[i].reshape(-1, kw)[:, j] for i in range(kh) for j in range(kw)]
 
@@ -297,8 +302,11 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
     kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
     padded = False
     if _tiles(geo, x.shape):
+        # the kh rows of each window apart, then each window offset's values contiguous
         whole = xp.ascontiguousarray(x[:, :, :ho * kh, :wo * kw])
-        views = _tile_views(_swap_rows(whole.reshape(n * c * ho, kh, wo * kw)), geo)
+        rows = _swap_rows(whole.reshape(n * c * ho, kh, wo * kw))  # (kh, N*C*Ho, Wo*kw)
+        views = xp.ascontiguousarray(rows.reshape(kh, -1, kw).transpose(0, 2, 1))
+        views = views.reshape(kh * kw, -1)  # (kh*kw, N*C*Ho*Wo)
     else:
         xpad = _padded(x, geo, -xp.inf)
         views, padded = _offset_views(xpad, geo), xpad is not x

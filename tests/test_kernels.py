@@ -40,11 +40,13 @@ CONV_CASES = [
     ((2, 2, 12, 13), (3, 2, 3, 3), dict(stride=(2, 1), padding=1)),      # cf, strided rows
     ((2, 1, 10, 12), (2, 1, 3, 3), dict(dilation=(2, 1), padding=(2, 1))),  # cf, dilated
     ((2, 2, 7, 16), (4, 1, 3, 3), dict(groups=2, padding=1)),            # cf, groups
+    ((2, 4, 6, 16), (6, 2, 3, 3), dict(groups=2, padding=(1, 2))),       # cf, groups of 2
     ((2, 1, 6, 7), (2, 1, 1, 1), {}),                                    # cf, 1x1
     ((2, 16, 4, 4), (8, 16, 3, 3), dict(padding=1)),                     # channels-last
     ((2, 4, 5, 7), (3, 4, 2, 3), dict(stride=(2, 3), padding=(1, 2))),   # cl, strided
-    ((2, 4, 9, 8), (3, 4, 3, 2), dict(dilation=(2, 3), padding=(2, 3))),  # cl, dilated
+    ((2, 16, 9, 8), (3, 16, 3, 2), dict(dilation=(2, 3), padding=(2, 3))),  # cl, dilated
     ((2, 6, 5, 5), (6, 2, 3, 3), dict(groups=3, padding=1)),             # cl, groups
+    ((2, 6, 5, 5), (9, 2, 3, 2), dict(groups=3, stride=2)),              # cl, groups, strided
     ((2, 8, 5, 6), (4, 8, 3, 3), dict(padding=2)),                       # cl, padding > kernel-1
     ((1, 3, 3, 3), (2, 3, 3, 3), {}),                                    # output 1x1
 ]
@@ -66,7 +68,7 @@ def test_conv2d_matches_torch(xs, ws, kw, bias):
         same(bn.grad, bt.grad)
 
 
-@pytest.mark.parametrize("xs,ws,kw", CONV_CASES[:1] + CONV_CASES[6:7], ids=["cf", "cl"])
+@pytest.mark.parametrize("xs,ws,kw", CONV_CASES[:1] + CONV_CASES[7:8], ids=["cf", "cl"])
 def test_conv2d_float32_and_frozen_input(xs, ws, kw):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(xs).astype(np.float32)

@@ -18,13 +18,10 @@ not the number of values, so the layouts are chosen to make runs long:
 
 import numpy as np
 
+from .backend import get_array_module as _xp
+
 __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
            "max_pool2d_indices", "pool_out_size"]
-
-
-def _xp(arr):
-    from .backend import get_array_module
-    return get_array_module(arr)
 
 
 def _pair(v):

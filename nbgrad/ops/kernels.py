@@ -1,4 +1,4 @@
-"""Array kernels behind the core's convolution and max_pool2d rows (ops.py): forward and the
+"""Array kernels behind the core's convolution and max_pool2d rows (ops/nn.py): forward and the
 pieces of backward, on numpy or cupy arrays. No tensors, no autograd here — the derivative
 formulas stay in the op table, which calls these.
 
@@ -18,7 +18,7 @@ not the number of values, so the layouts are chosen to make runs long:
 
 import numpy as np
 
-from .backend import get_array_module as _xp
+from ..backend import get_array_module as _xp
 
 __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
            "max_pool2d_indices", "pool_out_size"]

@@ -11,6 +11,8 @@ import math
 import numpy as np
 
 import nbgrad
+from nbgrad.autograd.apply import _inplace as _inplace_row, apply
+from nbgrad.ops import ROWS, Ctx
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -41,6 +43,11 @@ def _const(arr):
     """A constant (no-grad) tensor over the numpy array ``arr``."""
     arr = np.asarray(arr)
     return nbgrad.from_numpy(arr if arr.flags.c_contiguous else arr.copy())
+
+
+def _check_reduction(reduction, who):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
 
 
 def _reduce(loss, reduction, who):
@@ -341,25 +348,18 @@ def relu_(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``)."""
-    out = nbgrad.where(input > 0, input, input * negative_slope)
-    if inplace:
-        with nbgrad.no_grad():
-            input.copy_(out)
-        return input
-    return out
+    """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``; LeakyReluBackward0, and
+    LeakyReluBackward1 in place)."""
+    return _pointwise("leaky_relu", input, inplace, negative_slope)
 
 
 def gelu(input, approximate="none"):
-    """Gaussian error linear unit (mirrors ``F.gelu``).
+    """Gaussian error linear unit (mirrors ``F.gelu``; one GeluBackward0 node).
 
     ``approximate="none"``: ``x * Phi(x)`` with erf; ``"tanh"``: the tanh approximation.
     """
-    if approximate == "none":
-        return input * (0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf()))
-    if approximate == "tanh":
-        inner = (input + 0.044715 * input * input * input) * math.sqrt(2.0 / math.pi)
-        return 0.5 * input * (1.0 + inner.tanh())
+    if approximate in ("none", "tanh"):
+        return apply(ROWS["gelu"], (input,), (approximate,))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
@@ -420,7 +420,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ---------------------------------------------------------------------------- normalisation
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
-    """Normalise over the batch (and spatial) dims per channel (mirrors ``F.batch_norm``).
+    """Normalise over the batch (and spatial) dims per channel (mirrors ``F.batch_norm``; one
+    NativeBatchNormBackward0 node for input, weight and bias, in training and in eval).
 
     Args:
         input (Tensor): (N, C) or (N, C, L) or (N, C, H, W).
@@ -433,35 +434,30 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         ValueError: one value per channel in training.
     """
     c = input.shape[1]
-    dims = (0,) + tuple(range(2, input.ndim))
-    shape = (1, c) + (1,) * (input.ndim - 2)
+    ctx = Ctx(None)
     if training:
         count = input.numel() // c
         if count <= 1:
             raise ValueError(
                 "Expected more than 1 value per channel when training, got input size "
                 f"{input.shape}")
-        mean = input.mean(dims)
-        xc = input - mean.reshape(shape)
-        var = (xc * xc).mean(dims)
+        out = apply(ROWS["native_batch_norm"], (input, weight, bias),
+                    (True, None, None, eps, ctx))
         if running_mean is not None:
+            _, _, mean, var = ctx.value
             with nbgrad.no_grad():
                 m = momentum
-                running_mean.mul_(1 - m).add_(mean.detach(), alpha=m)
-                running_var.mul_(1 - m).add_(var.detach(), alpha=m * count / (count - 1))
-        invstd = (var + eps).rsqrt()
-    else:
-        xc = input - running_mean.reshape(shape)
-        invstd = (running_var + eps).rsqrt()
-    scale = invstd * weight if weight is not None else invstd
-    out = xc * scale.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+                running_mean.mul_(1 - m).add_(_const(mean), alpha=m)
+                running_var.mul_(1 - m).add_(_const(var), alpha=m * count / (count - 1))
+        return out
+    invstd = 1 / np.sqrt(running_var._data + eps)
+    return apply(ROWS["native_batch_norm"], (input, weight, bias),
+                 (False, running_mean._data.copy(), invstd, eps, ctx))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``).
+    """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``; one
+    NativeLayerNormBackward0 node for input, weight and bias).
 
     Raises:
         RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
@@ -475,16 +471,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
             f"{list(input.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    xc = input - mean
-    var = (xc * xc).mean(dims, keepdim=True)
-    out = xc * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return apply(ROWS["native_layer_norm"], (input, weight, bias),
+                 (normalized_shape, eps, Ctx(None)))
 
 
 # ---------------------------------------------------------------------------- embedding
@@ -496,6 +484,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         input (Tensor): int64/int32 indices, any shape (*).
         weight (Tensor): (num_embeddings, embedding_dim).
         padding_idx (int, optional): rows at this index get no gradient.
+        max_norm (float, optional): looked-up rows with a larger ``norm_type``-norm are
+            rescaled in place first (as torch's ``embedding_renorm_``).
 
     Returns:
         Tensor: (*, embedding_dim).
@@ -503,8 +493,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     Raises:
         RuntimeError: non-integer indices; IndexError: an index out of range.
     """
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq, sparse unsupported")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are unsupported")
     if input.dtype not in (nbgrad.int64, nbgrad.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
@@ -517,11 +507,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise IndexError(f"index out of range in self (index {int(bad)}, num_embeddings {num})")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += num
-    out = weight[input]
-    if padding_idx is not None and weight.requires_grad and (ids == padding_idx).any():
-        keep = _const((ids != padding_idx)[..., None])
-        out = nbgrad.where(keep, out, out.detach())
-    return out
+    if max_norm is not None:
+        _embedding_renorm_(weight, ids, max_norm, norm_type)
+    return apply(ROWS["embedding"], (weight,), (ids, -1 if padding_idx is None else padding_idx))
+
+
+def _embedding_renorm_(weight, ids, max_norm, norm_type):
+    """torch's embedding_renorm_: rows looked up whose norm exceeds ``max_norm`` are scaled
+    in place to ``max_norm / (norm + 1e-7)`` (one version bump of ``weight``)."""
+    w = weight._data
+    rows = np.unique(ids.reshape(-1))
+    norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scale = max_norm / (norms[big] + 1e-7)
+        with nbgrad.no_grad():
+            weight[_const(rows[big])] = _const(w[rows[big]] * scale[:, None].astype(w.dtype))
 
 
 def one_hot(tensor, num_classes=-1):
@@ -538,13 +539,16 @@ def one_hot(tensor, num_classes=-1):
 
 # ---------------------------------------------------------------------------- losses
 def mse_loss(input, target, reduction="mean", weight=None):
-    """Mean squared error (mirrors ``F.mse_loss``). ``input``, ``target``: same shape (*)."""
+    """Mean squared error (mirrors ``F.mse_loss``; one MseLossBackward0 node).
+
+    ``input``, ``target``: same shape (*) (broadcast, with torch's warning, otherwise).
+    """
     _warn_target_size(input, target)
-    d = input - target
-    loss = d * d
+    _check_reduction(reduction, "mse_loss")
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, "mse_loss")
+        d = input - target
+        return _reduce(d * d * weight, reduction, "mse_loss")
+    return apply(ROWS["mse_loss"], (input, target), (reduction,))
 
 
 def l1_loss(input, target, reduction="mean"):
@@ -599,54 +603,27 @@ def _check_class_target(input, target, who, ignore_index):
     return cdim, c, bool(0 <= ignore_index < c and (t == ignore_index).any())
 
 
-def _to_rows(input, cdim):
-    """(N, C, d1, ...) -> (N*d1*..., C); (C,) -> (1, C)."""
-    if input.ndim == 1:
-        return input.unsqueeze(0)
-    if input.ndim == 2:
-        return input
-    perm = (0,) + tuple(range(2, input.ndim)) + (1,)
-    return input.permute(*perm).reshape(-1, input.shape[1])
-
-
 def _safe_div(total, denom):
     # every target ignored: torch returns nan with a zero (not nan) gradient
     return total / denom if denom != 0 else total + math.nan
 
 
 def _nll(logp, target, weight, ignore_index, reduction, who):
-    """Negative log-likelihood of int64 class targets: loss, per-element weights (numpy), mask."""
-    cdim, c, any_ignored = _check_class_target(logp, target, who, ignore_index)
-    rows = _to_rows(logp, cdim)
-    t = target._data.reshape(-1)
-    if weight is None and not any_ignored:
-        if reduction in ("mean", "sum"):
-            # sum(logp * onehot) with the -1/M folded into the one-hot: two cheap elementwise
-            # nodes instead of gather's take_along_axis + np.add.at (40% faster end to end)
-            m = rows.shape[0]
-            sel = np.zeros(tuple(rows.shape), dtype=rows._data.dtype)
-            sel[np.arange(m), t] = -1.0 / m if reduction == "mean" else -1.0
-            return (rows * _const(sel)).sum(), None
-        loss = rows.gather(1, _const(t[:, None])).squeeze(1).neg()
-        if reduction == "sum":
-            return loss.sum(), None
-        if reduction == "none":
-            return loss.reshape(tuple(target.shape)), None
-        raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
-    ignored = t == ignore_index
-    tsafe = np.where(ignored, 0, t) if any_ignored else t
-    picked = rows.gather(1, _const(tsafe[:, None])).squeeze(1)  # (M,)
-    w = np.ones(t.shape, dtype=logp._data.dtype) if weight is None else \
-        weight._data[tsafe].astype(logp._data.dtype)
-    w = np.where(ignored, np.zeros((), w.dtype), w)
-    loss = picked * _const(-w)
-    if reduction == "mean":
-        return _safe_div(loss.sum(), float(w.sum())), w
-    if reduction == "sum":
-        return loss.sum(), w
-    if reduction == "none":
-        return loss.reshape(tuple(target.shape)), w
-    raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+    """Negative log-likelihood of int64 class targets: one NllLossBackward0 node, as torch."""
+    _check_class_target(logp, target, who, ignore_index)
+    _check_reduction(reduction, who)
+    w = None if weight is None else weight._data
+    t = target._data
+    if logp.ndim <= 2:
+        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(None)))
+    # torch's nll_loss_nd: 4-D input goes to nll_loss2d, other ranks are viewed as 4-D first
+    n, c = logp.shape[0], logp.shape[1]
+    x4 = logp if logp.ndim == 4 else logp.view(n, c, 1, -1)
+    t4 = t if t.ndim == 3 else t.reshape(n, 1, -1)
+    out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, Ctx(None)))
+    if reduction == "none" and logp.ndim != 4:
+        out = out.view(tuple(target.shape))
+    return out
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -663,7 +640,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         RuntimeError: target not int64; ValueError: batch sizes differ;
         IndexError: a target out of range (``Target 10 is out of bounds.``).
     """
-    return _nll(input, target, weight, ignore_index, reduction, _who)[0]
+    return _nll(input, target, weight, ignore_index, reduction, _who)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -707,7 +684,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "mean":
             return loss.sum() / (input.numel() // c) if input.ndim > 1 else loss
         return _reduce(loss, reduction, _who)
-    nll, w = _nll(logp, target, weight, ignore_index, reduction, _who)
+    nll = _nll(logp, target, weight, ignore_index, reduction, _who)
     if label_smoothing <= 0:
         return nll
     t = target._data
@@ -755,11 +732,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     tt = target._data
     if tt.size and not ((tt >= 0) & (tt <= 1)).all():
         raise RuntimeError(f"all elements of target should be between 0 and 1 ({_who})")
-    loss = (target * input.log().clamp(min=-100.0)
-            + (1 - target) * (1 - input).log().clamp(min=-100.0)).neg()
+    _check_reduction(reduction, _who)
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, _who)
+        weight = weight._data if isinstance(weight, nbgrad.Tensor) else np.asarray(weight)
+    return apply(ROWS["binary_cross_entropy"], (input, target), (weight, reduction))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -774,49 +750,48 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_same_shape(input, target, _who)
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"{_who}: expected a floating target, got {target.dtype}")
-    max_val = input.neg().clamp(min=0)
-    soft = ((max_val.neg()).exp() + (input.neg() - max_val).exp()).log() + max_val
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * soft
-    else:
-        loss = (1 - target) * input + soft
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, _who)
+    _check_reduction(reduction, _who)
+    weight = None if weight is None else weight._data
+    pos_weight = None if pos_weight is None else pos_weight._data
+    return apply(ROWS["binary_cross_entropy_with_logits"], (input, target),
+                 (weight, pos_weight, reduction))
 
 
 # ---------------------------------------------------------------------------- more activations
+def _pointwise(name, input, inplace, *args):
+    """Apply the one-node row ``name``; ``inplace`` writes into ``input`` (the row ``name_``
+    when torch names its in-place node differently, e.g. LeakyReluBackward1)."""
+    if not inplace:
+        return apply(ROWS[name], (input,), args)
+    row = ROWS.get(name + "_", ROWS[name])
+    return _inplace_row(row, input, (), args, name + "_")
+
+
 def threshold(input, threshold, value, inplace=False):
-    """``x if x > threshold else value`` (mirrors ``F.threshold``; no gradient where replaced)."""
-    out = nbgrad.where(input > threshold, input, value)  # where saves only the condition
-    return input.copy_(out) if inplace else out
+    """``x if x > threshold else value`` (mirrors ``F.threshold``; ThresholdBackward0)."""
+    return _pointwise("threshold", input, inplace, threshold, value)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """``x`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside (mirrors F.hardtanh).
+    """``x`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside (mirrors F.hardtanh;
+    HardtanhBackward0).
 
     Raises:
         ValueError: ``max_val < min_val``.
     """
     if max_val < min_val:
         raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    out = nbgrad.where(inside, input, input.clamp(min_val, max_val).detach())
-    return input.copy_(out) if inplace else out
+    return _pointwise("hardtanh", input, inplace, min_val, max_val)
 
 
 def relu6(input, inplace=False):
-    """``min(max(x, 0), 6)`` (mirrors ``F.relu6``; torch records it as hardtanh)."""
+    """``min(max(x, 0), 6)`` (mirrors ``F.relu6``; recorded as HardtanhBackward0, as torch)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """``x if x > 0 else alpha * (exp(x) - 1)`` (mirrors ``F.elu``)."""
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(elu(input.clone(), alpha))
-    neg = (nbgrad.where(input > 0, 0.0, input).exp() - 1) * alpha
-    return nbgrad.where(input > 0, input, neg)
+    """``x if x > 0 else alpha * (exp(x) - 1)`` (mirrors ``F.elu``; EluBackward0)."""
+    return _pointwise("elu", input, inplace, alpha, 1.0, 1.0)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -824,99 +799,75 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    """``scale * elu(x, alpha)`` with the self-normalising constants (mirrors ``F.selu``)."""
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(selu(input.clone()))
-    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+    """``scale * elu(x, alpha)`` with the self-normalising constants (mirrors ``F.selu``;
+    EluBackward0, as torch)."""
+    return _pointwise("elu", input, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (mirrors ``F.celu``).
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (mirrors ``F.celu``; CeluBackward0).
 
     Raises:
         RuntimeError: ``alpha == 0``.
     """
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(celu(input.clone(), alpha))
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    neg = (nbgrad.where(input > 0, 0.0, input) / alpha).exp().sub(1) * alpha
-    return nbgrad.where(input > 0, input, neg)
+    return _pointwise("celu", input, inplace, alpha)
 
 
 def silu(input, inplace=False):
-    """``x * sigmoid(x)`` (mirrors ``F.silu``)."""
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(silu(input.clone()))
-    return input * input.sigmoid()
+    """``x * sigmoid(x)`` (mirrors ``F.silu``; SiluBackward0)."""
+    return _pointwise("silu", input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (mirrors F.softplus).
-    """
-    bx = input * beta
-    linear = bx > threshold
-    safe = nbgrad.where(linear, 0.0, bx)  # keeps exp finite in the branch not taken
-    soft = safe.exp().log1p() / beta if beta != 1 else safe.exp().log1p()
-    return nbgrad.where(linear, input, soft)
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (mirrors F.softplus;
+    SoftplusBackward0)."""
+    return apply(ROWS["softplus"], (input,), (beta, threshold))
 
 
 def mish(input, inplace=False):
-    """``x * tanh(softplus(x))`` (mirrors ``F.mish``)."""
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(mish(input.clone()))
-    return input * softplus(input).tanh()
+    """``x * tanh(softplus(x))`` (mirrors ``F.mish``; MishBackward0)."""
+    return _pointwise("mish", input, inplace)
 
 
 def softsign(input):
-    """``x / (1 + |x|)`` (mirrors ``F.softsign``)."""
+    """``x / (1 + |x|)`` (mirrors ``F.softsign``; composed, as torch)."""
     return input / (input.abs() + 1)
 
 
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6``; derivative 0 at -3 and 1 at 3, as torch's (F.hardswish)."""
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(hardswish(input.clone()))
-    mid = input * (input + 3) / 6
-    return nbgrad.where(input <= -3, 0.0, nbgrad.where(input < 3, mid, input))
+    """``x * relu6(x + 3) / 6``; derivative 0 at -3 and 1 at 3, as torch's (F.hardswish;
+    HardswishBackward0)."""
+    return _pointwise("hardswish", input, inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3) (mirrors F.hardsigmoid)."""
-    if inplace:  # the function reads a clone: what it saves is not what it overwrites
-        return input.copy_(hardsigmoid(input.clone()))
-    inside = (input > -3) & (input < 3)
-    outside = _const((input._data >= 3).astype(input._data.dtype))
-    # torch's derivative is the float32 constant 1.0f / 6.0f, even in float64
-    slope = input * _ONE_SIXTH_F32
-    mid = slope + (input / 6 + 0.5 - slope).detach()
-    return nbgrad.where(inside, mid, outside)
-
-
-_ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))
+    """``relu6(x + 3) / 6``; gradient 1/6 (torch's float32 constant) strictly inside (-3, 3)
+    (mirrors F.hardsigmoid; HardsigmoidBackward0)."""
+    return _pointwise("hardsigmoid", input, inplace)
 
 
 def tanhshrink(input):
-    """``x - tanh(x)`` (mirrors ``F.tanhshrink``)."""
+    """``x - tanh(x)`` (mirrors ``F.tanhshrink``; composed, as torch)."""
     return input - input.tanh()
 
 
 def hardshrink(input, lambd=0.5):
-    """``x if |x| > lambd else 0`` (mirrors ``F.hardshrink``)."""
-    return nbgrad.where((input > lambd) | (input < -lambd), input, 0.0)
+    """``x if |x| > lambd else 0`` (mirrors ``F.hardshrink``; HardshrinkBackward0)."""
+    return apply(ROWS["hardshrink"], (input,), (lambd,))
 
 
 def softshrink(input, lambd=0.5):
-    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0 (mirrors F.softshrink)."""
-    return nbgrad.where(input > lambd, input - lambd,
-                        nbgrad.where(input < -lambd, input + lambd, 0.0))
+    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0 (mirrors F.softshrink;
+    SoftshrinkBackward0)."""
+    return apply(ROWS["softshrink"], (input,), (lambd,))
 
 
 def logsigmoid(input):
     """``log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))``, stable for large |x| (mirrors
-    ``F.logsigmoid``; derivative 1/2 at 0)."""
-    neg = input < 0
-    return nbgrad.where(neg, input, 0.0) - nbgrad.where(neg, input, input.neg()).exp().log1p()
+    ``F.logsigmoid``; LogSigmoidBackward0)."""
+    return apply(ROWS["log_sigmoid"], (input,))
 
 
 def softmin(input, dim=None, dtype=None):
@@ -925,7 +876,8 @@ def softmin(input, dim=None, dtype=None):
 
 
 def glu(input, dim=-1):
-    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim`` (mirrors F.glu).
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim`` (mirrors F.glu;
+    GluBackward0).
 
     Raises:
         RuntimeError: ``dim`` has an odd size (torch's text).
@@ -936,12 +888,12 @@ def glu(input, dim=-1):
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension "
                            f"{dim % input.ndim} is size {size}")
-    a, b = input.chunk(2, dim)
-    return a * b.sigmoid()
+    return apply(ROWS["glu"], (input,), (dim % input.ndim,))
 
 
 def prelu(input, weight):
-    """``x if x > 0 else a * x`` with a learnt slope per channel (dim 1) (mirrors F.prelu).
+    """``x if x > 0 else a * x`` with a learnt slope per channel (dim 1) (mirrors F.prelu;
+    PreluKernelBackward0).
 
     Args:
         input (Tensor): (N, C, *); a 1-D or 0-D input has one channel (as torch).
@@ -960,7 +912,7 @@ def prelu(input, weight):
         weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
     elif n == 1:
         weight = weight.reshape(())
-    return nbgrad.where(input > 0, input, weight * input)
+    return apply(ROWS["_prelu_kernel"], (input, weight))
 
 
 # ---------------------------------------------------------------------------- more losses
@@ -990,10 +942,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
-    d = input - target
-    ad = d.abs()
-    loss = nbgrad.where(ad < beta, d * d * (0.5 / beta), ad - 0.5 * beta)
-    return _reduce(loss, reduction, "smooth_l1_loss")
+    _check_reduction(reduction, "smooth_l1_loss")
+    return apply(ROWS["smooth_l1_loss"], (input, target), (reduction, beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -1006,12 +956,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_target_size(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    d = input - target
-    ad = d.abs()
-    loss = nbgrad.where(ad < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
+    _check_reduction(reduction, "huber_loss")
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, "huber_loss")
+        return _reduce(apply(ROWS["huber_loss"], (input, target), ("none", delta)) * weight,
+                       reduction, "huber_loss")
+    return apply(ROWS["huber_loss"], (input, target), (reduction, delta))
 
 
 def _xlogy(x, y):
@@ -1192,8 +1141,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-y x))`` (mirrors ``F.soft_margin_loss``). Shapes: (*), (*)."""
     _check_label_target(target, input.shape, "soft_margin_loss")
-    loss = (target.neg() * input).exp().log1p()
-    return _reduce(loss, reduction, "soft_margin_loss")
+    _check_reduction(reduction, "soft_margin_loss")
+    return apply(ROWS["soft_margin_loss"], (input, target), (reduction,))
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,

@@ -453,3 +453,16 @@ def test_packing_errors():
             lambda: nr.pad_packed_sequence(pn, total_length=3))
     _errors(lambda: tr.pad_sequence([torch.zeros(2)], padding_side="up"),
             lambda: nr.pad_sequence([nbgrad.zeros(2)], padding_side="up"))
+
+
+def test_finite_differences():
+    """LSTM (two layers, both directions, packed) and GRUCell against finite differences."""
+    from nbgrad.autograd import gradcheck
+    lstm = nnn.LSTM(3, 4, num_layers=2, bidirectional=True).double()
+    x = to_ng(rnd(4, 2, 3), requires_grad=True)
+    h0 = to_ng(rnd(4, 2, 4, seed=1), requires_grad=True)
+    assert gradcheck(lambda x, h0, w: lstm(x, (h0, h0 * 0.5))[0], (x, h0, lstm.weight_hh_l1))
+    assert gradcheck(lambda x: lstm(nnn.utils.rnn.pack_padded_sequence(x, [4, 2]))[0].data, (x,))
+    cell = nnn.GRUCell(3, 4).double()
+    assert gradcheck(lambda x, h: cell(x, h), (to_ng(rnd(2, 3), requires_grad=True),
+                                               to_ng(rnd(2, 4, seed=2), requires_grad=True)))

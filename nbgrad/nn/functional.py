@@ -1206,6 +1206,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 # ---------------------------------------------------------------------------- attention
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
+from nbgrad.autograd.apply import apply  # noqa: E402
+from nbgrad.ops import ROWS as _ROWS  # noqa: E402
+
 _C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
            "int32": "int", "bool": "bool"}
 
@@ -1220,8 +1223,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(q k^T * scale + mask) v`` (mirrors ``F.scaled_dot_product_attention``).
 
-    Composed of matmul, softmax and (with ``dropout_p``) dropout, as torch's math path; torch's
-    CPU kernel records one ``ScaledDotProductFlashAttentionForCpuBackward0`` node instead.
+    Where torch's CPU kernel runs — 4-D inputs with the same (N, heads), no dropout, a mask that
+    needs no gradient — one ``ScaledDotProductFlashAttentionForCpuBackward0`` node, as torch;
+    otherwise torch's math path: matmul, softmax, dropout, matmul.
 
     Args:
         query (Tensor): (..., L, E).
@@ -1262,22 +1266,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             "scaled_dot_product_attention: expected query (..., L, E), key (..., S, E) and "
             f"value (..., S, Ev), got query {tuple(q.shape)}, key {tuple(k.shape)} and value "
             f"{tuple(v.shape)}")
+    groups = 1
     if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         hq, hk = q.shape[-3], k.shape[-3]
         if hq % hk or v.shape[-3] != hk:
             raise RuntimeError(
                 f"scaled_dot_product_attention: with enable_gqa the query's {hq} heads must be "
                 f"a multiple of the key's and value's, got {hk} and {v.shape[-3]}")
-        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], hq // hk, *t.shape[-2:])
-                .reshape(*t.shape[:-3], hq, *t.shape[-2:]) for t in (k, v))
+        groups = hq // hk
     if is_causal and attn_mask is not None:  # torch's math path (the one with gradients)
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     n_q, n_k = q.shape[-2], k.shape[-2]
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = (q * scale).matmul(k.transpose(-2, -1))
-    # what may not be attended to, known without the graph: bool masks, causality, -inf
+    # the additive mask: bool masks and causality as 0 / -inf constants
     blocked = np.triu(np.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
     float_mask = None
     if attn_mask is not None:
@@ -1285,26 +1288,36 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             blocked = ~attn_mask._data
         else:
             float_mask = attn_mask
-    neg = blocked
-    if float_mask is not None:
-        inf = np.isneginf(float_mask._data)
-        neg = inf if neg is None else neg | inf
-    dead = None
-    if neg is not None and neg.shape[-1] == n_k and neg.all(-1).any():
-        dead = neg.all(-1, keepdims=True)  # rows with nothing to attend to: zeros, as torch
-    if blocked is not None:
-        add = np.where(blocked, -np.inf, 0.0).astype(scores._data.dtype)
-        if dead is not None:
-            add = np.where(dead, np.zeros((), add.dtype), add)
+    dt = q._data.dtype
+    add = None if blocked is None else np.where(blocked, -np.inf, 0.0).astype(dt)
+    if (q.ndim == 4 and q.shape[:1] == k.shape[:1] == v.shape[:1] and k.shape[1] == v.shape[1]
+            and v.shape[-1] == q.shape[-1] and dropout_p == 0.0
+            and (float_mask is None or not float_mask.requires_grad)):
+        # torch's CPU kernel: one node (the mask is a constant of the node); rows with nothing
+        # to attend to give zeros
+        if float_mask is not None:
+            fm = float_mask._data.astype(dt)
+            add = fm if add is None else add + fm
+        dead = None
+        if add is not None:
+            dead = np.isneginf(add).all(-1, keepdims=True)
+            if dead.any():
+                add = np.where(dead, np.zeros((), dt), add)
+            else:
+                dead = None
+        return apply(_ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
+                     (add, dead, scale, groups))
+    # torch's math path: matmul, mask, safe softmax (a fully masked row gives zeros), dropout
+    if groups > 1:
+        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:])
+                .reshape(*t.shape[:-3], q.shape[-3], *t.shape[-2:]) for t in (k, v))
+    root = math.sqrt(scale)  # torch's math path scales q and k^T by sqrt(scale) each
+    scores = (q * root).matmul(k.transpose(-2, -1) * root)
+    if add is not None:
         scores = scores + _const(add)
     if float_mask is not None:
-        if dead is not None:
-            float_mask = nbgrad.where(_const(dead), _const(np.zeros((), scores._data.dtype)),
-                                      float_mask)
         scores = scores + float_mask
-    attn = scores.softmax(-1)
-    if dead is not None:
-        attn = attn.masked_fill(_const(dead), 0.0)
+    attn = apply(_ROWS["_safe_softmax"], (scores,), (scores.ndim - 1,))
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(v)

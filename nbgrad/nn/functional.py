@@ -28,6 +28,10 @@ __all__ = [
     "pairwise_distance", "cosine_similarity", "cosine_embedding_loss", "margin_ranking_loss",
     "triplet_margin_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss",
+    "conv1d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",
+    "instance_norm", "dropout1d", "dropout2d", "bilinear", "embedding_bag",
 ]
 
 
@@ -91,14 +95,19 @@ def pad(input, pad, mode="constant", value=0.0):
     Args:
         input (Tensor): any shape.
         pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first, >= 0.
-        mode (str): only ``"constant"``.
+        mode (str): ``"constant"`` (``value``), ``"reflect"``, ``"replicate"`` or ``"circular"``
+            (the last three gather input elements: one IndexSelectBackward0 per padded dim).
         value (float): fill value.
 
     Raises:
-        NotImplementedError: other modes or negative padding.
+        ValueError: reflect padding not smaller than the dim; NotImplementedError: negative
+            padding, an unknown mode.
     """
+    if mode in ("reflect", "replicate", "circular"):
+        return _pad_by_index(input, pad, mode)
     if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, "
+                                  "replicate, circular)")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
     if any(p < 0 for p in pad):
@@ -1515,3 +1524,581 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
     return (out if batched else out.squeeze(1)), None
+
+
+# ---------------------------------------------------------------------------- more layers
+def _pad_by_index(input, pad, mode):
+    """reflect / replicate / circular padding: gather along each padded dim."""
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
+    out = input
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if not (lo or hi):
+            continue
+        n = input.shape[d]
+        idx = np.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise ValueError(f"Padding size should be less than the corresponding input "
+                                 f"dimension, but got: padding ({lo}, {hi}) at dimension {d} "
+                                 f"of input {list(input.shape)}")
+            idx = np.abs(idx)
+            idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(idx, 0, n - 1)
+        else:
+            if lo > n or hi > n:
+                raise ValueError("Padding value causes wrapping around more than once.")
+            idx = idx % n
+        out = out.index_select(d, _const(idx.astype(np.int64)))
+    return out
+
+
+def _single(v, name="value"):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise ValueError(f"{name} must be an int or a 1-tuple, got {v!r}")
+        return int(v[0])
+    return int(v)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation (mirrors ``F.conv1d``), as conv2d over a height-1 image.
+
+    Args:
+        input (Tensor): (N, C_in, L) or (C_in, L); weight (C_out, C_in / groups, k);
+        bias (C_out,); stride, padding (int, or "same"/"valid"), dilation (int); groups.
+
+    Returns:
+        Tensor: (N, C_out, L_out), ``L_out = (L + 2p - d(k-1) - 1) // s + 1``.
+
+    Raises:
+        RuntimeError: wrong rank or channel count (conv2d's texts).
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input.shape)}")
+    pad1 = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _single(stride, "stride")),
+                 pad1, (1, _single(dilation, "dilation")), groups)
+    return out.squeeze(-2)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """Transposed 2-D convolution (mirrors ``F.conv_transpose2d``): the gradient of conv2d
+    with respect to its input, computed as a stride-1 conv2d over the input with
+    ``stride - 1`` zeros inserted between elements and the kernel flipped.
+
+    Args:
+        input (Tensor): (N, C_in, H, W) or (C_in, H, W).
+        weight (Tensor): (C_in, C_out / groups, kh, kw).
+        bias (Tensor, optional): (C_out,).
+        stride, padding, output_padding, dilation (int | pair); groups (int).
+
+    Returns:
+        Tensor: (N, C_out, H_out, W_out),
+        ``H_out = (H - 1) s - 2p + d (kh - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel mismatch, output_padding not smaller than stride or dilation.
+    """
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, "
+                           f"but got input of size: {list(input.shape)}")
+    n, c, h, w = input.shape
+    cin, cg, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {cin} channels, but got {c} "
+                           "channels instead")
+    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
+    (oph, opw), (dh, dw) = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding_height: {oph} output_padding_width: {opw} "
+                           f"stride_height: {sh} stride_width: {sw} dilation_height: {dh} "
+                           f"dilation_width: {dw}")
+    x = input
+    if sh > 1 or sw > 1:
+        x = nbgrad.zeros((n, c, (h - 1) * sh + 1, (w - 1) * sw + 1), dtype=input.dtype)
+        x[:, :, ::sh, ::sw] = input
+    # full-correlation padding, less the forward conv's padding; negative: crop
+    eh, ew = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+    lo_h, hi_h, lo_w, hi_w = eh, eh + oph, ew, ew + opw
+    if min(lo_h, hi_h, lo_w, hi_w) < 0:
+        crop = [slice(None)] * 4
+        crop[2] = slice(max(0, -lo_h), x.shape[2] - max(0, -hi_h))
+        crop[3] = slice(max(0, -lo_w), x.shape[3] - max(0, -hi_w))
+        x = x[tuple(crop)]
+    x = pad(x, (max(lo_w, 0), max(hi_w, 0), max(lo_h, 0), max(hi_h, 0)))
+    g = groups
+    wt = weight.reshape(g, cin // g, cg, kh, kw).transpose(1, 2).reshape(g * cg, cin // g, kh,
+                                                                       kw)
+    out = conv2d(x, nbgrad.flip(wt, (2, 3)), bias, 1, 0, (dh, dw), g)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """Transposed 1-D convolution (mirrors ``F.conv_transpose1d``), via conv_transpose2d.
+
+    input (N, C_in, L) or (C_in, L); weight (C_in, C_out / groups, k).
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to "
+                           f"conv_transpose1d, but got input of size: {list(input.shape)}")
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+                           (1, _single(stride)), (0, _single(padding)),
+                           (0, _single(output_padding)), groups, (1, _single(dilation)))
+    return out.squeeze(-2)
+
+
+def _check_1d_pool(input, who):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{who}: expected 2D or 3D input (C, L) or (N, C, L), got "
+                           f"{list(input.shape)}")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows of (N, C, L) or (C, L) (mirrors ``F.max_pool1d``)."""
+    _check_1d_pool(input, "max_pool1d")
+    k = _single(kernel_size)
+    s = k if stride is None or stride == [] else _single(stride)
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)),
+                     (1, _single(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Mean over sliding windows of (N, C, L) or (C, L) (mirrors ``F.avg_pool1d``)."""
+    _check_1d_pool(input, "avg_pool1d")
+    k = _single(kernel_size)
+    s = k if stride is None or stride == [] else _single(stride)
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def _adaptive_windows(n_in, n_out):
+    """torch's adaptive pooling windows: [floor(i n_in / n_out), ceil((i+1) n_in / n_out))."""
+    i = np.arange(n_out)
+    return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
+def _adaptive_matrix(n_in, n_out, dtype):
+    starts, ends = _adaptive_windows(n_in, n_out)
+    m = np.zeros((n_out, n_in), dtype)
+    for i, (a, b) in enumerate(zip(starts, ends)):
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _out_sizes(output_size, shape):
+    size = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * len(shape)
+    return tuple(s if o is None else int(o) for o, s in zip(size, shape))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average over torch's adaptive windows to ``output_size`` (mirrors
+    ``F.adaptive_avg_pool2d``): ``A_h @ x @ A_w^T`` with the averaging matrices.
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        output_size (int | tuple): (H_out, W_out); None keeps that dim.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    ho, wo = _out_sizes(output_size, input.shape[-2:])
+    h, w = input.shape[-2:]
+    dt = input._data.dtype
+    out = input
+    if (ho, wo) == (1, 1):
+        return input.mean((-2, -1), keepdim=True)
+    if wo != w:
+        out = out.matmul(_const(_adaptive_matrix(w, wo, dt).T.copy()))
+    if ho != h:
+        out = _const(_adaptive_matrix(h, ho, dt)).matmul(out)
+    return out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_avg_pool1d)."""
+    _check_1d_pool(input, "adaptive_avg_pool1d")
+    lo = _out_sizes(output_size, input.shape[-1:])[0]
+    return input.matmul(_const(_adaptive_matrix(input.shape[-1], lo, input._data.dtype).T.copy()))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows (mirrors ``F.adaptive_max_pool2d``).
+
+    Divisible sizes run as one max_pool2d; others take each window's amax.
+
+    Raises:
+        NotImplementedError: ``return_indices`` with non-divisible sizes.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    ho, wo = _out_sizes(output_size, (h, w))
+    if h % ho == 0 and w % wo == 0:
+        return max_pool2d(input, (h // ho, w // wo), (h // ho, w // wo),
+                          return_indices=return_indices)
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices needs sizes that divide")
+    (hs, he), (ws, we) = _adaptive_windows(h, ho), _adaptive_windows(w, wo)
+    rows = [nbgrad.stack([input[..., hs[i]:he[i], ws[j]:we[j]].amax((-2, -1))
+                          for j in range(wo)], -1) for i in range(ho)]
+    return nbgrad.stack(rows, -2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_max_pool1d)."""
+    _check_1d_pool(input, "adaptive_max_pool1d")
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, _out_sizes(output_size,
+                                                                  input.shape[-1:])[0]),
+                              return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
+    """(n_out, n_in) interpolation weights along one dim, torch's source-index rules."""
+    m = np.zeros((n_out, n_in), dtype)
+    dst = np.arange(n_out, dtype=np.float64)
+    rows = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        ratio = 1.0 / scale if scale else n_in / n_out
+        src = np.floor((dst + 0.5) * ratio) if mode == "nearest-exact" else np.floor(dst * ratio)
+        m[rows, np.minimum(src.astype(np.int64), n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        src = dst * ratio
+    else:
+        ratio = 1.0 / scale if scale else n_in / n_out
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = src - i0
+    np.add.at(m, (rows, i0), 1.0 - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (mirrors ``F.interpolate``): modes "nearest", "nearest-exact",
+    "linear" (3-D input), "bilinear" (4-D input), each a product with per-dim interpolation
+    matrices built with torch's source-index rules.
+
+    Args:
+        input (Tensor): (N, C, L) or (N, C, H, W).
+        size (int | tuple) or scale_factor (float | tuple): exactly one.
+        align_corners (bool): linear modes only (default False).
+
+    Raises:
+        ValueError: both or neither of size / scale_factor, align_corners with nearest;
+        NotImplementedError: other modes, antialias.
+    """
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    if mode in ("nearest", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear") or antialias:
+        raise NotImplementedError(f"interpolate: mode {mode!r} (antialias={antialias}) is not "
+                                  "supported (nearest, nearest-exact, linear, bilinear)")
+    dims = input.ndim - 2
+    if dims not in (1, 2) or (mode == "linear" and dims != 1) or (mode == "bilinear"
+                                                                   and dims != 2):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{'3D' if mode == 'linear' else '4D' if mode == 'bilinear' else '3D or 4D'} input")
+    spatial = tuple(input.shape[2:])
+    if size is not None:
+        out_size = _out_sizes(size, spatial)
+        scales = (None,) * dims
+    else:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * dims
+        out_size = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
+        scales = (None,) * dims if recompute_scale_factor else tuple(float(f) for f in sf)
+    dt = input._data.dtype
+    out = input
+    mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
+            for n, o, sc in zip(spatial, out_size, scales)]
+    if out_size[-1] != spatial[-1] or mode not in ("nearest", "nearest-exact"):
+        out = out.matmul(_const(mats[-1].T.copy()))
+    if dims == 2 and (out_size[0] != spatial[0] or mode not in ("nearest", "nearest-exact")):
+        out = _const(mats[0]).matmul(out)
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r) (mirrors ``F.pixel_shuffle``).
+
+    Raises:
+        RuntimeError: channels not divisible by r^2 (torch's text).
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    k = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W) (mirrors ``F.pixel_unshuffle``)."""
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got {h} x {w} and {r}")
+    k = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum sliding blocks back into an image (col2im; mirrors ``F.fold``, the adjoint of
+    :func:`unfold`): (N, C kh kw, L) -> (N, C, H, W), overlapping values added.
+
+    Raises:
+        RuntimeError: the block count L does not match the geometry (torch's text).
+    """
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    (h, w), (kh, kw) = _pair(output_size), _pair(kernel_size)
+    (dh, dw), (ph, pw), (sh, sw) = _pair(dilation), _pair(padding), _pair(stride)
+    n, ckk, L = input.shape
+    if ckk % (kh * kw):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={ckk} and "
+                           f"kernel_size={(kh, kw)}")
+    c = ckk // (kh * kw)
+    hp, wp = h + 2 * ph, w + 2 * pw
+    bh = (hp - dh * (kh - 1) - 1) // sh + 1
+    bw = (wp - dw * (kw - 1) - 1) // sw + 1
+    if bh * bw != L:
+        raise RuntimeError(f"Given output_size=({h}, {w}), kernel_size=({kh}, {kw}), "
+                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), stride=({sh}, {sw}), "
+                           f"expected size of input's dimension 2 to match the calculated "
+                           f"number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
+                           f"input.size(2)={L}.")
+    ci, ki, kj, bi, bj = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), np.arange(bh),
+                                     np.arange(bw), indexing="ij")
+    flat = ci * hp * wp + (bi * sh + ki * dh) * wp + (bj * sw + kj * dw)
+    out = nbgrad.zeros((n, c * hp * wp), dtype=input.dtype)
+    out = out.index_add(1, _const(flat.reshape(-1).astype(np.int64)), input.reshape(n, -1))
+    out = out.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w]
+    return out.squeeze(0) if unbatched else out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise over groups of channels (mirrors ``F.group_norm``): the per-group statistics
+    of layer_norm over (N, G, C/G * spatial), then the per-channel affine.
+
+    Raises:
+        RuntimeError: channels not divisible by num_groups (torch's text).
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    x = input.reshape(n, num_groups, -1)
+    x = layer_norm(x, (x.shape[-1],), eps=eps).reshape(tuple(input.shape))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        x = x * weight.reshape(shape)
+    if bias is not None:
+        x = x + bias.reshape(shape)
+    return x
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial dims (mirrors ``F.instance_norm``):
+    batch_norm over the input viewed as (1, N*C, *spatial), as torch does
+    (NativeBatchNormBackward0 between two views); running stats averaged over the batch.
+    """
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(1, n * c, *input.shape[2:])
+    w = None if weight is None else weight.repeat(n)
+    b = None if bias is None else bias.repeat(n)
+    rm = None if running_mean is None else running_mean.repeat(n)
+    rv = None if running_var is None else running_var.repeat(n)
+    out = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        with nbgrad.no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    return out.reshape(tuple(input.shape))
+
+
+def _feature_dropout(input, p, training, inplace, batched_ndim, who):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    batched = input.ndim == batched_ndim
+    shape = tuple(input.shape[:2]) if batched else tuple(input.shape[:1])
+    shape += (1,) * (input.ndim - len(shape))
+    if p == 1.0:
+        mask = np.zeros(shape, input._data.dtype)
+    else:
+        keep = nbgrad.rand(shape, dtype=input.dtype)._data
+        mask = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
+    if inplace:
+        return input.mul_(_const(mask))
+    return input * _const(mask)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) with probability p (mirrors F.dropout1d).
+
+    Raises:
+        RuntimeError: input not 2-D or 3-D (torch's text).
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p (F.dropout2d)."""
+    if input.ndim not in (3, 4):
+        import warnings
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).")
+    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``).
+
+    Shapes: input1 (*, in1), input2 (*, in2), weight (out, in1, in2), bias (out,) -> (*, out).
+
+    Raises:
+        RuntimeError: sizes that do not match the weight.
+    """
+    o, i1, i2 = weight.shape
+    if input1.shape[-1] != i1 or input2.shape[-1] != i2 or \
+            tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear: expected input1 (*, {i1}) and input2 (*, {i2}) with the "
+                           f"same leading dims, got {list(input1.shape)} and "
+                           f"{list(input2.shape)}")
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, i1)
+    x2 = input2.reshape(-1, i2)
+    t = x1.matmul(weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
+    out = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, o)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of embeddings (mirrors ``F.embedding_bag``).
+
+    Args:
+        input (Tensor): int64 (B, L) bags of equal length, or (n,) with ``offsets`` (B,).
+        weight (Tensor): (num_embeddings, dim).
+        mode (str): "sum" | "mean" | "max".
+        per_sample_weights (Tensor, optional): like ``input``, "sum" mode only.
+        padding_idx (int, optional): entries equal to it are left out of their bag.
+
+    Returns:
+        Tensor: (B, dim); an empty bag gives zeros.
+
+    Raises:
+        ValueError: offsets with 2-D input, or missing with 1-D input; per_sample_weights with
+            another mode (torch's texts).
+    """
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        b, L = input.shape
+        offs = np.arange(0, b * L, L)
+        ids = input._data.reshape(-1)
+        psw = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        offs = offsets._data.astype(np.int64)
+        if include_last_offset:
+            offs = offs[:-1]
+        ids = input._data
+        psw = per_sample_weights
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on the "
+                                  "PyTorch GitHub.")
+    n = len(ids)
+    bag = np.searchsorted(offs, np.arange(n), side="right") - 1
+    keep = np.ones(n, bool) if padding_idx is None else ids != padding_idx
+    rows = embedding(_const(ids.astype(np.int64)), weight, None, max_norm, norm_type)
+    if psw is not None:
+        rows = rows * psw.unsqueeze(-1)
+    nb = len(offs)
+    if mode in ("sum", "mean"):
+        m = np.zeros((nb, n), weight._data.dtype)
+        m[bag[keep], np.arange(n)[keep]] = 1.0
+        if mode == "mean":
+            counts = m.sum(1, keepdims=True)
+            m = m / np.maximum(counts, 1)
+        return _const(m).matmul(rows)
+    if mode == "max":
+        outs = []
+        for i in range(nb):
+            sel = np.nonzero((bag == i) & keep)[0]
+            if len(sel):
+                outs.append(rows[_const(sel.astype(np.int64))].amax(0))
+            else:
+                outs.append(nbgrad.zeros(weight.shape[1], dtype=weight.dtype))
+        return nbgrad.stack(outs, 0)
+    raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")

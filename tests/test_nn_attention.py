@@ -257,7 +257,7 @@ def test_mha_errors():
         return lambda: mod(*(lib.zeros(*s) for s in shapes), **kw)
 
     msg = _errors(call(t, torch, [(3, 2, 5)] * 3), call(n, nbgrad, [(3, 2, 5)] * 3))
-    assert "was expecting embedding dimension of 6, but got 5" in msg
+    assert "expected query of size (L, N, 6) or (L, 6), got (3, 2, 5)" in msg
     _errors(call(t, torch, [(3, 2, 6), (4, 6), (4, 6)]),
             call(n, nbgrad, [(3, 2, 6), (4, 6), (4, 6)]))
     _errors(call(t, torch, [(3, 2, 6), (4, 2, 6), (5, 2, 6)]),

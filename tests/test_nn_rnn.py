@@ -170,6 +170,8 @@ PACKED = [
     ("rnn_with_h0", lambda nn: nn.RNN(4, 5, bidirectional=True), (5, 3, 4), [3, 5, 2],
      ((2, 3, 5),)),
     ("lstm_with_h0_c0", lambda nn: nn.LSTM(4, 5), (5, 3, 4), [4, 1, 5], ((1, 3, 5), (1, 3, 5))),
+    ("lstm_proj_bidir", lambda nn: nn.LSTM(4, 5, proj_size=2, bidirectional=True), (5, 3, 4),
+     [4, 1, 5], ((2, 3, 2), (2, 3, 5))),
 ]
 
 

@@ -1,7 +1,9 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells (mirrors ``torch.nn.modules.rnn``).
 
 Each layer is composed of the core's differentiable ops, one time step at a time, in the order
-torch's CPU kernels record them (mkldnn off), so the graph a notebook draws is torch's: the
+torch's CPU kernels record them, so the graph a notebook draws is torch's, unrolled (torch's
+LSTM on a oneDNN build records one ``MkldnnRnnLayerBackward0`` per layer instead; with
+``torch.backends.mkldnn.enabled = False`` it records this graph, node for node): the
 input projection of the whole sequence as one ``AddmmBackward0`` -> ``ViewBackward0`` ->
 ``UnbindBackward0``; per step an ``AddmmBackward0`` for the hidden projection, the gates
 (``SigmoidBackward0``, ``TanhBackward0``, ``MulBackward0``, ``AddBackward0``), and the outputs

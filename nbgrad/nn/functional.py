@@ -13,6 +13,7 @@ import numpy as np
 import nbgrad
 from nbgrad.autograd.apply import _apply, _inplace as _inplace_row, apply
 from nbgrad.ops import ROWS, Ctx, kernels
+from nbgrad.ops.nn import conv_transpose2d_forward
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -94,14 +95,15 @@ def pad(input, pad, mode="constant", value=0.0):
 
     Args:
         input (Tensor): any shape.
-        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first, >= 0.
-        mode (str): ``"constant"`` (``value``), ``"reflect"``, ``"replicate"`` or ``"circular"``
-            (the last three gather input elements: one IndexSelectBackward0 per padded dim).
+        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first; a negative
+            amount crops (constant mode).
+        mode (str): ``"constant"`` (``value``; one ConstantPadNdBackward0 node, as torch),
+            ``"reflect"``, ``"replicate"`` (ReflectionPad2DBackward0, ...) or ``"circular"``.
         value (float): fill value.
 
     Raises:
-        ValueError: reflect padding not smaller than the dim; NotImplementedError: negative
-            padding, an unknown mode.
+        ValueError: reflect padding not smaller than the dim; RuntimeError: a negative output
+            size; NotImplementedError: an unknown mode.
     """
     if mode in ("reflect", "replicate", "circular"):
         return _pad_by_index(input, pad, mode)
@@ -110,20 +112,32 @@ def pad(input, pad, mode="constant", value=0.0):
                                   "replicate, circular)")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
-    if any(p < 0 for p in pad):
-        raise NotImplementedError("pad: negative padding is not supported")
     if not any(pad):
         return input
-    shape = list(input.shape)
-    index = [slice(None)] * input.ndim
-    for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        index[d] = slice(lo, lo + shape[d])
-        shape[d] += lo + hi
-    out = nbgrad.full(tuple(shape), value, dtype=input.dtype, device=input.device)
-    out[tuple(index)] = input
-    return out
+    nd = input.ndim
+    pairs = [(0, 0)] * (nd - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1])
+                                               for i in reversed(range(len(pad) // 2))]
+    for d, (lo, hi) in enumerate(pairs):
+        if input.shape[d] + lo + hi < 0:
+            raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {lo} and "
+                               f"{hi} resulted in a negative output size, which is invalid. "
+                               f"Check dimension {d} of your input.")
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, input.shape))
+
+    def padder(fill):
+        def fwd(a):
+            return np.pad(a[crop], grow, constant_values=fill)
+        return fwd
+
+    shrink = tuple(slice(lo, n - hi) for (lo, hi), n in
+                   zip(grow, [n + lo + hi for (lo, hi), n in zip(pairs, input.shape)]))
+    regrow = [(max(-lo, 0), max(-hi, 0)) for lo, hi in pairs]
+
+    def adj(g):
+        return np.pad(g[shrink], regrow)
+
+    return apply(ROWS["constant_pad_nd"], (input,), (Ctx((padder(value), adj, padder(0))),))
 
 
 def _out_size(size, k, s, p, d, ceil_mode=False):
@@ -1657,9 +1671,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """Transposed 2-D convolution (mirrors ``F.conv_transpose2d``): the gradient of conv2d
-    with respect to its input, computed as a stride-1 conv2d over the input with
-    ``stride - 1`` zeros inserted between elements and the kernel flipped.
+    """Transposed 2-D convolution (mirrors ``F.conv_transpose2d``; one ConvolutionBackward0
+    node): the gradient of conv2d with respect to its input, computed by the conv kernels.
 
     Args:
         input (Tensor): (N, C_in, H, W) or (C_in, H, W).
@@ -1693,23 +1706,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"got output_padding_height: {oph} output_padding_width: {opw} "
                            f"stride_height: {sh} stride_width: {sw} dilation_height: {dh} "
                            f"dilation_width: {dw}")
-    x = input
-    if sh > 1 or sw > 1:
-        x = nbgrad.zeros((n, c, (h - 1) * sh + 1, (w - 1) * sw + 1), dtype=input.dtype)
-        x[:, :, ::sh, ::sw] = input
-    # full-correlation padding, less the forward conv's padding; negative: crop
-    eh, ew = dh * (kh - 1) - ph, dw * (kw - 1) - pw
-    lo_h, hi_h, lo_w, hi_w = eh, eh + oph, ew, ew + opw
-    if min(lo_h, hi_h, lo_w, hi_w) < 0:
-        crop = [slice(None)] * 4
-        crop[2] = slice(max(0, -lo_h), x.shape[2] - max(0, -hi_h))
-        crop[3] = slice(max(0, -lo_w), x.shape[3] - max(0, -hi_w))
-        x = x[tuple(crop)]
-    x = pad(x, (max(lo_w, 0), max(hi_w, 0), max(lo_h, 0), max(hi_h, 0)))
-    g = groups
-    wt = weight.reshape(g, cin // g, cg, kh, kw).transpose(1, 2).reshape(g * cg, cin // g, kh,
-                                                                       kw)
-    out = conv2d(x, nbgrad.flip(wt, (2, 3)), bias, 1, 0, (dh, dw), g)
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
+                           "be the same")
+    y, ctx = conv_transpose2d_forward(
+        input._data, weight._data, None if bias is None else bias._data, (sh, sw), (ph, pw),
+        (oph, opw), (dh, dw), groups)
+    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),), y)
     return out.squeeze(0) if unbatched else out
 
 

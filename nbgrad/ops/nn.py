@@ -144,6 +144,13 @@ op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group
    **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
       _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
 
+# ---- transposed convolution: the input-gradient of conv2d, one ConvolutionBackward0 as torch --
+# ctx: (stride, padding, dilation, groups, the conv2d context of an output-sized image)
+op("_convolution_transpose2d", lambda input, weight, bias, ctx: None,
+   node="ConvolutionBackward0",
+   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv_transpose_grads(
+       g, input, weight, ctx, needs, xp)})
+
 # ---- conv1d: the 2-D kernels over a height-1 image, one ConvolutionBackward0 as torch --------
 op("_convolution1d", lambda input, weight, bias, ctx: None, node="ConvolutionBackward0",
    **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv1d_grads(
@@ -159,11 +166,13 @@ def _linear_map(name, node):
 
 
 def _adjoint(name, g, ctx, xp):
-    fwd, adj = ctx.get()
+    """The gradient through a linear map. ctx: (forward, adjoint[, linear part of the forward]
+    when the forward adds a constant, as constant padding with a nonzero value does)."""
+    maps = ctx.get()
     if xp is _TX:
         from ..autograd.apply import apply
-        return apply(ROWS[name], (g,), (Ctx((adj, fwd)),))
-    return adj(g)
+        return apply(ROWS[name], (g,), (Ctx((maps[1], maps[-1] if len(maps) > 2 else maps[0])),))
+    return maps[1](g)
 
 
 for _name, _node in (
@@ -183,7 +192,8 @@ for _name, _node in (
         ("replication_pad2d", "ReplicationPad2DBackward0"),
         ("col2im", "Col2ImBackward0"),
         ("im2col", "Im2ColBackward0"),
-        ("_embedding_bag", "EmbeddingBagBackward0")):
+        ("_embedding_bag", "EmbeddingBagBackward0"),
+        ("constant_pad_nd", "ConstantPadNdBackward0")):
     _linear_map(_name, _node)
 
 # ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
@@ -623,6 +633,38 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
         gw = (g * xhat).sum(axis=axes)
     if len(needs) > 2 and needs[2]:
         gb = g.sum(axis=axes)
+    return gx, gw, gb
+
+
+def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """Arrays: y = conv_transpose2d(x, w, b) as the input-gradient of conv2d(., w); returns
+    (y, ctx) for the row above."""
+    n, _, h, wd = x.shape
+    _, cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
+    ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    wo = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    probe = np.zeros((n, cg * groups, ho, wo), x.dtype)
+    _, cctx = kernels.conv2d_forward(probe, w, None, stride, padding, dilation, groups)
+    y = kernels.conv2d_backward(x, cctx, (True, False, False))[0]
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1)
+    return np.ascontiguousarray(y), (stride, padding, dilation, groups)
+
+
+def _conv_transpose_grads(g, x, w, ctx, needs, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
+                           "supported yet")
+    stride, padding, dilation, groups = ctx.get()
+    gx = gw = gb = None
+    y, cctx = kernels.conv2d_forward(g, w, None, stride, padding, dilation, groups)
+    if needs[0]:
+        gx = y
+    if needs[1]:
+        gw = kernels.conv2d_backward(x, cctx, (False, True, False))[1]
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=(0, 2, 3))
     return gx, gw, gb
 
 

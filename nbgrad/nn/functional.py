@@ -698,10 +698,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         prod = logp * target
         if weight is not None:
             prod = prod * weight.reshape(wshape)
-        loss = prod.sum(cdim).neg()
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // c) if input.ndim > 1 else loss
-        return _reduce(loss, reduction, _who)
+        _check_reduction(reduction, _who)  # the order of torch's ops, so the graph is its own
+        if reduction == "none":
+            return prod.sum(cdim).neg()
+        loss = prod.sum().neg()
+        return loss / (input.numel() // c) if reduction == "mean" else loss
     nll = _nll(logp, target, weight, ignore_index, reduction, _who)
     if label_smoothing <= 0:
         return nll
@@ -709,8 +710,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     ignored = t == ignore_index
     smooth = logp * weight.reshape(wshape) if weight is not None else logp
     smooth = smooth.sum(cdim).neg()
-    if ignored.any():
-        smooth = smooth.masked_fill(_const(ignored), 0.0)
+    smooth = smooth.masked_fill(_const(ignored), 0.0)
     if reduction == "mean":
         if weight is not None:
             denom = float(weight._data[t[~ignored]].sum())
@@ -1056,9 +1056,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         raise ValueError(reduction + " is not valid")
     if (var._data < 0).any():
         raise ValueError("var has negative entry/entries")
-    var = var + (var.clamp(min=eps) - var).detach()
-    d = input - target
-    loss = (var.log() + d * d / var) * 0.5
+    var = var.clone()
+    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+        var.clamp_(min=eps)
+    loss = (var.log() + (input - target) ** 2 / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction, "gaussian_nll_loss")
@@ -1076,11 +1077,17 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (mirrors
     ``F.cosine_similarity``; the norms are clamped without blocking their gradient, as torch).
     """
-    n1 = x1.norm(2, dim=dim, keepdim=True)
-    n2 = x2.norm(2, dim=dim, keepdim=True)
-    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
-    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
+    n1 = x1.norm(2, dim=dim, keepdim=True).clone()
+    n2 = x2.norm(2, dim=dim, keepdim=True).clone()
+    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _filled(like, value):
+    """A constant tensor of ``like``'s shape (torch's C++ ``scalar - tensor``: SubBackward0)."""
+    return nbgrad.full(tuple(like.shape), value, dtype=like.dtype)
 
 
 def _check_label_target(target, shape, who):
@@ -1105,8 +1112,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     mag1 = (input1 * input1).sum(d) + eps
     mag2 = (input2 * input2).sum(d) + eps
     cos = prod / (mag1 * mag2).sqrt()
-    pos = nbgrad.where(target == 1, 1 - cos, 0.0)
-    neg = nbgrad.where(target == -1, (cos - margin).clamp(min=0), 0.0)
+    pos = nbgrad.where(target == 1, _filled(cos, 1.0) - cos, 0.0)
+    neg = nbgrad.where(target == -1, (cos - margin).clamp_min(0), 0.0)
     return _reduce(pos + neg, reduction, "cosine_embedding_loss")
 
 
@@ -1121,7 +1128,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(
             f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    loss = (target.neg() * (input1 - input2) + margin).clamp(min=0)
+    loss = (target.neg() * (input1 - input2) + margin).clamp_min(0)
     return _reduce(loss, reduction, "margin_ranking_loss")
 
 
@@ -1142,7 +1149,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = nbgrad.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    loss = (d_pos - d_neg + margin).clamp(min=0)
+    loss = (d_pos + margin - d_neg).clamp_min(0)
     return _reduce(loss, reduction, "triplet_margin_loss")
 
 
@@ -1151,7 +1158,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (mirrors
     ``F.hinge_embedding_loss``). ``input``, ``target``: the same shape (*).
     """
-    margin_part = nbgrad.where(target != 1, (margin - input).clamp(min=0), 0.0)
+    margin_part = nbgrad.where(target != 1, (_filled(input, margin) - input).clamp_min(0), 0.0)
     self_part = nbgrad.where(target != -1, input, 0.0)
     return _reduce(margin_part + self_part, reduction, "hinge_embedding_loss")
 
@@ -1180,7 +1187,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` (mirrors
-    ``F.multi_margin_loss``).
+    ``F.multi_margin_loss``; one MultiMarginLossBackward0 node).
 
     Shapes: input (N, C) or (C,); target int64 (N,) or (); weight (C,).
 
@@ -1198,18 +1205,13 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.size and (t.min() < 0 or t.max() >= c):
         raise IndexError(f"Target {int(t[(t < 0) | (t >= c)][0])} is out of bounds. "
                          f"(multi_margin_loss: class indices must be in [0, {c}))")
-    xy = x.gather(1, _const(t[:, None]))
-    z = (x - xy + margin).clamp(min=0)
-    if p == 2:
-        z = z * z
-    if weight is not None:
-        z = z * _const(weight._data[t][:, None].astype(x._data.dtype))
-    others = np.ones((n, c), dtype=bool)
-    others[np.arange(n), t] = False
-    loss = nbgrad.where(_const(others), z, 0.0).sum(1) / c
-    if input.ndim < 2:
-        loss = loss.reshape(tuple(target.shape))
-    return _reduce(loss, reduction, "multi_margin_loss")
+    _check_reduction(reduction, "multi_margin_loss")
+    w = None if weight is None else weight._data.astype(x._data.dtype)
+    out = apply(ROWS["multi_margin_loss"], (x,), (t, p, margin, w, reduction))
+    if input.ndim < 2 and reduction == "none":
+        out = out.reshape(tuple(target.shape))
+    return out
+
 
 
 # ---------------------------------------------------------------------------- attention

@@ -120,6 +120,10 @@ op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, 
        _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
    target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
        _norm(g, self, target, reduction), self, weight, pos_weight, xp))
+op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _reduce(
+    _multi_margin(self, target, p, margin, weight, np)[0], reduction),
+   self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
+       g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
     self, target, weight, reduction, ignore_index, ctx),
@@ -402,6 +406,34 @@ def _huber_grad(g, d, delta, xp):
 def _soft_margin_grad(x, t, xp):
     z = _f("exp", -t * x, xp)
     return z / (1 + z)
+
+
+def _multi_margin(x, t, p, margin, w, xp):
+    """Per-sample losses of (N, C) scores and int targets (N,), and the hinge terms z."""
+    n, c = x.shape
+    rows = np.arange(n)
+    z = margin - x[rows, t][:, None] + x
+    z[rows, t] = 0
+    h = np.maximum(z, 0)
+    h = h * h if p == 2 else h
+    if w is not None:
+        h = h * w[t][:, None]
+    return h.sum(1) / c, z
+
+
+def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through MultiMarginLossBackward0 is not "
+                           "supported yet")
+    n, c = x.shape
+    _, z = _multi_margin(x, t, p, margin, w, np)
+    d = (z > 0) * (2 * z if p == 2 else 1.0) / c
+    if w is not None:
+        d = d * w[t][:, None]
+    rows = np.arange(n)
+    d[rows, t] = -d.sum(1)
+    scale = g / n if reduction == "mean" else (g[:, None] if reduction == "none" else g)
+    return d * scale
 
 
 def _log_clamped(x, xp):

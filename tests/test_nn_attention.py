@@ -257,7 +257,7 @@ def test_mha_errors():
         return lambda: mod(*(lib.zeros(*s) for s in shapes), **kw)
 
     msg = _errors(call(t, torch, [(3, 2, 5)] * 3), call(n, nbgrad, [(3, 2, 5)] * 3))
-    assert "was expecting embedding dimension of 6, but got 5" in msg
+    assert "expected query of size (L, N, 6) or (L, 6), got (3, 2, 5)" in msg
     _errors(call(t, torch, [(3, 2, 6), (4, 6), (4, 6)]),
             call(n, nbgrad, [(3, 2, 6), (4, 6), (4, 6)]))
     _errors(call(t, torch, [(3, 2, 6), (4, 2, 6), (5, 2, 6)]),
@@ -380,3 +380,21 @@ def test_transformer_errors():
     assert "(4, 2, 7)" in msg
     _errors(lambda: tnn.TransformerEncoderLayer(8, 2, activation="tanh"),
             lambda: nnn.TransformerEncoderLayer(8, 2, activation="tanh"))
+
+
+def test_finite_differences():
+    """The SDPA node (with a mask, with grouped heads), its math path and MultiheadAttention:
+    nbgrad's gradients against finite differences (float64)."""
+    from nbgrad.autograd import gradcheck
+    q, k, v = (to_ng(rnd(1, 2, 3, 4, seed=i), requires_grad=True) for i in range(3))
+    allowed = nbgrad.tensor(np.tril(np.ones((3, 3), dtype=bool)))
+    assert gradcheck(lambda q, k, v: NF.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
+                     (q, k, v))
+    assert gradcheck(lambda q, k, v: NF.scaled_dot_product_attention(
+        q, k[:, :1], v[:, :1], enable_gqa=True), (q, k, v))
+    assert gradcheck(lambda q, k, v: NF.scaled_dot_product_attention(q[0], k[0], v[0],
+                                                                     is_causal=True), (q, k, v))
+    mha = nnn.MultiheadAttention(4, 2, batch_first=True).double()
+    x = to_ng(rnd(2, 3, 4, seed=5), requires_grad=True)
+    assert gradcheck(lambda x, w: mha(x, x, x, key_padding_mask=nbgrad.tensor(KPM[:, :3]))[0],
+                     (x, mha.in_proj_weight))

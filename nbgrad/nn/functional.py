@@ -1449,8 +1449,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             is_causal = False
     if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
-                             f"got {embed_dim}")
+        shape = tuple(query.shape) if batched else (query.shape[0], query.shape[2])
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim} "
+            f"(multi-head attention: expected query of size (L, N, {embed_dim_to_check}) or "
+            f"(L, {embed_dim_to_check}), got {shape})")
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")

@@ -209,6 +209,28 @@ op("unsafe_split", lambda self, sizes, dim: [np.ascontiguousarray(p) for p in np
        g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
        _first_dtype(g), xp), axis=dim))
 
+# ---- packed sequences: input (T, B, *) or (B, T, *) -> data (sum of batch_sizes, *) -------------
+op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: np.concatenate(
+    [(input[:, t] if batch_first else input[t])[:n] for t, n in enumerate(batch_sizes)]),
+   node="PackPaddedSequenceBackward0",
+   input=lambda g, input_shape, batch_sizes, batch_first, xp: _unpack_grad(
+       g, input_shape, batch_sizes, batch_first, xp))
+
+
+def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
+    steps, batch = input_shape[:2][::-1] if batch_first else input_shape[:2]
+    rest = tuple(input_shape[2:])
+    rows, start = [], 0
+    for n in batch_sizes:
+        piece = g[start:start + n]
+        if n < batch:
+            piece = xp.concatenate([piece, xp.zeros((batch - n,) + rest, g.dtype)], 0)
+        rows.append(piece)
+        start += n
+    rows += [xp.zeros((batch,) + rest, g.dtype)] * (steps - len(batch_sizes))
+    return xp.stack(rows, 1 if batch_first else 0)
+
+
 # ---- attention --------------------------------------------------------------------------------
 # bias: the additive mask (0 / -inf / float values), broadcastable to (..., L, S), or None;
 # dead: (..., L, 1) rows with nothing to attend to (their bias zeroed), which give zeros

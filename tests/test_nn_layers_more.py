@@ -238,3 +238,74 @@ def test_layer_errors_name_the_layer_and_shapes():
     with pytest.raises(ValueError, match="Padding size should be less than the corresponding "
                        "input dimension"):
         nbgrad.nn.ReflectionPad1d(3)(nbgrad.zeros(1, 2, 3))
+
+
+# graphs that differ from torch's, and why (everything else in FUNCTIONAL must match node by node)
+GRAPH_DIFFERS = {
+    "conv_transpose1d": "conv_transpose2d over a height-1 image (Squeeze/Unsqueeze around it)",
+    "avg_pool1d": "avg_pool2d is composed in nbgrad (torch: AvgPool2DBackward0)",
+    "bilinear_layer": "torch's _trilinear kernel (TrilinearBackward0) is composed here",
+    "pad_circular": "torch composes circular padding from slices; nbgrad gathers",
+    "embedding_bag_psw": "per_sample_weights that require grad: composed (Mm of Embedding)",
+}
+
+
+def _graph(out):
+    names, seen, todo = [], set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop(0)
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names.append(type(fn).__name__)
+        todo.extend(n for n, _ in fn.next_functions)
+    return names
+
+
+def _tensors(lib, inputs, grad):
+    grad = tuple(grad) + (0,) * (len(inputs) - len(grad))
+    return [lib.tensor(np.array(a).copy(), requires_grad=bool(g))
+            if np.asarray(a).dtype.kind == "f" else lib.tensor(np.array(a))
+            for a, g in zip(inputs, grad)]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@pytest.mark.parametrize("name,fn,inputs,grad", FUNCTIONAL, ids=[c[0] for c in FUNCTIONAL])
+def test_functional_layer_graph_like_torch(name, fn, inputs, grad):
+    gt = _graph(fn(torch.nn.functional, *_tensors(torch, inputs, grad)))
+    gn = _graph(fn(nbgrad.nn.functional, *_tensors(nbgrad, inputs, grad)))
+    if name in GRAPH_DIFFERS:
+        assert gn != gt  # the day they match, drop the entry
+    else:
+        assert gn == gt
+
+
+LINEAR_ROWS = ["adaptive_avg_pool2d", "adaptive_max_pool2d", "nearest_scale", "nearest_exact",
+               "bilinear", "linear", "pixel_shuffle", "pixel_unshuffle", "fold_all",
+               "unfold_fold", "pad_reflect", "pad_replicate", "group_norm",
+               "embedding_bag_mean", "embedding_bag_max"]
+
+
+@pytest.mark.parametrize("name", LINEAR_ROWS)
+def test_rows_gradcheck_and_gradgradcheck(name):
+    _, fn, inputs, grad = next(c for c in FUNCTIONAL if c[0] == name)
+    grad = tuple(grad) + (0,) * (len(inputs) - len(grad))
+    ins = _tensors(nbgrad, inputs, grad)
+    diff = [t for t, g in zip(ins, grad) if g]
+
+    def f(*xs):
+        it = iter(xs)
+        return fn(nbgrad.nn.functional, *[next(it) if g else t for t, g in zip(ins, grad)])
+
+    assert nbgrad.autograd.gradcheck(f, tuple(diff))
+    assert nbgrad.autograd.gradgradcheck(f, tuple(diff))
+
+
+def test_constant_pad_like_torch():
+    for p in [(1, 2), (2, -1, 0, 3), (-1, -1, 1, 0)]:
+        run(lambda F, x: F.pad(x, p, value=1.5), [rnd(2, 3, 4)])
+        tn = nbgrad.nn.functional.pad(nbgrad.zeros(2, 3, 4, requires_grad=True), p)
+        assert type(tn.grad_fn).__name__ == "ConstantPadNdBackward0"
+    x = nbgrad.tensor(rnd(2, 3), requires_grad=True)
+    assert nbgrad.autograd.gradgradcheck(lambda t: nbgrad.nn.functional.pad(t, (1, 2), value=3.0)
+                                         ** 2, (x,))

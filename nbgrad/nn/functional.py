@@ -11,8 +11,9 @@ import math
 import numpy as np
 
 import nbgrad
-from nbgrad.autograd.apply import _inplace as _inplace_row, apply
-from nbgrad.ops import ROWS, Ctx
+from nbgrad.autograd.apply import _apply, _inplace as _inplace_row, apply
+from nbgrad.ops import ROWS, Ctx, kernels
+from nbgrad.ops.nn import conv_transpose2d_forward
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -94,14 +95,15 @@ def pad(input, pad, mode="constant", value=0.0):
 
     Args:
         input (Tensor): any shape.
-        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first, >= 0.
-        mode (str): ``"constant"`` (``value``), ``"reflect"``, ``"replicate"`` or ``"circular"``
-            (the last three gather input elements: one IndexSelectBackward0 per padded dim).
+        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first; a negative
+            amount crops (constant mode).
+        mode (str): ``"constant"`` (``value``; one ConstantPadNdBackward0 node, as torch),
+            ``"reflect"``, ``"replicate"`` (ReflectionPad2DBackward0, ...) or ``"circular"``.
         value (float): fill value.
 
     Raises:
-        ValueError: reflect padding not smaller than the dim; NotImplementedError: negative
-            padding, an unknown mode.
+        ValueError: reflect padding not smaller than the dim; RuntimeError: a negative output
+            size; NotImplementedError: an unknown mode.
     """
     if mode in ("reflect", "replicate", "circular"):
         return _pad_by_index(input, pad, mode)
@@ -110,20 +112,32 @@ def pad(input, pad, mode="constant", value=0.0):
                                   "replicate, circular)")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
-    if any(p < 0 for p in pad):
-        raise NotImplementedError("pad: negative padding is not supported")
     if not any(pad):
         return input
-    shape = list(input.shape)
-    index = [slice(None)] * input.ndim
-    for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        index[d] = slice(lo, lo + shape[d])
-        shape[d] += lo + hi
-    out = nbgrad.full(tuple(shape), value, dtype=input.dtype, device=input.device)
-    out[tuple(index)] = input
-    return out
+    nd = input.ndim
+    pairs = [(0, 0)] * (nd - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1])
+                                               for i in reversed(range(len(pad) // 2))]
+    for d, (lo, hi) in enumerate(pairs):
+        if input.shape[d] + lo + hi < 0:
+            raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {lo} and "
+                               f"{hi} resulted in a negative output size, which is invalid. "
+                               f"Check dimension {d} of your input.")
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, input.shape))
+
+    def padder(fill):
+        def fwd(a):
+            return np.pad(a[crop], grow, constant_values=fill)
+        return fwd
+
+    shrink = tuple(slice(lo, n - hi) for (lo, hi), n in
+                   zip(grow, [n + lo + hi for (lo, hi), n in zip(pairs, input.shape)]))
+    regrow = [(max(-lo, 0), max(-hi, 0)) for lo, hi in pairs]
+
+    def adj(g):
+        return np.pad(g[shrink], regrow)
+
+    return apply(ROWS["constant_pad_nd"], (input,), (Ctx((padder(value), adj, padder(0))),))
 
 
 def _out_size(size, k, s, p, d, ceil_mode=False):
@@ -134,32 +148,27 @@ def _out_size(size, k, s, p, d, ceil_mode=False):
     return o
 
 
-def _windows(x, kh, kw, sh, sw, dh, dw, ho, wo):
-    """The sliding windows of ``x`` (N, C, H, W) as a view (N, C, Ho, Wo, kh, kw) — no copy.
-
-    Built from two ``unfold`` views (UnfoldBackward0 sums overlapping windows back).
-    """
-    eh, ew = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    win = x.unfold(2, eh, sh).unfold(3, ew, sw)
-    if win.shape[2] != ho or win.shape[3] != wo:
-        win = win[:, :, :ho, :wo]
-    if dh > 1 or dw > 1:
-        win = win[..., ::dh, ::dw]
-    return win
-
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L) (mirrors ``F.unfold`` / im2col)."""
-    kh, kw = _pair(kernel_size)
-    dh, dw = _pair(dilation)
-    ph, pw = _pair(padding)
-    sh, sw = _pair(stride)
-    x = pad(input, (pw, pw, ph, ph))
-    n, c, hp, wp = x.shape
-    ho = (hp - dh * (kh - 1) - 1) // sh + 1
-    wo = (wp - dw * (kw - 1) - 1) // sw + 1
-    win = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, Ho, Wo, kh, kw)
-    return win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo)
+    """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L) (mirrors ``F.unfold`` / im2col;
+    one Im2ColBackward0 node, as torch)."""
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != 4:
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.ndim}D)")
+    (kh, kw), (dh, dw) = _pair(kernel_size), _pair(dilation)
+    (ph, pw), (sh, sw) = _pair(padding), _pair(stride)
+    n, c, h, w = input.shape
+    geo = _col_geometry(n, c, h, w, kh, kw, dh, dw, ph, pw, sh, sw)
+    if geo[-3] <= 0 or geo[-2] <= 0:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size=({kh}, {kw}), "
+                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of "
+                           f"the array of sliding blocks as ({geo[-3]}, {geo[-2]}), but its "
+                           "components must be at least one.")
+    out = _linear("im2col", input, _im2col(geo), _col2im(geo))
+    return out.squeeze(0) if unbatched else out
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -689,10 +698,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         prod = logp * target
         if weight is not None:
             prod = prod * weight.reshape(wshape)
-        loss = prod.sum(cdim).neg()
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // c) if input.ndim > 1 else loss
-        return _reduce(loss, reduction, _who)
+        _check_reduction(reduction, _who)  # the order of torch's ops, so the graph is its own
+        if reduction == "none":
+            return prod.sum(cdim).neg()
+        loss = prod.sum().neg()
+        return loss / (input.numel() // c) if reduction == "mean" else loss
     nll = _nll(logp, target, weight, ignore_index, reduction, _who)
     if label_smoothing <= 0:
         return nll
@@ -700,8 +710,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     ignored = t == ignore_index
     smooth = logp * weight.reshape(wshape) if weight is not None else logp
     smooth = smooth.sum(cdim).neg()
-    if ignored.any():
-        smooth = smooth.masked_fill(_const(ignored), 0.0)
+    smooth = smooth.masked_fill(_const(ignored), 0.0)
     if reduction == "mean":
         if weight is not None:
             denom = float(weight._data[t[~ignored]].sum())
@@ -1047,9 +1056,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         raise ValueError(reduction + " is not valid")
     if (var._data < 0).any():
         raise ValueError("var has negative entry/entries")
-    var = var + (var.clamp(min=eps) - var).detach()
-    d = input - target
-    loss = (var.log() + d * d / var) * 0.5
+    var = var.clone()
+    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+        var.clamp_(min=eps)
+    loss = (var.log() + (input - target) ** 2 / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction, "gaussian_nll_loss")
@@ -1067,11 +1077,17 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (mirrors
     ``F.cosine_similarity``; the norms are clamped without blocking their gradient, as torch).
     """
-    n1 = x1.norm(2, dim=dim, keepdim=True)
-    n2 = x2.norm(2, dim=dim, keepdim=True)
-    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
-    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
+    n1 = x1.norm(2, dim=dim, keepdim=True).clone()
+    n2 = x2.norm(2, dim=dim, keepdim=True).clone()
+    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _filled(like, value):
+    """A constant tensor of ``like``'s shape (torch's C++ ``scalar - tensor``: SubBackward0)."""
+    return nbgrad.full(tuple(like.shape), value, dtype=like.dtype)
 
 
 def _check_label_target(target, shape, who):
@@ -1096,8 +1112,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     mag1 = (input1 * input1).sum(d) + eps
     mag2 = (input2 * input2).sum(d) + eps
     cos = prod / (mag1 * mag2).sqrt()
-    pos = nbgrad.where(target == 1, 1 - cos, 0.0)
-    neg = nbgrad.where(target == -1, (cos - margin).clamp(min=0), 0.0)
+    pos = nbgrad.where(target == 1, _filled(cos, 1.0) - cos, 0.0)
+    neg = nbgrad.where(target == -1, (cos - margin).clamp_min(0), 0.0)
     return _reduce(pos + neg, reduction, "cosine_embedding_loss")
 
 
@@ -1112,7 +1128,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(
             f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    loss = (target.neg() * (input1 - input2) + margin).clamp(min=0)
+    loss = (target.neg() * (input1 - input2) + margin).clamp_min(0)
     return _reduce(loss, reduction, "margin_ranking_loss")
 
 
@@ -1133,7 +1149,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = nbgrad.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    loss = (d_pos - d_neg + margin).clamp(min=0)
+    loss = (d_pos + margin - d_neg).clamp_min(0)
     return _reduce(loss, reduction, "triplet_margin_loss")
 
 
@@ -1142,7 +1158,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (mirrors
     ``F.hinge_embedding_loss``). ``input``, ``target``: the same shape (*).
     """
-    margin_part = nbgrad.where(target != 1, (margin - input).clamp(min=0), 0.0)
+    margin_part = nbgrad.where(target != 1, (_filled(input, margin) - input).clamp_min(0), 0.0)
     self_part = nbgrad.where(target != -1, input, 0.0)
     return _reduce(margin_part + self_part, reduction, "hinge_embedding_loss")
 
@@ -1171,7 +1187,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` (mirrors
-    ``F.multi_margin_loss``).
+    ``F.multi_margin_loss``; one MultiMarginLossBackward0 node).
 
     Shapes: input (N, C) or (C,); target int64 (N,) or (); weight (C,).
 
@@ -1189,18 +1205,13 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.size and (t.min() < 0 or t.max() >= c):
         raise IndexError(f"Target {int(t[(t < 0) | (t >= c)][0])} is out of bounds. "
                          f"(multi_margin_loss: class indices must be in [0, {c}))")
-    xy = x.gather(1, _const(t[:, None]))
-    z = (x - xy + margin).clamp(min=0)
-    if p == 2:
-        z = z * z
-    if weight is not None:
-        z = z * _const(weight._data[t][:, None].astype(x._data.dtype))
-    others = np.ones((n, c), dtype=bool)
-    others[np.arange(n), t] = False
-    loss = nbgrad.where(_const(others), z, 0.0).sum(1) / c
-    if input.ndim < 2:
-        loss = loss.reshape(tuple(target.shape))
-    return _reduce(loss, reduction, "multi_margin_loss")
+    _check_reduction(reduction, "multi_margin_loss")
+    w = None if weight is None else weight._data.astype(x._data.dtype)
+    out = apply(ROWS["multi_margin_loss"], (x,), (t, p, margin, w, reduction))
+    if input.ndim < 2 and reduction == "none":
+        out = out.reshape(tuple(target.shape))
+    return out
+
 
 
 # ---------------------------------------------------------------------------- attention
@@ -1531,10 +1542,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 # ---------------------------------------------------------------------------- more layers
 def _pad_by_index(input, pad, mode):
-    """reflect / replicate / circular padding: gather along each padded dim."""
+    """reflect / replicate / circular padding: gather along each padded dim (reflect and
+    replicate of 1 or 2 dims: one ReflectionPad2DBackward0-style node, as torch)."""
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
-    out = input
+    gathers = []
     for i in range(len(pad) // 2):
         d = input.ndim - 1 - i
         lo, hi = pad[2 * i], pad[2 * i + 1]
@@ -1555,8 +1567,46 @@ def _pad_by_index(input, pad, mode):
             if lo > n or hi > n:
                 raise ValueError("Padding value causes wrapping around more than once.")
             idx = idx % n
-        out = out.index_select(d, _const(idx.astype(np.int64)))
+        gathers.append((d, idx.astype(np.int64)))
+    k = len(pad) // 2
+    if mode in ("reflect", "replicate") and k in (1, 2):
+        name = ("reflection" if mode == "reflect" else "replication") + f"_pad{k}d"
+        shape = tuple(input.shape)
+
+        def fwd(a):
+            for d, idx in gathers:
+                a = np.take(a, idx, axis=d)
+            return a
+
+        def adj(g):
+            for d, idx in reversed(gathers):
+                z = np.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], g.dtype)
+                index = [slice(None)] * g.ndim
+                index[d] = idx
+                np.add.at(z, tuple(index), g)
+                g = z
+            return g
+
+        return _linear(name, input, fwd, adj)
+    out = input
+    for d, idx in gathers:
+        out = out.index_select(d, _const(idx))
     return out
+
+
+def _linear(name, input, fwd, adj):
+    """Apply the one-node row ``name`` for a map linear in ``input``: ``fwd`` computes it on
+    arrays, ``adj`` its adjoint (the gradient)."""
+    return apply(ROWS[name], (input,), (Ctx((fwd, adj)),))
+
+
+def _mat_fwd(mh, mw):
+    """x -> mh @ x @ mw.T over the last two dims (either matrix may be None: identity)."""
+    def fwd(a):
+        if mw is not None:
+            a = a @ mw.T
+        return mh @ a if mh is not None else np.ascontiguousarray(a)
+    return fwd
 
 
 def _single(v, name="value"):
@@ -1568,7 +1618,8 @@ def _single(v, name="value"):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D cross-correlation (mirrors ``F.conv1d``), as conv2d over a height-1 image.
+    """1-D cross-correlation (mirrors ``F.conv1d``): the 2-D kernels over a height-1 image,
+    recorded as one ConvolutionBackward0 node, as torch.
 
     Args:
         input (Tensor): (N, C_in, L) or (C_in, L); weight (C_out, C_in / groups, k);
@@ -1578,22 +1629,55 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         Tensor: (N, C_out, L_out), ``L_out = (L + 2p - d(k-1) - 1) // s + 1``.
 
     Raises:
-        RuntimeError: wrong rank or channel count (conv2d's texts).
+        RuntimeError: wrong rank, channel count or dtype (torch's texts).
     """
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
                            f"input of size: {list(input.shape)}")
-    pad1 = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
-    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _single(stride, "stride")),
-                 pad1, (1, _single(dilation, "dilation")), groups)
-    return out.squeeze(-2)
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    s, d = _single(stride, "stride"), _single(dilation, "dilation")
+    k = weight.shape[-1]
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             "{'valid', 'same'}")
+        if padding == "same" and s != 1:
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        total = d * (k - 1) if padding == "same" else 0
+        if total % 2:
+            input = pad(input, (total // 2, total - total // 2))
+            total = 0
+        p = total // 2
+    else:
+        p = _single(padding, "padding")
+    x, w = input._data, weight._data
+    if weight.ndim != 3:
+        raise RuntimeError(f"weight should have 3 dimensions for conv1d, got {weight.ndim}")
+    if x.shape[1] != w.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected "
+                           f"input{list(x.shape)} to have {w.shape[1] * groups} channels, but "
+                           f"got {x.shape[1]} channels instead")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
+                           "be the same")
+    if x.shape[2] + 2 * p < d * (k - 1) + 1:
+        raise RuntimeError(f"Calculated padded input size per channel: ({x.shape[2] + 2 * p}). "
+                           f"Kernel size: ({d * (k - 1) + 1}). Kernel size can't be greater than "
+                           "actual input size")
+    y, ctx = kernels.conv2d_forward(x[:, :, None, :], w[:, :, None, :],
+                                    None if bias is None else bias._data, (1, s), (0, p), (1, d),
+                                    groups)
+    out = _apply(ROWS["_convolution1d"], (input, weight, bias), (Ctx(ctx),),
+                 np.ascontiguousarray(y[:, :, 0, :]))
+    return out.squeeze(0) if unbatched else out
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """Transposed 2-D convolution (mirrors ``F.conv_transpose2d``): the gradient of conv2d
-    with respect to its input, computed as a stride-1 conv2d over the input with
-    ``stride - 1`` zeros inserted between elements and the kernel flipped.
+    """Transposed 2-D convolution (mirrors ``F.conv_transpose2d``; one ConvolutionBackward0
+    node): the gradient of conv2d with respect to its input, computed by the conv kernels.
 
     Args:
         input (Tensor): (N, C_in, H, W) or (C_in, H, W).
@@ -1627,23 +1711,13 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"got output_padding_height: {oph} output_padding_width: {opw} "
                            f"stride_height: {sh} stride_width: {sw} dilation_height: {dh} "
                            f"dilation_width: {dw}")
-    x = input
-    if sh > 1 or sw > 1:
-        x = nbgrad.zeros((n, c, (h - 1) * sh + 1, (w - 1) * sw + 1), dtype=input.dtype)
-        x[:, :, ::sh, ::sw] = input
-    # full-correlation padding, less the forward conv's padding; negative: crop
-    eh, ew = dh * (kh - 1) - ph, dw * (kw - 1) - pw
-    lo_h, hi_h, lo_w, hi_w = eh, eh + oph, ew, ew + opw
-    if min(lo_h, hi_h, lo_w, hi_w) < 0:
-        crop = [slice(None)] * 4
-        crop[2] = slice(max(0, -lo_h), x.shape[2] - max(0, -hi_h))
-        crop[3] = slice(max(0, -lo_w), x.shape[3] - max(0, -hi_w))
-        x = x[tuple(crop)]
-    x = pad(x, (max(lo_w, 0), max(hi_w, 0), max(lo_h, 0), max(hi_h, 0)))
-    g = groups
-    wt = weight.reshape(g, cin // g, cg, kh, kw).transpose(1, 2).reshape(g * cg, cin // g, kh,
-                                                                       kw)
-    out = conv2d(x, nbgrad.flip(wt, (2, 3)), bias, 1, 0, (dh, dw), g)
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
+                           "be the same")
+    y, ctx = conv_transpose2d_forward(
+        input._data, weight._data, None if bias is None else bias._data, (sh, sw), (ph, pw),
+        (oph, opw), (dh, dw), groups)
+    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),), y)
     return out.squeeze(0) if unbatched else out
 
 
@@ -1712,7 +1786,8 @@ def _out_sizes(output_size, shape):
 
 def adaptive_avg_pool2d(input, output_size):
     """Average over torch's adaptive windows to ``output_size`` (mirrors
-    ``F.adaptive_avg_pool2d``): ``A_h @ x @ A_w^T`` with the averaging matrices.
+    ``F.adaptive_avg_pool2d``; one AdaptiveAvgPool2DBackward0 node, ``A_h @ x @ A_w^T`` with the
+    averaging matrices; output (1, 1) is a mean, as torch).
 
     Args:
         input (Tensor): (N, C, H, W) or (C, H, W).
@@ -1723,54 +1798,65 @@ def adaptive_avg_pool2d(input, output_size):
                            f"{list(input.shape)}")
     ho, wo = _out_sizes(output_size, input.shape[-2:])
     h, w = input.shape[-2:]
-    dt = input._data.dtype
-    out = input
     if (ho, wo) == (1, 1):
         return input.mean((-2, -1), keepdim=True)
-    if wo != w:
-        out = out.matmul(_const(_adaptive_matrix(w, wo, dt).T.copy()))
-    if ho != h:
-        out = _const(_adaptive_matrix(h, ho, dt)).matmul(out)
-    return out
+    dt = input._data.dtype
+    mh, mw = _adaptive_matrix(h, ho, dt), _adaptive_matrix(w, wo, dt)
+    return _linear("adaptive_avg_pool2d", input, _mat_fwd(mh, mw), _mat_fwd(mh.T, mw.T))
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Average over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_avg_pool1d)."""
+    """Average over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_avg_pool1d;
+    adaptive_avg_pool2d over a height-1 image, as torch)."""
     _check_1d_pool(input, "adaptive_avg_pool1d")
     lo = _out_sizes(output_size, input.shape[-1:])[0]
-    return input.matmul(_const(_adaptive_matrix(input.shape[-1], lo, input._data.dtype).T.copy()))
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, lo)).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Max over torch's adaptive windows (mirrors ``F.adaptive_max_pool2d``).
+    """Max over torch's adaptive windows (mirrors ``F.adaptive_max_pool2d``; one
+    AdaptiveMaxPool2DBackward0 node; the gradient goes to each window's first maximum).
 
-    Divisible sizes run as one max_pool2d; others take each window's amax.
-
-    Raises:
-        NotImplementedError: ``return_indices`` with non-divisible sizes.
+    Returns:
+        Tensor (*, H_out, W_out); with ``return_indices`` also the int64 flat index into H*W.
     """
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
                            f"{list(input.shape)}")
-    h, w = input.shape[-2:]
+    x = input._data
+    h, w = x.shape[-2:]
     ho, wo = _out_sizes(output_size, (h, w))
-    if h % ho == 0 and w % wo == 0:
-        return max_pool2d(input, (h // ho, w // wo), (h // ho, w // wo),
-                          return_indices=return_indices)
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d: return_indices needs sizes that divide")
     (hs, he), (ws, we) = _adaptive_windows(h, ho), _adaptive_windows(w, wo)
-    rows = [nbgrad.stack([input[..., hs[i]:he[i], ws[j]:we[j]].amax((-2, -1))
-                          for j in range(wo)], -1) for i in range(ho)]
-    return nbgrad.stack(rows, -2)
+    lead = x.shape[:-2]
+    flat = x.reshape(-1, h, w)
+    idx = np.empty((flat.shape[0], ho, wo), np.int64)
+    for i in range(ho):
+        for j in range(wo):
+            win = flat[:, hs[i]:he[i], ws[j]:we[j]]
+            k = win.reshape(len(flat), -1).argmax(1)
+            kw_ = we[j] - ws[j]
+            idx[:, i, j] = (hs[i] + k // kw_) * w + ws[j] + k % kw_
+    rows = np.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
+    out_shape = lead + (ho, wo)
+
+    def fwd(a):
+        return a.reshape(-1)[rows].reshape(out_shape)
+
+    def adj(g):
+        z = np.zeros(x.size, g.dtype)
+        np.add.at(z, rows.reshape(-1), g.reshape(-1))
+        return z.reshape(x.shape)
+
+    out = _linear("adaptive_max_pool2d", input, fwd, adj)
+    return (out, _const(idx.reshape(out_shape))) if return_indices else out
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Max over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_max_pool1d)."""
+    """Max over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_max_pool1d;
+    adaptive_max_pool2d over a height-1 image, as torch)."""
     _check_1d_pool(input, "adaptive_max_pool1d")
-    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, _out_sizes(output_size,
-                                                                  input.shape[-1:])[0]),
-                              return_indices)
+    lo = _out_sizes(output_size, input.shape[-1:])[0]
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, lo), return_indices)
     if return_indices:
         return out[0].squeeze(-2), out[1].squeeze(-2)
     return out.squeeze(-2)
@@ -1803,8 +1889,9 @@ def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims (mirrors ``F.interpolate``): modes "nearest", "nearest-exact",
-    "linear" (3-D input), "bilinear" (4-D input), each a product with per-dim interpolation
-    matrices built with torch's source-index rules.
+    "linear" (3-D input), "bilinear" (4-D input), each one node as torch
+    (UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...), computed as a product with
+    per-dim interpolation matrices built with torch's source-index rules.
 
     Args:
         input (Tensor): (N, C, L) or (N, C, H, W).
@@ -1838,14 +1925,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out_size = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
         scales = (None,) * dims if recompute_scale_factor else tuple(float(f) for f in sf)
     dt = input._data.dtype
-    out = input
     mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
             for n, o, sc in zip(spatial, out_size, scales)]
-    if out_size[-1] != spatial[-1] or mode not in ("nearest", "nearest-exact"):
-        out = out.matmul(_const(mats[-1].T.copy()))
-    if dims == 2 and (out_size[0] != spatial[0] or mode not in ("nearest", "nearest-exact")):
-        out = _const(mats[0]).matmul(out)
-    return out
+    mh = mats[0] if dims == 2 else None
+    name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact",
+            "linear": "upsample_linear", "bilinear": "upsample_bilinear"}[mode] + f"{dims}d"
+    return _linear(name, input, _mat_fwd(mh, mats[-1]),
+                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1854,7 +1940,7 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 
 
 def pixel_shuffle(input, upscale_factor):
-    """(*, C r^2, H, W) -> (*, C, H r, W r) (mirrors ``F.pixel_shuffle``).
+    """(*, C r^2, H, W) -> (*, C, H r, W r) (mirrors ``F.pixel_shuffle``; PixelShuffleBackward0).
 
     Raises:
         RuntimeError: channels not divisible by r^2 (torch's text).
@@ -1868,28 +1954,42 @@ def pixel_shuffle(input, upscale_factor):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
                            f"divisible by the square of upscale_factor, but input.size(-3)={c} "
                            f"is not divisible by {r * r}")
+    return _linear("pixel_shuffle", input, _shuffle(lead, c // (r * r), h, w, r, True),
+                   _shuffle(lead, c // (r * r), h, w, r, False))
+
+
+def _shuffle(lead, c, h, w, r, up):
+    """The array map of pixel_shuffle (``up``: (C r r, H, W) -> (C, H r, W r)) or its inverse."""
     k = len(lead)
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)
-    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    lead = tuple(lead)
+
+    def fwd(a):
+        if up:
+            a = a.reshape(lead + (c, r, r, h, w)).transpose(
+                tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+            return np.ascontiguousarray(a).reshape(lead + (c, h * r, w * r))
+        a = a.reshape(lead + (c, h, r, w, r)).transpose(
+            tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+        return np.ascontiguousarray(a).reshape(lead + (c * r * r, h, w))
+    return fwd
 
 
 def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H r, W r) -> (*, C r^2, H, W) (mirrors ``F.pixel_unshuffle``)."""
+    """(*, C, H r, W r) -> (*, C r^2, H, W) (mirrors ``F.pixel_unshuffle``;
+    PixelUnshuffleBackward0)."""
     r = int(downscale_factor)
     *lead, c, h, w = input.shape
     if h % r or w % r:
         raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
                            f"downscale_factor, but got {h} x {w} and {r}")
-    k = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _linear("pixel_unshuffle", input, _shuffle(lead, c, h // r, w // r, r, False),
+                   _shuffle(lead, c, h // r, w // r, r, True))
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Sum sliding blocks back into an image (col2im; mirrors ``F.fold``, the adjoint of
-    :func:`unfold`): (N, C kh kw, L) -> (N, C, H, W), overlapping values added.
+    :func:`unfold`; one Col2ImBackward0 node): (N, C kh kw, L) -> (N, C, H, W), overlapping
+    values added.
 
     Raises:
         RuntimeError: the block count L does not match the geometry (torch's text).
@@ -1905,27 +2005,52 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"of kernel_size, but got input.size(1)={ckk} and "
                            f"kernel_size={(kh, kw)}")
     c = ckk // (kh * kw)
-    hp, wp = h + 2 * ph, w + 2 * pw
-    bh = (hp - dh * (kh - 1) - 1) // sh + 1
-    bw = (wp - dw * (kw - 1) - 1) // sw + 1
-    if bh * bw != L:
+    geo = _col_geometry(n, c, h, w, kh, kw, dh, dw, ph, pw, sh, sw)
+    if geo[-1] != L:
+        bh, bw = geo[-3], geo[-2]
         raise RuntimeError(f"Given output_size=({h}, {w}), kernel_size=({kh}, {kw}), "
                            f"dilation=({dh}, {dw}), padding=({ph}, {pw}), stride=({sh}, {sw}), "
                            f"expected size of input's dimension 2 to match the calculated "
                            f"number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
                            f"input.size(2)={L}.")
-    ci, ki, kj, bi, bj = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), np.arange(bh),
-                                     np.arange(bw), indexing="ij")
-    flat = ci * hp * wp + (bi * sh + ki * dh) * wp + (bj * sw + kj * dw)
-    out = nbgrad.zeros((n, c * hp * wp), dtype=input.dtype)
-    out = out.index_add(1, _const(flat.reshape(-1).astype(np.int64)), input.reshape(n, -1))
-    out = out.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w]
+    out = _linear("col2im", input, _col2im(geo), _im2col(geo))
     return out.squeeze(0) if unbatched else out
 
 
+def _col_geometry(n, c, h, w, kh, kw, dh, dw, ph, pw, sh, sw):
+    """The flat index into the padded (C, Hp, Wp) image of every (C kh kw, L) block element."""
+    hp, wp = h + 2 * ph, w + 2 * pw
+    bh = (hp - dh * (kh - 1) - 1) // sh + 1
+    bw = (wp - dw * (kw - 1) - 1) // sw + 1
+    ci, ki, kj, bi, bj = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), np.arange(bh),
+                                     np.arange(bw), indexing="ij")
+    flat = (ci * hp * wp + (bi * sh + ki * dh) * wp + (bj * sw + kj * dw)).reshape(-1)
+    return n, c, h, w, ph, pw, hp, wp, flat, bh, bw, bh * bw
+
+
+def _im2col(geo):
+    n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
+
+    def fwd(a):
+        a = np.pad(a, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        return a.reshape(n, -1)[:, flat].reshape(n, -1, L)
+    return fwd
+
+
+def _col2im(geo):
+    n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
+
+    def fwd(cols):
+        z = np.zeros((n, c * hp * wp), cols.dtype)
+        np.add.at(z, (slice(None), flat), cols.reshape(n, -1))
+        return np.ascontiguousarray(z.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w])
+    return fwd
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Normalise over groups of channels (mirrors ``F.group_norm``): the per-group statistics
-    of layer_norm over (N, G, C/G * spatial), then the per-channel affine.
+    """Normalise over groups of channels (mirrors ``F.group_norm``; one
+    NativeGroupNormBackward0 node for input, weight and bias): statistics per (sample, group),
+    then the per-channel affine.
 
     Raises:
         RuntimeError: channels not divisible by num_groups (torch's text).
@@ -1938,14 +2063,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    x = input.reshape(n, num_groups, -1)
-    x = layer_norm(x, (x.shape[-1],), eps=eps).reshape(tuple(input.shape))
-    shape = (1, c) + (1,) * (input.ndim - 2)
-    if weight is not None:
-        x = x * weight.reshape(shape)
-    if bias is not None:
-        x = x + bias.reshape(shape)
-    return x
+    return apply(ROWS["native_group_norm"], (input, weight, bias), (num_groups, eps, Ctx(None)))
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
@@ -2037,6 +2155,46 @@ def bilinear(input1, input2, weight, bias=None):
     return out.reshape(*lead, o)
 
 
+def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
+    """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``."""
+    w = weight._data
+    n, dim = len(ids), w.shape[1]
+    if mode in ("sum", "mean"):
+        m = np.zeros((nb, n), w.dtype)
+        m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
+        if mode == "mean":
+            m = m / np.maximum((m != 0).sum(1, keepdims=True), 1)
+
+        def fwd(a):
+            return m @ a[ids]
+
+        def adj(g):
+            z = np.zeros(w.shape, g.dtype)
+            np.add.at(z, ids, m.T @ g)
+            return z
+    elif mode == "max":
+        vals = w[ids]
+        pick = np.zeros((nb, dim), np.int64)
+        filled = np.zeros(nb, bool)
+        for i in range(nb):
+            sel = np.nonzero((bag == i) & keep)[0]
+            if len(sel):
+                pick[i] = ids[sel[vals[sel].argmax(0)]]
+                filled[i] = True
+        cols = np.arange(dim)
+
+        def fwd(a):
+            return np.where(filled[:, None], a[pick, cols], 0)
+
+        def adj(g):
+            z = np.zeros(w.shape, g.dtype)
+            np.add.at(z, (pick[filled], cols), g[filled])
+            return z
+    else:
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    return _linear("_embedding_bag", weight, fwd, adj)
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
@@ -2084,10 +2242,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     n = len(ids)
     bag = np.searchsorted(offs, np.arange(n), side="right") - 1
     keep = np.ones(n, bool) if padding_idx is None else ids != padding_idx
-    rows = embedding(_const(ids.astype(np.int64)), weight, None, max_norm, norm_type)
-    if psw is not None:
-        rows = rows * psw.unsqueeze(-1)
     nb = len(offs)
+    if max_norm is not None:
+        _embedding_renorm_(weight, ids, max_norm, norm_type)
+    if psw is None or not psw.requires_grad:
+        return _embedding_bag_row(weight, ids.astype(np.int64), bag, keep, nb, mode,
+                                  None if psw is None else psw._data)
+    rows = embedding(_const(ids.astype(np.int64)), weight)
+    rows = rows * psw.unsqueeze(-1)
     if mode in ("sum", "mean"):
         m = np.zeros((nb, n), weight._data.dtype)
         m[bag[keep], np.arange(n)[keep]] = 1.0

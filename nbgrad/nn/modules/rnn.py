@@ -167,6 +167,13 @@ class RNNBase(Module):
     def _flat_weights(self):
         return [getattr(self, name) for name in self._flat_weights_names]
 
+    def _weights(self, k):
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of layer-direction ``k`` (None where absent)."""
+        p = self._parameters
+        names = self._all_weights[k]
+        b_ih, b_hh = (p[names[2]], p[names[3]]) if self.bias else (None, None)
+        return p[names[0]], p[names[1]], b_ih, b_hh, p[names[-1]] if self.proj_size else None
+
     @property
     def all_weights(self):
         """The parameters per layer and direction, as lists (torch's ``all_weights``)."""
@@ -346,7 +353,6 @@ class RNNBase(Module):
         x, batch_sizes, states, unbatched, unsorted = self._prepare(input, hx)
         is_lstm = self.mode == "LSTM"
         num_directions = 2 if self.bidirectional else 1
-        params = self._parameters
         h_n, c_n = [], []
         h0 = states[0].unbind(0)
         c0 = states[1].unbind(0) if is_lstm else None
@@ -354,12 +360,10 @@ class RNNBase(Module):
             outs = []
             for direction in range(num_directions):
                 k = layer * num_directions + direction
-                names = self._all_weights[k]
-                w = dict(zip((n.split("_l")[0] for n in names), (params[n] for n in names)))
-                gis = self._project(x, w["weight_ih"], w.get("bias_ih"), batch_sizes)
-                out, h, c = self._direction(gis, h0[k], c0[k] if is_lstm else None,
-                                            w["weight_hh"], w.get("bias_hh"), w.get("weight_hr"),
-                                            batch_sizes, direction == 1)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
+                gis = self._project(x, w_ih, b_ih, batch_sizes)
+                out, h, c = self._direction(gis, h0[k], c0[k] if is_lstm else None, w_hh, b_hh,
+                                            w_hr, batch_sizes, direction == 1)
                 outs.append(nbgrad.stack(out, 0) if batch_sizes is None else nbgrad.cat(out, 0))
                 h_n.append(h)
                 c_n.append(c)

@@ -414,6 +414,22 @@ CASES = [
         (slice(None), 0), b)), (3, 4), (3,)),
     Case("ip_setitem_mask_tensor", lambda T, m, a, b: _ip(a, lambda y: y.__setitem__(m, b)),
          ("bool", (3, 4)), (3, 4), ()),
+    Case("setitem_whole_0d", _setitem(Ellipsis), (3, 4), ()),
+    # ---- convolution and pooling (array kernels; create_graph composes them from rows) ----
+    Case("conv2d", lambda T, x, w, b: T.nn.functional.conv2d(x, w, b),
+         (2, 3, 5, 5), (4, 3, 3, 3), (4,)),
+    Case("conv2d_stride_pad", lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, stride=2,
+                                                                          padding=1),
+         (1, 2, 6, 5), (3, 2, 3, 2), (3,)),
+    Case("conv2d_groups_dilation", lambda T, x, w: T.nn.functional.conv2d(
+        x, w, None, padding=2, dilation=2, groups=2), (1, 4, 6, 6), (4, 2, 3, 3)),
+    Case("conv2d_const_weight", lambda T, x, w: T.nn.functional.conv2d(x, w),
+         (1, 2, 4, 4), ("const", (2, 2, 2, 2))),
+    Case("max_pool2d", lambda T, x: T.nn.functional.max_pool2d(x, 2), ("grid", (2, 2, 4, 4))),
+    Case("max_pool2d_pad_stride", lambda T, x: T.nn.functional.max_pool2d(
+        x, 3, stride=2, padding=1), ("grid", (1, 2, 5, 5))),
+    Case("max_pool2d_indices", lambda T, x: T.nn.functional.max_pool2d(
+        x, 2, return_indices=True), ("grid", (1, 2, 4, 4))),
     # ---- dtype conversion and promotion ----
     Case("to_float32", lambda T, a: a.to(T.float32), (3, 4), check=False),
     Case("float_method", lambda T, a: (a * 2).float(), (3, 4), check=False),
@@ -613,7 +629,7 @@ def test_second_derivative_vs_torch(name):
 def _as_f32(case):
     def conv(spec):
         if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
-            return spec
+            return ("f32c", spec[1]) if spec[0] == "const" else spec
         return ("f32", spec)
     return Case(case.name + "_f32", case.f, *[conv(s) for s in case.specs], tf=case.tf,
                 grad=case.grad)
@@ -786,21 +802,6 @@ def _hvp(T, case, xs):
     return first, [None if h is None else h.detach().numpy(force=True) for h in hs]
 
 
-_NO_2ND = {  # double backward nbgrad does not support yet (reported in /work/coord/requests.md)
-    "AsStrided": ("diagonal", "diagonal_offset", "diagonal_neg_offset", "diagonal_3d",
-                  "as_strided", "as_strided_fn", "as_strided_overlap"),
-    "CopySlices": ("setitem_int", "setitem_int_scalar", "setitem_slice_step",
-                   "setitem_slice_bcast", "setitem_none", "setitem_ellipsis",
-                   "setitem_into_nonleaf_view", "ip_view_mul", "ip_view_exp", "ip_view_chain",
-                   "ip_view_returned", "ip_diag", "ip_setitem_tensor_value"),
-    "max/min with dim": ("max_dim", "max_dim_keepdim", "min_dim", "min_dim_neg"),
-    "gather (_TX.indices)": ("gather", "gather_dim0", "take_along_dim"),
-    "index_add (select with a tensor index)": ("index_add",),
-}
-for _why, _names in _NO_2ND.items():
-    for _n in _names:
-        next(c for c in CASES if c.name == _n).xfail.setdefault(
-            "second", f"no double backward through {_why}")
 SECOND = [c.param("second") for c in CASES if c.grad and c.check]
 
 
@@ -1017,3 +1018,35 @@ def test_default_dtype_float64():
             T.set_default_dtype(T.float32)
     assert f(nbgrad) == f(torch)
     assert _dtype_name(nbgrad.ones(1)) == "float32"
+
+
+# ------------------------------------------------------------------------------------------------
+# Every row of the table is reached by some case above (so each is checked for values, grads,
+# node names, gradcheck and second order)
+# ------------------------------------------------------------------------------------------------
+def _rows_reached(outs):
+    rows, seen = set(), set()
+    stack = [o.grad_fn for o in outs if isinstance(o, nbgrad.Tensor)]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        row = getattr(type(n), "_row", None)
+        if row is not None:
+            rows.add(row.name)
+        stack.append(getattr(n, "fn", None))  # CopySlices runs the in-place op's node
+        stack.extend(c for c, _ in n.next_functions)
+    return rows
+
+
+NEEDS_A_DEVICE = {"to_device"}  # exercised by test_on_device on a GPU
+
+
+def test_every_row_has_a_case():
+    reached = set()
+    for case in CASES:
+        nb, _ = _inputs(case)
+        reached |= _rows_reached(_outs(case.f(nbgrad, *nb)))
+    missing = sorted(set(nbgrad.ops.ROWS) - reached - NEEDS_A_DEVICE)
+    assert not missing, f"rows without a case in CASES: {missing}"

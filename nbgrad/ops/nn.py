@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .formulas import _conv_grads, _pool_grad
+from . import kernels
 from .reductions import _logsumexp
 from .registry import op
 
@@ -20,11 +20,26 @@ op("log_softmax", lambda self, dim: self - _logsumexp(self, dim, True), float_op
    self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
 
 # ---- convolution and pooling ------------------------------------------------------------------
-op("convolution", lambda input, weight, bias, ctx: None,
-   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv_grads(g, ctx, needs,
-                                                                                  xp)})
-op("max_pool2d", lambda self, ctx: None, node="MaxPool2DWithIndicesBackward0",
-   self=lambda g, self, ctx, xp: _pool_grad(g, ctx, xp))
+op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:
+   kernels.conv2d_forward(input, weight, bias, stride, padding, dilation, groups), ctx=True,
+   **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
+      needs, xp: xp.conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups,
+                                    needs)})
+op("max_pool2d", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
+   node="MaxPool2DWithIndicesBackward0", ctx=True,
+   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g, ctx, self_shape))
+op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
+                                            ceil_mode)),
+   node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
+   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+
+
+def _with_indices(y_ctx):
+    """(y, ctx) -> ((y, int64 indices as torch's return_indices), ctx)."""
+    y, ctx = y_ctx
+    return (y, kernels.max_pool2d_indices(ctx)), ctx
 
 
 def _softmax(a, dim):

@@ -317,6 +317,8 @@ CASES = [
     Case("split_sizes", lambda T, a: T.split(a, [1, 3], 1), (2, 4)),
     Case("chunk", lambda T, a: a.chunk(2), (4, 3)),
     Case("chunk_uneven", lambda T, a: T.chunk(a, 3, 1), (2, 5)),
+    Case("unsafe_split", lambda T, a: T.unsafe_split(a, 2, 1), (3, 5)),
+    Case("unsafe_chunk", lambda T, a: a.unsafe_chunk(4, 1), (2, 8)),
     Case("unfold", lambda T, a: a.unfold(1, 2, 1), (3, 4)),
     Case("unfold_step", lambda T, a: a.unfold(0, 2, 2), (5, 3)),
     Case("contiguous", lambda T, a: a.t().contiguous(), (3, 4)),
@@ -1041,12 +1043,38 @@ def _rows_reached(outs):
 
 
 NEEDS_A_DEVICE = {"to_device"}  # exercised by test_on_device on a GPU
+# rows merged before their cases (branches ops, nn-a at 15:30): remove a name when its case lands
+AWAITING_CASES = {
+    "_safe_softmax", "acos", "addcdiv", "addcmul", "aminmax", "asin", "atan", "atan2", "bincount",
+    "ceil", "celu_", "clamp_tensor", "cosh", "cummax", "cummin", "cumprod", "elu_", "erfinv",
+    "exp2", "expm1", "floor", "fmod", "fmod_tensor", "frac", "histogram", "hypot", "index_copy",
+    "index_fill", "index_fill_tensor", "kthvalue", "leaky_relu_", "lerp", "lerp_tensor", "log10",
+    "log2", "logaddexp", "logaddexp2", "logcumsumexp", "masked_scatter", "masked_select",
+    "median", "median_dim", "mode", "nan_to_num", "nansum", "remainder", "remainder_tensor",
+    "round", "round_decimals", "scaled_dot_product_flash_attention_for_cpu", "scatter",
+    "scatter_add", "scatter_reduce", "scatter_value", "sgn", "sinh", "sort", "std_mean",
+    "threshold_", "topk", "trunc", "unique", "unique_consecutive", "unique_dim", "var_mean",
+    "xlogy", "xlogy_scalar_other", "xlogy_scalar_self",
+}
+
+
+def _all_cases():
+    """(name, thunk giving nbgrad outputs) of every row-level case: this file's CASES, issue 9's
+    (test_ops_ext.py) and the nn rows' (test_nn_rows.py)."""
+    import test_nn_rows
+    import test_ops_ext
+    for case in CASES + test_ops_ext.CASES:
+        yield case.name, lambda case=case: case.f(nbgrad, *_inputs(case)[0])
+    for name, fn, arrays, grad, *_ in test_nn_rows.CASES:
+        yield name, lambda fn=fn, arrays=arrays, grad=grad: test_nn_rows.both(fn, arrays,
+                                                                              grad)[1][0]
 
 
 def test_every_row_has_a_case():
     reached = set()
-    for case in CASES:
-        nb, _ = _inputs(case)
-        reached |= _rows_reached(_outs(case.f(nbgrad, *nb)))
-    missing = sorted(set(nbgrad.ops.ROWS) - reached - NEEDS_A_DEVICE)
+    for _, make in _all_cases():
+        reached |= _rows_reached(_outs(make()))
+    missing = sorted(set(nbgrad.ops.ROWS) - reached - NEEDS_A_DEVICE - AWAITING_CASES)
     assert not missing, f"rows without a case in CASES: {missing}"
+    landed = sorted(AWAITING_CASES & reached)
+    assert not landed, f"these rows have cases now: remove them from AWAITING_CASES: {landed}"

@@ -571,6 +571,10 @@ def _view_op(row, x, args=(), out=None):
     return apply(row, (x,), args)
 
 
+def _multi_view_op(row, x, outs, args):
+    return apply(row, (x,), args)
+
+
 def _inplace(row, t, others, args, op_name, broadcast_meta=False):
     __tracebackhide__ = True
     return apply(row, (t,) + tuple(others), args, inplace=op_name)

@@ -19,7 +19,7 @@ import operator
 
 import numpy as np
 
-from .. import backend, dtypes
+from .. import backend, creation, dtypes
 from ..autograd.apply import positions
 from ..tensor import Tensor
 from . import kernels
@@ -163,7 +163,10 @@ class TensorFormulas:
     def where(c, a, b):
         if isinstance(a, Tensor):
             return a.where(c, b)
-        return b.where(~c, a)
+        if isinstance(b, Tensor):
+            return b.where(~c, a)
+        c = _raw(c)  # two numbers: a constant
+        return Tensor._make_fresh(backend.get_array_module(c).where(c, a, b))
 
     @staticmethod
     def sum(x, axis=None, keepdims=False):
@@ -245,6 +248,20 @@ class TensorFormulas:
     @staticmethod
     def to_device(g, device):
         return g.to(device)
+
+    # numpy's spellings that M1-era formulas call on `xp` (in-place on fresh zeros)
+    @staticmethod
+    def take(x, i, axis):
+        return x.select(axis, i) if isinstance(i, int) else x[_along(axis, _raw(i))]
+
+    @staticmethod
+    def zeros(shape, dt):
+        return creation.zeros(shape, dtype=dt if isinstance(dt, dtypes.dtype)
+                              else dtypes.from_np(dt))
+
+    @staticmethod
+    def put_along_axis(z, idx, g, axis):
+        z.index_put_(TensorFormulas.index_grid(idx, axis), g)
 
     @staticmethod
     def prod_others(x, dim):

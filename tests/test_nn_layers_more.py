@@ -9,6 +9,7 @@ import torch
 import nbgrad
 from test_nn_functional_more import rnd, run
 from test_nn_layers import run_both
+from test_nn_rows import graph as _graph
 
 FUNCTIONAL = [
     ("conv1d", lambda F, x, w, b: F.conv1d(x, w, b), [rnd(2, 4, 9), rnd(6, 4, 3, seed=1),
@@ -249,17 +250,6 @@ GRAPH_DIFFERS = {
     "embedding_bag_psw": "per_sample_weights that require grad: composed (Mm of Embedding)",
 }
 
-
-def _graph(out):
-    names, seen, todo = [], set(), [out.grad_fn]
-    while todo:
-        fn = todo.pop(0)
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        names.append(type(fn).__name__)
-        todo.extend(n for n, _ in fn.next_functions)
-    return names
 
 
 def _tensors(lib, inputs, grad):

@@ -162,7 +162,7 @@ op("_convolution1d", lambda input, weight, bias, ctx: None, node="ConvolutionBac
 
 
 # ---- maps linear in their input: `ctx` holds (forward, adjoint) on arrays ---------------------
-# (upsampling, adaptive pooling, pixel shuffle, padding by reflection, col2im/im2col, bags of
+# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col, bags of
 # embeddings). Under create_graph the adjoint is recorded as the same row with the two swapped.
 def _linear_map(name, node):
     op(name, lambda self, ctx: ctx.value[0](self), node=node,
@@ -180,6 +180,7 @@ def _adjoint(name, g, ctx, xp):
 
 
 for _name, _node in (
+        ("avg_pool2d", "AvgPool2DBackward0"),
         ("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0"),
         ("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0"),
         ("upsample_nearest1d", "UpsampleNearest1DBackward0"),

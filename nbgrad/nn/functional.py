@@ -1729,17 +1729,31 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """Transposed 1-D convolution (mirrors ``F.conv_transpose1d``), via conv_transpose2d.
+    """Transposed 1-D convolution (mirrors ``F.conv_transpose1d``; one ConvolutionBackward0
+    node): the 2-D kernels over a height-1 image.
 
     input (N, C_in, L) or (C_in, L); weight (C_in, C_out / groups, k).
     """
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to "
                            f"conv_transpose1d, but got input of size: {list(input.shape)}")
-    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
-                           (1, _single(stride)), (0, _single(padding)),
-                           (0, _single(output_padding)), groups, (1, _single(dilation)))
-    return out.squeeze(-2)
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
+                           f"{input.shape[1]} channels instead")
+    s, p, op, d = (_single(v) for v in (stride, padding, output_padding, dilation))
+    if op >= max(s, d):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding: {op} stride: {s} dilation: {d}")
+    y, ctx = conv_transpose2d_forward(
+        input._data[:, :, None], weight._data[:, :, None], None if bias is None else bias._data,
+        (1, s), (0, p), (0, op), (1, d), groups)
+    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),),
+                 np.ascontiguousarray(y[:, :, 0]))
+    return out.squeeze(0) if unbatched else out
 
 
 def _check_1d_pool(input, who):

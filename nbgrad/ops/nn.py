@@ -712,6 +712,9 @@ def _conv_transpose_grads(g, x, w, ctx, needs, xp):
         raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
                            "supported yet")
     stride, padding, dilation, groups = ctx.get()
+    if g.ndim == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
+        outs = _conv_transpose_grads(g[:, :, None], x[:, :, None], w[:, :, None], ctx, needs, xp)
+        return tuple(o if o is None or o.ndim == 1 else o[:, :, 0] for o in outs)
     gx = gw = gb = None
     y, cctx = kernels.conv2d_forward(g, w, None, stride, padding, dilation, groups)
     if needs[0]:

@@ -249,7 +249,6 @@ def test_layer_errors_name_the_layer_and_shapes():
 
 # graphs that differ from torch's, and why (everything else in FUNCTIONAL must match node by node)
 GRAPH_DIFFERS = {
-    "bilinear_layer": "torch's _trilinear kernel (TrilinearBackward0) is composed here",
     "pad_circular": "torch composes circular padding from slices; nbgrad gathers",
     "embedding_bag_psw": "per_sample_weights that require grad: composed (Mm of Embedding)",
 }

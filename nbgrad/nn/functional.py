@@ -2152,7 +2152,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``).
+    """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``; torch's graph: a TrilinearBackward0
+    node between views).
 
     Shapes: input1 (*, in1), input2 (*, in2), weight (out, in1, in2), bias (out,) -> (*, out).
 
@@ -2166,13 +2167,9 @@ def bilinear(input1, input2, weight, bias=None):
                            f"same leading dims, got {list(input1.shape)} and "
                            f"{list(input2.shape)}")
     lead = tuple(input1.shape[:-1])
-    x1 = input1.reshape(-1, i1)
-    x2 = input2.reshape(-1, i2)
-    t = x1.matmul(weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
-    out = (t * x2.unsqueeze(1)).sum(-1)
-    if bias is not None:
-        out = out + bias
-    return out.reshape(*lead, o)
+    out = apply(ROWS["_trilinear"], (input1.reshape(-1, i1), weight, input2.reshape(-1, i2)))
+    out = out.reshape(*lead, o)
+    return out + bias if bias is not None else out
 
 
 def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):

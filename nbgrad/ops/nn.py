@@ -148,6 +148,10 @@ op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group
    **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
       _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
 
+# ---- F.bilinear's kernel: out[b, o] = sum_ij i1[b, i] i2[o, i, j] i3[b, j] --------------------
+op("_trilinear", lambda i1, i2, i3: np.einsum("bi,oij,bj->bo", i1, i2, i3),
+   **{"i1, i2, i3": lambda g, i1, i2, i3, needs, xp: _trilinear_grads(g, i1, i2, i3, needs, xp)})
+
 # ---- transposed convolution: the input-gradient of conv2d, one ConvolutionBackward0 as torch --
 # ctx: (stride, padding, dilation, groups, the conv2d context of an output-sized image)
 op("_convolution_transpose2d", lambda input, weight, bias, ctx: None,
@@ -689,6 +693,15 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
     if len(needs) > 2 and needs[2]:
         gb = g.sum(axis=axes)
     return gx, gw, gb
+
+
+def _trilinear_grads(g, i1, i2, i3, needs, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through TrilinearBackward0 is not "
+                           "supported yet")
+    return (np.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
+            np.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
+            np.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
 
 
 def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):

@@ -8,6 +8,7 @@ import torch.nn.functional as TF
 
 import nbgrad
 import nbgrad.nn.functional as NF
+from test_nn_rows import graph as _graph
 
 
 def rnd(*shape, seed=0, scale=1.0):
@@ -302,17 +303,6 @@ COMPOSITE = [
         label_smoothing=0.1), (1, 0, 0)),
 ]
 
-
-def _graph(out):
-    names, seen, todo = [], set(), [out.grad_fn]
-    while todo:
-        fn = todo.pop(0)
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        names.append(type(fn).__name__)
-        todo.extend(n for n, _ in fn.next_functions)
-    return names
 
 
 @pytest.mark.parametrize("name,fn,grad", COMPOSITE, ids=[c[0] for c in COMPOSITE])

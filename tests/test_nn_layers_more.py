@@ -9,6 +9,7 @@ import torch
 import nbgrad
 from test_nn_functional_more import rnd, run
 from test_nn_layers import run_both
+from test_nn_rows import graph as _graph
 
 FUNCTIONAL = [
     ("conv1d", lambda F, x, w, b: F.conv1d(x, w, b), [rnd(2, 4, 9), rnd(6, 4, 3, seed=1),
@@ -30,6 +31,12 @@ FUNCTIONAL = [
     ("max_pool1d", lambda F, x: F.max_pool1d(x, 3, 2, 1), [rnd(2, 3, 10)], (1,)),
     ("avg_pool1d", lambda F, x: F.avg_pool1d(x, 4, 2, 2, count_include_pad=False),
      [rnd(2, 3, 10)], (1,)),
+    ("avg_pool2d", lambda F, x: F.avg_pool2d(x, 2), [rnd(2, 3, 6, 7)], (1,)),
+    ("avg_pool2d_pad_ceil", lambda F, x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                      count_include_pad=False),
+     [rnd(2, 3, 8, 7)], (1,)),
+    ("avg_pool2d_divisor", lambda F, x: F.avg_pool2d(x, (2, 3), (1, 2), divisor_override=4),
+     [rnd(3, 6, 7)], (1,)),
     ("adaptive_avg_pool2d", lambda F, x: F.adaptive_avg_pool2d(x, (3, 5)), [rnd(2, 3, 7, 9)],
      (1,)),
     ("adaptive_avg_pool2d_1", lambda F, x: F.adaptive_avg_pool2d(x, 1), [rnd(2, 3, 7, 9)], (1,)),
@@ -242,24 +249,10 @@ def test_layer_errors_name_the_layer_and_shapes():
 
 # graphs that differ from torch's, and why (everything else in FUNCTIONAL must match node by node)
 GRAPH_DIFFERS = {
-    "conv_transpose1d": "conv_transpose2d over a height-1 image (Squeeze/Unsqueeze around it)",
-    "avg_pool1d": "avg_pool2d is composed in nbgrad (torch: AvgPool2DBackward0)",
-    "bilinear_layer": "torch's _trilinear kernel (TrilinearBackward0) is composed here",
     "pad_circular": "torch composes circular padding from slices; nbgrad gathers",
     "embedding_bag_psw": "per_sample_weights that require grad: composed (Mm of Embedding)",
 }
 
-
-def _graph(out):
-    names, seen, todo = [], set(), [out.grad_fn]
-    while todo:
-        fn = todo.pop(0)
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        names.append(type(fn).__name__)
-        todo.extend(n for n, _ in fn.next_functions)
-    return names
 
 
 def _tensors(lib, inputs, grad):
@@ -280,7 +273,7 @@ def test_functional_layer_graph_like_torch(name, fn, inputs, grad):
         assert gn == gt
 
 
-LINEAR_ROWS = ["adaptive_avg_pool2d", "adaptive_max_pool2d", "nearest_scale", "nearest_exact",
+LINEAR_ROWS = ["avg_pool2d_pad_ceil", "adaptive_avg_pool2d", "adaptive_max_pool2d", "nearest_scale", "nearest_exact",
                "bilinear", "linear", "pixel_shuffle", "pixel_unshuffle", "fold_all",
                "unfold_fold", "pad_reflect", "pad_replicate", "group_norm",
                "embedding_bag_mean", "embedding_bag_max"]

@@ -268,17 +268,6 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill,
     return x, (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
 
 
-def _pool_slices(x, geo):
-    """The kh*kw strided views (N, C, Ho, Wo) of ``x``, one per window offset, in raster order.
-
-    Pooling then works elementwise across these views, which numpy does far faster than
-    reductions over tiny window axes; each view's backward is a strided slice.
-    """
-    kh, kw, sh, sw, _, _, dh, dw, ho, wo = geo
-    return [x[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh,
-              j * dw: j * dw + sw * (wo - 1) + 1: sw]
-            for i in range(kh) for j in range(kw)]
-
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
@@ -313,7 +302,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``).
+    """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``; one
+    AvgPool2DBackward0 node, as torch).
 
     Args:
         input (Tensor): (N, C, H, W) or (C, H, W).
@@ -321,34 +311,50 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             zero padding (torch's default).
         divisor_override (int, optional): divide by this instead.
     """
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    x, geo = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
-    kh, kw, sh, sw, ph, pw, _, _, ho, wo = geo
-    views = _pool_slices(x, geo)
-    total = views[0]
-    for v in views[1:]:
-        total = total + v
-    h, w = input.shape[2], input.shape[3]
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
+                           f"{list(input.shape)}")
+    _pool_setup(input if input.ndim == 4 else input.unsqueeze(0), kernel_size, stride, padding,
+                1, ceil_mode, 0.0, check_only=True)
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = (kh, kw) if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    lead, (h, w) = tuple(input.shape[:-2]), tuple(input.shape[-2:])
+    ho, wo = _out_size(h, kh, sh, ph, 1, ceil_mode), _out_size(w, kw, sw, pw, 1, ceil_mode)
     if divisor_override:
-        out = total / divisor_override
+        div = float(divisor_override)
     else:
         # window extents, clipped like torch: to the padded input (count_include_pad) or input
-        hs = np.arange(ho) * sh - ph
-        ws = np.arange(wo) * sw - pw
-        he = np.minimum(hs + kh, h + ph)
-        we = np.minimum(ws + kw, w + pw)
+        hs, ws = np.arange(ho) * sh - ph, np.arange(wo) * sw - pw
+        he, we = np.minimum(hs + kh, h + ph), np.minimum(ws + kw, w + pw)
         if not count_include_pad:
             hs, ws = np.maximum(hs, 0), np.maximum(ws, 0)
             he, we = np.minimum(he, h), np.minimum(we, w)
         counts = (he - hs)[:, None] * (we - ws)[None, :]
-        if (counts == kh * kw).all():
-            out = total / float(kh * kw)
-        else:
-            out = total / _const(counts.astype(input._data.dtype))
-    return out.squeeze(0) if unbatched else out
+        div = float(kh * kw) if (counts == kh * kw).all() else \
+            counts.astype(input._data.dtype)
+    extra_h = max(0, (ho - 1) * sh + kh - h - 2 * ph)
+    extra_w = max(0, (wo - 1) * sw + kw - w - 2 * pw)
+    grow = ((0, 0),) * len(lead) + ((ph, ph + extra_h), (pw, pw + extra_w))
+    windows = [(slice(i, i + sh * (ho - 1) + 1, sh), slice(j, j + sw * (wo - 1) + 1, sw))
+               for i in range(kh) for j in range(kw)]
 
+    def fwd(a):  # the sum of kh*kw strided views: elementwise, as fast as numpy goes
+        a = np.pad(a, grow)
+        total = a[..., windows[0][0], windows[0][1]].copy()
+        for wh, ww in windows[1:]:
+            total += a[..., wh, ww]
+        return total / div
+
+    def adj(g):
+        g = g / div
+        z = np.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
+        for wh, ww in windows:
+            z[..., wh, ww] += g
+        return np.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
+
+    return _linear("avg_pool2d", input, fwd, adj)
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Same as ``nbgrad.flatten`` (mirrors ``torch.flatten``)."""
@@ -1723,17 +1729,31 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """Transposed 1-D convolution (mirrors ``F.conv_transpose1d``), via conv_transpose2d.
+    """Transposed 1-D convolution (mirrors ``F.conv_transpose1d``; one ConvolutionBackward0
+    node): the 2-D kernels over a height-1 image.
 
     input (N, C_in, L) or (C_in, L); weight (C_in, C_out / groups, k).
     """
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to "
                            f"conv_transpose1d, but got input of size: {list(input.shape)}")
-    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
-                           (1, _single(stride)), (0, _single(padding)),
-                           (0, _single(output_padding)), groups, (1, _single(dilation)))
-    return out.squeeze(-2)
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
+                           f"{input.shape[1]} channels instead")
+    s, p, op, d = (_single(v) for v in (stride, padding, output_padding, dilation))
+    if op >= max(s, d):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding: {op} stride: {s} dilation: {d}")
+    y, ctx = conv_transpose2d_forward(
+        input._data[:, :, None], weight._data[:, :, None], None if bias is None else bias._data,
+        (1, s), (0, p), (0, op), (1, d), groups)
+    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),),
+                 np.ascontiguousarray(y[:, :, 0]))
+    return out.squeeze(0) if unbatched else out
 
 
 def _check_1d_pool(input, who):
@@ -2132,7 +2152,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``).
+    """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``; torch's graph: a TrilinearBackward0
+    node between views).
 
     Shapes: input1 (*, in1), input2 (*, in2), weight (out, in1, in2), bias (out,) -> (*, out).
 
@@ -2146,13 +2167,9 @@ def bilinear(input1, input2, weight, bias=None):
                            f"same leading dims, got {list(input1.shape)} and "
                            f"{list(input2.shape)}")
     lead = tuple(input1.shape[:-1])
-    x1 = input1.reshape(-1, i1)
-    x2 = input2.reshape(-1, i2)
-    t = x1.matmul(weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
-    out = (t * x2.unsqueeze(1)).sum(-1)
-    if bias is not None:
-        out = out + bias
-    return out.reshape(*lead, o)
+    out = apply(ROWS["_trilinear"], (input1.reshape(-1, i1), weight, input2.reshape(-1, i2)))
+    out = out.reshape(*lead, o)
+    return out + bias if bias is not None else out
 
 
 def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):

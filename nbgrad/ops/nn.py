@@ -164,6 +164,10 @@ op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group
    **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
       _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
 
+# ---- F.bilinear's kernel: out[b, o] = sum_ij i1[b, i] i2[o, i, j] i3[b, j] --------------------
+op("_trilinear", lambda i1, i2, i3: np.einsum("bi,oij,bj->bo", i1, i2, i3),
+   **{"i1, i2, i3": lambda g, i1, i2, i3, needs, xp: _trilinear_grads(g, i1, i2, i3, needs, xp)})
+
 # ---- transposed convolution: the input-gradient of conv2d, one ConvolutionBackward0 as torch --
 # ctx: (stride, padding, dilation, groups, the conv2d context of an output-sized image)
 op("_convolution_transpose2d", lambda input, weight, bias, ctx: None,
@@ -178,7 +182,7 @@ op("_convolution1d", lambda input, weight, bias, ctx: None, node="ConvolutionBac
 
 
 # ---- maps linear in their input: `ctx` holds (forward, adjoint) on arrays ---------------------
-# (upsampling, adaptive pooling, pixel shuffle, padding by reflection, col2im/im2col, bags of
+# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col, bags of
 # embeddings). Under create_graph the adjoint is recorded as the same row with the two swapped.
 def _linear_map(name, node):
     op(name, lambda self, ctx: ctx.value[0](self), node=node,
@@ -196,6 +200,7 @@ def _adjoint(name, g, ctx, xp):
 
 
 for _name, _node in (
+        ("avg_pool2d", "AvgPool2DBackward0"),
         ("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0"),
         ("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0"),
         ("upsample_nearest1d", "UpsampleNearest1DBackward0"),
@@ -713,6 +718,15 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
     return gx, gw, gb
 
 
+def _trilinear_grads(g, i1, i2, i3, needs, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through TrilinearBackward0 is not "
+                           "supported yet")
+    return (np.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
+            np.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
+            np.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
+
+
 def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
     """Arrays: y = conv_transpose2d(x, w, b) as the input-gradient of conv2d(., w); returns
     (y, ctx) for the row above."""
@@ -734,6 +748,9 @@ def _conv_transpose_grads(g, x, w, ctx, needs, xp):
         raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
                            "supported yet")
     stride, padding, dilation, groups = ctx.get()
+    if g.ndim == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
+        outs = _conv_transpose_grads(g[:, :, None], x[:, :, None], w[:, :, None], ctx, needs, xp)
+        return tuple(o if o is None or o.ndim == 1 else o[:, :, 0] for o in outs)
     gx = gw = gb = None
     y, cctx = kernels.conv2d_forward(g, w, None, stride, padding, dilation, groups)
     if needs[0]:

@@ -99,6 +99,12 @@ class _ConvNd(Module):
         flat = [v for lo_hi in reversed(pads) for v in lo_hi]
         return F.pad(input, flat, mode=self.padding_mode), 0
 
+    def forward(self, input):
+        self._check(input)
+        input, padding = self._prepad(input)
+        return self._conv(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                          self.groups)
+
     def extra_repr(self):
         n = self._n
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
@@ -134,12 +140,7 @@ class Conv1d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device=device, dtype=dtype)
 
-    def forward(self, input):
-        self._check(input)
-        input, padding = self._prepad(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride,
-                        padding if isinstance(padding, str) else _ntuple(padding, 1),
-                        self.dilation, self.groups)
+    _conv = staticmethod(F.conv1d)
 
 
 class Conv2d(_ConvNd):
@@ -166,11 +167,7 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device=device, dtype=dtype)
 
-    def forward(self, input):
-        self._check(input)
-        input, padding = self._prepad(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+    _conv = staticmethod(F.conv2d)
 
 
 class _ConvTransposeNd(_ConvNd):

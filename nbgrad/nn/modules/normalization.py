@@ -10,6 +10,20 @@ from .utils import _factory
 __all__ = ["LayerNorm", "GroupNorm"]
 
 
+def _affine_parameters(module, shape, affine, bias, kw):
+    """weight (ones) and bias (zeros) of ``shape``, or None where not wanted (as torch)."""
+    module.register_parameter("weight", Parameter(nbgrad.ones(shape, **kw)) if affine else None)
+    module.register_parameter("bias", Parameter(nbgrad.zeros(shape, **kw))
+                              if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dims (mirrors ``torch.nn.LayerNorm``).
 
@@ -25,21 +39,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(nbgrad.ones(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(nbgrad.zeros(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, kw)
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         k = len(self.normalized_shape)
@@ -74,21 +77,10 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(nbgrad.ones((num_channels,), **kw))
-            if bias:
-                self.bias = Parameter(nbgrad.zeros((num_channels,), **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, kw)
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         if input.ndim < 2 or input.shape[1] != self.num_channels:

@@ -10,6 +10,19 @@ from .utils import _factory
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
+def _padding_idx(padding_idx, num_embeddings, word):
+    """``padding_idx`` checked and made non-negative (torch's assertion texts; ``word`` is
+    spelled as each class of torch spells it)."""
+    if padding_idx is None:
+        return None
+    if padding_idx > 0:
+        assert padding_idx < num_embeddings, f"{word} must be within num_embeddings"
+    elif padding_idx < 0:
+        assert padding_idx >= -num_embeddings, f"{word} must be within num_embeddings"
+        padding_idx = num_embeddings + padding_idx
+    return padding_idx
+
+
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` vectors (mirrors ``torch.nn.Embedding``).
 
@@ -27,13 +40,7 @@ class Embedding(Module):
         kw = _factory(device, dtype)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
-            elif padding_idx < 0:
-                assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _padding_idx(padding_idx, num_embeddings, "Padding_idx")
         if scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are unsupported")
         self.max_norm = max_norm
@@ -91,13 +98,7 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if padding_idx is not None:
-            if padding_idx > 0:
-                assert padding_idx < num_embeddings, "padding_idx must be within num_embeddings"
-            elif padding_idx < 0:
-                assert padding_idx >= -num_embeddings, "padding_idx must be within num_embeddings"
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _padding_idx(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             self.weight = Parameter(nbgrad.empty((num_embeddings, embedding_dim), **kw))
             self.reset_parameters()

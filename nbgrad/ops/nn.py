@@ -21,9 +21,8 @@ import numpy as np
 from .. import backend
 from ..tensor import Tensor
 from . import kernels
-from .formulas import _TX, _first_dtype, _zeros_for
+from .formulas import _TX, _zeros_for
 from .reductions import _logsumexp
-from . import kernels
 from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
@@ -226,8 +225,8 @@ for _name, _node in (
 # "unsafe" pieces share memory but are not tracked as views either)
 op("unsafe_split", lambda self, sizes, dim: _pieces(self, sizes, dim), n_out=-1,
    self=lambda g, self_shape, sizes, dim, xp: xp.concatenate(_zeros_for(
-       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
-       _first_dtype(g), xp), axis=dim))
+       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes], xp),
+       axis=dim))
 
 def _pieces(a, sizes, dim):
     pre, out, start = (slice(None),) * dim, [], 0
@@ -252,10 +251,10 @@ def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
     for n in batch_sizes:
         piece = g[start:start + n]
         if n < batch:
-            piece = xp.concatenate([piece, xp.zeros((batch - n,) + rest, g.dtype)], 0)
+            piece = xp.concatenate([piece, xp.new_zeros(g, (batch - n,) + rest)], 0)
         rows.append(piece)
         start += n
-    rows += [xp.zeros((batch,) + rest, g.dtype)] * (steps - len(batch_sizes))
+    rows += [xp.new_zeros(g, (batch,) + rest)] * (steps - len(batch_sizes))
     return xp.stack(rows, 1 if batch_first else 0)
 
 

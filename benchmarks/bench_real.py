@@ -419,18 +419,25 @@ def bench(name, steps, warmup=20):
 
 
 def phases(name, steps):
+    """CPU us per step by phase, each library's own loop (the marks in the loop bodies)."""
     if missing_api(name):
         return
-    data, batches, makers = setup(name, steps + 20)
-    step = makers["nbgrad"](data, batches)
-    run(step, 20)
-    mark.on, mark.acc = True, {}
-    run(step, steps)
-    mark.on = False
-    total = sum(mark.acc.values())
-    print(f"\nnbgrad {name}, CPU us per step by phase (mean of {steps}):")
-    for k, v in mark.acc.items():
-        print(f"  {k:16s} {v / steps * 1e6:8.1f}  ({v / total * 100:4.1f}%)")
+    data, batches, makers = setup(name, (steps + 20) * 2)
+    res = {}
+    for label in ("torch", "nbgrad"):
+        step = makers[label](data, batches)
+        run(step, 20)
+        mark.on, mark.acc = True, {}
+        run(step, steps)
+        mark.on = False
+        res[label] = dict(mark.acc)
+    print(f"\n{name}: CPU us per step by phase (mean of {steps})")
+    print(f"  {'phase':16s} {'torch':>9s} {'nbgrad':>9s} {'ratio':>7s}")
+    for k in res["nbgrad"]:
+        t, n = res["torch"].get(k, 0.0) / steps, res["nbgrad"][k] / steps
+        print(f"  {k:16s} {t * 1e6:9.1f} {n * 1e6:9.1f} {n / t if t else float('nan'):6.2f}x")
+    tt, tn = (sum(res[k].values()) / steps for k in ("torch", "nbgrad"))
+    print(f"  {'total':16s} {tt * 1e6:9.1f} {tn * 1e6:9.1f} {tn / tt:6.2f}x")
 
 
 def profile(name, steps):

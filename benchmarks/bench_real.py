@@ -1,4 +1,4 @@
-"""Real training loops, per step: nbgrad vs PyTorch (one thread) vs hand-written numpy, in one process.
+"""Real training loops per step: nbgrad vs PyTorch (1 thread) vs hand-written numpy, one process.
 
     python benchmarks/bench_real.py                    # all three loops, 300 timed steps each
     python benchmarks/bench_real.py --steps 100 --only mlp_lm

@@ -125,6 +125,18 @@ def make_mlp_lm(lib, data, batches):
     return step
 
 
+def np_cross_entropy(logits, y):
+    """Mean cross entropy of (N, C) logits and int targets, and its gradient (N, C), by hand."""
+    n = len(y)
+    z = logits - logits.max(1, keepdims=True)
+    e = np.exp(z)
+    s = e.sum(1, keepdims=True)
+    loss = np.log(s[:, 0]).mean() - z[np.arange(n), y].mean()
+    dl = e / s
+    dl[np.arange(n), y] -= 1
+    return loss, dl / n
+
+
 def make_mlp_lm_numpy(data, batches):
     """The same step written by hand in numpy (forward, backward, SGD)."""
     Xtr, Ytr = data
@@ -139,14 +151,7 @@ def make_mlp_lm_numpy(data, batches):
         emb = C[Xb]
         x = emb.reshape(n, CONTEXT * EMB)
         h = np.tanh(x @ W1 + b1)
-        logits = h @ W2 + b2
-        z = logits - logits.max(1, keepdims=True)
-        e = np.exp(z)
-        s = e.sum(1, keepdims=True)
-        loss = np.log(s[:, 0]).mean() - z[np.arange(n), Yb].mean()
-        dl = e / s
-        dl[np.arange(n), Yb] -= 1
-        dl /= n
+        loss, dl = np_cross_entropy(h @ W2 + b2, Yb)
         dW2, db2 = h.T @ dl, dl.sum(0)
         dh = (dl @ W2.T) * (1 - h * h)
         dW1, db1 = x.T @ dh, dh.sum(0)
@@ -377,14 +382,7 @@ def make_lstm_numpy(data, batches):
             tc = np.tanh(c)
             h = o * tc
             cache.append((h_prev, c_prev, i, f, g, o, tc))
-        logits = h @ w_fc.T + b_fc
-        zl = logits - logits.max(1, keepdims=True)
-        e = np.exp(zl)
-        s = e.sum(1, keepdims=True)
-        loss = np.log(s[:, 0]).mean() - zl[np.arange(n), y].mean()
-        dl = e / s
-        dl[np.arange(n), y] -= 1
-        dl /= n
+        loss, dl = np_cross_entropy(h @ w_fc.T + b_fc, y)
         grads = [None, np.zeros_like(w_hh), None, None, dl.T @ h, dl.sum(0)]
         dh, dc = dl @ w_fc, np.zeros((n, H), np.float32)
         dproj = np.empty_like(proj)

@@ -86,7 +86,8 @@ class NbgradExtension:
         delta = tuple(a - b for a, b in zip(after, before)) if before is not None else None
         named = _inspect.named_tensors(self.ip.user_ns,
                                        skip=getattr(self.ip, "user_ns_hidden", ()))
-        focus = self.tracker.update(named, error=autograd_err is not None)
+        focus = self.tracker.update(named, error=autograd_err is not None,
+                                    bumped=delta is None or delta[1] > 0)
         if not focus.relevant:
             return
         snap = _inspect.snapshot(focus.named, previous=focus.previous, max_nodes=self.max_nodes,

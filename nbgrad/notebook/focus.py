@@ -16,6 +16,7 @@ from . import adapter as A
 
 MAX_FOCUS = 200  # tensors of one cell drawn at most (the snapshot caps nodes on its own)
 MAX_CONTEXT = 16  # earlier graphs drawn in full when the cell raised or ran backward
+STALE_SEARCH = 3000  # nodes of earlier graphs searched for a saved tensor this cell made stale
 
 
 @dataclass
@@ -41,8 +42,12 @@ class Tracker:
     def __init__(self):
         self.state: dict[str, tuple] = {}
 
-    def update(self, named, *, error: bool = False) -> Focus:
-        """Compare ``named`` (this cell's ``[(name, tensor)]``) with the previous cell's."""
+    def update(self, named, *, error: bool = False, bumped: bool = False) -> Focus:
+        """Compare ``named`` (this cell's ``[(name, tensor)]``) with the previous cell's.
+
+        ``bumped``: the cell modified tensors in place; earlier graphs holding a saved tensor
+        that is now stale are then this cell's business too (backward through them will fail).
+        """
         focus = Focus()
         new_state = {}
         changed, unchanged = [], []
@@ -73,6 +78,12 @@ class Tracker:
         if error:
             focus.relevant = True
         focus.named = changed[:MAX_FOCUS]
+        if bumped and unchanged:
+            stale = _with_stale_saved(unchanged)
+            if stale:
+                focus.relevant = True
+                focus.named += [(n, t) for n, t, _ in unchanged if id(t) in stale][:MAX_CONTEXT]
+                unchanged = [u for u in unchanged if id(u[1]) not in stale]
         context = error or grads_changed
         if context:  # the graphs the backward ran through: draw the first few earlier ones too
             focus.named += [(n, t) for n, t, _ in unchanged[:MAX_CONTEXT]]
@@ -92,3 +103,24 @@ class Tracker:
             else:
                 earlier.extend(names)
         snap.earlier = sorted(earlier)
+
+
+def _with_stale_saved(entries) -> set:
+    """ids of the tensors among ``[(name, tensor, sig)]`` whose graph holds a stale saved
+    tensor, searching at most :data:`STALE_SEARCH` nodes in all."""
+    out = set()
+    seen = set()
+    budget = STALE_SEARCH
+    for _, t, _ in entries:
+        stack = [A.grad_fn(t)]
+        while stack and budget > 0:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            budget -= 1
+            if any(s.is_stale and not s.released for s in A.saved_tensors(node)):
+                out.add(id(t))
+                break
+            stack.extend(A.next_nodes(node))
+    return out

@@ -16,6 +16,7 @@ import warnings
 from . import inspect as _inspect
 
 _STATE: dict[int, NbgradExtension] = {}  # id(ipython shell) -> loaded extension
+THEMES = ("light", "projector")
 
 
 class NbgradExtension:
@@ -31,6 +32,8 @@ class NbgradExtension:
         self._activity_before = None
         self._memory_before = None
         self._versions: dict = {}
+        self.theme = "light"  # "projector": larger fonts, high contrast
+        self.tracker = None  # model.ModelTracker while loaded
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -40,6 +43,12 @@ class NbgradExtension:
 
             self._activity_before = graph.activity()
             self._memory_before = _inspect.memory_probe()
+            if self.tracker is not None:
+                self.tracker.reset_cell()
+                if not self.tracker.global_hooks:
+                    from . import model
+
+                    self.tracker.watch(model.module_names(self.ip.user_ns, self._hidden())[2])
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -69,13 +78,22 @@ class NbgradExtension:
         delta = tuple(a - b for a, b in zip(after, before)) if before is not None else None
         snap = self.take_snapshot(error=autograd_err)
         self._versions = _inspect.versions_of(snap)
-        if snap.is_empty():
+        if self.tracker is not None:
+            from . import model
+
+            rep = model.report(self.tracker, self.ip.user_ns, snap, skip=self._hidden())
+            if not rep.is_empty():
+                snap.model = rep
+        if snap.is_empty() and snap.model is None:
             return
         if delta is not None:
             snap.memory["activity_delta"] = delta
         self.show(snap)
 
     # -- snapshot and display -----------------------------------------------------------------
+
+    def _hidden(self):
+        return getattr(self.ip, "user_ns_hidden", ())
 
     def take_snapshot(self, error=None, named=None):
         ns = self.ip.user_ns
@@ -91,9 +109,15 @@ class NbgradExtension:
         from . import render
 
         svg = None
+        folded = None
+        if snap.model is not None:
+            from . import model
+
+            folded = model.default_folded(snap.model, len(snap.nodes), loop=snap.model.is_loop)
         if snap.nodes or snap.tensors:
             try:
-                svg = render.dot_to_svg(render.to_dot(snap), timeout=self.layout_timeout)
+                svg = render.dot_to_svg(render.to_dot(snap, folded=folded),
+                                        timeout=self.layout_timeout)
             except Exception as exc:  # noqa: BLE001 - a layout failure leaves the text tree
                 print(f"nbgrad: graph layout failed ({exc}); showing the graph as text",
                       file=sys.stderr)
@@ -104,15 +128,17 @@ class NbgradExtension:
             except ImportError:  # no anywidget / ipywidgets: the static panel still works
                 panel_cls = None
         if panel_cls is not None:
-            display(panel_cls(snap, svg))
+            display(panel_cls(snap, svg, folded=folded or [], theme=self.theme,
+                              layout_timeout=self.layout_timeout))
         else:
-            display({"text/html": render.panel_html(snap, svg),
+            display({"text/html": render.panel_html(snap, svg, theme=self.theme),
                      "text/plain": render.summary_text(snap)}, raw=True)
 
     # -- the %nbgrad magic --------------------------------------------------------------------
 
     def magic(self, line: str):
-        """%nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off saved=on|off"""
+        """%nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off saved=on|off
+        theme=light|projector"""
         args = line.strip().split(None, 1)
         cmd = args[0] if args else "status"
         rest = args[1] if len(args) > 1 else ""
@@ -138,11 +164,16 @@ class NbgradExtension:
                 k, _, v = item.partition("=")
                 if k == "max_nodes":
                     self.max_nodes = max(1, int(v))
+                elif k == "theme":
+                    if v not in THEMES:
+                        print(f"nbgrad: theme must be one of {', '.join(THEMES)}, not {v!r}")
+                        continue
+                    self.theme = v
                 elif k in ("widget", "saved"):
                     flag = v.lower() in ("1", "on", "true", "yes")
                     setattr(self, "widget" if k == "widget" else "show_saved", flag)
                 else:
-                    print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved)")
+                    print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, theme)")
             print(self.status())
         else:
             print("usage: %nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off "
@@ -154,7 +185,7 @@ class NbgradExtension:
 
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
                 f"widget={'on' if self.widget else 'off'}; "
-                f"saved={'on' if self.show_saved else 'off'}"
+                f"saved={'on' if self.show_saved else 'off'}; theme={self.theme}"
                 f"; graphviz dot: {'found' if render.dot_available() else 'missing'}")
 
 
@@ -186,6 +217,14 @@ def load_ipython_extension(ip):
             ext._formatter = True
     except Exception as exc:  # noqa: BLE001
         warnings.warn(f"nbgrad: no HTML repr for tensors ({exc})", stacklevel=2)
+    try:
+        from .model import ModelTracker
+
+        ext.tracker = ModelTracker()
+        ext.tracker.install()
+    except Exception as exc:  # noqa: BLE001 - the graph panel works without the model panel
+        ext.tracker = None
+        warnings.warn(f"nbgrad: no model panel ({exc})", stacklevel=2)
     _warm_up_dot()
     ext.pre_run_cell()
 
@@ -216,6 +255,8 @@ def unload_ipython_extension(ip):
         except ValueError:
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
+    if ext.tracker is not None:
+        ext.tracker.uninstall()
     if getattr(ext, "_formatter", False):
         try:
             import nbgrad

@@ -50,6 +50,9 @@ class NodeInfo:
     outputs: list = field(default_factory=list)  # names of named tensors whose grad_fn this is
     stale: bool = False  # one of its saved tensors was modified in place since it was saved
     failing: bool = False  # the node named by the autograd error this cell raised
+    seq: int = 0  # the core's creation sequence number (``node._seq``): which module call made it
+    module: str = ""  # a folded module's path: this box stands for its ``folded`` nodes
+    folded: int = 0
 
     @property
     def is_accumulate(self) -> bool:
@@ -112,6 +115,7 @@ class Snapshot:
     hidden_kinds: list = field(default_factory=list)  # [(node name, count)] of the hidden ones
     hidden_exact: bool = True  # False: counting stopped early, hidden_nodes is a lower bound
     max_nodes: int = DEFAULT_MAX_NODES
+    model: object = None  # a ``model.ModelReport`` when the namespace holds nn.Modules
 
     @property
     def stale_saved(self) -> list:
@@ -407,7 +411,8 @@ def snapshot(
         head += 1
         key = f"n{id(node)}"
         where, source = _where(node)
-        info = NodeInfo(key=key, name=_node_name(node), where=where, source=source)
+        info = NodeInfo(key=key, name=_node_name(node), where=where, source=source,
+                        seq=getattr(node, "_seq", 0))
         nodes[key] = info
         live_nodes[key] = node
         for nf in _next_of(node):

@@ -30,9 +30,20 @@ def _asset(name: str) -> str:
         raise FileNotFoundError(f"nbgrad front-end file {name!r} is missing") from None
 
 
-def graph_data(snap) -> dict:
-    """What the front end needs to know about each graph element (hover text, edges)."""
+def graph_data(snap, folded=()) -> dict:
+    """What the front end needs to know about each graph element (hover text, edges), and the
+    module clusters (SVG id -> module path) it can fold."""
     nodes = {}
+    modules = {}
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.clusters:
+        from . import model
+
+        for path, c in rep.clusters.items():
+            modules[model.cluster_id(path)] = path
+            nodes[model.box_id(path)] = {"kind": "module", "title": c["title"], "path": path,
+                                         "details": ["folded: click to expand"]}
+        snap = model.fold(snap, rep, folded)
     for t in snap.tensors:
         if t.named and not (t.requires_grad or t.grad_fn or t.is_view):
             continue  # not drawn: a plain tensor is only a row of the Tensors tab
@@ -43,6 +54,8 @@ def graph_data(snap) -> dict:
             + ([f"view of {t.view_of}"] if t.view_of else [])
             + ([f"grad {t.grad}"] if t.grad else [])}
     for n in snap.nodes.values():
+        if n.folded:
+            continue  # a folded module's box: described above
         details = [f"at {n.where}"] if n.where else []
         if n.source:
             details.append(n.source)
@@ -62,7 +75,8 @@ def graph_data(snap) -> dict:
             details.append("grad_fn of " + ", ".join(n.outputs))
         nodes[n.key] = {"kind": "node", "title": n.name, "details": details,
                         "next": list(n.next), "stale": n.stale, "failing": n.failing}
-    return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes}
+    return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes,
+            "modules": modules}
 
 
 class NbgradPanel(anywidget.AnyWidget):
@@ -81,22 +95,44 @@ class NbgradPanel(anywidget.AnyWidget):
     selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
                                  ).tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
+    folded = traitlets.List([], help="module paths drawn as one box each; the front end folds a "
+                            "module (click its cluster title) or expands one (click its box)"
+                            ).tag(sync=True)
+    theme = traitlets.Unicode("light", help="light | projector (larger type, high contrast)"
+                              ).tag(sync=True)
 
-    def __init__(self, snap=None, svg: str | None = None, **kwargs):
+    def __init__(self, snap=None, svg: str | None = None, layout_timeout: float = 5.0, **kwargs):
         self._static_html = ""
+        self._snap = None  # plain data, kept to redraw when the user folds or expands a module
+        self._layout_timeout = layout_timeout
         super().__init__(**kwargs)
         if snap is not None:
             self.update_from(snap, svg)
 
+    @traitlets.observe("folded")
+    def _refold(self, change) -> None:
+        snap = self._snap
+        if snap is None or getattr(snap, "model", None) is None:
+            return
+        try:
+            svg = render.dot_to_svg(render.to_dot(snap, folded=list(change["new"])),
+                                    timeout=self._layout_timeout)
+        except Exception:  # noqa: BLE001 - keep the picture shown
+            return
+        with self.hold_sync():
+            self.tabs = {**self.tabs, "Graph": render.graph_html(svg, snap)}
+            self.graph = json.dumps(graph_data(snap, change["new"]), separators=(",", ":"))
+
     def update_from(self, snap, svg: str | None) -> None:
+        self._snap = snap
         tab_html = render.tabs(snap, svg)
-        self._static_html = render.panel_html(snap, svg, tab_html)
+        self._static_html = render.panel_html(snap, svg, tab_html, theme=self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
             self.tab_order = list(tab_html)
             self.tabs = tab_html
-            self.active = "Error" if "Error" in tab_html else "Graph"
-            self.graph = json.dumps(graph_data(snap), separators=(",", ":"))
+            self.active = render.first_tab(tab_html)
+            self.graph = json.dumps(graph_data(snap, self.folded), separators=(",", ":"))
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)

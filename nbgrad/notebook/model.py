@@ -129,7 +129,7 @@ class ModelTracker:
         self.loss_warnings: dict = {}
         for st in self.params.values():
             st.hits = 0
-            st.max_accumulated = st.accumulated
+            st.max_accumulated = 0
 
     # -- module hooks -------------------------------------------------------------------------
 
@@ -435,14 +435,18 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
                 by_module.setdefault(name.rsplit(".", 1)[0], []).append(name)
         mod_of = {path: mid for mid, path in mods.items()}
         for path, names in by_module.items():
-            why = _why_no_grad(mod_of.get(path), calls)
+            why = _why_no_grad(mod_of.get(path), calls, mods)
             rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
         m = mref()
         path = mods.get(id(m)) if m is not None else None
         who = f"{path} ({cls})" if path else f"a {cls}"
         rep.notes.append(f"{who} " + text.format(where=_where_str(where) or "?", **kw))
-    rep.nan = nan_origin(ns, skip)
+    changed = None
+    if snap is not None:  # only tensors this cell made or modified
+        changed = {n for t in snap.tensors if t.named and t.version_delta != 0
+                   for n in t.name.split(" = ")}
+    rep.nan = nan_origin(ns, skip, only=changed)
     if rep.nan:
         n = rep.nan
         rep.notes.insert(0, f"{n['tensor']} has {n['kind']}: the first op that produced it is "
@@ -462,7 +466,7 @@ def _named_params(ns, top_names):
             continue
 
 
-def _why_no_grad(module_id, calls) -> str:
+def _why_no_grad(module_id, calls, mods) -> str:
     """Where the path from a module's parameters to the loss was cut."""
     mine = [c for c in calls if module_id is not None and id(c.ref()) == module_id]
     if not mine:
@@ -475,9 +479,11 @@ def _why_no_grad(module_id, calls) -> str:
     for c in calls:
         if c.start >= last.end and c.cut is not None:
             how = ("detached (.detach() or .data)" if c.cut[1] == "shared"
-                   else "turned into a new tensor (a numpy round trip?)")
-            return (f"its output was {how} at {_where_str(c.cut[0]) or '?'}, before "
-                    f"{c.cls} used it")
+                   else "cut from the graph (a .detach(), .data or a numpy round trip)")
+            m = c.ref()
+            user = f"{mods.get(id(m), 'a')} ({c.cls})"
+            return (f"its output was {how} before {user} used it at "
+                    f"{_where_str(c.cut[0]) or '?'}")
     return ("its output never reached the loss (a .detach(), .data, a numpy round trip or an "
             "unused layer)")
 
@@ -651,12 +657,15 @@ def _nonfinite_kind(a) -> str | None:
         return None
 
 
-def nan_origin(ns: dict, skip=()) -> dict | None:
+def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
     """The first op (lowest sequence number) whose output holds NaN/Inf, found from a named
-    non-finite tensor through the saved tensors of its graph (no anomaly mode needed)."""
+    non-finite tensor (of the names in ``only``, when given) through the saved tensors of its
+    graph (no anomaly mode needed)."""
     from . import inspect as _inspect
 
     for name, t in _inspect.named_tensors(ns, skip=skip):
+        if only is not None and name not in only:
+            continue
         fn = t.grad_fn
         if fn is None or t.numel() > 1_000_000:
             continue
@@ -703,8 +712,10 @@ def _input_node(node, saved_name, nxt):
 
 
 def kept_alive(ns: dict, skip=()) -> list:
-    """``[(variable, graphs, saved bytes)]``: lists / tuples / dicts / deques of the namespace
-    holding two or more tensors with a ``grad_fn`` (``history.append(loss)``)."""
+    """``[(variable, graphs, bytes, container type, nodes)]``: the lists / tuples / dicts /
+    deques of the namespace holding two or more tensors with a ``grad_fn``
+    (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
+    tensors."""
     from . import inspect as _inspect
 
     import nbgrad
@@ -718,11 +729,12 @@ def kept_alive(ns: dict, skip=()) -> list:
             items = list(v.values() if type(v) is dict else v)[:_CONTAINER_ITEMS]
         except Exception:  # noqa: BLE001
             continue
-        roots = [t.grad_fn for t in items if isinstance(t, nbgrad.Tensor) and t.grad_fn]
-        if len(roots) < 2:
+        held = [t for t in items if isinstance(t, nbgrad.Tensor) and t.grad_fn is not None]
+        if len(held) < 2:
             continue
+        roots = [t.grad_fn for t in held]
         seen: set = set()
-        nbytes = 0
+        nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
         queue = list(roots)
         seen.update(id(r) for r in roots)
         while queue and budget[0] > 0:
@@ -735,5 +747,5 @@ def kept_alive(ns: dict, skip=()) -> list:
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)
-        out.append((name, len(roots), nbytes, type(v).__name__))
+        out.append((name, len(roots), nbytes, type(v).__name__, len(seen)))
     return out

@@ -572,7 +572,7 @@ def graph_html(svg: str | None, snap, inline: bool = True) -> str:
             return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
         data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         return (f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">'
-                f'<img alt="{html.escape(text_tree(snap))}" '
+                f'<img style="max-width:100%;height:auto" alt="{html.escape(text_tree(snap))}" '
                 f'src="data:image/svg+xml;base64,{data}"></div>')
     return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
             f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')

@@ -99,13 +99,13 @@ def training_html(rep) -> str:
 
 def kept_alive_rows(rep) -> list:
     """Memory-tab rows: the containers that keep graphs alive, in words."""
-    from .render import _bytes
+    from .render import _in_bytes
 
     rows = []
-    for name, graphs, nbytes, kind in rep.kept_alive:
-        rows.append([f"{name} ({kind})", f"keeps {graphs} graphs alive: {_bytes(nbytes)} of "
-                     "saved tensors; keep loss.item() or loss.detach() instead if you only need "
-                     "the value"])
+    for name, graphs, nbytes, kind, nodes in rep.kept_alive:
+        rows.append([f"{name} ({kind})", f"keeps {graphs} graphs alive ({nodes} graph nodes): "
+                     f"{_in_bytes(nbytes)} held by them and their saved tensors; append "
+                     "loss.item() or loss.detach() if you only need the value"])
     return rows
 
 

@@ -173,7 +173,23 @@ def test_saved_tensors_released_by_backward_and_memory_counted():
     assert snap.memory["saved_bytes"] == 0
     assert tensor_by_name(snap, "x").grad == "[3] float32"
     assert "freed by backward" in render.to_dot(snap)
-    assert "live storages" in render.memory_html(snap)
+    html = render.memory_html(snap)
+    assert "no saved tensors in the graphs shown" in html  # freed: in plain words
+    live = snap.memory["devices"]["cpu"]
+    assert f"{live['live_bytes']} bytes in {live['live_storages']} storages" in html
+
+
+def test_memory_tab_speaks_plain_words():
+    before = nbi.memory_probe()
+    x = nbgrad.ones(3, requires_grad=True)
+    y = x * x  # MulBackward0 saves self and other: one storage, 12 bytes each
+    z = y.tanh()  # saves its result: 12 bytes
+    snap = snap_of({"x": x, "z": z}, memory_before=before)
+    grown = snap.memory["delta"]["cpu.live_bytes"]
+    html = render.memory_html(snap)
+    assert f"{grown} bytes more live tensor memory" in html
+    assert "2 saved tensors hold 24 bytes in the graphs shown" in html
+    assert "cpu.live_bytes" not in html and "1 saved tensors" not in html
 
 
 def test_memory_delta_against_a_probe_taken_before():

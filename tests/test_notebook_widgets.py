@@ -73,6 +73,6 @@ def test_memory_html_shows_a_device_pool():
                    "saved_bytes": 12, "saved_count": 1, "delta": {"cuda.used_bytes": 1024},
                    "activity_delta": (2, 1, 1, 0)}
     html = render.memory_html(snap)
-    assert "used 2.0 KiB / total 4.0 KiB, free blocks 3, limit none" in html
-    assert "this cell: cuda.used_bytes" in html and "+1.0 KiB" in html
-    assert "2 nodes created, 1 version bumps, 1 storages allocated, 0 freed" in html
+    assert "2.0 KiB used of 4.0 KiB reserved, 3 free blocks, limit none" in html
+    assert "1.0 KiB more used in the cuda memory pool" in html
+    assert "2 graph nodes, 1 in-place change; 1 storage allocated, 0 freed" in html

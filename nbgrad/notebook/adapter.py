@@ -144,6 +144,11 @@ def saved_tensors(node) -> tuple:
         return ()
 
 
+def node_seq(node) -> int:
+    """The order in which the engine made ``node`` (0 when it does not say)."""
+    return int(getattr(node, "_seq", 0) or 0)
+
+
 def leaf_variable(node):
     """The leaf tensor of an ``AccumulateGrad`` node, else None."""
     return getattr(node, "variable", None)

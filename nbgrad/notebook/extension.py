@@ -21,6 +21,7 @@ from . import focus as _focus
 from . import inspect as _inspect
 
 _STATE: dict[int, NbgradExtension] = {}  # id(ipython shell) -> loaded extension
+THEMES = ("light", "projector")
 
 
 KEEP_LIVE = 8  # panels kept as live widgets; older ones become their static copy and close
@@ -46,10 +47,12 @@ class NbgradExtension:
         self.show_saved = True
         self.layout_timeout = 5.0  # seconds; a layout that takes longer falls back to text
         self.frontend_renders = False  # a widget reported a layout done in the browser
-        self.tracker = _focus.Tracker()
+        self.focus = _focus.Tracker()  # what each cell made or changed
         self._activity_before = None
         self._memory_before = None
         self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
+        self.theme = "light"  # "projector": larger fonts, high contrast
+        self.tracker = None  # model.ModelTracker while loaded
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -57,6 +60,12 @@ class NbgradExtension:
         try:
             self._activity_before = A.activity()
             self._memory_before = _inspect.memory_probe()
+            if self.tracker is not None:
+                self.tracker.reset_cell()
+                if not self.tracker.global_hooks:
+                    from . import model
+
+                    self.tracker.watch(model.module_names(self.ip.user_ns, self._hidden())[2])
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -84,17 +93,21 @@ class NbgradExtension:
         if before is not None and after == before and autograd_err is None:
             return
         delta = tuple(a - b for a, b in zip(after, before)) if before is not None else None
-        named = _inspect.named_tensors(self.ip.user_ns,
-                                       skip=getattr(self.ip, "user_ns_hidden", ()))
-        focus = self.tracker.update(named, error=autograd_err is not None,
-                                    bumped=delta is None or delta[1] > 0)
-        if not focus.relevant:
-            return
-        snap = _inspect.snapshot(focus.named, previous=focus.previous, max_nodes=self.max_nodes,
+        named = _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
+        focus = self.focus.update(named, error=autograd_err is not None,
+                                  bumped=delta is None or delta[1] > 0)
+        snap = _inspect.snapshot(focus.named if focus.relevant else [],
+                                 previous=focus.previous, max_nodes=self.max_nodes,
                                  error=autograd_err, show_saved=self.show_saved,
                                  memory_before=self._memory_before)
-        self.tracker.fold(focus, snap)
-        if snap.is_empty():
+        self.focus.fold(focus, snap)
+        if self.tracker is not None:
+            from . import model
+
+            rep = model.report(self.tracker, self.ip.user_ns, snap, skip=self._hidden())
+            if not rep.is_empty():
+                snap.model = rep
+        if (not focus.relevant or snap.is_empty()) and snap.model is None:
             return
         if delta is not None:
             snap.memory["activity_delta"] = delta
@@ -102,11 +115,13 @@ class NbgradExtension:
 
     # -- snapshot and display -----------------------------------------------------------------
 
+    def _hidden(self):
+        return getattr(self.ip, "user_ns_hidden", ())
+
     def take_snapshot(self, error=None, named=None):
         """A snapshot of ``named`` (default: every named tensor of the namespace)."""
         if named is None:
-            named = _inspect.named_tensors(self.ip.user_ns,
-                                           skip=getattr(self.ip, "user_ns_hidden", ()))
+            named = _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
         return _inspect.snapshot(named, max_nodes=self.max_nodes, error=error,
                                  show_saved=self.show_saved, memory_before=self._memory_before)
 
@@ -127,7 +142,12 @@ class NbgradExtension:
 
         from . import layout, render
 
-        dot = render.to_dot(snap) if (snap.nodes or snap.tensors) else ""
+        folded = None
+        if snap.model is not None:
+            from . import model
+
+            folded = model.default_folded(snap.model, len(snap.nodes), loop=snap.model.is_loop)
+        dot = render.to_dot(snap, folded=folded) if (snap.nodes or snap.tensors) else ""
         panel_cls = None
         if self.widget and _has_comm(self.ip):
             try:
@@ -136,7 +156,7 @@ class NbgradExtension:
                 panel_cls = None
         if panel_cls is None:
             svg = self.layout(dot, snap) if dot else None
-            display(static_bundle(snap, svg), raw=True)
+            display(static_bundle(snap, svg, self.theme), raw=True)
             return
         # A browser that lays out (viz.js) gets the DOT only; nbclient and the first panel of a
         # session get the SVG laid out here too, which the static copy also needs.
@@ -146,7 +166,8 @@ class NbgradExtension:
             svg = layout.cached(dot)
         else:
             svg = self.layout(dot, snap)
-        panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered)
+        panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
+                          theme=self.theme, layout_timeout=self.layout_timeout)
         handle = display(panel, display_id=True)
         self._live.append((panel, getattr(handle, "display_id", None)))
         while len(self._live) > KEEP_LIVE:
@@ -172,7 +193,8 @@ class NbgradExtension:
     # -- the %nbgrad magic --------------------------------------------------------------------
 
     def magic(self, line: str):
-        """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off"""
+        """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off
+        timeout=SECONDS theme=light|projector"""
         try:
             return self._magic(line)
         except Exception as exc:  # noqa: BLE001 - a magic answers in one line
@@ -198,7 +220,7 @@ class NbgradExtension:
             self._set(rest)
         else:
             print("usage: %nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off "
-                  "saved=on|off timeout=SECONDS")
+                  "saved=on|off timeout=SECONDS theme=light|projector")
         return None
 
     def _graph(self, expr: str):
@@ -243,6 +265,11 @@ class NbgradExtension:
                 except (ValueError, AssertionError):
                     print(f"nbgrad: timeout must be a positive number of seconds, not {v!r}")
                     continue
+            elif k == "theme":
+                if v not in THEMES:
+                    print(f"nbgrad: theme must be one of {', '.join(THEMES)}, not {v!r}")
+                    continue
+                self.theme = v
             elif k in ("widget", "saved"):
                 flag = v.lower() in ("1", "on", "true", "yes")
                 if not flag and v.lower() not in ("0", "off", "false", "no"):
@@ -250,7 +277,8 @@ class NbgradExtension:
                     continue
                 setattr(self, "widget" if k == "widget" else "show_saved", flag)
             else:
-                print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout)")
+                print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout, "
+                      "theme)")
         print(self.status())
 
     def status(self) -> str:
@@ -258,18 +286,19 @@ class NbgradExtension:
 
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
                 f"widget={'on' if self.widget else 'off'}; "
-                f"saved={'on' if self.show_saved else 'off'}; timeout={self.layout_timeout:g} s"
+                f"saved={'on' if self.show_saved else 'off'}; theme={self.theme}; "
+                f"timeout={self.layout_timeout:g} s"
                 f"; layout: {'pygraphviz' if layout.available() else 'text only (no pygraphviz)'}"
                 + ("; the browser lays out" if self.frontend_renders else ""))
 
 
-def static_bundle(snap, svg) -> dict:
+def static_bundle(snap, svg, theme: str = "light") -> dict:
     """The panel as static HTML (text tree instead of the SVG above MAX_STATIC_BYTES)."""
     from . import render
 
-    body = render.panel_html(snap, svg)
+    body = render.panel_html(snap, svg, theme=theme)
     if svg is not None and len(body) > MAX_STATIC_BYTES:
-        body = render.panel_html(snap, None)
+        body = render.panel_html(snap, None, theme=theme)
     if len(body) > MAX_STATIC_BYTES:
         body = body[:MAX_STATIC_BYTES] + "<div>... (panel cut at 40 KB)</div>"
     return {"text/html": body, "text/plain": render.summary_text(snap)}
@@ -303,6 +332,14 @@ def load_ipython_extension(ip):
             ext._formatter = True
     except Exception as exc:  # noqa: BLE001
         warnings.warn(f"nbgrad: no HTML repr for tensors ({exc})", stacklevel=2)
+    try:
+        from .model import ModelTracker
+
+        ext.tracker = ModelTracker()
+        ext.tracker.install()
+    except Exception as exc:  # noqa: BLE001 - the graph panel works without the model panel
+        ext.tracker = None
+        warnings.warn(f"nbgrad: no model panel ({exc})", stacklevel=2)
     _warm_up_layout()
     ext.pre_run_cell()
 
@@ -329,6 +366,8 @@ def unload_ipython_extension(ip):
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
     ext._live.clear()  # the last panels stay live widgets on the page
+    if ext.tracker is not None:
+        ext.tracker.uninstall()
     if getattr(ext, "_formatter", False):
         try:
             import nbgrad

@@ -52,6 +52,9 @@ class NodeInfo:
     outputs: list = field(default_factory=list)  # names of named tensors whose grad_fn this is
     stale: bool = False  # one of its saved tensors was modified in place since it was saved
     failing: bool = False  # the node named by the autograd error this cell raised
+    seq: int = 0  # the core's creation sequence number (``node._seq``): which module call made it
+    module: str = ""  # a folded module's path: this box stands for its ``folded`` nodes
+    folded: int = 0
 
     @property
     def is_accumulate(self) -> bool:
@@ -116,6 +119,7 @@ class Snapshot:
     max_nodes: int = DEFAULT_MAX_NODES
     earlier: list = field(default_factory=list)  # names of graphs earlier cells made, folded
     skipped: int = 0  # tensors that could not be read (an odd subclass), left out
+    model: object = None  # a ``model.ModelReport`` when the namespace holds nn.Modules
 
     @property
     def stale_saved(self) -> list:
@@ -382,7 +386,7 @@ def snapshot(
         key = f"n{id(node)}"
         where, source = _where(node)
         info = NodeInfo(key=key, name=A.node_name(node), where=where,
-                        source=short(source, _MAX_SOURCE))
+                        source=short(source, _MAX_SOURCE), seq=A.node_seq(node))
         nodes[key] = info
         live_nodes[key] = node
         for nf in A.next_nodes(node):

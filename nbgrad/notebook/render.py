@@ -25,6 +25,7 @@ C_STALE = "#ff9e9e"
 C_RED = "#d00000"
 C_VIEW = "#7a5fb5"
 C_FREED = "#bbbbbb"
+C_MODULE = "#e8e4f5"
 
 
 def _q(s: str) -> str:
@@ -87,13 +88,23 @@ SEPARATE_SAVED_UP_TO = 40
 FANOUT_SPLIT = 4
 
 
-def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None) -> str:
+def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None,
+           folded=None) -> str:
     """The graph of a snapshot as DOT source: data flows top to bottom (inputs first).
 
     Every element carries an ``id`` (the snapshot key) so the front end can find it in the SVG.
     Stale saved tensors always get a red box of their own; the others too when
-    ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes).
+    ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes). With a model
+    report (``snap.model``), nodes are grouped in one cluster per module and the modules in
+    ``folded`` (default: ``model.default_folded``) are drawn as one box each.
     """
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.clusters:
+        from . import model as _model
+
+        if folded is None:
+            folded = _model.default_folded(rep, len(snap.nodes))
+        snap = _model.fold(snap, rep, folded)
     if separate_saved is None:
         separate_saved = len(snap.nodes) <= SEPARATE_SAVED_UP_TO
     out = ["digraph nbgrad {",
@@ -136,6 +147,12 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         out.append(f"  {t.key} [id={t.key}, shape=box, style={_q(style)}, fillcolor={_q(fill)},"
                    f" label={_q(tensor_label(t))}];")
     for n in snap.nodes.values():
+        if n.folded:  # a folded module: one box for its ops (click to expand)
+            attrs = (f'shape=box3d, fillcolor="{C_MODULE}", '
+                     + (f'color="{C_RED}", penwidth=2' if n.stale else 'color="#44446a"'))
+            out.append(f"  {n.key} [id={n.key}, style=filled, {attrs},"
+                       f" label={_q(n.name + chr(10) + n.where)}];")
+            continue
         if n.failing:
             attrs = f'color="{C_RED}", penwidth=3, fillcolor="{C_STALE}", fontcolor="{C_RED}"'
             label = "\u2716 " + n.name + "\nbackward fails here"
@@ -206,6 +223,8 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         if t.base_key and t.base_key in shown_tensors:
             out.append(f'  {t.base_key} -> {t.key} [style=dashed, color="{C_VIEW}",'
                        f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
+    if rep is not None and rep.clusters:
+        out.extend(_model.cluster_dot(rep, set(snap.nodes) | set(shown_tensors), folded))
     out.append("}")
     return "\n".join(out)
 
@@ -356,12 +375,36 @@ def tensors_html(snap) -> str:
         f"<div>... {more} more tensors (cap {snap.max_nodes})</div>" if more else "")
 
 
-def _cover_str(covers, size) -> str:
+def _base_grid(st) -> tuple[int, int]:
+    """(rows, columns) of the storage as its base tensor is shaped: the view that covers the
+    whole storage contiguously from element 0 (rows = all but the last dimension)."""
+    for _name, off, shape, stride, _covers in st.views:
+        n = 1
+        for d in shape:
+            n *= d
+        contiguous = all(stride[i] == _prod(shape[i + 1:]) for i in range(len(shape))
+                         if shape[i] > 1)
+        if off == 0 and n == st.size and contiguous and shape:
+            cols = shape[-1]
+            return (st.size // cols if cols else 1), cols
+    return 1, st.size
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _cover_str(covers, size, cols=None) -> str:
+    """The storage's elements as a grid of the base's rows x columns, ``covers`` as filled."""
     if covers is None:
         return ""
     c = set(covers)
+    cols = cols or size or 1
     cells = ["\u25a0" if i in c else "\u00b7" for i in range(size)]
-    return " ".join("".join(cells[i:i + 8]) for i in range(0, size, 8))
+    return "\n".join(" ".join(cells[i:i + cols]) for i in range(0, size, cols))
 
 
 def views_html(snap) -> str:
@@ -377,10 +420,14 @@ def views_html(snap) -> str:
                 + (f" &mdash; {len(st.views)} tensors alias it" if len(st.views) > 1 else "")
                 + "</div>")
         rows = []
+        n_rows, cols = _base_grid(st)
+        if n_rows > 1:
+            head = head[:-len("</div>")] + f"; elements drawn as the base's {n_rows} x {cols}</div>"
         for name, off, shape, stride, covers in st.views:
             first = covers[0] if covers else off
             rows.append([e(name), str(off), e(_shape_str(shape)), e(_shape_str(stride)),
-                         f'<span style="white-space:pre">{e(_cover_str(covers, st.size))}</span>'
+                         f'<span style="white-space:pre;line-height:1.1">'
+                         f'{e(_cover_str(covers, st.size, cols))}</span>'
                          if covers is not None else f"from element {first}"])
         parts.append(head + _table(["tensor", "offset", "shape", "strides", "elements covered"],
                                    rows))
@@ -390,30 +437,66 @@ def views_html(snap) -> str:
     return "".join(parts) or "<i>no storages</i>"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _in_bytes(n) -> str:
+    """ "72 bytes", "1.5 KiB": what the Memory tab says, in words."""
+    n = int(n or 0)
+    return _plural(n, "byte") if abs(n) < 1024 else _bytes(n)
+
+
 def memory_html(snap, activity_delta=None) -> str:
+    """The Memory tab in plain words: what this cell added, what the saved tensors of the graphs
+    shown hold, what is live in all, and which containers keep graphs alive."""
     m = snap.memory or {}
     rows = []
-    for dev, st in (m.get("devices") or {}).items():
-        if "used_bytes" in st:
-            rows.append([f"{dev} pool", f"used {_bytes(st.get('used_bytes'))} / total "
-                         f"{_bytes(st.get('total_bytes'))}, free blocks {st.get('free_blocks')}, "
-                         f"limit {_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
-        if "live_bytes" in st:
-            rows.append([f"{dev} live storages", f"{_bytes(st.get('live_bytes'))} in "
-                         f"{st.get('live_storages')} storages "
-                         f"(peak {_bytes(st.get('peak_bytes'))})"])
-    rows.append(["saved for backward", f"{_bytes(m.get('saved_bytes', 0))} in "
-                 f"{m.get('saved_count', 0)} saved tensors of the live graphs shown"
-                 + (" (graph capped: at least this)" if m.get("saved_partial") else "")])
-    rows.append(["named tensors' storages", _bytes(m.get("named_storage_bytes", 0))])
-    for k, v in (m.get("delta") or {}).items():
-        if v:
-            rows.append([f"this cell: {k}", ("+" if v > 0 else "") + (
-                _bytes(v) if "bytes" in k else str(v))])
+    delta = m.get("delta") or {}
+    for dev in sorted({k.split(".")[0] for k in delta} or {"cpu"}):
+        db = delta.get(f"{dev}.live_bytes")
+        ds = delta.get(f"{dev}.live_storages")
+        if db is None:
+            continue
+        dev_name = "" if dev == "cpu" else f" on {dev}"
+        what = ("no change in live tensor memory" if not db else
+                f"{_in_bytes(abs(db))} {'more' if db > 0 else 'less'} live tensor memory")
+        if ds:
+            what += f" ({_plural(abs(ds), 'storage')} {'more' if ds > 0 else 'fewer'})"
+        rows.append(["this cell", what + dev_name])
+    for dev in sorted({k.split(".")[0] for k in delta if k.endswith(".used_bytes")}):
+        du = delta[f"{dev}.used_bytes"]
+        if du:
+            rows.append(["this cell", f"{_in_bytes(abs(du))} {'more' if du > 0 else 'less'} "
+                         f"used in the {dev} memory pool"])
     ad = activity_delta or m.get("activity_delta")
     if ad:
-        rows.append(["this cell", f"{ad[0]} nodes created, {ad[1]} version bumps, "
-                     f"{ad[2]} storages allocated, {ad[3]} freed"])
+        rows.append(["this cell made", f"{_plural(ad[0], 'graph node')}, "
+                     f"{_plural(ad[1], 'in-place change')}; {_plural(ad[2], 'storage')} "
+                     f"allocated, {ad[3]} freed"])
+    n_saved = m.get("saved_count", 0)
+    rows.append(["saved for backward",
+                 (f"{_plural(n_saved, 'saved tensor')} "
+                  f"{'holds' if n_saved == 1 else 'hold'} {_in_bytes(m.get('saved_bytes', 0))}"
+                  " in the graphs shown" if n_saved else "no saved tensors in the graphs shown")
+                 + (" (graph capped: at least this)" if m.get("saved_partial") else "")])
+    rows.append(["named tensors", f"their storages hold {_in_bytes(m.get('named_storage_bytes'))}"])
+    for dev, st in (m.get("devices") or {}).items():
+        if "live_bytes" in st:
+            rows.append([f"all live tensors ({dev})",
+                         f"{_in_bytes(st.get('live_bytes'))} in "
+                         f"{_plural(st.get('live_storages') or 0, 'storage')} "
+                         f"(peak {_in_bytes(st.get('peak_bytes'))})"])
+        if "used_bytes" in st:
+            rows.append([f"{dev} memory pool", f"{_in_bytes(st.get('used_bytes'))} used of "
+                         f"{_in_bytes(st.get('total_bytes'))} reserved, "
+                         f"{_plural(st.get('free_blocks') or 0, 'free block')}, limit "
+                         f"{_in_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
+    rep = getattr(snap, "model", None)
+    if rep is not None:
+        from .render_model import kept_alive_rows
+
+        rows += kept_alive_rows(rep)
     return _table(["", ""], [[html.escape(a), html.escape(b)] for a, b in rows])
 
 
@@ -440,6 +523,14 @@ def summary_text(snap) -> str:
                      + " (backward will fail)")
     if snap.error:
         parts.append("error: " + short_error(snap.error["headline"]) + " (see the Error tab)")
+    if getattr(snap, "model", None) is not None:
+        from .render_model import summary_notes
+
+        if snap.model.is_loop:
+            parts.insert(0, f"{snap.model.steps} training steps")
+        note = summary_notes(snap.model)
+        if note:
+            parts.append(note)
     return "nbgrad: " + ", ".join(parts)
 
 
@@ -465,7 +556,7 @@ def graph_html(svg: str | None, snap, inline: bool = True) -> str:
             return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
         data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         return (f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">'
-                f'<img alt="{html.escape(text_tree(snap))}" '
+                f'<img style="max-width:100%;height:auto" alt="{html.escape(text_tree(snap))}" '
                 f'src="data:image/svg+xml;base64,{data}"></div>')
     return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
             f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')
@@ -495,23 +586,41 @@ def tabs(snap, svg: str | None) -> dict:
     out = {}
     if snap.error:
         out["Error"] = error_html(snap.error)
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.is_loop:
+        from .render_model import training_html
+
+        out["Training"] = training_html(rep)
     out["Graph"] = graph_html(svg, snap) + earlier_html(snap)
+    if rep is not None and (rep.params or rep.notes):
+        from .render_model import gradients_html
+
+        out["Gradients"] = gradients_html(rep)
     out["Tensors"] = tensors_html(snap)
     out["Views"] = views_html(snap)
     out["Memory"] = memory_html(snap)
     return out
 
 
-def panel_html(snap, svg: str | None, tab_html: dict | None = None) -> str:
-    """The static panel: every tab as a ``<details>`` section (no script needed)."""
+def first_tab(tab_html: dict) -> str:
+    """The tab a panel opens on: the error, a training loop's curves, else the graph."""
+    return next(t for t in ("Error", "Training", "Graph") if t in tab_html)
+
+
+def panel_html(snap, svg: str | None, tab_html: dict | None = None, theme: str = "light") -> str:
+    """The static panel: every tab as a ``<details>`` section (no script needed);
+    ``theme="projector"``: larger type, black on white."""
     tab_html = dict(tab_html or tabs(snap, svg))
     tab_html["Graph"] = graph_html(svg, snap, inline=False) + earlier_html(snap)
-    first = "Error" if "Error" in tab_html else "Graph"
-    out = ['<div class="nbgrad-static" style="font-family:sans-serif;font-size:12px;'
-           'border:1px solid #ccc;border-radius:4px;padding:4px 8px">',
+    first = first_tab(tab_html)
+    look = ("font-size:18px;color:#000;background:#fff;border:2px solid #000"
+            if theme == "projector" else "font-size:12px;border:1px solid #ccc")
+    out = [f'<div class="nbgrad-static nbgrad-theme-{html.escape(theme)}" '
+           f'style="font-family:sans-serif;{look};border-radius:4px;padding:4px 8px;'
+           'overflow-wrap:anywhere">',
            f"<div><b>{html.escape(summary_text(snap))}</b></div>"]
     for name, body in tab_html.items():
-        opn = " open" if name in (first, "Graph") else ""
+        opn = " open" if name == first or (name == "Graph" and first != "Training") else ""
         out.append(f"<details{opn}><summary>{name}</summary>{body}</details>")
     out.append("</div>")
     return "".join(out)

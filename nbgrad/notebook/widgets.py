@@ -30,9 +30,20 @@ def _asset(name: str) -> str:
         raise FileNotFoundError(f"nbgrad front-end file {name!r} is missing") from None
 
 
-def graph_data(snap) -> dict:
-    """What the front end needs to know about each graph element (hover text, edges)."""
+def graph_data(snap, folded=()) -> dict:
+    """What the front end needs to know about each graph element (hover text, edges), and the
+    module clusters (SVG id -> module path) it can fold."""
     nodes = {}
+    modules = {}
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.clusters:
+        from . import model
+
+        for path, c in rep.clusters.items():
+            modules[model.cluster_id(path)] = path
+            nodes[model.box_id(path)] = {"kind": "module", "title": c["title"], "path": path,
+                                         "details": ["folded: click to expand"]}
+        snap = model.fold(snap, rep, folded)
     for t in snap.tensors:
         if t.named and not (t.requires_grad or t.grad_fn or t.is_view):
             continue  # not drawn: a plain tensor is only a row of the Tensors tab
@@ -43,6 +54,8 @@ def graph_data(snap) -> dict:
             + ([f"view of {t.view_of}"] if t.view_of else [])
             + ([f"grad {t.grad}"] if t.grad else [])}
     for n in snap.nodes.values():
+        if n.folded:
+            continue  # a folded module's box: described above
         details = [f"at {n.where}"] if n.where else []
         if n.source:
             details.append(n.source)
@@ -62,23 +75,24 @@ def graph_data(snap) -> dict:
             details.append("grad_fn of " + ", ".join(n.outputs))
         nodes[n.key] = {"kind": "node", "title": n.name, "details": details,
                         "next": list(n.next), "stale": n.stale, "failing": n.failing}
-    return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes}
+    return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes,
+            "modules": modules}
 
 
 MAX_GRAPH_JSON = 24_000  # bytes of hover details synced per panel; beyond, details are dropped
 
 
-def graph_json(snap) -> str:
+def graph_json(snap, folded=()) -> str:
     """:func:`graph_data` as compact JSON, capped at :data:`MAX_GRAPH_JSON` (titles kept)."""
-    data = graph_data(snap)
+    data = graph_data(snap, folded)
     text = json.dumps(data, separators=(",", ":"))
     if len(text) > MAX_GRAPH_JSON:
         for info in data["nodes"].values():
             info["details"] = info["details"][:1]
         text = json.dumps(data, separators=(",", ":"))
     if len(text) > MAX_GRAPH_JSON:
-        data["nodes"] = {k: {"kind": v["kind"], "title": v["title"][:40],
-                             "next": v.get("next", [])[:8]}
+        data["nodes"] = {k: {**{x: v[x] for x in ("path",) if x in v}, "kind": v["kind"],
+                             "title": v["title"][:40], "next": v.get("next", [])[:8]}
                          for k, v in list(data["nodes"].items())[:200]}
         text = json.dumps(data, separators=(",", ":"))
     return text
@@ -127,28 +141,56 @@ class NbgradPanel(anywidget.AnyWidget):
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
     dot = traitlets.Unicode("", help="DOT source of the graph: the browser lays it out (viz.js) "
                             "when the Graph tab has no SVG").tag(sync=True)
+    folded = traitlets.List([], help="module paths drawn as one box each; the front end folds a "
+                            "module (click its cluster title) or expands one (click its box)"
+                            ).tag(sync=True)
+    theme = traitlets.Unicode("light", help="light | projector (larger type, high contrast)"
+                              ).tag(sync=True)
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
-                 **kwargs):
+                 layout_timeout: float = 5.0, **kwargs):
         self._static = {"text/html": "", "text/plain": ""}
         self._on_rendered = on_rendered
+        self._snap = None  # plain data, kept to redraw when the user folds or expands a module
+        self._layout_timeout = layout_timeout
         kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
         self.on_msg(self._front_end_msg)
         if snap is not None:
             self.update_from(snap, svg, dot)
 
+    @traitlets.observe("folded")
+    def _refold(self, change) -> None:
+        snap = self._snap
+        if snap is None or getattr(snap, "model", None) is None:
+            return
+        dot = render.to_dot(snap, folded=list(change["new"]))
+        svg = ""  # the browser lays out (it did so for this panel: it sent `dot`)
+        if not self.dot:
+            try:
+                svg = render.dot_to_svg(dot, timeout=self._layout_timeout)
+            except Exception:  # noqa: BLE001 - keep the picture shown
+                return
+        with self.hold_sync():
+            self.tabs = {**self.tabs, "Graph": render.graph_html(svg, snap)
+                         + render.earlier_html(snap)}
+            self.graph = graph_json(snap, change["new"])
+            if self.dot:
+                self.dot = dot
+
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
+        """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
         from .extension import static_bundle
 
+        self._snap = snap
         tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
-        self._static = static_bundle(snap, svg)
+        self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
             self.tab_order = list(tab_html)
             self.tabs = tab_html
-            self.active = "Error" if "Error" in tab_html else "Graph"
-            self.graph = graph_json(snap)
+            self.active = render.first_tab(tab_html)
+            self.graph = graph_json(snap, self.folded)
             self.dot = dot if svg is None else ""
 
     @property

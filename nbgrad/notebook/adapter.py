@@ -69,6 +69,12 @@ def grad(t):
     return g
 
 
+def version_and_grad(t) -> tuple:
+    """``(t._version, raw .grad)``: the two things an in-place op or a backward changes on a
+    tensor that stays bound to its name (the cheap per-cell check)."""
+    return int(t._version), getattr(t, "_grad", None)
+
+
 def shape(t) -> tuple:
     return tuple(int(s) for s in t.shape)
 
@@ -109,6 +115,11 @@ def nbytes(t) -> int:
     return int(t.numel()) * int(t.element_size())
 
 
+def array(t):
+    """The backend array (numpy / cupy) a tensor views: read only."""
+    return t._data
+
+
 def version_history(t) -> list:
     return list(t._version_history())
 
@@ -147,6 +158,11 @@ def saved_tensors(node) -> tuple:
 def node_seq(node) -> int:
     """The order in which the engine made ``node`` (0 when it does not say)."""
     return int(getattr(node, "_seq", 0) or 0)
+
+
+def saved_value(node, name: str):
+    """The tensor ``node`` saved as ``name`` (``node._saved_<name>``, as PyTorch)."""
+    return getattr(node, f"_saved_{name}")
 
 
 def leaf_variable(node):

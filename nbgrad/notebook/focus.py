@@ -16,7 +16,7 @@ from . import adapter as A
 
 MAX_FOCUS = 200  # tensors of one cell drawn at most (the snapshot caps nodes on its own)
 MAX_CONTEXT = 16  # earlier graphs drawn in full when the cell raised or ran backward
-STALE_SEARCH = 3000  # nodes of earlier graphs searched for a saved tensor this cell made stale
+GRAPH_SEARCH = 3000  # nodes of earlier graphs searched for what this cell did to them
 
 
 @dataclass
@@ -31,6 +31,7 @@ class Focus:
 
 
 def _signature(t) -> tuple:
+    """(id, version, id of grad_fn, id of .grad, requires_grad, has grad_fn, is a view)."""
     fn = A.grad_fn(t)
     return (id(t), A.version(t), id(fn) if fn is not None else 0, id(A.grad(t)),
             bool(t.requires_grad), fn is not None, A.base(t) is not None)
@@ -47,19 +48,30 @@ class Tracker:
 
         ``bumped``: the cell modified tensors in place; earlier graphs holding a saved tensor
         that is now stale are then this cell's business too (backward through them will fail).
+        Likewise the earlier graphs a backward of this cell ran through (their leaves' ``.grad``
+        changed), and, when the cell raised, graphs with a stale saved tensor (else the first
+        few).
         """
         focus = Focus()
         new_state = {}
         changed, unchanged = [], []
         grads_changed = False
+        leaves = set()  # ids of tensors whose .grad this cell changed
+        made_graph = False  # a tensor of this cell has a grad_fn
         old = self.state
         for name, t in named:
+            prev = old.get(name)
             try:
-                sig = _signature(t)
+                if prev is not None and prev[0] == id(t):
+                    # the same tensor: only in-place writes and .grad can have changed (grad_fn
+                    # and views change with a new tensor; an in-place op bumps the version)
+                    version, grad = A.version_and_grad(t)
+                    sig = prev if (version, id(grad)) == (prev[1], prev[3]) else _signature(t)
+                else:
+                    sig = _signature(t)
             except Exception:  # noqa: BLE001 - an unreadable tensor is skipped, alone
                 continue
             new_state[name] = sig
-            prev = old.get(name)
             if prev is not None and prev[0] == sig[0]:
                 focus.previous[name] = (prev[0], prev[1])
             if prev == sig:
@@ -68,26 +80,36 @@ class Tracker:
                 continue
             changed.append((name, t))
             rebound = prev is None or prev[0] != sig[0]
+            made_graph = made_graph or sig[5]
             if sig[4] or sig[5] or sig[6]:
                 focus.relevant = True  # requires grad, has a graph, or is a view
             elif not rebound and (prev[1] != sig[1] or prev[3] != sig[3]):
                 focus.relevant = True  # an old tensor modified in place, or its .grad changed
             if not rebound and prev[3] != sig[3]:
                 grads_changed = True
+                leaves.add(sig[0])
         self.state = new_state
         if error:
             focus.relevant = True
         focus.named = changed[:MAX_FOCUS]
-        if bumped and unchanged:
-            stale = _with_stale_saved(unchanged)
-            if stale:
+        # Earlier graphs this cell acted on: one holding a saved tensor the cell made stale, one
+        # a backward of this cell ran through (its leaves got a gradient), or when the cell
+        # raised, the first few.
+        tests = []
+        if bumped or error:
+            tests.append(lambda node: any(s.is_stale and not s.released
+                                          for s in A.saved_tensors(node)))
+        if grads_changed and not made_graph:  # `loss.backward()` on an earlier cell's graph
+            tests.append(lambda node: id(A.leaf_variable(node)) in leaves)
+        if tests and unchanged:
+            hit = _graphs_with(unchanged, lambda node: any(f(node) for f in tests))
+            if hit:
                 focus.relevant = True
-                focus.named += [(n, t) for n, t, _ in unchanged if id(t) in stale][:MAX_CONTEXT]
-                unchanged = [u for u in unchanged if id(u[1]) not in stale]
-        context = error or grads_changed
-        if context:  # the graphs the backward ran through: draw the first few earlier ones too
-            focus.named += [(n, t) for n, t, _ in unchanged[:MAX_CONTEXT]]
-            unchanged = unchanged[MAX_CONTEXT:]
+                focus.named += [(n, t) for n, t, _ in unchanged if id(t) in hit][:MAX_CONTEXT]
+                unchanged = [u for u in unchanged if id(u[1]) not in hit]
+            elif error:
+                focus.named += [(n, t) for n, t, _ in unchanged[:MAX_CONTEXT]]
+                unchanged = unchanged[MAX_CONTEXT:]
         for name, _, sig in unchanged:
             focus.labels.setdefault(f"n{sig[2]}", []).append(name)
         return focus
@@ -105,12 +127,12 @@ class Tracker:
         snap.earlier = sorted(earlier)
 
 
-def _with_stale_saved(entries) -> set:
-    """ids of the tensors among ``[(name, tensor, sig)]`` whose graph holds a stale saved
-    tensor, searching at most :data:`STALE_SEARCH` nodes in all."""
+def _graphs_with(entries, test) -> set:
+    """ids of the tensors among ``[(name, tensor, sig)]`` whose graph has a node for which
+    ``test(node)`` is true, searching at most :data:`GRAPH_SEARCH` nodes in all."""
     out = set()
     seen = set()
-    budget = STALE_SEARCH
+    budget = GRAPH_SEARCH
     for _, t, _ in entries:
         stack = [A.grad_fn(t)]
         while stack and budget > 0:
@@ -119,7 +141,7 @@ def _with_stale_saved(entries) -> set:
                 continue
             seen.add(id(node))
             budget -= 1
-            if any(s.is_stale and not s.released for s in A.saved_tensors(node)):
+            if test(node):
                 out.add(id(t))
                 break
             stack.extend(A.next_nodes(node))

@@ -209,22 +209,31 @@ def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
     ``skip`` are left out; names are cut to :data:`MAX_LABEL` characters. An object that cannot
     be read (a raising ``__getattr__``, a mock) is skipped on its own.
     """
-    is_t = (lambda o: isinstance(o, tensor_types)) if tensor_types else A.is_tensor
+    if tensor_types:
+        def is_t(o):
+            return isinstance(o, tensor_types)
+    else:
+        tt = A.tensor_type()
+
+        def is_t(o):
+            return issubclass(type(o), tt)  # by type: a Mock(spec=Tensor) is not a tensor
+    containers = (list, tuple, dict)
     out = []
+    entries = []
     for _ in range(3):
         try:
             entries = list(ns.items())
             break
-        except RuntimeError:
-            entries = []
+        except RuntimeError:  # another thread changed the namespace mid-copy
+            continue
     for name, v in entries:
         if type(name) is not str or name[:1] == "_" or name in _SKIP or name in skip:
             continue
         try:
-            label = short(name)
             if is_t(v):
-                out.append((label, v))
-            elif type(v) in (list, tuple, dict):
+                out.append((name if len(name) <= MAX_LABEL else short(name), v))
+            elif type(v) in containers:
+                label = short(name)
                 out.extend((label + k, item) for k, item in _items(v) if is_t(item))
             elif modules and A.is_module(v):
                 for i, (pname, p) in enumerate(A.named_parameters(v)):
@@ -483,7 +492,6 @@ def snapshot(
         st.views.append((info.name or "(unnamed)", info.offset, info.shape, info.stride, covers))
     snap.storages = sorted({id(s): s for s in storages.values()}.values(), key=lambda s: s.key)
     snap.tensors = sorted(tinfos.values(), key=lambda x: (not x.named, x.name))
-    del objs, keep_alive
     snap.memory = memory_info(snap, memory_before)
     return snap
 

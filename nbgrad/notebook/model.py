@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import adapter as A
+
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
@@ -669,7 +671,7 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
         fn = t.grad_fn
         if fn is None or t.numel() > 1_000_000:
             continue
-        kind = _nonfinite_kind(t._data)
+        kind = _nonfinite_kind(A.array(t))
         if kind is None:
             continue
         best = fn
@@ -678,25 +680,25 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
         while head < len(queue) and head < 5000:
             node = queue[head]
             head += 1
-            nxt = _inspect._next_of(node)
-            for st in _inspect._saved_of(node):
+            nxt = A.next_nodes(node)
+            for st in A.saved_tensors(node):
                 if st.released:
                     continue
                 try:
-                    data = getattr(node, f"_saved_{st.name}")._data
+                    data = A.array(A.saved_value(node, st.name))
                 except Exception:  # noqa: BLE001
                     continue
                 if _nonfinite_kind(data) is None:
                     continue
                 src = node if st.is_output else _input_node(node, st.name, nxt)
-                if src is not None and getattr(src, "_seq", 0) < getattr(best, "_seq", 0):
+                if src is not None and A.node_seq(src) < A.node_seq(best):
                     best = src
             for nf in nxt:
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)
         where, source = _inspect._where(best)
-        return {"tensor": name, "kind": kind, "op": _inspect._node_name(best), "where": where,
+        return {"tensor": name, "kind": kind, "op": A.node_name(best), "where": where,
                 "source": source}
     return None
 
@@ -716,8 +718,6 @@ def kept_alive(ns: dict, skip=()) -> list:
     deques of the namespace holding two or more tensors with a ``grad_fn``
     (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
     tensors."""
-    from . import inspect as _inspect
-
     import nbgrad
 
     out = []
@@ -740,10 +740,10 @@ def kept_alive(ns: dict, skip=()) -> list:
         while queue and budget[0] > 0:
             node = queue.pop()
             budget[0] -= 1
-            for st in _inspect._saved_of(node):
+            for st in A.saved_tensors(node):
                 if not st.released:
                     nbytes += int(st.nbytes or 0)
-            for nf in _inspect._next_of(node):
+            for nf in A.next_nodes(node):
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)

@@ -79,7 +79,23 @@ def graph_data(snap, folded=()) -> dict:
             "modules": modules}
 
 
-MAX_GRAPH_JSON = 24_000  # bytes of hover details synced per panel; beyond, details are dropped
+MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, details are dropped
+MAX_TABS = 36_000  # bytes of tab HTML per panel: long tables are cut to fit
+MAX_SVG = 24_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
+MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
+
+
+def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
+    """The tabs' HTML and the DOT to send, within :data:`MAX_TABS` bytes in all: the kernel's
+    SVG up to :data:`MAX_SVG`, else the DOT for the browser to lay out (or the text tree); the
+    largest other tabs are cut to what is left, the small ones kept whole."""
+    if svg is not None and len(svg) > MAX_SVG:
+        svg = None
+    if svg is None and len(dot) > MAX_DOT:
+        dot = ""
+    tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+    tab_html = render.fit_tabs(tab_html, MAX_TABS, MAX_SVG + 2000)
+    return tab_html, (dot if svg is None else "")
 
 
 def graph_json(snap, folded=()) -> str:
@@ -123,11 +139,23 @@ def viz_js() -> str:
     return _VIZ_JS
 
 
+def _compact(text: str, line_comment: str | None) -> str:
+    """Front-end source without indentation and whole-line comments: every panel's widget state
+    carries it (a saved notebook keeps one copy per panel), so bytes here count per cell.
+    Line breaks stay (JavaScript's automatic semicolons depend on them)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not (line_comment and line.startswith(line_comment)):
+            out.append(line)
+    return "\n".join(out)
+
+
 class NbgradPanel(anywidget.AnyWidget):
     """One cell's panel: tabs of HTML, the graph as SVG, hover details, selection."""
 
-    _esm = _asset("layout.js") + "\n" + _asset("panel.js")
-    _css = _asset("panel.css")
+    _esm = _compact(_asset("layout.js") + "\n" + _asset("panel.js"), "//")
+    _css = _compact(_asset("panel.css"), None)
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
     tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
@@ -183,7 +211,7 @@ class NbgradPanel(anywidget.AnyWidget):
         from .extension import static_bundle
 
         self._snap = snap
-        tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+        tab_html, dot = fit_tabs(snap, svg, dot)
         self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
@@ -191,7 +219,7 @@ class NbgradPanel(anywidget.AnyWidget):
             self.tabs = tab_html
             self.active = render.first_tab(tab_html)
             self.graph = graph_json(snap, self.folded)
-            self.dot = dot if svg is None else ""
+            self.dot = dot
 
     @property
     def _static_html(self) -> str:

@@ -262,6 +262,7 @@ function render({ model, el: root }) {
   model.on("change:dot", draw);
   model.on("change:theme", draw);
   draw();
+  nbgradAnnounce(model);
   return () => { root.replaceChildren(); };
 }
 

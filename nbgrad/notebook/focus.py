@@ -63,10 +63,14 @@ class Tracker:
             prev = old.get(name)
             try:
                 if prev is not None and prev[0] == id(t):
-                    # the same tensor: only in-place writes and .grad can have changed (grad_fn
-                    # and views change with a new tensor; an in-place op bumps the version)
-                    version, grad = A.version_and_grad(t)
-                    sig = prev if (version, id(grad)) == (prev[1], prev[3]) else _signature(t)
+                    # the same tensor: only an in-place write (counted by the engine: `bumped`)
+                    # or a backward (into a leaf's .grad) can have changed it
+                    if not bumped and (prev[5] or not prev[4]):
+                        sig = prev  # no in-place op this cell, and not a leaf that takes a grad
+                    else:
+                        version, grad = A.version_and_grad(t)
+                        sig = (prev if (version, id(grad)) == (prev[1], prev[3])
+                               else _signature(t))
                 else:
                     sig = _signature(t)
             except Exception:  # noqa: BLE001 - an unreadable tensor is skipped, alone

@@ -10,6 +10,7 @@ Reads the core only through the contract in ``docs/internals.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 
 from . import adapter as A
 
@@ -189,7 +190,7 @@ def _items(v) -> list:
         try:
             if type(v) is dict:
                 out = []
-                for k, item in list(v.items())[:_MAX_CONTAINER_ITEMS]:
+                for k, item in list(islice(v.items(), _MAX_CONTAINER_ITEMS)):
                     label = _key_label(k)
                     if label is not None:
                         out.append((f"[{label}]", item))

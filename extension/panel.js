@@ -240,6 +240,10 @@ function render({ model, el: root }) {
     wireGraph();
     applyCollapse();
     select(model.get("selected"));
+    // no SVG from the kernel: lay the DOT out here (layout.js), then wire the new elements
+    nbgradLayout(model, body).then((ok) => {
+      if (ok) { view.apply(); wireGraph(); applyCollapse(); select(model.get("selected")); }
+    });
   }
 
   fold.addEventListener("click", () => {
@@ -256,6 +260,7 @@ function render({ model, el: root }) {
   model.on("change:summary", draw);
   model.on("change:graph", draw);
   model.on("change:theme", draw);
+  model.on("change:dot", draw);
   draw();
   return () => { root.replaceChildren(); };
 }

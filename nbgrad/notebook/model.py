@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import adapter as A
+
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
@@ -134,11 +136,9 @@ class ModelTracker:
     # -- module hooks -------------------------------------------------------------------------
 
     def _pre(self, module, args):
-        from nbgrad.autograd import grad_mode, provenance
-
-        grad_on = grad_mode.is_grad_enabled()
+        grad_on = A.grad_enabled()
         parent = self.frames[-1]
-        frame = _Frame(provenance.NODES[0], grad_on, provenance.capture())
+        frame = _Frame(A.node_counter(), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
         frame.inputs = {id(a) for a in ins}
         if grad_on and parent.child_outputs:
@@ -178,8 +178,6 @@ class ModelTracker:
                   where=frame.where, layers=_mode_layer_names(module))
 
     def _post(self, module, args, output):
-        from nbgrad.autograd import provenance
-
         if len(self.frames) < 2:
             return
         frame = self.frames.pop()
@@ -189,7 +187,7 @@ class ModelTracker:
         elif not _is_tensor(output):
             out = None
         out_rg = bool(out is not None and out.requires_grad)
-        self.calls.append(Call(frame.start, provenance.NODES[0], weakref.ref(module),
+        self.calls.append(Call(frame.start, A.node_counter(), weakref.ref(module),
                                type(module).__name__, frame.where, frame.grad_on, out_rg,
                                self.cell, frame.cut))
         if out_rg:
@@ -291,15 +289,12 @@ class _Frame:
         self.depth = 0
 
 
-def _is_tensor(x) -> bool:
-    import nbgrad
-
-    return isinstance(x, nbgrad.Tensor)
+_is_tensor = A.is_tensor
 
 
 def _storage_ptr(t) -> int:
     try:
-        return int(t.untyped_storage().data_ptr())
+        return A.storage_ptr(A.storage(t))
     except Exception:  # noqa: BLE001
         return 0
 
@@ -370,19 +365,19 @@ class ModelReport:
     def is_empty(self) -> bool:
         return not (self.clusters or self.params or self.notes or self.kept_alive or self.nan)
 
+    def has_news(self) -> bool:
+        """Something for a panel even when the cell drew no graph: a backward, or a note."""
+        return bool(self.steps or self.notes)
+
 
 def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
     """``({id(module): path}, {id(param): path}, [top-level modules])`` of the namespace."""
     mods, params, tops = {}, {}, []
-    try:
-        from nbgrad.nn import Module
-    except Exception:  # noqa: BLE001
-        return mods, params, tops
     for name, v in list(ns.items()):
         if name[:1] == "_" or name in skip:
             continue
         try:
-            if not isinstance(v, Module):
+            if not A.is_module(v):
                 continue
             tops.append(v)
             for i, (sub, m) in enumerate(v.named_modules()):
@@ -398,13 +393,12 @@ def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
     return mods, params, tops
 
 
-def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
-    """What this cell did to the namespace's models, as a :class:`ModelReport`."""
+def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
+    """What this cell did to the namespace's models: gradients after its backward calls and the
+    notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot."""
     rep = ModelReport()
     mods, pnames, _tops = module_names(ns, skip)
     calls = list(tracker.calls)
-    if snap is not None:
-        rep.clusters = clusters(snap, calls, mods)
     rep.steps = max((st.hits for st in tracker.params.values()), default=0)
     rep.losses = list(tracker.losses)
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for s in tracker.step_sq]
@@ -412,7 +406,7 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
     for pid, st in tracker.params.items():
         name = pnames.get(pid)
         p = st.ref()
-        if name is None or p is None:
+        if name is None or p is None or not rep.steps:
             continue
         if st.hits:
             backward_models.add(name.split(".", 1)[0])
@@ -442,10 +436,18 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
         path = mods.get(id(m)) if m is not None else None
         who = f"{path} ({cls})" if path else f"a {cls}"
         rep.notes.append(f"{who} " + text.format(where=_where_str(where) or "?", **kw))
-    changed = None
-    if snap is not None:  # only tensors this cell made or modified
-        changed = {n for t in snap.tensors if t.named and t.version_delta != 0
-                   for n in t.name.split(" = ")}
+    return rep
+
+
+def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
+               skip=()) -> ModelReport | None:
+    """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
+    tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
+    rep = rep or ModelReport()
+    mods = module_names(ns, skip)[0]
+    rep.clusters = clusters(snap, list(tracker.calls), mods)
+    changed = {n for t in snap.tensors if t.named and t.version_delta != 0
+               for n in t.name.split(" = ")}
     rep.nan = nan_origin(ns, skip, only=changed)
     if rep.nan:
         n = rep.nan
@@ -453,7 +455,7 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
                          f"{n['op']}" + (f" at {n['where']}" if n["where"] else "")
                          + (f" ({n['source']})" if n["source"] else ""))
     rep.kept_alive = kept_alive(ns, skip)
-    return rep
+    return None if rep.is_empty() else rep
 
 
 def _named_params(ns, top_names):
@@ -678,25 +680,25 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
         while head < len(queue) and head < 5000:
             node = queue[head]
             head += 1
-            nxt = _inspect._next_of(node)
-            for st in _inspect._saved_of(node):
+            nxt = A.next_nodes(node)
+            for st in A.saved_tensors(node):
                 if st.released:
                     continue
                 try:
-                    data = getattr(node, f"_saved_{st.name}")._data
+                    data = A.saved_value(node, st.name)
                 except Exception:  # noqa: BLE001
                     continue
                 if _nonfinite_kind(data) is None:
                     continue
                 src = node if st.is_output else _input_node(node, st.name, nxt)
-                if src is not None and getattr(src, "_seq", 0) < getattr(best, "_seq", 0):
+                if src is not None and A.sequence_number(src) < A.sequence_number(best):
                     best = src
             for nf in nxt:
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)
         where, source = _inspect._where(best)
-        return {"tensor": name, "kind": kind, "op": _inspect._node_name(best), "where": where,
+        return {"tensor": name, "kind": kind, "op": A.node_name(best), "where": where,
                 "source": source}
     return None
 
@@ -716,10 +718,6 @@ def kept_alive(ns: dict, skip=()) -> list:
     deques of the namespace holding two or more tensors with a ``grad_fn``
     (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
     tensors."""
-    from . import inspect as _inspect
-
-    import nbgrad
-
     out = []
     budget = [_WALK_NODES]
     for name, v in list(ns.items()):
@@ -729,10 +727,10 @@ def kept_alive(ns: dict, skip=()) -> list:
             items = list(v.values() if type(v) is dict else v)[:_CONTAINER_ITEMS]
         except Exception:  # noqa: BLE001
             continue
-        held = [t for t in items if isinstance(t, nbgrad.Tensor) and t.grad_fn is not None]
+        held = [t for t in items if A.is_tensor(t) and A.grad_fn(t) is not None]
         if len(held) < 2:
             continue
-        roots = [t.grad_fn for t in held]
+        roots = [A.grad_fn(t) for t in held]
         seen: set = set()
         nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
         queue = list(roots)
@@ -740,10 +738,10 @@ def kept_alive(ns: dict, skip=()) -> list:
         while queue and budget[0] > 0:
             node = queue.pop()
             budget[0] -= 1
-            for st in _inspect._saved_of(node):
+            for st in A.saved_tensors(node):
                 if not st.released:
                     nbytes += int(st.nbytes or 0)
-            for nf in _inspect._next_of(node):
+            for nf in A.next_nodes(node):
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)

@@ -1,6 +1,6 @@
-"""Draw a :class:`~nbgrad.notebook.inspect.Snapshot`: DOT, SVG (graphviz ``dot``), HTML, text tree.
+"""Draw a :class:`~nbgrad.notebook.inspect.Snapshot`: DOT, SVG (pygraphviz), HTML, text tree.
 
-Pure functions of a snapshot; the ``graphviz`` package is imported only when SVG is asked for.
+Pure functions of a snapshot; pygraphviz is imported only when SVG is asked for (``layout``).
 Every HTML piece here is static (inline styles, ``<details>`` instead of scripts) so that a saved
 notebook stays readable without a kernel; the widget in ``widgets.py`` reuses the same pieces.
 """
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import base64
 import html
-import re
-import shutil
-import time
 
-DOT_MISSING = ("graphviz's `dot` was not found: install it to see the graph as a picture "
-               "(apt-get install graphviz | brew install graphviz | conda install graphviz).")
+from . import layout
+
+DOT_MISSING = ("pygraphviz is not installed: the graph is shown as text "
+               "(pip install 'nbgrad[notebook]' to see it as a picture).")
 
 # Colours (also used by extension/panel.css, keep in sync).
 C_LEAF = "#cfe6ff"
@@ -244,46 +243,18 @@ def hidden_summary(snap, sep: str = "; ") -> str:
 
 
 def dot_available() -> bool:
-    return shutil.which("dot") is not None
+    """True when graphs can be laid out here (pygraphviz imports)."""
+    return layout.available()
 
 
-_SVG_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
-_SVG_CACHE: dict[str, str] = {}  # DOT source -> SVG of the last few layouts
-_SVG_CACHE_SIZE = 16
-
-
-def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
-    """Lay out DOT source with graphviz ``dot``; the ``<svg>`` element, or None without ``dot``.
-
-    The last few layouts are remembered: a cell that changes nothing the graph shows (a new
-    plain tensor, say) costs no layout.
+def dot_to_svg(source: str, timeout: float = layout.DEFAULT_TIMEOUT) -> str | None:
+    """Lay out DOT source in-process (:mod:`nbgrad.notebook.layout`); the ``<svg>`` element,
+    or None without pygraphviz.
 
     Raises:
-        TimeoutError: ``dot`` took longer than ``timeout`` seconds.
+        TimeoutError: the layout took longer than ``timeout`` seconds.
     """
-    if not dot_available():
-        return None
-    svg = _SVG_CACHE.get(source)
-    if svg is None:
-        svg = _SVG_CACHE[source] = _layout(source, timeout)
-        while len(_SVG_CACHE) > _SVG_CACHE_SIZE:
-            del _SVG_CACHE[next(iter(_SVG_CACHE))]
-    return svg
-
-
-def _layout(source: str, timeout: float) -> str:
-    """graphviz's own pipe to ``dot -Tsvg`` (one process per layout, ~10 ms to start; graphs are
-    capped before layout, so ``timeout`` is a guard, checked after the fact)."""
-    import graphviz
-
-    start = time.monotonic()
-    raw = graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
-    if time.monotonic() - start > timeout:
-        raise TimeoutError(f"dot took more than {timeout} s")
-    svg = raw.decode("utf-8")
-    i = svg.find("<svg")
-    svg = svg[i:] if i >= 0 else svg
-    return _SVG_COMMENT.sub("", svg)  # dot's "<!-- name -->" per element: bytes to sync, no use
+    return layout.svg(source, timeout=timeout)
 
 
 # --- text tree (no graphviz) -----------------------------------------------------------------
@@ -551,7 +522,7 @@ def summary_text(snap) -> str:
         parts.append(f"{len(stale)} stale saved tensor" + ("s" if len(stale) > 1 else "")
                      + " (backward will fail)")
     if snap.error:
-        parts.append("error: " + snap.error["headline"][:80])
+        parts.append("error: " + short_error(snap.error["headline"]) + " (see the Error tab)")
     if getattr(snap, "model", None) is not None:
         from .render_model import summary_notes
 
@@ -563,10 +534,23 @@ def summary_text(snap) -> str:
     return "nbgrad: " + ", ".join(parts)
 
 
+def short_error(headline: str, limit: int = 120) -> str:
+    """An error's first clause, whole words only: the header's one short line."""
+    head = headline.split(": ", 1)[0].split("; ", 1)[0].strip()
+    if len(head) <= limit:
+        return head
+    cut = head[:limit].rsplit(" ", 1)[0]
+    return cut + " \u2026"
+
+
 def graph_html(svg: str | None, snap, inline: bool = True) -> str:
     """The Graph tab: the SVG inline (the widget wires its elements), or as an ``<img>`` with a
     data URI (``inline=False``: what survives the HTML sanitiser of an untrusted notebook),
     or the text tree when there is no SVG."""
+    if svg == "":  # the browser lays the DOT out (extension/layout.js); the tree until then
+        return (f'<div class="nbgrad-svg" data-layout="browser" style="overflow:auto">'
+                f'<pre style="font-size:11px">{html.escape(_head_lines(text_tree(snap)))}</pre>'
+                f'</div>')
     if svg is not None:
         if inline:
             return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
@@ -576,6 +560,25 @@ def graph_html(svg: str | None, snap, inline: bool = True) -> str:
                 f'src="data:image/svg+xml;base64,{data}"></div>')
     return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
             f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')
+
+
+def _head_lines(text: str, limit: int = 200) -> str:
+    lines = text.split("\n")
+    if len(lines) <= limit:
+        return text
+    return "\n".join(lines[:limit] + [f"... {len(lines) - limit} more lines"])
+
+
+def earlier_html(snap) -> str:
+    """The graphs earlier cells made, folded to one line: "3 earlier graphs: loss, y, c"."""
+    names = getattr(snap, "earlier", None) or []
+    if not names:
+        return ""
+    shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
+    n = len(names)
+    return (f'<div class="nbgrad-earlier" style="color:#666">{n} earlier graph'
+            f'{"s" if n > 1 else ""}: {html.escape(shown)} &mdash; '
+            f'<code>%nbgrad graph NAME</code> shows one</div>')
 
 
 def tabs(snap, svg: str | None) -> dict:
@@ -588,7 +591,7 @@ def tabs(snap, svg: str | None) -> dict:
         from .render_model import training_html
 
         out["Training"] = training_html(rep)
-    out["Graph"] = graph_html(svg, snap)
+    out["Graph"] = graph_html(svg, snap) + earlier_html(snap)
     if rep is not None and (rep.params or rep.notes):
         from .render_model import gradients_html
 
@@ -608,7 +611,7 @@ def panel_html(snap, svg: str | None, tab_html: dict | None = None, theme: str =
     """The static panel: every tab as a ``<details>`` section (no script needed);
     ``theme="projector"``: larger type, black on white."""
     tab_html = dict(tab_html or tabs(snap, svg))
-    tab_html["Graph"] = graph_html(svg, snap, inline=False)
+    tab_html["Graph"] = graph_html(svg, snap, inline=False) + earlier_html(snap)
     first = first_tab(tab_html)
     look = ("font-size:18px;color:#000;background:#fff;border:2px solid #000"
             if theme == "projector" else "font-size:12px;border:1px solid #ccc")

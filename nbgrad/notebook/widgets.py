@@ -79,10 +79,54 @@ def graph_data(snap, folded=()) -> dict:
             "modules": modules}
 
 
+MAX_GRAPH_JSON = 24_000  # bytes of hover details synced per panel; beyond, details are dropped
+
+
+def graph_json(snap, folded=()) -> str:
+    """:func:`graph_data` as compact JSON, capped at :data:`MAX_GRAPH_JSON` (titles kept)."""
+    data = graph_data(snap, folded)
+    text = json.dumps(data, separators=(",", ":"))
+    if len(text) > MAX_GRAPH_JSON:
+        for info in data["nodes"].values():
+            info["details"] = info["details"][:1]
+        text = json.dumps(data, separators=(",", ":"))
+    if len(text) > MAX_GRAPH_JSON:
+        data["nodes"] = {k: {"kind": v["kind"], "title": v["title"][:40],
+                             "next": v.get("next", [])[:8]}
+                         for k, v in list(data["nodes"].items())[:200]}
+        text = json.dumps(data, separators=(",", ":"))
+    return text
+
+
+_SHARED_LAYOUT = None
+
+
+def _shared_layout():
+    """One ipywidgets Layout for every panel: a DOMWidget otherwise makes one each, and closing
+    the panel leaves it open (a widget per cell, forever)."""
+    global _SHARED_LAYOUT
+    if _SHARED_LAYOUT is None or getattr(_SHARED_LAYOUT, "comm", None) is None:
+        from ipywidgets import Layout
+
+        _SHARED_LAYOUT = Layout()
+    return _SHARED_LAYOUT
+
+
+_VIZ_JS = None
+
+
+def viz_js() -> str:
+    """extension/viz.js (@viz-js/viz's ES module: Graphviz compiled to WebAssembly)."""
+    global _VIZ_JS
+    if _VIZ_JS is None:
+        _VIZ_JS = _asset("viz.js")
+    return _VIZ_JS
+
+
 class NbgradPanel(anywidget.AnyWidget):
     """One cell's panel: tabs of HTML, the graph as SVG, hover details, selection."""
 
-    _esm = _asset("panel.js")
+    _esm = _asset("layout.js") + "\n" + _asset("panel.js")
     _css = _asset("panel.css")
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
@@ -95,44 +139,80 @@ class NbgradPanel(anywidget.AnyWidget):
     selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
                                  ).tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
+    dot = traitlets.Unicode("", help="DOT source of the graph: the browser lays it out (viz.js) "
+                            "when the Graph tab has no SVG").tag(sync=True)
     folded = traitlets.List([], help="module paths drawn as one box each; the front end folds a "
                             "module (click its cluster title) or expands one (click its box)"
                             ).tag(sync=True)
     theme = traitlets.Unicode("light", help="light | projector (larger type, high contrast)"
                               ).tag(sync=True)
 
-    def __init__(self, snap=None, svg: str | None = None, layout_timeout: float = 5.0, **kwargs):
-        self._static_html = ""
+    def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
+                 layout=None, **kwargs):
+        """``layout(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
+        browser lays it out)."""
+        self._static = {"text/html": "", "text/plain": ""}
+        self._on_rendered = on_rendered
         self._snap = None  # plain data, kept to redraw when the user folds or expands a module
-        self._layout_timeout = layout_timeout
+        self._layout_fn = layout
+        kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
+        self.on_msg(self._front_end_msg)
         if snap is not None:
-            self.update_from(snap, svg)
+            self.update_from(snap, svg, dot)
 
     @traitlets.observe("folded")
     def _refold(self, change) -> None:
+        """The user folded or expanded a module: the graph drawn again (DOT for the browser,
+        or laid out here)."""
         snap = self._snap
         if snap is None or getattr(snap, "model", None) is None:
             return
         try:
-            svg = render.dot_to_svg(render.to_dot(snap, folded=list(change["new"])),
-                                    timeout=self._layout_timeout)
+            dot = render.to_dot(snap, folded=list(change["new"]))
+            svg = self._layout_fn(dot, snap) if self._layout_fn is not None else None
         except Exception:  # noqa: BLE001 - keep the picture shown
             return
         with self.hold_sync():
-            self.tabs = {**self.tabs, "Graph": render.graph_html(svg, snap)}
-            self.graph = json.dumps(graph_data(snap, change["new"]), separators=(",", ":"))
+            self.tabs = {**self.tabs, "Graph": render.graph_html(svg if svg is not None else "",
+                                                                 snap) + render.earlier_html(snap)}
+            self.graph = graph_json(snap, change["new"])
+            self.dot = dot if svg is None else ""
 
-    def update_from(self, snap, svg: str | None) -> None:
+    def update_from(self, snap, svg: str | None, dot: str = "") -> None:
+        from .extension import static_bundle
+
         self._snap = snap
-        tab_html = render.tabs(snap, svg)
-        self._static_html = render.panel_html(snap, svg, tab_html, theme=self.theme)
+        tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+        self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
             self.tab_order = list(tab_html)
             self.tabs = tab_html
             self.active = render.first_tab(tab_html)
-            self.graph = json.dumps(graph_data(snap, self.folded), separators=(",", ":"))
+            self.graph = graph_json(snap, self.folded)
+            self.dot = dot if svg is None else ""
+
+    @property
+    def _static_html(self) -> str:
+        return self._static["text/html"]
+
+    def static_bundle(self) -> dict:
+        """The static copy (``text/html`` + ``text/plain``) that replaces a retired panel."""
+        return dict(self._static)
+
+    def _front_end_msg(self, _widget, content, _buffers):
+        """``{"type": "viz"}``: send viz.js (once per page); ``{"type": "rendered", "ok": b}``:
+        the browser laid a graph out (the kernel then skips its own layout)."""
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == "viz":
+            try:
+                self.send({"type": "viz", "code": viz_js()})
+            except FileNotFoundError:
+                self.send({"type": "viz", "code": ""})
+        elif content.get("type") == "rendered" and self._on_rendered is not None:
+            self._on_rendered(bool(content.get("ok")))
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -140,6 +220,5 @@ class NbgradPanel(anywidget.AnyWidget):
             return None
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         data = dict(data)
-        data["text/html"] = self._static_html
-        data["text/plain"] = self.summary or data.get("text/plain", "")
+        data.update(self._static)
         return data, meta

@@ -59,6 +59,8 @@ CELLS = {
             "p = z.softmax(1)\n"
             "logp = p.log()\n"
             "bad = nll(logp * p, t)"),
+    "nan_mul": ("oh = nbgrad.nn.functional.one_hot(t, 3).float()\n"
+                "ce = -(oh * p.log()).sum(1).mean()"),
     # 6. eval / train mode mixed up, on a model with Dropout
     "drop": ("dmodel = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Linear(6, 1))\n"
              "dopt = nbgrad.optim.SGD(dmodel.parameters(), lr=0.1)"),
@@ -67,6 +69,8 @@ CELLS = {
                    "dl = mse(dmodel(x), y)\ndl.backward()\ndopt.step()\ndopt.zero_grad()"),
     # 7. a target of shape (N,) against an input of (N, 1)
     "broadcast": "dmodel.train()\nbl = mse(dmodel(x), y.reshape(8))",
+    "broadcast_f": ("import nbgrad.nn.functional as F\n"
+                    "fl = F.mse_loss(model(x), y.reshape(8))"),
     # 8. a training loop that keeps every graph alive in a list
     "loop": ("history = []\n"
              "for i in range(12):\n"
@@ -78,14 +82,17 @@ CELLS = {
              "print('LOSSES', [round(float(h), 6) for h in history])"),
     "val": "val_hist = [mse(model(x), y) for _ in range(3)]",
     "held": ("def held(ts):\n"
-             "    seen, stack = set(), [t.grad_fn for t in ts]\n"
+             "    seen, bufs, stack = set(), set(), [t.grad_fn for t in ts]\n"
              "    total = sum(t.nbytes for t in ts)\n"
              "    while stack:\n"
              "        n = stack.pop()\n"
              "        if id(n) in seen:\n"
              "            continue\n"
              "        seen.add(id(n))\n"
-             "        total += sum(s.nbytes for s in n._saved_tensors() if not s.released)\n"
+             "        for s in n._saved_tensors():\n"
+             "            if not s.released and (s.data_ptr, s.shape) not in bufs:\n"
+             "                bufs.add((s.data_ptr, s.shape))\n"
+             "                total += s.nbytes\n"
              "        stack += [f for f, _ in n.next_functions if f is not None]\n"
              "    return total, len(seen)\n"
              "print('HELD', *held(history), *held(val_hist))"),
@@ -191,6 +198,14 @@ def test_nan_named_with_its_first_op(nb):
                      rf"cell \[{n}\] line 3 \(logp = p\.log\(\)\)", t), t
 
 
+def test_nan_made_by_a_log_whose_output_no_node_saved(nb):
+    cells, _ = nb
+    # 0 * log(0): the log's -inf is kept by no node; its saved input (0) tells where it came from
+    n = cells["nan_mul"].execution_count
+    t = text(static(cells["nan_mul"]))
+    assert (f"ce has NaN: the first op that produced it is LogBackward0 at cell [{n}] line 2") in t
+
+
 def test_train_mode_under_no_grad_and_eval_mode_in_training(nb):
     cells, _ = nb
     n = cells["eval_nograd"].execution_count
@@ -211,6 +226,14 @@ def test_broadcasting_target_noted_with_pytorchs_warning(nb):
         in t
 
 
+def test_broadcasting_target_of_the_functional_loss(nb):
+    cells, _ = nb
+    n = cells["broadcast_f"].execution_count
+    t = text(static(cells["broadcast_f"]))
+    assert (f"a loss target broadcasts against its input at cell [{n}] line 2: \u201cUsing a "
+            "target size") in t
+
+
 def test_training_loop_cell_gets_one_summary_panel(nb):
     cells, notebook = nb
     cell = cells["loop"]
@@ -222,6 +245,8 @@ def test_training_loop_cell_gets_one_summary_panel(nb):
     train = st["tabs"]["Training"]
     assert f"first {render_model._num(losses[0])}, last {render_model._num(losses[-1])}" in train
     assert "total gradient norm" in train
+    assert "history (list) keeps 12 graphs alive" in text(st["summary"]) or \
+        "history (list) keeps 12 graphs alive" in text(train)
     # the last step's graph, its modules folded
     assert {"model.0", "model.1", "model.2"} <= set(st["folded"])
     assert 'class="cluster"' not in st["tabs"]["Graph"]

@@ -171,11 +171,18 @@ def grad_enabled() -> bool:
     return grad_mode.is_grad_enabled()
 
 
-def capture_where():
-    """The raw place in user code running now (for :func:`location`), or None."""
+def capture_where(skip=()):
+    """The raw place in user code running now (for :func:`location`), or None: the innermost
+    frame outside the engine's files (and outside the files in ``skip``)."""
     from nbgrad.autograd import provenance
 
-    return provenance.capture()
+    if not skip:
+        return provenance.capture()
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename in provenance.LIB_FILES
+                             or f.f_code.co_filename in skip):
+        f = f.f_back
+    return None if f is None else (f.f_code, f.f_lasti)
 
 
 def leaf_variable(node):

@@ -20,6 +20,7 @@ references only:
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
+KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
 FOLD_ABOVE = 40  # graphs with more nodes start with their modules folded
 _CONTAINER_ITEMS = 10000  # items of one list / dict looked at for graphs kept alive
 _WALK_NODES = 50000  # graph nodes walked per cell for the bytes those graphs hold
@@ -86,6 +88,7 @@ class ModelTracker:
         self._handles: list = []  # global hooks and per-parameter hook handles
         self._hooked: weakref.WeakSet = weakref.WeakSet()  # modules whose parameters are hooked
         self.cell = 0
+        self.kept: dict = {}  # container name -> graphs it kept alive at the last report
         self.reset_cell()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -98,6 +101,7 @@ class ModelTracker:
             self.global_hooks = True
         else:  # an nn without global hooks: modules are hooked one by one (watch())
             self.global_hooks = False
+        self._install_warnings()
 
     def watch(self, modules) -> None:
         """Hook ``modules`` and their submodules directly (only without global hooks)."""
@@ -117,6 +121,7 @@ class ModelTracker:
             except Exception:  # noqa: BLE001 - a handle of a module already gone
                 pass
         self._handles.clear()
+        self._uninstall_warnings()
         self.params.clear()
         self.calls.clear()
 
@@ -272,10 +277,42 @@ class ModelTracker:
     # -- notes --------------------------------------------------------------------------------
 
     def note(self, key, who, text, where=None, **kw):
-        """A note for this cell, once per key; ``who`` is (module, class) named at report time."""
+        """A note for this cell, once per key; ``who`` is (module, class) named at report time,
+        or None (the text says who)."""
         if key in self.notes or len(self.notes) > 50:
             return
-        self.notes[key] = (weakref.ref(who[0]), who[1], text, where, kw)
+        self.notes[key] = (weakref.ref(who[0]) if who else None, who[1] if who else "", text,
+                           where, kw)
+
+    # -- warnings -----------------------------------------------------------------------------
+
+    def _install_warnings(self) -> None:
+        """See the warnings shown while loaded (F.mse_loss's broadcasting warning has no
+        module to hook); the original ``showwarning`` still shows them."""
+        orig = warnings.showwarning
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            try:
+                self._warned(str(message))
+            except Exception:  # noqa: BLE001 - a warning is shown whatever happens here
+                pass
+            return orig(message, category, filename, lineno, file, line)
+
+        showwarning.nbgrad_original = orig
+        warnings.showwarning = showwarning
+
+    def _uninstall_warnings(self) -> None:
+        orig = getattr(warnings.showwarning, "nbgrad_original", None)
+        if orig is not None:
+            warnings.showwarning = orig
+
+    def _warned(self, text: str) -> None:
+        if not text.startswith("Using a target size") or any(
+                k[0] == "broadcast" for k in self.notes):
+            return
+        self.note(("broadcast", "warning"), None, "a loss target broadcasts against its input at "
+                  "{where}: \u201c" + text.replace("{", "{{").replace("}", "}}")
+                  + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
 
 
 class _Frame:
@@ -432,10 +469,10 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
             why = _why_no_grad(mod_of.get(path), calls, mods)
             rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
-        m = mref()
+        m = mref() if mref is not None else None
         path = mods.get(id(m)) if m is not None else None
-        who = f"{path} ({cls})" if path else f"a {cls}"
-        rep.notes.append(f"{who} " + text.format(where=_where_str(where) or "?", **kw))
+        who = (f"{path} ({cls}) " if path else f"a {cls} ") if cls else ""
+        rep.notes.append(who + text.format(where=_where_str(where) or "?", **kw))
     return rep
 
 
@@ -455,6 +492,14 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
                          f"{n['op']}" + (f" at {n['where']}" if n["where"] else "")
                          + (f" ({n['source']})" if n["source"] else ""))
     rep.kept_alive = kept_alive(ns, skip)
+    before, tracker.kept = tracker.kept, {k[0]: k[1] for k in rep.kept_alive}
+    for name, graphs, nbytes, kind, _nodes in rep.kept_alive:
+        if graphs >= KEEP_NOTE and graphs > before.get(name, 0):
+            from .render import _in_bytes
+
+            rep.notes.append(f"{name} ({kind}) keeps {graphs} graphs alive, "
+                             f"{_in_bytes(nbytes)} (see Memory): append loss.item() to keep "
+                             "only the number")
     return None if rep.is_empty() else rep
 
 
@@ -681,11 +726,12 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
             node = queue[head]
             head += 1
             nxt = A.next_nodes(node)
+            saved = {}
             for st in A.saved_tensors(node):
                 if st.released:
                     continue
                 try:
-                    data = A.saved_value(node, st.name)
+                    data = saved[st.name] = A.saved_value(node, st.name)
                 except Exception:  # noqa: BLE001
                     continue
                 if _nonfinite_kind(data) is None:
@@ -693,6 +739,9 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
                 src = node if st.is_output else _input_node(node, st.name, nxt)
                 if src is not None and A.sequence_number(src) < A.sequence_number(best):
                     best = src
+            if A.sequence_number(node) < A.sequence_number(best) and \
+                    _out_of_domain(A.node_name(node), saved):
+                best = node
             for nf in nxt:
                 if id(nf) not in seen:
                     seen.add(id(nf))
@@ -701,6 +750,23 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
         return {"tensor": name, "kind": kind, "op": A.node_name(best), "where": where,
                 "source": source}
     return None
+
+
+_LOGS = {"LogBackward0": 0.0, "Log2Backward0": 0.0, "Log10Backward0": 0.0,
+         "Log1PBackward0": -1.0}
+
+
+def _out_of_domain(name: str, saved: dict) -> bool:
+    """Whether an op whose output was not kept made NaN/Inf from finite inputs it saved: a log
+    of 0 or less, a division by 0 (the common ways a model makes its first NaN)."""
+    try:
+        if name in _LOGS and "self" in saved:
+            return bool((saved["self"] <= _LOGS[name]).any())
+        if name == "DivBackward0" and "other" in saved:
+            return bool((saved["other"] == 0).any())
+    except Exception:  # noqa: BLE001
+        return False
+    return False
 
 
 def _input_node(node, saved_name, nxt):
@@ -732,6 +798,7 @@ def kept_alive(ns: dict, skip=()) -> list:
             continue
         roots = [A.grad_fn(t) for t in held]
         seen: set = set()
+        buffers: set = set()  # a saved tensor shared by several graphs counts once
         nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
         queue = list(roots)
         seen.update(id(r) for r in roots)
@@ -739,7 +806,8 @@ def kept_alive(ns: dict, skip=()) -> list:
             node = queue.pop()
             budget[0] -= 1
             for st in A.saved_tensors(node):
-                if not st.released:
+                if not st.released and (st.data_ptr, st.shape) not in buffers:
+                    buffers.add((st.data_ptr, st.shape))
                     nbytes += int(st.nbytes or 0)
             for nf in A.next_nodes(node):
                 if id(nf) not in seen:

@@ -259,8 +259,8 @@ function render({ model, el: root }) {
   model.on("change:collapsed", draw);
   model.on("change:summary", draw);
   model.on("change:graph", draw);
-  model.on("change:dot", draw);
   model.on("change:theme", draw);
+  model.on("change:dot", draw);
   draw();
   nbgradAnnounce(model);
   return () => { root.replaceChildren(); };

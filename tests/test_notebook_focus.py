@@ -67,7 +67,8 @@ def nbgrad_lines(err: str) -> list:
 
 
 def test_plain_tensors_get_no_panel(shell):
-    _, out = run(shell, "a = nbgrad.ones(3)\nb = nbgrad.zeros(2, 2)\nc = a * 2\nd = nbgrad.arange(4.)")
+    _, out = run(shell, "a = nbgrad.ones(3)\nb = nbgrad.zeros(2, 2)\nc = a * 2\n"
+                        "d = nbgrad.arange(4.)")
     assert panels(out) == []
     # and a graph after that gets one, without the plain tensors drawn
     p = one_panel(shell, "w = nbgrad.ones(3, requires_grad=True)\nloss = (w * a).sum()")

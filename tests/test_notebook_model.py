@@ -60,6 +60,8 @@ CELLS = {
             "p = z.softmax(1)\n"
             "logp = p.log()\n"
             "bad = nll(logp * p, t)"),
+    "nan_mul": ("oh = nbgrad.nn.functional.one_hot(t, 3).float()\n"
+                "ce = -(oh * p.log()).sum(1).mean()"),
     # 6. eval / train mode mixed up, on a model with Dropout
     "drop": ("dmodel = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Linear(6, 1))\n"
              "dopt = nbgrad.optim.SGD(dmodel.parameters(), lr=0.1)"),
@@ -68,6 +70,8 @@ CELLS = {
                    "dl = mse(dmodel(x), y)\ndl.backward()\ndopt.step()\ndopt.zero_grad()"),
     # 7. a target of shape (N,) against an input of (N, 1)
     "broadcast": "dmodel.train()\nbl = mse(dmodel(x), y.reshape(8))",
+    "broadcast_f": ("import nbgrad.nn.functional as F\n"
+                    "fl = F.mse_loss(model(x), y.reshape(8))"),
     # 8. a training loop that keeps every graph alive in a list
     "loop": ("history = []\n"
              "for i in range(12):\n"
@@ -79,14 +83,17 @@ CELLS = {
              "print('LOSSES', [round(float(h), 6) for h in history])"),
     "val": "val_hist = [mse(model(x), y) for _ in range(3)]",
     "held": ("def held(ts):\n"
-             "    seen, stack = set(), [t.grad_fn for t in ts]\n"
+             "    seen, bufs, stack = set(), set(), [t.grad_fn for t in ts]\n"
              "    total = sum(t.nbytes for t in ts)\n"
              "    while stack:\n"
              "        n = stack.pop()\n"
              "        if id(n) in seen:\n"
              "            continue\n"
              "        seen.add(id(n))\n"
-             "        total += sum(s.nbytes for s in n._saved_tensors() if not s.released)\n"
+             "        for s in n._saved_tensors():\n"
+             "            if not s.released and (s.data_ptr, s.shape) not in bufs:\n"
+             "                bufs.add((s.data_ptr, s.shape))\n"
+             "                total += s.nbytes\n"
              "        stack += [f for f, _ in n.next_functions if f is not None]\n"
              "    return total, len(seen)\n"
              "print('HELD', *held(history), *held(val_hist))"),
@@ -104,8 +111,10 @@ def nb(tmp_path_factory):
 
 
 def static(cell):
-    (p,) = panel_outputs(cell)
-    return p.data["text/html"]
+    """The panel's static copy: beside a live widget, or what replaced a retired one."""
+    (h,) = [o.data["text/html"] for o in cell.outputs if o.output_type == "display_data"
+            and "nbgrad-static" in o.data.get("text/html", "")]
+    return h
 
 
 def state(notebook, cell):
@@ -141,14 +150,12 @@ def test_sequential_drawn_as_module_clusters(nb):
 
 
 def test_gradients_tab_after_backward(nb):
-    cells, notebook = nb
+    cells, _ = nb
     h = static(cells["backward"])
     assert "<summary>Gradients</summary>" in h
     norm = float(printed(cells["backward"], "NORM"))
     row = re.search(r"<td>model\.0\.weight</td><td>\[6, 4\]</td><td>([^<]+)</td>", h)
     assert row and row.group(1) == render_model._num(norm)
-    st = state(notebook, cells["backward"])
-    assert "Gradients" in st["tab_order"]
 
 
 def test_update_ratio_after_an_optimizer_step(nb):
@@ -192,6 +199,14 @@ def test_nan_named_with_its_first_op(nb):
                      rf"cell \[{n}\] line 3 \(logp = p\.log\(\)\)", t), t
 
 
+def test_nan_made_by_a_log_whose_output_no_node_saved(nb):
+    cells, _ = nb
+    # 0 * log(0): the log's -inf is kept by no node; its saved input (0) tells where it came from
+    n = cells["nan_mul"].execution_count
+    t = text(static(cells["nan_mul"]))
+    assert (f"ce has NaN: the first op that produced it is LogBackward0 at cell [{n}] line 2") in t
+
+
 def test_train_mode_under_no_grad_and_eval_mode_in_training(nb):
     cells, _ = nb
     n = cells["eval_nograd"].execution_count
@@ -212,6 +227,14 @@ def test_broadcasting_target_noted_with_pytorchs_warning(nb):
         in t
 
 
+def test_broadcasting_target_of_the_functional_loss(nb):
+    cells, _ = nb
+    n = cells["broadcast_f"].execution_count
+    t = text(static(cells["broadcast_f"]))
+    assert (f"a loss target broadcasts against its input at cell [{n}] line 2: \u201cUsing a "
+            "target size") in t
+
+
 def test_training_loop_cell_gets_one_summary_panel(nb):
     cells, notebook = nb
     cell = cells["loop"]
@@ -223,6 +246,8 @@ def test_training_loop_cell_gets_one_summary_panel(nb):
     train = st["tabs"]["Training"]
     assert f"first {render_model._num(losses[0])}, last {render_model._num(losses[-1])}" in train
     assert "total gradient norm" in train
+    assert "history (list) keeps 12 graphs alive" in text(st["summary"]) or \
+        "history (list) keeps 12 graphs alive" in text(train)
     # the last step's graph, its modules folded
     assert {"model.0", "model.1", "model.2"} <= set(st["folded"])
     assert 'class="cluster"' not in st["tabs"]["Graph"]
@@ -230,14 +255,14 @@ def test_training_loop_cell_gets_one_summary_panel(nb):
 
 
 def test_graphs_kept_alive_by_a_list_named_in_memory(nb):
-    cells, _ = nb
+    cells, notebook = nb
     hist_bytes, hist_nodes, val_bytes, val_nodes = map(int, printed(cells["held"], "HELD").split())
     from nbgrad.notebook.render import _in_bytes
 
-    t = text(static(cells["loop"]))
+    t = text(state(notebook, cells["loop"])["tabs"]["Memory"])
     assert (f"history (list) keeps 12 graphs alive ({hist_nodes} graph nodes): "
             f"{_in_bytes(hist_bytes)} held") in t
-    t = text(static(cells["val"]))  # no backward: their saved tensors are still held
+    t = text(state(notebook, cells["val"])["tabs"]["Memory"])  # no backward: their saved tensors are still held
     assert (f"val_hist (list) keeps 3 graphs alive ({val_nodes} graph nodes): "
             f"{_in_bytes(val_bytes)} held") in t
     assert val_bytes > 3 * 8 * 4  # more than the three losses themselves

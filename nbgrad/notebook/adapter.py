@@ -155,14 +155,45 @@ def saved_tensors(node) -> tuple:
         return ()
 
 
-def node_seq(node) -> int:
-    """The order in which the engine made ``node`` (0 when it does not say)."""
-    return int(getattr(node, "_seq", 0) or 0)
+def sequence_number(node) -> int:
+    """The engine's creation counter of ``node`` (0 when unknown): nodes made inside one module
+    call have numbers between :func:`node_counter` read before and after it."""
+    try:
+        return int(node._seq)
+    except Exception:  # noqa: BLE001
+        return 0
 
 
-def saved_value(node, name: str):
-    """The tensor ``node`` saved as ``name`` (``node._saved_<name>``, as PyTorch)."""
-    return getattr(node, f"_saved_{name}")
+def node_counter() -> int:
+    """How many nodes the engine has made so far (the last :func:`sequence_number` given)."""
+    from nbgrad.autograd import provenance
+
+    return provenance.NODES[0]
+
+
+def saved_value(node, name):
+    """The backend array of the saved tensor ``name`` of ``node`` (``node._saved_<name>``)."""
+    return getattr(node, f"_saved_{name}")._data
+
+
+def grad_enabled() -> bool:
+    from nbgrad.autograd import grad_mode
+
+    return grad_mode.is_grad_enabled()
+
+
+def capture_where(skip=()):
+    """The raw place in user code running now (for :func:`location`), or None: the innermost
+    frame outside the engine's files (and outside the files in ``skip``)."""
+    from nbgrad.autograd import provenance
+
+    if not skip:
+        return provenance.capture()
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename in provenance.LIB_FILES
+                             or f.f_code.co_filename in skip):
+        f = f.f_back
+    return None if f is None else (f.f_code, f.f_lasti)
 
 
 def leaf_variable(node):

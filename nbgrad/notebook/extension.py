@@ -47,13 +47,13 @@ class NbgradExtension:
         self.show_saved = True
         self.layout_timeout = 5.0  # seconds; a layout that takes longer falls back to text
         self.frontend_renders = False  # a widget reported a layout done in the browser
-        self.focus = _focus.Tracker()  # what each cell made or changed
+        self.tracker = _focus.Tracker()
+        self.theme = "light"  # "projector": larger fonts, high contrast
+        self.models = None  # model.ModelTracker (module calls, gradients) while loaded
         self._activity_before = None
         self._memory_before = None
         self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
         self.keep_live = KEEP_LIVE
-        self.theme = "light"  # "projector": larger fonts, high contrast
-        self.tracker = None  # model.ModelTracker while loaded
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -61,12 +61,12 @@ class NbgradExtension:
         try:
             self._activity_before = A.activity()
             self._memory_before = _inspect.memory_probe()
-            if self.tracker is not None:
-                self.tracker.reset_cell()
-                if not self.tracker.global_hooks:
+            if self.models is not None:
+                self.models.reset_cell()
+                if not self.models.global_hooks:
                     from . import model
 
-                    self.tracker.watch(model.module_names(self.ip.user_ns, self._hidden())[2])
+                    self.models.watch(model.module_names(self.ip.user_ns, self._hidden())[2])
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -94,21 +94,29 @@ class NbgradExtension:
         if before is not None and after == before and autograd_err is None:
             return
         delta = tuple(a - b for a, b in zip(after, before)) if before is not None else None
-        named = _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
-        focus = self.focus.update(named, error=autograd_err is not None,
-                                  bumped=delta is None or delta[1] > 0)
-        snap = _inspect.snapshot(focus.named if focus.relevant else [],
-                                 previous=focus.previous, max_nodes=self.max_nodes,
-                                 error=autograd_err, show_saved=self.show_saved,
-                                 memory_before=self._memory_before)
-        self.focus.fold(focus, snap)
-        if self.tracker is not None:
+        named = _inspect.named_tensors(self.ip.user_ns,
+                                       skip=getattr(self.ip, "user_ns_hidden", ()))
+        focus = self.tracker.update(named, error=autograd_err is not None,
+                                    bumped=delta is None or delta[1] > 0)
+        rep = None
+        if self.models is not None:
             from . import model
 
-            rep = model.report(self.tracker, self.ip.user_ns, snap, skip=self._hidden())
-            if not rep.is_empty():
-                snap.model = rep
-        if (not focus.relevant or snap.is_empty()) and snap.model is None:
+            rep = model.report(self.models, self.ip.user_ns, skip=self._hidden())
+            if not rep.has_news():
+                rep = None
+        if not focus.relevant and rep is None:
+            return
+        snap = _inspect.snapshot(focus.named if focus.relevant else [], previous=focus.previous,
+                                 max_nodes=self.max_nodes, error=autograd_err,
+                                 show_saved=self.show_saved, memory_before=self._memory_before)
+        self.tracker.fold(focus, snap)
+        if rep is not None or (self.models is not None and snap.nodes):
+            from . import model
+
+            snap.model = model.with_graph(rep, self.models, self.ip.user_ns, snap,
+                                          skip=self._hidden())
+        if snap.is_empty() and snap.model is None:
             return
         if delta is not None:
             snap.memory["activity_delta"] = delta
@@ -168,7 +176,8 @@ class NbgradExtension:
         else:
             svg = self.layout(dot, snap)
         panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
-                          theme=self.theme, layout_timeout=self.layout_timeout)
+                          theme=self.theme, layout_fn=self.layout if not self.frontend_renders
+                          else None)
         handle = display(panel, display_id=True)
         self._live.append((panel, getattr(handle, "display_id", None)))
         while len(self._live) > self.keep_live:
@@ -342,10 +351,10 @@ def load_ipython_extension(ip):
     try:
         from .model import ModelTracker
 
-        ext.tracker = ModelTracker()
-        ext.tracker.install()
+        ext.models = ModelTracker()
+        ext.models.install()
     except Exception as exc:  # noqa: BLE001 - the graph panel works without the model panel
-        ext.tracker = None
+        ext.models = None
         warnings.warn(f"nbgrad: no model panel ({exc})", stacklevel=2)
     _warm_up_layout()
     ext.pre_run_cell()
@@ -373,8 +382,8 @@ def unload_ipython_extension(ip):
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
     ext._live.clear()  # the last panels stay live widgets on the page
-    if ext.tracker is not None:
-        ext.tracker.uninstall()
+    if ext.models is not None:
+        ext.models.uninstall()
     if getattr(ext, "_formatter", False):
         try:
             import nbgrad

@@ -396,7 +396,7 @@ def snapshot(
         key = f"n{id(node)}"
         where, source = _where(node)
         info = NodeInfo(key=key, name=A.node_name(node), where=where,
-                        source=short(source, _MAX_SOURCE), seq=A.node_seq(node))
+                        source=short(source, _MAX_SOURCE), seq=A.sequence_number(node))
         nodes[key] = info
         live_nodes[key] = node
         for nf in A.next_nodes(node):

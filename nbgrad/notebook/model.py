@@ -20,6 +20,7 @@ references only:
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
+KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
 FOLD_ABOVE = 40  # graphs with more nodes start with their modules folded
 _CONTAINER_ITEMS = 10000  # items of one list / dict looked at for graphs kept alive
 _WALK_NODES = 50000  # graph nodes walked per cell for the bytes those graphs hold
@@ -86,6 +88,7 @@ class ModelTracker:
         self._handles: list = []  # global hooks and per-parameter hook handles
         self._hooked: weakref.WeakSet = weakref.WeakSet()  # modules whose parameters are hooked
         self.cell = 0
+        self.kept: dict = {}  # container name -> graphs it kept alive at the last report
         self.reset_cell()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -98,6 +101,7 @@ class ModelTracker:
             self.global_hooks = True
         else:  # an nn without global hooks: modules are hooked one by one (watch())
             self.global_hooks = False
+        self._install_warnings()
 
     def watch(self, modules) -> None:
         """Hook ``modules`` and their submodules directly (only without global hooks)."""
@@ -117,6 +121,7 @@ class ModelTracker:
             except Exception:  # noqa: BLE001 - a handle of a module already gone
                 pass
         self._handles.clear()
+        self._uninstall_warnings()
         self.params.clear()
         self.calls.clear()
 
@@ -136,11 +141,9 @@ class ModelTracker:
     # -- module hooks -------------------------------------------------------------------------
 
     def _pre(self, module, args):
-        from nbgrad.autograd import grad_mode, provenance
-
-        grad_on = grad_mode.is_grad_enabled()
+        grad_on = A.grad_enabled()
         parent = self.frames[-1]
-        frame = _Frame(provenance.NODES[0], grad_on, provenance.capture())
+        frame = _Frame(A.node_counter(), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
         frame.inputs = {id(a) for a in ins}
         if grad_on and parent.child_outputs:
@@ -180,8 +183,6 @@ class ModelTracker:
                   where=frame.where, layers=_mode_layer_names(module))
 
     def _post(self, module, args, output):
-        from nbgrad.autograd import provenance
-
         if len(self.frames) < 2:
             return
         frame = self.frames.pop()
@@ -191,7 +192,7 @@ class ModelTracker:
         elif not _is_tensor(output):
             out = None
         out_rg = bool(out is not None and out.requires_grad)
-        self.calls.append(Call(frame.start, provenance.NODES[0], weakref.ref(module),
+        self.calls.append(Call(frame.start, A.node_counter(), weakref.ref(module),
                                type(module).__name__, frame.where, frame.grad_on, out_rg,
                                self.cell, frame.cut))
         if out_rg:
@@ -276,10 +277,42 @@ class ModelTracker:
     # -- notes --------------------------------------------------------------------------------
 
     def note(self, key, who, text, where=None, **kw):
-        """A note for this cell, once per key; ``who`` is (module, class) named at report time."""
+        """A note for this cell, once per key; ``who`` is (module, class) named at report time,
+        or None (the text says who)."""
         if key in self.notes or len(self.notes) > 50:
             return
-        self.notes[key] = (weakref.ref(who[0]), who[1], text, where, kw)
+        self.notes[key] = (weakref.ref(who[0]) if who else None, who[1] if who else "", text,
+                           where, kw)
+
+    # -- warnings -----------------------------------------------------------------------------
+
+    def _install_warnings(self) -> None:
+        """See the warnings shown while loaded (F.mse_loss's broadcasting warning has no
+        module to hook); the original ``showwarning`` still shows them."""
+        orig = warnings.showwarning
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            try:
+                self._warned(str(message))
+            except Exception:  # noqa: BLE001 - a warning is shown whatever happens here
+                pass
+            return orig(message, category, filename, lineno, file, line)
+
+        showwarning.nbgrad_original = orig
+        warnings.showwarning = showwarning
+
+    def _uninstall_warnings(self) -> None:
+        orig = getattr(warnings.showwarning, "nbgrad_original", None)
+        if orig is not None:
+            warnings.showwarning = orig
+
+    def _warned(self, text: str) -> None:
+        if not text.startswith("Using a target size") or any(
+                k[0] == "broadcast" for k in self.notes):
+            return
+        self.note(("broadcast", "warning"), None, "a loss target broadcasts against its input at "
+                  "{where}: \u201c" + text.replace("{", "{{").replace("}", "}}")
+                  + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
 
 
 class _Frame:
@@ -293,15 +326,12 @@ class _Frame:
         self.depth = 0
 
 
-def _is_tensor(x) -> bool:
-    import nbgrad
-
-    return isinstance(x, nbgrad.Tensor)
+_is_tensor = A.is_tensor
 
 
 def _storage_ptr(t) -> int:
     try:
-        return int(t.untyped_storage().data_ptr())
+        return A.storage_ptr(A.storage(t))
     except Exception:  # noqa: BLE001
         return 0
 
@@ -372,19 +402,19 @@ class ModelReport:
     def is_empty(self) -> bool:
         return not (self.clusters or self.params or self.notes or self.kept_alive or self.nan)
 
+    def has_news(self) -> bool:
+        """Something for a panel even when the cell drew no graph: a backward, or a note."""
+        return bool(self.steps or self.notes)
+
 
 def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
     """``({id(module): path}, {id(param): path}, [top-level modules])`` of the namespace."""
     mods, params, tops = {}, {}, []
-    try:
-        from nbgrad.nn import Module
-    except Exception:  # noqa: BLE001
-        return mods, params, tops
     for name, v in list(ns.items()):
         if name[:1] == "_" or name in skip:
             continue
         try:
-            if not isinstance(v, Module):
+            if not A.is_module(v):
                 continue
             tops.append(v)
             for i, (sub, m) in enumerate(v.named_modules()):
@@ -400,13 +430,12 @@ def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
     return mods, params, tops
 
 
-def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
-    """What this cell did to the namespace's models, as a :class:`ModelReport`."""
+def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
+    """What this cell did to the namespace's models: gradients after its backward calls and the
+    notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot."""
     rep = ModelReport()
     mods, pnames, _tops = module_names(ns, skip)
     calls = list(tracker.calls)
-    if snap is not None:
-        rep.clusters = clusters(snap, calls, mods)
     rep.steps = max((st.hits for st in tracker.params.values()), default=0)
     rep.losses = list(tracker.losses)
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for s in tracker.step_sq]
@@ -414,7 +443,7 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
     for pid, st in tracker.params.items():
         name = pnames.get(pid)
         p = st.ref()
-        if name is None or p is None:
+        if name is None or p is None or not rep.steps:
             continue
         if st.hits:
             backward_models.add(name.split(".", 1)[0])
@@ -440,14 +469,22 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
             why = _why_no_grad(mod_of.get(path), calls, mods)
             rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
-        m = mref()
+        m = mref() if mref is not None else None
         path = mods.get(id(m)) if m is not None else None
-        who = f"{path} ({cls})" if path else f"a {cls}"
-        rep.notes.append(f"{who} " + text.format(where=_where_str(where) or "?", **kw))
-    changed = None
-    if snap is not None:  # only tensors this cell made or modified
-        changed = {n for t in snap.tensors if t.named and t.version_delta != 0
-                   for n in t.name.split(" = ")}
+        who = (f"{path} ({cls}) " if path else f"a {cls} ") if cls else ""
+        rep.notes.append(who + text.format(where=_where_str(where) or "?", **kw))
+    return rep
+
+
+def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
+               skip=()) -> ModelReport | None:
+    """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
+    tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
+    rep = rep or ModelReport()
+    mods = module_names(ns, skip)[0]
+    rep.clusters = clusters(snap, list(tracker.calls), mods)
+    changed = {n for t in snap.tensors if t.named and t.version_delta != 0
+               for n in t.name.split(" = ")}
     rep.nan = nan_origin(ns, skip, only=changed)
     if rep.nan:
         n = rep.nan
@@ -455,7 +492,15 @@ def report(tracker: ModelTracker, ns: dict, snap=None, skip=()) -> ModelReport:
                          f"{n['op']}" + (f" at {n['where']}" if n["where"] else "")
                          + (f" ({n['source']})" if n["source"] else ""))
     rep.kept_alive = kept_alive(ns, skip)
-    return rep
+    before, tracker.kept = tracker.kept, {k[0]: k[1] for k in rep.kept_alive}
+    for name, graphs, nbytes, kind, _nodes in rep.kept_alive:
+        if graphs >= KEEP_NOTE and graphs > before.get(name, 0):
+            from .render import _in_bytes
+
+            rep.notes.append(f"{name} ({kind}) keeps {graphs} graphs alive, "
+                             f"{_in_bytes(nbytes)} (see Memory): append loss.item() to keep "
+                             "only the number")
+    return None if rep.is_empty() else rep
 
 
 def _named_params(ns, top_names):
@@ -681,18 +726,22 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
             node = queue[head]
             head += 1
             nxt = A.next_nodes(node)
+            saved = {}
             for st in A.saved_tensors(node):
                 if st.released:
                     continue
                 try:
-                    data = A.array(A.saved_value(node, st.name))
+                    data = saved[st.name] = A.saved_value(node, st.name)
                 except Exception:  # noqa: BLE001
                     continue
                 if _nonfinite_kind(data) is None:
                     continue
                 src = node if st.is_output else _input_node(node, st.name, nxt)
-                if src is not None and A.node_seq(src) < A.node_seq(best):
+                if src is not None and A.sequence_number(src) < A.sequence_number(best):
                     best = src
+            if A.sequence_number(node) < A.sequence_number(best) and \
+                    _out_of_domain(A.node_name(node), saved):
+                best = node
             for nf in nxt:
                 if id(nf) not in seen:
                     seen.add(id(nf))
@@ -701,6 +750,23 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
         return {"tensor": name, "kind": kind, "op": A.node_name(best), "where": where,
                 "source": source}
     return None
+
+
+_LOGS = {"LogBackward0": 0.0, "Log2Backward0": 0.0, "Log10Backward0": 0.0,
+         "Log1PBackward0": -1.0}
+
+
+def _out_of_domain(name: str, saved: dict) -> bool:
+    """Whether an op whose output was not kept made NaN/Inf from finite inputs it saved: a log
+    of 0 or less, a division by 0 (the common ways a model makes its first NaN)."""
+    try:
+        if name in _LOGS and "self" in saved:
+            return bool((saved["self"] <= _LOGS[name]).any())
+        if name == "DivBackward0" and "other" in saved:
+            return bool((saved["other"] == 0).any())
+    except Exception:  # noqa: BLE001
+        return False
+    return False
 
 
 def _input_node(node, saved_name, nxt):
@@ -718,8 +784,6 @@ def kept_alive(ns: dict, skip=()) -> list:
     deques of the namespace holding two or more tensors with a ``grad_fn``
     (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
     tensors."""
-    import nbgrad
-
     out = []
     budget = [_WALK_NODES]
     for name, v in list(ns.items()):
@@ -729,11 +793,12 @@ def kept_alive(ns: dict, skip=()) -> list:
             items = list(v.values() if type(v) is dict else v)[:_CONTAINER_ITEMS]
         except Exception:  # noqa: BLE001
             continue
-        held = [t for t in items if isinstance(t, nbgrad.Tensor) and t.grad_fn is not None]
+        held = [t for t in items if A.is_tensor(t) and A.grad_fn(t) is not None]
         if len(held) < 2:
             continue
-        roots = [t.grad_fn for t in held]
+        roots = [A.grad_fn(t) for t in held]
         seen: set = set()
+        buffers: set = set()  # a saved tensor shared by several graphs counts once
         nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
         queue = list(roots)
         seen.update(id(r) for r in roots)
@@ -741,7 +806,8 @@ def kept_alive(ns: dict, skip=()) -> list:
             node = queue.pop()
             budget[0] -= 1
             for st in A.saved_tensors(node):
-                if not st.released:
+                if not st.released and (st.data_ptr, st.shape) not in buffers:
+                    buffers.add((st.data_ptr, st.shape))
                     nbytes += int(st.nbytes or 0)
             for nf in A.next_nodes(node):
                 if id(nf) not in seen:

@@ -176,11 +176,13 @@ class NbgradPanel(anywidget.AnyWidget):
                               ).tag(sync=True)
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
-                 layout_timeout: float = 5.0, **kwargs):
+                 layout_fn=None, **kwargs):
+        """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
+        browser lays it out)."""
         self._static = {"text/html": "", "text/plain": ""}
         self._on_rendered = on_rendered
         self._snap = None  # plain data, kept to redraw when the user folds or expands a module
-        self._layout_timeout = layout_timeout
+        self._layout_fn = layout_fn
         kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
         self.on_msg(self._front_end_msg)
@@ -189,22 +191,23 @@ class NbgradPanel(anywidget.AnyWidget):
 
     @traitlets.observe("folded")
     def _refold(self, change) -> None:
+        """The user folded or expanded a module: the graph drawn again (DOT for the browser,
+        or laid out here)."""
         snap = self._snap
         if snap is None or getattr(snap, "model", None) is None:
             return
-        dot = render.to_dot(snap, folded=list(change["new"]))
-        svg = ""  # the browser lays out (it did so for this panel: it sent `dot`)
-        if not self.dot:
-            try:
-                svg = render.dot_to_svg(dot, timeout=self._layout_timeout)
-            except Exception:  # noqa: BLE001 - keep the picture shown
-                return
+        try:
+            dot = render.to_dot(snap, folded=list(change["new"]))
+            svg = self._layout_fn(dot, snap) if self._layout_fn is not None else None
+        except Exception:  # noqa: BLE001 - keep the picture shown
+            return
+        if svg is not None and len(svg) > MAX_SVG:
+            svg = None
         with self.hold_sync():
-            self.tabs = {**self.tabs, "Graph": render.graph_html(svg, snap)
-                         + render.earlier_html(snap)}
+            self.tabs = {**self.tabs, "Graph": render.graph_html(svg if svg is not None else "",
+                                                                 snap) + render.earlier_html(snap)}
             self.graph = graph_json(snap, change["new"])
-            if self.dot:
-                self.dot = dot
+            self.dot = dot if svg is None else ""
 
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
         """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""

@@ -210,14 +210,8 @@ def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
     ``skip`` are left out; names are cut to :data:`MAX_LABEL` characters. An object that cannot
     be read (a raising ``__getattr__``, a mock) is skipped on its own.
     """
-    if tensor_types:
-        def is_t(o):
-            return isinstance(o, tensor_types)
-    else:
-        tt = A.tensor_type()
-
-        def is_t(o):
-            return issubclass(type(o), tt)  # by type: a Mock(spec=Tensor) is not a tensor
+    tt = tensor_types or A.tensor_type()
+    check = isinstance if tensor_types else (lambda o, types: issubclass(type(o), types))
     containers = (list, tuple, dict)
     out = []
     entries = []
@@ -228,19 +222,24 @@ def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
         except RuntimeError:  # another thread changed the namespace mid-copy
             continue
     for name, v in entries:
+        cls = type(v)
+        if cls is tt:  # the common case first: a plain tensor under a plain name
+            if type(name) is str and name[:1] != "_" and name not in _SKIP and name not in skip:
+                out.append((name if len(name) <= MAX_LABEL else short(name), v))
+            continue
         if type(name) is not str or name[:1] == "_" or name in _SKIP or name in skip:
             continue
         try:
-            if is_t(v):
-                out.append((name if len(name) <= MAX_LABEL else short(name), v))
-            elif type(v) in containers:
+            if check(v, tt):  # a subclass (judged by type: a Mock(spec=Tensor) is not one)
+                out.append((short(name), v))
+            elif cls in containers:
                 label = short(name)
-                out.extend((label + k, item) for k, item in _items(v) if is_t(item))
+                out.extend((label + k, item) for k, item in _items(v) if check(item, tt))
             elif modules and A.is_module(v):
                 for i, (pname, p) in enumerate(A.named_parameters(v)):
                     if i >= _MAX_CONTAINER_ITEMS * 4:
                         break
-                    if is_t(p):
+                    if check(p, tt):
                         out.append((short(f"{name}.{pname}", 2 * MAX_LABEL), p))
         except Exception:  # noqa: BLE001 - one odd object never silences the panel
             continue

@@ -32,8 +32,7 @@ from . import adapter as A
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
-WATCH_FIRST = 4  # top-level module calls of a cell watched in full (2 steps: model, loss)
-SAMPLE_EVERY = 16  # backward calls between two gradient samples after that
+SAMPLE_EVERY = 32  # backward calls between two gradient samples after that
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
 FOLD_ABOVE = 40  # graphs with more nodes start with their modules folded
@@ -83,18 +82,20 @@ class ParamStat:
     armed: object = None  # the handle of its one-shot gradient hook, while armed
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
+    hook: object = None  # its gradient hook function (made once)
+    root: int = 0  # id of the top-level module it was armed for
 
 
 class ModelTracker:
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
-    Cost: module hooks are on only for the first ``WATCH_FIRST`` top-level module calls of a
-    cell (the first training steps). Those steps are *watched*: module calls and their
-    node-number ranges, provenance, cut inputs, modes, one-shot gradient hooks on every
-    parameter, the update ratio at the next backward. After that a step costs one gradient hook
-    on one parameter of each trained model (counting backward calls; every ``SAMPLE_EVERY``-th
-    arms the one-shot gradient hooks again through a one-off hook on the model) and one hook on
-    each loss module (its value). Module clusters of a later step come from the watched step's,
+    Cost: module hooks are on in a cell until its first backward is done (the first training
+    step is *watched*: module calls and their node-number ranges, provenance, cut inputs, modes,
+    one-shot gradient hooks on every parameter, the update ratio at the next step). After that
+    a step costs one hook on each loss module (its value; every ``SAMPLE_EVERY``-th step with
+    grad arms the one-shot gradient hooks again), or, for a model trained without a loss
+    module, one gradient hook on one of its parameters counting backward calls (arming through
+    a one-off hook on the model). Module clusters of a later step come from the watched step's,
     matched by node names.
     """
 
@@ -178,7 +179,8 @@ class ModelTracker:
         """Called before each cell: per-cell counters start again, and watching."""
         self.cell += 1
         self.depth = 0
-        self.window = WATCH_FIRST  # top-level calls left to watch
+        self.loss_steps = 0  # loss-module outputs with grad this cell (training steps)
+        self.trained: dict = {}  # id(root module) -> weakref: models armed this cell
         self.roots_seen = 0
         self.backwards: dict = {}  # id(root module) -> backward calls this cell
         self.backward_seen = False
@@ -198,6 +200,9 @@ class ModelTracker:
     def _pre(self, module, args):
         d = self.depth = self.depth + 1
         if d == 1:
+            if self.backward_seen and (self.loss_steps or self.ticks):
+                self._disable()  # the first step is done: counting hooks take over
+                return
             self.roots_seen += 1
             if self.pending_ratio:
                 self._ratios()
@@ -276,40 +281,55 @@ class ModelTracker:
         if _is_loss(module) and id(module) not in self.loss_hooks:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
             self._loss_hook(module, args, output)
-        k = min(self.n_calls - frame.calls_before, len(self.calls))
-        self.templates[id(module)] = _template(list(self.calls)[-k:], frame.start, end, out)
-        self.window -= 1
-        if self.window <= 0 and self.ticks:  # a backward counter will turn watching on again
-            self._disable()
+        tpl = self.templates.get(id(module))
+        if tpl is None or tpl[0] != end - frame.start:  # a new structure: remember it
+            k = min(self.n_calls - frame.calls_before, len(self.calls))
+            mine = [self.calls[-i] for i in range(k, 0, -1)]
+            self.templates[id(module)] = _template(mine, frame.start, end, out)
 
     def _loss_hook(self, module, args, output):
-        """On each loss module seen, for every step: its value (the Training tab's curve)."""
-        if type(output) in _TENSOR_TYPES and len(self.losses) < MAX_STEPS:
-            a = output._data
-            if a.size == 1:
-                self.losses.append(float(a.reshape(-1)[0]))
+        """On each loss module seen, for every step: its value (the Training tab's curve); a
+        loss with grad is a training step: the one before the next backward of the update
+        ratio's, and every ``SAMPLE_EVERY``-th arms the gradient hooks."""
+        if type(output) not in _TENSOR_TYPES:
+            return
+        a = output._data
+        if a.size == 1 and len(self.losses) < MAX_STEPS:
+            self.losses.append(float(a.reshape(-1)[0]))
+        if output.requires_grad:
+            n = self.loss_steps = self.loss_steps + 1
+            if self.pending_ratio:
+                self._ratios()
+            if n % SAMPLE_EVERY == 0 and not self.enabled:
+                for ref in list(self.trained.values()):
+                    mod = ref()
+                    if mod is not None:
+                        self._arm(mod)
 
     # -- gradients: one-shot hooks armed on watched steps ------------------------------------
 
     def _arm(self, module) -> None:
         """Hook each parameter of ``module`` for its next gradient only."""
         self.samples += 1
+        self.trained[id(module)] = weakref.ref(module)
+        new = False
         for p in module.parameters():
             if not p.requires_grad:
                 continue
             st = self.params.get(id(p))
             if st is None:
                 st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
+                st.hook = self._grad_hook(st)
+                new = True
             if st.armed is None:
-                st.armed = p.register_hook(self._grad_hook(st))
+                st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
-            if id(module) not in self.ticks:
-                self.ticks[id(module)] = p.register_hook(
-                    self._tick_hook(id(module), weakref.ref(module)))
-        for mod in _submodules(module):
-            for p in mod._parameters.values():
-                if p is not None and id(p) in self.params:
-                    self.params[id(p)].module = weakref.ref(mod)
+                st.root = id(module)
+        if new:  # which module owns each parameter (the eval-mode note asks it)
+            for mod in _submodules(module):
+                for p in mod._parameters.values():
+                    if p is not None and id(p) in self.params:
+                        self.params[id(p)].module = weakref.ref(mod)
 
     def _sample_pre(self, module, args):
         """A one-off hook: arm the one-shot gradient hooks of ``module`` for this step."""
@@ -367,13 +387,18 @@ class ModelTracker:
                 st.accumulated, st.missed = 1, False
             else:
                 st.accumulated += 1
-                st.missed = st.missed or max(tracker.backwards.values(), default=0) >= \
-                    WATCH_FIRST // 2
+                st.missed = st.missed or tracker.loss_steps > st.hits + 1 or \
+                    max(tracker.backwards.values(), default=0) > st.hits + 1
             st.max_accumulated = max(st.max_accumulated, st.accumulated)
             st.hits += 1
             tracker.backward_seen = True
             tracker._step_norm(st.sample, sq)
-            st.prev = p._data.copy()  # the update ratio is read at the next backward
+            if not tracker.loss_steps and st.root not in tracker.ticks:
+                # trained without a loss module: count its backward calls on this parameter
+                mref = tracker.trained.get(st.root)
+                if mref is not None:
+                    tracker.ticks[st.root] = p.register_hook(tracker._tick_hook(st.root, mref))
+            st.prev = p._data.copy()  # the update ratio is read at the next step
             st.prev_nodes = tracker._counter()
             tracker.pending_ratio.append(st)
             if tracker.eval_forward:
@@ -635,6 +660,7 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     mods, pnames, _tops = module_names(ns, skip)
     calls = tracker.recent_calls()
     rep.steps = max(max(tracker.backwards.values(), default=0),
+                    tracker.loss_steps if tracker.backward_seen else 0,
                     max((st.hits for st in tracker.params.values()), default=0))
     rep.losses = list(tracker.losses)
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]

@@ -1,7 +1,9 @@
 // nbgrad: the panel's graph laid out in the browser, with viz.js (Graphviz compiled to
 // WebAssembly, extension/viz.js, MIT). The kernel sends viz.js once per page over a widget's comm
 // when a panel first asks (no network, nothing for the kernel to lay out); the Graph tab shows
-// the text tree until the SVG is in. This file is prepended to panel.js (one ES module).
+// the text tree until the SVG is in. Each panel tells the kernel once whether this browser can
+// lay out: from then on the kernel sends DOT instead of laying out itself.
+// This file is prepended to panel.js (one ES module).
 
 function nbgradVizInstance(model) {
   const g = globalThis;
@@ -25,10 +27,23 @@ function nbgradVizInstance(model) {
   return g.__nbgradViz;
 }
 
+const nbgradTold = new WeakSet(); // models that told their kernel whether viz.js works here
+
+function nbgradTell(model, ok) {
+  if (nbgradTold.has(model)) return;
+  nbgradTold.add(model);
+  try { model.send({ type: "rendered", ok }); } catch (e) { /* no kernel: a saved notebook */ }
+}
+
+// Called when a panel is first drawn: load viz.js (once per page) and tell the kernel.
+function nbgradAnnounce(model) {
+  nbgradVizInstance(model).then(() => nbgradTell(model, true), () => nbgradTell(model, false));
+}
+
 const nbgradLaidOut = new WeakMap(); // model -> {dot, svg}: a tab switch costs no new layout
 
 // Lay out `model.dot` into the Graph tab's placeholder (if it has one). Resolves to true when an
-// SVG was put in; tells the kernel once per panel whether the browser could lay out.
+// SVG was put in.
 async function nbgradLayout(model, body) {
   const host = body.querySelector('.nbgrad-svg[data-layout="browser"]');
   const dot = model.get("dot");
@@ -37,10 +52,10 @@ async function nbgradLayout(model, body) {
   if (!done || done.dot !== dot) {
     try {
       const viz = await nbgradVizInstance(model);
-      done = { dot, svg: viz.renderString(dot, { format: "svg" }), told: done && done.told };
+      done = { dot, svg: viz.renderString(dot, { format: "svg" }) };
     } catch (e) {
-      if (!(done && done.told)) model.send({ type: "rendered", ok: false });
-      nbgradLaidOut.set(model, { dot, svg: null, told: true });
+      nbgradTell(model, false);
+      nbgradLaidOut.set(model, { dot, svg: null });
       return false;
     }
     nbgradLaidOut.set(model, done);
@@ -48,6 +63,8 @@ async function nbgradLayout(model, body) {
   if (!done.svg || !host.isConnected) return false;
   const i = done.svg.indexOf("<svg");
   host.innerHTML = i >= 0 ? done.svg.slice(i) : done.svg;
-  if (!done.told) { done.told = true; model.send({ type: "rendered", ok: true }); }
+  host.removeAttribute("data-layout");
+  host.dataset.laidOut = "browser";
+  nbgradTell(model, true);
   return true;
 }

@@ -262,6 +262,7 @@ function render({ model, el: root }) {
   model.on("change:theme", draw);
   model.on("change:dot", draw);
   draw();
+  nbgradAnnounce(model);
   return () => { root.replaceChildren(); };
 }
 

@@ -3,17 +3,15 @@
 No kernel here: ``inspect.snapshot`` reads live nbgrad objects, ``render`` draws the result.
 """
 
-import shutil
-
 import sys
 
 import pytest
 
 import nbgrad
 from nbgrad.notebook import inspect as nbi
-from nbgrad.notebook import render
+from nbgrad.notebook import layout, render
 
-HAS_DOT = shutil.which("dot") is not None
+HAS_DOT = layout.available()  # pygraphviz (Graphviz inside its wheel)
 
 
 def snap_of(ns, **kw):
@@ -252,7 +250,7 @@ def test_snapshot_holds_no_tensor():
 # --- SVG and the fallback ------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="graphviz dot not installed")
+@pytest.mark.skipif(not HAS_DOT, reason="pygraphviz not installed")
 def test_svg_has_element_ids_for_the_front_end():
     x = nbgrad.ones(3, requires_grad=True)
     y = x.tanh()

@@ -18,6 +18,7 @@ from nbgrad.notebook import render_model
 SETUP = """import nbgrad
 from nbgrad import nn
 %load_ext nbgrad
+%nbgrad set live=100
 nbgrad.manual_seed(0)
 x = nbgrad.randn(8, 4)
 y = nbgrad.randn(8, 1)

@@ -1,7 +1,6 @@
 """The panel widget (kernel side) and the pieces of HTML it carries."""
 
 import json
-import shutil
 
 import pytest
 
@@ -43,7 +42,7 @@ def test_panel_carries_widget_view_and_static_html():
         # hover details exist for every drawn element; the plain tensor is only a table row
         names = {v["title"] for v in graph.values()}
         assert {"x", "y"} <= names and "plain" not in names
-        if shutil.which("dot"):
+        if svg is not None:
             for key in graph:
                 assert f'id="{key}"' in svg
         assert "export default" in panel._esm and ".nbgrad-panel" in panel._css

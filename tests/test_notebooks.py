@@ -213,8 +213,7 @@ def test_01_basics(executed):
     assert "tensor(56.) tensor(16.) tensor(20.)" in text_of(cell_with(nb, "for _ in range(2)"))
     graph_cell = cell_with(nb, "%nbgrad graph loss")
     kinds = {k for o in graph_cell.outputs for k in o.get("data", {})}
-    if shutil.which("dot"):
-        assert "image/svg+xml" in kinds
+    assert "image/svg+xml" in kinds  # pygraphviz: laid out in-process
     assert "MeanBackward0" in text_of(graph_cell)
     # the panel appears under the cell that built the graph
     assert panels(cell_with(nb, "l4 = l2 * l3\nloss = l4.mean()"))

@@ -69,6 +69,12 @@ def grad(t):
     return g
 
 
+def version_and_grad(t) -> tuple:
+    """``(t._version, raw .grad)``: the two things an in-place op or a backward changes on a
+    tensor that stays bound to its name (the cheap per-cell check)."""
+    return int(t._version), getattr(t, "_grad", None)
+
+
 def shape(t) -> tuple:
     return tuple(int(s) for s in t.shape)
 
@@ -107,6 +113,11 @@ def element_offset(t, ptr: int) -> int:
 
 def nbytes(t) -> int:
     return int(t.numel()) * int(t.element_size())
+
+
+def array(t):
+    """The backend array (numpy / cupy) a tensor views: read only."""
+    return t._data
 
 
 def version_history(t) -> list:

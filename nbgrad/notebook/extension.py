@@ -25,7 +25,7 @@ THEMES = ("light", "projector")
 
 
 KEEP_LIVE = 8  # panels kept as live widgets; older ones become their static copy and close
-MAX_STATIC_BYTES = 40_000  # a panel's static copy above this shows the text tree, not the SVG
+MAX_STATIC_BYTES = 40_000  # a panel's static copy: the SVG image up to 30 KB, tabs cut to fit
 
 
 def _safe_str(obj) -> str:
@@ -53,6 +53,7 @@ class NbgradExtension:
         self._activity_before = None
         self._memory_before = None
         self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
+        self.keep_live = KEEP_LIVE
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -129,8 +130,7 @@ class NbgradExtension:
     def take_snapshot(self, error=None, named=None):
         """A snapshot of ``named`` (default: every named tensor of the namespace)."""
         if named is None:
-            named = _inspect.named_tensors(self.ip.user_ns,
-                                           skip=getattr(self.ip, "user_ns_hidden", ()))
+            named = _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
         return _inspect.snapshot(named, max_nodes=self.max_nodes, error=error,
                                  show_saved=self.show_saved, memory_before=self._memory_before)
 
@@ -176,11 +176,11 @@ class NbgradExtension:
         else:
             svg = self.layout(dot, snap)
         panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
-                          theme=self.theme, layout=self.layout if not self.frontend_renders
+                          theme=self.theme, layout_fn=self.layout if not self.frontend_renders
                           else None)
         handle = display(panel, display_id=True)
         self._live.append((panel, getattr(handle, "display_id", None)))
-        while len(self._live) > KEEP_LIVE:
+        while len(self._live) > self.keep_live:
             self._retire(*self._live.popleft())
 
     def _rendered(self, ok: bool):
@@ -204,7 +204,7 @@ class NbgradExtension:
 
     def magic(self, line: str):
         """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off
-        timeout=SECONDS theme=light|projector"""
+        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets)"""
         try:
             return self._magic(line)
         except Exception as exc:  # noqa: BLE001 - a magic answers in one line
@@ -230,7 +230,7 @@ class NbgradExtension:
             self._set(rest)
         else:
             print("usage: %nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off "
-                  "saved=on|off timeout=SECONDS theme=light|projector")
+                  "saved=on|off timeout=SECONDS theme=light|projector live=N")
         return None
 
     def _graph(self, expr: str):
@@ -268,6 +268,11 @@ class NbgradExtension:
                     print(f"nbgrad: max_nodes must be a positive integer, not {v!r}")
                     continue
                 self.max_nodes = int(v)
+            elif k == "live":
+                if not v.strip().isdigit():
+                    print(f"nbgrad: live must be a number of panels, not {v!r}")
+                    continue
+                self.keep_live = int(v)
             elif k == "timeout":
                 try:
                     self.layout_timeout = float(v)
@@ -287,7 +292,8 @@ class NbgradExtension:
                     continue
                 setattr(self, "widget" if k == "widget" else "show_saved", flag)
             else:
-                print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout, theme)")
+                print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout, "
+                      "theme, live)")
         print(self.status())
 
     def status(self) -> str:
@@ -295,21 +301,22 @@ class NbgradExtension:
 
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
                 f"widget={'on' if self.widget else 'off'}; "
-                f"saved={'on' if self.show_saved else 'off'}; timeout={self.layout_timeout:g} s"
-                f"; theme={self.theme}"
+                f"saved={'on' if self.show_saved else 'off'}; theme={self.theme}; "
+                f"live={self.keep_live}; "
+                f"timeout={self.layout_timeout:g} s"
                 f"; layout: {'pygraphviz' if layout.available() else 'text only (no pygraphviz)'}"
                 + ("; the browser lays out" if self.frontend_renders else ""))
 
 
 def static_bundle(snap, svg, theme: str = "light") -> dict:
-    """The panel as static HTML (text tree instead of the SVG above MAX_STATIC_BYTES)."""
+    """The panel as static HTML within MAX_STATIC_BYTES: the SVG as an image if it fits (else
+    the text tree), the other tabs cut to fit."""
     from . import render
 
-    body = render.panel_html(snap, svg, theme=theme)
-    if svg is not None and len(body) > MAX_STATIC_BYTES:
-        body = render.panel_html(snap, None, theme=theme)
-    if len(body) > MAX_STATIC_BYTES:
-        body = body[:MAX_STATIC_BYTES] + "<div>... (panel cut at 40 KB)</div>"
+    if svg is not None and 4 * len(svg) // 3 > 30_000:  # base64 in the <img>
+        svg = None
+    tab_html = render.fit_tabs(render.tabs(snap, svg), MAX_STATIC_BYTES - 2000, 31_000)
+    body = render.panel_html(snap, svg, tab_html, theme=theme)
     return {"text/html": body, "text/plain": render.summary_text(snap)}
 
 

@@ -16,7 +16,7 @@ from . import adapter as A
 
 MAX_FOCUS = 200  # tensors of one cell drawn at most (the snapshot caps nodes on its own)
 MAX_CONTEXT = 16  # earlier graphs drawn in full when the cell raised or ran backward
-STALE_SEARCH = 3000  # nodes of earlier graphs searched for a saved tensor this cell made stale
+GRAPH_SEARCH = 3000  # nodes of earlier graphs searched for what this cell did to them
 
 
 @dataclass
@@ -25,12 +25,13 @@ class Focus:
 
     named: list = field(default_factory=list)  # [(name, tensor)] to snapshot
     earlier: list = field(default_factory=list)  # names of earlier graphs, folded
-    previous: dict = field(default_factory=dict)  # {name: (id, version)} before this cell
+    previous: dict = field(default_factory=dict)  # {name: (id, version, ...)} before this cell
     relevant: bool = False  # False: nothing autograd-related changed, no panel
-    labels: dict = field(default_factory=dict)  # "n<id of grad_fn>" -> [names] of old tensors
+    unchanged: list = field(default_factory=list)  # [(name, id of grad_fn)] of earlier graphs
 
 
 def _signature(t) -> tuple:
+    """(id, version, id of grad_fn, id of .grad, requires_grad, has grad_fn, is a view)."""
     fn = A.grad_fn(t)
     return (id(t), A.version(t), id(fn) if fn is not None else 0, id(A.grad(t)),
             bool(t.requires_grad), fn is not None, A.base(t) is not None)
@@ -45,72 +46,96 @@ class Tracker:
     def update(self, named, *, error: bool = False, bumped: bool = False) -> Focus:
         """Compare ``named`` (this cell's ``[(name, tensor)]``) with the previous cell's.
 
-        ``bumped``: the cell modified tensors in place; earlier graphs holding a saved tensor
-        that is now stale are then this cell's business too (backward through them will fail).
+        ``bumped``: the engine counted in-place writes in this cell. A tensor still bound to its
+        name is read only then, or when it is a leaf that takes a gradient (a backward changes
+        its ``.grad``): the per-cell cost is a dict lookup per name otherwise.
+
+        Earlier graphs come into the panel when the cell acted on them: a saved tensor in them
+        went stale (a named tensor was written in place), a backward of this cell ran through
+        them (their leaves' ``.grad`` changed and the cell made no graph of its own), or the
+        cell raised (those with a stale saved tensor, else the first few).
         """
-        focus = Focus()
+        focus = Focus(previous=self.state)
         new_state = {}
-        changed, unchanged = [], []
-        grads_changed = False
+        changed = []
+        unchanged = []  # (name, tensor, sig) of earlier graphs
+        leaves = set()  # ids of tensors whose .grad this cell changed
+        modified = made_graph = relevant = False
         old = self.state
+        get = old.get
         for name, t in named:
+            prev = get(name)
+            if prev is not None and prev[0] == id(t):
+                if bumped or (prev[4] and not prev[5]):
+                    try:
+                        version, grad = A.version_and_grad(t)
+                        sig = (prev if version == prev[1] and id(grad) == prev[3]
+                               else _signature(t))
+                    except Exception:  # noqa: BLE001 - an unreadable tensor is skipped, alone
+                        continue
+                else:  # no in-place op this cell, and not a leaf that takes a gradient
+                    sig = prev
+                new_state[name] = sig
+                if sig is prev:
+                    if sig[5]:
+                        unchanged.append((name, t, sig))
+                    continue
+                changed.append((name, t))
+                relevant = True  # an old tensor modified in place, or its .grad changed
+                modified = modified or sig[1] != prev[1]
+                if sig[3] != prev[3]:
+                    leaves.add(sig[0])
+                made_graph = made_graph or sig[5]
+                continue
             try:
                 sig = _signature(t)
-            except Exception:  # noqa: BLE001 - an unreadable tensor is skipped, alone
+            except Exception:  # noqa: BLE001
                 continue
             new_state[name] = sig
-            prev = old.get(name)
-            if prev is not None and prev[0] == sig[0]:
-                focus.previous[name] = (prev[0], prev[1])
-            if prev == sig:
-                if sig[5]:
-                    unchanged.append((name, t, sig))
-                continue
             changed.append((name, t))
-            rebound = prev is None or prev[0] != sig[0]
-            if sig[4] or sig[5] or sig[6]:
-                focus.relevant = True  # requires grad, has a graph, or is a view
-            elif not rebound and (prev[1] != sig[1] or prev[3] != sig[3]):
-                focus.relevant = True  # an old tensor modified in place, or its .grad changed
-            if not rebound and prev[3] != sig[3]:
-                grads_changed = True
+            made_graph = made_graph or sig[5]
+            relevant = relevant or sig[4] or sig[5] or sig[6]  # needs grad, a graph, a view
         self.state = new_state
-        if error:
-            focus.relevant = True
+        focus.relevant = relevant or error
         focus.named = changed[:MAX_FOCUS]
-        if bumped and unchanged:
-            stale = _with_stale_saved(unchanged)
-            if stale:
+        tests = []
+        if modified or error:
+            tests.append(lambda node: any(s.is_stale and not s.released
+                                          for s in A.saved_tensors(node)))
+        if leaves and not made_graph:  # `loss.backward()` on an earlier cell's graph
+            tests.append(lambda node: id(A.leaf_variable(node)) in leaves)
+        if tests and unchanged:
+            hit = _graphs_with(unchanged, lambda node: any(f(node) for f in tests))
+            if hit:
                 focus.relevant = True
-                focus.named += [(n, t) for n, t, _ in unchanged if id(t) in stale][:MAX_CONTEXT]
-                unchanged = [u for u in unchanged if id(u[1]) not in stale]
-        context = error or grads_changed
-        if context:  # the graphs the backward ran through: draw the first few earlier ones too
-            focus.named += [(n, t) for n, t, _ in unchanged[:MAX_CONTEXT]]
-            unchanged = unchanged[MAX_CONTEXT:]
-        for name, _, sig in unchanged:
-            focus.labels.setdefault(f"n{sig[2]}", []).append(name)
+                focus.named += [(n, t) for n, t, _ in unchanged if id(t) in hit][:MAX_CONTEXT]
+                unchanged = [u for u in unchanged if id(u[1]) not in hit]
+            elif error:
+                focus.named += [(n, t) for n, t, _ in unchanged[:MAX_CONTEXT]]
+                unchanged = unchanged[MAX_CONTEXT:]
+        focus.unchanged = [(name, sig[2]) for name, _, sig in unchanged]
         return focus
 
     def fold(self, focus: Focus, snap) -> None:
         """Name the old tensors whose grad_fn the drawn graph reaches (``y`` on the TanhBackward0
         node under ``z = y * 2``); the rest are the earlier graphs, folded to one line."""
         earlier = []
-        for key, names in focus.labels.items():
-            node = snap.nodes.get(key)
-            if node is not None:
-                node.outputs.extend(n for n in names if n not in node.outputs)
-            else:
-                earlier.extend(names)
+        nodes = snap.nodes
+        for name, fn_id in focus.unchanged:
+            node = nodes.get(f"n{fn_id}") if nodes else None
+            if node is None:
+                earlier.append(name)
+            elif name not in node.outputs:
+                node.outputs.append(name)
         snap.earlier = sorted(earlier)
 
 
-def _with_stale_saved(entries) -> set:
-    """ids of the tensors among ``[(name, tensor, sig)]`` whose graph holds a stale saved
-    tensor, searching at most :data:`STALE_SEARCH` nodes in all."""
+def _graphs_with(entries, test) -> set:
+    """ids of the tensors among ``[(name, tensor, sig)]`` whose graph has a node for which
+    ``test(node)`` is true, searching at most :data:`GRAPH_SEARCH` nodes in all."""
     out = set()
     seen = set()
-    budget = STALE_SEARCH
+    budget = GRAPH_SEARCH
     for _, t, _ in entries:
         stack = [A.grad_fn(t)]
         while stack and budget > 0:
@@ -119,7 +144,7 @@ def _with_stale_saved(entries) -> set:
                 continue
             seen.add(id(node))
             budget -= 1
-            if any(s.is_stale and not s.released for s in A.saved_tensors(node)):
+            if test(node):
                 out.add(id(t))
                 break
             stack.extend(A.next_nodes(node))

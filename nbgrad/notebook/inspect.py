@@ -10,6 +10,7 @@ Reads the core only through the contract in ``docs/internals.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 
 from . import adapter as A
 
@@ -189,7 +190,7 @@ def _items(v) -> list:
         try:
             if type(v) is dict:
                 out = []
-                for k, item in list(v.items())[:_MAX_CONTAINER_ITEMS]:
+                for k, item in list(islice(v.items(), _MAX_CONTAINER_ITEMS)):
                     label = _key_label(k)
                     if label is not None:
                         out.append((f"[{label}]", item))
@@ -209,28 +210,36 @@ def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
     ``skip`` are left out; names are cut to :data:`MAX_LABEL` characters. An object that cannot
     be read (a raising ``__getattr__``, a mock) is skipped on its own.
     """
-    is_t = (lambda o: isinstance(o, tensor_types)) if tensor_types else A.is_tensor
+    tt = tensor_types or A.tensor_type()
+    check = isinstance if tensor_types else (lambda o, types: issubclass(type(o), types))
+    containers = (list, tuple, dict)
     out = []
+    entries = []
     for _ in range(3):
         try:
             entries = list(ns.items())
             break
-        except RuntimeError:
-            entries = []
+        except RuntimeError:  # another thread changed the namespace mid-copy
+            continue
     for name, v in entries:
+        cls = type(v)
+        if cls is tt:  # the common case first: a plain tensor under a plain name
+            if type(name) is str and name[:1] != "_" and name not in _SKIP and name not in skip:
+                out.append((name if len(name) <= MAX_LABEL else short(name), v))
+            continue
         if type(name) is not str or name[:1] == "_" or name in _SKIP or name in skip:
             continue
         try:
-            label = short(name)
-            if is_t(v):
-                out.append((label, v))
-            elif type(v) in (list, tuple, dict):
-                out.extend((label + k, item) for k, item in _items(v) if is_t(item))
+            if check(v, tt):  # a subclass (judged by type: a Mock(spec=Tensor) is not one)
+                out.append((short(name), v))
+            elif cls in containers:
+                label = short(name)
+                out.extend((label + k, item) for k, item in _items(v) if check(item, tt))
             elif modules and A.is_module(v):
                 for i, (pname, p) in enumerate(A.named_parameters(v)):
                     if i >= _MAX_CONTAINER_ITEMS * 4:
                         break
-                    if is_t(p):
+                    if check(p, tt):
                         out.append((short(f"{name}.{pname}", 2 * MAX_LABEL), p))
         except Exception:  # noqa: BLE001 - one odd object never silences the panel
             continue
@@ -483,7 +492,6 @@ def snapshot(
         st.views.append((info.name or "(unnamed)", info.offset, info.shape, info.stride, covers))
     snap.storages = sorted({id(s): s for s in storages.values()}.values(), key=lambda s: s.key)
     snap.tensors = sorted(tinfos.values(), key=lambda x: (not x.named, x.name))
-    del objs, keep_alive
     snap.memory = memory_info(snap, memory_before)
     return snap
 

@@ -944,7 +944,7 @@ def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
         fn = t.grad_fn
         if fn is None or t.numel() > 1_000_000:
             continue
-        kind = _nonfinite_kind(t._data)
+        kind = _nonfinite_kind(A.array(t))
         if kind is None:
             continue
         best = fn

@@ -656,3 +656,28 @@ def tensor_html(t) -> str:
         preview = preview[:600] + " ..."
     return (f'<div class="nbgrad-tensor"><pre style="margin:0 0 2px 0">{e(preview)}</pre>'
             + _table(["", ""], [[e(a), e(b)] for a, b in rows]) + "</div>")
+
+
+def fit_tabs(tab_html: dict, limit: int, graph_limit: int | None = None) -> dict:
+    """``tab_html`` within ``limit`` bytes in all: the Graph tab up to ``graph_limit`` (default
+    half), then the small tabs whole and the large ones cut to an equal share of what is left."""
+    out = dict(tab_html)
+    if sum(len(v) for v in out.values()) <= limit:
+        return out
+    if "Graph" in out:
+        out["Graph"] = cap_html(out["Graph"], graph_limit or limit // 2)
+    left = limit - len(out.get("Graph", ""))
+    others = sorted((n for n in out if n != "Graph"), key=lambda n: len(out[n]))
+    for i, name in enumerate(others):
+        out[name] = cap_html(out[name], max(left // (len(others) - i), 1000))
+        left -= len(out[name])
+    return out
+
+
+def cap_html(body: str, limit: int) -> str:
+    """``body`` cut to about ``limit`` characters at a table row (or tag) boundary."""
+    if len(body) <= limit:
+        return body
+    cut = body.rfind("</tr>", 0, limit)
+    cut = cut + len("</tr>") if cut > 0 else max(body.rfind(">", 0, limit) + 1, 0)
+    return body[:cut] + f"</table><div><i>... cut here ({len(body) // 1000} KB in all)</i></div>"

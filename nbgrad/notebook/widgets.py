@@ -79,7 +79,23 @@ def graph_data(snap, folded=()) -> dict:
             "modules": modules}
 
 
-MAX_GRAPH_JSON = 24_000  # bytes of hover details synced per panel; beyond, details are dropped
+MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, details are dropped
+MAX_TABS = 36_000  # bytes of tab HTML per panel: long tables are cut to fit
+MAX_SVG = 24_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
+MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
+
+
+def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
+    """The tabs' HTML and the DOT to send, within :data:`MAX_TABS` bytes in all: the kernel's
+    SVG up to :data:`MAX_SVG`, else the DOT for the browser to lay out (or the text tree); the
+    largest other tabs are cut to what is left, the small ones kept whole."""
+    if svg is not None and len(svg) > MAX_SVG:
+        svg = None
+    if svg is None and len(dot) > MAX_DOT:
+        dot = ""
+    tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+    tab_html = render.fit_tabs(tab_html, MAX_TABS, MAX_SVG + 2000)
+    return tab_html, (dot if svg is None else "")
 
 
 def graph_json(snap, folded=()) -> str:
@@ -91,8 +107,8 @@ def graph_json(snap, folded=()) -> str:
             info["details"] = info["details"][:1]
         text = json.dumps(data, separators=(",", ":"))
     if len(text) > MAX_GRAPH_JSON:
-        data["nodes"] = {k: {"kind": v["kind"], "title": v["title"][:40],
-                             "next": v.get("next", [])[:8]}
+        data["nodes"] = {k: {**{x: v[x] for x in ("path",) if x in v}, "kind": v["kind"],
+                             "title": v["title"][:40], "next": v.get("next", [])[:8]}
                          for k, v in list(data["nodes"].items())[:200]}
         text = json.dumps(data, separators=(",", ":"))
     return text
@@ -123,11 +139,23 @@ def viz_js() -> str:
     return _VIZ_JS
 
 
+def _compact(text: str, line_comment: str | None) -> str:
+    """Front-end source without indentation and whole-line comments: every panel's widget state
+    carries it (a saved notebook keeps one copy per panel), so bytes here count per cell.
+    Line breaks stay (JavaScript's automatic semicolons depend on them)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not (line_comment and line.startswith(line_comment)):
+            out.append(line)
+    return "\n".join(out)
+
+
 class NbgradPanel(anywidget.AnyWidget):
     """One cell's panel: tabs of HTML, the graph as SVG, hover details, selection."""
 
-    _esm = _asset("layout.js") + "\n" + _asset("panel.js")
-    _css = _asset("panel.css")
+    _esm = _compact(_asset("layout.js") + "\n" + _asset("panel.js"), "//")
+    _css = _compact(_asset("panel.css"), None)
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
     tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
@@ -148,13 +176,13 @@ class NbgradPanel(anywidget.AnyWidget):
                               ).tag(sync=True)
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
-                 layout=None, **kwargs):
-        """``layout(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
+                 layout_fn=None, **kwargs):
+        """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
         browser lays it out)."""
         self._static = {"text/html": "", "text/plain": ""}
         self._on_rendered = on_rendered
         self._snap = None  # plain data, kept to redraw when the user folds or expands a module
-        self._layout_fn = layout
+        self._layout_fn = layout_fn
         kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
         self.on_msg(self._front_end_msg)
@@ -173,6 +201,8 @@ class NbgradPanel(anywidget.AnyWidget):
             svg = self._layout_fn(dot, snap) if self._layout_fn is not None else None
         except Exception:  # noqa: BLE001 - keep the picture shown
             return
+        if svg is not None and len(svg) > MAX_SVG:
+            svg = None
         with self.hold_sync():
             self.tabs = {**self.tabs, "Graph": render.graph_html(svg if svg is not None else "",
                                                                  snap) + render.earlier_html(snap)}
@@ -180,10 +210,11 @@ class NbgradPanel(anywidget.AnyWidget):
             self.dot = dot if svg is None else ""
 
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
+        """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
         from .extension import static_bundle
 
         self._snap = snap
-        tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+        tab_html, dot = fit_tabs(snap, svg, dot)
         self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
@@ -191,7 +222,7 @@ class NbgradPanel(anywidget.AnyWidget):
             self.tabs = tab_html
             self.active = render.first_tab(tab_html)
             self.graph = graph_json(snap, self.folded)
-            self.dot = dot if svg is None else ""
+            self.dot = dot
 
     @property
     def _static_html(self) -> str:

@@ -134,13 +134,13 @@ class NumpyMLP:
 
 
 class NumpyCNN:
-    """The CNN by hand in numpy: the array kernels of nbgrad/_conv.py called directly, without
+    """The CNN by hand in numpy: the array kernels of nbgrad/ops/kernels.py called directly, without
     any tensor or autograd (channels-last im2col + one matmul per conv, col2im by strided
     slice-adds; max pool by elementwise comparison of the window views), cross entropy and SGD
     momentum written out."""
 
     def __init__(self, x, y):
-        from nbgrad import _conv as K
+        from nbgrad.ops import kernels as K
 
         self.K = K
         torch.manual_seed(0)

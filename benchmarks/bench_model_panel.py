@@ -52,9 +52,8 @@ def hook_overhead(epochs, repeats):
     _model_b, _loss_b, epoch_b = make(x, y)
     tracker = ModelTracker()
     tracker.install()
-    if tracker.global_hooks:
-        raise SystemExit("nn has global module hooks: both models would be tracked; "
-                         "measure with install()/uninstall() around A instead")
+    # with nn's global module hooks, B's calls would be seen too while a cell's first step is
+    # watched: each cell starts right before A's epoch, and watching ends at A's second step
     tracker.watch([model_a, loss_a])
     rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
     epoch_a(rng_a)

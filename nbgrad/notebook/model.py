@@ -32,7 +32,8 @@ from . import adapter as A
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
-SAMPLE_EVERY = 32  # backward calls between two gradient samples after that
+WATCH_BACKWARDS = 1  # a cell's module hooks stay on until this many backward calls were seen
+SAMPLE_EVERY = 50  # training steps between two gradient samples after that
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
 FOLD_ABOVE = 40  # graphs with more nodes start with their modules folded
@@ -83,20 +84,18 @@ class ParamStat:
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
     hook: object = None  # its gradient hook function (made once)
-    root: int = 0  # id of the top-level module it was armed for
 
 
 class ModelTracker:
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
-    Cost: module hooks are on in a cell until its first backward is done (the first training
-    step is *watched*: module calls and their node-number ranges, provenance, cut inputs, modes,
-    one-shot gradient hooks on every parameter, the update ratio at the next step). After that
-    a step costs one hook on each loss module (its value; every ``SAMPLE_EVERY``-th step with
-    grad arms the one-shot gradient hooks again), or, for a model trained without a loss
-    module, one gradient hook on one of its parameters counting backward calls (arming through
-    a one-off hook on the model). Module clusters of a later step come from the watched step's,
-    matched by node names.
+    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen
+    (the first training steps are *watched*: module calls and their node-number ranges,
+    provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
+    at the next step). After that a step costs one forward pre-hook on each trained model
+    (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
+    gradient hooks again) and one forward hook on each loss module (its value). Module clusters
+    of a later step come from the watched step's, matched by node names.
     """
 
     def __init__(self):
@@ -105,8 +104,8 @@ class ModelTracker:
         self.pending_ratio: list = []  # stats whose weights were copied before a step
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
         self.templates: dict = {}  # id(root module) -> (nodes made, [Call] relative, names)
-        self.ticks: dict = {}  # id(root module) -> handle of its backward-counting hook
-        self.sampler = None  # handle of the one-off hook arming the next gradient sample
+        self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
+        self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
         self.samples = 0  # armings so far
         self.loss_hooks: dict = {}  # id(loss module) -> handle of its hook reading the loss
         self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
@@ -165,11 +164,10 @@ class ModelTracker:
         self._disable()
         self._mods = weakref.WeakSet()
         self._disarm()
-        for h in [*self.ticks.values(), *self.loss_hooks.values(), self.sampler]:
-            if h is not None:
-                h.remove()
-        self.sampler = None
-        self.ticks.clear()
+        for h in [*self.roots.values(), *self.loss_hooks.values()]:
+            h.remove()
+        self.roots.clear()
+        self.mode_layers.clear()
         self.loss_hooks.clear()
         self._uninstall_warnings()
         self.params.clear()
@@ -179,11 +177,13 @@ class ModelTracker:
         """Called before each cell: per-cell counters start again, and watching."""
         self.cell += 1
         self.depth = 0
-        self.loss_steps = 0  # loss-module outputs with grad this cell (training steps)
-        self.trained: dict = {}  # id(root module) -> weakref: models armed this cell
         self.roots_seen = 0
-        self.backwards: dict = {}  # id(root module) -> backward calls this cell
+        self.steps: dict = {}  # id(trained model) -> its calls with grad this cell
+        self.loss_steps = 0  # loss-module outputs with grad this cell
+        self.trained: dict = {}  # id(model) -> weakref: the models armed this cell
         self.backward_seen = False
+        self.watched_backwards = 0  # backward calls the one-shot hooks saw this cell
+        self.last_sample = 0
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
         self.losses: list = []  # the loss of every step (loss modules' outputs)
         self.step_norms: list = []  # [(top-level call index, total squared grad norm)]
@@ -200,8 +200,9 @@ class ModelTracker:
     def _pre(self, module, args):
         d = self.depth = self.depth + 1
         if d == 1:
-            if self.backward_seen and (self.loss_steps or self.ticks):
-                self._disable()  # the first step is done: counting hooks take over
+            if self.watched_backwards >= WATCH_BACKWARDS:
+                self._disable()  # the first steps are done: counting hooks take over
+                self._start_counting()
                 return
             self.roots_seen += 1
             if self.pending_ratio:
@@ -229,8 +230,8 @@ class ModelTracker:
         if depth == 1:
             if grad_on != module.training:
                 self._mode_check(module, frame, grad_on)
-            if grad_on:
-                self._arm(module)
+            if grad_on and self._arm(module):
+                self.steps[id(module)] = self.steps.get(id(module), 0) + 1
         self.frames.append(frame)
 
     def _broadcast_check(self, module, args) -> None:
@@ -288,34 +289,83 @@ class ModelTracker:
             self.templates[id(module)] = _template(mine, frame.start, end, out)
 
     def _loss_hook(self, module, args, output):
-        """On each loss module seen, for every step: its value (the Training tab's curve); a
-        loss with grad is a training step: the one before the next backward of the update
-        ratio's, and every ``SAMPLE_EVERY``-th arms the gradient hooks."""
-        if type(output) not in _TENSOR_TYPES:
+        """On each loss module seen, every call: its value (the Training tab's curve); a loss
+        with grad is a training step (see :meth:`_step`)."""
+        if type(output) in _TENSOR_TYPES:
+            a = output._data
+            if a.size == 1 and len(self.losses) < MAX_STEPS:
+                self.losses.append(float(a.reshape(-1)[0]))
+            if output.requires_grad:
+                self.loss_steps += 1
+                if not self.enabled:
+                    self._step(self.loss_steps, self.trained)
+
+    def _root_pre(self, module, args):
+        """On a model trained without a loss module, every call with grad: a training step."""
+        if self._grad_on():
+            k = id(module)
+            n = self.steps[k] = self.steps.get(k, 0) + 1
+            if not self.enabled:
+                self._step(n, {k: weakref.ref(module)})
+
+    def _step(self, n, models) -> None:
+        """A training step once watching is over: the update ratio of the last gradient sample
+        is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
+        if self.pending_ratio:
+            self._ratios()
+        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into?
+            for ref in list(models.values()):
+                mod = ref()
+                if mod is not None:
+                    self._arm(mod)
+
+    def _mode_pre(self, module, args):
+        """On each Dropout / BatchNorm layer of a trained model, once watching is over: train
+        mode under no_grad, or eval mode while training, noted on its model."""
+        if self.enabled:
             return
-        a = output._data
-        if a.size == 1 and len(self.losses) < MAX_STEPS:
-            self.losses.append(float(a.reshape(-1)[0]))
-        if output.requires_grad:
-            n = self.loss_steps = self.loss_steps + 1
-            if self.pending_ratio:
-                self._ratios()
-            if n % SAMPLE_EVERY == 0 and not self.enabled:
-                for ref in list(self.trained.values()):
-                    mod = ref()
-                    if mod is not None:
-                        self._arm(mod)
+        grad_on = self._grad_on()
+        if module.training == grad_on:
+            return
+        root = self.mode_layers.get(id(module))
+        root = root() if root is not None else None
+        if root is None:
+            return
+        where = A.capture_where()
+        if grad_on:
+            if self.backward_seen:
+                self.eval_forward[id(root)] = (weakref.ref(root), where)
+                self.eval_trained()
+        else:
+            self._mode_check(root, _Frame(0, False, where), False)
+
+    def _start_counting(self) -> None:
+        """Watching is over: steps are counted by the loss modules' hooks, or (no loss module
+        used with grad) by a hook on each trained model; mode layers get their check."""
+        for k, ref in list(self.trained.items()):
+            mod = ref()
+            if mod is None:
+                continue
+            if not self.loss_steps and k not in self.roots:
+                self.roots[k] = mod.register_forward_pre_hook(self._root_pre)
+                self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now
+            for sub in _submodules(mod):
+                if type(sub).__name__ in _MODE_LAYERS and id(sub) not in self.mode_layers:
+                    self.mode_layers[id(sub)] = weakref.ref(mod)
+                    self.roots[("mode", id(sub))] = sub.register_forward_pre_hook(
+                        self._mode_pre)
 
     # -- gradients: one-shot hooks armed on watched steps ------------------------------------
 
-    def _arm(self, module) -> None:
-        """Hook each parameter of ``module`` for its next gradient only."""
+    def _arm(self, module) -> bool:
+        """Hook each parameter of ``module`` for its next gradient only; from now on a hook on
+        ``module`` counts its training steps."""
         self.samples += 1
-        self.trained[id(module)] = weakref.ref(module)
-        new = False
+        new = trained = False
         for p in module.parameters():
             if not p.requires_grad:
                 continue
+            trained = True
             st = self.params.get(id(p))
             if st is None:
                 st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
@@ -324,36 +374,14 @@ class ModelTracker:
             if st.armed is None:
                 st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
-                st.root = id(module)
         if new:  # which module owns each parameter (the eval-mode note asks it)
             for mod in _submodules(module):
                 for p in mod._parameters.values():
                     if p is not None and id(p) in self.params:
                         self.params[id(p)].module = weakref.ref(mod)
-
-    def _sample_pre(self, module, args):
-        """A one-off hook: arm the one-shot gradient hooks of ``module`` for this step."""
-        handle, self.sampler = self.sampler, None
-        if handle is not None:
-            handle.remove()
-        if self._grad_on():
-            self._arm(module)
-
-    def _tick_hook(self, key, mref):
-        tracker = self
-
-        def nbgrad_panel_backward_count(grad):
-            n = tracker.backwards[key] = tracker.backwards.get(key, 0) + 1
-            tracker.backward_seen = True
-            if tracker.pending_ratio:
-                tracker._ratios()
-            if n % SAMPLE_EVERY == 0 and not tracker.enabled and tracker.sampler is None:
-                mod = mref()
-                if mod is not None:  # arm the gradient hooks at the model's next call
-                    tracker.sampler = mod.register_forward_pre_hook(tracker._sample_pre)
-            return None
-
-        return nbgrad_panel_backward_count
+        if trained:
+            self.trained[id(module)] = weakref.ref(module)
+        return trained
 
     def _disarm(self) -> None:
         for st in self.params.values():
@@ -387,17 +415,15 @@ class ModelTracker:
                 st.accumulated, st.missed = 1, False
             else:
                 st.accumulated += 1
-                st.missed = st.missed or tracker.loss_steps > st.hits + 1 or \
-                    max(tracker.backwards.values(), default=0) > st.hits + 1
+                st.missed = st.missed or max(tracker.loss_steps, *tracker.steps.values(), 0) > \
+                    st.hits + 1
             st.max_accumulated = max(st.max_accumulated, st.accumulated)
             st.hits += 1
             tracker.backward_seen = True
+            if st.sample != tracker.last_sample:  # a new backward call watched
+                tracker.last_sample = st.sample
+                tracker.watched_backwards += 1
             tracker._step_norm(st.sample, sq)
-            if not tracker.loss_steps and st.root not in tracker.ticks:
-                # trained without a loss module: count its backward calls on this parameter
-                mref = tracker.trained.get(st.root)
-                if mref is not None:
-                    tracker.ticks[st.root] = p.register_hook(tracker._tick_hook(st.root, mref))
             st.prev = p._data.copy()  # the update ratio is read at the next step
             st.prev_nodes = tracker._counter()
             tracker.pending_ratio.append(st)
@@ -552,10 +578,8 @@ _TENSOR_TYPES = (A.tensor_type(),)
 
 
 def _storage_ptr(t) -> int:
-    try:
-        return A.storage_ptr(A.storage(t))
-    except Exception:  # noqa: BLE001
-        return 0
+    """Which storage ``t`` views (its identity: a ``.detach()`` or ``.data`` shares it)."""
+    return id(A.storage(t))
 
 
 def _is_loss(module) -> bool:
@@ -659,8 +683,8 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     rep = ModelReport()
     mods, pnames, _tops = module_names(ns, skip)
     calls = tracker.recent_calls()
-    rep.steps = max(max(tracker.backwards.values(), default=0),
-                    tracker.loss_steps if tracker.backward_seen else 0,
+    counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
+    rep.steps = max(counted if tracker.backward_seen else 0,
                     max((st.hits for st in tracker.params.values()), default=0))
     rep.losses = list(tracker.losses)
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]

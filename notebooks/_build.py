@@ -36,12 +36,12 @@ def raises(src):
 
 SETUP = '''
 %load_ext nbgrad
-import shutil
+import importlib.util
 import nbgrad as torch          # PyTorch's API, on numpy: the same code runs with `import torch`
 
 torch.manual_seed(0)
-HAVE_DOT = shutil.which("dot") is not None
-print("nbgrad", torch.__version__, "| graphviz dot:", "found" if HAVE_DOT else
+HAVE_LAYOUT = importlib.util.find_spec("pygraphviz") is not None
+print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
 
@@ -154,7 +154,7 @@ print(acc, acc.variable is w1)
 print({name: t.is_leaf for name, t in [("input", input), ("w1", w1), ("l1", l1), ("loss", loss)]})
 """),
     md("""
-The same graph drawn (graphviz; without `dot` a text tree). `%nbgrad graph EXPR` labels the
+The same graph drawn (Graphviz, in-process through pygraphviz; without it a text tree). `%nbgrad graph EXPR` labels the
 nodes with the variable names of this notebook; `torch.viz.graph(t, params=...)` is the
 programmatic form (like torchviz's `make_dot`).
 """),

@@ -394,12 +394,15 @@ def test_09_attention(executed):
 
 
 def test_runs_without_graphviz(jupyter_path, tmp_path):
-    """No `dot` on PATH: the notebook still runs, says what it skipped, panels fall back to text."""
-    bare = write_kernelspec(tmp_path / "jp", env={"PATH": str(tmp_path / "empty-bin")})
-    (tmp_path / "empty-bin").mkdir()
+    """pygraphviz cannot be imported: the notebook still runs, says what it skipped, and the
+    panels and %nbgrad graph fall back to a text tree."""
+    block = tmp_path / "block"
+    (block / "pygraphviz").mkdir(parents=True)
+    (block / "pygraphviz" / "__init__.py").write_text("raise ImportError('blocked by the test')\n")
+    bare = write_kernelspec(tmp_path / "jp", env={"PYTHONPATH": str(block)})
     nb = execute_notebook(NB_DIR / "01_autograd_basics.ipynb", tmp_path / "run", bare)
     first = text_of(code_cells(nb)[0])
-    assert "graphviz dot: missing -> skipped: graph drawings" in first
+    assert "graph layout (pygraphviz): missing -> skipped: graph drawings" in first
     assert "tensor(28.) tensor(8.) tensor(10.)" in all_text(nb)
     graph_cell = cell_with(nb, "%nbgrad graph loss")
     assert "MeanBackward0" in text_of(graph_cell)

@@ -36,11 +36,14 @@ def raises(src):
 
 SETUP = '''
 %load_ext nbgrad
-import importlib.util
 import nbgrad as torch          # PyTorch's API, on numpy: the same code runs with `import torch`
 
 torch.manual_seed(0)
-HAVE_LAYOUT = importlib.util.find_spec("pygraphviz") is not None
+try:
+    import pygraphviz           # the graph layout, in-process (pip install "nbgrad[notebook]")
+    HAVE_LAYOUT = True
+except ImportError:
+    HAVE_LAYOUT = False
 print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''

@@ -20,13 +20,14 @@ class Storage:
         version: the version counter (int), bumped by one by every in-place op.
     """
 
-    __slots__ = ("_root", "version", "_bumps", "_counted", "_ptr", "__weakref__")
+    __slots__ = ("_root", "version", "_bumps", "_counted", "_ptr", "_views", "__weakref__")
 
     def __init__(self, root, alias=False):
         self._root = root          # the array whose buffer this is (numpy or cupy)
         self.version = 0
         self._bumps = None         # [(new_version, op_name, where)], newest last, bounded
         self._ptr = None           # the buffer address, computed on first request
+        self._views = None         # weakrefs to views made while their base did not require grad
         if alias:
             self._counted = None
         else:

@@ -53,6 +53,25 @@ class _ViewMeta:
         self.creator = creator  # node name for MULTI_OUTPUT views
 
 
+def wake_views(base):
+    """`base` now requires grad: so do its views made before (PyTorch reads a view's
+    requires_grad from its base); those whose storage was written since get AsStridedBackward0
+    to the base's history when next used (their version is behind)."""
+    vs = base._storage._views
+    if vs is None:
+        return
+    keep = []
+    for w in vs:
+        r = w()
+        if r is None:
+            continue
+        if r._view.base is base:
+            r._requires_grad = True
+        else:
+            keep.append(w)
+    base._storage._views = keep or None
+
+
 class _Extra:
     """Rarely used per-tensor state, kept out of the common path."""
 
@@ -231,6 +250,8 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         self._requires_grad = bool(flag) or self._grad_fn is not None
+        if flag and self._view is None and self._storage._views is not None:
+            wake_views(self)
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place; returns self (torch.Tensor.requires_grad_)."""

@@ -2584,8 +2584,6 @@ def test_retain_graph_defaults_to_create_graph():
     assert f(nbgrad) == f(torch) == ["retained", "freed"]
 
 
-@pytest.mark.xfail(reason="core bug: a view made before base.requires_grad_() does not follow it",
-                   strict=True)
 def test_view_made_before_base_requires_grad():
     def f(T):
         x = T.ones(3)

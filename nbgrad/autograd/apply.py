@@ -9,11 +9,13 @@ CopySlices on the base when the target is a view. A row is any object with the a
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import backend, dtypes
 from ..storage import Storage
-from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta
+from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta, wake_views
 from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
@@ -348,7 +350,17 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     r._grad = r._extra = None
     base = x._view.base if x._view is not None else x
     r._view = _ViewMeta(base, x._storage.version, creation, creator)
+    if not base._requires_grad:  # it may come to require grad: remember the view (wake_views)
+        st = x._storage
+        vs = st._views
+        if vs is None:
+            st._views = [weakref.ref(r)]
+        else:
+            if len(vs) >= 64 and len(vs) & (len(vs) - 1) == 0:  # drop dead ones now and then
+                vs[:] = [w for w in vs if w() is not None]
+            vs.append(weakref.ref(r))
     return r
+
 
 
 
@@ -469,6 +481,7 @@ def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
         node = _record(row, (t,), inputs, args, mask, meta, edges, saved_from)
         _saved_before_write(node, t)
         _move_retain_grad(t)
+        wake_views(t)
         return
     base = v.base
     base_edge = _edge(base)
@@ -477,6 +490,8 @@ def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
     base._grad_fn = CopySlices(base_edge, fn, _geom(base), _geom(t))
     base._output_nr = 0
     base._requires_grad = True
+    _move_retain_grad(base)
+    wake_views(base)
     t._grad_fn = make_as_strided_node(base, t)
     t._output_nr = 0
     t._requires_grad = True

@@ -37,10 +37,13 @@ def retain_grad(self):
         return
     e.retains_grad = True
     ref = weakref.ref(self)
+    node = weakref.ref(self._grad_fn)  # weak: the hook lives on that node
 
     def _retain(g):  # runs after the tensor's other hooks, wherever it was registered
         t = ref()
-        if t is not None:
+        # once an in-place op gave the tensor a new grad_fn, the hook moved there: .grad is the
+        # gradient of the current version only (PyTorch)
+        if t is not None and t._grad_fn is node():
             if t._grad is None:
                 t._grad = g if _GRAD.enabled else Tensor._make_fresh(g._data.copy())
             else:

@@ -1,0 +1,82 @@
+"""Autograd semantics against torch: each program runs in both libraries and everything
+observable is compared (values, .grad, grad_fn names, requires_grad, is_leaf, versions, error
+type and text); see tests/_differential.py."""
+from __future__ import annotations
+
+import pytest
+
+from _differential import assert_same
+
+
+def _leaf(T, v):
+    return T.tensor(v, dtype=T.float64, requires_grad=True)
+
+
+# ---- 1. retain_grad follows the tensor's current version --------------------------------------
+def retain_then_mul_(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    e["t"] = t = x * 1
+    t.retain_grad()
+    t.mul_(3)
+    t.sum().backward()
+
+
+def retain_then_inplace_on_view(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    e["t"] = t = x * 1
+    t.retain_grad()
+    t[:1].mul_(3)
+    t.sum().backward()
+
+
+def retain_then_view_inplace_used_twice(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["t"] = t = x * 1
+    t.retain_grad()
+    e["v"] = v = t[1:]
+    v.mul_(3)
+    (t * 2).sum().backward()
+
+
+def retained_view_then_base_inplace(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    t = x * 1
+    e["v"] = v = t[1:]
+    v.retain_grad()
+    t.mul_(2)
+    (v * 5).sum().backward()
+
+
+# ---- 2. a view made before its base required grad ---------------------------------------------
+def view_then_requires_grad_(T, e):
+    e["z"] = z = T.zeros(3, dtype=T.float64)
+    e["v"] = z[:2]
+    z.requires_grad_()
+
+
+def view_then_base_add_(T, e):
+    e["a"] = a = _leaf(T, [1., 2., 3.])
+    e["z"] = z = T.zeros(3, dtype=T.float64)
+    e["v"] = v = z[:2]
+    e["w"] = w = v[1:]
+    z.add_(a)
+    (v * 2).sum().backward()
+    e["w2"] = w * 1
+
+
+def view_then_other_view_written(T, e):
+    e["a"] = a = _leaf(T, [1., 2.])
+    e["z"] = z = T.zeros(4, dtype=T.float64)
+    e["v"] = v = z[2:]
+    z[:2].copy_(a)
+    (v * 2 + z[:2]).sum().backward()
+
+
+PROGRAMS = [retain_then_mul_, retain_then_inplace_on_view, retain_then_view_inplace_used_twice,
+            retained_view_then_base_inplace, view_then_requires_grad_, view_then_base_add_,
+            view_then_other_view_written]
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=lambda p: p.__name__)
+def test_same_as_torch(prog):
+    assert_same(prog)

@@ -1542,7 +1542,15 @@ clip_ = clamp_
 
 
 def fill_(self, value):
-    """Fill with `value` in place (torch.Tensor.fill_); bumps _version by 1."""
+    """Fill with `value` in place (torch.Tensor.fill_); bumps _version by 1.
+
+    `value` is a number or a 0-d Tensor; a Tensor is recorded as FillBackward3 and receives
+    the sum of the gradient, as in PyTorch. Raises RuntimeError for a Tensor with dimensions."""
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        return apply(R["fill_tensor"], (self, value), (), inplace="fill_")
     return apply(R["fill"], (self,), (_scalar_arg(value),), inplace="fill_")
 
 

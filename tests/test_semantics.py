@@ -72,7 +72,36 @@ def view_then_other_view_written(T, e):
     (v * 2 + z[:2]).sum().backward()
 
 
-PROGRAMS = [retain_then_mul_, retain_then_inplace_on_view, retain_then_view_inplace_used_twice,
+# ---- 3. fill_ with a 0-d tensor -----------------------------------------------------------------
+def fill_plain_with_requiring(T, e):
+    e["a"] = a = T.tensor(2., requires_grad=True)
+    e["z"] = z = T.zeros(3, dtype=T.float64).fill_(a)
+    (z * T.tensor([1., 2., 3.], dtype=T.float64)).sum().backward()
+
+
+def fill_nonleaf_with_requiring(T, e):
+    e["a"] = a = _leaf(T, 2.)
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["z"] = z = x * 1
+    z.fill_(a)
+    z.sum().backward()
+
+
+def fill_view_with_constant_tensor(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["z"] = z = x * 2
+    z[1:].fill_(T.tensor(5, dtype=T.int64))
+    (z * z).sum().backward()
+
+
+def fill_with_1d_tensor(T, e):
+    e["z"] = z = T.zeros(3)
+    z.fill_(T.tensor([1.]))
+
+
+PROGRAMS = [fill_plain_with_requiring, fill_nonleaf_with_requiring,
+            fill_view_with_constant_tensor, fill_with_1d_tensor,
+            retain_then_mul_, retain_then_inplace_on_view, retain_then_view_inplace_used_twice,
             retained_view_then_base_inplace, view_then_requires_grad_, view_then_base_add_,
             view_then_other_view_written]
 

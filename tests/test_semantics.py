@@ -99,7 +99,51 @@ def fill_with_1d_tensor(T, e):
     z.fill_(T.tensor([1.]))
 
 
-PROGRAMS = [fill_plain_with_requiring, fill_nonleaf_with_requiring,
+# ---- 4. a second backward that fails -----------------------------------------------------------
+def twice_through_mul_by_number(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    y = (x * 2).sum()
+    y.backward()
+    y.backward()  # torch: `other` (a wrapped number) was freed
+
+
+def twice_mixed_order(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    e["w"] = w = _leaf(T, [1., 2.])
+    b = w.exp()
+    a = x * 2
+    y = (b + a).sum()
+    y.backward()
+    y.backward()
+
+
+def twice_leaf_reached_first(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    e["w"] = w = _leaf(T, [1., 2.])
+    y = (w.exp() + x).sum()
+    y.backward()
+    y.backward()  # torch adds into x.grad before ExpBackward0 fails
+
+
+def twice_through_add_number(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    y = (x + 2).sum()
+    y.backward()
+    y.backward()  # nothing saved: allowed
+
+
+def twice_retained_then_div(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    y = (x / 4).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    e["other"] = y.grad_fn.next_functions[0][0]._saved_other
+    y.backward()
+
+
+PROGRAMS = [twice_through_mul_by_number, twice_mixed_order, twice_leaf_reached_first,
+            twice_through_add_number, twice_retained_then_div,
+            fill_plain_with_requiring, fill_nonleaf_with_requiring,
             fill_view_with_constant_tensor, fill_with_1d_tensor,
             retain_then_mul_, retain_then_inplace_on_view, retain_then_view_inplace_used_twice,
             retained_view_then_base_inplace, view_then_requires_grad_, view_then_base_add_,

@@ -20,13 +20,14 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedTensor
+from .graph import Node, SavedScalar, SavedTensor
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
 _fresh = Tensor._make_fresh
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_NUMBERS = (int, float, bool)
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
 
@@ -237,7 +238,10 @@ def _save(row, plan, src, args, outs, ctx):
         kind, k = sources[j]
         if kind == 0:
             x = src[k]
-            saved[j] = SavedTensor(names[j], x) if isinstance(x, Tensor) else x
+            if isinstance(x, Tensor):
+                saved[j] = SavedTensor(names[j], x)
+            else:  # a number PyTorch would wrap as a tensor: released like one
+                saved[j] = SavedScalar(x) if type(x) in _NUMBERS else x
         elif kind == 1:
             saved[j] = SavedTensor(names[j], outs[k], True)
         elif kind == 2:

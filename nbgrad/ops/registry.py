@@ -33,7 +33,7 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.graph import UNPACKED, Ctx, Node, SavedScalar, SavedTensor  # noqa: F401  (Ctx: for the table)
 from ..tensor import Tensor
 from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
 
@@ -53,7 +53,7 @@ class OpNode(Node):
         saved = self._saved
         if create_graph:
             xp = TENSORS
-            v = [s.unpack(self, True) if type(s) is SavedTensor else s for s in saved] \
+            v = [s.unpack(self, True) if type(s) in UNPACKED else s for s in saved] \
                 if saved else []
         else:
             if self._n_out == 1:
@@ -61,7 +61,7 @@ class OpNode(Node):
             else:
                 g = list(g)
                 xp = array_formulas(next(x for x in g if x is not None))
-            v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else []
+            v = [s.unpack(self) if type(s) in UNPACKED else s for s in saved] if saved else []
         if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
@@ -88,6 +88,8 @@ class OpNode(Node):
                 s = self._saved[row.index[key]] if self._saved else None
                 if type(s) is SavedTensor:
                     return s.unpack(self, True)
+                if type(s) is SavedScalar:
+                    s = s.unpack(self)
                 if isinstance(s, np.ndarray) or (key in row.inputs and s is not None):
                     return Tensor._make_fresh(np.asarray(s))
                 return s

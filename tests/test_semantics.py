@@ -141,6 +141,29 @@ def twice_retained_then_div(T, e):
     y.backward()
 
 
+# ---- 5. NaN and inf in incoming gradients -----------------------------------------------------
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("op", ["relu", "clamp", "clamp_min", "clamp_max", "amax", "amin",
+                                "amax_all", "max"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nonfinite_incoming_gradient(op, dtype):
+    def prog(T, e):
+        dt = getattr(T, dtype)
+        e["x"] = x = T.tensor([[-1., 2., 5.], [3., 0., 3.]], dtype=dt, requires_grad=True)
+        y = {"relu": lambda: x.relu(), "clamp": lambda: x.clamp(0, 3),
+             "clamp_min": lambda: x.clamp(min=0), "clamp_max": lambda: x.clamp(max=2),
+             "amax": lambda: x.amax(1), "amin": lambda: x.amin(0),
+             "amax_all": lambda: x.amax(), "max": lambda: x.max()}[op]()
+        g = T.full(y.shape, NAN, dtype=dt)
+        if g.dim():
+            g.view(-1)[:1].fill_(1.)
+            g.view(-1)[-1:].fill_(INF)
+        y.backward(g)
+    assert_same(prog)
+
+
 PROGRAMS = [twice_through_mul_by_number, twice_mixed_order, twice_leaf_reached_first,
             twice_through_add_number, twice_retained_then_div,
             fill_plain_with_requiring, fill_nonleaf_with_requiring,

@@ -82,15 +82,15 @@ op("tanh", np.tanh, float_op=True,
 op("sigmoid", lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, float_op=True,
    self=lambda g, result: g * result * (1 - result))
 op("relu", lambda self: np.maximum(self, 0),
-   self=lambda g, result: g * (result > 0))
+   self=lambda g, result, xp: xp.masked(g, result > 0))
 op("erf", lambda self: backend.erf(self), float_op=True,
    self=lambda g, self, xp: g * _SQRT_2_OVER_PI * xp.exp(-(self * self)))
 op("clamp", lambda self, min, max: np.clip(self, min, max), node="ClampBackward1",
-   self=lambda g, self, min, max: g * _in_range(self, min, max))
+   self=lambda g, self, min, max, xp: xp.masked(g, _in_range(self, min, max)))
 op("clamp_min", lambda self, min: np.maximum(self, min),
-   self=lambda g, self, min: g * (self >= min))
+   self=lambda g, self, min, xp: xp.masked(g, self >= min))
 op("clamp_max", lambda self, max: np.minimum(self, max),
-   self=lambda g, self, max: g * (self <= max))
+   self=lambda g, self, max, xp: xp.masked(g, self <= max))
 
 # ---- copies, casts, fills ---------------------------------------------------------------------
 op("flip", lambda self, dims: np.flip(self, dims).copy(),

@@ -84,6 +84,14 @@ class ArrayFormulas:
         z[index] = 0
         return z
 
+    def masked(self, g, mask):
+        """`g` where `mask`, exactly 0 elsewhere even where g is inf or NaN (PyTorch's
+        threshold_backward). A multiply by the mask (np.where is ~10x slower), np.where only when
+        g has a non-finite value."""
+        if not self.m.isfinite(g).all():
+            return self.m.where(mask, g, 0)  # rare: the slow form
+        return g * mask.astype(g.dtype)
+
     def index_grid(self, index, dim):
         """The advanced index that reaches `index`'s positions along `dim` (gather/scatter)."""
         grid = list(self.m.indices(index.shape, sparse=True))
@@ -221,6 +229,10 @@ class TensorFormulas:
     @staticmethod
     def zeroed(g, index):
         return g.index_put(_index(index), g.new_zeros(()))
+
+    @staticmethod
+    def masked(g, mask):
+        return TensorFormulas.where(mask, g, 0)
 
     @staticmethod
     def index_grid(index, dim):
@@ -514,7 +526,7 @@ def _amax_grad(g, self, result, dim, keepdim, xp):
     rk = _keep(result, self.shape, dim, keepdim)
     mask = self == rk
     gk = _keep(g, self.shape, dim, keepdim)
-    return xp.where(mask, gk / mask.sum(axis=dim, keepdims=True), 0)
+    return gk / mask.sum(axis=dim, keepdims=True) * mask  # a NaN in g spreads, as in PyTorch
 
 
 def _repeat_backward(g, shape, repeats):

@@ -112,7 +112,8 @@ class NbgradExtension:
     # -- the %nbgrad magic --------------------------------------------------------------------
 
     def magic(self, line: str):
-        """%nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off saved=on|off"""
+        """%nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off saved=on|off |
+        torch [on|off]  (``import torch`` resolves to nbgrad: nbgrad.as_torch)"""
         args = line.strip().split(None, 1)
         cmd = args[0] if args else "status"
         rest = args[1] if len(args) > 1 else ""
@@ -133,6 +134,10 @@ class NbgradExtension:
 
             return viz.graph(value, show_saved=self.show_saved, max_nodes=self.max_nodes,
                              names=self.ip.user_ns)
+        elif cmd == "torch":
+            from nbgrad import as_torch
+
+            print(as_torch.switch(rest))
         elif cmd == "set":
             for item in shlex.split(rest):
                 k, _, v = item.partition("=")
@@ -146,7 +151,7 @@ class NbgradExtension:
             print(self.status())
         else:
             print("usage: %nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off "
-                  "saved=on|off")
+                  "saved=on|off | torch [on|off]")
         return None
 
     def status(self) -> str:

@@ -1,0 +1,164 @@
+"""Run unchanged PyTorch code on nbgrad: ``import torch`` (and ``torch.nn``, ``torch.optim``, ...)
+resolves to nbgrad while the alias is on.
+
+Three ways to switch it on:
+
+- ``python -m nbgrad script.py [args]`` runs a script with the alias on (see ``nbgrad.__main__``);
+- ``%nbgrad torch`` in a notebook (after ``%load_ext nbgrad``); ``%nbgrad torch off`` switches back;
+- ``nbgrad.as_torch.enable()`` / ``nbgrad.as_torch.disable()`` from Python.
+
+What it changes: a finder placed first on ``sys.meta_path`` answers every import of ``torch`` and
+``torch.<sub>`` with the matching nbgrad module (``torch.nn.functional`` -> ``nbgrad.nn.functional``,
+``torch.utils.data`` -> ``nbgrad.utils.data``), wrapped so that a name nbgrad lacks fails where it is
+used, with ``AttributeError: nbgrad does not implement torch.fft yet`` (``ImportError`` for
+``from torch import fft``, ``ModuleNotFoundError`` for ``import torch.distributions``). A real
+PyTorch already imported is set aside from ``sys.modules`` and put back by :func:`disable`; names
+already bound (``torch`` in a notebook's namespace) keep what they were bound to, so re-run the
+imports after switching. Every library that imports ``torch`` while the alias is on gets nbgrad too.
+"""
+from __future__ import annotations
+
+import dis
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+
+__all__ = ["enable", "disable", "is_enabled", "switch"]
+
+_IMPORT_FROM = dis.opmap["IMPORT_FROM"]
+_set_aside = {}  # the real torch modules enable() took out of sys.modules
+
+
+def _torch_name(nbgrad_name):
+    return "torch" + nbgrad_name[len("nbgrad"):]
+
+
+class _TorchModule(types.ModuleType):
+    """``torch.<path>`` seen through an nbgrad module: attributes read from (and written to) it;
+    a missing name raises "nbgrad does not implement torch.<path>.<name> yet"."""
+
+    def __init__(self, name, target):
+        super().__init__(name, target.__doc__)
+        object.__setattr__(self, "_nbgrad_target", target)
+
+    def __getattr__(self, name):
+        target = object.__getattribute__(self, "_nbgrad_target")
+        try:
+            value = getattr(target, name)
+        except AttributeError:
+            if name.startswith("__") and name.endswith("__"):
+                raise  # protocol probes (__wrapped__, __path__ ...): Python's own error
+            msg = f"nbgrad does not implement {self.__name__}.{name} yet"
+            frame = sys._getframe(1)
+            code = frame.f_code.co_code
+            # `from torch import x`: Python would replace an AttributeError with a generic
+            # "cannot import name"; an ImportError passes through with this text.
+            if 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _IMPORT_FROM:
+                raise ImportError(msg, name=self.__name__) from None
+            raise AttributeError(msg, name=name, obj=self) from None
+        if isinstance(value, types.ModuleType) and value.__name__.startswith("nbgrad."):
+            return importlib.import_module(_torch_name(value.__name__))
+        return value
+
+    def __setattr__(self, name, value):
+        # submodules and import bookkeeping (__spec__, __path__ ...) stay on the alias; anything
+        # else (monkeypatching torch.nn.functional.relu) goes to the nbgrad module it stands for
+        if isinstance(value, types.ModuleType) or name.startswith("__"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(object.__getattribute__(self, "_nbgrad_target"), name, value)
+
+    def __dir__(self):
+        return dir(object.__getattribute__(self, "_nbgrad_target"))
+
+    def __repr__(self):
+        target = object.__getattribute__(self, "_nbgrad_target")
+        return f"<module {self.__name__!r} (nbgrad's {target.__name__})>"
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers ``torch`` and ``torch.*`` with nbgrad's modules (first on sys.meta_path)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" and not fullname.startswith("torch."):
+            return None
+        nb_name = "nbgrad" + fullname[len("torch"):]
+        try:
+            module = importlib.import_module(nb_name)
+        except ModuleNotFoundError as e:
+            if e.name is not None and (e.name == nb_name or nb_name.startswith(e.name + ".")):
+                raise ModuleNotFoundError(f"nbgrad does not implement {fullname} yet",
+                                          name=fullname) from None
+            raise
+        is_pkg = hasattr(module, "__path__")
+        return importlib.machinery.ModuleSpec(fullname, self, origin=getattr(module, "__file__",
+                                                                             None),
+                                              is_package=is_pkg)
+
+    def create_module(self, spec):
+        return _TorchModule(spec.name, importlib.import_module("nbgrad" + spec.name[5:]))
+
+    def exec_module(self, module):
+        pass  # the nbgrad module it stands for is already executed
+
+
+_finder = _Finder()
+
+
+def is_enabled():
+    """Whether ``import torch`` currently resolves to nbgrad."""
+    return _finder in sys.meta_path
+
+
+def enable():
+    """Make ``import torch`` and ``import torch.<sub>`` resolve to nbgrad from now on.
+
+    A real ``torch`` already in ``sys.modules`` is set aside (restored by :func:`disable`);
+    names already bound to it stay bound, so run the imports again. Calling it twice is a no-op.
+    """
+    if is_enabled():
+        return
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        _set_aside[name] = sys.modules.pop(name)
+    sys.meta_path.insert(0, _finder)
+    importlib.invalidate_caches()
+
+
+def disable():
+    """Switch back: ``import torch`` finds the real PyTorch (if installed) again.
+
+    Removes the finder and the ``torch*`` aliases from ``sys.modules`` and restores a real torch
+    that :func:`enable` set aside. Names already bound to the alias keep it; import again.
+    """
+    if not is_enabled():
+        return
+    sys.meta_path.remove(_finder)
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        if isinstance(sys.modules[name], _TorchModule):
+            del sys.modules[name]
+    sys.modules.update(_set_aside)
+    _set_aside.clear()
+    importlib.invalidate_caches()
+
+
+def switch(arg=""):
+    """What ``%nbgrad torch [on|off|status]`` does; returns the line the magic prints.
+
+    Raises:
+        ValueError: an argument other than on, off, status or nothing (which means on).
+    """
+    arg = arg.strip().lower() or "on"
+    if arg == "on":
+        had_real = "torch" in sys.modules and not is_enabled()
+        enable()
+        note = " (the real torch imported before is set aside)" if had_real else ""
+        return ("import torch -> nbgrad: on" + note + "; run `import torch` again; "
+                "`%nbgrad torch off` switches back")
+    if arg == "off":
+        disable()
+        return "import torch -> nbgrad: off; run `import torch` again for the real PyTorch"
+    if arg == "status":
+        return f"import torch -> nbgrad: {'on' if is_enabled() else 'off'}"
+    raise ValueError(f"%nbgrad torch: expected on, off or status, got {arg!r}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backend, dtypes
+from . import _torch_errors, backend, dtypes
 from .tensor import Tensor, Size
 
 
@@ -101,15 +101,14 @@ def _to_array(data, dtype=None, device=None, copy=True):
         data = _nested_to_np(data)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    if dt is None:
-        dt = dtypes.infer_np_dtype(data)
     if hasattr(data, "__cuda_array_interface__"):
-        arr = data.astype(dt, copy=copy)
+        arr = data.astype(dt or dtypes.infer_np_dtype(data), copy=copy)
     else:
         try:
+            dt = dt or dtypes.infer_np_dtype(data)
             arr = np.array(data, dtype=dt, copy=copy) if copy else np.asarray(data, dtype=dt)
-        except ValueError as e:
-            raise ValueError(f"could not make a tensor from this data: {e}") from None
+        except (ValueError, TypeError) as e:  # ragged, None, str: torch's words for it
+            raise _torch_errors.data_error(data, e) from None
         if not arr.flags.writeable:
             arr = arr.copy()
     if device is not None and _dev(device).type != "cpu":

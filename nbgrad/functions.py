@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import _conv, dtypes
+from . import _conv, _torch_errors, dtypes
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
 from .ops import (R, _apply, _arr, _binary, _broadcast_error, _fresh, _geom, _inplace, _mask,
@@ -1257,12 +1257,15 @@ def _to_index_array(i):
 def getitem(input, idx):
     """Indexing (torch.Tensor.__getitem__): basic indexing gives views (Select/Slice/Unsqueeze
     nodes, as in PyTorch); integer tensors, lists and bool masks give copies (IndexBackward0)."""
+    if input._data.ndim == 0:
+        _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
     if _is_basic(idx):
         return _basic_index(input, idx)
     index = tuple(_to_index_array(i) for i in idx)
     _check_masks(input, index)
+    _torch_errors.check_index(input._data.ndim, index)
     try:
         out = input._data[index]
     except IndexError as e:
@@ -1324,6 +1327,8 @@ def _basic_index(input, idx):
 def setitem(input, idx, value):
     """`t[idx] = value`: copy_ into the view (basic index) or index_put_ (advanced); one
     version bump either way, CopySlices / IndexPutBackward0 in the graph (torch semantics)."""
+    if input._data.ndim == 0:
+        _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
     if _is_basic(idx):
@@ -1371,6 +1376,7 @@ def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values (or += with accumulate) in place (torch.Tensor.index_put_)."""
     index = tuple(_to_index_array(i) for i in (indices if isinstance(indices, tuple)
                                                  else (indices,)))
+    _torch_errors.check_index(input._data.ndim, index)
     if not isinstance(values, Tensor):
         values = Tensor._make_fresh(np.asarray(values, dtype=input._data.dtype))
     if values._data.dtype != input._data.dtype:

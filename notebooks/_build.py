@@ -16,7 +16,6 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).resolve().parent
-BINDER = "https://mybinder.org/v2/gh/OWNER/nbgrad/HEAD?labpath=notebooks"
 
 
 def md(text):
@@ -1037,6 +1036,226 @@ print("backward OK, loss", round(loss.item(), 4))
     ),
 ]
 
+# --------------------------------------------------------------------------------------------
+NB07 = [
+    title(7, "Debugging a model",
+          "A digits classifier with six planted bugs, each one a bug real training code has: a "
+          "layer whose output is cut from the graph, a forgotten `zero_grad()`, a NaN from the log "
+          "of a softmax, `train()`/`eval()` mixed up, a loss target that broadcasts, and a "
+          "training history that keeps every graph alive. Each is found with the panel (and with "
+          "plain code you can use without it), then fixed, with why the fix works."),
+    code(SETUP),
+    code("""
+import warnings
+import numpy as np
+from sklearn.datasets import load_digits
+from nbgrad import nn
+import nbgrad.nn.functional as F
+
+d = load_digits()
+X = torch.tensor((d.data / 16.0).astype(np.float32))        # (1797, 64) pixels in [0, 1]
+Y = torch.tensor(d.target.astype(np.int64))                  # (1797,) digits 0-9
+xb, yb = X[:64], Y[:64]                                      # one batch
+print(X.shape, Y.shape)
+"""),
+    md("""
+## Bug 1 · a layer that never learns: its output was cut from the graph
+
+`detach()` (or `.data`, a trip through numpy, a `with torch.no_grad():` block) returns a tensor
+with **no history**: backward stops there. Everything before it gets no gradient and never
+learns, silently — the loss still goes down, a little, thanks to the layers after the cut.
+Look at the panel's *Gradients* tab: it lists each parameter by its module path, and names the
+ones that got no gradient.
+"""),
+    code("""
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.body(x)
+        h = h.detach()                  # BUG: "only for logging", but it cuts the graph
+        return self.head(h)
+
+torch.manual_seed(0)
+net = Net()
+loss = F.cross_entropy(net(xb), yb)
+loss.backward()
+"""),
+    code("""
+for name, p in net.named_parameters():
+    print(f"{name:12s}", "NO GRADIENT" if p.grad is None else f"grad norm {p.grad.norm():.4f}")
+"""),
+    md("""
+**Fix**: log a detached copy, keep the graph: `self.last_h = h.detach()` and go on with `h`.
+A tensor's history is its `grad_fn`; `detach()` makes a new tensor without one, sharing the data.
+"""),
+    code("""
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.body(x)
+        self.last_h = h.detach()        # for logging only
+        return self.head(h)
+
+torch.manual_seed(0)
+net = Net()
+F.cross_entropy(net(xb), yb).backward()
+print({name: p.grad is not None for name, p in net.named_parameters()})
+"""),
+    md("""
+## Bug 2 · a forgotten `zero_grad()`
+
+`backward()` **adds** into `.grad` (that is what lets two losses share parameters). A loop without
+`opt.zero_grad()` steps with the sum of all gradients so far: the step grows every iteration.
+The panel notes a `.grad` accumulated by several `backward()` calls since the last `zero_grad` —
+a note, not an error, since accumulating over micro-batches is sometimes what you want.
+"""),
+    code("""
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+norms = []
+for step in range(3):                                  # BUG: no opt.zero_grad()
+    loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+    norms.append(round(model[0].weight.grad.norm().item(), 4))
+print("gradient norm seen by the optimizer:", norms)
+"""),
+    md("""
+The norms grow 1x, 2x, 3x: each step used the sum of the gradients of every batch so far.
+**Fix**: `opt.zero_grad()` at the start of every step (it sets `.grad` to `None`).
+"""),
+    code("""
+norms = []
+for step in range(3):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(xb), yb)
+    loss.backward()
+    norms.append(round(model[0].weight.grad.norm().item(), 4))
+print(norms)
+"""),
+    md("""
+## Bug 3 · NaN from the log of a softmax
+
+A hand-written cross-entropy: `softmax`, then `log`, then pick the true class with a one-hot mask.
+With confident logits, `softmax` **underflows to exactly 0** for the other classes in float32;
+`log(0) = -inf`, and the one-hot mask multiplies it by 0: `0 * -inf = nan`. One NaN in the loss
+and every gradient is NaN. The panel names the first operation that produced a NaN or an
+infinity, with its cell and line — no anomaly mode needed.
+"""),
+    code("""
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+logits = model(xb) * 200                        # a very confident model
+probs = torch.softmax(logits, dim=1)
+onehot = F.one_hot(yb, 10).float()
+loss = -(onehot * torch.log(probs)).sum(dim=1).mean()
+print("loss:", loss.item(), "| probabilities that are exactly 0:", (probs == 0).sum().item())
+"""),
+    md("""
+**Fix**: never take the log of a softmax: `F.log_softmax` computes `x - logsumexp(x)`, which
+cannot underflow, and `F.cross_entropy` is exactly `log_softmax` followed by `nll_loss`.
+"""),
+    code("""
+loss = F.cross_entropy(logits, yb)
+loss.backward()
+print("loss:", round(loss.item(), 4), "| NaN in gradients:",
+      any(torch.isnan(p.grad).any().item() for p in model.parameters()))
+"""),
+    md("""
+## Bug 4 · `train()` and `eval()` mixed up
+
+`Dropout` and `BatchNorm` behave differently in training and evaluation. Evaluating a model left
+in training mode drops random units (the accuracy changes from one call to the next), and
+training a model left in evaluation mode never drops them and never updates BatchNorm's running
+statistics. `no_grad()` does **not** switch the mode: it only stops recording the graph. The
+panel notes a model in training mode evaluated under `no_grad`.
+"""),
+    code("""
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 10))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+for step in range(60):
+    opt.zero_grad()
+    F.cross_entropy(model(X[:1400]), Y[:1400]).backward()
+    opt.step()
+
+with torch.no_grad():                                  # BUG: still in training mode
+    accs = [(model(X[1400:]).argmax(1) == Y[1400:]).float().mean().item() for _ in range(3)]
+print("three evaluations of the same model:", [round(a, 3) for a in accs], model.training)
+"""),
+    code("""
+model.eval()                                          # FIX: evaluation mode, then back
+with torch.no_grad():
+    accs = [(model(X[1400:]).argmax(1) == Y[1400:]).float().mean().item() for _ in range(3)]
+model.train()
+print("three evaluations in eval mode:", [round(a, 3) for a in accs])
+"""),
+    md("""
+## Bug 5 · a loss target that broadcasts
+
+A regression head returns `(N, 1)`; the targets are `(N,)`. `mse_loss` broadcasts them to
+`(N, N)` — every prediction compared with every target — and trains towards the mean. PyTorch
+only warns, and the warning scrolls away in a training loop; the panel keeps it as a note on the
+cell.
+"""),
+    code("""
+torch.manual_seed(0)
+reg = nn.Linear(64, 1)
+target = Y[:64].float()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    loss = F.mse_loss(reg(xb), target)                 # BUG: (64, 1) against (64,)
+print(caught[0].message if caught else "no warning")
+"""),
+    code("""
+loss = F.mse_loss(reg(xb).squeeze(1), target)          # FIX: the same shape on both sides
+print("shapes:", tuple(reg(xb).squeeze(1).shape), tuple(target.shape))
+"""),
+    md("""
+## Bug 6 · a training history that keeps every graph alive
+
+`history.append(loss)` keeps the loss **tensor**, and with it its `grad_fn` and every tensor the
+graph saved for backward (activations, inputs) — if backward never ran on it, or ran with
+`retain_graph=True`. Memory grows with every step. The *Memory* tab names the container and the
+bytes it holds.
+"""),
+    code("""
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+history = []
+before = torch.backend.memory_stats()["live_bytes"]
+for step in range(20):
+    loss = F.cross_entropy(model(X[:512]), Y[:512])
+    history.append(loss)                               # BUG: keeps 20 graphs alive
+held = torch.backend.memory_stats()["live_bytes"] - before
+print(f"memory held by the history of {len(history)} losses: {held / 2**20:.1f} MiB")
+"""),
+    code("""
+history = [h.item() for h in history]                  # FIX: keep the numbers, not the graphs
+del loss
+still = max(torch.backend.memory_stats()["live_bytes"] - before, 0)
+print(f"after keeping only numbers: {still / 2**20:.1f} MiB")
+"""),
+    *exercises(
+        "Bug 1 with `h = h.data` instead of `h.detach()`, and with `h = torch.tensor(h.numpy())`. "
+        "Which parameters get gradients? What does the panel say?",
+        "Accumulate gradients over 4 micro-batches of 16 on purpose, and step once. Write the loop "
+        "so it is correct (where does `zero_grad()` go? do you scale the loss?).",
+        "Write the entropy of the softmax, `-(p * log p).sum(1)`, without ever producing NaN.",
+        "Add `nn.BatchNorm1d(64)` to the model of bug 4. What changes between `train()` and "
+        "`eval()` in its buffers (`running_mean`)?",
+        "Bug 6 with `history.append(loss.detach())`: how much memory is held now? Why?",
+    ),
+]
+
 NOTEBOOKS = {
     "01_autograd_basics.ipynb": NB01,
     "02_inplace_errors.ipynb": NB02,
@@ -1044,6 +1263,7 @@ NOTEBOOKS = {
     "04_memory.ipynb": NB04,
     "05_custom_function_gradcheck.ipynb": NB05,
     "06_visual_debugging.ipynb": NB06,
+    "07_debugging_a_model.ipynb": NB07,
 }
 
 

@@ -149,8 +149,9 @@ def installed_nbgrad_file() -> str:
 
 # -- the notebooks as files ---------------------------------------------------------------------
 
-def test_there_are_six_notebooks():
-    assert [n[:2] for n in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"], NOTEBOOKS
+def test_the_notebooks_are_numbered_in_order():
+    assert [int(n[:2]) for n in NOTEBOOKS] == list(range(1, len(NOTEBOOKS) + 1)), NOTEBOOKS
+    assert len(NOTEBOOKS) >= 7, NOTEBOOKS
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -320,6 +321,35 @@ def test_06_model(executed):
     bug = [c for c in code_cells(nb) if "raises-exception" in c.metadata.get("tags", [])][0]
     assert "which is output 0 of Sigmoid" in text_of(bug) and "relu_" in text_of(bug)
     assert "backward OK" in t
+
+
+def test_07_debugging(executed):
+    nb = executed("07_debugging_a_model.ipynb")
+    # bug 1: the layers before the detach get no gradient, the fix gives every one a gradient
+    cut = text_of(cell_with(nb, "for name, p in net.named_parameters()"))
+    assert re.search(r"body\.0\.weight\s+NO GRADIENT", cut)
+    assert re.search(r"head\.weight\s+grad norm", cut)
+    assert "False" not in text_of(cell_with(nb, "self.last_h = h.detach()"))
+    # bug 2: without zero_grad the gradient grows 1x, 2x, 3x; with it, it stays
+    grows = eval(re.search(r"optimizer: (\[.*\])", all_text(nb)).group(1))
+    assert grows[1] == pytest.approx(2 * grows[0], rel=1e-3)
+    assert grows[2] == pytest.approx(3 * grows[0], rel=1e-3)
+    same = eval(text_of(cell_with(nb, "    opt.zero_grad()\n    loss = F.cross_entropy(model(xb)"))
+                .strip().splitlines()[0])
+    assert same[0] == same[1] == same[2]
+    # bug 3: log of a softmax gives NaN, cross_entropy does not
+    assert "loss: nan" in text_of(cell_with(nb, "torch.log(probs)"))
+    assert "NaN in gradients: False" in text_of(cell_with(nb, "loss = F.cross_entropy(logits, yb)"))
+    # bug 4: train-mode evaluation varies, eval-mode evaluation does not
+    varied = eval(re.search(r"same model: (\[[^\]]*\])", all_text(nb)).group(1))
+    fixed = eval(re.search(r"in eval mode: (\[[^\]]*\])", all_text(nb)).group(1))
+    assert len(set(varied)) > 1 and len(set(fixed)) == 1
+    # bug 5: PyTorch's broadcasting warning
+    assert "Using a target size" in text_of(cell_with(nb, "BUG: (64, 1) against (64,)"))
+    # bug 6: the history holds megabytes, the numbers nothing
+    held = float(re.search(r"history of 20 losses: ([\d.]+) MiB", all_text(nb)).group(1))
+    still = float(re.search(r"only numbers: ([\d.]+) MiB", all_text(nb)).group(1))
+    assert held > 5 and still < 0.5
 
 
 def test_runs_without_graphviz(jupyter_path, tmp_path):

@@ -1,17 +1,25 @@
-"""The module classes of ``nbgrad.nn`` (mirrors ``torch.nn.modules``)."""
+"""The module classes of ``nbgrad.nn``, in torch's files (mirrors ``torch.nn.modules``).
+
+``from torch.nn.modules.linear import Linear`` works as ``from nbgrad.nn.modules.linear import
+Linear``: each file holds the classes torch's file of that name holds.
+"""
 
 from .module import Module, RemovableHandle
-from .container import Sequential, ModuleList, ModuleDict
-from .layers import (
-    Identity, Linear, Conv2d, MaxPool2d, AvgPool2d, Flatten, Unflatten, ReLU, LeakyReLU, GELU,
-    Tanh, Sigmoid, Softmax, LogSoftmax, Dropout, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding,
-)
-from .loss import MSELoss, L1Loss, CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss
+from .activation import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .container import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .flatten import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from . import (activation, batchnorm, container, conv, dropout, flatten, linear, loss,
+               normalization, pooling, sparse)
 
-__all__ = [
-    "Module", "RemovableHandle", "Sequential", "ModuleList", "ModuleDict",
-    "Identity", "Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "Unflatten", "ReLU",
-    "LeakyReLU", "GELU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "BatchNorm1d",
-    "BatchNorm2d", "LayerNorm", "Embedding",
-    "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
-]
+__all__ = ["Module", "RemovableHandle"] + [
+    name for file in (activation, batchnorm, container, conv, dropout, flatten, linear, loss,
+                      normalization, pooling, sparse)
+    for name in file.__all__]

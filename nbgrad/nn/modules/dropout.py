@@ -1,0 +1,27 @@
+"""Dropout (mirrors ``torch.nn.modules.dropout``)."""
+
+from .. import functional as F
+from .module import Module
+
+__all__ = ["Dropout"]
+
+
+class Dropout(Module):
+    """Zero elements with probability p in training, scale the rest by 1/(1-p) (torch.nn.Dropout).
+
+    Raises:
+        ValueError: p outside [0, 1].
+    """
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"

@@ -1,0 +1,78 @@
+"""Linear layers: Identity, Linear (mirrors ``torch.nn.modules.linear``)."""
+
+import math
+
+import nbgrad
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+from .utils import _factory
+
+__all__ = ["Identity", "Linear"]
+
+
+class Identity(Module):
+    """Returns its input (mirrors ``torch.nn.Identity``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``y = x W^T + b`` (mirrors ``torch.nn.Linear``).
+
+    Args:
+        in_features (int), out_features (int), bias (bool): default True.
+
+    Shape:
+        input (*, in_features) -> output (*, out_features).
+
+    Attributes:
+        weight: (out_features, in_features), ``kaiming_uniform_(a=sqrt(5))``, i.e.
+            U(-1/sqrt(in_features), 1/sqrt(in_features)).
+        bias: (out_features,), U(-1/sqrt(in_features), 1/sqrt(in_features)).
+
+    Raises:
+        RuntimeError: ``Linear(in_features=64, out_features=10): expected input (*, 64), got
+            (32, 65)`` (the class in torch's error, ``mat1 and mat2 shapes cannot be multiplied``).
+    """
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = _factory(device, dtype)
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(nbgrad.empty((out_features, in_features), **kw))
+        if bias:
+            self.bias = Parameter(nbgrad.empty((out_features,), **kw))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.in_features
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        shape = input._data.shape
+        if not shape or shape[-1] != self.in_features:
+            name = f"Linear(in_features={self.in_features}, out_features={self.out_features}"
+            name += ")" if self.bias is not None else ", bias=False)"
+            raise RuntimeError(
+                f"{name}: expected input (*, {self.in_features}), got {tuple(shape)}")
+        params = self._parameters  # one dict read instead of two __getattr__ round trips
+        weight, bias = params["weight"], params["bias"]
+        if bias is not None and len(shape) == 2:
+            return nbgrad.addmm(bias, input, weight.t())  # F.linear's 2-D path, inlined
+        return F.linear(input, weight, bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")

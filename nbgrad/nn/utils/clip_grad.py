@@ -1,0 +1,99 @@
+"""Gradient clipping (mirrors ``torch.nn.utils.clip_grad``).
+
+The norms are computed as torch does: one norm per gradient, then the norm of those norms; the
+scale ``max_norm / (total + 1e-6)`` is clamped at 1 and multiplied into every gradient in place
+(so each ``.grad``'s version goes up by one, as with torch's ``mul_``).
+"""
+
+import math
+
+import nbgrad
+from nbgrad.tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
+
+
+def _as_list(tensors):
+    if isinstance(tensors, Tensor):
+        return [tensors]
+    return list(tensors)
+
+
+def _grads(parameters):
+    return [p.grad for p in _as_list(parameters) if p.grad is not None]
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The ``norm_type``-norm of all ``tensors`` seen as one vector (mirrors torch's).
+
+    Args:
+        tensors (Tensor | iterable of Tensor): usually the gradients.
+        norm_type (float | str): p of the p-norm; ``inf`` (or ``"inf"``) for the max-norm.
+        error_if_nonfinite (bool): raise if the norm is nan or inf.
+
+    Returns:
+        Tensor: a 0-d tensor (``tensor(0.)`` when there are no tensors).
+
+    Raises:
+        RuntimeError: the norm is non-finite and ``error_if_nonfinite`` (torch's text).
+    """
+    tensors = _as_list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return nbgrad.tensor(0.0)
+    with nbgrad.no_grad():
+        norms = [t.detach().norm(norm_type) for t in tensors]
+        total = nbgrad.stack(norms).norm(norm_type)
+    if error_if_nonfinite and not math.isfinite(float(total.item())):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+            "so it cannot be clipped. To disable this error and scale the gradients by the "
+            "non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place (as torch)."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    with nbgrad.no_grad():
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Rescale gradients so that their joint norm is at most ``max_norm`` (mirrors
+    ``torch.nn.utils.clip_grad_norm_``).
+
+    Args:
+        parameters (Tensor | iterable of Tensor): parameters whose ``.grad`` are clipped;
+            parameters without a grad are skipped.
+        max_norm (float): the largest norm allowed.
+        norm_type (float | str): 2.0 by default; ``inf`` for the max-norm.
+        error_if_nonfinite (bool): raise instead of scaling by a nan/inf norm.
+        foreach: accepted for torch compatibility (one loop either way).
+
+    Returns:
+        Tensor: the total norm of the gradients before clipping (0-d).
+
+    Raises:
+        RuntimeError: non-finite norm with ``error_if_nonfinite=True``.
+    """
+    parameters = _as_list(parameters)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    return total
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient into ``[-clip_value, clip_value]`` in place (mirrors torch's).
+
+    Returns None.
+    """
+    clip_value = float(clip_value)
+    with nbgrad.no_grad():
+        for g in _grads(parameters):
+            g.clamp_(min=-clip_value, max=clip_value)

@@ -1,0 +1,46 @@
+"""The README's first example, run as a reader would: each code block one cell, in a real kernel.
+
+The blocks under "A first example, cell by cell" are executed in order; only the last may raise
+(it fails on purpose), and it must raise PyTorch's in-place error with nbgrad's provenance, after
+the panel had predicted it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+import test_notebooks as tn  # noqa: E402  (the notebook runner and output readers)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def example_blocks() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## A first example, cell by cell", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_readme_example_runs_cell_by_cell(tmp_path):
+    blocks = example_blocks()
+    assert len(blocks) >= 3, "the example is written as several cells"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(b.rstrip()) for b in blocks])
+    nb.cells[-1].metadata["tags"] = ["raises-exception"]
+    src = tmp_path / "readme_example.ipynb"
+    nbformat.write(nb, src)
+    ran = tn.execute_notebook(src, tmp_path / "run", tn.write_kernelspec(tmp_path / "jupyter"))
+    cells = tn.code_cells(ran)
+    for c in cells[:-1]:
+        assert not any(o.output_type == "error" for o in c.outputs), tn.text_of(c)
+    # the cell that mutates y gets a panel predicting the failure; %nbgrad graph draws y
+    assert any("STALE" in tn.text_of(c) for c in cells[:-1])
+    last = tn.text_of(cells[-1])
+    assert "modified by an inplace operation" in last
+    assert "saved by TanhBackward0 at cell [2] line 2" in last
+    assert "modified in place by add_ at cell [2] line 3" in last

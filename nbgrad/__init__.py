@@ -12,7 +12,8 @@ import warnings as _warnings
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
 
 from . import backend, dtypes  # noqa: E402
-from .backend import device, get_num_threads, set_num_threads
+from .backend import (device, get_default_device, get_num_threads, set_default_device,
+                      set_num_threads)
 from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, set_default_dtype, uint8)
 from .dtypes import float16 as half, float32 as float, float64 as double, int64 as long
@@ -30,7 +31,8 @@ from .creation import (Generator, arange, as_tensor, asarray, default_generator,
                        rand_like, randint, randint_like, randn, randn_like, randperm, seed, tensor,
                        zeros, zeros_like)
 from .printing import set_printoptions
-from . import autograd, cuda
+from .typeinfo import finfo, iinfo
+from . import accelerator, autograd, cuda
 from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from . import nn, optim, utils, viz
@@ -41,15 +43,36 @@ __version__ = "0.1.0"
 backend._init_threads()
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance checks in tutorials
-is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 
 
-def is_floating_point(t):
-    return t.is_floating_point()
+def is_tensor(obj):
+    """True when ``obj`` is a Tensor (a Parameter included) (torch.is_tensor)."""
+    return isinstance(obj, Tensor)
 
 
-def numel(t):
-    return t.numel()
+def _tensor_arg(fn, t):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(t).__name__}")
+    return t
+
+
+def is_floating_point(input):
+    """True for float16/32/64 tensors (torch.is_floating_point).
+
+    Raises:
+        TypeError: ``input`` is not a Tensor (PyTorch's text).
+    """
+    return _tensor_arg("is_floating_point", input).is_floating_point()
+
+
+def numel(input):
+    """Number of elements of ``input`` (torch.numel); a 0-dim tensor has 1.
+
+    Raises:
+        TypeError: ``input`` is not a Tensor (PyTorch's text).
+    """
+    return _tensor_arg("numel", input).numel()
 
 
 def typename(t):

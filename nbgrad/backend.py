@@ -77,6 +77,19 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with nbgrad.device("cuda"):`` factory functions default to this device inside."""
+        _device_stack.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_device(_device_stack.pop())
+        return False
+
+
+_device_stack = []
+
 
 CPU = device("cpu")
 _CUDA = device("cuda", 0)

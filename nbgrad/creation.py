@@ -73,8 +73,9 @@ def _size(size):
 
 
 def _dev(device):
-    return backend.CPU if device is None else (device if isinstance(device, backend.device)
-                                               else backend.device(device))
+    if device is None:
+        return backend.get_default_device()  # nbgrad.set_default_device / `with device(...)`
+    return device if isinstance(device, backend.device) else backend.device(device)
 
 
 def _finish(arr, device, requires_grad):

@@ -1,7 +1,8 @@
 """The public functions (torch.add, torch.sum, ...) over the op table, and their Tensor methods.
 
-Each function checks its arguments, picks the row and calls the machinery in ops.py. The block at
-the end binds them onto Tensor as methods and operators, with PyTorch's names.
+Each function checks its arguments (PyTorch's texts), picks a row of the table (nbgrad/ops/) and
+applies it through nbgrad/autograd/apply.py. The block at the end binds them onto Tensor as
+methods and operators, with PyTorch's names.
 """
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ import math
 
 import numpy as np
 
-from . import _conv, _torch_errors, dtypes
+from . import _torch_errors, dtypes
+from .autograd.apply import (_apply, _arr, _binary, _broadcast_error, _device_error, _fresh,
+                             _geom, _inplace, _mask, _multi_view_op, _record, _unary, _view_op,
+                             binary_op)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
-from .ops import (R, _apply, _arr, _binary, _broadcast_error, _fresh, _geom, _inplace, _mask,
-                  _multi_view_op, _record, _unary, _view_op, _ViewImpossible, binary_op)
+from .ops import ROWS as R
+from .ops import Ctx, kernels, op
+from .ops.formulas import _TX, _reduce_to
+from .ops.views import _ViewImpossible
 from .tensor import Size, Tensor, _dim
 from . import backend
 
@@ -646,7 +652,6 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{dtypes.from_np(a.dtype).name} != {dtypes.from_np(b.dtype).name}")
     if type(a) is not type(b):
-        from .ops import _device_error
         raise _device_error(a, b)
     ka = a.shape[-1]
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
@@ -777,7 +782,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     Raises:
         RuntimeError: PyTorch's messages for wrong ranks and channel counts.
     """
-    from .ops import Ctx
     x, w = input._data, weight._data
     if x.ndim != 4:
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
@@ -791,7 +795,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if x.dtype != w.dtype:
         raise RuntimeError(f"Input type ({type_name_of(input)}) and weight type "
                            f"({type_name_of(weight)}) should be the same")
-    y, ctx = _conv.conv2d_forward(x, w, None if bias is None else bias._data, stride, padding,
+    y, ctx = kernels.conv2d_forward(x, w, None if bias is None else bias._data, stride, padding,
                                   dilation, groups)
     return _apply(R["convolution"], (input, weight, bias), (Ctx(ctx),), y)
 
@@ -801,16 +805,15 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
     """Max over (kh, kw) windows with -inf padding, and the flat H*W index of each maximum:
     (N, C, H, W) -> ((N, C, Ho, Wo), int64 indices). One MaxPool2DWithIndicesBackward0 node."""
     out, ctx = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, Tensor._make_fresh(_conv.max_pool2d_indices(ctx))
+    return out, Tensor._make_fresh(kernels.max_pool2d_indices(ctx))
 
 
 def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
-    from .ops import Ctx
     x = input._data
     if x.ndim != 4:
         raise RuntimeError(f"max_pool2d: Expected 3D or 4D tensor for input, but got "
                            f"{list(x.shape)}")
-    y, ctx = _conv.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
+    y, ctx = kernels.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
     return _apply(R["max_pool2d"], (input,), (Ctx(ctx),), y), ctx
 
 
@@ -1590,11 +1593,9 @@ def _to_device(self, dev):
     return r
 
 
-from .ops import defop as _defop  # noqa: E402
-
-_TO_DEVICE = _defop("to_device", "ToCopyBackward0", "self", lambda a, dev: a, args="device",
-                    grads=(lambda g, device: backend.to_device(g, device) if not isinstance(
-                        g, Tensor) else _to_device(g, device),))
+_TO_DEVICE = op("to_device", lambda self, device: self, node="ToCopyBackward0",
+                self=lambda g, device: backend.to_device(g, device) if not isinstance(
+                    g, Tensor) else _to_device(g, device))
 
 
 def _new_like(fn):
@@ -1708,7 +1709,6 @@ def _repeat(self, sizes):
 
 
 def _sum_to_size(self, size):
-    from .ops import _reduce_to, _TX
     xp = _TX if _GRAD.enabled and self._requires_grad else backend.get_array_module(self._data)
     if xp is _TX:
         return _reduce_to(self, tuple(size), None, xp)

@@ -1,6 +1,6 @@
 """Tensor: a view (shape, strides, storage_offset, dtype, device) onto a Storage, plus autograd
-metadata (requires_grad, grad_fn, grad, hooks). The ops (and most methods) are bound from ops.py,
-the one table of forward and derivative formulas."""
+metadata (requires_grad, grad_fn, grad, hooks). The ops and most methods are bound onto it by
+nbgrad/functions.py, over the op table in nbgrad/ops/."""
 from __future__ import annotations
 
 import warnings
@@ -526,8 +526,7 @@ def _dim(d, ndim):
 def _regenerate_view_grad_fn(t):
     """A view whose storage changed since its grad_fn was made gets AsStridedBackward0 pointing at
     its base's current grad_fn (what PyTorch does on grad_fn access)."""
-    from .ops import make_as_strided_node
-    from .ops import _move_retain_grad
+    from .autograd.apply import _move_retain_grad, make_as_strided_node
     v = t._view
     node = make_as_strided_node(v.base, t)
     t._grad_fn = node

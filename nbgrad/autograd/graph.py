@@ -192,7 +192,7 @@ class SavedTensor:
 
 
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = {SavedTensor}  # what Node._release frees (ops.py adds its kernel Ctx)
+RELEASABLE = {SavedTensor}  # what Node._release frees (nbgrad.ops adds its kernel Ctx)
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 

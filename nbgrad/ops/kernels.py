@@ -14,7 +14,7 @@ __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2
 
 
 def _xp(arr):
-    from .backend import get_array_module
+    from ..backend import get_array_module
     return get_array_module(arr)
 
 

@@ -25,11 +25,12 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from . import ops
 from .functions import *  # noqa: F401,F403  (the torch.* functions)
 from .functions import (abs, all, any, max, min, pow, round, sum)  # noqa: F401  (shadow builtins)
-from .creation import (Generator, arange, as_tensor, asarray, default_generator, empty,
-                       empty_like, eye, from_dlpack, from_numpy, full, full_like, initial_seed,
-                       linspace, logspace, manual_seed, multinomial, ones, ones_like, rand,
-                       rand_like, randint, randint_like, randn, randn_like, randperm, seed, tensor,
+from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
+                       from_numpy, full, full_like, linspace, logspace, ones, ones_like, tensor,
                        zeros, zeros_like)
+from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed,
+                     manual_seed, multinomial, normal, rand, rand_like, randint, randint_like,
+                     randn, randn_like, randperm, seed, set_rng_state)
 from .printing import set_printoptions
 from .typeinfo import finfo, iinfo
 from . import accelerator, autograd, cuda

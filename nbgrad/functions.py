@@ -1533,27 +1533,9 @@ def masked_fill_(self, mask, value):
     return _inplace(R["masked_fill"], self, (v,), (m,), "masked_fill_")
 
 
-def _random_fill(name, sampler):
-    def f(self, *args, generator=None, **kwargs):
-        from .creation import _gen
-        g = _gen(generator)
-        with no_grad():
-            arr = np.asarray(sampler(g, self._data.shape, *args, **kwargs),
-                             dtype=self._data.dtype)
-            if type(self._data) is not np.ndarray:
-                arr = backend.to_device(arr, self.device)
-            self._data[...] = arr
-        self._storage.bump(name)
-        return self
-    f.__name__ = name
-    f.__doc__ = f"Fill in place from {name[:-1]} samples (torch.Tensor.{name}); not tracked."
-    return f
-
-
-uniform_ = _random_fill("uniform_", lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s))
-normal_ = _random_fill("normal_", lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
-bernoulli_ = _random_fill("bernoulli_", lambda g, s, p=0.5: g.random(s) < p)
-exponential_ = _random_fill("exponential_", lambda g, s, lambd=1.0: g.exponential(1 / lambd, s))
+# the random fills and samplers live in random.py; imported here to be bound as Tensor methods
+from .random import (bernoulli, bernoulli_, cauchy_, exponential_, geometric_,  # noqa: E402
+                     log_normal_, multinomial, normal_, random_, uniform_)
 
 
 # ================================================================================================
@@ -1665,7 +1647,8 @@ def _bind():
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "
             "zero_ log_ sqrt_ abs_ clamp_ clip_ fill_ copy_ masked_fill_ uniform_ normal_ "
-            "bernoulli_ exponential_ float_power absolute negative greater less "
+            "bernoulli_ exponential_ random_ geometric_ cauchy_ log_normal_ bernoulli multinomial "
+            "float_power absolute negative greater less "
             "greater_equal less_equal not_equal clamp_min clamp_max take_along_dim").split():
         setattr(T, name, g[name])
     T.where = lambda s, condition, other: where(condition, s, other)

@@ -119,9 +119,10 @@ class inference_mode(_Mode):
     def __enter__(self):
         self._prev = STATE.enabled
         self._prev_inf = STATE.inference
-        if self._mode:
-            STATE.enabled = False
-            STATE.inference = True
+        # as PyTorch's InferenceMode guard: grad mode is set to `not mode`, so
+        # inference_mode(False) inside no_grad turns gradients back on
+        STATE.enabled = not self._mode
+        STATE.inference = self._mode
 
     def __exit__(self, *exc):
         STATE.enabled = self._prev

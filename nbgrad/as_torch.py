@@ -7,10 +7,10 @@ Three ways to switch it on:
 - ``%nbgrad torch`` in a notebook (after ``%load_ext nbgrad``); ``%nbgrad torch off`` switches back;
 - ``nbgrad.as_torch.enable()`` / ``nbgrad.as_torch.disable()`` from Python.
 
-What it changes: a finder placed first on ``sys.meta_path`` answers every import of ``torch`` and
-``torch.<sub>`` with the matching nbgrad module (``torch.nn.functional`` -> ``nbgrad.nn.functional``,
-``torch.utils.data`` -> ``nbgrad.utils.data``), wrapped so that a name nbgrad lacks fails where it is
-used, with ``AttributeError: nbgrad does not implement torch.fft yet`` (``ImportError`` for
+What it changes: a finder placed first on ``sys.meta_path`` answers every import of ``torch``
+and ``torch.<sub>`` with the matching nbgrad module (``torch.nn.functional`` ->
+``nbgrad.nn.functional``, ``torch.utils.data`` -> ``nbgrad.utils.data``), wrapped so that a name
+nbgrad lacks fails where it is used, with ``AttributeError: nbgrad does not implement torch.fft yet`` (``ImportError`` for
 ``from torch import fft``, ``ModuleNotFoundError`` for ``import torch.distributions``). A real
 PyTorch already imported is set aside from ``sys.modules`` and put back by :func:`disable`; names
 already bound (``torch`` in a notebook's namespace) keep what they were bound to, so re-run the

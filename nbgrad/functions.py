@@ -1534,7 +1534,7 @@ def masked_fill_(self, mask, value):
 
 
 # the random fills and samplers live in random.py; imported here to be bound as Tensor methods
-from .random import (bernoulli, bernoulli_, cauchy_, exponential_, geometric_,  # noqa: E402
+from .random import (bernoulli, bernoulli_, cauchy_, exponential_, geometric_,  # noqa: E402,F401
                      log_normal_, multinomial, normal_, random_, uniform_)
 
 

@@ -75,6 +75,77 @@ except RuntimeError as e:
     print("RuntimeError:", str(e).split(";")[0][:60])
 """
 
+BIGRAM = """
+import os
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+words = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "amelia", "harper", "evelyn"]
+chars = sorted(set("".join(words)))
+stoi = {s: i + 1 for i, s in enumerate(chars)}
+stoi["."] = 0
+itos = {i: s for s, i in stoi.items()}
+xs, ys = [], []
+for w in words:
+    cs = ["."] + list(w) + ["."]
+    for a, b in zip(cs, cs[1:]):
+        xs.append(stoi[a])
+        ys.append(stoi[b])
+xs, ys = torch.tensor(xs), torch.tensor(ys)
+g = torch.Generator().manual_seed(2147483647)
+V = len(stoi)
+
+
+class Bigram(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(V, 16)
+        self.out = nn.Linear(16, V)
+
+    def forward(self, idx):
+        return self.out(torch.tanh(self.emb(idx)))
+
+
+model = Bigram()
+opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+losses = []
+for step in range(60):
+    loss = F.cross_entropy(model(xs), ys)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+assert losses[-1] < losses[0] * 0.7
+
+path = os.path.join(tempfile.mkdtemp(), "bigram.pt")
+torch.save({"model": model.state_dict(), "stoi": stoi, "step": 60}, path)
+ck = torch.load(path)
+fresh = Bigram()
+fresh.load_state_dict(ck["model"])
+assert ck["stoi"] == stoi and ck["step"] == 60
+
+names = []
+with torch.no_grad():
+    for _ in range(5):
+        ix, out = 0, []
+        while True:
+            p = F.softmax(fresh(torch.tensor([ix])), dim=1)
+            ix = torch.multinomial(p, num_samples=1, replacement=True, generator=g).item()
+            if ix == 0 or len(out) > 20:
+                break
+            out.append(itos[ix])
+        names.append("".join(out))
+print(len(names), "names sampled", file=sys.stderr)
+print(all(set(n) <= set(chars) for n in names))
+x = torch.randn(3, 4, generator=g)
+print(x.shape, x.dtype, torch.finfo(x.dtype).eps > 0)
+"""
+
 ERRORS = """
 import torch
 try:
@@ -119,6 +190,18 @@ def test_script_prints_what_torch_prints(tmp_path, source):
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == real.stdout
     assert ours.stdout.strip()
+
+
+def test_a_small_language_model_runs_unchanged(tmp_path):
+    """Embedding, Adam, cross_entropy, save/load of a checkpoint with a dict of ints, sampling
+    with multinomial from a Generator: random, so checked by what it prints, not vs torch."""
+    path = _script(tmp_path, "bigram.py", BIGRAM)
+    out = _run(["-m", "nbgrad", str(path)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("loss ") and lines[1:] == [
+        "True", "nbgrad.Size([3, 4]) nbgrad.float32 True"]
+    assert "5 names sampled" in out.stderr
 
 
 def test_script_sees_nbgrad_and_clear_errors(tmp_path):

@@ -10,11 +10,13 @@ Three ways to switch it on:
 What it changes: a finder placed first on ``sys.meta_path`` answers every import of ``torch``
 and ``torch.<sub>`` with the matching nbgrad module (``torch.nn.functional`` ->
 ``nbgrad.nn.functional``, ``torch.utils.data`` -> ``nbgrad.utils.data``), wrapped so that a name
-nbgrad lacks fails where it is used, with ``AttributeError: nbgrad does not implement torch.fft yet`` (``ImportError`` for
-``from torch import fft``, ``ModuleNotFoundError`` for ``import torch.distributions``). A real
-PyTorch already imported is set aside from ``sys.modules`` and put back by :func:`disable`; names
-already bound (``torch`` in a notebook's namespace) keep what they were bound to, so re-run the
-imports after switching. Every library that imports ``torch`` while the alias is on gets nbgrad too.
+nbgrad lacks fails where it is used: ``AttributeError: nbgrad does not implement torch.fft yet``
+(``ImportError`` for ``from torch import fft``, ``ModuleNotFoundError`` for
+``import torch.distributions``; for a Tensor method, "'Tensor' object has no attribute 'stft'
+(nbgrad does not implement torch.Tensor.stft yet)"). A real PyTorch already imported is set aside
+from ``sys.modules`` and put back by :func:`disable`; names already bound (``torch`` in a
+notebook's namespace) keep what they were bound to, so re-run the imports after switching. Every
+library that imports ``torch`` while the alias is on gets nbgrad too.
 """
 from __future__ import annotations
 
@@ -107,6 +109,21 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _finder = _Finder()
 
 
+def _tensor_getattr(self, name):
+    """Tensor.__getattr__ while the alias is on: called only for a name Tensor lacks."""
+    if name.startswith("_"):
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'",
+                             name=name, obj=self)
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (nbgrad "
+                         f"does not implement torch.Tensor.{name} yet)", name=name, obj=self)
+
+
+def _tensor_class():
+    from nbgrad.tensor import Tensor
+
+    return Tensor
+
+
 def is_enabled():
     """Whether ``import torch`` currently resolves to nbgrad."""
     return _finder in sys.meta_path
@@ -124,6 +141,8 @@ def enable():
         _set_aside[name] = sys.modules.pop(name)
     sys.meta_path.insert(0, _finder)
     importlib.invalidate_caches()
+    if "__getattr__" not in vars(_tensor_class()):
+        _tensor_class().__getattr__ = _tensor_getattr
 
 
 def disable():
@@ -135,6 +154,8 @@ def disable():
     if not is_enabled():
         return
     sys.meta_path.remove(_finder)
+    if vars(_tensor_class()).get("__getattr__") is _tensor_getattr:
+        del _tensor_class().__getattr__
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if isinstance(sys.modules[name], _TorchModule):
             del sys.modules[name]

@@ -165,6 +165,11 @@ try:
 except AttributeError as e:
     print("AttributeError:", e)
 print(hasattr(torch, "not_a_thing"), hasattr(torch, "tensor"))
+try:
+    torch.ones(2).stft_like_thing(4)
+except AttributeError as e:
+    print("AttributeError:", e)
+print(hasattr(torch.ones(1), "_private_probe"), hasattr(torch.ones(1), "grad_fn"))
 """
 
 
@@ -215,6 +220,9 @@ def test_script_sees_nbgrad_and_clear_errors(tmp_path):
         "torch.distributions",
         "AttributeError: nbgrad does not implement torch.nn.functional.no_such_loss yet",
         "False True",
+        "AttributeError: 'Tensor' object has no attribute 'stft_like_thing' (nbgrad does not "
+        "implement torch.Tensor.stft_like_thing yet)",
+        "False True",
         "nbgrad.tensor",
     ]
 
@@ -254,12 +262,17 @@ def test_enable_disable_restores_real_torch():
         assert F.relu is nbgrad.nn.functional.relu
         assert torch.nn.functional is F and sys.modules["torch.nn"] is torch.nn
         assert isinstance(torch.ones(2), nbgrad.Tensor)
+        with pytest.raises(AttributeError, match=r"not implement torch\.Tensor\.nope yet"):
+            torch.ones(1).nope
         as_torch.enable()  # twice: no-op
         assert sys.meta_path.count(as_torch._finder) == 1
     finally:
         as_torch.disable()
     import torch
     assert torch is real and sys.modules["torch.nn"].__name__ == "torch.nn"
+    with pytest.raises(AttributeError) as info:
+        nbgrad.ones(1).nope
+    assert str(info.value) == "'Tensor' object has no attribute 'nope'"  # switched off: plain
     assert not isinstance(sys.modules["torch.nn"], as_torch._TorchModule)
     assert as_torch.switch("status") == "import torch -> nbgrad: off"
     with pytest.raises(ValueError, match="expected on, off or status"):

@@ -112,6 +112,16 @@ def _gen(generator):
     return default_generator if generator is None else generator
 
 
+def _with_out(name, make, inputs, out):
+    """``make()``, or with ``out=`` PyTorch's out semantics (written into out, resized if needed,
+    refused when an input requires grad)."""
+    if out is None:
+        return make()
+    from .functions import _out  # functions imports this module: imported at call time
+
+    return _out(name, make, inputs, out)
+
+
 # ---- PyTorch's texts for dtypes a kernel does not support ---------------------------------------
 _SCALAR = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -189,9 +199,10 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     Raises:
         NotImplementedError: a non-floating dtype (PyTorch's text).
     """
-    dt = _np_dt(dtype)
+    dt = _np_dt(dtype if out is None or dtype is not None else out.dtype)
     _require_float(dt, "check_uniform_bounds")
-    return _finish(_uniform01(_gen(generator), _size(size), dt), device, requires_grad)
+    return _with_out("rand", lambda: _finish(_uniform01(_gen(generator), _size(size), dt), device,
+                                             requires_grad), (), out)
 
 
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -201,9 +212,10 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     Raises:
         NotImplementedError: a non-floating dtype (PyTorch's text).
     """
-    dt = _np_dt(dtype)
+    dt = _np_dt(dtype if out is None or dtype is not None else out.dtype)
     _require_float(dt, "normal_kernel_cpu")
-    return _finish(_standard_normal(_gen(generator), _size(size), dt), device, requires_grad)
+    return _with_out("randn", lambda: _finish(_standard_normal(_gen(generator), _size(size), dt),
+                                              device, requires_grad), (), out)
 
 
 _RANDINT_SIGNATURES = (
@@ -241,9 +253,10 @@ def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None,
         raise TypeError(f"randint(): argument 'size' (position {len(args)}) must be tuple of "
                         f"ints, not {type(shape).__name__}")
     low, high = (0, int(bounds[0])) if len(bounds) == 1 else (int(bounds[0]), int(bounds[1]))
-    dt = _np_dt(dtype, np.dtype(np.int64))
-    arr = _integers(_gen(generator), low, high, _size(tuple(shape)), dt)
-    return _finish(arr, device, requires_grad)
+    dt = _np_dt(dtype if out is None or dtype is not None else out.dtype, np.dtype(np.int64))
+    return _with_out("randint", lambda: _finish(
+        _integers(_gen(generator), low, high, _size(tuple(shape)), dt), device, requires_grad),
+        (), out)
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
@@ -254,8 +267,9 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         RuntimeError: n < 0 (PyTorch's text).
     """
     n = _size((n,))[0]
-    dt = _np_dt(dtype, np.dtype(np.int64))
-    return _finish(_gen(generator).permutation(n).astype(dt), device, requires_grad)
+    dt = _np_dt(dtype if out is None or dtype is not None else out.dtype, np.dtype(np.int64))
+    return _with_out("randperm", lambda: _finish(_gen(generator).permutation(n).astype(dt),
+                                                 device, requires_grad), (), out)
 
 
 def _like(input, dtype, device):
@@ -313,6 +327,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     Raises:
         NotImplementedError: a non-floating input. RuntimeError: probabilities outside [0, 1].
     """
+    if out is not None:
+        return _with_out("bernoulli", lambda: bernoulli(input, p, generator=generator),
+                         (input,), out)
     g = _gen(generator)
     dt = input._data.dtype
     if p is not None:
@@ -352,6 +369,11 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         NotImplementedError: an integer mean or std tensor.
         TypeError: two floats and no size.
     """
+    if out is not None:
+        _require_float(out._data.dtype, "normal_kernel_cpu")
+        return _with_out("normal", lambda: normal(mean, std, size, generator=generator,
+                                                  dtype=dtype or out.dtype, device=device),
+                         tuple(t for t in (mean, std) if isinstance(t, Tensor)), out)
     g = _gen(generator)
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mt and not st:
@@ -418,6 +440,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         RuntimeError: PyTorch's texts for a non-floating input, other ranks, num_samples <= 0,
             too many samples without replacement, negative / inf / nan weights, a zero row.
     """
+    if out is not None:
+        if out._data.dtype != np.int64:
+            raise RuntimeError(f"multinomial expects Long tensor out, got: "
+                               f"{_SCALAR[out._data.dtype.name]}")
+        return _with_out("multinomial", lambda: multinomial(input, num_samples, replacement,
+                                                            generator=generator), (), out)
     dt = input._data.dtype
     if dt.kind != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "

@@ -336,3 +336,34 @@ def test_normal_needs_a_size_for_two_floats():
         lambda T: T.normal(0.0, 1.0), torch)
     assert first_line(lambda T: T.randint(5), nbgrad) == first_line(lambda T: T.randint(5),
                                                                      torch)
+
+
+OUTS = {
+    "rand": lambda T, o, g: T.rand(2, 3, out=o, generator=g),
+    "randn": lambda T, o, g: T.randn(2, 3, out=o, generator=g),
+    "randint": lambda T, o, g: T.randint(3, (2, 3), out=o, generator=g),
+    "randperm": lambda T, o, g: T.randperm(6, out=o, generator=g),
+    "normal": lambda T, o, g: T.normal(T.zeros(2, 3), 1.0, out=o, generator=g),
+    "normal_size": lambda T, o, g: T.normal(0.0, 1.0, (2, 3), out=o, generator=g),
+    "bernoulli": lambda T, o, g: T.bernoulli(T.full((2, 3), 0.5), out=o, generator=g),
+    "multinomial": lambda T, o, g: T.multinomial(T.ones(3), 2, out=o, generator=g),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTS))
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_out_argument_as_torch(name, dtype):
+    def run(T):
+        o = T.zeros(2, 3, dtype=getattr(T, dtype))
+        try:
+            r = OUTS[name](T, o, gen(T))
+        except Exception as e:  # noqa: BLE001 - the same refusal is the point
+            return type(e).__name__, str(e).split("\n")[0].replace("torch.", "nbgrad.")
+        return r is o, tuple(o.shape), str(o.dtype).split(".")[-1], o._version
+    assert run(nbgrad) == run(torch)
+
+
+def test_out_refuses_inputs_that_require_grad():
+    for T in (nbgrad, torch):
+        with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
+            T.normal(T.zeros(3, requires_grad=True), 1.0, out=T.zeros(3))

@@ -33,7 +33,7 @@ from .random import (Generator, bernoulli, default_generator, get_rng_state, ini
                      randn, randn_like, randperm, seed, set_rng_state)
 from .printing import set_printoptions
 from .typeinfo import finfo, iinfo
-from . import accelerator, autograd, cuda
+from . import accelerator, autograd, backends, cuda
 from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from . import nn, optim, utils, viz

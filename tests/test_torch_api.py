@@ -167,3 +167,32 @@ def test_grad_modes_as_decorators(name):
         return f(x), inside_no_grad, f.__name__, f.__doc__, first, between, second, \
             T.is_grad_enabled()
     assert run(nbgrad) == run(torch)
+
+
+def test_backends_switches_as_torch_without_cuda():
+    for attr in ("enabled", "benchmark", "deterministic", "allow_tf32"):
+        assert getattr(nbgrad.backends.cudnn, attr) == getattr(torch.backends.cudnn, attr), attr
+    assert nbgrad.backends.cudnn.is_available() is False
+    assert nbgrad.backends.cudnn.version() is None
+    assert nbgrad.backends.mps.is_available() is torch.backends.mps.is_available() is False
+    assert nbgrad.backends.mps.is_built() is False
+
+
+def test_seed_everything_function_runs_under_the_alias():
+    from nbgrad import as_torch
+    as_torch.enable()
+    try:
+        import torch as t
+
+        def seed_everything(seed):  # as found in many training scripts
+            t.manual_seed(seed)
+            t.cuda.manual_seed_all(seed)
+            t.backends.cudnn.deterministic = True
+            t.backends.cudnn.benchmark = False
+            return "mps" if t.backends.mps.is_available() else "cpu"
+
+        assert seed_everything(0) == "cpu"
+        assert nbgrad.backends.cudnn.deterministic is True
+    finally:
+        nbgrad.backends.cudnn.deterministic = False
+        as_torch.disable()

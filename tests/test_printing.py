@@ -181,3 +181,26 @@ def test_parameter_repr():
     w = np.array([[0.5, -1.0]], dtype=np.float32)
     assert repr(nbgrad.nn.Parameter(nbgrad.from_numpy(w))) == repr(
         torch.nn.Parameter(torch.from_numpy(w)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda T: T.tensor([1.5, 2.0]),
+    lambda T: T.tensor([1.5, 2.0], dtype=T.float32),
+    lambda T: T.zeros(0),
+    lambda T: T.zeros(2, 0, dtype=T.float32),
+])
+def test_suffixes_follow_the_default_dtype(make):
+    torch.set_default_dtype(torch.float64)
+    nbgrad.set_default_dtype(nbgrad.float64)
+    try:
+        with torch_dtype_names():
+            assert repr(make(nbgrad)) == repr(make(torch))
+    finally:
+        torch.set_default_dtype(torch.float32)
+        nbgrad.set_default_dtype(nbgrad.float32)
+
+
+def test_format_of_a_0d_parameter_is_its_repr_as_torch():
+    p = nbgrad.nn.Parameter(nbgrad.tensor(1.5))
+    q = torch.nn.Parameter(torch.tensor(1.5))
+    assert f"{p}" == f"{q}"

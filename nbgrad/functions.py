@@ -15,12 +15,13 @@ import numpy as np
 from . import _torch_errors, dtypes
 from .autograd.apply import (_apply, _arr, _binary, _broadcast_error, _device_error, _fresh,
                              _geom, _inplace, _mask, _multi_view_op, _record, _unary, _view_op,
-                             binary_op)
+                             apply, binary_op)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd.grad_mode import no_grad
 from .ops import ROWS as R
 from .ops import Ctx, kernels, op
 from .ops.formulas import _TX, _reduce_to
+from .ops.reductions import _sorted_idx
 from .ops.views import _ViewImpossible
 from .tensor import Size, Tensor, _dim
 from . import backend
@@ -164,9 +165,26 @@ def floor_divide(input, other):
 
 
 def remainder(input, other):
-    """input % other with the sign of other, Python-style (torch.remainder); no gradient."""
-    od = other._data if isinstance(other, Tensor) else other
-    return _fresh(_arr(np.mod(input._data, od)))
+    """input % other with the sign of other, Python-style (torch.remainder): RemainderBackward0
+    for a number, RemainderBackward1 for a tensor (gradient -floor(input / other))."""
+    return _mod_like("remainder", input, other)
+
+
+def fmod(input, other):
+    """C's fmod: input % other with the sign of input (torch.fmod): FmodBackward0 for a number,
+    FmodBackward1 for a tensor (gradient -trunc(input / other))."""
+    return _mod_like("fmod", input, other)
+
+
+def _mod_like(name, input, other):
+    if isinstance(other, Tensor):
+        return _binary(R[name + "_tensor"], input, other)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if type(other) is float and input._data.dtype.kind != "f":
+        input = to_dtype(input, dtypes.get_default_dtype())
+    return _unary(R[name], input, other)
 
 
 def pow(input, exponent, *, out=None):
@@ -260,13 +278,21 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        r = input
-        if min is not None:
-            r = maximum(r, _t(min, input))
-        if max is not None:
-            r = minimum(r, _t(max, input))
-        return r
+        return _clamp_tensor(input, min, max)
     return _unary(R["clamp"], input, min, max)
+
+
+def _clamp_tensor(input, min, max):
+    """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
+    -inf / +inf."""
+    inf = float("inf")
+    bounds = []
+    for b, none in ((min, -inf), (max, inf)):
+        b = _t(none if b is None else b, input)
+        if b._data.dtype != input._data.dtype:
+            b = to_dtype(b, input.dtype)
+        bounds.append(b)
+    return apply(R["clamp_tensor"], (input, bounds[0], bounds[1]))
 
 
 clip = clamp
@@ -366,9 +392,23 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 logical_and = _cmp(np.logical_and, "logical_and")
 logical_or = _cmp(np.logical_or, "logical_or")
 logical_xor = _cmp(np.logical_xor, "logical_xor")
-bitwise_and = _cmp(np.bitwise_and, "bitwise_and")
-bitwise_or = _cmp(np.bitwise_or, "bitwise_or")
-bitwise_xor = _cmp(np.bitwise_xor, "bitwise_xor")
+
+
+def _ints_only(f):
+    """PyTorch's text when a bitwise op meets a floating tensor."""
+    def g(input, *other):
+        for x in (input,) + other:
+            if isinstance(x, Tensor) and x._data.dtype.kind == "f":
+                raise NotImplementedError(f'"{f.__name__}_cpu" not implemented for '
+                                          f"'{dtypes.from_np(x._data.dtype)._tensor_name[:-6]}'")
+        return f(input, *other)
+    g.__name__, g.__doc__ = f.__name__, f.__doc__ + " Integer and bool tensors only."
+    return g
+
+
+bitwise_and = _ints_only(_cmp(np.bitwise_and, "bitwise_and"))
+bitwise_or = _ints_only(_cmp(np.bitwise_or, "bitwise_or"))
+bitwise_xor = _ints_only(_cmp(np.bitwise_xor, "bitwise_xor"))
 
 
 def _nograd_unary(fn, name):
@@ -380,19 +420,19 @@ def _nograd_unary(fn, name):
 
 
 logical_not = _nograd_unary(np.logical_not, "logical_not")
-bitwise_not = _nograd_unary(np.invert, "bitwise_not")
+bitwise_not = _ints_only(_nograd_unary(np.invert, "bitwise_not"))
 isnan = _nograd_unary(np.isnan, "isnan")
 isinf = _nograd_unary(np.isinf, "isinf")
 isfinite = _nograd_unary(np.isfinite, "isfinite")
-floor = _nograd_unary(np.floor, "floor")
-ceil = _nograd_unary(np.ceil, "ceil")
-trunc = _nograd_unary(np.trunc, "trunc")
 signbit = _nograd_unary(np.signbit, "signbit")
 
 
-def round(input, decimals=0):
-    """Round to `decimals` places, halves to even (torch.round); no gradient."""
-    return _fresh(_arr(np.round(input._data, decimals)))
+def round(input, *, decimals=0):
+    """Round to `decimals` places, halves to even (torch.round); gradient zero (RoundBackward0,
+    RoundBackward1 with decimals)."""
+    if decimals == 0:
+        return _unary(R["round"], input)
+    return _unary(R["round_decimals"], input, decimals)
 
 
 def equal(input, other):
@@ -423,7 +463,12 @@ def any(input, dim=None, keepdim=False):
 def nonzero(input, *, as_tuple=False):
     """Indices of nonzero elements: (n, ndim) int64, or a tuple of 1-D tensors with as_tuple
     (torch.nonzero)."""
-    nz = np.nonzero(input._data)
+    d = input._data
+    nz = np.nonzero(d.reshape(1) if d.ndim == 0 else d)
+    if d.ndim == 0:  # one index column per dim: none
+        if as_tuple:
+            return (_fresh(nz[0].astype(np.int64)),)
+        return _fresh(np.zeros((nz[0].size, 0), np.int64))
     if as_tuple:
         return tuple(_fresh(i.astype(np.int64)) for i in nz)
     return _fresh(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
@@ -769,7 +814,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 def outer(input, vec2):
     """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
-    return mul(input.unsqueeze(1), vec2.unsqueeze(0))
+    return mul(reshape(input, -1, 1), vec2)
 
 
 # ================================================================================================
@@ -1179,6 +1224,28 @@ def chunk(input, chunks, dim=0):
     return split(input, size, dim)
 
 
+def unsafe_split(input, split_size, dim=0):
+    """Like :func:`split`, but the pieces are not views: they may be modified in place
+    (torch.unsafe_split; one UnsafeSplitBackward0 node). Here they are copies."""
+    d = _dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if split_size <= 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                           f"dimension size of {n}")
+    sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
+        if split_size else [0]
+    outs = apply(R["unsafe_split"], (input,), (tuple(sizes), d))
+    return tuple(outs)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """Like :func:`chunk`, pieces that are not views (torch.unsafe_chunk; UnsafeSplitBackward0)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input._data.shape[_dim(dim, input._data.ndim)]
+    return unsafe_split(input, -(-n // chunks) if n else 1, dim)
+
+
 def contiguous(input, memory_format=None):
     """Self if C-contiguous, else a contiguous copy (CloneBackward0) (torch.Tensor.contiguous)."""
     if input._data.flags.c_contiguous:
@@ -1334,6 +1401,8 @@ def setitem(input, idx, value):
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
+    if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
+        value = _strip_leading_ones(value, input, idx)
     if _is_basic(idx):
         if _whole(input, idx):
             # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices)
@@ -1354,6 +1423,22 @@ def setitem(input, idx, value):
         value = value.to(input.dtype)
     index_put_(input, index, value)
     return None
+
+
+def _strip_leading_ones(value, input, idx):
+    """`z[i] = v` with v of extra leading size-1 dims, (1, n) into an (n,) row: PyTorch views v
+    without its leading 1s (ViewBackward0) unless it already has the target's shape."""
+    shape = value._data.shape
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    if not _is_basic(idx):
+        return view(value, *shape[k:])
+    target = np.shape(input._data[idx])
+    if target == shape:
+        return value
+    value = view(value, *shape[k:])
+    return value if value._data.shape == target else expand(value, *target)
 
 
 def _whole(input, idx):
@@ -1539,6 +1624,758 @@ from .random import (bernoulli, bernoulli_, cauchy_, exponential_, geometric_,  
 
 
 # ================================================================================================
+# composed functions (issue 9): einsum, tensordot, kron, meshgrid & co. are built from the public
+# functions above, as PyTorch decomposes them, so gradients flow and the graph shows PyTorch's
+# nodes; unique, histograms, searchsorted & co. have no gradient (integer or counting results)
+# ================================================================================================
+def _xp(t):
+    return backend.get_array_module(t._data)
+
+
+def _operand_list(tensors):
+    """f(a, b) and f([a, b]) alike (PyTorch's *tensors functions accept both)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(tensors[0])
+    return tuple(tensors)
+
+
+def _sumproduct_pair(left, right, sum_dims):
+    """sum over `sum_dims` of left * right (same ndim, broadcast on size-1 dims), keeping the
+    summed dims as size 1: permute both so that batch (lro), left-only (lo), summed and
+    right-only (ro) dims line up, flatten to 3-D, bmm, view and permute back (PyTorch's
+    decomposition, so the graph shows its nodes)."""
+    if not sum_dims:
+        return mul(left, right)
+    nd = left._data.ndim
+    lro, lo, ro = [], [], []
+    lro_size = lo_size = ro_size = sum_size = 1
+    for i in range(nd):
+        sl, sr = left._data.shape[i] != 1, right._data.shape[i] != 1
+        if i in sum_dims:
+            if sl and sr:
+                if left._data.shape[i] != right._data.shape[i]:
+                    raise RuntimeError("non-broadcast dimensions must match")
+                sum_size *= left._data.shape[i]
+            elif sl:
+                left = sum(left, i, True)
+            elif sr:
+                right = sum(right, i, True)
+        elif sl and sr:
+            if left._data.shape[i] != right._data.shape[i]:
+                raise RuntimeError("non-broadcast dimensions must match")
+            lro.append(i)
+            lro_size *= left._data.shape[i]
+        elif sl:
+            lo.append(i)
+            lo_size *= left._data.shape[i]
+        else:
+            ro.append(i)
+            ro_size *= right._data.shape[i]
+    if lo and ro and ro[-1] < lo[0]:  # right's dims all come first: bmm(right, left) then
+        left, right, lo, ro, lo_size, ro_size = right, left, ro, lo, ro_size, lo_size
+    sum_dims = list(sum_dims)
+    out_size = ([left._data.shape[d] for d in lro] + [left._data.shape[d] for d in lo] +
+                [1] * len(sum_dims) + [right._data.shape[d] for d in ro])
+    lperm = lro + lo + sum_dims + ro
+    rperm = lro + sum_dims + ro + lo
+    operm = [0] * len(lperm)
+    for k, d in enumerate(lperm):
+        operm[d] = k
+    left = reshape(permute(left, *lperm), lro_size, lo_size, sum_size)
+    right = reshape(permute(right, *rperm), lro_size, sum_size, ro_size)
+    return permute(view(bmm(left, right), *out_size), *operm)
+
+
+_ELLIPSIS = "..."
+
+
+def _einsum_parse(equation, operands):
+    """Labels of each operand (letters and "..."), and the output's (None when implicit)."""
+    lhs, arrow, rhs = equation.partition("->")
+    labels = [[]]
+    seen_ell = False
+    i = 0
+    while i < len(lhs):
+        c = lhs[i]
+        if c == ".":
+            n = len(labels) - 1
+            if seen_ell:
+                raise RuntimeError(f"einsum(): found '.' for operand {n} for which an ellipsis "
+                                   "was already found")
+            if lhs[i:i + 3] != _ELLIPSIS:
+                raise RuntimeError(f"einsum(): found '.' for operand {n} that is not part of "
+                                   "any ellipsis")
+            labels[-1].append(_ELLIPSIS)
+            seen_ell = True
+            i += 2
+        elif c == ",":
+            labels.append([])
+            seen_ell = False
+            if len(labels) > len(operands):
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                                   "equation")
+        elif c != " ":
+            if not (c.isascii() and c.isalpha()):
+                raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the "
+                                   "equation string, subscripts must be in [a-zA-Z]")
+            labels[-1].append(c)
+        i += 1
+    if len(labels) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    return labels, (rhs if arrow else None), len(lhs)
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. einsum("bij,bjk->bik", a, b) (torch.einsum).
+
+    Every contraction is done as PyTorch does it: diagonals for repeated labels, unsqueeze and
+    permute to align the labels, sums of labels only one operand has, then a permute / reshape /
+    bmm / view per pair of operands, left to right. Operands may be passed as a list.
+
+    Raises:
+        RuntimeError: PyTorch's einsum() messages for malformed equations and size mismatches.
+    """
+    operands = _operand_list(operands)
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    op_labels, rhs, lhs_len = _einsum_parse(equation, operands)
+    count = collections.Counter()
+    ell_ndim = 0
+    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+        nl = len(labels) - labels.count(_ELLIPSIS)
+        nd = op._data.ndim
+        count.update(x for x in labels if x != _ELLIPSIS)
+        if _ELLIPSIS in labels:
+            ell_ndim = _builtin_max(ell_ndim, nd - nl)
+            if nl > nd:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) "
+                                   f"is more than the number of dimensions ({nd}) for operand {k}")
+        elif nl != nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) does "
+                               f"not match the number of dimensions ({nd}) for operand {k} and "
+                               "no ellipsis was given")
+    perm_of = {}  # label -> its dim in the aligned layout (output dims, then contracted ones)
+    ell_index, n_out = 0, 0
+    ell_in_out = rhs is None
+    if rhs is None:  # implicit output: the ellipsis, then the labels seen once, sorted
+        n_out = ell_ndim
+        for lab in sorted(count):
+            if count[lab] == 1:
+                perm_of[lab] = n_out
+                n_out += 1
+    else:
+        i = 0
+        while i < len(rhs):
+            c = rhs[i]
+            if c == ".":
+                if ell_in_out:
+                    raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was "
+                                       "already found")
+                if rhs[i:i + 3] != _ELLIPSIS:
+                    raise RuntimeError("einsum(): found '.' for output that is not part of any "
+                                       "ellipsis (...)")
+                ell_index, ell_in_out = n_out, True
+                n_out += ell_ndim
+                i += 2
+            elif c != " ":
+                if not (c.isascii() and c.isalpha()):
+                    raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                       f"{lhs_len + 2 + i} in the equation string, subscripts "
+                                       "must be in [a-zA-Z]")
+                if count[c] == 0 or c in perm_of:
+                    raise RuntimeError(f"einsum(): output subscript {c}" + (
+                        " appears more than once in the output" if c in perm_of else
+                        " does not appear in the equation for any input operand"))
+                perm_of[c] = n_out
+                n_out += 1
+            i += 1
+    n_all = n_out
+    if not ell_in_out:
+        ell_index = n_all
+        n_all += ell_ndim
+    for lab in sorted(count):
+        if lab not in perm_of:
+            perm_of[lab] = n_all
+            n_all += 1
+    size_of, ell_sizes = {}, [1] * ell_ndim
+    dim_counts = [0] * n_all  # how many operands have a size != 1 there
+    ops = []
+    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+        perm = [-1] * n_all
+        d = 0
+        for lab in labels:
+            if lab == _ELLIPSIS:
+                nd = operands[k]._data.ndim - (len(labels) - 1)
+                for j in range(ell_ndim - nd, ell_ndim):
+                    n = op._data.shape[d]
+                    if n != 1:
+                        if ell_sizes[j] not in (1, n):
+                            raise RuntimeError(
+                                f"einsum(): dimension {d} covered by ellipsis in operand {k}has "
+                                f"size {n} which does not broadcast with previously seen "
+                                f"ellipsis with size {ell_sizes[j]} for the respective dimension")
+                        ell_sizes[j] = n
+                        dim_counts[ell_index + j] += 1
+                    perm[ell_index + j] = d
+                    d += 1
+            elif perm[perm_of[lab]] == -1:
+                n = op._data.shape[d]
+                if n != 1:
+                    if size_of.get(lab, 1) not in (1, n):
+                        raise RuntimeError(
+                            f"einsum(): subscript {lab} has size {n} for operand {k} which does "
+                            f"not broadcast with previously seen size {size_of[lab]}")
+                    size_of[lab] = n
+                    dim_counts[perm_of[lab]] += 1
+                perm[perm_of[lab]] = d
+                d += 1
+            else:  # a repeated label: its diagonal
+                prev = perm[perm_of[lab]]
+                a, b = op._data.shape[d], op._data.shape[prev]
+                if a != b:
+                    raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} "
+                                       f"but the sizes don't match, {a} != {b}")
+                op = movedim(diagonal(op, 0, prev, d), -1, prev)
+        for j in range(n_all):
+            if perm[j] == -1:
+                op = unsqueeze(op, d)
+                perm[j] = d
+                d += 1
+        ops.append(permute(op, *perm))
+    while len(ops) > 1:  # contract left to right
+        a, b = ops.pop(0), ops.pop(0)
+        sum_dims, a_sum, b_sum = [], [], []
+        for d in range(n_out, n_all):
+            sa, sb = a._data.shape[d] != 1, b._data.shape[d] != 1
+            if sa and sb:
+                dim_counts[d] -= 1
+                if dim_counts[d] == 1:
+                    sum_dims.append(d)
+                    dim_counts[d] = 0
+            elif dim_counts[d] == 1:
+                if sa:
+                    a_sum.append(d)
+                    dim_counts[d] = 0
+                elif sb:
+                    b_sum.append(d)
+                    dim_counts[d] = 0
+        if a_sum:
+            a = sum(a, tuple(a_sum), True)
+        if b_sum:
+            b = sum(b, tuple(b_sum), True)
+        ops.insert(0, _sumproduct_pair(a, b, sum_dims))
+    r = ops[0]
+    if n_all > n_out:
+        if len(operands) > 1:
+            return view(r, *r._data.shape[:n_out])
+        return sum(r, tuple(range(n_out, n_all)))
+    return r
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contract `dims` dims of a with dims of b (torch.tensordot): an int n (a's last n with b's
+    first n) or two lists. Permute, reshape to matrices, mm (dot when nothing is left), reshape.
+    """
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        na = a._data.ndim
+        dims_a, dims_b = list(range(na - dims, na)), list(range(dims))
+    else:
+        dims_a, dims_b = dims
+        dims_a = [dims_a] if isinstance(dims_a, int) else list(dims_a)
+        dims_b = [dims_b] if isinstance(dims_b, int) else list(dims_b)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    dims_a = [_dim(d, a._data.ndim) for d in dims_a]
+    dims_b = [_dim(d, b._data.ndim) for d in dims_b]
+    csize = 1
+    t1, t2 = a, b
+    for d1, d2 in zip(dims_a, dims_b):
+        s1, s2 = a._data.shape[d1], b._data.shape[d2]
+        if s2 == 1:  # broadcast dims are summed right away
+            t1 = sum(t1, d1, True)
+        elif s1 == 1:
+            t2 = sum(t2, d2, True)
+        else:
+            if s1 != s2:
+                raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} "
+                                   f"in dim {d1} and second has size {s2} in dim {d2}")
+            csize *= s1
+    p1 = [i for i in range(a._data.ndim) if i not in dims_a]
+    p2 = [i for i in range(b._data.ndim) if i not in dims_b]
+    rsizes = [t1._data.shape[i] for i in p1] + [t2._data.shape[i] for i in p2]
+    t1 = permute(t1, *(p1 + dims_a))
+    t2 = permute(t2, *(dims_b + p2))
+    if not rsizes:
+        r = reshape(dot(flatten(t1), flatten(t2)), ())
+    else:
+        size1, size2 = math.prod(rsizes[:len(p1)]), math.prod(rsizes[len(p1):])
+        r = reshape(mm(reshape(t1, size1, csize), reshape(t2, csize, size2)), *rsizes)
+    if out is not None:
+        return _out("tensordot", lambda: r, (a, b), out)
+    return r
+
+
+def kron(input, other):
+    """Kronecker product (torch.kron): (a0, a1) x (b0, b1) -> (a0*b0, a1*b1); one mul between
+    two interleaved views, as PyTorch."""
+    nd = _builtin_max(input._data.ndim, other._data.ndim)
+    sa = (1,) * (nd - input._data.ndim) + input._data.shape
+    sb = (1,) * (nd - other._data.ndim) + other._data.shape
+    va = _unsafe_view(input, tuple(x for n in sa for x in (n, 1)))
+    vb = _unsafe_view(other, tuple(x for n in sb for x in (1, n)))
+    return _unsafe_view(mul(va, vb), tuple(m * n for m, n in zip(sa, sb)))
+
+
+def _unsafe_view(x, shape):
+    return _unary(R["unsafe_view"], x, shape)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors (torch.meshgrid): each input viewed along its own dim
+    and expanded. indexing="ij" (matrix, the default) or "xy" (Cartesian: first two swapped)."""
+    tensors = _operand_list(tensors)
+    if indexing is None:
+        import warnings
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f'{indexing}')
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t}")
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    shape = [tensors[i]._data.size for i in order]
+    outs = []
+    for i, t in enumerate(tensors):
+        vs = [1] * len(tensors)
+        vs[order.index(i)] = -1
+        outs.append(expand(view(t, *vs), *shape))
+    return tuple(outs)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that all `shapes` broadcast to (torch.broadcast_shapes)."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    try:
+        return Size(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape.  "
+                           f"Mismatch is between {list(shapes[0])} and {list(shapes[1])}") \
+            from None
+
+
+def broadcast_tensors(*tensors):
+    """Expand every tensor to their common shape (torch.broadcast_tensors); those already of
+    that shape are returned as they are."""
+    tensors = _operand_list(tensors)
+    shape = tuple(tensors[0]._data.shape)
+    for t in tensors[1:]:
+        try:
+            shape = np.broadcast_shapes(shape, t._data.shape)
+        except ValueError:
+            raise _broadcast_error(shape, t._data.shape) from None
+    return tuple(t if t._data.shape == shape else expand(t, *shape) for t in tensors)
+
+
+def atleast_1d(*tensors):
+    """Tensors with at least one dim: 0-d become (1,) (torch.atleast_1d)."""
+    return _atleast_n(tensors, lambda t: reshape(t, 1) if t._data.ndim == 0 else t)
+
+
+def atleast_2d(*tensors):
+    """Tensors with at least two dims: () -> (1, 1), (n,) -> (1, n) (torch.atleast_2d)."""
+    def fix(t):
+        nd = t._data.ndim
+        return reshape(t, 1, 1) if nd == 0 else unsqueeze(t, 0) if nd == 1 else t
+    return _atleast_n(tensors, fix)
+
+
+def atleast_3d(*tensors):
+    """Tensors with at least three dims: () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) ->
+    (m, n, 1) (torch.atleast_3d)."""
+    def fix(t):
+        nd = t._data.ndim
+        if nd == 0:
+            return reshape(t, 1, 1, 1)
+        if nd == 1:
+            return unsqueeze(unsqueeze(t, 0), -1)
+        return unsqueeze(t, -1) if nd == 2 else t
+    return _atleast_n(tensors, fix)
+
+
+def _atleast_n(tensors, fix):
+    """One tensor in, one out; several (or a list), a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], Tensor):
+        return fix(tensors[0])
+    return tuple(fix(t) for t in _operand_list(tensors))
+
+
+def movedim(input, source, destination):
+    """Move dims `source` to positions `destination` (ints or sequences); a permute view
+    (torch.movedim)."""
+    nd = input._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    src = [_dim(d, nd) for d in src]
+    dst = [_dim(d, nd) for d in dst]
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    perm = [-1] * nd
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return permute(input, *perm)
+
+
+moveaxis = movedim
+
+
+def cartesian_prod(*tensors):
+    """All combinations of the elements of 1-D tensors, (n1*n2*..., k) (torch.cartesian_prod)."""
+    tensors = _operand_list(tensors)
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([flatten(g) for g in grids], 1)
+
+
+def tile(input, dims):
+    """Repeat along each dim; dims shorter than input.ndim are padded with 1s (torch.tile)."""
+    dims = tuple(dims) if not isinstance(dims, int) else (dims,)
+    dims = (1,) * (input._data.ndim - len(dims)) + dims
+    return _repeat(input, dims)
+
+
+# ---- unique, histograms: rows whose node refuses backward (as PyTorch's) -------------------------
+def _pick_outputs(outs, return_inverse, return_counts):
+    sel = (outs[0],) + ((outs[1],) if return_inverse else ()) + ((outs[2],) if return_counts
+                                                                 else ())
+    return sel[0] if len(sel) == 1 else sel
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements, sorted (torch.unique); with `dim`, the distinct slices along it.
+
+    Returns values, and with return_inverse the int64 index of each element (slice) in them
+    (input's shape, or (input.shape[dim],)), with return_counts the int64 count of each. Values
+    of an input that requires grad carry Unique2Backward0 / UniqueDimBackward0, which refuse
+    backward, as in PyTorch.
+    """
+    if dim is None:
+        outs = apply(R["unique"], (input,))
+    else:
+        outs = apply(R["unique_dim"], (input,), (_dim(dim, input._data.ndim),))
+    return _pick_outputs(outs, return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive elements (slices along `dim`) into one
+    (torch.unique_consecutive); inverse and counts as in unique."""
+    d = None if dim is None else _dim(dim, input._data.ndim)
+    return _pick_outputs(apply(R["unique_consecutive"], (input,), (d,)), return_inverse,
+                         return_counts)
+
+
+def _float_only(input, kernel):
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dtypes.from_np(input._data.dtype)._tensor_name[:-6]}'")
+
+
+def histc(input, bins=100, min=0, max=0):
+    """Counts of elements in `bins` equal-width bins over [min, max] (the data's range when both
+    are 0); elements outside are ignored; input's dtype, no gradient (torch.histc)."""
+    _float_only(input, "histogram_cpu")
+    d = input._data
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    lo, hi = float(min), float(max)
+    if lo == hi and d.size:
+        lo, hi = float(d.min()), float(d.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {lo} max {hi}")
+    with no_grad():
+        return histogram(input, bins, range=(lo, hi))[0]
+
+
+_histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of a float tensor (torch.histogram): `bins` an int (equal bins over
+    `range`, default the data's min..max) or a 1-D tensor of increasing edges; `weight` sums
+    weights instead of counts; density normalises to integrate to 1."""
+    _float_only(input, "histogram_cpu")
+    d = input._data
+    w = None if weight is None else weight._data
+    if isinstance(bins, Tensor):
+        b = bins._data
+    else:
+        b = int(bins)
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif d.size:
+            lo, hi = float(d.min()), float(d.max())
+        else:
+            lo = hi = 0.0
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5  # an empty range widened, as numpy and PyTorch do
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} "
+                               f"max {hi}")
+        range = (lo, hi)
+    return _histogram(*apply(R["histogram"], (input,), (w, b, range, density)))
+
+
+def bincount(input, weights=None, minlength=0):
+    """Counts of each value of a 1-D non-negative int tensor, length max(input) + 1 or
+    `minlength` (torch.bincount); with `weights`, their sums (float64 unless float32 weights)."""
+    d = input._data
+    if d.ndim != 1 or d.dtype.kind not in "iub" or (d.size and d.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and weights._data.shape != d.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if weights is None:
+        return _fresh(R["bincount"].fwd(None, d, minlength))
+    return apply(R["bincount"], (weights,), (d, minlength))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Indices where `input` would be inserted into the last dim of `sorted_sequence` to keep it
+    sorted (torch.searchsorted): side "left" (first such index) or "right" (right=True).
+    `sorted_sequence` is 1-D or has input's leading dims; `input` may be a number."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    xp = _xp(sorted_sequence)
+    if sorter is not None:
+        seq = xp.take_along_axis(seq, sorter._data, axis=-1)
+    scalar = not isinstance(input, Tensor)
+    v = xp.asarray(input) if scalar else input._data
+    sd = "right" if right else "left"
+    if seq.ndim == 1:
+        out = xp.searchsorted(seq, v, side=sd)
+    else:
+        if scalar or seq.shape[:-1] != v.shape[:-1]:
+            raise RuntimeError(
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                "dimensions of boundaries tensor and input value tensor must match, but we got "
+                f"boundaries tensor {list(seq.shape)} and input value tensor "
+                f"{list(v.shape)}")
+        s2, v2 = seq.reshape(-1, seq.shape[-1]), v.reshape(-1, v.shape[-1])
+        out = xp.stack([xp.searchsorted(s, r, side=sd) for s, r in zip(s2, v2)]).reshape(v.shape)
+    return _fresh(_arr(xp.asarray(out).astype(np.int32 if out_int32 else np.int64)))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """Index of the bucket of each element, `boundaries` 1-D increasing (torch.bucketize):
+    boundaries[i-1] < x <= boundaries[i], or boundaries[i-1] <= x < boundaries[i] when right."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort `input` along `dim` (torch.argsort); int64, no gradient. Equal
+    elements keep their order (a stable sort; PyTorch guarantees it only with stable=True)."""
+    d = input._data
+    if d.ndim == 0:
+        return _fresh(backend.get_array_module(d).zeros((), np.int64))
+    return _fresh(_sorted_idx(d, _dim(dim, d.ndim), descending).astype(np.int64))
+
+
+# ---- rows of issue 9: elementwise, and their in-place forms -------------------------------------
+log10 = _unary_fn("log10", "Base-10 logarithm")
+log2 = _unary_fn("log2", "Base-2 logarithm")
+exp2 = _unary_fn("exp2", "2 ** input")
+expm1 = _unary_fn("expm1", "exp(input) - 1, accurate near 0")
+sinh = _unary_fn("sinh", "Hyperbolic sine")
+cosh = _unary_fn("cosh", "Hyperbolic cosine")
+asin = arcsin = _unary_fn("asin", "Inverse sine")
+acos = arccos = _unary_fn("acos", "Inverse cosine")
+atan = arctan = _unary_fn("atan", "Inverse tangent")
+erfinv = _unary_fn("erfinv", "Inverse error function")
+floor = _unary_fn("floor", "Round down (gradient zero)")
+ceil = _unary_fn("ceil", "Round up (gradient zero)")
+trunc = fix = _unary_fn("trunc", "Round toward zero (gradient zero)")
+frac = _unary_fn("frac", "input - trunc(input)")
+sgn = _unary_fn("sgn", "Sign, the complex-aware spelling (real tensors: sign)")
+
+
+def _binary_fn(name, doc):
+    row = R[name]
+
+    def f(input, other):
+        _check_tensor(input, name)
+        return _binary(row, input, _t(other, input))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{doc}, elementwise with broadcasting (torch.{name})."
+    return f
+
+
+atan2 = arctan2 = _binary_fn("atan2", "atan(input / other) in the right quadrant")
+hypot = _binary_fn("hypot", "sqrt(input ** 2 + other ** 2)")
+logaddexp = _binary_fn("logaddexp", "log(exp(input) + exp(other)), stable")
+logaddexp2 = _binary_fn("logaddexp2", "log2(2 ** input + 2 ** other), stable")
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN) (torch.xlogy). Either side
+    may be a number: XlogyBackward0 for two tensors, 1 for a number input, 2 for a number
+    other."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _binary(R["xlogy"], _as_float(input), _as_float(other))
+    if isinstance(input, Tensor):
+        return _unary(R["xlogy_scalar_other"], _as_float(input), float(other))
+    return _unary(R["xlogy_scalar_self"], _as_float(other), float(input))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's largest finite values)
+    (torch.nan_to_num); the gradient passes where input is finite."""
+    return _unary(R["nan_to_num"], input, nan, posinf, neginf)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input) (torch.lerp); weight a number (LerpBackward0) or a tensor
+    (LerpBackward1), all broadcasting."""
+    if isinstance(weight, Tensor):
+        return apply(R["lerp_tensor"], (input, end, weight))
+    return _binary(R["lerp"], input, end, (weight,))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcasting (torch.addcmul)."""
+    return apply(R["addcmul"], (input, tensor1, tensor2), (value,))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, broadcasting (torch.addcdiv)."""
+    return apply(R["addcdiv"], (input, tensor1, tensor2), (value,))
+
+
+for _n in ("sin cos log1p rsqrt reciprocal sign erf log10 log2 exp2 expm1 sinh cosh asin acos "
+           "atan erfinv floor ceil trunc frac sgn").split():
+    globals()[_n + "_"] = _ip_unary(_n, _n + "_")
+arcsin_, arccos_, arctan_, fix_ = asin_, acos_, atan_, trunc_
+
+
+def _ip_binary_row(name):
+    row = R[name]
+
+    def f(self, other):
+        return _inplace(row, self, (_t(other, self),), (), name + "_")
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f
+
+
+atan2_, hypot_ = _ip_binary_row("atan2"), _ip_binary_row("hypot")
+arctan2_ = atan2_
+
+
+def xlogy_(self, other):
+    """In-place xlogy (torch.Tensor.xlogy_); bumps _version by 1."""
+    if isinstance(other, Tensor):
+        return _inplace(R["xlogy"], self, (other,), (), "xlogy_")
+    return _inplace(R["xlogy_scalar_other"], self, (), (float(other),), "xlogy_")
+
+
+def _ip_mod(name):
+    def f(self, other):
+        if isinstance(other, Tensor):
+            return _inplace(R[name + "_tensor"], self, (other,), (), name + "_")
+        return _inplace(R[name], self, (), (other,), name + "_")
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f
+
+
+fmod_, remainder_ = _ip_mod("fmod"), _ip_mod("remainder")
+
+
+def round_(self, *, decimals=0):
+    """In-place round (torch.Tensor.round_); bumps _version by 1."""
+    if decimals == 0:
+        return _inplace(R["round"], self, (), (), "round_")
+    return _inplace(R["round_decimals"], self, (), (decimals,), "round_")
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place nan_to_num (torch.Tensor.nan_to_num_); bumps _version by 1."""
+    return _inplace(R["nan_to_num"], self, (), (nan, posinf, neginf), "nan_to_num_")
+
+
+def square_(self):
+    """In-place square (torch.Tensor.square_, PowBackward0); bumps _version by 1."""
+    return pow_(self, 2)
+
+
+def lerp_(self, end, weight):
+    """In-place lerp (torch.Tensor.lerp_); bumps _version by 1."""
+    if isinstance(weight, Tensor):
+        return _inplace(R["lerp_tensor"], self, (end, weight), (), "lerp_")
+    return _inplace(R["lerp"], self, (end,), (weight,), "lerp_")
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """In-place addcmul (torch.Tensor.addcmul_); bumps _version by 1."""
+    return _inplace(R["addcmul"], self, (tensor1, tensor2), (value,), "addcmul_")
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """In-place addcdiv (torch.Tensor.addcdiv_); bumps _version by 1."""
+    return _inplace(R["addcdiv"], self, (tensor1, tensor2), (value,), "addcdiv_")
+
+
+def _bind_composed():
+    """Tensor methods of the functions in this section (torch.Tensor.unique, ...)."""
+    T = Tensor
+    for name in ("unique unique_consecutive histc histogram bincount argsort movedim moveaxis "
+                 "tile kron tensordot "
+                 "log10 log2 exp2 expm1 sinh cosh asin acos atan arcsin arccos arctan erfinv "
+                 "frac sgn fix atan2 arctan2 hypot logaddexp logaddexp2 xlogy nan_to_num lerp "
+                 "addcmul addcdiv fmod "
+                 "sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ "
+                 "sinh_ cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ arcsin_ "
+                 "arccos_ arctan_ fix_ atan2_ arctan2_ hypot_ xlogy_ fmod_ remainder_ round_ "
+                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_").split():
+        setattr(T, name, globals()[name])
+
+
+_bind_composed()
+
+
+# ================================================================================================
 # Tensor methods and operators
 # ================================================================================================
 def _to(self, *args, **kwargs):
@@ -1643,6 +2480,7 @@ def _bind():
             "softmax log_softmax cumsum matmul mm bmm dot mv addmm outer view reshape flatten "
             "unflatten transpose swapaxes swapdims t permute expand expand_as broadcast_to "
             "squeeze unsqueeze narrow select diagonal as_strided unbind split chunk contiguous "
+            "unsafe_split unsafe_chunk "
             "unfold clone flip index_select gather index_put_ index_put index_add square subtract "
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "

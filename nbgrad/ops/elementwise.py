@@ -6,11 +6,12 @@ Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from .. import backend
-from .formulas import _astype, _in_range, _np_dtype, _repeat_backward
+from .formulas import _TX, _astype, _in_range, _np_dtype, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -116,3 +117,113 @@ op("copy", lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype,
    self=lambda g: g * 0,
    src=lambda g: g)
 ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
+
+
+# ---- issue 9: more elementwise rows ------------------------------------------------------------
+# Under create_graph formulas get Tensors and xp=_TX: xp.f(t) is t.f() for these
+for _n in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):
+    if not hasattr(_TX, _n):
+        setattr(_TX, _n, staticmethod(operator.methodcaller(_n)))
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2  # erfinv'(y) = sqrt(pi)/2 exp(erfinv(y)^2)
+
+
+def _keep_ints(f):
+    """floor/ceil/trunc/round of an integer tensor: the same integers (PyTorch keeps the dtype)."""
+    return lambda self: f(self) if self.dtype.kind == "f" else self.copy()
+
+
+op("log10", np.log10, float_op=True,
+   self=lambda g, self: g / (self * _LN10))
+op("log2", np.log2, float_op=True,
+   self=lambda g, self: g / (self * _LN2))
+op("exp2", np.exp2, float_op=True,
+   self=lambda g, result: g * result * _LN2)
+op("expm1", np.expm1, float_op=True,
+   self=lambda g, result: g * (result + 1))
+op("sinh", np.sinh, float_op=True,
+   self=lambda g, self, xp: g * xp.cosh(self))
+op("cosh", np.cosh, float_op=True,
+   self=lambda g, self, xp: g * xp.sinh(self))
+op("asin", np.arcsin, float_op=True,
+   self=lambda g, self: g * (1 - self * self) ** -0.5)
+op("acos", np.arccos, float_op=True,
+   self=lambda g, self: -g * (1 - self * self) ** -0.5)
+op("atan", np.arctan, float_op=True,
+   self=lambda g, self: g / (1 + self * self))
+op("erfinv", lambda self: backend.erfinv(self), float_op=True,
+   self=lambda g, result, xp: g * _SQRT_PI_OVER_2 * xp.exp(result * result))
+op("atan2", lambda self, other: np.arctan2(self, other), broadcast=True,
+   self=lambda g, self, other: g * other / (self * self + other * other),
+   other=lambda g, self, other: -g * self / (self * self + other * other))
+op("hypot", lambda self, other: np.hypot(self, other), broadcast=True,
+   self=lambda g, self, result: g * self / result,
+   other=lambda g, other, result: g * other / result)
+op("logaddexp", lambda self, other: np.logaddexp(self, other), broadcast=True,
+   self=lambda g, self, other, xp: g / (1 + xp.exp(other - self)),
+   other=lambda g, self, other, xp: g / (1 + xp.exp(self - other)))
+op("logaddexp2", lambda self, other: np.logaddexp2(self, other), broadcast=True,
+   self=lambda g, self, other: g / (1 + 2.0 ** (other - self)),
+   other=lambda g, self, other: g / (1 + 2.0 ** (self - other)))
+op("xlogy", lambda self, other: np.where((self == 0) & ~np.isnan(other), 0.0,
+                                         self * np.log(other)), broadcast=True,
+   self=lambda g, self, other, xp: xp.where((self == 0) & (other <= 0), 0, g * xp.log(other)),
+   other=lambda g, self, other: g * self / other)
+op("xlogy_scalar_other", lambda self, other: np.where(self == 0, 0.0, self * math.log(other)),
+   node="XlogyBackward2",
+   self=lambda g, other: g * math.log(other) if other > 0 else g * float("nan"))
+op("xlogy_scalar_self", lambda other, self: np.where(
+    (self == 0) & ~np.isnan(other), 0.0, self * np.log(other)), node="XlogyBackward1",
+   other=lambda g, other, self: g * self / other)
+op("floor", _keep_ints(np.floor),
+   self=lambda g: g * 0)
+op("ceil", _keep_ints(np.ceil),
+   self=lambda g: g * 0)
+op("trunc", _keep_ints(np.trunc),
+   self=lambda g: g * 0)
+op("round", _keep_ints(np.round),
+   self=lambda g: g * 0)
+op("round_decimals", lambda self, decimals: np.round(self, decimals), node="RoundBackward1",
+   self=lambda g: g * 0)
+op("frac", lambda self: self - np.trunc(self),
+   self=lambda g: g)
+op("sgn", lambda self: np.nan_to_num(np.sign(self), nan=0.0),
+   self=lambda g: g * 0)
+op("fmod", lambda self, other: np.fmod(self, other),
+   self=lambda g: g)
+op("fmod_tensor", lambda self, other: np.fmod(self, other), node="FmodBackward1", broadcast=True,
+   self=lambda g: g,
+   other=lambda g, self, other, xp: -g * xp.trunc(self / other))
+op("remainder", lambda self, other: np.remainder(self, other),
+   self=lambda g: g)
+op("remainder_tensor", lambda self, other: np.remainder(self, other), node="RemainderBackward1",
+   broadcast=True,
+   self=lambda g: g,
+   other=lambda g, self, other, xp: -g * xp.floor(self / other))
+op("clamp_tensor", lambda self, min, max: np.minimum(np.maximum(self, min), max),
+   node="ClampBackward0", broadcast=True,
+   self=lambda g, self, min, max, xp: xp.where((self >= min) & (self <= max), g, 0),
+   min=lambda g, self, min, max, xp: xp.where((self < min) & ~(max < min), g, 0),
+   max=lambda g, self, min, max, xp: xp.where((self > max) | (max < min), g, 0))
+op("nan_to_num", lambda self, nan, posinf, neginf: np.nan_to_num(self, nan=nan, posinf=posinf,
+                                                                 neginf=neginf),
+   self=lambda g, self, xp: xp.where(xp.isfinite(self), g, 0))
+op("lerp", lambda self, end, weight: self + weight * (end - self), broadcast=True,
+   self=lambda g, weight: g * (1 - weight),
+   end=lambda g, weight: g * weight)
+op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="LerpBackward1",
+   broadcast=True,
+   self=lambda g, weight: g * (1 - weight),
+   end=lambda g, weight: g * weight,
+   weight=lambda g, self, end: g * (end - self))
+op("addcmul", lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2,
+   broadcast=True,
+   self=lambda g: g,
+   tensor1=lambda g, tensor2, value: g * tensor2 * value,
+   tensor2=lambda g, tensor1, value: g * tensor1 * value)
+op("addcdiv", lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2,
+   broadcast=True,
+   self=lambda g: g,
+   tensor1=lambda g, tensor2, value: g * value / tensor2,
+   tensor2=lambda g, tensor1, tensor2, value: -g * value * tensor1 / (tensor2 * tensor2))

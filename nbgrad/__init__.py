@@ -28,9 +28,10 @@ from .functions import (abs, all, any, max, min, pow, round, sum)  # noqa: F401 
 from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                        from_numpy, full, full_like, linspace, logspace, ones, ones_like, tensor,
                        zeros, zeros_like)
-from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed,
-                     manual_seed, multinomial, normal, rand, rand_like, randint, randint_like,
-                     randn, randn_like, randperm, seed, set_rng_state)
+from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
+                     multinomial, rand, rand_like, randint, randint_like, randn, randn_like,
+                     randperm, seed, set_rng_state)
+from .sampling import bernoulli, normal
 from .printing import set_printoptions
 from .typeinfo import finfo, iinfo
 from . import accelerator, autograd, backends, cuda

@@ -58,6 +58,12 @@ def check_index(ndim, index):
                          "shapes " + ", ".join(str(list(s)) for s in shapes)) from None
 
 
+def out_requires_grad(name):
+    """torch's refusal of ``out=`` when an input requires grad (grad mode on)."""
+    return RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                        "differentiation, but one of the arguments requires grad.")
+
+
 def _is_seq(x):
     if isinstance(x, (list, tuple)):
         return True

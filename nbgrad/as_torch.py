@@ -11,10 +11,11 @@ What it changes: a finder placed first on ``sys.meta_path`` answers every import
 and ``torch.<sub>`` with the matching nbgrad module (``torch.nn.functional`` ->
 ``nbgrad.nn.functional``, ``torch.utils.data`` -> ``nbgrad.utils.data``), wrapped so that a name
 nbgrad lacks fails where it is used: ``AttributeError: nbgrad does not implement torch.fft yet``
-(``ImportError`` for ``from torch import fft``, ``ModuleNotFoundError`` for
-``import torch.distributions``; for a Tensor method, "'Tensor' object has no attribute 'stft'
-(nbgrad does not implement torch.Tensor.stft yet)"). A real PyTorch already imported is set aside
-from ``sys.modules`` and put back by :func:`disable`; names already bound (``torch`` in a
+(``ImportError`` for ``from torch import fft``; ``import torch.onnx`` succeeds, as programs import
+such modules at the top and use them behind a flag, and ``torch.onnx.export(...)`` raises "nbgrad
+does not implement torch.onnx.export yet"; for a Tensor method, "'Tensor' object has no attribute
+'stft' (nbgrad does not implement torch.Tensor.stft yet)"). A real PyTorch already imported is set
+aside from ``sys.modules`` and put back by :func:`disable`; names already bound (``torch`` in a
 notebook's namespace) keep what they were bound to, so re-run the imports after switching. Every
 library that imports ``torch`` while the alias is on gets nbgrad too.
 """
@@ -77,6 +78,8 @@ class _TorchModule(types.ModuleType):
 
     def __repr__(self):
         target = object.__getattribute__(self, "_nbgrad_target")
+        if target.__name__.startswith("nbgrad (no "):
+            return f"<module {self.__name__!r} (not implemented by nbgrad)>"
         return f"<module {self.__name__!r} (nbgrad's {target.__name__})>"
 
 
@@ -86,24 +89,49 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "torch" and not fullname.startswith("torch."):
             return None
-        nb_name = "nbgrad" + fullname[len("torch"):]
-        try:
-            module = importlib.import_module(nb_name)
-        except ModuleNotFoundError as e:
-            if e.name is not None and (e.name == nb_name or nb_name.startswith(e.name + ".")):
-                raise ModuleNotFoundError(f"nbgrad does not implement {fullname} yet",
-                                          name=fullname) from None
-            raise
-        is_pkg = hasattr(module, "__path__")
-        return importlib.machinery.ModuleSpec(fullname, self, origin=getattr(module, "__file__",
-                                                                             None),
-                                              is_package=is_pkg)
+        module = _nbgrad_module(fullname)
+        if module is None and _probing_a_from_import():
+            return None  # `from torch import fft`: Python then asks __getattr__, which says why
+        return importlib.machinery.ModuleSpec(
+            fullname, self, origin=getattr(module, "__file__", None),
+            is_package=module is None or hasattr(module, "__path__"))
 
     def create_module(self, spec):
-        return _TorchModule(spec.name, importlib.import_module("nbgrad" + spec.name[5:]))
+        module = _nbgrad_module(spec.name)
+        if module is None:
+            # a submodule nbgrad lacks (torch.onnx): importing it works, as programs import such
+            # modules at the top and use them behind a flag; using a name from it raises
+            module = types.ModuleType(f"nbgrad (no {spec.name})",
+                                      f"nbgrad does not implement {spec.name}.")
+        return _TorchModule(spec.name, module)
 
     def exec_module(self, module):
         pass  # the nbgrad module it stands for is already executed
+
+
+def _nbgrad_module(torch_name):
+    """The nbgrad module standing for torch_name, or None where nbgrad has none."""
+    nb_name = "nbgrad" + torch_name[len("torch"):]
+    try:
+        return importlib.import_module(nb_name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (e.name == nb_name or nb_name.startswith(e.name + ".")):
+            return None
+        raise  # nbgrad has it, and something it imports is missing: say so
+
+
+def _probing_a_from_import():
+    """Whether this import is `from torch.x import name` trying torch.x.name as a submodule
+    (importlib's _handle_fromlist): a name nbgrad lacks must then not become a placeholder
+    module, or `from torch.utils.data import Typo` would quietly succeed."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "_handle_fromlist":
+            return True
+        frame = frame.f_back
+    return False
 
 
 _finder = _Finder()

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _torch_errors, backend, dtypes
-from .tensor import Tensor, Size
+from .storage import Storage
+from .tensor import Size, Tensor, _init
 
 
 def _size(size):
@@ -198,3 +199,35 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """Identity matrix (n, m) (torch.eye)."""
     dt = dtypes.to_np(dtype) or dtypes.default_np()
     return _finish(np.eye(n, m, dtype=dt), device, requires_grad)
+
+
+def tensor_init(self, *args, dtype=None, device=None, requires_grad=False):
+    """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
+    uninitialised (2, 3) tensor, like PyTorch's legacy constructor (bound as Tensor.__init__)."""
+    if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        arr = np.empty(args, dtype=dtypes.to_np(dtype) or dtypes.default_np())
+    else:
+        data = args[0] if args else []
+        arr = _to_array(data, dtype or (None if isinstance(data, (Tensor, np.ndarray))
+                                        else dtypes.get_default_dtype()), device, copy=True)
+    _init(self, arr, Storage(arr), None, 0, False)
+    if requires_grad:
+        self.requires_grad_(True)
+
+
+def write_out(out, result, name):
+    """Write ``result`` into ``out`` as PyTorch's ``out=`` does: resized (with PyTorch's warning
+    when it had elements) to the result's shape, cast to out's dtype, one version bump; returns
+    out. The caller has refused inputs that require grad."""
+    if out._data.shape != result._data.shape:
+        if out._data.size:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output "
+                          f"shape {list(result._data.shape)}. This behavior is deprecated.",
+                          UserWarning, stacklevel=4)
+        out._data = np.empty_like(result._data, dtype=out._data.dtype)
+        out._storage = Storage(out._data)
+    out._data[...] = result._data
+    out._storage.bump(name)
+    return out

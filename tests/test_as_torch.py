@@ -156,10 +156,25 @@ try:
     from torch import not_a_thing
 except ImportError as e:
     print("ImportError:", e)
+import torch.onnx  # imported at the top of real programs, used behind a flag
+import torch.distributions.normal as normal_module
+print(torch.onnx, hasattr(torch.onnx, "export"))
 try:
-    import torch.distributions
-except ModuleNotFoundError as e:
-    print("ModuleNotFoundError:", e, e.name)
+    torch.onnx.export(None, None, "model.onnx")
+except AttributeError as e:
+    print("AttributeError:", e)
+try:
+    from torch.distributions import Normal
+except ImportError as e:
+    print("ImportError:", e)
+try:
+    normal_module.Normal(0.0, 1.0)
+except AttributeError as e:
+    print("AttributeError:", e)
+try:
+    from torch.utils.data import DataLoaderTypo
+except ImportError as e:
+    print("ImportError:", e)
 try:
     torch.nn.functional.no_such_loss
 except AttributeError as e:
@@ -216,8 +231,11 @@ def test_script_sees_nbgrad_and_clear_errors(tmp_path):
     assert out.stdout.splitlines() == [
         "AttributeError: nbgrad does not implement torch.fft yet",
         "ImportError: nbgrad does not implement torch.not_a_thing yet",
-        "ModuleNotFoundError: nbgrad does not implement torch.distributions yet "
-        "torch.distributions",
+        "<module 'torch.onnx' (not implemented by nbgrad)> False",
+        "AttributeError: nbgrad does not implement torch.onnx.export yet",
+        "ImportError: nbgrad does not implement torch.distributions.Normal yet",
+        "AttributeError: nbgrad does not implement torch.distributions.normal.Normal yet",
+        "ImportError: nbgrad does not implement torch.utils.data.DataLoaderTypo yet",
         "AttributeError: nbgrad does not implement torch.nn.functional.no_such_loss yet",
         "False True",
         "AttributeError: 'Tensor' object has no attribute 'stft_like_thing' (nbgrad does not "

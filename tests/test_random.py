@@ -226,6 +226,15 @@ def fill_graph(T, fill):
     return name, y._version - v0, x.grad.tolist()
 
 
+def row_cases():
+    """(name, thunk giving nbgrad outputs) reaching every row of nbgrad/ops/random.py, for
+    test_ops.test_every_row_has_a_case (the node names are compared with torch's above/below)."""
+    for name, f in SAMPLES.items():
+        yield name, lambda f=f: f(nbgrad, gen(nbgrad))
+    for name, fill in FILLS.items():
+        yield name, lambda fill=fill: fill(nbgrad.ones(2, 3, requires_grad=True) * 2, gen(nbgrad))
+
+
 @pytest.mark.parametrize("name", sorted(FILLS))
 def test_inplace_node_version_and_grad_as_torch(name):
     assert fill_graph(nbgrad, FILLS[name]) == fill_graph(torch, FILLS[name])

@@ -10,7 +10,7 @@ from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                         set_grad_enabled)
-from .variable import Variable
+from ._variable import Variable  # torch.autograd.Variable, the deprecated alias
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",

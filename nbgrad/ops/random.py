@@ -10,7 +10,7 @@ from .registry import op
 
 
 def _zero(g, xp):
-    return xp.zeros(g.shape, g.dtype)  # not g * 0: a NaN in g gives 0, as zeros_like
+    return xp.new_zeros(g, g.shape)  # not g * 0: a NaN in g gives 0, as zeros_like
 
 
 # ---- in-place fills: Tensor.uniform_, normal_, ... (the overload decides the number) ----------

@@ -25,6 +25,7 @@ _NONE_EDGE = (None, 0)
 _fresh = Tensor._make_fresh
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_quiet, _loud = backend.quiet, backend.loud
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
 
@@ -40,58 +41,63 @@ def apply(row, inputs, args=(), inplace=None):
     operator protocol answers "unsupported operand type(s)", as PyTorch does).
     """
     __tracebackhide__ = True
-    if inplace is not None:
-        return _apply_inplace(row, inputs, args, inplace)
-    path = row.path
-    if path == 1:  # two broadcasting operands: the hot path of Tensor operators
-        return _apply_binary(row, inputs, args)
-    if path == 2:
-        return _apply_view(row, inputs[0], args)
-    if path == 0:  # one tensor input, one output
-        x = inputs[0]
-        d = x._data
-        if row.float_op and d.dtype.kind != "f":
-            d = d.astype(dtypes.default_np())
-        out = row.fwd(d, *args)
+    token = _quiet()  # NaN and Inf are values: no numpy warning reaches the user
+    try:
+        if inplace is not None:
+            return _apply_inplace(row, inputs, args, inplace)
+        path = row.path
+        if path == 1:  # two broadcasting operands: the hot path of Tensor operators
+            return _apply_binary(row, inputs, args)
+        if path == 2:
+            return _apply_view(row, inputs[0], args)
+        if path == 0:  # one tensor input, one output
+            x = inputs[0]
+            d = x._data
+            if row.float_op and d.dtype.kind != "f":
+                d = d.astype(dtypes.default_np())
+            out = row.fwd(d, *args)
+            ctx = None
+            if row.ctx:
+                out, ctx = out
+            if type(out) is not _ND:
+                out = _arr(out)
+            r = _fresh(out)
+            if x._requires_grad and _GRAD.enabled:
+                _record(row, (r,), inputs, args, 1, None, None, None, ctx)
+            return r
+        arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
+        if row.float_op and arrays[0].dtype.kind != "f":
+            arrays[0] = arrays[0].astype(dtypes.default_np())
+        out = row.fwd(arrays, *args) if row.listed else row.fwd(*arrays, *args)
         ctx = None
         if row.ctx:
             out, ctx = out
-        if type(out) is not _ND:
-            out = _arr(out)
-        r = _fresh(out)
-        if x._requires_grad and _GRAD.enabled:
-            _record(row, (r,), inputs, args, 1, None, None, None, ctx)
-        return r
-    arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
-    if row.float_op and arrays[0].dtype.kind != "f":
-        arrays[0] = arrays[0].astype(dtypes.default_np())
-    out = row.fwd(arrays, *args) if row.listed else row.fwd(*arrays, *args)
-    ctx = None
-    if row.ctx:
-        out, ctx = out
-    if row.n_out == 1:
-        if type(out) is not _ND:
-            out = _arr(out)
-        r = _fresh(out)
+        if row.n_out == 1:
+            if type(out) is not _ND:
+                out = _arr(out)
+            r = _fresh(out)
+            if _GRAD.enabled:
+                mask = _mask(inputs)
+                if mask:
+                    _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx)
+            return r
+        outs = tuple(_fresh(_arr(o)) for o in out)
         if _GRAD.enabled:
             mask = _mask(inputs)
             if mask:
-                _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx)
-        return r
-    outs = tuple(_fresh(_arr(o)) for o in out)
-    if _GRAD.enabled:
-        mask = _mask(inputs)
-        if mask:
-            _record(row, outs, inputs, args, mask, ctx=ctx)
-            for o in outs:
-                if o._data.dtype.kind not in "fc":
-                    o._requires_grad = False
-                    o._grad_fn = None
-    return outs
+                _record(row, outs, inputs, args, mask, ctx=ctx)
+                for o in outs:
+                    if o._data.dtype.kind not in "fc":
+                        o._requires_grad = False
+                        o._grad_fn = None
+        return outs
+    finally:
+        _loud(token)
 
 
 def _apply_binary(row, inputs, args):
     """Two broadcasting operands, the second maybe a Python number, with PyTorch's promotion."""
+    __tracebackhide__ = True
     a, b = inputs
     ad = a._data
     if isinstance(b, Tensor):
@@ -137,6 +143,7 @@ def _apply_binary(row, inputs, args):
 
 def _apply_view(row, x, args):
     """A view (or, for unbind/split, several): shares `x`'s storage and version counter."""
+    __tracebackhide__ = True
     grad = _GRAD.enabled
     out = row.fwd(x._data, *args)
     if row.n_out == 1:

@@ -8,7 +8,7 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 from . import anomaly
 from heapq import heappop, heappush
 
-from ..backend import as_array, get_array_module
+from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 
@@ -138,6 +138,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     check_nan = anomaly.STATE.check_nan if anomaly_on else False
     release = not retain_graph
     pop = buffers.pop
+    token = quiet()  # NaN and Inf are values: formulas run with numpy's warnings off
     try:
         while ready:
             node = heappop(ready)[1]
@@ -190,6 +191,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     heappush(ready, (-c._seq, c))
     finally:
         STATE.enabled = prev
+        loud(token)
 
     if inputs is None:
         return None

@@ -6,6 +6,8 @@ CUDA device, and every failure (no cupy installed, no driver, no GPU) becomes on
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 _cupy = None          # the cupy module once imported successfully
@@ -270,11 +272,7 @@ try:
     from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
     from numpy._core.umath import _make_extobj
 
-    _IGNORE = _make_extobj(all="ignore")
-
-    def quiet():
-        return _ERRSTATE.set(_IGNORE)
-
+    quiet = functools.partial(_ERRSTATE.set, _make_extobj(all="ignore"))  # C calls only
     loud = _ERRSTATE.reset
 except ImportError:  # numpy 1.x: the public (slower) context manager
     def quiet():

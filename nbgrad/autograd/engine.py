@@ -31,13 +31,14 @@ def _make_root_grads(outputs, grads, create_graph):
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
         if g is None:
-            if t._data.size != 1:
+            d = t._data
+            if d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not t.is_floating_point():
+            if d.dtype.kind != "f":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {t.dtype}")
-            xp = get_array_module(t._data)
-            g = xp.ones(t._data.shape, t._data.dtype)
+            g = get_array_module(d).empty(d.shape, d.dtype)
+            g.fill(1)  # two C calls; xp.ones goes through a Python wrapper
             if create_graph:
                 g = _tm.Tensor._make_fresh(g)
         else:

@@ -43,6 +43,14 @@ def activity():
     return (provenance.NODES[0], provenance.BUMPS[0], COUNTERS.created, COUNTERS.freed)
 
 
+def _first_outside():
+    """The innermost frame outside nbgrad's files (None if there is none)."""
+    f = _getframe(2)
+    while f is not None and f.f_code.co_filename in _LIB:
+        f = f.f_back
+    return f
+
+
 class RemovableHandle:
     """Returned by `register_hook`; `remove()` unregisters (torch.utils.hooks.RemovableHandle)."""
 
@@ -259,9 +267,19 @@ class Node:
         self._saved = saved
         self._meta = meta
         if _PROV[0]:  # provenance.capture(), inlined (hot): the first frame outside nbgrad
-            f = _getframe(1)
-            while f is not None and f.f_code.co_filename in _LIB:
-                f = f.f_back
+            # On the common paths (user -> op -> apply -> _record -> here) the user's frame is
+            # 4 up. sys._getframe(n) makes a frame object for frame n only, where walking f_back
+            # makes one for every frame on the way (~0.3 us each on Python 3.11).
+            try:
+                f = _getframe(4)
+                if f.f_code.co_filename in _LIB:
+                    f = f.f_back
+                    while f is not None and f.f_code.co_filename in _LIB:
+                        f = f.f_back
+                elif _getframe(3).f_code.co_filename not in _LIB:
+                    f = _first_outside()
+            except ValueError:  # a shallower stack
+                f = _first_outside()
             if f is None:
                 self._code = None
             else:

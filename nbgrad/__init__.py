@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import warnings as _warnings
 
-# NaN and inf propagate silently, as in PyTorch: numpy's floating-point warnings raised inside
-# nbgrad's own code are not the user's concern (their own numpy code is untouched).
+# NaN and inf propagate silently, as in PyTorch: the op table runs with numpy's floating-point
+# warnings off (backend.quiet); this filter covers nbgrad's other numpy calls (the user's own
+# numpy code is untouched).
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
 
-from . import backend, dtypes  # noqa: E402
+from . import backend, dtypes, tracebacks  # noqa: E402
 from .backend import (device, get_default_device, get_num_threads, set_default_device,
                       set_num_threads)
 from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
@@ -44,6 +45,7 @@ from .serialization import load, save
 __version__ = "0.1.0"
 
 backend._init_threads()
+tracebacks.install()
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance checks in tutorials
 

@@ -2365,46 +2365,55 @@ def _bind():
     T.__init__ = creation.tensor_init
     variable.bind(T)
     # operators
+    # operators: the functions themselves where the argument order allows (fewer frames in a
+    # traceback); the three hottest apply their row directly
     add_row, sub_row, mul_row, one = R["add"], R["sub"], R["mul"], (1,)
-    T.__add__ = lambda s, o: apply(add_row, (s, o), one)
-    T.__radd__ = lambda s, o: add(s, o)
+
+    def __add__(s, o):
+        __tracebackhide__ = True
+        return apply(add_row, (s, o), one)
 
     def __sub__(s, o):
+        __tracebackhide__ = True
         if s._data.dtype.kind == "b" or type(o) is bool or (isinstance(o, Tensor) and
                                                             o._data.dtype.kind == "b"):
             _check_bool_sub(s, o)
         return apply(sub_row, (s, o), one)
-    T.__sub__ = __sub__
-    T.__rsub__ = lambda s, o: rsub(s, o)
-    T.__mul__ = lambda s, o: apply(mul_row, (s, o))
-    T.__rmul__ = lambda s, o: mul(s, o)
-    T.__truediv__ = lambda s, o: div(s, o)
+
+    def __mul__(s, o):
+        __tracebackhide__ = True
+        return apply(mul_row, (s, o))
+    T.__add__, T.__sub__, T.__mul__ = __add__, __sub__, __mul__
+    T.__radd__ = add
+    T.__rsub__ = rsub
+    T.__rmul__ = mul
+    T.__truediv__ = div
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)
-    T.__floordiv__ = lambda s, o: floor_divide(s, o)
+    T.__floordiv__ = floor_divide
     T.__rfloordiv__ = lambda s, o: floor_divide(_t(o, s), s)
-    T.__mod__ = lambda s, o: remainder(s, o)
-    T.__pow__ = lambda s, o: pow(s, o)
+    T.__mod__ = remainder
+    T.__pow__ = pow
     T.__rpow__ = lambda s, o: pow(o, s)
-    T.__matmul__ = lambda s, o: matmul(s, o)
+    T.__matmul__ = matmul
     T.__rmatmul__ = lambda s, o: matmul(_t(o), s)
-    T.__neg__ = lambda s: neg(s)
+    T.__neg__ = neg
     T.__pos__ = lambda s: s
-    T.__abs__ = lambda s: abs(s)
-    T.__invert__ = lambda s: bitwise_not(s)
-    T.__and__ = lambda s, o: bitwise_and(s, o)
-    T.__or__ = lambda s, o: bitwise_or(s, o)
-    T.__xor__ = lambda s, o: bitwise_xor(s, o)
-    T.__eq__ = lambda s, o: eq(s, o)
-    T.__ne__ = lambda s, o: ne(s, o)
-    T.__lt__ = lambda s, o: lt(s, o)
-    T.__le__ = lambda s, o: le(s, o)
-    T.__gt__ = lambda s, o: gt(s, o)
-    T.__ge__ = lambda s, o: ge(s, o)
-    T.__iadd__ = lambda s, o: add_(s, o)
-    T.__isub__ = lambda s, o: sub_(s, o)
-    T.__imul__ = lambda s, o: mul_(s, o)
-    T.__itruediv__ = lambda s, o: div_(s, o)
-    T.__ipow__ = lambda s, o: pow_(s, o)
+    T.__abs__ = abs
+    T.__invert__ = bitwise_not
+    T.__and__ = bitwise_and
+    T.__or__ = bitwise_or
+    T.__xor__ = bitwise_xor
+    T.__eq__ = eq
+    T.__ne__ = ne
+    T.__lt__ = lt
+    T.__le__ = le
+    T.__gt__ = gt
+    T.__ge__ = ge
+    T.__iadd__ = add_
+    T.__isub__ = sub_
+    T.__imul__ = mul_
+    T.__itruediv__ = div_
+    T.__ipow__ = pow_
     T.__getitem__ = getitem
     T.__setitem__ = setitem
     # methods with the same name as the function

@@ -164,7 +164,133 @@ def test_nonfinite_incoming_gradient(op, dtype):
     assert_same(prog)
 
 
-PROGRAMS = [twice_through_mul_by_number, twice_mixed_order, twice_leaf_reached_first,
+# ---- 6. views made under no_grad, and outputs of split / chunk / unbind ------------------------
+def nograd_view_of_leaf(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    with T.no_grad():
+        e["v"] = v = x[:2]
+    e["w"] = w = v * 2
+    w.sum().backward()  # the view has no grad accumulator: the gradient reaches no one
+
+
+def nograd_view_of_nonleaf_used(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    y = x * 1
+    with T.no_grad():
+        e["v"] = v = y[:2]
+    e["w"] = (v * y[1:]).sum()
+    e["w"].backward()
+
+
+def nograd_view_base_written(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["y"] = y = x * 1
+    with T.no_grad():
+        v = y[:2]
+    y.mul_(2)
+    e["w"] = v * 2
+
+
+def nograd_view_other_view_written(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["y"] = y = x * 1
+    with T.no_grad():
+        v = y[:2]
+    y[1:].mul_(2)
+    e["fn"] = v.grad_fn
+
+
+def nograd_view_written_under_no_grad(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    with T.no_grad():
+        v = x[:2]
+        x.mul_(2)
+    e["w"] = v * 2
+
+
+def nograd_view_written_itself(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    with T.no_grad():
+        v = x[:2]
+    v.mul_(2)
+
+
+def nograd_view_of_plain_base_then_requiring_write(T, e):
+    e["y"] = y = T.tensor([1., 2., 3., 4.], dtype=T.float64)
+    e["z"] = z = _leaf(T, [1., 1., 1., 1.])
+    with T.no_grad():
+        v = y[:2]
+    y.mul_(z)
+    e["w"] = v * 1
+
+
+def split_output_written(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3., 4.])
+    y = x * 1
+    a, b = y.split(2)
+    a.mul_(2)
+
+
+def split_of_leaf_written(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3., 4.])
+    a, b = x.split(2)
+    a.mul_(2)
+
+
+def chunk_base_written_then_used(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3., 4.])
+    e["y"] = y = x * 1
+    a, b = y.chunk(2)
+    y.mul_(2)
+    e["b"] = b * 1
+
+
+def unbind_base_written_then_used(T, e):
+    e["x"] = x = _leaf(T, [[1., 2.], [3., 4.]])
+    e["y"] = y = x * 1
+    a, b = y.unbind()
+    y.mul_(2)
+    e["a"] = a * 1
+
+
+def split_of_plain_base_written_by_requiring(T, e):
+    e["y"] = y = T.tensor([1., 2., 3., 4.], dtype=T.float64)
+    e["z"] = z = _leaf(T, [1., 1., 1., 1.])
+    a, b = y.split(2)
+    y.mul_(z)
+    e["b"] = b * 1
+
+
+def split_output_of_plain_base_written_by_requiring(T, e):
+    e["y"] = y = T.tensor([1., 2., 3., 4.], dtype=T.float64)
+    a, b = y.split(2)
+    a.mul_(_leaf(T, [1., 1.]))
+
+
+def split_other_view_written(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3., 4.])
+    y = x * 1
+    a, b = y.split(2)
+    y[:1].mul_(2)
+    e["b"] = b * 1
+
+
+def nograd_split_of_leaf_used(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    with T.no_grad():
+        a, b = x.split(2)
+    e["b"] = b
+    e["c"] = b * 2
+
+
+PROGRAMS = [nograd_view_of_leaf, nograd_view_of_nonleaf_used, nograd_view_base_written,
+            nograd_view_other_view_written, nograd_view_written_under_no_grad,
+            nograd_view_written_itself, nograd_view_of_plain_base_then_requiring_write,
+            split_output_written, split_of_leaf_written, chunk_base_written_then_used,
+            unbind_base_written_then_used, split_of_plain_base_written_by_requiring,
+            split_output_of_plain_base_written_by_requiring, split_other_view_written,
+            nograd_split_of_leaf_used,
+            twice_through_mul_by_number, twice_mixed_order, twice_leaf_reached_first,
             twice_through_add_number, twice_retained_then_div,
             fill_plain_with_requiring, fill_nonleaf_with_requiring,
             fill_view_with_constant_tensor, fill_with_1d_tensor,

@@ -148,13 +148,20 @@ def _apply_view(row, x, args):
     out = row.fwd(x._data, *args)
     if row.n_out == 1:
         r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
-        if x._requires_grad and grad:
-            _record(row, (r,), (x,), args, 1)
+        if x._requires_grad:
+            if grad:
+                _record(row, (r,), (x,), args, 1)
+            else:  # PyTorch: a view requires grad when its base does, even made under no_grad
+                r._requires_grad = True
         return r
     creator = _strip(row.node.__name__)  # none of several views may be modified in place
     rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
-    if x._requires_grad and grad:
-        _record(row, rs, (x,), args, 1)
+    if x._requires_grad:
+        if grad:
+            _record(row, rs, (x,), args, 1)
+        else:
+            for r in rs:
+                r._requires_grad = True
     return rs
 
 
@@ -201,9 +208,12 @@ def _edge(x):
     """(node, input_nr) through which a gradient reaches `x` (None for constants)."""
     if not isinstance(x, Tensor) or not x._requires_grad:
         return _NONE_EDGE
-    fn = x._grad_fn if x._view is None else x.grad_fn
+    v = x._view
+    fn = x._grad_fn if v is None else x.grad_fn
     if fn is not None:
         return (fn, x._output_nr)
+    if v is not None and v.base._requires_grad:
+        return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     e = x._extra
     if e is not None and e.accum is not None:
         acc = e.accum()
@@ -382,12 +392,26 @@ def make_as_strided_node(base, view):
 _LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_LEAF_INPLACE = ("a view of a leaf Variable that requires grad is being used in an in-place "
                       "operation.")
-_NO_GRAD_VIEW = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+_MULTI_VIEW = (" This view is the output of a function that returns multiple views. Such "
+               "functions do not allow the output views to be modified inplace. You should "
+               "replace the inplace operation by an out-of-place one.")
+_NO_GRAD_AMBIGUOUS = (
+    " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
     "code by moving both the view and the inplace either both inside the no_grad block (if you "
     "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
     "tracked).")
+
+
+def view_modified_text(t, itself):
+    """PyTorch's text for a view made under no_grad, or one of several views (split, unbind),
+    that is modified in place (`itself`) or whose base was (found when the view is next used)."""
+    obj = "is being" if itself else "its base or another view of its base has been"
+    v = t._view
+    if v.creation == MULTI_OUTPUT and t._grad_fn is not None:
+        return f"Output {t._output_nr} of {v.creator} is a view and {obj} modified inplace." + \
+            _MULTI_VIEW
+    msg = f"A view was created in no_grad mode and {obj} modified inplace with grad mode enabled."
+    return msg + (_MULTI_VIEW if v.creation == MULTI_OUTPUT else _NO_GRAD_AMBIGUOUS)
 
 
 def _inplace_error(msg, kind, t, op_name):
@@ -397,8 +421,9 @@ def _inplace_error(msg, kind, t, op_name):
     return err
 
 
-def check_inplace(t, op_name="inplace"):
-    """Raise PyTorch's error when modifying `t` in place is forbidden in grad mode."""
+def check_inplace(t, op_name="inplace", others_require=False):
+    """Raise PyTorch's error when modifying `t` in place is forbidden in grad mode
+    (`others_require`: another operand requires grad, so the result will)."""
     __tracebackhide__ = True
     v = t._view
     if v is None:
@@ -406,14 +431,10 @@ def check_inplace(t, op_name="inplace"):
             raise _inplace_error(_LEAF_INPLACE, "leaf_inplace", t, op_name)
         return
     base = v.base
-    if v.creation == MULTI_OUTPUT and t._requires_grad:
-        raise _inplace_error(
-            f"Output {t._output_nr} of {v.creator} is a view and is being modified inplace. This "
-            "view is the output of a function that returns multiple views. Such functions do not "
-            "allow the output views to be modified inplace. You should replace the inplace "
-            "operation by an out-of-place one.", "multi_output_view_inplace", t, op_name)
-    if v.creation == NO_GRAD_MODE and base._requires_grad:
-        raise _inplace_error(_NO_GRAD_VIEW, "no_grad_view_inplace", t, op_name)
+    if v.creation == MULTI_OUTPUT and (t._requires_grad or others_require):
+        raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
+    if v.creation == NO_GRAD_MODE and (base._requires_grad or others_require):
+        raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if base._requires_grad and base._grad_fn is None:
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
 
@@ -443,8 +464,8 @@ def _apply_inplace(row, inputs, args, op_name):
     mask = 0
     edges = self_copy = None
     if _GRAD.enabled:
-        check_inplace(t, op_name)
         mask = _mask(inputs)
+        check_inplace(t, op_name, mask > 1)
         if mask:
             edges = tuple([_edge(x) for x in inputs])
             plan = row.plan(mask)

@@ -7,7 +7,8 @@ import weakref
 
 from ..tensor import Tensor
 from . import backward as _backward  # the package's, which checks the arguments
-from .apply import _move_retain_grad, make_as_strided_node
+from ..tensor import DEFAULT
+from .apply import _move_retain_grad, make_as_strided_node, view_modified_text
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad, RemovableHandle
 
@@ -17,6 +18,8 @@ def grad_fn(self):
     place since gets AsStridedBackward0 to its base's current grad_fn, as PyTorch does."""
     v = self._view
     if v is not None and v.version != self._storage.version and self._requires_grad:
+        if v.creation != DEFAULT:  # made under no_grad, or one of several views: PyTorch refuses
+            raise RuntimeError(view_modified_text(self, False))
         node = make_as_strided_node(v.base, self)
         self._grad_fn = node
         self._output_nr = 0

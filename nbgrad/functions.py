@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from . import _torch_errors, creation, dtypes
-from .autograd.apply import (_arr, _binary, _broadcast_error, _device_error, _fresh,
+from .autograd.apply import (_arr, _binary, _check_overlap, _broadcast_error, _device_error, _fresh,
                              _geom, _inplace, _mask, _unary, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
@@ -471,6 +471,10 @@ def _dims(dim, ndim):
     """Normalise dim (int, tuple, list or None) to None, an int, or a sorted tuple."""
     if dim is None:
         return None
+    if ndim == 0:  # dims -1 and 0 of a 0-d tensor: nothing to reduce (PyTorch allows them)
+        for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+            _dim(d, 0)
+        return ()
     if isinstance(dim, (tuple, list)):
         if len(dim) == 0:
             return None
@@ -919,7 +923,12 @@ def _infer(shape, numel):
 
 
 def view(input, *shape):
-    """Same storage, new shape; needs compatible strides (torch.Tensor.view)."""
+    """Same storage, new shape; needs compatible strides (torch.Tensor.view).
+
+    Raises TypeError without a size, RuntimeError when the strides do not allow the view."""
+    if not shape:
+        raise TypeError("view() received an invalid combination of arguments - got (), but "
+                        "expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n")
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
@@ -932,7 +941,9 @@ def view(input, *shape):
 
 
 def reshape(input, *shape):
-    """A view when the strides allow, else a copy (torch.reshape)."""
+    """A view when the strides allow, else a copy (torch.reshape). TypeError without a shape."""
+    if not shape:
+        raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer(_shape_arg(shape), input._data.size)
     try:
         return apply(R["view"], (input,), (shape,))
@@ -1307,6 +1318,8 @@ def _basic_index(input, idx):
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     if not idx or builtins.all(i is Ellipsis for i in idx):
         return apply(R["alias"], (input,))
+    if len(idx) == 1 and isinstance(idx[0], slice) and nd and idx[0] == slice(None):
+        return _slice(input, 0, slice(0, input._data.shape[0], 1))  # x[:]: SliceBackward0
     r = input
     d = 0
     for i in idx:
@@ -1346,16 +1359,17 @@ def setitem(input, idx, value):
         value = _strip_leading_ones(value, input, idx)
     if _is_basic(idx):
         if _whole(input, idx):
-            # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices)
-            if isinstance(value, Tensor) and value._data.ndim:
-                copy_(input, value)
+            # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices);
+            # a 0-d tensor gets copy_ (CopyBackwards)
+            if isinstance(value, Tensor) and value._data.ndim or input._data.ndim == 0:
+                copy_(input, _unshared(value, input, input._data.shape))
             else:
                 v = value if isinstance(value, Tensor) else \
                     Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
                 apply(R["fill_tensor"], (input, v), (), inplace="fill_")
             return None
         view_ = _basic_index(input, idx)
-        copy_(view_, value, _op_name="copy_")
+        copy_(view_, _unshared(value, input, view_._data.shape), _op_name="copy_")
         return None
     index = tuple(_to_index_array(i) for i in idx)
     if not isinstance(value, Tensor):
@@ -1366,6 +1380,15 @@ def setitem(input, idx, value):
     return None
 
 
+def _unshared(value, input, shape):
+    """PyTorch expands the value of `t[i] = value` to the target's shape before copying, so a
+    value broadcast from `t`'s own memory is not refused as overlapping: copy it first."""
+    if isinstance(value, Tensor) and value._storage is input._storage and \
+            value._data.shape != shape:
+        return value.clone()
+    return value
+
+
 def _strip_leading_ones(value, input, idx):
     """`z[i] = v` with v of extra leading size-1 dims, (1, n) into an (n,) row: PyTorch views v
     without its leading 1s (ViewBackward0) unless it already has the target's shape."""
@@ -1374,11 +1397,11 @@ def _strip_leading_ones(value, input, idx):
     while k < len(shape) and shape[k] == 1:
         k += 1
     if not _is_basic(idx):
-        return view(value, *shape[k:])
+        return view(value, tuple(shape[k:]))
     target = np.shape(input._data[idx])
     if target == shape:
         return value
-    value = view(value, *shape[k:])
+    value = view(value, tuple(shape[k:]))
     return value if value._data.shape == target else expand(value, *target)
 
 
@@ -1412,6 +1435,8 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
+    if values._storage is input._storage:
+        _check_overlap(input._data, values._data, full_ok=False)
     return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
 
 
@@ -1819,7 +1844,7 @@ def einsum(equation, *operands):
     r = ops[0]
     if n_all > n_out:
         if len(operands) > 1:
-            return view(r, *r._data.shape[:n_out])
+            return view(r, tuple(r._data.shape[:n_out]))
         return sum(r, tuple(range(n_out, n_all)))
     return r
 
@@ -1912,7 +1937,7 @@ def meshgrid(*tensors, indexing=None):
     for i, t in enumerate(tensors):
         vs = [1] * len(tensors)
         vs[order.index(i)] = -1
-        outs.append(expand(view(t, *vs), *shape))
+        outs.append(expand(view(t, tuple(vs)), *shape))
     return tuple(outs)
 
 
@@ -2444,8 +2469,8 @@ def _bind():
         setattr(T, name, g[name])
     T.where = lambda s, condition, other: where(condition, s, other)
     T.to = _to
-    T.view_as = lambda s, o: view(s, *o.shape)
-    T.reshape_as = lambda s, o: reshape(s, *o.shape)
+    T.view_as = lambda s, o: view(s, tuple(o.shape))
+    T.reshape_as = lambda s, o: reshape(s, tuple(o.shape))
     T.type_as = lambda s, o: to_dtype(s, o.dtype)
     T.T = property(lambda s: permute(s, *range(s._data.ndim - 1, -1, -1)))
     T.mT = property(lambda s: transpose(s, -2, -1))

@@ -457,10 +457,10 @@ def _rebuild(arr, requires_grad):
 
 def _dim(d, ndim):
     """Normalise a possibly negative dim, with PyTorch's IndexError text."""
-    if d < -ndim or d >= max(ndim, 1):
-        lo, hi = -max(ndim, 1), max(ndim, 1) - 1
-        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], but "
-                         f"got {d})")
-    return d + ndim if d < 0 else d
+    n = max(ndim, 1)  # a 0-d tensor takes dims -1 and 0, as PyTorch's wrap_scalar
+    if d < -n or d >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {d})")
+    return d + n if d < 0 else d
 
 

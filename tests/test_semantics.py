@@ -283,7 +283,56 @@ def nograd_split_of_leaf_used(T, e):
     e["c"] = b * 2
 
 
-PROGRAMS = [nograd_view_of_leaf, nograd_view_of_nonleaf_used, nograd_view_base_written,
+# ---- 6. node names, dims of 0-d tensors, overlapping writes, sizeless view -------------------
+def full_slice_names(T, e):
+    e["x"] = x = _leaf(T, [[1., 2.], [3., 4.]])
+    e["a"], e["b"], e["c"], e["d"] = x[:], x[...], x[:, :], x[0].reshape(2, 1)
+
+
+def reductions_of_0d_over_its_dims(T, e):
+    e["s"] = s = _leaf(T, 2.)
+    e["a"], e["b"], e["c"] = s.sum(-1), s.sum(0), s.mean(-1)
+    e["d"] = s.mean(0, keepdim=True)
+    (e["a"] + e["b"] * 2 + e["c"] * 3 + e["d"]).backward()
+
+
+def reduction_of_0d_out_of_range(T, e):
+    T.tensor(2.).sum(1)
+
+
+@pytest.mark.parametrize("code", [
+    "x[None] = x", "x[:] = x[1]", "x[1:3] = x[1]", "x[::2] = x[1::2]", "x.fill_(x[1])",
+    "x.t()[0:1].copy_(x.t()[1:2])", "x.add_(x)",
+    "x[1:] = x[:3]", "x[:2] = x[1:3]", "x.copy_(x[1])", "x.add_(x[1])", "x[:2].add_(x[1:3])",
+    "y = x.view(2, 2); y.t().copy_(y)", "x[[0, 1]] = x[:2]", "x[[0, 1]] = x[2:]",
+    "x[[0, 1]] = x[1]", "x2 = x.view(2, 2); x2[[0, 1]] = x2", "s = x[0]; s[...] = s",
+    "s = x.sum(); s[None] = s"])
+def test_writes_from_own_memory(code):
+    def prog(T, e):
+        e["x"] = x = T.arange(4.)
+        exec(code)
+    assert_same(prog)
+
+
+def setitem_0d_copies(T, e):
+    e["x"] = x = _leaf(T, 1.)
+    e["s"] = s = x * 1
+    s[...] = T.tensor(3.)
+    e["y"] = y = _leaf(T, [1., 2.]) * 1
+    y[...] = T.tensor(3.)
+
+
+def view_without_size(T, e):
+    T.ones(2).view()
+
+
+def reshape_without_size(T, e):
+    T.ones(2).reshape()
+
+
+PROGRAMS = [full_slice_names, reductions_of_0d_over_its_dims, reduction_of_0d_out_of_range,
+            setitem_0d_copies, view_without_size, reshape_without_size,
+            nograd_view_of_leaf, nograd_view_of_nonleaf_used, nograd_view_base_written,
             nograd_view_other_view_written, nograd_view_written_under_no_grad,
             nograd_view_written_itself, nograd_view_of_plain_base_then_requiring_write,
             split_output_written, split_of_leaf_written, chunk_base_written_then_used,

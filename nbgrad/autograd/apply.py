@@ -439,12 +439,42 @@ def check_inplace(t, op_name="inplace", others_require=False):
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
 
 
-def _check_overlap(d, s):
-    """PyTorch refuses an in-place op whose operand partly overlaps the written-to tensor."""
-    if (d.shape == s.shape and d.strides == s.strides and
-            backend.data_ptr(d) == backend.data_ptr(s)):
-        return  # the very same elements: fine (x.add_(x))
-    if np.shares_memory(d, s, max_work=1000):
+def _dense(a):
+    """Non-overlapping and dense (its elements fill one block of memory, in some order)."""
+    dims = sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1)
+    step = a.itemsize
+    for st, n in dims:
+        if st != step:
+            return False
+        step *= n
+    return True
+
+
+def _bounds(a):
+    """[low, high) byte addresses an array's elements span."""
+    lo = hi = backend.data_ptr(a)
+    for n, st in zip(a.shape, a.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + a.itemsize
+
+
+def _check_overlap(d, s, full_ok=True):
+    """PyTorch refuses an in-place op whose operand partly overlaps the written-to tensor: both
+    dense, their memory overlaps and they are not the very same elements (torch's
+    get_overlap_status: operands it cannot judge simply, strided or expanded, pass). With
+    `full_ok=False` (index_put_'s values) the very same elements are refused too."""
+    if d.size == 0 or s.size == 0 or not _dense(d) or not _dense(s):
+        return
+    lo_d, hi_d = _bounds(d)
+    lo_s, hi_s = _bounds(s)
+    if full_ok and lo_d == lo_s and hi_d == hi_s and \
+            [x for x in zip(d.shape, d.strides) if x[0] != 1] == \
+            [x for x in zip(s.shape, s.strides) if x[0] != 1]:
+        return  # the very same elements (x.add_(x), x[None] = x)
+    if lo_d < hi_s and lo_s < hi_d:
         raise RuntimeError("unsupported operation: some elements of the input tensor and the "
                            "written-to tensor refer to a single memory location. Please clone() "
                            "the tensor before performing the operation.")
@@ -474,8 +504,9 @@ def _apply_inplace(row, inputs, args, op_name):
                 self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
                     edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
     d = t._data
-    for x in others:
-        if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d:
+    for x in others:  # (fill_ reads its 0-d value before writing)
+        if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d and \
+                op_name != "fill_":
             _check_overlap(d, x._data)
     arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
     if len(arrays) == 2 and row.broadcast:

@@ -83,7 +83,7 @@ def linear(input, weight, bias=None):
     if bias is not None and input.ndim > 2 and bias.ndim == 1 and input.is_contiguous():
         # torch's fused path for contiguous N-d input: addmm on a 2-D view, viewed back
         out = nbgrad.addmm(bias, input.view(-1, input.shape[-1]), weight.t())
-        return out.view(*input.shape[:-1], out.shape[-1])
+        return out.view((*input.shape[:-1], out.shape[-1]))
     out = input.matmul(weight.t())
     if bias is not None:
         out = out + bias

@@ -1318,8 +1318,7 @@ def _basic_index(input, idx):
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     if not idx or builtins.all(i is Ellipsis for i in idx):
         return apply(R["alias"], (input,))
-    if len(idx) == 1 and isinstance(idx[0], slice) and nd and idx[0] == slice(None):
-        return _slice(input, 0, slice(0, input._data.shape[0], 1))  # x[:]: SliceBackward0
+
     r = input
     d = 0
     for i in idx:
@@ -1344,6 +1343,8 @@ def _basic_index(input, idx):
                 raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
             r = select(r, d, i)
     if r is input:
+        if len(idx) == 1 and isinstance(idx[0], slice):  # x[:], x[0:n]: SliceBackward0
+            return _slice(input, 0, slice(0, nd and input._data.shape[0], 1))
         return apply(R["alias"], (input,))
     return r
 

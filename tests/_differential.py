@@ -27,9 +27,13 @@ def _describe(t):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         g = t.grad
-    fn = t.grad_fn
-    return ("tensor", _arr(t), _arr(g), None if fn is None else fn.name().split("::")[-1],
-            t.requires_grad, t.is_leaf, t._version)
+    try:
+        fn = t.grad_fn
+        name = None if fn is None else fn.name().split("::")[-1]
+        leaf = t.is_leaf
+    except RuntimeError as e:  # a view whose grad_fn PyTorch refuses to regenerate
+        name = leaf = ("RuntimeError", str(e).split("\n")[0])
+    return ("tensor", _arr(t), _arr(g), name, t.requires_grad, leaf, t._version)
 
 
 def observe(T, prog):
@@ -40,7 +44,10 @@ def observe(T, prog):
             warnings.simplefilter("ignore")
             prog(T, env)
     except Exception as e:  # noqa: BLE001 - the error is what we compare
-        err = (type(e).__name__, str(e).split("\n")[0])
+        # nbgrad names its types nbgrad.DoubleTensor, nbgrad::autograd::CopySlices where torch
+        # says torch.DoubleTensor, torch::autograd::CopySlices
+        err = (type(e).__name__, str(e).split("\n")[0].replace("torch.", "nbgrad.")
+               .replace("torch::", "nbgrad::"))
     return {k: _describe(v) for k, v in env.items()}, err
 
 

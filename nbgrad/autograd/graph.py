@@ -31,7 +31,7 @@ _getframe = sys._getframe
 _PROV = provenance.ENABLED
 _LIB = provenance.LIB_FILES
 _NODES = provenance.NODES
-_SUFFIX = re.compile(r"Backward\d*$")
+_SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, FillBackward3 -> Fill3
 
 
 def activity():
@@ -177,7 +177,7 @@ class SavedTensor:
     def _stale_error(self, node):
         fn = node if self.is_output else self._tensor.grad_fn
         desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
-        owner = (f", which is output {self._output_nr} of {_SUFFIX.sub('', fn.name())},"
+        owner = (f", which is output {self._output_nr} of {_SUFFIX.sub(lambda m: m.group(1) or '', fn.name())},"
                  if fn is not None else "")
         now = self._storage.version
         msg = ("one of the variables needed for gradient computation has been modified by an "

@@ -437,6 +437,10 @@ def check_inplace(t, op_name="inplace", others_require=False):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if base._requires_grad and base._grad_fn is None:
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
+    if t._requires_grad and t._grad_fn is None:
+        # a view of a base that came to require grad, its grad_fn not regenerated yet: PyTorch
+        # reads the stale field and calls it a leaf
+        raise _inplace_error(_LEAF_INPLACE, "leaf_inplace", t, op_name)
 
 
 def _dense(a):

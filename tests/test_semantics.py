@@ -330,7 +330,50 @@ def reshape_without_size(T, e):
     T.ones(2).reshape()
 
 
-PROGRAMS = [full_slice_names, reductions_of_0d_over_its_dims, reduction_of_0d_out_of_range,
+# ---- found by the fuzzer ----------------------------------------------------------------------
+def view_of_unbind_output_written(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    a, b = (x * 1).unbind()
+    a[0] = 7.
+
+
+def view_of_nograd_view_written(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    with T.no_grad():
+        v = x[0]
+    e["w"] = w = v[1:]
+    w.mul_(2)
+
+
+def view_of_nograd_view_base_written(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    y = x * 1
+    with T.no_grad():
+        v = y[0]
+    w = v[1:]
+    y.mul_(2)
+    e["w2"] = w * 2
+
+
+def fill_with_nan_gradient(T, e):
+    e["x"] = x = _leaf(T, [1., 2.])
+    e["a"] = a = _leaf(T, 3.)
+    y = x * 1
+    y.fill_(a)
+    y.backward(T.tensor([float("nan"), 1.], dtype=T.float64))
+
+
+def stale_view_written_is_leaf_error(T, e):
+    e["z"] = z = T.zeros(4, dtype=T.float64)
+    v = z[1:]
+    z.mul_(_leaf(T, 2.))
+    v.mul_(3)  # torch reads v's stale grad_fn field: a leaf
+
+
+PROGRAMS = [view_of_unbind_output_written, view_of_nograd_view_written,
+            view_of_nograd_view_base_written, fill_with_nan_gradient,
+            stale_view_written_is_leaf_error,
+            full_slice_names, reductions_of_0d_over_its_dims, reduction_of_0d_out_of_range,
             setitem_0d_copies, view_without_size, reshape_without_size,
             nograd_view_of_leaf, nograd_view_of_nonleaf_used, nograd_view_base_written,
             nograd_view_other_view_written, nograd_view_written_under_no_grad,

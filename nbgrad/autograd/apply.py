@@ -367,7 +367,10 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     r._output_nr = 0
     r._requires_grad = False
     r._grad = r._extra = None
-    base = x._view.base if x._view is not None else x
+    xv = x._view
+    if xv is not None and creation == DEFAULT and xv.creation != DEFAULT:
+        creation = xv.creation  # a view of a no_grad or multi-output view inherits it (torch)
+    base = xv.base if xv is not None else x
     r._view = _ViewMeta(base, x._storage.version, creation, creator)
     if not base._requires_grad:  # it may come to require grad: remember the view (wake_views)
         st = x._storage
@@ -408,9 +411,14 @@ def view_modified_text(t, itself):
     obj = "is being" if itself else "its base or another view of its base has been"
     v = t._view
     if v.creation == MULTI_OUTPUT and t._grad_fn is not None:
-        return f"Output {t._output_nr} of {v.creator} is a view and {obj} modified inplace." + \
+        creator = v.creator or _strip(t._grad_fn.name())  # (a view of one: its own node)
+        return f"Output {t._output_nr} of {creator} is a view and {obj} modified inplace." + \
             _MULTI_VIEW
-    msg = f"A view was created in no_grad mode and {obj} modified inplace with grad mode enabled."
+    if v.creation == NO_GRAD_MODE and t._grad_fn is not None:  # a view of such a view
+        who = f"Output {t._output_nr} of {_strip(t._grad_fn.name())} is a view of a view which was"
+    else:
+        who = "A view was"
+    msg = f"{who} created in no_grad mode and {obj} modified inplace with grad mode enabled."
     return msg + (_MULTI_VIEW if v.creation == MULTI_OUTPUT else _NO_GRAD_AMBIGUOUS)
 
 

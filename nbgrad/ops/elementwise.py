@@ -109,13 +109,13 @@ op("masked_fill", lambda self, value, mask: np.where(mask, value, self), broadca
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    value=lambda g, mask, xp: xp.where(mask, g, 0).sum())
 op("fill", lambda self, value: np.full_like(self, value), node="FillBackward2",
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.new_zeros(g, g.shape))  # zeros, not g * 0 (NaN * 0)
 op("fill_tensor", lambda self, value: np.broadcast_to(value, self.shape).astype(self.dtype),
    node="FillBackward3", broadcast=True,
-   self=lambda g: g * 0,
+   self=lambda g, xp: xp.new_zeros(g, g.shape),
    value=lambda g: g.sum())
 op("zero", lambda self: np.zeros_like(self),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.new_zeros(g, g.shape))
 op("copy", lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype, copy=False),
    node="CopyBackwards", broadcast=True,
    self=lambda g: g * 0,

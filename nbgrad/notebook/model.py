@@ -733,7 +733,12 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
     """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
     tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
     rep = rep or ModelReport()
-    mods = module_names(ns, skip)[0]
+    mods, pnames, _tops = module_names(ns, skip)
+    for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
+        if not t.name:
+            path = pnames.get(int(t.key[1:]))
+            if path is not None:
+                t.name = path
     rep.clusters = clusters(snap, tracker.recent_calls(snap), mods)
     changed = {n for t in snap.tensors if t.named and t.version_delta != 0
                for n in t.name.split(" = ")}
@@ -813,8 +818,8 @@ def clusters(snap, calls, mods: dict) -> dict:
         for c in near:
             if c.start < s <= c.end:
                 path = cluster_of(c)
-                if path is not None:
-                    out[path]["keys"].append(key)
+                if path is not None:  # the node, and the tensors it saved
+                    out[path]["keys"] += [key] + [sv.key for sv in snap.nodes[key].saved]
                 break
     # outer modules of the ones found (``model`` around ``model.0``), even with no node of their own
     for c in near:

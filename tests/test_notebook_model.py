@@ -283,3 +283,44 @@ def test_views_map_in_the_base_shape(nb):
     dot, box = "\u00b7", "\u25a0"
     col = "\n".join(f"{dot} {box} {dot} {dot}" for _ in range(3))
     assert col in html.unescape(h)
+
+
+# --- in process: folding a module, the tracker's hooks come and go ----------------------------
+
+
+def test_a_module_folds_to_one_box_and_the_widget_redraws():
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import inspect as nbi
+    from nbgrad.notebook import model as nbm
+    from nbgrad.notebook import render
+    from nbgrad.notebook.widgets import NbgradPanel
+
+    tracker = nbm.ModelTracker()
+    tracker.install()
+    try:
+        net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1))
+        tracker.reset_cell()
+        out = net(nbgrad.randn(2, 4)).sum()
+        snap = nbi.snapshot([("out", out)])
+        snap.model = nbm.with_graph(None, tracker, {"net": net, "out": out}, snap)
+        assert set(snap.model.clusters) == {"net", "net.0", "net.1", "net.2"}
+        expanded = render.to_dot(snap, folded=[])
+        assert 'label="net.0 (Linear)"' in expanded and "box3d" not in expanded
+        folded = render.to_dot(snap, folded=["net.0"])
+        # AddmmBackward0, TBackward0 and the two AccumulateGrads of net.0: one box
+        assert 'label="net.0 (Linear)\\n4 ops folded"' in folded and "shape=box3d" in folded
+        assert 'label="net.0 (Linear)";' not in folded  # its cluster is gone
+        panel = NbgradPanel(snap, None, dot=expanded, layout_fn=lambda dot, s: None)
+        try:
+            panel.folded = ["net.0"]  # what the front end sets when its title is clicked
+            assert panel.dot == folded  # no SVG from the kernel: the browser lays it out
+            assert "net.0" in panel.graph and '"kind":"module"' in panel.graph
+        finally:
+            panel.close()
+    finally:
+        tracker.uninstall()
+    from nbgrad.nn.modules import module as m
+
+    assert not m._global_forward_pre_hooks and not m._global_forward_hooks
+    assert all(not (p._hooks or []) for p in net.parameters())

@@ -196,7 +196,11 @@ function render({ model, el: root }) {
         continue;
       }
       g.addEventListener("mouseenter", () => showDetails(g.id, false));
-      g.addEventListener("mouseleave", () => showDetails(model.get("selected"), true));
+      // leaving a node keeps its details until another is hovered or selected: hiding them would
+      // change the panel's height, re-fit the graph under the pointer, and hover it again
+      g.addEventListener("mouseleave", () => {
+        if (model.get("selected")) showDetails(model.get("selected"), true);
+      });
       g.addEventListener("click", (ev) => {
         ev.stopPropagation();
         const key = model.get("selected") === g.id ? "" : g.id;

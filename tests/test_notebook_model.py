@@ -72,6 +72,13 @@ CELLS = {
     "broadcast": "dmodel.train()\nbl = mse(dmodel(x), y.reshape(8))",
     "broadcast_f": ("import nbgrad.nn.functional as F\n"
                     "fl = F.mse_loss(model(x), y.reshape(8))"),
+    "broadcast_caught": ("import warnings\n"
+                         "with warnings.catch_warnings(record=True):\n"
+                         "    warnings.simplefilter('always')\n"
+                         "    fc = F.mse_loss(model(x), y.reshape(8))"),
+    "no_reset_loop": ("opt.zero_grad()\n"
+                      "for i in range(3):\n"
+                      "    F.mse_loss(model(x), y).backward()"),
     # 8. a training loop that keeps every graph alive in a list
     "loop": ("history = []\n"
              "for i in range(12):\n"
@@ -233,6 +240,21 @@ def test_broadcasting_target_of_the_functional_loss(nb):
     t = text(static(cells["broadcast_f"]))
     assert (f"a loss target broadcasts against its input at cell [{n}] line 2: \u201cUsing a "
             "target size") in t
+
+
+def test_broadcasting_target_noted_when_the_warning_was_caught(nb):
+    cells, _ = nb
+    n = cells["broadcast_caught"].execution_count
+    t = text(static(cells["broadcast_caught"]))
+    assert (f"a loss target broadcasts against its input at cell [{n}] line 4: \u201cUsing a "
+            "target size (nbgrad.Size([8])) that is different to the input size "
+            "(nbgrad.Size([8, 1]))") in t
+
+
+def test_forgotten_zero_grad_in_a_loop_counts_every_backward(nb):
+    cells, _ = nb
+    t = text(static(cells["no_reset_loop"]))
+    assert "model.0.weight.grad accumulated from 3 backward calls since zero_grad" in t
 
 
 def test_training_loop_cell_gets_one_summary_panel(nb):

@@ -254,8 +254,8 @@ class ModelTracker:
             self.eval_forward[id(module)] = (weakref.ref(module), frame.where)
             return
         self.note(("train-nograd", id(module)), (module, type(module).__name__),
-                  "was evaluated under no_grad in train mode at {where}: its {layers} still "
-                  "act as in training; call .eval() before evaluating",
+                  "was evaluated under no_grad in train mode at {where}: {layers} as in "
+                  "training; call .eval() before evaluating",
                   where=frame.where, layers=_mode_layer_names(module))
 
     def _post(self, module, args, output):
@@ -478,8 +478,8 @@ class ModelTracker:
             mod = mref()
             if mod is not None and not mod.training:
                 self.note(("eval-train", key), (mod, type(mod).__name__),
-                          "ran its forward in eval mode at {where} and was then trained: its "
-                          "{layers} act as at test time; call .train() before training",
+                          "ran its forward in eval mode at {where} and was then trained: "
+                          "{layers} as at test time; call .train() before training",
                           where=where, layers=_mode_layer_names(mod))
         self.eval_forward.clear()
 
@@ -604,9 +604,11 @@ def _submodules(top):
 
 
 def _mode_layer_names(module) -> str:
+    """ "its Dropout layer behaves", "its Dropout and BatchNorm1d layers behave"."""
     names = sorted({type(m).__name__ for m in _submodules(module)
                     if type(m).__name__ in _MODE_LAYERS})
-    return "/".join(names) + (" layers" if len(names) > 1 else " layer")
+    count = sum(1 for m in _submodules(module) if type(m).__name__ in _MODE_LAYERS)
+    return "its " + " and ".join(names) + (" layers behave" if count > 1 else " layer behaves")
 
 
 def _has_mode_layers(module) -> bool:
@@ -698,6 +700,7 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
     backward_models = set()
+    summed: dict = {}  # ("at least " or "", backward calls) -> parameters summed into
     for pid, st in tracker.params.items():
         name = pnames.get(pid)
         p = st.ref()
@@ -715,11 +718,14 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
             if st.summed_into is not None and st.summed_into() is p._grad and later > 0:
                 # the same .grad still: the steps since were summed into it too
                 n, least = st.accumulated + later, ""
-            rep.notes.append(f"{name}.grad accumulated from {least}{n} backward calls "
-                             "since zero_grad (fine if you meant to accumulate gradients)")
+            summed.setdefault((least, n), []).append(name)
         if st.nonfinite and st.hits:
             rep.notes.append(f"{name}.grad has NaN or Inf values")
     rep.params.sort(key=lambda r: r.name)
+    for (least, n), names in summed.items():
+        grads = ", ".join(f"{x}.grad" for x in sorted(names))
+        rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
+                         "(fine if you meant to accumulate gradients)")
     # parameters of a model that had a backward this cell but got no gradient
     if backward_models:
         by_module = {}

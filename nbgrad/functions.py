@@ -1,7 +1,8 @@
 """The public functions (torch.add, torch.sum, ...) over the op table, and their Tensor methods.
 
-Each function checks its arguments, picks the row and calls the machinery in ops.py. The block at
-the end binds them onto Tensor as methods and operators, with PyTorch's names.
+Each function checks its arguments (PyTorch's texts), picks a row of the table (nbgrad/ops/) and
+applies it through nbgrad/autograd/apply.py. The block at the end binds them onto Tensor as
+methods and operators, with PyTorch's names.
 """
 from __future__ import annotations
 
@@ -11,13 +12,19 @@ import math
 
 import numpy as np
 
-from . import _conv, dtypes
+from . import creation, dtypes
+from .autograd.apply import (_arr, _binary, _broadcast_error, _device_error, _fresh,
+                             _geom, _inplace, _mask, _unary, apply)
 from .autograd.grad_mode import STATE as _GRAD
+from .autograd import variable
 from .autograd.grad_mode import no_grad
-from .ops import (R, _apply, _arr, _binary, _broadcast_error, _fresh, _geom, _inplace, _mask,
-                  _multi_view_op, _record, _unary, _view_op, _ViewImpossible, binary_op)
-from .tensor import Size, Tensor, _dim
+from .ops import ROWS as R
+from .ops.formulas import TENSORS, _reduce_to
+from .ops.reductions import _sorted_idx
+from .ops.views import _ViewImpossible
+from .tensor import Size, Tensor, _dim, type_name
 from . import backend
+from .storage import Storage
 
 _builtin_max, _builtin_min, _builtin_sum, _builtin_abs = builtins.max, builtins.min, builtins.sum, \
     builtins.abs
@@ -27,12 +34,11 @@ def _t(x, like=None):
     """A Tensor for `x` (numbers become 0-d tensors of a matching dtype)."""
     if isinstance(x, Tensor):
         return x
-    from .creation import tensor
     if like is not None and isinstance(x, (int, float, bool)):
         kind = like._data.dtype.kind
         if kind == "f" or (kind in "iu" and type(x) is not float) or type(x) is bool:
             return Tensor._make_fresh(np.asarray(x, dtype=like._data.dtype))
-    return tensor(x)
+    return creation.tensor(x)
 
 
 def _check_tensor(x, fname, arg="input"):
@@ -55,7 +61,6 @@ def _out(name, fn, inputs, out):
                           f"{list(out._data.shape)}, which does not match the required output "
                           f"shape {list(r._data.shape)}. This behavior is deprecated.",
                           UserWarning, stacklevel=3)
-        from .storage import Storage
         out._data = np.empty_like(r._data, dtype=out._data.dtype)
         out._storage = Storage(out._data)
     out._data[...] = r._data
@@ -72,7 +77,7 @@ def add(input, other, *, alpha=1, out=None):
         return _out("add", lambda: add(input, other, alpha=alpha), (input, other), out)
     if not isinstance(input, Tensor):
         return add(_t(input, other), other, alpha=alpha)
-    return _binary(R["add"], input, other, (alpha,))
+    return apply(R["add"], (input, other), (alpha,))
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -82,7 +87,7 @@ def sub(input, other, *, alpha=1, out=None):
     _check_bool_sub(input, other)
     if not isinstance(input, Tensor):
         return rsub(other, input, alpha=alpha)
-    return _binary(R["sub"], input, other, (alpha,))
+    return apply(R["sub"], (input, other), (alpha,))
 
 
 def _check_bool_sub(a, b):
@@ -108,7 +113,7 @@ def rsub(input, other, *, alpha=1):
     d = input._data
     if type(other) is float and d.dtype.kind != "f":
         input = input.to(dtypes.get_default_dtype())
-    return _unary(R["rsub"], input, other, alpha)
+    return apply(R["rsub"], (input,), (other, alpha))
 
 
 def mul(input, other, *, out=None):
@@ -117,7 +122,7 @@ def mul(input, other, *, out=None):
         return _out("mul", lambda: mul(input, other), (input, other), out)
     if not isinstance(input, Tensor):
         input, other = other, input
-    return _binary(R["mul"], input, other)
+    return apply(R["mul"], (input, other))
 
 
 multiply = mul
@@ -142,7 +147,7 @@ def div(input, other, *, rounding_mode=None, out=None):
                                           other._data.dtype.kind != "f") and \
             type(other) is not float:
         input = input.to(dtypes.get_default_dtype())
-    return _binary(R["div"], input, other)
+    return apply(R["div"], (input, other))
 
 
 divide = true_divide = div
@@ -158,9 +163,26 @@ def floor_divide(input, other):
 
 
 def remainder(input, other):
-    """input % other with the sign of other, Python-style (torch.remainder); no gradient."""
-    od = other._data if isinstance(other, Tensor) else other
-    return _fresh(_arr(np.mod(input._data, od)))
+    """input % other with the sign of other, Python-style (torch.remainder): RemainderBackward0
+    for a number, RemainderBackward1 for a tensor (gradient -floor(input / other))."""
+    return _mod_like("remainder", input, other)
+
+
+def fmod(input, other):
+    """C's fmod: input % other with the sign of input (torch.fmod): FmodBackward0 for a number,
+    FmodBackward1 for a tensor (gradient -trunc(input / other))."""
+    return _mod_like("fmod", input, other)
+
+
+def _mod_like(name, input, other):
+    if isinstance(other, Tensor):
+        return _binary(R[name + "_tensor"], input, other)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if type(other) is float and input._data.dtype.kind != "f":
+        input = to_dtype(input, dtypes.get_default_dtype())
+    return _unary(R[name], input, other)
 
 
 def pow(input, exponent, *, out=None):
@@ -172,15 +194,15 @@ def pow(input, exponent, *, out=None):
             raise TypeError("pow() needs at least one Tensor")
         e = exponent if exponent._data.dtype.kind == "f" or type(input) is int else \
             exponent.to(dtypes.get_default_dtype())
-        return _unary(R["rpow"], e, input)
+        return apply(R["rpow"], (e,), (input,))
     if isinstance(exponent, Tensor):
-        return _binary(R["pow_tt"], input, exponent)
+        return apply(R["pow_tt"], (input, exponent))
     exponent = _scalar_arg(exponent)
     if type(exponent) is float and input._data.dtype.kind != "f":
         input = input.to(dtypes.get_default_dtype())
     if type(exponent) is int and exponent < 0 and input._data.dtype.kind in "iu":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return _unary(R["pow"], input, exponent)
+    return apply(R["pow"], (input,), (exponent,))
 
 
 def _scalar_arg(x):
@@ -207,7 +229,7 @@ def neg(input):
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
                            "instead.")
-    return _unary(R["neg"], input)
+    return apply(R["neg"], (input,))
 
 
 negative = neg
@@ -220,7 +242,7 @@ def _unary_fn(name, doc):
         if out is not None:
             return _out(name, lambda: f(input), (input,), out)
         _check_tensor(input, name)
-        return _unary(row, input)
+        return apply(row, (input,))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"{doc} elementwise (torch.{name}). Shape and dtype are kept (ints become float)."
     return f
@@ -244,7 +266,7 @@ erf = _unary_fn("erf", "Error function")
 
 def relu(input):
     """max(input, 0) elementwise (torch.relu); saves its output."""
-    return _unary(R["relu"], input)
+    return apply(R["relu"], (input,))
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -254,13 +276,21 @@ def clamp(input, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        r = input
-        if min is not None:
-            r = maximum(r, _t(min, input))
-        if max is not None:
-            r = minimum(r, _t(max, input))
-        return r
-    return _unary(R["clamp"], input, min, max)
+        return _clamp_tensor(input, min, max)
+    return apply(R["clamp"], (input,), (min, max))
+
+
+def _clamp_tensor(input, min, max):
+    """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
+    -inf / +inf."""
+    inf = float("inf")
+    bounds = []
+    for b, none in ((min, -inf), (max, inf)):
+        b = _t(none if b is None else b, input)
+        if b._data.dtype != input._data.dtype:
+            b = to_dtype(b, input.dtype)
+        bounds.append(b)
+    return apply(R["clamp_tensor"], (input, bounds[0], bounds[1]))
 
 
 clip = clamp
@@ -268,22 +298,22 @@ clip = clamp
 
 def clamp_min(input, min):
     """max(input, min) (torch.clamp_min, ClampMinBackward0)."""
-    return _unary(R["clamp_min"], input, min)
+    return apply(R["clamp_min"], (input,), (min,))
 
 
 def clamp_max(input, max):
     """min(input, max) (torch.clamp_max, ClampMaxBackward0)."""
-    return _unary(R["clamp_max"], input, max)
+    return apply(R["clamp_max"], (input,), (max,))
 
 
 def maximum(input, other):
     """Elementwise maximum of two tensors (torch.maximum); ties share the gradient."""
-    return _binary(R["maximum"], input, _t(other, input))
+    return apply(R["maximum"], (input, _t(other, input)))
 
 
 def minimum(input, other):
     """Elementwise minimum of two tensors (torch.minimum); ties share the gradient."""
-    return _binary(R["minimum"], input, _t(other, input))
+    return apply(R["minimum"], (input, _t(other, input)))
 
 
 def where(condition, input=None, other=None):
@@ -308,15 +338,15 @@ def where(condition, input=None, other=None):
             input = input.to(dtypes.from_np(rt))
         if b.dtype != rt:
             other = other.to(dtypes.from_np(rt))
+    try:  # report the first pair that fails, in PyTorch's order (cond, self, other)
+        first = np.broadcast_shapes(c.shape, input._data.shape)
+    except ValueError:
+        raise _broadcast_error(c.shape, input._data.shape) from None
     try:
-        out = np.where(c, input._data, other._data)
-    except ValueError:  # report the first pair that fails, in PyTorch's order (cond, self, other)
-        try:
-            first = np.broadcast_shapes(c.shape, input._data.shape)
-        except ValueError:
-            raise _broadcast_error(c.shape, input._data.shape) from None
+        np.broadcast_shapes(first, other._data.shape)
+    except ValueError:
         raise _broadcast_error(first, other._data.shape) from None
-    return _apply(R["where"], (input, other), (c,), out, meta_inputs=True)
+    return apply(R["where"], (input, other), (c,))
 
 
 def masked_fill(input, mask, value):
@@ -329,11 +359,11 @@ def masked_fill(input, mask, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
-        return _apply(R["masked_fill"], (input, value), (m,), meta_inputs=True)
-    out = np.where(m, np.asarray(value, dtype=input._data.dtype), input._data)
-    if out.shape != input._data.shape:
+        return apply(R["masked_fill"], (input, value), (m,))
+    if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
         raise _broadcast_error(input._data.shape, m.shape)
-    return _apply(R["masked_fill"], (input, value), (m,), out, meta_inputs=True)
+    value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+    return apply(R["masked_fill"], (input, value), (m,))
 
 
 # ---- comparisons and logic: no gradient ------------------------------------------------------
@@ -360,9 +390,23 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 logical_and = _cmp(np.logical_and, "logical_and")
 logical_or = _cmp(np.logical_or, "logical_or")
 logical_xor = _cmp(np.logical_xor, "logical_xor")
-bitwise_and = _cmp(np.bitwise_and, "bitwise_and")
-bitwise_or = _cmp(np.bitwise_or, "bitwise_or")
-bitwise_xor = _cmp(np.bitwise_xor, "bitwise_xor")
+
+
+def _ints_only(f):
+    """PyTorch's text when a bitwise op meets a floating tensor."""
+    def g(input, *other):
+        for x in (input,) + other:
+            if isinstance(x, Tensor) and x._data.dtype.kind == "f":
+                raise NotImplementedError(f'"{f.__name__}_cpu" not implemented for '
+                                          f"'{dtypes.from_np(x._data.dtype)._tensor_name[:-6]}'")
+        return f(input, *other)
+    g.__name__, g.__doc__ = f.__name__, f.__doc__ + " Integer and bool tensors only."
+    return g
+
+
+bitwise_and = _ints_only(_cmp(np.bitwise_and, "bitwise_and"))
+bitwise_or = _ints_only(_cmp(np.bitwise_or, "bitwise_or"))
+bitwise_xor = _ints_only(_cmp(np.bitwise_xor, "bitwise_xor"))
 
 
 def _nograd_unary(fn, name):
@@ -374,19 +418,19 @@ def _nograd_unary(fn, name):
 
 
 logical_not = _nograd_unary(np.logical_not, "logical_not")
-bitwise_not = _nograd_unary(np.invert, "bitwise_not")
+bitwise_not = _ints_only(_nograd_unary(np.invert, "bitwise_not"))
 isnan = _nograd_unary(np.isnan, "isnan")
 isinf = _nograd_unary(np.isinf, "isinf")
 isfinite = _nograd_unary(np.isfinite, "isfinite")
-floor = _nograd_unary(np.floor, "floor")
-ceil = _nograd_unary(np.ceil, "ceil")
-trunc = _nograd_unary(np.trunc, "trunc")
 signbit = _nograd_unary(np.signbit, "signbit")
 
 
-def round(input, decimals=0):
-    """Round to `decimals` places, halves to even (torch.round); no gradient."""
-    return _fresh(_arr(np.round(input._data, decimals)))
+def round(input, *, decimals=0):
+    """Round to `decimals` places, halves to even (torch.round); gradient zero (RoundBackward0,
+    RoundBackward1 with decimals)."""
+    if decimals == 0:
+        return _unary(R["round"], input)
+    return _unary(R["round_decimals"], input, decimals)
 
 
 def equal(input, other):
@@ -417,7 +461,12 @@ def any(input, dim=None, keepdim=False):
 def nonzero(input, *, as_tuple=False):
     """Indices of nonzero elements: (n, ndim) int64, or a tuple of 1-D tensors with as_tuple
     (torch.nonzero)."""
-    nz = np.nonzero(input._data)
+    d = input._data
+    nz = np.nonzero(d.reshape(1) if d.ndim == 0 else d)
+    if d.ndim == 0:  # one index column per dim: none
+        if as_tuple:
+            return (_fresh(nz[0].astype(np.int64)),)
+        return _fresh(np.zeros((nz[0].size, 0), np.int64))
     if as_tuple:
         return tuple(_fresh(i.astype(np.int64)) for i in nz)
     return _fresh(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
@@ -455,7 +504,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     """Sum of all elements, or over `dim` (int or tuple) (torch.sum). Ints sum to int64."""
     d = input._data
     if dim is None and axis is None and dtype is None and not keepdim and d.dtype.kind == "f":
-        return _unary(_SUM, input, None)  # the common case, kept short
+        return apply(_SUM, (input,), (None,))  # the common case, kept short
     dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
     dt = dtypes.to_np(dtype)
     if dt is not None and dt != d.dtype and d.dtype.kind == "f":
@@ -464,9 +513,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     if dt is None and d.dtype.kind in "biu":
         dt = np.dtype(np.int64)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        r = _unary(R["sum"], input, dt)
+        r = apply(R["sum"], (input,), (dt,))
         return r if not keepdim else r.reshape((1,) * d.ndim)
-    return _unary(R["sum_dim"], input, _dims(dim, d.ndim), keepdim, dt)
+    return apply(R["sum_dim"], (input,), (_dims(dim, d.ndim), keepdim, dt))
 
 
 _SUM = R["sum"]
@@ -486,9 +535,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         input = input.to(dtype)
     _float_check(input, "mean")
     if dim is None:
-        r = _unary(R["mean"], input)
+        r = apply(R["mean"], (input,))
         return r if not keepdim else r.reshape((1,) * input._data.ndim)
-    return _unary(R["mean_dim"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["mean_dim"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -496,8 +545,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     if dim is None:
-        return _unary(R["prod"], input)
-    return _unary(R["prod_dim"], input, _dim(dim, input._data.ndim), keepdim)
+        return apply(R["prod"], (input,))
+    return apply(R["prod_dim"], (input,), (_dim(dim, input._data.ndim), keepdim))
 
 
 _minmax = collections.namedtuple("max", ["values", "indices"])
@@ -516,7 +565,7 @@ def max(input, dim=None, keepdim=False, *, out=None):
         return maximum(input, dim)
     if dim is None:
         _empty_check(input, "max")
-        return _unary(R["max"], input)
+        return apply(R["max"], (input,))
     return _vals_indices(R["max_dim"], input, dim, keepdim, _minmax)
 
 
@@ -526,29 +575,22 @@ def min(input, dim=None, keepdim=False):
         return minimum(input, dim)
     if dim is None:
         _empty_check(input, "min")
-        return _unary(R["min"], input)
+        return apply(R["min"], (input,))
     return _vals_indices(R["min_dim"], input, dim, keepdim, _minmax_min)
 
 
 def _vals_indices(row, input, dim, keepdim, ntuple):
-    dim = _dim(dim, input._data.ndim)
-    vals, idx = row.fwd(input._data, dim, keepdim)
-    v, i = _fresh(_arr(vals)), _fresh(_arr(idx))
-    if input._requires_grad and _GRAD.enabled:
-        _record(row, (v, i), (input,), (dim, keepdim), 1)
-        i._requires_grad = False
-        i._grad_fn = None
-    return ntuple(v, i)
+    return ntuple(*apply(row, (input,), (_dim(dim, input._data.ndim), keepdim)))
 
 
 def amax(input, dim=(), keepdim=False):
     """Max over `dim` (all if empty); ties share the gradient evenly (torch.amax)."""
-    return _unary(R["amax"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["amax"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def amin(input, dim=(), keepdim=False):
     """Min over `dim` (all if empty); ties share the gradient evenly (torch.amin)."""
-    return _unary(R["amin"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["amin"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -578,8 +620,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _float_check(input, "var")
-    return _unary(R["var"], input, _dims(dim, input._data.ndim),
-                  _correction(unbiased, correction), keepdim)
+    return apply(R["var"], (input,), (_dims(dim, input._data.ndim),
+                                      _correction(unbiased, correction), keepdim))
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -587,8 +629,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _float_check(input, "std")
-    return _unary(R["std"], input, _dims(dim, input._data.ndim),
-                  _correction(unbiased, correction), keepdim)
+    return apply(R["std"], (input,), (_dims(dim, input._data.ndim),
+                                      _correction(unbiased, correction), keepdim))
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
@@ -597,34 +639,34 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["norm"], input, float(p) if p not in (1, 2) else p,
-                  _dims(dim, input._data.ndim), keepdim)
+    return apply(R["norm"], (input,), (float(p) if p not in (1, 2) else p,
+                                       _dims(dim, input._data.ndim), keepdim))
 
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed stably (torch.logsumexp)."""
-    return _unary(R["logsumexp"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["logsumexp"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output."""
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["softmax"], input, _dim(dim, input._data.ndim))
+    return apply(R["softmax"], (input,), (_dim(dim, input._data.ndim),))
 
 
 def log_softmax(input, dim, dtype=None):
     """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output."""
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["log_softmax"], input, _dim(dim, input._data.ndim))
+    return apply(R["log_softmax"], (input,), (_dim(dim, input._data.ndim),))
 
 
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along `dim` (torch.cumsum)."""
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["cumsum"], input, _dim(dim, input._data.ndim))
+    return apply(R["cumsum"], (input,), (_dim(dim, input._data.ndim),))
 
 
 # ================================================================================================
@@ -646,7 +688,6 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{dtypes.from_np(a.dtype).name} != {dtypes.from_np(b.dtype).name}")
     if type(a) is not type(b):
-        from .ops import _device_error
         raise _device_error(a, b)
     ka = a.shape[-1]
     kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
@@ -672,18 +713,18 @@ def _matmul(a, b):
     folded through views and UnsafeViewBackward0)."""
     da, db = a._data.ndim, b._data.ndim
     if da == 2 and db == 2:
-        return _apply(R["mm"], (a, b), (), a._data @ _cc(b._data))
+        return apply(R["mm"], (a, b))
     if da == 1 and db == 1:
-        return _apply(R["dot"], (a, b), (), a._data @ b._data)
+        return apply(R["dot"], (a, b))
     if da == 2 and db == 1:
-        return _apply(R["mv"], (a, b), (), a._data @ b._data)
+        return apply(R["mv"], (a, b))
     if da == 1 and db == 2:
-        return _view_op(R["squeeze_dims_"], _matmul(unsqueeze(a, 0), b), ((0,),))
+        return apply(R["squeeze_dims_"], (_matmul(unsqueeze(a, 0), b),), ((0,),))
     if da >= 3 and db <= 2:   # fold the batch into the rows of a matrix product
         k = a._data.shape[-1]
         folded = _matmul(reshape(a, -1, k), b)
         shape = a._data.shape[:-1] + ((b._data.shape[-1],) if db == 2 else ())
-        return _unary(R["unsafe_view"], folded, shape)
+        return apply(R["unsafe_view"], (folded,), (shape,))
     if da == 1 and db >= 3:
         return _matmul(b.mT, a)
     # batched: broadcast the batch dims, fold them into one, bmm, unfold
@@ -698,14 +739,9 @@ def _matmul(a, b):
     b3 = reshape(expand(b, *batch, k, p), -1, k, p)
     if a3 is None:
         a3 = reshape(expand(unsqueeze(a, 0), *batch, 1, k), -1, 1, k)
-    out = _apply(R["bmm"], (a3, b3), (), a3._data @ b3._data)
+    out = apply(R["bmm"], (a3, b3))
     shape = tuple(batch) + ((n,) if da > 1 else ()) + (p,)
-    return _unary(R["unsafe_view"], out, shape)
-
-
-def _cc(b):
-    # numpy's matmul is several times slower on a transposed (F-ordered) right operand
-    return b if b.flags.c_contiguous else backend.get_array_module(b).ascontiguousarray(b)
+    return apply(R["unsafe_view"], (out,), (shape,))
 
 
 def mm(input, mat2):
@@ -726,7 +762,7 @@ def bmm(input, mat2):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
                            f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}].")
-    return _apply(R["bmm"], (input, mat2), (), input._data @ mat2._data)
+    return apply(R["bmm"], (input, mat2))
 
 
 def dot(input, other):
@@ -754,17 +790,12 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} "
                            f"and {b.shape[0]}x{b.shape[1]})")
-    out = a @ _cc(b)
-    if alpha != 1:
-        out *= alpha
-    c = input._data
-    out += c if beta == 1 else beta * c
-    return _apply(R["addmm"], (input, mat1, mat2), (beta, alpha), out, meta_inputs=True)
+    return apply(R["addmm"], (input, mat1, mat2), (beta, alpha))
 
 
 def outer(input, vec2):
     """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
-    return mul(input.unsqueeze(1), vec2.unsqueeze(0))
+    return mul(reshape(input, -1, 1), vec2)
 
 
 # ================================================================================================
@@ -777,7 +808,6 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     Raises:
         RuntimeError: PyTorch's messages for wrong ranks and channel counts.
     """
-    from .ops import Ctx
     x, w = input._data, weight._data
     if x.ndim != 4:
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
@@ -791,27 +821,22 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if x.dtype != w.dtype:
         raise RuntimeError(f"Input type ({type_name_of(input)}) and weight type "
                            f"({type_name_of(weight)}) should be the same")
-    y, ctx = _conv.conv2d_forward(x, w, None if bias is None else bias._data, stride, padding,
-                                  dilation, groups)
-    return _apply(R["convolution"], (input, weight, bias), (Ctx(ctx),), y)
+    return apply(R["convolution"], (input, weight, bias), (stride, padding, dilation, groups))
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False):
     """Max over (kh, kw) windows with -inf padding, and the flat H*W index of each maximum:
     (N, C, H, W) -> ((N, C, Ho, Wo), int64 indices). One MaxPool2DWithIndicesBackward0 node."""
-    out, ctx = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, Tensor._make_fresh(_conv.max_pool2d_indices(ctx))
+    return _max_pool2d("max_pool2d_with_indices", input, kernel_size, stride, padding, dilation,
+                       ceil_mode)
 
 
-def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
-    from .ops import Ctx
-    x = input._data
-    if x.ndim != 4:
+def _max_pool2d(row, input, kernel_size, stride, padding, dilation, ceil_mode):
+    if input._data.ndim != 4:
         raise RuntimeError(f"max_pool2d: Expected 3D or 4D tensor for input, but got "
-                           f"{list(x.shape)}")
-    y, ctx = _conv.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
-    return _apply(R["max_pool2d"], (input,), (Ctx(ctx),), y), ctx
+                           f"{list(input._data.shape)}")
+    return apply(R[row], (input,), (kernel_size, stride, padding, dilation, ceil_mode))
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -819,12 +844,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max pooling (torch.max_pool2d); the int64 indices are built only when asked for."""
     if return_indices:
         return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+    return _max_pool2d("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def type_name_of(t):
     """'nbgrad.FloatTensor'-style type string of a tensor (for error messages)."""
-    from .tensor import type_name
     return type_name(t._data.dtype, t._data)
 
 
@@ -850,14 +874,8 @@ def cat(tensors, dim=0, *, out=None):
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {ts[0]._data.shape[k]} but got size "
                                    f"{t._data.shape[k]} for tensor number {i} in the list.")
-    arrs = [t._data for t in ts]
-    rt = arrs[0].dtype
-    for a in arrs[1:]:
-        rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
-    out_arr = np.concatenate([a.astype(rt, copy=False) for a in arrs], axis=d)
     sizes = tuple(t._data.shape[d] for t in ts)
-    in_dtypes = tuple(a.dtype for a in arrs)
-    return _apply(R["cat"], tuple(ts), (sizes, d, in_dtypes), out_arr)
+    return apply(R["cat"], tuple(ts), (sizes, d, tuple(t._data.dtype for t in ts)))
 
 
 concat = concatenate = cat
@@ -876,8 +894,7 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} "
                                f"at entry 0 and {list(t._data.shape)} at entry {i}")
     d = _dim(dim, len(s0) + 1)
-    out_arr = np.stack([t._data for t in tensors], axis=d)
-    return _apply(R["stack"], tuple(tensors), (len(tensors), d), out_arr)
+    return apply(R["stack"], tuple(tensors), (len(tensors), d))
 
 
 def hstack(tensors):
@@ -920,22 +937,20 @@ def view(input, *shape):
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
     try:
-        out = R["view"].fwd(input._data, shape)
+        return apply(R["view"], (input,), (shape,))
     except _ViewImpossible:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.") from None
-    return _view_op(R["view"], input, (shape,), out)
 
 
 def reshape(input, *shape):
     """A view when the strides allow, else a copy (torch.reshape)."""
     shape = _infer(_shape_arg(shape), input._data.size)
     try:
-        out = R["view"].fwd(input._data, shape)
+        return apply(R["view"], (input,), (shape,))
     except _ViewImpossible:
-        return _unary(R["unsafe_view"], clone(input), shape)
-    return _view_op(R["view"], input, (shape,), out)
+        return apply(R["unsafe_view"], (clone(input),), (shape,))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -968,7 +983,7 @@ def transpose(input, dim0, dim1):
     """Swap two dims; a view (torch.transpose)."""
     nd = input._data.ndim
     d0, d1 = _dim(dim0, nd), _dim(dim1, nd)
-    return _view_op(R["transpose"], input, (d0, d1))
+    return apply(R["transpose"], (input,), (d0, d1))
 
 
 swapaxes = swapdims = transpose
@@ -979,7 +994,7 @@ def t(input):
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input._data.ndim}D")
-    return _view_op(R["t"], input)
+    return apply(R["t"], (input,))
 
 
 def permute(input, *dims):
@@ -993,7 +1008,7 @@ def permute(input, *dims):
     dims = tuple(_dim(d, nd) for d in dims)
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view_op(R["permute"], input, (dims,))
+    return apply(R["permute"], (input,), (dims,))
 
 
 def expand(input, *sizes):
@@ -1004,7 +1019,7 @@ def expand(input, *sizes):
         raise RuntimeError(f"expand(nbgrad.FloatTensor{{{list(s)}}}, size={list(sizes)}): the "
                            "number of sizes provided ({}) must be greater or equal to the number "
                            "of dimensions in the tensor ({})".format(len(sizes), len(s)))
-    return _view_op(R["expand"], input, (_expand_shape(s, sizes),))
+    return apply(R["expand"], (input,), (_expand_shape(s, sizes),))
 
 
 def _expand_shape(s, sizes):
@@ -1041,18 +1056,18 @@ def expand_as(input, other):
 def squeeze(input, dim=None):
     """Remove size-1 dims (all, or `dim`); a view (torch.squeeze)."""
     if dim is None:
-        return _view_op(R["squeeze"], input)
+        return apply(R["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
-        return _view_op(R["squeeze_dims"], input,
-                        (tuple(sorted(_dim(d, input._data.ndim) for d in dim)),))
+        dims = tuple(sorted(_dim(d, input._data.ndim) for d in dim))
+        return apply(R["squeeze_dims"], (input,), (dims,))
     if input._data.ndim == 0:
-        return _view_op(R["squeeze_dim"], input, (0,), input._data.view())
-    return _view_op(R["squeeze_dim"], input, (_dim(dim, input._data.ndim),))
+        return apply(R["squeeze_dim"], (input,), (0,))
+    return apply(R["squeeze_dim"], (input,), (_dim(dim, input._data.ndim),))
 
 
 def unsqueeze(input, dim):
     """Insert a size-1 dim at `dim`; a view (torch.unsqueeze)."""
-    return _view_op(R["unsqueeze"], input, (_dim(dim, input._data.ndim + 1),))
+    return apply(R["unsqueeze"], (input,), (_dim(dim, input._data.ndim + 1),))
 
 
 def narrow(input, dim, start, length):
@@ -1069,7 +1084,7 @@ def narrow(input, dim, start, length):
 
 def _slice(input, d, slc):
     index = (slice(None),) * d + (slc,)
-    return _view_op(R["slice"], input, (index,), input._data[index])
+    return apply(R["slice"], (input,), (index,))
 
 
 def select(input, dim, index):
@@ -1083,7 +1098,7 @@ def select(input, dim, index):
     if i < 0:
         i += n
     idx = (slice(None),) * d + (i, Ellipsis)  # Ellipsis keeps a 0-d result an array (a view)
-    return _view_op(R["select"], input, (idx,), input._data[idx])
+    return apply(R["select"], (input,), (idx,))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -1103,16 +1118,16 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     keep = [i for i in range(nd) if i not in (d1, d2)]
     vshape = tuple(shape[i] for i in keep) + (length,)
     vstrides = tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],)
-    out = backend.as_strided(input._storage._root, vshape, vstrides, off)
-    return _view_op(R["diagonal"], input, (_geom(input), (vshape, vstrides, off)), out)
+    return apply(R["diagonal"], (input,), (_geom(input), (vshape, vstrides, off),
+                                           input._storage._root))
 
 
 def as_strided(input, size, stride, storage_offset=None):
     """A view with explicit size, stride and storage offset, in elements (torch.as_strided)."""
     off = input.storage_offset() if storage_offset is None else int(storage_offset)
     size, stride = tuple(size), tuple(stride)
-    out = backend.as_strided(input._storage._root, size, stride, off)
-    return _view_op(R["as_strided"], input, (_geom(input), (size, stride, off)), out)
+    return apply(R["as_strided"], (input,), (_geom(input), (size, stride, off),
+                                             input._storage._root))
 
 
 def unfold(input, dimension, size, step):
@@ -1125,21 +1140,13 @@ def unfold(input, dimension, size, step):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {L} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    n = (L - size) // step + 1
-    shape = a.shape[:d] + (n,) + a.shape[d + 1:] + (size,)
-    strides = a.strides[:d] + (a.strides[d] * step,) + a.strides[d + 1:] + (a.strides[d],)
-    xp = backend.get_array_module(a)
-    out = xp.lib.stride_tricks.as_strided(a, shape, strides)
-    return _view_op(R["unfold"], input, (d, size, step), out)
+    return apply(R["unfold"], (input,), (d, size, step))
 
 
 def unbind(input, dim=0):
     """Tuple of the slices along `dim`; views that refuse in-place changes (torch.unbind)."""
     d = _dim(dim, input._data.ndim)
-    n = input._data.shape[d]
-    pre = (slice(None),) * d
-    outs = [input._data[pre + (i, Ellipsis)] for i in range(n)]
-    return _multi_view_op(R["unbind"], input, outs, (d, n))
+    return apply(R["unbind"], (input,), (d, input._data.shape[d]))
 
 
 def split(input, split_size_or_sections, dim=0):
@@ -1159,12 +1166,7 @@ def split(input, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                                f"tensor's size at dimension {d}), but got split_sizes={sizes}")
         row = R["split_sizes"]
-    pre = (slice(None),) * d
-    outs, start = [], 0
-    for k in sizes:
-        outs.append(input._data[pre + (slice(start, start + k),)])
-        start += k
-    return _multi_view_op(row, input, outs, (tuple(sizes), d))
+    return apply(row, (input,), (tuple(sizes), d))
 
 
 def chunk(input, chunks, dim=0):
@@ -1176,28 +1178,52 @@ def chunk(input, chunks, dim=0):
     return split(input, size, dim)
 
 
+def _safe_softmax(input, dim, dtype=None):
+    """Softmax along `dim` where a slice that is -inf throughout gives zeros, not nan
+    (torch._safe_softmax, attention's softmax; one SafeSoftmaxBackward0 node)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["_safe_softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def unsafe_split(input, split_size, dim=0):
+    """Like :func:`split`, but the pieces are not views: they may be modified in place
+    (torch.unsafe_split; one UnsafeSplitBackward0 node). Here they are copies."""
+    d = _dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if split_size <= 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                           f"dimension size of {n}")
+    sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
+        if split_size else [0]
+    outs = apply(R["unsafe_split"], (input,), (tuple(sizes), d))
+    return tuple(outs)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """Like :func:`chunk`, pieces that are not views (torch.unsafe_chunk; UnsafeSplitBackward0)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input._data.shape[_dim(dim, input._data.ndim)]
+    return unsafe_split(input, -(-n // chunks) if n else 1, dim)
+
+
 def contiguous(input, memory_format=None):
     """Self if C-contiguous, else a contiguous copy (CloneBackward0) (torch.Tensor.contiguous)."""
     if input._data.flags.c_contiguous:
         return input
-    return _contig_clone(input)
-
-
-def _contig_clone(input):
-    out = np.ascontiguousarray(input._data)
-    return _apply(R["clone"], (input,), (), out)
+    return apply(R["clone"], (input,), (True,))
 
 
 def clone(input, *, memory_format=None):
     """A copy with its own storage; differentiable (CloneBackward0) (torch.clone)."""
-    out = input._data.copy(order="K")
-    return _apply(R["clone"], (input,), (), out)
+    return apply(R["clone"], (input,), (False,))
 
 
 def flip(input, *dims):
     """Reverse the order along `dims`; a copy (torch.flip)."""
     dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
-    return _unary(R["flip"], input, tuple(_dim(d, input._data.ndim) for d in dims))
+    return apply(R["flip"], (input,), (tuple(_dim(d, input._data.ndim) for d in dims),))
 
 
 def to_dtype(input, dtype):
@@ -1206,10 +1232,9 @@ def to_dtype(input, dtype):
     dt = dtypes.to_np(dtype)
     if input._data.dtype == dt:
         return input
-    r = _fresh(input._data.astype(dt))
-    if input._requires_grad and _GRAD.enabled and dt.kind == "f":
-        _record(R["to_copy"], (r,), (input,), (dt,), 1)
-    return r
+    if dt.kind == "f":
+        return apply(R["to_copy"], (input,), (dt,))
+    return _fresh(input._data.astype(dt))  # not differentiable: no node
 
 
 # ================================================================================================
@@ -1264,10 +1289,9 @@ def getitem(input, idx):
     index = tuple(_to_index_array(i) for i in idx)
     _check_masks(input, index)
     try:
-        out = input._data[index]
+        return apply(R["index"], (input,), (index,))
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
-    return _apply(R["index"], (input,), (index,), out)
 
 
 def _check_masks(input, index):
@@ -1292,7 +1316,7 @@ def _basic_index(input, idx):
     if n_real > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     if not idx or builtins.all(i is Ellipsis for i in idx):
-        return _view_op(R["alias"], input)
+        return apply(R["alias"], (input,))
     r = input
     d = 0
     for i in idx:
@@ -1317,7 +1341,7 @@ def _basic_index(input, idx):
                 raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
             r = select(r, d, i)
     if r is input:
-        return _view_op(R["alias"], input)
+        return apply(R["alias"], (input,))
     return r
 
 
@@ -1326,6 +1350,8 @@ def setitem(input, idx, value):
     version bump either way, CopySlices / IndexPutBackward0 in the graph (torch semantics)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
+    if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
+        value = _strip_leading_ones(value, input, idx)
     if _is_basic(idx):
         if _whole(input, idx):
             # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices)
@@ -1334,7 +1360,7 @@ def setitem(input, idx, value):
             else:
                 v = value if isinstance(value, Tensor) else \
                     Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
-                _inplace(R["fill_tensor"], input, (v,), (), "fill_")
+                apply(R["fill_tensor"], (input, v), (), inplace="fill_")
             return None
         view_ = _basic_index(input, idx)
         copy_(view_, value, _op_name="copy_")
@@ -1346,6 +1372,22 @@ def setitem(input, idx, value):
         value = value.to(input.dtype)
     index_put_(input, index, value)
     return None
+
+
+def _strip_leading_ones(value, input, idx):
+    """`z[i] = v` with v of extra leading size-1 dims, (1, n) into an (n,) row: PyTorch views v
+    without its leading 1s (ViewBackward0) unless it already has the target's shape."""
+    shape = value._data.shape
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    if not _is_basic(idx):
+        return view(value, *shape[k:])
+    target = np.shape(input._data[idx])
+    if target == shape:
+        return value
+    value = view(value, *shape[k:])
+    return value if value._data.shape == target else expand(value, *target)
 
 
 def _whole(input, idx):
@@ -1377,7 +1419,7 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
-    return _inplace(R["index_put"], input, (values,), (index, accumulate), "index_put_")
+    return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
 
 
 def _kind_name(dt):
@@ -1396,7 +1438,9 @@ def index_add(input, dim, index, source, *, alpha=1):
     ix = index._data if isinstance(index, Tensor) else np.asarray(index)
     if alpha != 1:
         source = source * alpha
-    return _apply(R["index_add"], (input, source), (d, ix), meta_inputs=True)
+    if source._data.dtype != input._data.dtype:
+        source = source.to(input.dtype)
+    return apply(R["index_add"], (input, source), (d, ix))
 
 
 def index_select(input, dim, index):
@@ -1410,7 +1454,7 @@ def index_select(input, dim, index):
     n = input._data.shape[d]
     if ix.size and (ix.max() >= n or ix.min() < -n):
         raise IndexError("index out of range in self")
-    return _unary(R["index_select"], input, d, ix)
+    return apply(R["index_select"], (input,), (d, ix))
 
 
 def gather(input, dim, index):
@@ -1425,7 +1469,7 @@ def gather(input, dim, index):
     if ix.size and (ix.max() >= n or ix.min() < -n):
         raise RuntimeError(f"index {int(ix.max())} is out of bounds for dimension {d} with size "
                            f"{n}")
-    return _unary(R["gather"], input, d, ix)
+    return apply(R["gather"], (input,), (d, ix))
 
 
 def take_along_dim(input, indices, dim):
@@ -1440,10 +1484,10 @@ def _ip_binary(row_name, op_name, alpha=False):
     row = R[row_name]
     if alpha:
         def f(self, other, *, alpha=1):
-            return _inplace(row, self, (other,), (alpha,), op_name)
+            return apply(row, (self, other), (alpha,), inplace=op_name)
     else:
         def f(self, other):
-            return _inplace(row, self, (other,), (), op_name)
+            return apply(row, (self, other), (), inplace=op_name)
     f.__name__ = op_name
     f.__doc__ = f"In-place {row_name} (torch.Tensor.{op_name}); bumps _version by 1."
     return f
@@ -1456,21 +1500,21 @@ mul_ = _ip_binary("mul", "mul_")
 
 def div_(self, other):
     """In-place true division (torch.Tensor.div_); bumps _version by 1."""
-    return _inplace(R["div"], self, (other,), (), "div_")
+    return apply(R["div"], (self, other), (), inplace="div_")
 
 
 def pow_(self, exponent):
     """In-place power (torch.Tensor.pow_); bumps _version by 1."""
     if isinstance(exponent, Tensor):
-        return _inplace(R["pow_tt"], self, (exponent,), (), "pow_")
-    return _inplace(R["pow"], self, (), (_scalar_arg(exponent),), "pow_")
+        return apply(R["pow_tt"], (self, exponent), (), inplace="pow_")
+    return apply(R["pow"], (self,), (_scalar_arg(exponent),), inplace="pow_")
 
 
 def _ip_unary(row_name, op_name):
     row = R[row_name]
 
     def f(self):
-        return _inplace(row, self, (), (), op_name)
+        return apply(row, (self,), (), inplace=op_name)
     f.__name__ = op_name
     f.__doc__ = f"In-place {row_name} (torch.Tensor.{op_name}); bumps _version by 1."
     return f
@@ -1491,7 +1535,7 @@ def clamp_(self, min=None, max=None):
     """In-place clamp (torch.Tensor.clamp_); bumps _version by 1."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return _inplace(R["clamp"], self, (), (min, max), "clamp_")
+    return apply(R["clamp"], (self,), (min, max), inplace="clamp_")
 
 
 clip_ = clamp_
@@ -1499,7 +1543,7 @@ clip_ = clamp_
 
 def fill_(self, value):
     """Fill with `value` in place (torch.Tensor.fill_); bumps _version by 1."""
-    return _inplace(R["fill"], self, (), (_scalar_arg(value),), "fill_")
+    return apply(R["fill"], (self,), (_scalar_arg(value),), inplace="fill_")
 
 
 def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
@@ -1510,7 +1554,7 @@ def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
         src = src.to(self.device)
     if src._data.shape != self._data.shape:
         _expand_shape(src._data.shape, self._data.shape)  # PyTorch's text if it can't broadcast
-    return _inplace(R["copy"], self, (src,), (), _op_name)
+    return apply(R["copy"], (self, src), (), inplace=_op_name)
 
 
 def masked_fill_(self, mask, value):
@@ -1521,13 +1565,12 @@ def masked_fill_(self, mask, value):
                            f"{dtypes.from_np(m.dtype)}")
     v = value if isinstance(value, Tensor) else Tensor._make_fresh(
         np.asarray(value, dtype=self._data.dtype))
-    return _inplace(R["masked_fill"], self, (v,), (m,), "masked_fill_")
+    return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
 
 
 def _random_fill(name, sampler):
     def f(self, *args, generator=None, **kwargs):
-        from .creation import _gen
-        g = _gen(generator)
+        g = creation._gen(generator)
         with no_grad():
             arr = np.asarray(sampler(g, self._data.shape, *args, **kwargs),
                              dtype=self._data.dtype)
@@ -1545,6 +1588,758 @@ uniform_ = _random_fill("uniform_", lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s
 normal_ = _random_fill("normal_", lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
 bernoulli_ = _random_fill("bernoulli_", lambda g, s, p=0.5: g.random(s) < p)
 exponential_ = _random_fill("exponential_", lambda g, s, lambd=1.0: g.exponential(1 / lambd, s))
+
+
+# ================================================================================================
+# composed functions (issue 9): einsum, tensordot, kron, meshgrid & co. are built from the public
+# functions above, as PyTorch decomposes them, so gradients flow and the graph shows PyTorch's
+# nodes; unique, histograms, searchsorted & co. have no gradient (integer or counting results)
+# ================================================================================================
+def _xp(t):
+    return backend.get_array_module(t._data)
+
+
+def _operand_list(tensors):
+    """f(a, b) and f([a, b]) alike (PyTorch's *tensors functions accept both)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(tensors[0])
+    return tuple(tensors)
+
+
+def _sumproduct_pair(left, right, sum_dims):
+    """sum over `sum_dims` of left * right (same ndim, broadcast on size-1 dims), keeping the
+    summed dims as size 1: permute both so that batch (lro), left-only (lo), summed and
+    right-only (ro) dims line up, flatten to 3-D, bmm, view and permute back (PyTorch's
+    decomposition, so the graph shows its nodes)."""
+    if not sum_dims:
+        return mul(left, right)
+    nd = left._data.ndim
+    lro, lo, ro = [], [], []
+    lro_size = lo_size = ro_size = sum_size = 1
+    for i in range(nd):
+        sl, sr = left._data.shape[i] != 1, right._data.shape[i] != 1
+        if i in sum_dims:
+            if sl and sr:
+                if left._data.shape[i] != right._data.shape[i]:
+                    raise RuntimeError("non-broadcast dimensions must match")
+                sum_size *= left._data.shape[i]
+            elif sl:
+                left = sum(left, i, True)
+            elif sr:
+                right = sum(right, i, True)
+        elif sl and sr:
+            if left._data.shape[i] != right._data.shape[i]:
+                raise RuntimeError("non-broadcast dimensions must match")
+            lro.append(i)
+            lro_size *= left._data.shape[i]
+        elif sl:
+            lo.append(i)
+            lo_size *= left._data.shape[i]
+        else:
+            ro.append(i)
+            ro_size *= right._data.shape[i]
+    if lo and ro and ro[-1] < lo[0]:  # right's dims all come first: bmm(right, left) then
+        left, right, lo, ro, lo_size, ro_size = right, left, ro, lo, ro_size, lo_size
+    sum_dims = list(sum_dims)
+    out_size = ([left._data.shape[d] for d in lro] + [left._data.shape[d] for d in lo] +
+                [1] * len(sum_dims) + [right._data.shape[d] for d in ro])
+    lperm = lro + lo + sum_dims + ro
+    rperm = lro + sum_dims + ro + lo
+    operm = [0] * len(lperm)
+    for k, d in enumerate(lperm):
+        operm[d] = k
+    left = reshape(permute(left, *lperm), lro_size, lo_size, sum_size)
+    right = reshape(permute(right, *rperm), lro_size, sum_size, ro_size)
+    return permute(view(bmm(left, right), *out_size), *operm)
+
+
+_ELLIPSIS = "..."
+
+
+def _einsum_parse(equation, operands):
+    """Labels of each operand (letters and "..."), and the output's (None when implicit)."""
+    lhs, arrow, rhs = equation.partition("->")
+    labels = [[]]
+    seen_ell = False
+    i = 0
+    while i < len(lhs):
+        c = lhs[i]
+        if c == ".":
+            n = len(labels) - 1
+            if seen_ell:
+                raise RuntimeError(f"einsum(): found '.' for operand {n} for which an ellipsis "
+                                   "was already found")
+            if lhs[i:i + 3] != _ELLIPSIS:
+                raise RuntimeError(f"einsum(): found '.' for operand {n} that is not part of "
+                                   "any ellipsis")
+            labels[-1].append(_ELLIPSIS)
+            seen_ell = True
+            i += 2
+        elif c == ",":
+            labels.append([])
+            seen_ell = False
+            if len(labels) > len(operands):
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                                   "equation")
+        elif c != " ":
+            if not (c.isascii() and c.isalpha()):
+                raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the "
+                                   "equation string, subscripts must be in [a-zA-Z]")
+            labels[-1].append(c)
+        i += 1
+    if len(labels) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    return labels, (rhs if arrow else None), len(lhs)
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. einsum("bij,bjk->bik", a, b) (torch.einsum).
+
+    Every contraction is done as PyTorch does it: diagonals for repeated labels, unsqueeze and
+    permute to align the labels, sums of labels only one operand has, then a permute / reshape /
+    bmm / view per pair of operands, left to right. Operands may be passed as a list.
+
+    Raises:
+        RuntimeError: PyTorch's einsum() messages for malformed equations and size mismatches.
+    """
+    operands = _operand_list(operands)
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    op_labels, rhs, lhs_len = _einsum_parse(equation, operands)
+    count = collections.Counter()
+    ell_ndim = 0
+    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+        nl = len(labels) - labels.count(_ELLIPSIS)
+        nd = op._data.ndim
+        count.update(x for x in labels if x != _ELLIPSIS)
+        if _ELLIPSIS in labels:
+            ell_ndim = _builtin_max(ell_ndim, nd - nl)
+            if nl > nd:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) "
+                                   f"is more than the number of dimensions ({nd}) for operand {k}")
+        elif nl != nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) does "
+                               f"not match the number of dimensions ({nd}) for operand {k} and "
+                               "no ellipsis was given")
+    perm_of = {}  # label -> its dim in the aligned layout (output dims, then contracted ones)
+    ell_index, n_out = 0, 0
+    ell_in_out = rhs is None
+    if rhs is None:  # implicit output: the ellipsis, then the labels seen once, sorted
+        n_out = ell_ndim
+        for lab in sorted(count):
+            if count[lab] == 1:
+                perm_of[lab] = n_out
+                n_out += 1
+    else:
+        i = 0
+        while i < len(rhs):
+            c = rhs[i]
+            if c == ".":
+                if ell_in_out:
+                    raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was "
+                                       "already found")
+                if rhs[i:i + 3] != _ELLIPSIS:
+                    raise RuntimeError("einsum(): found '.' for output that is not part of any "
+                                       "ellipsis (...)")
+                ell_index, ell_in_out = n_out, True
+                n_out += ell_ndim
+                i += 2
+            elif c != " ":
+                if not (c.isascii() and c.isalpha()):
+                    raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                       f"{lhs_len + 2 + i} in the equation string, subscripts "
+                                       "must be in [a-zA-Z]")
+                if count[c] == 0 or c in perm_of:
+                    raise RuntimeError(f"einsum(): output subscript {c}" + (
+                        " appears more than once in the output" if c in perm_of else
+                        " does not appear in the equation for any input operand"))
+                perm_of[c] = n_out
+                n_out += 1
+            i += 1
+    n_all = n_out
+    if not ell_in_out:
+        ell_index = n_all
+        n_all += ell_ndim
+    for lab in sorted(count):
+        if lab not in perm_of:
+            perm_of[lab] = n_all
+            n_all += 1
+    size_of, ell_sizes = {}, [1] * ell_ndim
+    dim_counts = [0] * n_all  # how many operands have a size != 1 there
+    ops = []
+    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+        perm = [-1] * n_all
+        d = 0
+        for lab in labels:
+            if lab == _ELLIPSIS:
+                nd = operands[k]._data.ndim - (len(labels) - 1)
+                for j in range(ell_ndim - nd, ell_ndim):
+                    n = op._data.shape[d]
+                    if n != 1:
+                        if ell_sizes[j] not in (1, n):
+                            raise RuntimeError(
+                                f"einsum(): dimension {d} covered by ellipsis in operand {k}has "
+                                f"size {n} which does not broadcast with previously seen "
+                                f"ellipsis with size {ell_sizes[j]} for the respective dimension")
+                        ell_sizes[j] = n
+                        dim_counts[ell_index + j] += 1
+                    perm[ell_index + j] = d
+                    d += 1
+            elif perm[perm_of[lab]] == -1:
+                n = op._data.shape[d]
+                if n != 1:
+                    if size_of.get(lab, 1) not in (1, n):
+                        raise RuntimeError(
+                            f"einsum(): subscript {lab} has size {n} for operand {k} which does "
+                            f"not broadcast with previously seen size {size_of[lab]}")
+                    size_of[lab] = n
+                    dim_counts[perm_of[lab]] += 1
+                perm[perm_of[lab]] = d
+                d += 1
+            else:  # a repeated label: its diagonal
+                prev = perm[perm_of[lab]]
+                a, b = op._data.shape[d], op._data.shape[prev]
+                if a != b:
+                    raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} "
+                                       f"but the sizes don't match, {a} != {b}")
+                op = movedim(diagonal(op, 0, prev, d), -1, prev)
+        for j in range(n_all):
+            if perm[j] == -1:
+                op = unsqueeze(op, d)
+                perm[j] = d
+                d += 1
+        ops.append(permute(op, *perm))
+    while len(ops) > 1:  # contract left to right
+        a, b = ops.pop(0), ops.pop(0)
+        sum_dims, a_sum, b_sum = [], [], []
+        for d in range(n_out, n_all):
+            sa, sb = a._data.shape[d] != 1, b._data.shape[d] != 1
+            if sa and sb:
+                dim_counts[d] -= 1
+                if dim_counts[d] == 1:
+                    sum_dims.append(d)
+                    dim_counts[d] = 0
+            elif dim_counts[d] == 1:
+                if sa:
+                    a_sum.append(d)
+                    dim_counts[d] = 0
+                elif sb:
+                    b_sum.append(d)
+                    dim_counts[d] = 0
+        if a_sum:
+            a = sum(a, tuple(a_sum), True)
+        if b_sum:
+            b = sum(b, tuple(b_sum), True)
+        ops.insert(0, _sumproduct_pair(a, b, sum_dims))
+    r = ops[0]
+    if n_all > n_out:
+        if len(operands) > 1:
+            return view(r, *r._data.shape[:n_out])
+        return sum(r, tuple(range(n_out, n_all)))
+    return r
+
+
+def tensordot(a, b, dims=2, out=None):
+    """Contract `dims` dims of a with dims of b (torch.tensordot): an int n (a's last n with b's
+    first n) or two lists. Permute, reshape to matrices, mm (dot when nothing is left), reshape.
+    """
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        na = a._data.ndim
+        dims_a, dims_b = list(range(na - dims, na)), list(range(dims))
+    else:
+        dims_a, dims_b = dims
+        dims_a = [dims_a] if isinstance(dims_a, int) else list(dims_a)
+        dims_b = [dims_b] if isinstance(dims_b, int) else list(dims_b)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    dims_a = [_dim(d, a._data.ndim) for d in dims_a]
+    dims_b = [_dim(d, b._data.ndim) for d in dims_b]
+    csize = 1
+    t1, t2 = a, b
+    for d1, d2 in zip(dims_a, dims_b):
+        s1, s2 = a._data.shape[d1], b._data.shape[d2]
+        if s2 == 1:  # broadcast dims are summed right away
+            t1 = sum(t1, d1, True)
+        elif s1 == 1:
+            t2 = sum(t2, d2, True)
+        else:
+            if s1 != s2:
+                raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} "
+                                   f"in dim {d1} and second has size {s2} in dim {d2}")
+            csize *= s1
+    p1 = [i for i in range(a._data.ndim) if i not in dims_a]
+    p2 = [i for i in range(b._data.ndim) if i not in dims_b]
+    rsizes = [t1._data.shape[i] for i in p1] + [t2._data.shape[i] for i in p2]
+    t1 = permute(t1, *(p1 + dims_a))
+    t2 = permute(t2, *(dims_b + p2))
+    if not rsizes:
+        r = reshape(dot(flatten(t1), flatten(t2)), ())
+    else:
+        size1, size2 = math.prod(rsizes[:len(p1)]), math.prod(rsizes[len(p1):])
+        r = reshape(mm(reshape(t1, size1, csize), reshape(t2, csize, size2)), *rsizes)
+    if out is not None:
+        return _out("tensordot", lambda: r, (a, b), out)
+    return r
+
+
+def kron(input, other):
+    """Kronecker product (torch.kron): (a0, a1) x (b0, b1) -> (a0*b0, a1*b1); one mul between
+    two interleaved views, as PyTorch."""
+    nd = _builtin_max(input._data.ndim, other._data.ndim)
+    sa = (1,) * (nd - input._data.ndim) + input._data.shape
+    sb = (1,) * (nd - other._data.ndim) + other._data.shape
+    va = _unsafe_view(input, tuple(x for n in sa for x in (n, 1)))
+    vb = _unsafe_view(other, tuple(x for n in sb for x in (1, n)))
+    return _unsafe_view(mul(va, vb), tuple(m * n for m, n in zip(sa, sb)))
+
+
+def _unsafe_view(x, shape):
+    return _unary(R["unsafe_view"], x, shape)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors (torch.meshgrid): each input viewed along its own dim
+    and expanded. indexing="ij" (matrix, the default) or "xy" (Cartesian: first two swapped)."""
+    tensors = _operand_list(tensors)
+    if indexing is None:
+        import warnings
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f'{indexing}')
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t}")
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    shape = [tensors[i]._data.size for i in order]
+    outs = []
+    for i, t in enumerate(tensors):
+        vs = [1] * len(tensors)
+        vs[order.index(i)] = -1
+        outs.append(expand(view(t, *vs), *shape))
+    return tuple(outs)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that all `shapes` broadcast to (torch.broadcast_shapes)."""
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    try:
+        return Size(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape.  "
+                           f"Mismatch is between {list(shapes[0])} and {list(shapes[1])}") \
+            from None
+
+
+def broadcast_tensors(*tensors):
+    """Expand every tensor to their common shape (torch.broadcast_tensors); those already of
+    that shape are returned as they are."""
+    tensors = _operand_list(tensors)
+    shape = tuple(tensors[0]._data.shape)
+    for t in tensors[1:]:
+        try:
+            shape = np.broadcast_shapes(shape, t._data.shape)
+        except ValueError:
+            raise _broadcast_error(shape, t._data.shape) from None
+    return tuple(t if t._data.shape == shape else expand(t, *shape) for t in tensors)
+
+
+def atleast_1d(*tensors):
+    """Tensors with at least one dim: 0-d become (1,) (torch.atleast_1d)."""
+    return _atleast_n(tensors, lambda t: reshape(t, 1) if t._data.ndim == 0 else t)
+
+
+def atleast_2d(*tensors):
+    """Tensors with at least two dims: () -> (1, 1), (n,) -> (1, n) (torch.atleast_2d)."""
+    def fix(t):
+        nd = t._data.ndim
+        return reshape(t, 1, 1) if nd == 0 else unsqueeze(t, 0) if nd == 1 else t
+    return _atleast_n(tensors, fix)
+
+
+def atleast_3d(*tensors):
+    """Tensors with at least three dims: () -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) ->
+    (m, n, 1) (torch.atleast_3d)."""
+    def fix(t):
+        nd = t._data.ndim
+        if nd == 0:
+            return reshape(t, 1, 1, 1)
+        if nd == 1:
+            return unsqueeze(unsqueeze(t, 0), -1)
+        return unsqueeze(t, -1) if nd == 2 else t
+    return _atleast_n(tensors, fix)
+
+
+def _atleast_n(tensors, fix):
+    """One tensor in, one out; several (or a list), a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], Tensor):
+        return fix(tensors[0])
+    return tuple(fix(t) for t in _operand_list(tensors))
+
+
+def movedim(input, source, destination):
+    """Move dims `source` to positions `destination` (ints or sequences); a permute view
+    (torch.movedim)."""
+    nd = input._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    src = [_dim(d, nd) for d in src]
+    dst = [_dim(d, nd) for d in dst]
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    perm = [-1] * nd
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return permute(input, *perm)
+
+
+moveaxis = movedim
+
+
+def cartesian_prod(*tensors):
+    """All combinations of the elements of 1-D tensors, (n1*n2*..., k) (torch.cartesian_prod)."""
+    tensors = _operand_list(tensors)
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([flatten(g) for g in grids], 1)
+
+
+def tile(input, dims):
+    """Repeat along each dim; dims shorter than input.ndim are padded with 1s (torch.tile)."""
+    dims = tuple(dims) if not isinstance(dims, int) else (dims,)
+    dims = (1,) * (input._data.ndim - len(dims)) + dims
+    return _repeat(input, dims)
+
+
+# ---- unique, histograms: rows whose node refuses backward (as PyTorch's) -------------------------
+def _pick_outputs(outs, return_inverse, return_counts):
+    sel = (outs[0],) + ((outs[1],) if return_inverse else ()) + ((outs[2],) if return_counts
+                                                                 else ())
+    return sel[0] if len(sel) == 1 else sel
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements, sorted (torch.unique); with `dim`, the distinct slices along it.
+
+    Returns values, and with return_inverse the int64 index of each element (slice) in them
+    (input's shape, or (input.shape[dim],)), with return_counts the int64 count of each. Values
+    of an input that requires grad carry Unique2Backward0 / UniqueDimBackward0, which refuse
+    backward, as in PyTorch.
+    """
+    if dim is None:
+        outs = apply(R["unique"], (input,))
+    else:
+        outs = apply(R["unique_dim"], (input,), (_dim(dim, input._data.ndim),))
+    return _pick_outputs(outs, return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive elements (slices along `dim`) into one
+    (torch.unique_consecutive); inverse and counts as in unique."""
+    d = None if dim is None else _dim(dim, input._data.ndim)
+    return _pick_outputs(apply(R["unique_consecutive"], (input,), (d,)), return_inverse,
+                         return_counts)
+
+
+def _float_only(input, kernel):
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{dtypes.from_np(input._data.dtype)._tensor_name[:-6]}'")
+
+
+def histc(input, bins=100, min=0, max=0):
+    """Counts of elements in `bins` equal-width bins over [min, max] (the data's range when both
+    are 0); elements outside are ignored; input's dtype, no gradient (torch.histc)."""
+    _float_only(input, "histogram_cpu")
+    d = input._data
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    lo, hi = float(min), float(max)
+    if lo == hi and d.size:
+        lo, hi = float(d.min()), float(d.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {lo} max {hi}")
+    with no_grad():
+        return histogram(input, bins, range=(lo, hi))[0]
+
+
+_histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of a float tensor (torch.histogram): `bins` an int (equal bins over
+    `range`, default the data's min..max) or a 1-D tensor of increasing edges; `weight` sums
+    weights instead of counts; density normalises to integrate to 1."""
+    _float_only(input, "histogram_cpu")
+    d = input._data
+    w = None if weight is None else weight._data
+    if isinstance(bins, Tensor):
+        b = bins._data
+    else:
+        b = int(bins)
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        elif d.size:
+            lo, hi = float(d.min()), float(d.max())
+        else:
+            lo = hi = 0.0
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5  # an empty range widened, as numpy and PyTorch do
+        if lo > hi:
+            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {lo} "
+                               f"max {hi}")
+        range = (lo, hi)
+    return _histogram(*apply(R["histogram"], (input,), (w, b, range, density)))
+
+
+def bincount(input, weights=None, minlength=0):
+    """Counts of each value of a 1-D non-negative int tensor, length max(input) + 1 or
+    `minlength` (torch.bincount); with `weights`, their sums (float64 unless float32 weights)."""
+    d = input._data
+    if d.ndim != 1 or d.dtype.kind not in "iub" or (d.size and d.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and weights._data.shape != d.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if weights is None:
+        return _fresh(R["bincount"].fwd(None, d, minlength))
+    return apply(R["bincount"], (weights,), (d, minlength))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Indices where `input` would be inserted into the last dim of `sorted_sequence` to keep it
+    sorted (torch.searchsorted): side "left" (first such index) or "right" (right=True).
+    `sorted_sequence` is 1-D or has input's leading dims; `input` may be a number."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    xp = _xp(sorted_sequence)
+    if sorter is not None:
+        seq = xp.take_along_axis(seq, sorter._data, axis=-1)
+    scalar = not isinstance(input, Tensor)
+    v = xp.asarray(input) if scalar else input._data
+    sd = "right" if right else "left"
+    if seq.ndim == 1:
+        out = xp.searchsorted(seq, v, side=sd)
+    else:
+        if scalar or seq.shape[:-1] != v.shape[:-1]:
+            raise RuntimeError(
+                "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                "dimensions of boundaries tensor and input value tensor must match, but we got "
+                f"boundaries tensor {list(seq.shape)} and input value tensor "
+                f"{list(v.shape)}")
+        s2, v2 = seq.reshape(-1, seq.shape[-1]), v.reshape(-1, v.shape[-1])
+        out = xp.stack([xp.searchsorted(s, r, side=sd) for s, r in zip(s2, v2)]).reshape(v.shape)
+    return _fresh(_arr(xp.asarray(out).astype(np.int32 if out_int32 else np.int64)))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """Index of the bucket of each element, `boundaries` 1-D increasing (torch.bucketize):
+    boundaries[i-1] < x <= boundaries[i], or boundaries[i-1] <= x < boundaries[i] when right."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort `input` along `dim` (torch.argsort); int64, no gradient. Equal
+    elements keep their order (a stable sort; PyTorch guarantees it only with stable=True)."""
+    d = input._data
+    if d.ndim == 0:
+        return _fresh(backend.get_array_module(d).zeros((), np.int64))
+    return _fresh(_sorted_idx(d, _dim(dim, d.ndim), descending).astype(np.int64))
+
+
+# ---- rows of issue 9: elementwise, and their in-place forms -------------------------------------
+log10 = _unary_fn("log10", "Base-10 logarithm")
+log2 = _unary_fn("log2", "Base-2 logarithm")
+exp2 = _unary_fn("exp2", "2 ** input")
+expm1 = _unary_fn("expm1", "exp(input) - 1, accurate near 0")
+sinh = _unary_fn("sinh", "Hyperbolic sine")
+cosh = _unary_fn("cosh", "Hyperbolic cosine")
+asin = arcsin = _unary_fn("asin", "Inverse sine")
+acos = arccos = _unary_fn("acos", "Inverse cosine")
+atan = arctan = _unary_fn("atan", "Inverse tangent")
+erfinv = _unary_fn("erfinv", "Inverse error function")
+floor = _unary_fn("floor", "Round down (gradient zero)")
+ceil = _unary_fn("ceil", "Round up (gradient zero)")
+trunc = fix = _unary_fn("trunc", "Round toward zero (gradient zero)")
+frac = _unary_fn("frac", "input - trunc(input)")
+sgn = _unary_fn("sgn", "Sign, the complex-aware spelling (real tensors: sign)")
+
+
+def _binary_fn(name, doc):
+    row = R[name]
+
+    def f(input, other):
+        _check_tensor(input, name)
+        return _binary(row, input, _t(other, input))
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{doc}, elementwise with broadcasting (torch.{name})."
+    return f
+
+
+atan2 = arctan2 = _binary_fn("atan2", "atan(input / other) in the right quadrant")
+hypot = _binary_fn("hypot", "sqrt(input ** 2 + other ** 2)")
+logaddexp = _binary_fn("logaddexp", "log(exp(input) + exp(other)), stable")
+logaddexp2 = _binary_fn("logaddexp2", "log2(2 ** input + 2 ** other), stable")
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN) (torch.xlogy). Either side
+    may be a number: XlogyBackward0 for two tensors, 1 for a number input, 2 for a number
+    other."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return _binary(R["xlogy"], _as_float(input), _as_float(other))
+    if isinstance(input, Tensor):
+        return _unary(R["xlogy_scalar_other"], _as_float(input), float(other))
+    return _unary(R["xlogy_scalar_self"], _as_float(other), float(input))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's largest finite values)
+    (torch.nan_to_num); the gradient passes where input is finite."""
+    return _unary(R["nan_to_num"], input, nan, posinf, neginf)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input) (torch.lerp); weight a number (LerpBackward0) or a tensor
+    (LerpBackward1), all broadcasting."""
+    if isinstance(weight, Tensor):
+        return apply(R["lerp_tensor"], (input, end, weight))
+    return _binary(R["lerp"], input, end, (weight,))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcasting (torch.addcmul)."""
+    return apply(R["addcmul"], (input, tensor1, tensor2), (value,))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, broadcasting (torch.addcdiv)."""
+    return apply(R["addcdiv"], (input, tensor1, tensor2), (value,))
+
+
+for _n in ("sin cos log1p rsqrt reciprocal sign erf log10 log2 exp2 expm1 sinh cosh asin acos "
+           "atan erfinv floor ceil trunc frac sgn").split():
+    globals()[_n + "_"] = _ip_unary(_n, _n + "_")
+arcsin_, arccos_, arctan_, fix_ = asin_, acos_, atan_, trunc_
+
+
+def _ip_binary_row(name):
+    row = R[name]
+
+    def f(self, other):
+        return _inplace(row, self, (_t(other, self),), (), name + "_")
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f
+
+
+atan2_, hypot_ = _ip_binary_row("atan2"), _ip_binary_row("hypot")
+arctan2_ = atan2_
+
+
+def xlogy_(self, other):
+    """In-place xlogy (torch.Tensor.xlogy_); bumps _version by 1."""
+    if isinstance(other, Tensor):
+        return _inplace(R["xlogy"], self, (other,), (), "xlogy_")
+    return _inplace(R["xlogy_scalar_other"], self, (), (float(other),), "xlogy_")
+
+
+def _ip_mod(name):
+    def f(self, other):
+        if isinstance(other, Tensor):
+            return _inplace(R[name + "_tensor"], self, (other,), (), name + "_")
+        return _inplace(R[name], self, (), (other,), name + "_")
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f
+
+
+fmod_, remainder_ = _ip_mod("fmod"), _ip_mod("remainder")
+
+
+def round_(self, *, decimals=0):
+    """In-place round (torch.Tensor.round_); bumps _version by 1."""
+    if decimals == 0:
+        return _inplace(R["round"], self, (), (), "round_")
+    return _inplace(R["round_decimals"], self, (), (decimals,), "round_")
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    """In-place nan_to_num (torch.Tensor.nan_to_num_); bumps _version by 1."""
+    return _inplace(R["nan_to_num"], self, (), (nan, posinf, neginf), "nan_to_num_")
+
+
+def square_(self):
+    """In-place square (torch.Tensor.square_, PowBackward0); bumps _version by 1."""
+    return pow_(self, 2)
+
+
+def lerp_(self, end, weight):
+    """In-place lerp (torch.Tensor.lerp_); bumps _version by 1."""
+    if isinstance(weight, Tensor):
+        return _inplace(R["lerp_tensor"], self, (end, weight), (), "lerp_")
+    return _inplace(R["lerp"], self, (end,), (weight,), "lerp_")
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """In-place addcmul (torch.Tensor.addcmul_); bumps _version by 1."""
+    return _inplace(R["addcmul"], self, (tensor1, tensor2), (value,), "addcmul_")
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """In-place addcdiv (torch.Tensor.addcdiv_); bumps _version by 1."""
+    return _inplace(R["addcdiv"], self, (tensor1, tensor2), (value,), "addcdiv_")
+
+
+def _bind_composed():
+    """Tensor methods of the functions in this section (torch.Tensor.unique, ...)."""
+    T = Tensor
+    for name in ("unique unique_consecutive histc histogram bincount argsort movedim moveaxis "
+                 "tile kron tensordot "
+                 "log10 log2 exp2 expm1 sinh cosh asin acos atan arcsin arccos arctan erfinv "
+                 "frac sgn fix atan2 arctan2 hypot logaddexp logaddexp2 xlogy nan_to_num lerp "
+                 "addcmul addcdiv fmod "
+                 "sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ "
+                 "sinh_ cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ arcsin_ "
+                 "arccos_ arctan_ fix_ atan2_ arctan2_ hypot_ xlogy_ fmod_ remainder_ round_ "
+                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_").split():
+        setattr(T, name, globals()[name])
+
+
+_bind_composed()
 
 
 # ================================================================================================
@@ -1577,23 +2372,11 @@ def _to(self, *args, **kwargs):
 def _to_device(self, dev):
     if backend.device_of(self._data) == dev:
         return self
-    arr = backend.to_device(self._data, dev)
-    r = _fresh(arr)
-    if self._requires_grad and _GRAD.enabled:
-        _record(_TO_DEVICE, (r,), (self,), (backend.device_of(self._data),), 1)
-    return r
-
-
-from .ops import defop as _defop  # noqa: E402
-
-_TO_DEVICE = _defop("to_device", "ToCopyBackward0", "self", lambda a, dev: a, args="device",
-                    grads=(lambda g, device: backend.to_device(g, device) if not isinstance(
-                        g, Tensor) else _to_device(g, device),))
+    return apply(R["to_device"], (self,), (backend.device_of(self._data), dev))
 
 
 def _new_like(fn):
     def f(self, *size, dtype=None, device=None, requires_grad=False):
-        from . import creation
         return getattr(creation, fn)(*size, dtype=dtype or self.dtype, device=device or
                                      self.device, requires_grad=requires_grad)
     return f
@@ -1602,19 +2385,21 @@ def _new_like(fn):
 def _bind():
     T = Tensor
     g = globals()
+    T.__init__ = creation.tensor_init
+    variable.bind(T)
     # operators
-    T.__add__ = binary_op(R["add"], (1,))
+    add_row, sub_row, mul_row, one = R["add"], R["sub"], R["mul"], (1,)
+    T.__add__ = lambda s, o: apply(add_row, (s, o), one)
     T.__radd__ = lambda s, o: add(s, o)
-    _sub = binary_op(R["sub"], (1,))
 
     def __sub__(s, o):
         if s._data.dtype.kind == "b" or type(o) is bool or (isinstance(o, Tensor) and
                                                             o._data.dtype.kind == "b"):
             _check_bool_sub(s, o)
-        return _sub(s, o)
+        return apply(sub_row, (s, o), one)
     T.__sub__ = __sub__
     T.__rsub__ = lambda s, o: rsub(s, o)
-    T.__mul__ = binary_op(R["mul"])
+    T.__mul__ = lambda s, o: apply(mul_row, (s, o))
     T.__rmul__ = lambda s, o: mul(s, o)
     T.__truediv__ = lambda s, o: div(s, o)
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)
@@ -1654,6 +2439,7 @@ def _bind():
             "softmax log_softmax cumsum matmul mm bmm dot mv addmm outer view reshape flatten "
             "unflatten transpose swapaxes swapdims t permute expand expand_as broadcast_to "
             "squeeze unsqueeze narrow select diagonal as_strided unbind split chunk contiguous "
+            "unsafe_split unsafe_chunk "
             "unfold clone flip index_select gather index_put_ index_put index_add square subtract "
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "
@@ -1677,17 +2463,16 @@ def _bind():
     T.cpu = lambda s: _to_device(s, backend.CPU)
     T.cuda = lambda s, device=None: _to_device(s, backend.device("cuda", device or 0))
     T.type = lambda s, dtype=None: (s.type_name() if dtype is None else to_dtype(s, dtype))
-    T.type_name = lambda s: __import__("nbgrad.tensor", fromlist=["type_name"]).type_name(
-        s._data.dtype, s._data)
+    T.type_name = lambda s: type_name(s._data.dtype, s._data)
     T.new_zeros = _new_like("zeros")
     T.new_ones = _new_like("ones")
     T.new_empty = _new_like("empty")
     T.new_full = lambda s, size, fill_value, dtype=None, device=None, requires_grad=False: \
-        __import__("nbgrad.creation", fromlist=["full"]).full(
+        creation.full(
             size, fill_value, dtype=dtype or s.dtype, device=device or s.device,
             requires_grad=requires_grad)
     T.new_tensor = lambda s, data, dtype=None, device=None, requires_grad=False: \
-        __import__("nbgrad.creation", fromlist=["tensor"]).tensor(
+        creation.tensor(
             data, dtype=dtype or s.dtype, device=device or s.device,
             requires_grad=requires_grad)
     T.repeat = lambda s, *sizes: _repeat(s, _shape_arg(sizes))
@@ -1698,15 +2483,11 @@ def _repeat(self, sizes):
     if len(sizes) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
-    return _unary(R["repeat"], self, tuple(sizes))
+    return apply(R["repeat"], (self,), (tuple(sizes),))
 
 
 def _sum_to_size(self, size):
-    from .ops import _reduce_to, _TX
-    xp = _TX if _GRAD.enabled and self._requires_grad else backend.get_array_module(self._data)
-    if xp is _TX:
-        return _reduce_to(self, tuple(size), None, xp)
-    return Tensor._make_fresh(_arr(_reduce_to(self._data, tuple(size), None, xp)))
+    return _reduce_to(self, tuple(size), None, TENSORS)
 
 
 _bind()

@@ -147,7 +147,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ..ops import _edge, _view_of, check_inplace
+        from .apply import _edge, _view_of, check_inplace
         node = cls._node_class().__new__(cls._node_class())
         Node.__init__(node, ())
         node._to_save = ()
@@ -223,7 +223,7 @@ def once_differentiable(fn):
     under create_graph its results carry a node that raises if a second backward reaches it."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from ..ops import _edge
+        from .apply import _edge
         with no_grad():
             out = fn(ctx, *args)
         if not STATE.enabled:

@@ -164,11 +164,15 @@ def sequence_number(node) -> int:
         return 0
 
 
-def node_counter() -> int:
-    """How many nodes the engine has made so far (the last :func:`sequence_number` given)."""
+def node_counter():
+    """A function of no arguments giving how many nodes the engine has made so far (the last
+    :func:`sequence_number` given); cheap enough to call in a hook on every module call."""
+    import operator
+    from functools import partial
+
     from nbgrad.autograd import provenance
 
-    return provenance.NODES[0]
+    return partial(operator.getitem, provenance.NODES, 0)
 
 
 def saved_value(node, name):
@@ -176,10 +180,11 @@ def saved_value(node, name):
     return getattr(node, f"_saved_{name}")._data
 
 
-def grad_enabled() -> bool:
+def grad_enabled():
+    """A function of no arguments: whether grad mode is on (``torch.is_grad_enabled``)."""
     from nbgrad.autograd import grad_mode
 
-    return grad_mode.is_grad_enabled()
+    return grad_mode.is_grad_enabled
 
 
 def capture_where(skip=()):

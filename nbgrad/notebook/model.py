@@ -32,6 +32,8 @@ from . import adapter as A
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
+WATCH_BACKWARDS = 1  # a cell's module hooks stay on until this many backward calls were seen
+SAMPLE_EVERY = 50  # training steps between two gradient samples after that
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
 FOLD_ABOVE = 40  # graphs with more nodes start with their modules folded
@@ -72,21 +74,45 @@ class ParamStat:
     norms: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
     ratios: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
     zeros: float = 0.0
-    prev: object = None  # the weights at the previous backward (array copy)
-    accumulated: int = 0  # backward calls summed into .grad since it was last reset
+    prev: object = None  # the weights before the optimizer step after a watched backward
+    accumulated: int = 0  # watched backward calls summed into .grad since it was last reset
     max_accumulated: int = 0  # the most seen this cell
-    hits: int = 0  # backward calls this cell
+    hits: int = 0  # watched backward calls this cell
+    missed: bool = False  # backward calls ran unwatched since .grad was last reset
     nonfinite: bool = False
+    armed: object = None  # the handle of its one-shot gradient hook, while armed
+    sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
+    prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
+    hook: object = None  # its gradient hook function (made once)
 
 
 class ModelTracker:
-    """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension."""
+    """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
+
+    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen
+    (the first training steps are *watched*: module calls and their node-number ranges,
+    provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
+    at the next step). After that a step costs one forward pre-hook on each trained model
+    (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
+    gradient hooks again) and one forward hook on each loss module (its value). Module clusters
+    of a later step come from the watched step's, matched by node names.
+    """
 
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
+        self.n_calls = 0  # calls ever appended to self.calls
+        self.pending_ratio: list = []  # stats whose weights were copied before a step
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
-        self._handles: list = []  # global hooks and per-parameter hook handles
-        self._hooked: weakref.WeakSet = weakref.WeakSet()  # modules whose parameters are hooked
+        self.templates: dict = {}  # id(root module) -> (nodes made, [Call] relative, names)
+        self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
+        self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
+        self.samples = 0  # armings so far
+        self.loss_hooks: dict = {}  # id(loss module) -> handle of its hook reading the loss
+        self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
+        self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
+        self.enabled = False
+        self._counter = self._grad_on = None  # readers of the engine's node counter, grad mode
+        self.global_hooks = False
         self.cell = 0
         self.kept: dict = {}  # container name -> graphs it kept alive at the last report
         self.reset_cell()
@@ -94,56 +120,101 @@ class ModelTracker:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def install(self) -> None:
-        m = _module_api()
-        if hasattr(m, "register_module_forward_pre_hook"):
-            self._handles.append(m.register_module_forward_pre_hook(self._pre))
-            self._handles.append(m.register_module_forward_hook(self._post))
-            self.global_hooks = True
-        else:  # an nn without global hooks: modules are hooked one by one (watch())
-            self.global_hooks = False
+        self._counter = A.node_counter()
+        self._grad_on = A.grad_enabled()
+        self.global_hooks = hasattr(_module_api(), "register_module_forward_pre_hook")
         self._install_warnings()
+        self._enable()
 
     def watch(self, modules) -> None:
-        """Hook ``modules`` and their submodules directly (only without global hooks)."""
+        """Without nn's global hooks: the modules (and submodules) to hook one by one."""
         if self.global_hooks:
             return
         for top in modules:
             for mod in _submodules(top):
-                if mod not in self._hooked:
-                    self._handles.append(mod.register_forward_pre_hook(self._pre))
-                    self._handles.append(mod.register_forward_hook(self._post))
-                    self._hook_params(mod)
+                self._mods.add(mod)
+        if self.enabled:
+            self._enable()
+
+    def _enable(self) -> None:
+        if self.global_hooks:
+            if "global" not in self._on:
+                m = _module_api()
+                self._on["global"] = (m.register_module_forward_pre_hook(self._pre),
+                                      m.register_module_forward_hook(self._post))
+        else:
+            for mod in list(self._mods):
+                if id(mod) not in self._on:
+                    self._on[id(mod)] = (mod.register_forward_pre_hook(self._pre),
+                                         mod.register_forward_hook(self._post))
+        self.enabled = True
+
+    def _disable(self) -> None:
+        for handles in self._on.values():
+            for h in handles:
+                try:
+                    h.remove()
+                except Exception:  # noqa: BLE001 - a handle of a module already gone
+                    pass
+        self._on = {}
+        self.enabled = False
+        self.depth = 0
 
     def uninstall(self) -> None:
-        for h in self._handles:
-            try:
-                h.remove()
-            except Exception:  # noqa: BLE001 - a handle of a module already gone
-                pass
-        self._handles.clear()
+        self._disable()
+        self._mods = weakref.WeakSet()
+        self._disarm()
+        for h in [*self.roots.values(), *self.loss_hooks.values()]:
+            h.remove()
+        self.roots.clear()
+        self.mode_layers.clear()
+        self.loss_hooks.clear()
         self._uninstall_warnings()
         self.params.clear()
         self.calls.clear()
 
     def reset_cell(self) -> None:
-        """Called before each cell: per-cell counters start again."""
+        """Called before each cell: per-cell counters start again, and watching."""
         self.cell += 1
+        self.depth = 0
+        self.roots_seen = 0
+        self.steps: dict = {}  # id(trained model) -> its calls with grad this cell
+        self.loss_steps = 0  # loss-module outputs with grad this cell
+        self.trained: dict = {}  # id(model) -> weakref: the models armed this cell
+        self.backward_seen = False
+        self.watched_backwards = 0  # backward calls the one-shot hooks saw this cell
+        self.last_sample = 0
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
-        self.losses: list = []
-        self.step_sq: list = []  # per backward of this cell: sum of squared gradient norms
+        self.losses: list = []  # the loss of every step (loss modules' outputs)
+        self.step_norms: list = []  # [(top-level call index, total squared grad norm)]
         self.notes: dict = {}  # key -> text, in order
         self.eval_forward: dict = {}  # id(model) -> (weakref, where): forward in eval, grad on
-        self.loss_warnings: dict = {}
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0
+        if self._counter is not None and not self.enabled:
+            self._enable()
 
-    # -- module hooks -------------------------------------------------------------------------
+    # -- module hooks (on while watching) ----------------------------------------------------
 
     def _pre(self, module, args):
-        grad_on = A.grad_enabled()
+        d = self.depth = self.depth + 1
+        if d == 1:
+            if self.watched_backwards >= WATCH_BACKWARDS:
+                self._disable()  # the first steps are done: counting hooks take over
+                self._start_counting()
+                return
+            self.roots_seen += 1
+            if self.pending_ratio:
+                self._ratios()
+            if type(module).__name__ in _BROADCAST_LOSSES and len(args) >= 2:
+                self._broadcast_check(module, args)
+        self._watched_pre(module, args, d)
+
+    def _watched_pre(self, module, args, depth):
+        grad_on = self._grad_on()
         parent = self.frames[-1]
-        frame = _Frame(A.node_counter(), grad_on, A.capture_where())
+        frame = _Frame(self._counter(), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
         frame.inputs = {id(a) for a in ins}
         if grad_on and parent.child_outputs:
@@ -154,21 +225,24 @@ class ModelTracker:
                 if shared or parent.depth > 0:  # the cell's own frame: only a shared storage
                     frame.cut = (frame.where, "shared" if shared else "copy")
                     break
-        frame.depth = parent.depth + 1
-        if frame.depth == 1 and grad_on != module.training:
-            self._mode_check(module, frame, grad_on)
-        if type(module).__name__ in _BROADCAST_LOSSES and len(ins) >= 2:
-            a, b = ins[0], ins[1]
-            if tuple(a.shape) != tuple(b.shape):
-                self.note(("broadcast", id(module)), (module, type(module).__name__),
-                          "target broadcasts against its input at {where}: \u201cUsing a target "
-                          f"size ({b.shape}) that is different to the input size ({a.shape}). "
-                          "This will likely lead to incorrect results due to broadcasting. "
-                          "Please ensure they have the same size.\u201d (PyTorch's warning)",
-                          where=frame.where)
+        frame.depth = depth
+        frame.calls_before = self.n_calls
+        if depth == 1:
+            if grad_on != module.training:
+                self._mode_check(module, frame, grad_on)
+            if grad_on and self._arm(module):
+                self.steps[id(module)] = self.steps.get(id(module), 0) + 1
         self.frames.append(frame)
-        if module not in self._hooked:
-            self._hook_params(module)
+
+    def _broadcast_check(self, module, args) -> None:
+        a, b = args[0], args[1]
+        if _is_tensor(a) and _is_tensor(b) and tuple(a.shape) != tuple(b.shape):
+            self.note(("broadcast", id(module)), (module, type(module).__name__),
+                      "target broadcasts against its input at {where}: \u201cUsing a target "
+                      f"size ({b.shape}) that is different to the input size ({a.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.\u201d (PyTorch's warning)",
+                      where=A.capture_where())
 
     def _mode_check(self, module, frame, grad_on) -> None:
         """A model called in train mode under no_grad, or in eval mode with grad on."""
@@ -183,8 +257,10 @@ class ModelTracker:
                   where=frame.where, layers=_mode_layer_names(module))
 
     def _post(self, module, args, output):
-        if len(self.frames) < 2:
+        d = self.depth
+        if d <= 0 or len(self.frames) < 2:  # hooks turned on inside a forward
             return
+        self.depth = d - 1
         frame = self.frames.pop()
         out = output
         if isinstance(output, (tuple, list)):
@@ -192,28 +268,126 @@ class ModelTracker:
         elif not _is_tensor(output):
             out = None
         out_rg = bool(out is not None and out.requires_grad)
-        self.calls.append(Call(frame.start, A.node_counter(), weakref.ref(module),
-                               type(module).__name__, frame.where, frame.grad_on, out_rg,
-                               self.cell, frame.cut))
+        end = self._counter()
+        self.calls.append(Call(frame.start, end, weakref.ref(module), type(module).__name__,
+                               frame.where, frame.grad_on, out_rg, self.cell, frame.cut))
+        self.n_calls += 1
         if out_rg:
             parent = self.frames[-1]
             if len(parent.child_outputs) > 256:
                 parent.child_outputs.clear()
             parent.child_outputs.add(_storage_ptr(out))
-        if out is not None and out.numel() == 1 and _is_loss(module) and \
-                len(self.losses) < MAX_STEPS:
-            self.losses.append(float(out._data.reshape(-1)[0]))
+        if d > 1:
+            return
+        if _is_loss(module) and id(module) not in self.loss_hooks:
+            self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
+            self._loss_hook(module, args, output)
+        tpl = self.templates.get(id(module))
+        if tpl is None or tpl[0] != end - frame.start:  # a new structure: remember it
+            k = min(self.n_calls - frame.calls_before, len(self.calls))
+            mine = [self.calls[-i] for i in range(k, 0, -1)]
+            self.templates[id(module)] = _template(mine, frame.start, end, out)
 
-    # -- parameter hooks ----------------------------------------------------------------------
+    def _loss_hook(self, module, args, output):
+        """On each loss module seen, every call: its value (the Training tab's curve); a loss
+        with grad is a training step (see :meth:`_step`)."""
+        if type(output) in _TENSOR_TYPES:
+            a = output._data
+            if a.size == 1 and len(self.losses) < MAX_STEPS:
+                self.losses.append(float(a.reshape(-1)[0]))
+            if output.requires_grad:
+                self.loss_steps += 1
+                if not self.enabled:
+                    self._step(self.loss_steps, self.trained)
 
-    def _hook_params(self, module) -> None:
-        self._hooked.add(module)
-        mref = weakref.ref(module)
-        for p in module._parameters.values():
-            if p is None or id(p) in self.params or not p.requires_grad:
+    def _root_pre(self, module, args):
+        """On a model trained without a loss module, every call with grad: a training step."""
+        if self._grad_on():
+            k = id(module)
+            n = self.steps[k] = self.steps.get(k, 0) + 1
+            if not self.enabled:
+                self._step(n, {k: weakref.ref(module)})
+
+    def _step(self, n, models) -> None:
+        """A training step once watching is over: the update ratio of the last gradient sample
+        is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
+        if self.pending_ratio:
+            self._ratios()
+        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into?
+            for ref in list(models.values()):
+                mod = ref()
+                if mod is not None:
+                    self._arm(mod)
+
+    def _mode_pre(self, module, args):
+        """On each Dropout / BatchNorm layer of a trained model, once watching is over: train
+        mode under no_grad, or eval mode while training, noted on its model."""
+        if self.enabled:
+            return
+        grad_on = self._grad_on()
+        if module.training == grad_on:
+            return
+        root = self.mode_layers.get(id(module))
+        root = root() if root is not None else None
+        if root is None:
+            return
+        where = A.capture_where()
+        if grad_on:
+            if self.backward_seen:
+                self.eval_forward[id(root)] = (weakref.ref(root), where)
+                self.eval_trained()
+        else:
+            self._mode_check(root, _Frame(0, False, where), False)
+
+    def _start_counting(self) -> None:
+        """Watching is over: steps are counted by the loss modules' hooks, or (no loss module
+        used with grad) by a hook on each trained model; mode layers get their check."""
+        for k, ref in list(self.trained.items()):
+            mod = ref()
+            if mod is None:
                 continue
-            st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), mref)
-            self._handles.append(p.register_hook(self._grad_hook(st)))
+            if not self.loss_steps and k not in self.roots:
+                self.roots[k] = mod.register_forward_pre_hook(self._root_pre)
+                self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now
+            for sub in _submodules(mod):
+                if type(sub).__name__ in _MODE_LAYERS and id(sub) not in self.mode_layers:
+                    self.mode_layers[id(sub)] = weakref.ref(mod)
+                    self.roots[("mode", id(sub))] = sub.register_forward_pre_hook(
+                        self._mode_pre)
+
+    # -- gradients: one-shot hooks armed on watched steps ------------------------------------
+
+    def _arm(self, module) -> bool:
+        """Hook each parameter of ``module`` for its next gradient only; from now on a hook on
+        ``module`` counts its training steps."""
+        self.samples += 1
+        new = trained = False
+        for p in module.parameters():
+            if not p.requires_grad:
+                continue
+            trained = True
+            st = self.params.get(id(p))
+            if st is None:
+                st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
+                st.hook = self._grad_hook(st)
+                new = True
+            if st.armed is None:
+                st.armed = p.register_hook(st.hook)
+                st.sample = self.samples
+        if new:  # which module owns each parameter (the eval-mode note asks it)
+            for mod in _submodules(module):
+                for p in mod._parameters.values():
+                    if p is not None and id(p) in self.params:
+                        self.params[id(p)].module = weakref.ref(mod)
+        if trained:
+            self.trained[id(module)] = weakref.ref(module)
+        return trained
+
+    def _disarm(self) -> None:
+        for st in self.params.values():
+            if st.armed is not None:
+                st.armed.remove()
+                st.armed = None
 
     def _forget(self, key):
         def gone(_ref, params=self.params):
@@ -224,6 +398,9 @@ class ModelTracker:
         tracker = self
 
         def nbgrad_panel_grad_stats(grad):
+            handle, st.armed = st.armed, None
+            if handle is not None:
+                handle.remove()
             p = st.ref()
             if p is None:
                 return None
@@ -233,35 +410,59 @@ class ModelTracker:
             st.zeros = 1.0 - np.count_nonzero(a) / max(a.size, 1)
             if not math.isfinite(sq):
                 st.nonfinite = True
-            w = p._data
-            if st.prev is not None and st.prev.shape == w.shape:
-                d = (w - st.prev).reshape(-1)
-                dn = float(d @ d)
-                if dn:  # the weights moved since the previous backward: one optimizer step
-                    wn = float(w.reshape(-1) @ w.reshape(-1))
-                    st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
-                st.prev[...] = w
-            else:
-                st.prev = w.copy()
             old = p._grad  # the hook runs before the new gradient is summed in
-            fresh = old is None or not old._data.any()  # zero_grad: None, or zeroed in place
-            st.accumulated = 1 if fresh else st.accumulated + 1
+            if old is None or not old._data.any():  # zero_grad: None, or zeroed in place
+                st.accumulated, st.missed = 1, False
+            else:
+                st.accumulated += 1
+                st.missed = st.missed or max(tracker.loss_steps, *tracker.steps.values(), 0) > \
+                    st.hits + 1
             st.max_accumulated = max(st.max_accumulated, st.accumulated)
             st.hits += 1
-            i = st.hits - 1
-            steps = tracker.step_sq
-            if i == len(steps):
-                if i < MAX_STEPS:
-                    steps.append(sq)
-            elif i < len(steps):
-                steps[i] += sq
+            tracker.backward_seen = True
+            if st.sample != tracker.last_sample:  # a new backward call watched
+                tracker.last_sample = st.sample
+                tracker.watched_backwards += 1
+            tracker._step_norm(st.sample, sq)
+            st.prev = p._data.copy()  # the update ratio is read at the next step
+            st.prev_nodes = tracker._counter()
+            tracker.pending_ratio.append(st)
             if tracker.eval_forward:
-                mod = st.module()
+                mod = st.module() if st.module is not None else None
                 if mod is not None and not mod.training:
                     tracker.eval_trained()
             return None
 
         return nbgrad_panel_grad_stats
+
+    def _step_norm(self, i, sq) -> None:
+        """Sum a parameter's squared norm into the total of the sample it was armed for."""
+        norms = self.step_norms
+        if norms and norms[-1][0] == i:
+            norms[-1] = (i, norms[-1][1] + sq)
+        elif len(norms) < MAX_STEPS:
+            norms.append((i, sq))
+
+    def _ratios(self) -> None:
+        """||weight change|| / ||weight|| of the parameters copied after a watched backward,
+        once a forward ran since (not in the backward that copied them)."""
+        now = self._counter()
+        later = []
+        for st in self.pending_ratio:
+            if st.prev_nodes >= now:
+                later.append(st)
+                continue
+            p = st.ref()
+            if p is None or st.prev is None or st.prev.shape != p._data.shape:
+                continue
+            w = p._data.reshape(-1)
+            d = w - st.prev.reshape(-1)
+            dn = float(d @ d)
+            if dn:  # the weights moved: an optimizer step
+                wn = float(w @ w)
+                st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
+            st.prev = None
+        self.pending_ratio = later
 
     def eval_trained(self) -> None:
         """A backward reached a model whose forward ran in eval mode with grad on."""
@@ -273,6 +474,30 @@ class ModelTracker:
                           "{layers} act as at test time; call .train() before training",
                           where=where, layers=_mode_layer_names(mod))
         self.eval_forward.clear()
+
+    def recent_calls(self, snap=None) -> list:
+        """The watched calls, and for the graphs of ``snap`` made in unwatched steps, the
+        watched step's calls shifted to where the same node names sit."""
+        out = list(self.calls)
+        if snap is None:
+            return out
+        seq_names = {n.seq: n.name for n in snap.nodes.values()
+                     if n.seq and not n.is_accumulate}
+        for _total, calls, names in self.templates.values():
+            if not names:
+                continue
+            r0, first = min(names.items())
+            anchors = 0
+            for q, name in seq_names.items():
+                if name != first or anchors >= 64:
+                    continue
+                s = q - r0
+                hits = [seq_names.get(s + r) == nm for r, nm in names.items()
+                        if s + r in seq_names]
+                if hits and all(hits) and len(hits) * 2 >= len(names):
+                    anchors += 1
+                    out += [replace(c, start=c.start + s, end=c.end + s) for c in calls]
+        return out
 
     # -- notes --------------------------------------------------------------------------------
 
@@ -315,8 +540,29 @@ class ModelTracker:
                   + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
 
 
+def _template(calls, start, end, out) -> tuple:
+    """A top-level call's structure: its node count, its calls relative to its start, and the
+    names of the nodes it made by relative number (found from its output's graph)."""
+    names = {}
+    fn = A.grad_fn(out) if out is not None else None
+    stack, seen = ([fn] if fn is not None else []), set()
+    while stack and len(seen) < 4 * (end - start) + 16:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        s = A.sequence_number(node)
+        if not start < s <= end:
+            continue
+        names[s - start] = A.node_name(node)
+        stack.extend(A.next_nodes(node))
+    return (end - start, [replace(c, start=c.start - start, end=c.end - start) for c in calls],
+            names)
+
+
 class _Frame:
-    __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
+    __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth",
+                 "calls_before")
 
     def __init__(self, start, grad_on, where):
         self.start, self.grad_on, self.where = start, grad_on, where
@@ -324,16 +570,16 @@ class _Frame:
         self.child_outputs: set = set()
         self.cut = None
         self.depth = 0
+        self.calls_before = 0
 
 
 _is_tensor = A.is_tensor
+_TENSOR_TYPES = (A.tensor_type(),)
 
 
 def _storage_ptr(t) -> int:
-    try:
-        return A.storage_ptr(A.storage(t))
-    except Exception:  # noqa: BLE001
-        return 0
+    """Which storage ``t`` views (its identity: a ``.detach()`` or ``.data`` shares it)."""
+    return id(A.storage(t))
 
 
 def _is_loss(module) -> bool:
@@ -390,7 +636,8 @@ class ModelReport:
     params: list = field(default_factory=list)  # [ParamRow]
     notes: list = field(default_factory=list)  # one sentence each
     losses: list = field(default_factory=list)  # per step of this cell
-    grad_norms: list = field(default_factory=list)  # total gradient norm per backward this cell
+    grad_norms: list = field(default_factory=list)  # total gradient norm of each watched step
+    grad_norm_steps: list = field(default_factory=list)  # the top-level call index of each
     steps: int = 0  # backward calls this cell
     kept_alive: list = field(default_factory=list)  # [(variable, graphs, saved bytes, items)]
     nan: dict | None = None
@@ -435,10 +682,13 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot."""
     rep = ModelReport()
     mods, pnames, _tops = module_names(ns, skip)
-    calls = list(tracker.calls)
-    rep.steps = max((st.hits for st in tracker.params.values()), default=0)
+    calls = tracker.recent_calls()
+    counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
+    rep.steps = max(counted if tracker.backward_seen else 0,
+                    max((st.hits for st in tracker.params.values()), default=0))
     rep.losses = list(tracker.losses)
-    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for s in tracker.step_sq]
+    rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
+    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
     backward_models = set()
     for pid, st in tracker.params.items():
         name = pnames.get(pid)
@@ -452,7 +702,9 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
             st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms),
             st.max_accumulated, st.nonfinite))
         if st.max_accumulated >= 2 and st.hits:
-            rep.notes.append(f"{name}.grad accumulated from {st.max_accumulated} backward calls "
+            least = "at least " if st.missed else ""
+            rep.notes.append(f"{name}.grad accumulated from {least}{st.max_accumulated} backward "
+                             "calls "
                              "since zero_grad (fine if you meant to accumulate gradients)")
         if st.nonfinite and st.hits:
             rep.notes.append(f"{name}.grad has NaN or Inf values")
@@ -482,7 +734,7 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
     tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
     rep = rep or ModelReport()
     mods = module_names(ns, skip)[0]
-    rep.clusters = clusters(snap, list(tracker.calls), mods)
+    rep.clusters = clusters(snap, tracker.recent_calls(snap), mods)
     changed = {n for t in snap.tensors if t.named and t.version_delta != 0
                for n in t.name.split(" = ")}
     rep.nan = nan_origin(ns, skip, only=changed)

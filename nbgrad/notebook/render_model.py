@@ -38,13 +38,13 @@ def polyline(values, width=120, height=24, color="#1a73e8", log=False) -> str:
             f'stroke-width="1.5" points="{xy}"/></svg>')
 
 
-def curve(title, values, color, width=420, height=110) -> str:
+def curve(title, values, color, width=420, height=110, unit=None) -> str:
     """A titled curve with its first, last, min and max written out (a training-loop tab)."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     if not finite:
         return f"<div><b>{html.escape(title)}</b>: no finite values</div>"
     stats = (f"first {_num(values[0])}, last {_num(values[-1])}, min {_num(min(finite))}, "
-             f"max {_num(max(finite))} over {len(values)} steps")
+             f"max {_num(max(finite))} " + (unit or f"over {len(values)} steps"))
     return (f'<div class="nbgrad-curve"><div><b>{html.escape(title)}</b> '
             f'<span style="color:#555">{stats}</span></div>'
             + polyline(values, width, height, color) + "</div>")
@@ -93,7 +93,8 @@ def training_html(rep) -> str:
         parts.append("<div><i>loss: computed without an nn loss module (nothing to plot)</i>"
                      "</div>")
     if rep.grad_norms:
-        parts.append(curve("total gradient norm", rep.grad_norms, "#1a73e8"))
+        parts.append(curve("total gradient norm", rep.grad_norms, "#1a73e8",
+                           unit=f"of the {len(rep.grad_norms)} steps watched"))
     return notes_html(rep) + "".join(parts)
 
 

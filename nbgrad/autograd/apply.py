@@ -1,0 +1,593 @@
+"""The one path from a row of the op table to tensors: `apply(row, inputs, args)`.
+
+It runs the row's forward on the inputs' arrays, wraps the result (a new tensor; a view sharing
+the input's storage; several views; or the input itself for an in-place op), and, when grad mode
+is on and an input requires grad, records the row's node with what its formulas will need.
+In-place ops (`apply(..., inplace="add_")`) bump the version and rebase the target's history:
+CopySlices on the base when the target is a view. A row is any object with the attributes of
+`nbgrad.ops.registry.Row`; this module never imports the table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend, dtypes
+from ..storage import Storage
+from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta
+from .. import provenance
+from .grad_mode import STATE as _GRAD
+from .graph import AccumulateGrad as _AccumulateGrad
+from .graph import Ctx as _Ctx
+from .graph import Node, SavedTensor
+
+_new = object.__new__
+_NONE_EDGE = (None, 0)
+_fresh = Tensor._make_fresh
+_ND = np.ndarray
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+# the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
+AS_STRIDED = [None]
+
+
+def apply(row, inputs, args=(), inplace=None):
+    """Apply `row` to `inputs` (Tensors, or numbers where the row allows) and the non-tensor
+    `args` (in the order of the forward's parameters after the inputs).
+
+    Returns the output Tensor; a tuple for rows with several outputs (those that are not
+    floating point, such as indices, never require grad); or `inputs[0]`, written in place,
+    when `inplace` names the in-place op (e.g. "add_"). A broadcasting binary row returns
+    NotImplemented when the second operand is neither a Tensor nor a number (so Python's
+    operator protocol answers "unsupported operand type(s)", as PyTorch does).
+    """
+    __tracebackhide__ = True
+    if inplace is not None:
+        return _apply_inplace(row, inputs, args, inplace)
+    path = row.path
+    if path == 1:  # two broadcasting operands: the hot path of Tensor operators
+        return _apply_binary(row, inputs, args)
+    if path == 2:
+        return _apply_view(row, inputs[0], args)
+    if path == 0:  # one tensor input, one output
+        x = inputs[0]
+        d = x._data
+        if row.float_op and d.dtype.kind != "f":
+            d = d.astype(dtypes.default_np())
+        out = row.fwd(d, *args)
+        ctx = None
+        if row.ctx:
+            out, ctx = out
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if x._requires_grad and _GRAD.enabled:
+            _record(row, (r,), inputs, args, 1, None, None, None, ctx)
+        return r
+    arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
+    if row.float_op and arrays[0].dtype.kind != "f":
+        arrays[0] = arrays[0].astype(dtypes.default_np())
+    out = row.fwd(arrays, *args) if row.listed else row.fwd(*arrays, *args)
+    ctx = None
+    if row.ctx:
+        out, ctx = out
+    if row.n_out == 1:
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if _GRAD.enabled:
+            mask = _mask(inputs)
+            if mask:
+                _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx)
+        return r
+    outs = tuple(_fresh(_arr(o)) for o in out)
+    if _GRAD.enabled:
+        mask = _mask(inputs)
+        if mask:
+            _record(row, outs, inputs, args, mask, ctx=ctx)
+            for o in outs:
+                if o._data.dtype.kind not in "fc":
+                    o._requires_grad = False
+                    o._grad_fn = None
+    return outs
+
+
+def _apply_binary(row, inputs, args):
+    """Two broadcasting operands, the second maybe a Python number, with PyTorch's promotion."""
+    a, b = inputs
+    ad = a._data
+    if isinstance(b, Tensor):
+        bd = b._data
+        if ad.dtype is not bd.dtype:
+            ad, bd = _coerce(ad, bd)
+        try:
+            out = row.fwd(ad, bd, *args)
+        except ValueError:
+            raise _broadcast_error(ad.shape, bd.shape) from None
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if _GRAD.enabled:
+            ra, rb = a._requires_grad, b._requires_grad
+            if ra or rb:
+                meta = None
+                if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
+                        out.dtype or b._data.dtype is not out.dtype:
+                    meta = _meta_for(inputs, out)
+                _record(row, (r,), inputs, args, ra | (rb << 1), meta,
+                        (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+        return r
+    tb = type(b)
+    dt = ad.dtype
+    if tb is float:
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            ad = ad.astype(dtypes.default_np())
+    elif tb is not int or dt.kind == "b":
+        if not isinstance(b, (int, float, np.generic)):
+            return NotImplemented  # Python then says "unsupported operand type(s)", as torch
+        ad, b = _coerce(ad, b)
+    out = row.fwd(ad, b, *args)
+    if type(out) is not _ND:
+        out = _arr(out)
+    r = _fresh(out)
+    if a._requires_grad and _GRAD.enabled:
+        _record(row, (r,), inputs, args, 1,
+                _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
+                (_edge(a), _NONE_EDGE))
+    return r
+
+
+def _apply_view(row, x, args):
+    """A view (or, for unbind/split, several): shares `x`'s storage and version counter."""
+    grad = _GRAD.enabled
+    out = row.fwd(x._data, *args)
+    if row.n_out == 1:
+        r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
+        if x._requires_grad and grad:
+            _record(row, (r,), (x,), args, 1)
+        return r
+    creator = _strip(row.node.__name__)  # none of several views may be modified in place
+    rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
+    if x._requires_grad and grad:
+        _record(row, rs, (x,), args, 1)
+    return rs
+
+
+def _strip(name):
+    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+def _meta(row, inputs, out):
+    """Per input, what its gradient must be reduced and cast to (broadcasting rows only)."""
+    if not row.broadcast:
+        return None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x._data
+            if d.shape != out.shape or d.dtype is not out.dtype:
+                return _meta_for(inputs, out)
+    return None
+
+
+def _arr(x):
+    """numpy returns scalars for 0-d results; tensors always hold arrays."""
+    if type(x) is _ND:
+        return x
+    if isinstance(x, (np.generic, int, float, bool)):
+        return np.asarray(x)
+    return x
+
+
+def _geom(t):
+    """(shape, strides, offset) of a tensor in elements, relative to its storage."""
+    return (tuple(t._data.shape), t.stride(), t.storage_offset())
+
+
+def positions(geom):
+    """Storage positions (int64, shaped like the tensor) of a (shape, strides, offset) layout."""
+    shape, strides, off = geom
+    pos = np.full(tuple(shape), off, np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        pos += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos
+
+
+def _edge(x):
+    """(node, input_nr) through which a gradient reaches `x` (None for constants)."""
+    if not isinstance(x, Tensor) or not x._requires_grad:
+        return _NONE_EDGE
+    fn = x._grad_fn if x._view is None else x.grad_fn
+    if fn is not None:
+        return (fn, x._output_nr)
+    e = x._extra
+    if e is not None and e.accum is not None:
+        acc = e.accum()
+        if acc is not None:
+            return (acc, 0)
+    return (x._grad_accumulator(), 0)
+
+
+
+def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
+    """Make the node of `row` for `inputs` and hang `outs` on it; the node saves what the
+    formulas of the inputs in bitmask `mask` need (taken from `saved_from` instead of `inputs`
+    for an in-place op whose `self` was copied before the write)."""
+    plan = row.plans.get(mask)
+    if plan is None:
+        plan = row.plan(mask)
+    saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
+        if plan else None
+    if edges is None:
+        edges = tuple([_edge(x) for x in inputs])
+    node = (row.node if row.n_out != -1 else _node_for(row, len(outs)))(edges, saved, meta)
+    nr = 0
+    for o in outs:
+        o._output_nr = nr
+        o._requires_grad = True
+        o._grad_fn = node
+        nr += 1
+    return node
+
+
+def _save(row, plan, src, args, outs, ctx):
+    names = row.names
+    sources = row.sources
+    saved = [None] * len(names)
+    for j in plan:
+        kind, k = sources[j]
+        if kind == 0:
+            x = src[k]
+            saved[j] = SavedTensor(names[j], x) if isinstance(x, Tensor) else x
+        elif kind == 1:
+            saved[j] = SavedTensor(names[j], outs[k], True)
+        elif kind == 2:
+            saved[j] = args[k]
+        elif kind == 3:
+            saved[j] = tuple(src[k]._data.shape)
+        else:
+            saved[j] = _Ctx(ctx)
+    return saved
+
+
+def _node_for(row, n):
+    """The node class of a row with a number of outputs decided at call time (unbind, split)."""
+    cache = row.__dict__.setdefault("_by_n", {})
+    cls = cache.get(n)
+    if cls is None:
+        cls = cache[n] = type(row.node.__name__, (row.node,), {"__slots__": (), "_n_out": n})
+    return cls
+
+
+def _mask(inputs):
+    mask = 0
+    bit = 1
+    for x in inputs:
+        if isinstance(x, Tensor) and x._requires_grad:
+            mask |= bit
+        bit <<= 1
+    return mask
+
+
+def _meta_for(inputs, out):
+    """Per input, (shape, dtype) to reduce and cast its gradient to, or None when it matches.
+
+    When the inputs' dtypes differ, every input records its dtype: a formula mixing them (g *
+    other) may come out in the wider one."""
+    meta = None
+    shape, dt = out.shape, out.dtype
+    mixed = len({x._data.dtype for x in inputs if isinstance(x, Tensor)}) > 1
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor):
+            d = x._data
+            if d.shape != shape or d.dtype != dt or mixed:
+                if meta is None:
+                    meta = [None] * len(inputs)
+                meta[i] = (tuple(d.shape), d.dtype if (d.dtype != dt or mixed) else None)
+    return meta
+
+
+def _broadcast_error(sa, sb):
+    n = max(len(sa), len(sb))
+    for i in range(1, n + 1):
+        x = sa[-i] if i <= len(sa) else 1
+        y = sb[-i] if i <= len(sb) else 1
+        if x != y and x != 1 and y != 1:
+            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                                f"at non-singleton dimension {n - i}")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
+
+
+def _device_error(a, b):
+    da, db = backend.device_of(a), backend.device_of(b)
+    return RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {da if da.type == 'cuda' else db} and cpu!")
+
+
+def _scalar(b):
+    t = type(b)
+    if t is float or t is int or t is bool:
+        return b
+    if isinstance(b, np.generic):
+        return b.item()
+    if isinstance(b, (int, float)):
+        return b
+    raise TypeError(f"unsupported operand type: expected a Tensor or a Python number, got "
+                    f"{t.__name__}")
+
+
+def _coerce(ad, bd):
+    """Apply PyTorch's type promotion before handing two operands to numpy (NEP 50 differs for
+    int-with-float and for 0-d tensors)."""
+    if isinstance(bd, (_ND, np.generic)) or hasattr(bd, "__cuda_array_interface__"):
+        if isinstance(bd, np.generic):
+            return _coerce(ad, bd.item())
+        if type(ad) is not type(bd):
+            raise _device_error(ad, bd)
+        if ad.dtype != bd.dtype:
+            rt = dtypes.result_type(ad, bd)
+            if ad.dtype != rt:
+                ad = ad.astype(rt)
+            if bd.dtype != rt:
+                bd = bd.astype(rt)
+        return ad, bd
+    bd = _scalar(bd)
+    k = ad.dtype.kind
+    if type(bd) is float and k != "f":
+        ad = ad.astype(dtypes.default_np())
+    elif type(bd) is int and k == "b":
+        ad = ad.astype(np.int64)
+    return ad, bd
+
+
+def _view_of(x, out, creation=DEFAULT, creator=None):
+    """A tensor viewing `x`'s storage through the array `out`."""
+    r = _new(Tensor)
+    r._data = out
+    r._storage = x._storage
+    r._grad_fn = None
+    r._output_nr = 0
+    r._requires_grad = False
+    r._grad = r._extra = None
+    base = x._view.base if x._view is not None else x
+    r._view = _ViewMeta(base, x._storage.version, creation, creator)
+    return r
+
+
+
+def make_as_strided_node(base, view):
+    """AsStridedBackward0 from `view` to `base`'s current grad_fn (regenerated view grad_fn)."""
+    return _record(AS_STRIDED[0], (), (base,), (_geom(base), _geom(view), None), 1)
+
+
+# ---- in-place ----------------------------------------------------------------------------------
+_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+_VIEW_LEAF_INPLACE = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                      "operation.")
+_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+
+
+def _inplace_error(msg, kind, t, op_name):
+    err = RuntimeError(msg)
+    err.nbgrad_context = {"kind": kind, "op": op_name, "shape": tuple(t._data.shape),
+                          "where": provenance.Location.of(provenance.capture())}
+    return err
+
+
+def check_inplace(t, op_name="inplace"):
+    """Raise PyTorch's error when modifying `t` in place is forbidden in grad mode."""
+    __tracebackhide__ = True
+    v = t._view
+    if v is None:
+        if t._requires_grad and t._grad_fn is None:
+            raise _inplace_error(_LEAF_INPLACE, "leaf_inplace", t, op_name)
+        return
+    base = v.base
+    if v.creation == MULTI_OUTPUT and t._requires_grad:
+        raise _inplace_error(
+            f"Output {t._output_nr} of {v.creator} is a view and is being modified inplace. This "
+            "view is the output of a function that returns multiple views. Such functions do not "
+            "allow the output views to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one.", "multi_output_view_inplace", t, op_name)
+    if v.creation == NO_GRAD_MODE and base._requires_grad:
+        raise _inplace_error(_NO_GRAD_VIEW, "no_grad_view_inplace", t, op_name)
+    if base._requires_grad and base._grad_fn is None:
+        raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
+
+
+def _check_overlap(d, s):
+    """PyTorch refuses an in-place op whose operand partly overlaps the written-to tensor."""
+    if (d.shape == s.shape and d.strides == s.strides and
+            backend.data_ptr(d) == backend.data_ptr(s)):
+        return  # the very same elements: fine (x.add_(x))
+    if np.shares_memory(d, s, max_work=1000):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the "
+                           "written-to tensor refer to a single memory location. Please clone() "
+                           "the tensor before performing the operation.")
+
+
+def _np_name(dt):
+    return {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}.get(dt.kind, str(dt))
+
+
+
+def _apply_inplace(row, inputs, args, op_name):
+    """Apply `row` to `inputs` and write the result into `t = inputs[0]`: bump its version by
+    one and, in grad mode, rebase its history (CopySlices on the base when t is a view)."""
+    __tracebackhide__ = True
+    t = inputs[0]
+    others = inputs[1:]
+    mask = 0
+    edges = self_copy = None
+    if _GRAD.enabled:
+        check_inplace(t, op_name)
+        mask = _mask(inputs)
+        if mask:
+            edges = tuple([_edge(x) for x in inputs])
+            plan = row.plan(mask)
+            if any(row.sources[j] == (0, 0) for j in plan):  # backward needs the old value
+                old = t._data.copy()
+                self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
+                    edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
+    d = t._data
+    for x in others:
+        if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d:
+            _check_overlap(d, x._data)
+    arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
+    if len(arrays) == 2 and row.broadcast:
+        arrays = list(_coerce(d, arrays[1]))
+    try:
+        res = row.fwd(*arrays, *args)
+    except ValueError:
+        raise _broadcast_error(d.shape, getattr(arrays[-1], "shape", ())) from None
+    res = _arr(res)
+    if res.shape != d.shape:
+        raise RuntimeError(f"output with shape {list(d.shape)} doesn't match the broadcast shape "
+                           f"{list(res.shape)}")
+    if res.dtype != d.dtype and not np.can_cast(res.dtype, d.dtype, "same_kind"):
+        raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
+                           f"output type {_np_name(d.dtype)}")
+    try:
+        d[...] = res
+    except ValueError:  # a read-only (expanded / broadcast) view
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor "
+                           "before performing the operation.") from None
+    t._storage.bump(op_name)
+    if mask:
+        meta = _meta_for(inputs, d) if row.broadcast else None
+        _rebase(row, t, inputs, args, mask, edges, self_copy, meta)
+    return t
+
+
+def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
+    saved_from = None if self_copy is None else (self_copy,) + inputs[1:]
+    v = t._view
+    if v is None:
+        node = _record(row, (t,), inputs, args, mask, meta, edges, saved_from)
+        _saved_before_write(node, t)
+        _move_retain_grad(t)
+        return
+    base = v.base
+    base_edge = _edge(base)
+    fn = _record(row, (t,), inputs, args, mask, meta, edges, saved_from)
+    _saved_before_write(fn, t)
+    base._grad_fn = CopySlices(base_edge, fn, _geom(base), _geom(t))
+    base._output_nr = 0
+    base._requires_grad = True
+    t._grad_fn = make_as_strided_node(base, t)
+    t._output_nr = 0
+    t._requires_grad = True
+    v.version = t._storage.version
+    _move_retain_grad(t)
+
+
+def _saved_before_write(node, t):
+    """An operand of the in-place op that is (a view of) its target was saved after the write:
+    it holds the new values, so mark it as saved one version earlier — backward then refuses,
+    as PyTorch does for y.mul_(y), instead of computing a wrong gradient."""
+    for s in node._saved or ():
+        if type(s) is SavedTensor and not s.is_output and s._tensor is not None and \
+                s._storage is t._storage and s.saved_version == t._storage.version:
+            s.saved_version -= 1
+
+
+def _move_retain_grad(t):
+    """retain_grad's hook follows the tensor to its new grad_fn (PyTorch moves it too)."""
+    e = t._extra
+    if e is not None and e.retains_grad:
+        e.retains_grad = False
+        t.retain_grad()
+
+
+class CopySlices(Node):
+    """Base's grad_fn after an in-place op on one of its views: runs the op's node on the view's
+    slice of the gradient, and passes the rest of the base's gradient through."""
+
+    __slots__ = ("fn", "_base_geom", "_view_geom")
+
+    def __init__(self, base_edge, fn, base_geom, view_geom):
+        # fn's saved values are what backward unpacks (released through fn)
+        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]), fn._saved)
+        self.fn = fn
+        self._base_geom = base_geom
+        self._view_geom = view_geom
+
+    def name(self):
+        return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
+
+    def _saved_tensors(self):
+        return self.fn._saved_tensors()
+
+    def _release(self):
+        self.fn._release()
+
+    def _backward(self, g, create_graph):
+        """The base's gradient, its view part replaced by what the op's node makes of it. Done
+        by the positions of the view's elements within the base, so the same steps serve arrays
+        and, under create_graph, Tensors."""
+        pos = self._positions()
+        flat = g.reshape(-1)
+        if not create_graph and type(g) is not _ND:
+            pos = backend.get_array_module(g).asarray(pos)
+        res = self.fn._backward(flat[pos].reshape(self._view_geom[0]), create_graph)
+        r0 = res[0]
+        if create_graph:
+            new = flat.index_put((pos,), flat.new_zeros(()) if r0 is None else r0.reshape(-1))
+        else:
+            new = flat.copy()
+            new[pos] = 0 if r0 is None else r0.reshape(-1)
+        return [new.reshape(self._base_geom[0])] + list(res[1:])
+
+    def _positions(self):
+        """Index of each of the view's elements in the base's flattened (C-order) elements."""
+        base = positions(self._base_geom).reshape(-1)
+        where = np.full(int(base.max()) + 1 if base.size else 1, -1, np.int64)
+        where[base] = np.arange(base.size)
+        return where[positions(self._view_geom).reshape(-1)]
+
+
+
+
+# ------------------------------------------------------------------------------------------------
+# The M1 entry points, kept so that branches written against the M1 layout merge without
+# breaking; each is one call of `apply`. Delete once those branches are merged and moved.
+# ------------------------------------------------------------------------------------------------
+def _unary(row, x, *args):
+    return apply(row, (x,), args)
+
+
+def _binary(row, a, b, args=()):
+    return apply(row, (a, b), args)
+
+
+def binary_op(row, args=()):
+    return lambda a, b: apply(row, (a, b), args)
+
+
+def _view_op(row, x, args=(), out=None):
+    return apply(row, (x,), args)
+
+
+def _multi_view_op(row, x, outs, args):
+    return apply(row, (x,), args)
+
+
+def _inplace(row, t, others, args, op_name, broadcast_meta=False):
+    __tracebackhide__ = True
+    return apply(row, (t,) + tuple(others), args, inplace=op_name)
+
+
+def _apply(row, inputs, args=(), out=None, meta_inputs=False):
+    """M1's general path, which could take a forward computed by the caller (`out`)."""
+    if out is None:
+        return apply(row, inputs, args)
+    r = _fresh(_arr(out))
+    if _GRAD.enabled:
+        mask = _mask(inputs)
+        if mask:
+            _record(row, (r,), inputs, args, mask, _meta_for(inputs, out) if meta_inputs
+                    else None)
+    return r

@@ -1,0 +1,14 @@
+"""The op table: every differentiable primitive, its forward and its derivative side by side.
+
+Read in this order: registry.py (the Row schema: how a row is written and what it saves), then
+the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py —
+with formulas.py (derivative formulas longer than a line) and kernels.py (conv/pool array
+kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the torch.* functions that pick
+a row and parse PyTorch's arguments are nbgrad/functions.py.
+"""
+from __future__ import annotations
+
+from . import elementwise, indexing, linalg, nn, reductions, views  # noqa: F401  (fill ROWS)
+from .registry import ROWS, Ctx, Row, op
+
+__all__ = ["ROWS", "Row", "op", "Ctx"]

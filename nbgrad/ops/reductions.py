@@ -1,0 +1,349 @@
+"""Rows: reductions (sum, mean, prod, max/min, var/std, norm, logsumexp) and scans (cumsum).
+
+A `_dim` row reduces over `dim` (an int or a tuple of ints) and keeps it when `keepdim`.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import backend
+from .formulas import (_TX, _amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
+                       _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
+                       _var_grad)
+from .formulas import _np_dtype
+from .indexing import _scatter_into
+from .registry import op
+
+op("sum", lambda self, dtype: _sum_all(self, dtype),
+   self=lambda g, self_shape, xp: xp.filled(g, self_shape))
+op("sum_dim", lambda self, dim, keepdim, dtype: self.sum(axis=dim, keepdims=keepdim, dtype=dtype),
+   node="SumBackward1",
+   self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g, self_shape, dim, keepdim, xp))
+op("mean", lambda self: self.mean(dtype=self.dtype),
+   self=lambda g, self_shape, xp: xp.broadcast_to(g / math.prod(self_shape), self_shape))
+op("mean_dim", lambda self, dim, keepdim: self.mean(axis=dim, keepdims=keepdim, dtype=self.dtype),
+   node="MeanBackward1",
+   self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g / _count(self_shape, dim),
+                                                             self_shape, dim, keepdim, xp))
+op("prod", lambda self: self.prod(),
+   self=lambda g, self, result, xp: _prod_backward(g, self, result, None, False, xp))
+op("prod_dim", lambda self, dim, keepdim: self.prod(axis=dim, keepdims=keepdim),
+   node="ProdBackward1",
+   self=lambda g, self, result, dim, keepdim, xp: _prod_backward(g, self, result, dim, keepdim,
+                                                                 xp))
+op("max", lambda self: self.max(), node="MaxBackward1",
+   self=lambda g, self, result, xp: _evenly(g, self, result, xp))
+op("min", lambda self: self.min(), node="MinBackward1",
+   self=lambda g, self, result, xp: _evenly(g, self, result, xp))
+op("max_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, np.argmax),
+   node="MaxBackward0", n_out=2,
+   self=lambda g, self_shape, dim, keepdim, result1, xp: _select_grad(g[0], self_shape, dim,
+                                                                      result1, keepdim, xp))
+op("min_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, np.argmin),
+   node="MinBackward0", n_out=2,
+   self=lambda g, self_shape, dim, keepdim, result1, xp: _select_grad(g[0], self_shape, dim,
+                                                                      result1, keepdim, xp))
+op("amax", lambda self, dim, keepdim: np.max(self, axis=dim, keepdims=keepdim),
+   self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
+op("amin", lambda self, dim, keepdim: np.min(self, axis=dim, keepdims=keepdim),
+   self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
+op("var", lambda self, dim, correction, keepdim: self.var(axis=dim, ddof=correction,
+                                                          keepdims=keepdim),
+   self=lambda g, self, dim, correction, keepdim, xp: _var_grad(g, self, dim, correction,
+                                                                keepdim, xp))
+op("std", lambda self, dim, correction, keepdim: self.std(axis=dim, ddof=correction,
+                                                          keepdims=keepdim),
+   self=lambda g, self, result, dim, correction, keepdim, xp: _std_grad(
+       g, self, result, dim, correction, keepdim, xp))
+op("norm", lambda self, p, dim, keepdim: _vector_norm(self, p, dim, keepdim),
+   node="LinalgVectorNormBackward0",
+   self=lambda g, self, result, p, dim, keepdim, xp: _norm_backward(g, self, result, p, dim,
+                                                                    keepdim, xp))
+op("logsumexp", lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), float_op=True,
+   self=lambda g, self, result, dim, keepdim, xp: _logsumexp_grad(g, self, result, dim, keepdim,
+                                                                  xp))
+op("cumsum", lambda self, dim: np.cumsum(self, axis=dim),
+   self=lambda g, dim, xp: xp.flip(xp.cumsum(xp.flip(g, (dim,)), axis=dim), (dim,)))
+
+
+# ---- forwards longer than a line ----------------------------------------------------------------
+def _vals_idx(a, dim, keepdim, argf):
+    idx = argf(a, axis=dim, keepdims=True)
+    vals = np.take_along_axis(a, idx, axis=dim)
+    if not keepdim:
+        vals = vals.squeeze(dim)
+        idx = idx.squeeze(dim)
+    return vals, idx.astype(np.int64, copy=False)
+
+
+def _vector_norm(a, p, dim, keepdim):
+    x = np.abs(a)
+    if p == 2:
+        return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+    if p == 1:
+        return x.sum(axis=dim, keepdims=keepdim)
+    if p == float("inf"):
+        return x.max(axis=dim, keepdims=keepdim)
+    if p == 0:
+        return (x != 0).sum(axis=dim, keepdims=keepdim).astype(a.dtype)
+    return (x ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+
+
+def _logsumexp(a, dim, keepdim):
+    m = a.max(axis=dim, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    r = np.log(np.exp(a - m).sum(axis=dim, keepdims=True)) + m
+    return r if keepdim else (r.squeeze(dim) if dim is not None else r.reshape(()))
+
+
+# ---- issue 9: sorting and selection, nan-reductions, paired reductions, scans -------------------
+def _sorted_idx(a, dim, descending):
+    """Stable argsort along `dim`; descending puts NaN first (it sorts as the largest)."""
+    xp = backend.get_array_module(a)
+    key = a
+    if descending:
+        if a.dtype.kind == "b":
+            key = ~a
+        elif a.dtype.kind == "f":
+            key = xp.where(xp.isnan(a), -xp.inf, -a)
+        else:
+            key = -a.astype(np.int64)
+    return xp.argsort(key, axis=dim, kind="stable")
+
+
+def _sort(a, dim, descending):
+    idx = _sorted_idx(a, dim, descending)
+    return backend.get_array_module(a).take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def _topk(a, k, dim, largest):
+    xp = backend.get_array_module(a)
+    idx = xp.take(_sorted_idx(a, dim, largest), xp.arange(k), axis=dim)
+    return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def _pick(a, pos, dim, keepdim):
+    """The element at sorted position `pos` along `dim` and its index (kthvalue, median)."""
+    xp = backend.get_array_module(a)
+    idx = xp.take(_sorted_idx(a, dim, False), [pos], axis=dim)
+    vals = xp.take_along_axis(a, idx, axis=dim)
+    if not keepdim:
+        vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+    return vals, idx.astype(np.int64)
+
+
+def _mode(a, dim, keepdim):
+    """Most frequent value along `dim` (the smallest of equally frequent ones) and the last index
+    where it occurs."""
+    xp = backend.get_array_module(a)
+    m = xp.moveaxis(a, dim, -1)
+    rows = m.reshape(-1, m.shape[-1]) if m.shape[-1] else m.reshape(0, 0)
+    vals = xp.empty(rows.shape[0], a.dtype)
+    idx = xp.empty(rows.shape[0], np.int64)
+    for r in range(rows.shape[0]):
+        u, c = xp.unique(rows[r], return_counts=True)
+        vals[r] = u[int(xp.argmax(c))]
+        idx[r] = rows.shape[1] - 1 - int(xp.argmax(rows[r][::-1] == vals[r]))
+    shape = m.shape[:-1]
+    vals, idx = vals.reshape(shape), idx.reshape(shape)
+    if keepdim:
+        vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
+    return vals, idx
+
+
+def _at_indices(g, shape, dim, indices, keepdim, xp, add=False):
+    """Gradient of a value-selecting reduction: g put (or added) at `indices` along `dim`."""
+    if g is None:
+        return None
+    if not keepdim:
+        g = xp.expand_dims(g, dim)
+        indices = indices.unsqueeze(dim) if xp is _TX else xp.expand_dims(indices, dim)
+    return _scatter_into(xp.zeros(tuple(shape), _np_dtype(g)), dim, indices, g, xp, add)
+
+
+def _cum_extreme(a, dim, ufunc):
+    """cummax / cummin: running extreme and the index where it was (last) reached."""
+    xp = backend.get_array_module(a)
+    vals = ufunc.accumulate(a, axis=dim)
+    shape = [1] * a.ndim
+    shape[dim] = a.shape[dim]
+    pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
+    idx = xp.maximum.accumulate(xp.where(a == vals, pos, 0), axis=dim)
+    return vals, idx.astype(np.int64)
+
+
+def _revcumsum(x, dim, xp):
+    return xp.flip(xp.cumsum(xp.flip(x, (dim,)), axis=dim), (dim,))
+
+
+def _cumprod_backward(g, self, result, dim, xp):
+    """sum_{j >= i} g_j * result_j / self_i, done without the division where self has zeros."""
+    if xp is _TX or not (self == 0).any():
+        return _revcumsum(g * result, dim, xp) / self
+    out = xp.empty_like(g)
+    n = self.shape[dim]
+    for i in range(n):  # prefix products with x_i replaced by 1
+        x = self.copy()
+        xp.moveaxis(x, dim, 0)[i] = 1
+        part = xp.take(g * xp.cumprod(x, axis=dim), range(i, n), axis=dim).sum(axis=dim)
+        xp.moveaxis(out, dim, 0)[i] = part
+    return out
+
+
+def _paired(g, f0, f1):
+    """Gradient through a row of two outputs, either of whose gradients may be absent."""
+    parts = [f(x) for f, x in ((f0, g[0]), (f1, g[1])) if x is not None]
+    return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+op("sort", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
+   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
+                                                            xp))
+op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,
+   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
+                                                            xp))
+op("kthvalue", lambda self, k, dim, keepdim: _pick(self, k - 1, dim, keepdim), n_out=2,
+   self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
+       g[0], self_shape, dim, result1, keepdim, xp))
+op("median", lambda self: np.sort(self.reshape(-1))[(self.size - 1) // 2],
+   self=lambda g, self, result, xp: _evenly(g, self, result, xp))
+op("median_dim", lambda self, dim, keepdim: _pick(self, (self.shape[dim] - 1) // 2, dim,
+                                                  keepdim), node="MedianBackward1", n_out=2,
+   self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
+       g[0], self_shape, dim, result1, keepdim, xp))
+op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
+   self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
+       g[0], self_shape, dim, result1, keepdim, xp))
+op("nansum", lambda self, dim, keepdim: np.nansum(self, axis=dim, keepdims=keepdim),
+   self=lambda g, self, dim, keepdim, xp: xp.where(
+       self != self, 0, _expand_grad(g, tuple(self.shape), dim, keepdim, xp)))
+op("std_mean", lambda self, dim, correction, keepdim: (
+    self.std(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
+   n_out=2,
+   self=lambda g, self, result, dim, correction, keepdim, xp: _paired(
+       g, lambda g0: _std_grad(g0, self, result, dim, correction, keepdim, xp),
+       lambda g1: _expand_grad(g1 / _count(tuple(self.shape), dim), tuple(self.shape), dim,
+                               keepdim, xp)))
+op("var_mean", lambda self, dim, correction, keepdim: (
+    self.var(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
+   n_out=2,
+   self=lambda g, self, dim, correction, keepdim, xp: _paired(
+       g, lambda g0: _var_grad(g0, self, dim, correction, keepdim, xp),
+       lambda g1: _expand_grad(g1 / _count(tuple(self.shape), dim), tuple(self.shape), dim,
+                               keepdim, xp)))
+op("aminmax", lambda self, dim, keepdim: (np.min(self, axis=dim, keepdims=keepdim),
+                                          np.max(self, axis=dim, keepdims=keepdim)), n_out=2,
+   self=lambda g, self, result, result1, dim, keepdim, xp: _paired(
+       g, lambda g0: _amax_grad(g0, self, result, dim, keepdim, xp),
+       lambda g1: _amax_grad(g1, self, result1, dim, keepdim, xp)))
+op("cumprod", lambda self, dim: np.cumprod(self, axis=dim),
+   self=lambda g, self, result, dim, xp: _cumprod_backward(g, self, result, dim, xp))
+op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
+   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
+                                                            xp, add=True))
+op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
+   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
+                                                            xp, add=True))
+op("logcumsumexp", lambda self, dim: np.logaddexp.accumulate(self, axis=dim), float_op=True,
+   self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
+
+
+# ---- issue 9: results without a derivative: PyTorch records a node that refuses backward -------
+def _refuse(name, exc=NotImplementedError):
+    def formula(g):
+        raise exc(f"the derivative for '{name}' is not implemented." if exc is NotImplementedError
+                  else f"derivative for aten::{name} is not implemented")
+    return formula
+
+
+def _unique(a, axis):
+    xp = backend.get_array_module(a)
+    if axis is None:
+        v, i, c = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        return v, i.reshape(a.shape).astype(np.int64), c.astype(np.int64)
+    if a.shape[axis] == 0:
+        return a.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)
+    v, i, c = xp.unique(a, return_inverse=True, return_counts=True, axis=axis)
+    return v, i.reshape(-1).astype(np.int64), c.astype(np.int64)
+
+
+def _unique_consecutive(a, dim):
+    """Runs of equal consecutive elements (slices along `dim`) collapsed: values, inverse,
+    counts."""
+    xp = backend.get_array_module(a)
+    flat = a.reshape(-1) if dim is None else xp.moveaxis(a, dim, 0)
+    rows = flat if dim is None else flat.reshape(flat.shape[0], -1)
+    n = rows.shape[0]
+    if n == 0:
+        return (a.copy(), xp.zeros(a.shape if dim is None else 0, np.int64),
+                xp.zeros(0, np.int64))
+    change = rows[1:] != rows[:-1]
+    if rows.ndim > 1:
+        change = change.any(axis=1)
+    starts = xp.concatenate([xp.ones(1, bool), change])
+    inv = xp.cumsum(starts) - 1
+    first = xp.nonzero(starts)[0]
+    counts = xp.diff(xp.concatenate([first, xp.asarray([n])]))
+    vals = flat[first]
+    if dim is None:
+        inv = inv.reshape(a.shape)
+    else:
+        vals = xp.moveaxis(vals, 0, dim)
+    return vals, inv.astype(np.int64), counts.astype(np.int64)
+
+
+op("unique", lambda self: _unique(self, None), node="Unique2Backward0", n_out=3,
+   self=_refuse("_unique2"))
+op("unique_dim", lambda self, dim: _unique(self, dim), n_out=3,
+   self=_refuse("unique_dim"))
+op("unique_consecutive", lambda self, dim: _unique_consecutive(self, dim), n_out=3,
+   self=_refuse("unique_consecutive"))
+op("histogram", lambda self, weight, bins, range, density: _histogram(self, weight, bins, range,
+                                                                      density),
+   node="NotImplemented", n_out=2,
+   self=_refuse("histogram", RuntimeError))
+op("bincount", lambda weights, self, minlength: _bincount(self, weights, minlength),
+   node="NotImplemented",
+   weights=_refuse("bincount", RuntimeError))
+
+
+def _bin_counts(x, lo, hi, bins, weight):
+    """Counts (or summed weights) of x in `bins` equal bins over [lo, hi], the last bin closed,
+    an element's bin computed as PyTorch does: (x - lo) * bins / (hi - lo)."""
+    xp = backend.get_array_module(x)
+    keep = (x >= lo) & (x <= hi)
+    pos = xp.minimum(((x[keep] - lo) * (bins / (hi - lo))).astype(np.int64), bins - 1)
+    w = None if weight is None else weight[keep]
+    return xp.bincount(pos, weights=w, minlength=bins)[:bins]
+
+
+def _histogram(a, weight, bins, range, density):
+    """(hist, bin_edges): `bins` an int (equal bins over `range`) or an array of edges."""
+    xp = backend.get_array_module(a)
+    x = a.reshape(-1)
+    w = None if weight is None else weight.reshape(-1)
+    if not isinstance(bins, int):
+        edges = bins.astype(a.dtype)
+        n = edges.size - 1
+        idx = xp.where(x == edges[-1], n - 1, xp.searchsorted(edges, x, side="right") - 1)
+        keep = (idx >= 0) & (idx < n)
+        hist = xp.bincount(idx[keep], weights=None if w is None else w[keep], minlength=n)[:n]
+    else:
+        lo, hi = range
+        edges = xp.linspace(lo, hi, bins + 1).astype(a.dtype)
+        hist = _bin_counts(x, lo, hi, bins, w)
+    hist = hist.astype(a.dtype)
+    if density:
+        hist = hist / (hist.sum() * xp.diff(edges))
+    return hist.astype(a.dtype), edges
+
+
+def _bincount(a, weights, minlength):
+    xp = backend.get_array_module(a)
+    if weights is None:
+        return xp.bincount(a, minlength=minlength).astype(np.int64)
+    dt = weights.dtype if weights.dtype.kind == "f" else np.dtype(np.float64)
+    return xp.bincount(a, weights=weights, minlength=minlength).astype(dt)

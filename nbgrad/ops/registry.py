@@ -1,0 +1,236 @@
+"""The Row schema of the op table, and the registry `ROWS` (name -> Row).
+
+A row reads like a line of PyTorch's derivatives.yaml::
+
+    op("mul", lambda self, other: self * other, broadcast=True,
+       self=lambda g, other: g * other,
+       other=lambda g, self: g * self)
+
+- The forward takes backend arrays: first the tensor inputs, then the non-tensor arguments, with
+  PyTorch's parameter names. The inputs are the forward's parameters that have a formula; the
+  parameters after them are the row's arguments (`dim`, `keepdim`, ...).
+- One formula per input, keyed by the input's name. A formula's first parameter is `g`, the
+  gradient of the output (a list of them for rows with several outputs); the others name what it
+  needs: inputs (`self`, `other`), `result` (`result1`, ... for further outputs), arguments,
+  `<input>_shape`, `xp` (the array module) or `needs` (which inputs want a gradient). The node
+  saves exactly what the formulas of the inputs that require grad name — `x * 2` saves only
+  `other` — as SavedTensors that check their version when unpacked.
+- Inputs whose gradients come out of one computation share a formula keyed by all their names,
+  `**{"input, weight, bias": lambda g, ...: (gi, gw, gb)}`, as derivatives.yaml writes them.
+- The node is named after the op (`log_softmax` -> LogSoftmaxBackward0); `node=` gives PyTorch's
+  name where it is irregular (`sum_dim` -> SumBackward1).
+- A list input (cat, stack) is the forward's parameter `tensors`; its formula, keyed `tensors`,
+  returns one gradient per tensor.
+- Flags: `broadcast` (inputs may broadcast or differ in dtype; the node sums each gradient back
+  to its input's shape and casts it to its dtype), `float_op` (integer input is computed in the
+  default float dtype), `view` (the output shares the input's storage), `n_out` (number of
+  outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
+  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..autograd.graph import Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..tensor import Tensor
+from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
+
+ROWS = {}
+_ND = np.ndarray
+
+
+class OpNode(Node):
+    """A node made by a table row; its class (e.g. MulBackward0) carries the row."""
+
+    __slots__ = ()
+    _row = None
+
+    def _backward(self, g, create_graph):
+        __tracebackhide__ = True
+        row = self._row
+        saved = self._saved
+        if create_graph:
+            xp = TENSORS
+            v = [s.unpack(self, True) if type(s) is SavedTensor else s for s in saved] \
+                if saved else []
+        else:
+            if self._n_out == 1:
+                xp = NUMPY if type(g) is _ND else array_formulas(g)
+            else:
+                g = list(g)
+                xp = array_formulas(next(x for x in g if x is not None))
+            v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else []
+        if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
+            g = [g]
+        if row.joint is not None:
+            v += (xp, tuple(e[0] is not None for e in self._next))
+            outs = list(row.joint_call(row.joint, g, v))
+        else:
+            v.append(xp)
+            outs = [None if e[0] is None or c is None else c(f, g, v)
+                    for e, c, f in zip(self._next, row.calls, row.formulas)]
+        meta = self._meta
+        if meta is not None:
+            for i, m in enumerate(meta):
+                if m is not None and outs[i] is not None:
+                    outs[i] = _reduce_to(outs[i], m[0], m[1], xp)
+        return outs
+
+    def __getattr__(self, name):
+        if name.startswith("_saved_"):
+            row = type(self)._row
+            key = name[7:]
+            if key.endswith("_sym_sizes"):
+                key = key[:-10] + "_shape"
+            if key in row.index:
+                s = self._saved[row.index[key]] if self._saved else None
+                if type(s) is SavedTensor:
+                    return s.unpack(self, True)
+                if isinstance(s, np.ndarray) or (key in row.inputs and s is not None):
+                    return Tensor._make_fresh(np.asarray(s))
+                return s
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def node_name(op_name):
+    """PyTorch's regular node name for an op: 'log_softmax' -> 'LogSoftmaxBackward0'."""
+    return "".join(p[:1].upper() + p[1:] for p in op_name.split("_")) + "Backward0"
+
+
+def _params(f):
+    code = f.__code__
+    return code.co_varnames[:code.co_argcount]
+
+
+def _caller(idx):
+    """Call a formula with g and the values at positions `idx` of the unpacked list (no eval:
+    a closure per arity, as cheap as the trampoline it replaces)."""
+    n = len(idx)
+    if n == 0:
+        return lambda f, g, v: f(g)
+    if n == 1:
+        i, = idx
+        return lambda f, g, v: f(g, v[i])
+    if n == 2:
+        i, j = idx
+        return lambda f, g, v: f(g, v[i], v[j])
+    if n == 3:
+        i, j, k = idx
+        return lambda f, g, v: f(g, v[i], v[j], v[k])
+    get = operator.itemgetter(*idx)
+    return lambda f, g, v: f(g, *get(v))
+
+
+_SPECIAL = ("xp", "needs")
+
+
+class Row:
+    """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
+
+    def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
+                 float_op=False, ctx=False):
+        self.name = name
+        self.fwd = fwd
+        self.n_out = n_out
+        self.view = view
+        self.broadcast = broadcast
+        self.float_op = float_op
+        self.ctx = ctx
+        keyed = {}
+        self.joint = None
+        joint_inputs = ()
+        for key, f in formulas.items():
+            parts = tuple(s.strip() for s in key.split(","))
+            if len(parts) > 1 or key == "tensors":  # several inputs, or a list of them (cat)
+                if self.joint is not None:
+                    raise TypeError(f"row {name}: one joint formula at most")
+                self.joint, joint_inputs = f, parts
+            else:
+                keyed[key] = f
+        names_of_inputs = set(keyed) | set(joint_inputs)
+        params = _params(fwd) if hasattr(fwd, "__code__") else None
+        if params is None:  # a numpy function: the formulas' keys are its inputs
+            self.inputs, self.args = tuple(keyed) or joint_inputs, ()
+        else:
+            k = 0
+            while k < len(params) and params[k] in names_of_inputs:
+                k += 1
+            self.inputs, self.args = params[:k], params[k:]
+            if set(self.inputs) != names_of_inputs:
+                raise TypeError(f"row {name}: formulas for {sorted(names_of_inputs)} but the "
+                                f"forward's leading parameters are {list(params)}")
+        self.listed = self.inputs == ("tensors",)
+        if self.listed:
+            self.inputs = ()  # one edge per tensor of the list, all served by the joint formula
+        # which branch of nbgrad.autograd.apply serves it: 0 one input and output, 1 two
+        # broadcasting operands, 2 views, 3 the rest
+        self.path = (2 if view else 1 if broadcast and len(self.inputs) == 2 else
+                     0 if len(self.inputs) == 1 and n_out == 1 and not self.listed else 3)
+        self.formulas = tuple(keyed.get(n) for n in self.inputs)
+        names, uses = [], []
+        for f in self.formulas + ((self.joint,) if self.joint else ()):
+            used = _params(f)[1:] if f else ()
+            uses.append(used)
+            for n in used:
+                if n not in _SPECIAL and n not in names:
+                    names.append(n)
+        self.names = tuple(names)
+        self.index = {n: i for i, n in enumerate(names)}
+        self.sources = tuple(self._source(n) for n in names)
+        pos = dict(self.index, xp=len(names), needs=len(names) + 1)
+        self.calls = tuple(_caller([pos[n] for n in u]) if f else None
+                           for f, u in zip(self.formulas, uses))
+        self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
+        self.uses = uses
+        self.plans = {}
+        self.node = type(node or node_name(name), (OpNode,),
+                         {"__slots__": (), "_row": self, "_n_out": n_out})
+
+    def _source(self, n):
+        if n in self.inputs:
+            return (0, self.inputs.index(n))
+        if n == "result":
+            return (1, 0)
+        if n.startswith("result") and n[6:].isdigit():
+            return (1, int(n[6:]))
+        if n in self.args:
+            return (2, self.args.index(n))
+        if n.endswith("_shape") and n[:-6] in self.inputs:
+            return (3, self.inputs.index(n[:-6]))
+        if n == "ctx" and self.ctx:
+            return (4, 0)
+        raise NameError(f"formula of {self.name} uses unknown name {n!r}")
+
+    def plan(self, mask):
+        """Indices of the names to save when the inputs in bitmask `mask` require grad."""
+        p = self.plans.get(mask)
+        if p is None:
+            need = set()
+            if self.joint is not None:
+                need.update(self.uses[-1])
+            else:
+                for i, used in enumerate(self.uses):
+                    if mask >> i & 1:
+                        need.update(used)
+            p = self.plans[mask] = tuple(self.index[n] for n in self.names if n in need)
+        return p
+
+    def __repr__(self):
+        return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
+
+
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx")
+
+
+def op(name, fwd, **kw):
+    """Define a row and register it under `name` (see the module doc); returns the Row.
+
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx) and, for
+    every other key, the formula of the input(s) it names."""
+    if name in ROWS:
+        raise KeyError(f"op row {name!r} is defined twice")
+    flags = {k: kw.pop(k) for k in _FLAGS if k in kw}
+    row = ROWS[name] = Row(name, fwd, kw, **flags)
+    return row

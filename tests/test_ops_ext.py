@@ -1,0 +1,412 @@
+"""The ops of issue 9 against PyTorch, with test_ops.py's harness.
+
+Differentiable cases (Case lists, as in test_ops.py) get: forward values/shapes/dtypes, grad_fn
+names of the outputs and of the whole graph behind them (composed ops must show PyTorch's nodes),
+gradients after backward, a finite-difference gradcheck, Hessian-vector products through
+create_graph, and the same in float32. Functions without a gradient (unique, histograms,
+searchsorted, ...) are compared as values, dtypes, shapes and error texts, and must not record a
+graph where torch does not.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+import test_ops as base
+from test_ops import Case, _fsame, _fval, _inputs, _outs
+
+# ------------------------------------------------------------------------------------------------
+# Differentiable composed ops
+# ------------------------------------------------------------------------------------------------
+
+
+def _ein(eq):
+    return lambda T, *xs: T.einsum(eq, *xs)
+
+
+def _setitem(idx, T=None):
+    def f(T, x, v):
+        y = x * 1
+        y[idx(T) if callable(idx) else idx] = v
+        return y
+    return f
+
+
+CASES = [
+    # ---- einsum: every kind of contraction ----
+    Case("einsum_mm", _ein("ij,jk->ik"), (2, 3), (3, 4)),
+    Case("einsum_mm_implicit", _ein("ij,jk"), (2, 3), (3, 4)),
+    Case("einsum_transpose", _ein("ij->ji"), (2, 3)),
+    Case("einsum_sum_all", _ein("ij->"), (2, 3)),
+    Case("einsum_sum_rows", _ein("ij->i"), (2, 3)),
+    Case("einsum_diag", _ein("ii->i"), (3, 3)),
+    Case("einsum_trace", _ein("ii"), (3, 3)),
+    Case("einsum_diag_3d", _ein("iji->j"), (3, 2, 3)),
+    Case("einsum_hadamard", _ein("ij,ij->ij"), (2, 3), (2, 3)),
+    Case("einsum_inner_all", _ein("ij,ij->"), (2, 3), (2, 3)),
+    Case("einsum_dot", _ein("i,i->"), (4,), (4,)),
+    Case("einsum_dot_implicit", _ein("i,i"), (4,), (4,)),
+    Case("einsum_outer", _ein("i,j->ij"), (3,), (4,)),
+    Case("einsum_mv", _ein("ij,j->i"), (2, 3), (3,)),
+    Case("einsum_bmm", _ein("bij,bjk->bik"), (2, 3, 4), (2, 4, 5)),
+    Case("einsum_ellipsis_bmm", _ein("...ij,...jk->...ik"), (2, 3, 4), (4, 2)),
+    Case("einsum_ellipsis_bcast", _ein("...ij,...jk"), (2, 1, 3, 4), (5, 4, 2)),
+    Case("einsum_ellipsis_sum", _ein("i...->..."), (2, 3, 4)),
+    Case("einsum_attention", _ein("bhqd,bhkd->bhqk"), (2, 2, 3, 4), (2, 2, 5, 4)),
+    Case("einsum_attention_out", _ein("bhqk,bhkd->bqhd"), (2, 2, 3, 5), (2, 2, 5, 4)),
+    Case("einsum_three", _ein("ij,jk,kl->il"), (2, 3), (3, 4), (4, 2)),
+    Case("einsum_bilinear", _ein("bn,anm,bm->ba"), (2, 3), (4, 3, 5), (2, 5)),
+    Case("einsum_size1_bcast", _ein("ij,kj->ik"), (2, 1), (3, 4)),
+    Case("einsum_sum_one_side", _ein("ij,k->ik"), (2, 3), (4,)),
+    Case("einsum_uppercase", _ein("Ab,bC->AC"), (2, 3), (3, 4)),
+    Case("einsum_spaces", _ein("i j , j k -> i k"), (2, 3), (3, 4)),
+    Case("einsum_list", lambda T, a, b: T.einsum("ij,jk->ik", [a, b]), (2, 3), (3, 4)),
+    Case("einsum_const", _ein("ij,jk->ik"), (2, 3), ("const", (3, 4))),
+    # ---- tensordot / kron / outer ----
+    Case("tensordot_1", lambda T, a, b: T.tensordot(a, b, dims=1), (2, 3), (3, 4)),
+    Case("tensordot_2", lambda T, a, b: T.tensordot(a, b), (2, 3, 4), (3, 4, 5)),
+    Case("tensordot_full", lambda T, a, b: T.tensordot(a, b, dims=2), (2, 3), (2, 3)),
+    Case("tensordot_vec", lambda T, a, b: T.tensordot(a, b, dims=1), (3,), (3,)),
+    Case("tensordot_lists", lambda T, a, b: T.tensordot(a, b, dims=([1, 0], [0, 2])),
+         (3, 2, 4), (2, 5, 3)),
+    Case("tensordot_0", lambda T, a, b: T.tensordot(a, b, dims=0), (2, 3), (4,)),
+    Case("tensordot_bcast", lambda T, a, b: T.tensordot(a, b, dims=1), (2, 1), (1, 3)),
+    Case("kron", lambda T, a, b: T.kron(a, b), (2, 3), (3, 2)),
+    Case("kron_ranks", lambda T, a, b: T.kron(a, b), (3,), (2, 2)),
+    Case("outer", lambda T, a, b: T.outer(a, b), (3,), (4,)),
+    Case("outer_method", lambda T, a, b: a.outer(b), (3,), (2,)),
+    # ---- grids, broadcasting, dims ----
+    Case("meshgrid_ij", lambda T, a, b: T.meshgrid(a, b, indexing="ij"), (3,), (2,)),
+    Case("meshgrid_xy", lambda T, a, b, c: T.meshgrid(a, b, c, indexing="xy"), (3,), (2,), (4,)),
+    Case("meshgrid_list", lambda T, a, b: T.meshgrid([a, b], indexing="ij"), (3,), (2,)),
+    Case("broadcast_tensors", lambda T, a, b, c: T.broadcast_tensors(a, b, c), (2, 1), (3,),
+         (2, 3)),
+    Case("broadcast_to", lambda T, a: T.broadcast_to(a, (2, 3, 4)), (3, 1)),
+    Case("atleast_1d_0d", lambda T, a: T.atleast_1d(a), ()),
+    Case("atleast_1d_many", lambda T, a, b: T.atleast_1d(a, b), (), (2, 3)),
+    Case("atleast_2d_1d", lambda T, a: T.atleast_2d(a), (3,)),
+    Case("atleast_2d_0d", lambda T, a: T.atleast_2d(a), ()),
+    Case("atleast_2d_list", lambda T, a, b: T.atleast_2d([a, b]), (3,), (2, 2)),
+    Case("atleast_3d_1d", lambda T, a: T.atleast_3d(a), (3,)),
+    Case("atleast_3d_2d", lambda T, a: T.atleast_3d(a), (2, 3)),
+    Case("atleast_3d_0d", lambda T, a: T.atleast_3d(a), ()),
+    Case("movedim", lambda T, a: T.movedim(a, 0, -1), (2, 3, 4)),
+    Case("movedim_tuple", lambda T, a: T.movedim(a, (0, 1), (2, 0)), (2, 3, 4)),
+    Case("moveaxis_method", lambda T, a: a.moveaxis(-1, 0), (2, 3, 4)),
+    Case("swapdims", lambda T, a: T.swapdims(a, 0, 2), (2, 3, 4)),
+    Case("cartesian_prod", lambda T, a, b: T.cartesian_prod(a, b), (3,), (2,)),
+    Case("cartesian_prod_3", lambda T, a, b, c: T.cartesian_prod(a, b, c), (2,), (2,), (3,)),
+    Case("tile", lambda T, a: a.tile((2,)), (2, 3)),
+    Case("tile_more_dims", lambda T, a: T.tile(a, (2, 1, 2)), (2, 3)),
+    # ---- z[i] = v with v of extra leading size-1 dims ----
+    Case("setitem_lead1_row", _setitem(1), (3, 4), (1, 4)),
+    Case("setitem_lead1_slice", _setitem(slice(1, 3)), (3, 4), (1, 1, 2, 4)),
+    Case("setitem_lead1_bcast", _setitem(slice(0, 2)), (3, 4), (1, 4)),
+    Case("setitem_lead1_scalarlike", _setitem(2), (3, 4), (1, 1)),
+    Case("setitem_lead1_tensor_idx", _setitem(lambda T: T.tensor([0, 2])), (3, 4), (1, 2, 4)),
+    Case("setitem_lead1_same_shape", _setitem(slice(1, 2)), (3, 4), (1, 4)),
+]
+# Open in the core (issue 8/9, the core engineer's): reshape of a viewable non-contiguous tensor
+# recorded as ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when
+# fixed. (Double backward through CopySlices and AsStrided works since core M2.)
+_CORE = {
+    "graph": ("reshape of a non-contiguous view is ReshapeAliasBackward0 in torch",
+              ["einsum_attention"]),
+}
+for _kind, (_why, _names) in _CORE.items():
+    for _c in CASES:
+        if _c.name in _names:
+            _c.xfail[_kind.strip()] = _why
+RESHAPE_ALIAS = {"ReshapeAliasBackward0": "ViewBackward0"}
+
+
+assert len({c.name for c in CASES}) == len(CASES), "duplicate case names"
+
+FORWARD = [c.param("forward") for c in CASES]
+NAMES = [c.param("grad_fn") for c in CASES]
+GRAPH = [c.param("graph") for c in CASES]
+GRAD = [c.param("grad") for c in CASES if c.grad]
+CHECK = [c.param("gradcheck") for c in CASES if c.grad and c.check]
+SECOND = [c.param("second") for c in CASES if c.grad and c.check]
+F32 = [pytest.param(base._as_f32(c), id=c.name) for c in CASES
+       if c.grad and not c.name.endswith("_const")]  # a float64 constant: dtypes then differ
+
+
+@pytest.mark.parametrize("case", FORWARD)
+def test_forward(case):
+    base.test_forward(case)
+
+
+@pytest.mark.parametrize("case", NAMES)
+def test_grad_fn_name(case):
+    base.test_grad_fn_name(case)
+
+
+def _graph_names(outs):
+    """Node names of the whole graph behind `outs`, in breadth-first order from the outputs."""
+    seen, names = set(), []
+    todo = [o.grad_fn for o in outs if o.grad_fn is not None]
+    while todo:
+        fn = todo.pop(0)
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names.append(type(fn).__name__)
+        todo += [f for f, _ in fn.next_functions if f is not None]
+    return names
+
+
+@pytest.mark.parametrize("case", GRAPH)
+def test_graph_names(case):
+    """The decomposition shows PyTorch's nodes all the way down, not only at the output."""
+    _, _, yn, yt = base._run(case)
+    assert _graph_names(yn) == _graph_names(yt)
+
+
+@pytest.mark.parametrize("case", GRAD)
+def test_grad(case):
+    base.test_grad(case)
+
+
+@pytest.mark.parametrize("case", CHECK)
+def test_gradcheck(case):
+    base.test_gradcheck(case)
+
+
+@pytest.mark.parametrize("case", SECOND)
+def test_second_order_vs_torch(case):
+    base.test_second_order_vs_torch(case)
+
+
+@pytest.mark.parametrize("case", F32)
+def test_float32_forward_and_grad(case):
+    base.test_float32_forward_and_grad(case)
+
+
+def test_meshgrid_warns_without_indexing():
+    for T in (torch, nbgrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            T.meshgrid(T.arange(2), T.arange(3))
+        assert any("indexing argument" in str(x.message) for x in w), T.__name__
+
+
+# ------------------------------------------------------------------------------------------------
+# Functions without a gradient, and error texts: values, dtypes, shapes vs torch
+# ------------------------------------------------------------------------------------------------
+_X = np.random.default_rng(3).standard_normal((3, 4))
+_R = np.array([[3, 1, 2, 1], [3, 1, 2, 1], [0, 5, 5, 0]])
+_S = np.array([1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 1.0, 1.0])
+_SEQ = np.array([1.0, 3.0, 5.0, 7.0, 9.0])
+
+FUNCS = {
+    # unique / unique_consecutive
+    "unique": lambda T, x, r, s: T.unique(r),
+    "unique_inverse_counts": lambda T, x, r, s: T.unique(r, return_inverse=True,
+                                                         return_counts=True),
+    "unique_counts": lambda T, x, r, s: r.unique(return_counts=True),
+    "unique_float": lambda T, x, r, s: T.unique(s, return_inverse=True),
+    "unique_dim0": lambda T, x, r, s: T.unique(r, dim=0, return_inverse=True,
+                                               return_counts=True),
+    "unique_dim1": lambda T, x, r, s: T.unique(r, dim=1, return_inverse=True,
+                                               return_counts=True),
+    "unique_bool": lambda T, x, r, s: T.unique(r > 1),
+    "unique_empty": lambda T, x, r, s: T.unique(T.tensor([], dtype=T.long), return_counts=True),
+    "unique_consecutive": lambda T, x, r, s: T.unique_consecutive(s),
+    "unique_consecutive_all": lambda T, x, r, s: T.unique_consecutive(
+        s, return_inverse=True, return_counts=True),
+    "unique_consecutive_2d": lambda T, x, r, s: T.unique_consecutive(r, return_inverse=True),
+    "unique_consecutive_dim0": lambda T, x, r, s: T.unique_consecutive(
+        r, dim=0, return_inverse=True, return_counts=True),
+    "unique_consecutive_dim1": lambda T, x, r, s: r.unique_consecutive(
+        dim=1, return_counts=True),
+    # histograms and counting
+    "histc": lambda T, x, r, s: T.histc(x, bins=5),
+    "histc_range": lambda T, x, r, s: x.histc(4, min=-1, max=1),
+    "histc_f32": lambda T, x, r, s: T.histc(x.float(), bins=3, min=-2, max=2),
+    "histc_const": lambda T, x, r, s: T.histc(T.ones(4), bins=4),
+    "histc_int_err": lambda T, x, r, s: T.histc(r, bins=4),
+    "histogram": lambda T, x, r, s: T.histogram(x, 4),
+    "histogram_range": lambda T, x, r, s: T.histogram(x, 5, range=(-1.0, 1.0)),
+    "histogram_edges": lambda T, x, r, s: T.histogram(x, T.tensor([-2.0, -0.5, 0.0, 3.0],
+                                                                  dtype=T.float64)),
+    "histogram_weight": lambda T, x, r, s: T.histogram(x, 3, weight=x.abs()),
+    "histogram_density": lambda T, x, r, s: T.histogram(x, 3, density=True),
+    "histogram_fields": lambda T, x, r, s: T.histogram(x, 3).bin_edges,
+    "histogram_method": lambda T, x, r, s: x.float().histogram(2).hist,
+    "bincount": lambda T, x, r, s: T.bincount(r.reshape(-1)),
+    "bincount_minlength": lambda T, x, r, s: r.reshape(-1).bincount(minlength=9),
+    "bincount_weights": lambda T, x, r, s: T.bincount(r.reshape(-1), weights=x.reshape(-1)),
+    "bincount_weights_f32": lambda T, x, r, s: T.bincount(r.reshape(-1),
+                                                          weights=x.reshape(-1).float()),
+    "bincount_neg_err": lambda T, x, r, s: T.bincount(T.tensor([1, -1])),
+    "bincount_2d_err": lambda T, x, r, s: T.bincount(r),
+    # searching
+    "searchsorted": lambda T, x, r, s: T.searchsorted(T.tensor(_SEQ), x * 5),
+    "searchsorted_right": lambda T, x, r, s: T.searchsorted(T.tensor(_SEQ), s * 3, right=True),
+    "searchsorted_side": lambda T, x, r, s: T.searchsorted(T.tensor(_SEQ), s * 3, side="right"),
+    "searchsorted_int32": lambda T, x, r, s: T.searchsorted(T.tensor(_SEQ), s, out_int32=True),
+    "searchsorted_scalar": lambda T, x, r, s: T.searchsorted(T.tensor(_SEQ), 4.0),
+    "searchsorted_nd": lambda T, x, r, s: T.searchsorted(T.tensor(np.sort(_X, 1)), x[:, :2]),
+    "searchsorted_nd_err": lambda T, x, r, s: T.searchsorted(T.tensor(np.sort(_X, 1)), s),
+    "searchsorted_sorter": lambda T, x, r, s: T.searchsorted(
+        T.tensor([5.0, 1.0, 3.0]), T.tensor([2.0, 6.0]), sorter=T.tensor([1, 2, 0])),
+    "searchsorted_bad_side": lambda T, x, r, s: T.searchsorted(T.tensor(_SEQ), s, side="up"),
+    "bucketize": lambda T, x, r, s: T.bucketize(s * 3, T.tensor(_SEQ)),
+    "bucketize_right": lambda T, x, r, s: T.bucketize(s * 3, T.tensor(_SEQ), right=True),
+    "bucketize_int32": lambda T, x, r, s: T.bucketize(x * 5, T.tensor(_SEQ), out_int32=True),
+    # sorting indices
+    "argsort": lambda T, x, r, s: T.argsort(x),
+    "argsort_dim0_desc": lambda T, x, r, s: x.argsort(0, descending=True),
+    "argsort_stable": lambda T, x, r, s: T.argsort(s, stable=True),
+    "argsort_stable_desc": lambda T, x, r, s: T.argsort(s, descending=True, stable=True),
+    "argsort_int": lambda T, x, r, s: T.argsort(r, dim=1, stable=True),
+    "argsort_0d": lambda T, x, r, s: T.argsort(T.tensor(2.0)),
+    # indices of nonzero, one-argument where
+    "nonzero": lambda T, x, r, s: T.nonzero(r),
+    "nonzero_tuple": lambda T, x, r, s: r.nonzero(as_tuple=True),
+    "nonzero_0d": lambda T, x, r, s: T.nonzero(T.tensor(3)),
+    "nonzero_0d_zero": lambda T, x, r, s: T.nonzero(T.tensor(0.0)),
+    "nonzero_0d_tuple": lambda T, x, r, s: T.nonzero(T.tensor(3), as_tuple=True),
+    "where1": lambda T, x, r, s: T.where(x > 0),
+    # logic and tests
+    "isfinite": lambda T, x, r, s: T.isfinite(T.tensor([1.0, float("inf"), float("nan")])),
+    "isinf": lambda T, x, r, s: T.tensor([1.0, -float("inf"), float("nan")]).isinf(),
+    "isnan": lambda T, x, r, s: T.isnan(T.tensor([1.0, float("inf"), float("nan")])),
+    "isfinite_int": lambda T, x, r, s: T.isfinite(r),
+    "isclose": lambda T, x, r, s: T.isclose(x, x + 1e-6, rtol=0, atol=1e-5),
+    "isclose_nan": lambda T, x, r, s: T.isclose(T.tensor([float("nan")]),
+                                                T.tensor([float("nan")]), equal_nan=True),
+    "logical_and": lambda T, x, r, s: T.logical_and(x > 0, r > 1),
+    "logical_or_float": lambda T, x, r, s: T.logical_or(x, T.zeros(4)),
+    "logical_xor": lambda T, x, r, s: (x > 0).logical_xor(r > 1),
+    "logical_not": lambda T, x, r, s: T.logical_not(r),
+    "bitwise_and": lambda T, x, r, s: T.bitwise_and(r, 6),
+    "bitwise_or": lambda T, x, r, s: r | T.tensor(8),
+    "bitwise_xor": lambda T, x, r, s: T.bitwise_xor(r, r.flip(0)),
+    "bitwise_not": lambda T, x, r, s: ~r,
+    "bitwise_not_bool": lambda T, x, r, s: T.bitwise_not(r > 1),
+    "bitwise_float_err": lambda T, x, r, s: T.bitwise_and(x, x),
+    # reductions to bool / counts
+    "any": lambda T, x, r, s: T.any(r > 4),
+    "any_dim": lambda T, x, r, s: (r > 4).any(1),
+    "any_keepdim": lambda T, x, r, s: (r > 4).any(0, keepdim=True),
+    "all_dim": lambda T, x, r, s: T.all(r > 0, dim=1),
+    "all_float": lambda T, x, r, s: T.all(x),
+    "count_nonzero": lambda T, x, r, s: T.count_nonzero(r),
+    "count_nonzero_dim": lambda T, x, r, s: T.count_nonzero(r, dim=0),
+    "count_nonzero_dims": lambda T, x, r, s: r.count_nonzero((0, 1)),
+    # einsum / tensordot / movedim errors, in PyTorch's words
+    "einsum_few_ops": lambda T, x, r, s: T.einsum("ij,jk->ik", x),
+    "einsum_many_ops": lambda T, x, r, s: T.einsum("ij->ij", x, x),
+    "einsum_bad_rank": lambda T, x, r, s: T.einsum("ijk->i", x),
+    "einsum_bad_char": lambda T, x, r, s: T.einsum("i1->i", x),
+    "einsum_bad_out": lambda T, x, r, s: T.einsum("ij->k", x),
+    "einsum_twice_out": lambda T, x, r, s: T.einsum("ij->ii", x),
+    "einsum_size": lambda T, x, r, s: T.einsum("ij,ij->", x, x.t()),
+    "einsum_diag_size": lambda T, x, r, s: T.einsum("ii->", x),
+    "einsum_int": lambda T, x, r, s: T.einsum("ij,kj->ik", r, r),
+    "tensordot_mismatch": lambda T, x, r, s: T.tensordot(x, x, dims=([0], [1])),
+    "tensordot_lens": lambda T, x, r, s: T.tensordot(x, x, dims=([0], [1, 0])),
+    "movedim_lens": lambda T, x, r, s: T.movedim(x, (0, 1), (1,)),
+    "kron_int": lambda T, x, r, s: T.kron(r, r[:2, :2]),
+    "broadcast_tensors_err": lambda T, x, r, s: T.broadcast_tensors(x, s),
+    "broadcast_shapes": lambda T, x, r, s: tuple(T.broadcast_shapes((2, 1), (3,), 1)),
+    "cartesian_prod_1": lambda T, x, r, s: T.cartesian_prod(s),
+}
+
+# torch records a node that refuses backward on these; nbgrad records none yet (a row, later)
+UNIQUE_NODE = {"unique": "Unique2Backward0", "unique_dim": "UniqueDimBackward0",
+               "unique_consecutive": "UniqueConsecutiveBackward0"}
+
+
+def _call(name, T):
+    try:
+        with np.errstate(all="ignore"):
+            return _fval(FUNCS[name](T, T.tensor(_X.copy()), T.tensor(_R.copy()),
+                                     T.tensor(_S.copy())))
+    except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError) as e:
+        return (type(e).__name__, str(e).replace("torch.", "nbgrad."))
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_function_vs_torch(name):
+    t, n = _call(name, torch), _call(name, nbgrad)
+    assert _fsame(n, t), (n, t)
+
+
+# Inputs that require grad: outputs of these functions carry no graph (as torch), except where
+# torch records a node that refuses backward.
+NOGRAD = {
+    "argsort": lambda T, x: T.argsort(x),
+    "searchsorted": lambda T, x: T.searchsorted(T.tensor(np.sort(_X[0])), x),
+    "bucketize": lambda T, x: T.bucketize(x, T.tensor([0.0, 1.0], dtype=T.float64)),
+    "histogram": lambda T, x: T.histogram(x, 3),
+    "isclose": lambda T, x: T.isclose(x, x),
+    "nonzero": lambda T, x: T.nonzero(x),
+    "count_nonzero": lambda T, x: T.count_nonzero(x),
+    "histc": lambda T, x: T.histc(x, 3),
+    "unique_inverse": lambda T, x: T.unique(x, return_inverse=True)[1:],
+}
+# torch records a node whose backward refuses (Unique2Backward0, NotImplemented, ...)
+REFUSING = {
+    "unique": lambda T, x: T.unique(x),
+    "unique_dim": lambda T, x: T.unique(x[None], dim=0),
+    "unique_consecutive": lambda T, x: T.unique_consecutive(x),
+    "histogram": lambda T, x: T.histogram(x, 3),
+    "bincount_weights": lambda T, x: T.bincount(T.tensor([1, 0, 2, 2]), weights=x[:4]),
+}
+NOGRAD.update(REFUSING)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSING))
+def test_backward_refused_as_torch(name):
+    res = []
+    for T in (torch, nbgrad):
+        x = T.tensor(_X[0].copy(), requires_grad=True)
+        try:
+            _outs(REFUSING[name](T, x))[0].sum().backward()
+            res.append(None)
+        except (RuntimeError, NotImplementedError) as e:
+            res.append((type(e).__name__, str(e)))
+    assert res[1] == res[0]
+
+
+@pytest.mark.parametrize("f", [NOGRAD[k] for k in sorted(NOGRAD)], ids=sorted(NOGRAD))
+def test_graph_of_nondifferentiable(f):
+    res = []
+    for T in (torch, nbgrad):
+        x = T.tensor(_X[0].copy(), requires_grad=True)
+        outs = _outs(f(T, x))
+        res.append([(o.requires_grad, None if o.grad_fn is None else type(o.grad_fn).__name__)
+                    for o in outs])
+    assert res[1] == res[0]
+
+
+def test_einsum_values_match_numpy_on_random_equations():
+    """Random two-operand contractions (some labels shared, summed, broadcast) vs torch."""
+    rng = np.random.default_rng(11)
+    letters = "abcde"
+    for _ in range(40):
+        la = "".join(rng.choice(list(letters), rng.integers(1, 4), replace=False))
+        lb = "".join(rng.choice(list(letters), rng.integers(1, 4), replace=False))
+        both = sorted(set(la) | set(lb))
+        out = "".join(c for c in both if rng.random() < 0.5)
+        size = {c: int(rng.integers(1, 4)) for c in letters}
+        eq = f"{la},{lb}->{out}"
+        xa = rng.standard_normal([size[c] for c in la])
+        xb = rng.standard_normal([size[c] for c in lb])
+        res = []
+        for T in (torch, nbgrad):
+            a = T.tensor(xa, requires_grad=True)
+            b = T.tensor(xb, requires_grad=True)
+            y = T.einsum(eq, a, b)
+            y.sum().backward()
+            names = [RESHAPE_ALIAS.get(n, n) for n in _graph_names([y])]  # see _CORE
+            res.append((_fval(y), _fval(a.grad), _fval(b.grad), names))
+        assert _fsame(res[1][:3], res[0][:3]), eq
+        assert res[1][3] == res[0][3], eq

@@ -180,9 +180,8 @@ function render({ model, el: root }) {
       const title = g.querySelector("text");
       if (!title) continue;
       title.addEventListener("click", (ev) => { ev.stopPropagation(); setFolded(path, true); });
-      const hint = document.createElementNS("http://www.w3.org/2000/svg", "title");
-      hint.textContent = `${path}: click to fold to one box`;
-      title.append(hint);
+      const tip = g.querySelector(":scope > title");  // graphviz's tooltip: the cluster id
+      if (tip) tip.textContent = `${path}: click its title to fold it to one box`;
     }
   }
 

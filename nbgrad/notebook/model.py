@@ -33,6 +33,7 @@ HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
 WATCH_BACKWARDS = 1  # a cell's module hooks stay on until this many backward calls were seen
+WATCH_CALLS = 16  # ... or this many top-level module calls (an evaluation loop)
 SAMPLE_EVERY = 50  # training steps between two gradient samples after that
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
@@ -91,8 +92,8 @@ class ParamStat:
 class ModelTracker:
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
-    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen
-    (the first training steps are *watched*: module calls and their node-number ranges,
+    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
+    ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls and their node-number ranges,
     provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
     at the next step). After that a step costs one forward pre-hook on each trained model
     (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
@@ -202,7 +203,7 @@ class ModelTracker:
     def _pre(self, module, args):
         d = self.depth = self.depth + 1
         if d == 1:
-            if self.watched_backwards >= WATCH_BACKWARDS:
+            if self.watched_backwards >= WATCH_BACKWARDS or self.roots_seen >= WATCH_CALLS:
                 self._disable()  # the first steps are done: counting hooks take over
                 self._start_counting()
                 return

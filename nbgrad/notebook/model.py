@@ -33,6 +33,7 @@ HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
 WATCH_BACKWARDS = 1  # a cell's module hooks stay on until this many backward calls were seen
+WATCH_CALLS = 16  # ... or this many top-level module calls (an evaluation loop)
 SAMPLE_EVERY = 50  # training steps between two gradient samples after that
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
@@ -91,8 +92,8 @@ class ParamStat:
 class ModelTracker:
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
-    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen
-    (the first training steps are *watched*: module calls and their node-number ranges,
+    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
+    ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls and their node-number ranges,
     provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
     at the next step). After that a step costs one forward pre-hook on each trained model
     (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
@@ -202,7 +203,7 @@ class ModelTracker:
     def _pre(self, module, args):
         d = self.depth = self.depth + 1
         if d == 1:
-            if self.watched_backwards >= WATCH_BACKWARDS:
+            if self.watched_backwards >= WATCH_BACKWARDS or self.roots_seen >= WATCH_CALLS:
                 self._disable()  # the first steps are done: counting hooks take over
                 self._start_counting()
                 return
@@ -254,8 +255,8 @@ class ModelTracker:
             self.eval_forward[id(module)] = (weakref.ref(module), frame.where)
             return
         self.note(("train-nograd", id(module)), (module, type(module).__name__),
-                  "was evaluated under no_grad in train mode at {where}: its {layers} still "
-                  "act as in training; call .eval() before evaluating",
+                  "was evaluated under no_grad in train mode at {where}: {layers} as in "
+                  "training; call .eval() before evaluating",
                   where=frame.where, layers=_mode_layer_names(module))
 
     def _post(self, module, args, output):
@@ -478,8 +479,8 @@ class ModelTracker:
             mod = mref()
             if mod is not None and not mod.training:
                 self.note(("eval-train", key), (mod, type(mod).__name__),
-                          "ran its forward in eval mode at {where} and was then trained: its "
-                          "{layers} act as at test time; call .train() before training",
+                          "ran its forward in eval mode at {where} and was then trained: "
+                          "{layers} as at test time; call .train() before training",
                           where=where, layers=_mode_layer_names(mod))
         self.eval_forward.clear()
 
@@ -604,9 +605,11 @@ def _submodules(top):
 
 
 def _mode_layer_names(module) -> str:
+    """ "its Dropout layer behaves", "its Dropout and BatchNorm1d layers behave"."""
     names = sorted({type(m).__name__ for m in _submodules(module)
                     if type(m).__name__ in _MODE_LAYERS})
-    return "/".join(names) + (" layers" if len(names) > 1 else " layer")
+    count = sum(1 for m in _submodules(module) if type(m).__name__ in _MODE_LAYERS)
+    return "its " + " and ".join(names) + (" layers behave" if count > 1 else " layer behaves")
 
 
 def _has_mode_layers(module) -> bool:
@@ -698,6 +701,7 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
     backward_models = set()
+    summed: dict = {}  # ("at least " or "", backward calls) -> parameters summed into
     for pid, st in tracker.params.items():
         name = pnames.get(pid)
         p = st.ref()
@@ -715,11 +719,14 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
             if st.summed_into is not None and st.summed_into() is p._grad and later > 0:
                 # the same .grad still: the steps since were summed into it too
                 n, least = st.accumulated + later, ""
-            rep.notes.append(f"{name}.grad accumulated from {least}{n} backward calls "
-                             "since zero_grad (fine if you meant to accumulate gradients)")
+            summed.setdefault((least, n), []).append(name)
         if st.nonfinite and st.hits:
             rep.notes.append(f"{name}.grad has NaN or Inf values")
     rep.params.sort(key=lambda r: r.name)
+    for (least, n), names in summed.items():
+        grads = ", ".join(f"{x}.grad" for x in sorted(names))
+        rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
+                         "(fine if you meant to accumulate gradients)")
     # parameters of a model that had a backward this cell but got no gradient
     if backward_models:
         by_module = {}

@@ -92,7 +92,8 @@ def test_panel_renders_in_the_browser(lab):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             console = []
-            page.on("console", lambda m: console.append(m.text) if "nbgrad" in m.text or m.type == "error" else None)
+            page.on("console", lambda m: console.append(m.text)
+                    if "nbgrad" in m.text or m.type == "error" else None)
             open_and_run_all(page, url, "panel.ipynb", app)
             # the third cell's panel (the second cell's one may render first)
             panel = page.locator(".nbgrad-panel", has_text="stale saved tensor").first

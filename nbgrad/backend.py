@@ -79,9 +79,37 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with nbgrad.device("cuda"):`` factory functions default to this device inside."""
+        _device_stack.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_device(_device_stack.pop())
+        return False
+
+
+_device_stack = []
+
 
 CPU = device("cpu")
 _CUDA = device("cuda", 0)
+_default_device = CPU
+
+
+def set_default_device(dev) -> None:
+    """Where factory functions (zeros, tensor, rand, ...) put tensors when given no device
+    (torch.set_default_device); None means "cpu". "cuda" is checked when a tensor is made there.
+    """
+    global _default_device
+    d = CPU if dev is None else device(dev)
+    _default_device = device("cuda", 0) if d.type == "cuda" and d.index is None else d
+
+
+def get_default_device() -> device:
+    """The device factory functions use when given none (torch.get_default_device)."""
+    return _default_device
 
 
 def get_array_module(arr):

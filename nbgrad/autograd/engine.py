@@ -30,7 +30,9 @@ def _size(shape):
 def _make_root_grads(outputs, grads, create_graph):
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
-        if g is None:
+        if g is None and not t.requires_grad:
+            pass  # as PyTorch: no implicit gradient; "element i ... does not require grad" below
+        elif g is None:
             d = t._data
             if d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")

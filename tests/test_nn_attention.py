@@ -33,6 +33,15 @@ def both(a):
     return a, a
 
 
+# torch's C++ math path multiplies by a Scalar (MulBackward1) and its matmul reshapes a
+# transposed key with _reshape_alias; nbgrad records MulBackward0 and ViewBackward0
+_SAME = {"MulBackward1": "MulBackward0", "ReshapeAliasBackward0": "ViewBackward0"}
+
+
+def torch_names(out):
+    return [_SAME.get(n, n) for n in graph_names(out.grad_fn)]
+
+
 def check_grads(outs_t, outs_n, ins_t, ins_n, params=()):
     """Back-propagate the same random upstream grads; compare input and parameter grads."""
     loss_t, loss_n = 0, 0
@@ -84,11 +93,7 @@ def test_sdpa_against_torch(name, qs, ks, vs, kw):
     out_t = TF.scaled_dot_product_attention(*ins_t, **kw_t)
     out_n = NF.scaled_dot_product_attention(*ins_n, **kw_n)
     assert not np.isnan(npy(out_n)).any()
-    # torch's C++ math path multiplies by a Scalar (MulBackward1) and its matmul reshapes a
-    # transposed key with _reshape_alias; nbgrad records MulBackward0 and ViewBackward0
-    same = {"MulBackward1": "MulBackward0", "ReshapeAliasBackward0": "ViewBackward0"}
-    names_t = [same.get(n, n) for n in graph_names(out_t.grad_fn)]
-    assert graph_names(out_n.grad_fn) == names_t
+    assert graph_names(out_n.grad_fn) == torch_names(out_t)
     check_grads([out_t], [out_n], ins_t, ins_n)
 
 
@@ -295,6 +300,7 @@ def run_module(make, shapes, train=False, **kw):
         warnings.simplefilter("always")
         out_n = ng(*ins_n, **{k: both(v)[1] for k, v in kw.items()})
     assert [str(w.message) for w in warned_n] == [str(w.message) for w in warned_t]
+    assert graph_names(out_n.grad_fn) == torch_names(out_t)
     check_grads([out_t], [out_n], ins_t, ins_n, zip(th.named_parameters(), ng.parameters()))
 
 

@@ -175,11 +175,28 @@ CASES = [  # name, fn(lib, F, *tensors), inputs, which require grad, expected to
      "EmbeddingBagBackward0"),
     ("embedding_bag_max", lambda L, F, w, i: F.embedding_bag(i, w, mode="max"),
      [R.standard_normal((6, 3)), np.array([[0, 2], [5, 1]])], (1, 0), "EmbeddingBagBackward0"),
+    # attention and recurrent layers (nn-a)
+    ("sdpa_flash_causal", lambda L, F, q, k, v: F.scaled_dot_product_attention(
+        q, k, v, is_causal=True), [R.standard_normal((2, 2, 3, 4)) for _ in range(3)], (1, 1, 1),
+     "ScaledDotProductFlashAttentionForCpuBackward0"),
+    ("sdpa_flash_mask_gqa", lambda L, F, q, k, v, m: F.scaled_dot_product_attention(
+        q, k, v, attn_mask=m, enable_gqa=True),
+     [R.standard_normal((1, 4, 3, 2)), R.standard_normal((1, 2, 5, 2)),
+      R.standard_normal((1, 2, 5, 2)), R.standard_normal((3, 5))], (1, 1, 1, 0),
+     "ScaledDotProductFlashAttentionForCpuBackward0"),
+    ("safe_softmax", lambda L, F, x: L._safe_softmax(x, -1),
+     [np.where(np.arange(5) < 2, -np.inf, X)], (1,), "SafeSoftmaxBackward0"),
+    ("pack_padded_sequence", lambda L, F, x: L.nn.utils.rnn.pack_padded_sequence(
+        x, [4, 2, 1], batch_first=True).data, [R.standard_normal((3, 4, 2))], (1,),
+     "PackPaddedSequenceBackward0"),
 ]
 
 # rows whose double backward nbgrad does not have yet (it raises, saying so)
 NO_DOUBLE = {"multi_margin", "conv1d", "conv_transpose2d", "conv_transpose1d",
-             "bilinear_layer"}
+             "bilinear_layer",
+             # torch has none either ("derivative for ..._flash_attention_for_cpu_backward is
+             # not implemented")
+             "sdpa_flash_causal", "sdpa_flash_mask_gqa"}
 
 
 @pytest.mark.parametrize("name,fn,arrays,grad,root", CASES, ids=[c[0] for c in CASES])

@@ -110,15 +110,10 @@ CASES = [
     Case("setitem_lead1_tensor_idx", _setitem(lambda T: T.tensor([0, 2])), (3, 4), (1, 2, 4)),
     Case("setitem_lead1_same_shape", _setitem(slice(1, 2)), (3, 4), (1, 4)),
 ]
-# Open in the core (issue 8/9, the core engineer's): double backward through CopySlices and
-# AsStrided (diagonal), and reshape of a viewable non-contiguous tensor recorded as
-# ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when fixed.
+# Open in the core (issue 8/9, the core engineer's): reshape of a viewable non-contiguous tensor
+# recorded as ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when
+# fixed. (Double backward through CopySlices and AsStrided works since core M2.)
 _CORE = {
-    "second": ("no double backward through CopySlices",
-               [c.name for c in CASES if c.name.startswith("setitem_lead1")
-                and "tensor_idx" not in c.name]),
-    "second ": ("no double backward through AsStrided (diagonal)",
-                ["einsum_diag", "einsum_trace", "einsum_diag_3d"]),
     "graph": ("reshape of a non-contiguous view is ReshapeAliasBackward0 in torch",
               ["einsum_attention"]),
 }

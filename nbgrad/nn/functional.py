@@ -1223,9 +1223,6 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 # ---------------------------------------------------------------------------- attention
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
-from nbgrad.autograd.apply import apply  # noqa: E402
-from nbgrad.ops import ROWS as _ROWS  # noqa: E402
-
 _C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
            "int32": "int", "bool": "bool"}
 
@@ -1322,7 +1319,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 add = np.where(dead, np.zeros((), dt), add)
             else:
                 dead = None
-        return apply(_ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
+        return apply(ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
                      (add, dead, scale, groups))
     # torch's math path: matmul, mask, safe softmax (a fully masked row gives zeros), dropout
     if groups > 1:
@@ -1334,7 +1331,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = scores + _const(add)
     if float_mask is not None:
         scores = scores + float_mask
-    attn = apply(_ROWS["_safe_softmax"], (scores,), (scores.ndim - 1,))
+    attn = nbgrad._safe_softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(v)

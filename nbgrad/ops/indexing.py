@@ -9,26 +9,24 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .formulas import (_TX, _index_backward, _index_select_backward, _np_dtype, _reduce_to,
-                       _scatter_add, _zero_at)
+from .formulas import (_TX, _along, _np_dtype,
+                       _reduce_to, _scatter_add)
 from .registry import op
 
 op("index", lambda self, index: self[index],
-   self=lambda g, self_shape, index, xp: _index_backward(g, self_shape, index, xp))
+   self=lambda g, self_shape, index, xp: xp.scatter_add(g, self_shape, index))
 op("index_put", lambda self, values, index, accumulate: _index_put(self, values, index,
                                                                    accumulate),
-   self=lambda g, index, accumulate, xp: g if accumulate else _zero_at(g, index, xp),
+   self=lambda g, index, accumulate, xp: g if accumulate else xp.zeroed(g, index),
    values=lambda g, index, values_shape, xp: _reduce_to(g[index], values_shape, None, xp))
 op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, index),
    self=lambda g: g,
-   source=lambda g, dim, index, source_shape, xp: xp.take(g, index, axis=dim).reshape(
-       source_shape))
+   source=lambda g, dim, index, source_shape: g[_along(dim, index)].reshape(source_shape))
 op("index_select", lambda self, dim, index: np.take(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: _index_select_backward(g, self_shape, dim, index,
-                                                                     xp))
+   self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape, _along(dim, index)))
 op("gather", lambda self, dim, index: np.take_along_axis(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: _scatter_add(xp.zeros(self_shape, _np_dtype(g)),
-                                                           dim, index, g, xp))
+   self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape,
+                                                             xp.index_grid(index, dim)))
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------
@@ -224,8 +222,7 @@ def _masked_scatter_source_grad(g, mask, source_shape, xp):
     if xp is _TX:
         sel = g.masked_select(Tensor._make_fresh(m))
         if n > k:
-            from ..functions import cat
-            sel = cat([sel, xp.zeros((n - k,), _np_dtype(g))])
+            sel = xp.concatenate([sel, xp.new_zeros(sel, (n - k,))], 0)
         return sel.reshape(source_shape)
     out = xp.zeros(n, g.dtype)
     out[:k] = g[m]

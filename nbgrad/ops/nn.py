@@ -20,9 +20,9 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .formulas import _TX, _conv_grads, _first_dtype, _pool_grad, _zeros_for
-from .reductions import _logsumexp
 from . import kernels
+from .formulas import _TX, _zeros_for
+from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
@@ -35,11 +35,26 @@ op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
    self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
 
 # ---- convolution and pooling ------------------------------------------------------------------
-op("convolution", lambda input, weight, bias, ctx: None,
-   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv_grads(g, ctx, needs,
-                                                                                  xp)})
-op("max_pool2d", lambda self, ctx: None, node="MaxPool2DWithIndicesBackward0",
-   self=lambda g, self, ctx, xp: _pool_grad(g, ctx, xp))
+op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:
+   kernels.conv2d_forward(input, weight, bias, stride, padding, dilation, groups), ctx=True,
+   **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
+      needs, xp: xp.conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups,
+                                    needs)})
+op("max_pool2d", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
+   node="MaxPool2DWithIndicesBackward0", ctx=True,
+   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g, ctx, self_shape))
+op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
+                                            ceil_mode)),
+   node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
+   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+
+
+def _with_indices(y_ctx):
+    """(y, ctx) -> ((y, int64 indices as torch's return_indices), ctx)."""
+    y, ctx = y_ctx
+    return (y, kernels.max_pool2d_indices(ctx)), ctx
 
 
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
@@ -208,11 +223,18 @@ for _name, _node in (
 # ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
 # the pieces are copies, not views: a piece modified in place changes nothing else (torch's
 # "unsafe" pieces share memory but are not tracked as views either)
-op("unsafe_split", lambda self, sizes, dim: [np.ascontiguousarray(p) for p in np.split(
-    self, np.cumsum(sizes)[:-1], axis=dim)], n_out=-1,
+op("unsafe_split", lambda self, sizes, dim: _pieces(self, sizes, dim), n_out=-1,
    self=lambda g, self_shape, sizes, dim, xp: xp.concatenate(_zeros_for(
-       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
-       _first_dtype(g), xp), axis=dim))
+       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes], xp),
+       axis=dim))
+
+def _pieces(a, sizes, dim):
+    pre, out, start = (slice(None),) * dim, [], 0
+    for n in sizes:  # plain slicing: np.split costs more than the copies on gate-sized arrays
+        out.append(np.ascontiguousarray(a[pre + (slice(start, start + n),)]))
+        start += n
+    return out
+
 
 # ---- packed sequences: input (T, B, *) or (B, T, *) -> data (sum of batch_sizes, *) -------------
 op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: np.concatenate(
@@ -229,10 +251,10 @@ def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
     for n in batch_sizes:
         piece = g[start:start + n]
         if n < batch:
-            piece = xp.concatenate([piece, xp.zeros((batch - n,) + rest, g.dtype)], 0)
+            piece = xp.concatenate([piece, xp.new_zeros(g, (batch - n,) + rest)], 0)
         rows.append(piece)
         start += n
-    rows += [xp.zeros((batch,) + rest, g.dtype)] * (steps - len(batch_sizes))
+    rows += [xp.new_zeros(g, (batch,) + rest)] * (steps - len(batch_sizes))
     return xp.stack(rows, 1 if batch_first else 0)
 
 

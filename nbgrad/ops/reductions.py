@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import backend
-from .formulas import (_TX, _amax_grad, _count, _evenly, _expand_grad, _filled, _logsumexp_grad,
+from .formulas import (_TX, _amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                        _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
                        _var_grad)
 from .formulas import _np_dtype
@@ -18,7 +18,7 @@ from .indexing import _scatter_into
 from .registry import op
 
 op("sum", lambda self, dtype: _sum_all(self, dtype),
-   self=lambda g, self_shape, xp: _filled(g, self_shape, xp))
+   self=lambda g, self_shape, xp: xp.filled(g, self_shape))
 op("sum_dim", lambda self, dim, keepdim, dtype: self.sum(axis=dim, keepdims=keepdim, dtype=dtype),
    node="SumBackward1",
    self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g, self_shape, dim, keepdim, xp))

@@ -11,9 +11,8 @@ import math
 import numpy as np
 
 import nbgrad
-from nbgrad.autograd.apply import _apply, _inplace as _inplace_row, apply
-from nbgrad.ops import ROWS, Ctx, kernels
-from nbgrad.ops.nn import conv_transpose2d_forward
+from nbgrad.autograd.apply import apply
+from nbgrad.ops import ROWS, Ctx
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -787,8 +786,7 @@ def _pointwise(name, input, inplace, *args):
     when torch names its in-place node differently, e.g. LeakyReluBackward1)."""
     if not inplace:
         return apply(ROWS[name], (input,), args)
-    row = ROWS.get(name + "_", ROWS[name])
-    return _inplace_row(row, input, (), args, name + "_")
+    return apply(ROWS.get(name + "_", ROWS[name]), (input,), args, inplace=name + "_")
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -1669,11 +1667,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"Calculated padded input size per channel: ({x.shape[2] + 2 * p}). "
                            f"Kernel size: ({d * (k - 1) + 1}). Kernel size can't be greater than "
                            "actual input size")
-    y, ctx = kernels.conv2d_forward(x[:, :, None, :], w[:, :, None, :],
-                                    None if bias is None else bias._data, (1, s), (0, p), (1, d),
-                                    groups)
-    out = _apply(ROWS["_convolution1d"], (input, weight, bias), (Ctx(ctx),),
-                 np.ascontiguousarray(y[:, :, 0, :]))
+    out = apply(ROWS["_convolution1d"], (input, weight, bias), ((1, s), (0, p), (1, d), groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -1717,10 +1711,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if input.dtype != weight.dtype:
         raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
                            "be the same")
-    y, ctx = conv_transpose2d_forward(
-        input._data, weight._data, None if bias is None else bias._data, (sh, sw), (ph, pw),
-        (oph, opw), (dh, dw), groups)
-    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),), y)
+    out = apply(ROWS["_convolution_transpose2d"], (input, weight, bias),
+                ((sh, sw), (ph, pw), (oph, opw), (dh, dw), groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -1745,11 +1737,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if op >= max(s, d):
         raise RuntimeError("output padding must be smaller than either stride or dilation, but "
                            f"got output_padding: {op} stride: {s} dilation: {d}")
-    y, ctx = conv_transpose2d_forward(
-        input._data[:, :, None], weight._data[:, :, None], None if bias is None else bias._data,
-        (1, s), (0, p), (0, op), (1, d), groups)
-    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),),
-                 np.ascontiguousarray(y[:, :, 0]))
+    out = apply(ROWS["_convolution_transpose2d"], (input, weight, bias),
+                ((1, s), (0, p), (0, op), (1, d), groups))
     return out.squeeze(0) if unbatched else out
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 import nbgrad
-from nbgrad.autograd.apply import apply
+from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
 
 __all__ = [
@@ -939,13 +939,19 @@ def prelu(input, weight):
 
 # ---------------------------------------------------------------------------- more losses
 def _warn_target_size(input, target):
-    """torch's UserWarning when a regression target's shape differs from the input's."""
-    if tuple(target.shape) != tuple(input.shape):
+    """torch's UserWarning when a regression target's shape differs from the input's, and
+    torch's error when the two do not broadcast."""
+    a, b = tuple(input.shape), tuple(target.shape)
+    if b != a:
         import warnings
         warnings.warn(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.", stacklevel=3)
+        try:
+            np.broadcast_shapes(a, b)
+        except ValueError:
+            raise _broadcast_error(a, b) from None
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):

@@ -80,6 +80,7 @@ SDPA = [
     ("bool_mask_broadcast_batch", (2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5),
      {"attn_mask": rnd(2, 1, 4, 6, seed=7) > 0}),
     ("gqa", (2, 4, 3, 5), (2, 2, 6, 5), (2, 2, 6, 5), {"enable_gqa": True}),
+    ("gqa_math_path", (4, 3, 5), (2, 6, 5), (2, 6, 3), {"enable_gqa": True}),
 ]
 
 

@@ -1326,9 +1326,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return apply(ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
                      (add, dead, scale, groups))
     # torch's math path: matmul, mask, safe softmax (a fully masked row gives zeros), dropout
-    if groups > 1:
-        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:])
-                .reshape(*t.shape[:-3], q.shape[-3], *t.shape[-2:]) for t in (k, v))
+    if groups > 1:  # repeat_interleave of the key/value heads, as torch spells it
+        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:]).contiguous()
+                .view(*t.shape[:-3], q.shape[-3], *t.shape[-2:]) for t in (k, v))
     root = math.sqrt(scale)  # torch's math path scales q and k^T by sqrt(scale) each
     scores = (q * root).matmul(k.transpose(-2, -1) * root)
     if add is not None:

@@ -285,6 +285,10 @@ def clamp(input, min=None, max=None, *, out=None):
 def _clamp_tensor(input, min, max):
     """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
     -inf / +inf."""
+    return apply(R["clamp_tensor"], (input,) + _clamp_bounds(input, min, max))
+
+
+def _clamp_bounds(input, min, max):
     inf = float("inf")
     bounds = []
     for b, none in ((min, -inf), (max, inf)):
@@ -292,7 +296,7 @@ def _clamp_tensor(input, min, max):
         if b._data.dtype != input._data.dtype:
             b = to_dtype(b, input.dtype)
         bounds.append(b)
-    return apply(R["clamp_tensor"], (input, bounds[0], bounds[1]))
+    return tuple(bounds)
 
 
 clip = clamp
@@ -1494,8 +1498,10 @@ def gather(input, dim, index):
     return _unary(R["gather"], input, d, ix)
 
 
-def take_along_dim(input, indices, dim):
-    """gather(input, dim, indices) (torch.take_along_dim)."""
+def take_along_dim(input, indices, dim=None):
+    """gather(input, dim, indices); with dim None, of the flattened input (torch.take_along_dim)."""
+    if dim is None:
+        return gather(reshape(input, -1), 0, reshape(indices, -1))
     return gather(input, dim, indices)
 
 
@@ -1557,6 +1563,8 @@ def clamp_(self, min=None, max=None):
     """In-place clamp (torch.Tensor.clamp_); bumps _version by 1."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _inplace(R["clamp_tensor"], self, _clamp_bounds(self, min, max), (), "clamp_")
     return _inplace(R["clamp"], self, (), (min, max), "clamp_")
 
 
@@ -2347,6 +2355,417 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
     return _inplace(R["addcdiv"], self, (tensor1, tensor2), (value,), "addcdiv_")
 
 
+# ---- rows of issue 9: sorting, selection, nan-reductions, scans -------------------------------
+_rt = {n: collections.namedtuple(n, f) for n, f in (
+    ("sort", "values indices"), ("topk", "values indices"), ("kthvalue", "values indices"),
+    ("median", "values indices"), ("mode", "values indices"), ("cummax", "values indices"),
+    ("cummin", "values indices"), ("aminmax", "min max"))}
+
+
+def sort(input, dim=-1, descending=False, *, stable=None):
+    """(values, indices) sorted along `dim` (torch.sort); the sort is stable, NaN sorts as the
+    largest. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
+    where each value came from."""
+    if input._data.ndim == 0:
+        return _rt["sort"](input.clone(), _fresh(np.zeros((), np.int64)))
+    row = R["sort" if stable is None else "sort_stable"]
+    return _rt["sort"](*apply(row, (input,), (_dim(dim, input._data.ndim), descending)))
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The k largest (smallest) elements along `dim` and their indices (torch.topk)."""
+    d = _dim(dim, _builtin_max(input._data.ndim, 1))
+    n = input._data.shape[d] if input._data.ndim else 1
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest)))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element along `dim` and its index (torch.kthvalue)."""
+    d = _dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if not 1 <= k <= n:
+        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+    return _rt["kthvalue"](*apply(R["kthvalue"], (input,), (k, d, keepdim)))
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median of all elements (MedianBackward0), or (values, indices) along `dim`
+    (MedianBackward1) (torch.median)."""
+    if dim is None:
+        return apply(R["median"], (input,))
+    return _rt["median"](*apply(R["median_dim"], (input,), (_dim(dim, input._data.ndim),
+                                                              keepdim)))
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along `dim` (the smallest if several) and the last index where it
+    occurs (torch.mode)."""
+    return _rt["mode"](*apply(R["mode"], (input,), (_dim(dim, input._data.ndim), keepdim)))
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero (torch.nansum)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["nansum"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the non-NaN elements (torch.nanmean): nansum / count, as PyTorch composes it."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    _float_check(input, "nanmean")
+    count = sum(logical_not(isnan(input)), dim, keepdim)
+    return div(nansum(input, dim, keepdim), count)
+
+
+def _stat_mean(name, input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _float_check(input, name)
+    return apply(R[name], (input,), (_dims(dim, input._data.ndim),
+                                     _correction(unbiased, correction), keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) in one node, StdMeanBackward0 (torch.std_mean)."""
+    return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) in one node, VarMeanBackward0 (torch.var_mean)."""
+    return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) over all elements or `dim`; ties share the gradient (torch.aminmax)."""
+    d = None if dim is None else _dim(dim, input._data.ndim)
+    return _rt["aminmax"](*apply(R["aminmax"], (input,), (d, keepdim)))
+
+
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along `dim` (torch.cumprod); zeros are fine in backward."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["cumprod"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def cummax(input, dim):
+    """Running maximum along `dim` and the index where it was reached (torch.cummax)."""
+    return _rt["cummax"](*apply(R["cummax"], (input,), (_dim(dim, input._data.ndim),)))
+
+
+def cummin(input, dim):
+    """Running minimum along `dim` and the index where it was reached (torch.cummin)."""
+    return _rt["cummin"](*apply(R["cummin"], (input,), (_dim(dim, input._data.ndim),)))
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along `dim`, stable (torch.logcumsumexp)."""
+    return apply(R["logcumsumexp"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over all elements or along `dim`
+    (torch.quantile), composed as PyTorch does: sort, gather the neighbours, lerp."""
+    if interpolation != "linear":
+        raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
+    scalar_q = not isinstance(q, Tensor)
+    qa = np.atleast_1d(np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype))
+    if ((qa < 0) | (qa > 1)).any():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x = reshape(input, -1) if dim is None else movedim(input, _dim(dim, input._data.ndim), -1)
+    srt = sort(x, -1).values
+    n = srt._data.shape[-1]
+    pos = qa * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    lead = srt._data.shape[:-1]
+    idx = lambda i: _fresh(np.broadcast_to(i, lead + i.shape).copy())  # noqa: E731
+    w = _fresh(np.broadcast_to((pos - lo).astype(input._data.dtype), lead + qa.shape).copy())
+    out = lerp(gather(srt, -1, idx(lo)), gather(srt, -1, idx(hi)), w)  # (..., len(q))
+    if scalar_q and not keepdim:
+        return _view_op(R["squeeze_dims_"], out, ((out._data.ndim - 1,),))
+    out = movedim(out, -1, 0)
+    if dim is not None and keepdim:
+        out = unsqueeze(out, _dim(dim, input._data.ndim) + 1)
+    elif dim is None and keepdim:
+        out = reshape(out, (len(qa),) + (1,) * input._data.ndim)
+    return squeeze(out, 0) if scalar_q else out
+
+
+# ---- rows of issue 9: scatter family and masks --------------------------------------------------
+def _index_arg(index, fname):
+    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if ix.dtype.kind not in "iu":
+        raise RuntimeError(f"{fname}(): Expected dtype int64 for index")
+    return ix
+
+
+def _out_and_inplace(plan, name, doc):
+    """torch.X and Tensor.X_ from one `plan(input, ...) -> (row, other inputs, args)`: the same
+    row, applied out of place or written into self (one version bump)."""
+    def f(input, *args, **kwargs):
+        row, others, rargs = plan(input, *args, **kwargs)
+        return apply(row, (input,) + others, rargs)
+
+    def f_(self, *args, **kwargs):
+        row, others, rargs = plan(self, *args, **kwargs)
+        return _inplace(row, self, others, rargs, name + "_")
+    f.__name__ = f.__qualname__ = name
+    f_.__name__ = f_.__qualname__ = name + "_"
+    f.__doc__ = f"{doc} (torch.{name})."
+    f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f, f_
+
+
+def _scatter_plan(input, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is not None:
+        return _scatter_reduce_plan(input, dim, index, src, {"add": "sum",
+                                                             "multiply": "prod"}[reduce])
+    d, ix = _dim(dim, input._data.ndim), _index_arg(index, "scatter")
+    src = value if src is None else src
+    if isinstance(src, Tensor):
+        return R["scatter"], (src,), (d, ix)
+    return R["scatter_value"], (), (d, ix, src)
+
+
+def _scatter_add_plan(input, dim, index, src):
+    return R["scatter_add"], (src,), (_dim(dim, input._data.ndim),
+                                      _index_arg(index, "scatter_add"))
+
+
+def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    return R["scatter_reduce"], (src,), (_dim(dim, input._data.ndim), _index_arg(
+        index, "scatter_reduce"), reduce, include_self)
+
+
+def _index_copy_plan(input, dim, index, source):
+    return R["index_copy"], (source,), (_dim(dim, input._data.ndim),
+                                        _index_arg(index, "index_copy"))
+
+
+def _index_fill_plan(input, dim, index, value):
+    d, ix = _dim(dim, input._data.ndim), _index_arg(index, "index_fill")
+    if isinstance(value, Tensor):
+        return R["index_fill_tensor"], (value,), (d, ix)
+    return R["index_fill"], (), (d, ix, value)
+
+
+def _masked_scatter_plan(input, mask, source):
+    m = _bool_mask(mask, "masked_scatter_")
+    if m.shape != input._data.shape:
+        m = np.broadcast_to(m, input._data.shape)
+    return R["masked_scatter"], (source,), (m,)
+
+
+scatter, scatter_ = _out_and_inplace(
+    _scatter_plan, "scatter", "input with src (a tensor, or a number `value`) written at `index` "
+    "along `dim`: out[index[i][j]][j] = src[i][j] for dim=0; ScatterBackward0 / 1")
+scatter_add, scatter_add_ = _out_and_inplace(
+    _scatter_add_plan, "scatter_add", "input with src added at `index` along `dim`")
+scatter_reduce, scatter_reduce_ = _out_and_inplace(
+    _scatter_reduce_plan, "scatter_reduce", "input with src reduced into it at `index` along "
+    "`dim` by 'sum', 'prod', 'mean', 'amax' or 'amin' (include_self=True); gradients for all "
+    "but 'prod'")
+index_copy, index_copy_ = _out_and_inplace(
+    _index_copy_plan, "index_copy", "input with the slices of `source` copied at `index` along "
+    "`dim`")
+index_fill, index_fill_ = _out_and_inplace(
+    _index_fill_plan, "index_fill", "input with the slices at `index` along `dim` set to `value` "
+    "(a number, or a 0-d tensor that gets a gradient)")
+masked_scatter, masked_scatter_ = _out_and_inplace(
+    _masked_scatter_plan, "masked_scatter", "input with the first elements of `source` written, "
+    "in order, where the bool `mask` is True")
+
+
+def _bool_mask(mask, fname):
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype.kind != "b":
+        raise RuntimeError(f"{fname}: expected BoolTensor for mask")
+    return m
+
+
+def masked_select(input, mask):
+    """The elements where the bool `mask` (broadcasting) is True, as a 1-D tensor
+    (torch.masked_select)."""
+    return apply(R["masked_select"], (input,), (_bool_mask(mask, "masked_select"),))
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element (slice along `dim`) `repeats` times (torch.repeat_interleave); an int
+    is unsqueeze/expand/clone/view, a tensor of counts index_select, as PyTorch composes it."""
+    if repeats is None:  # repeat_interleave(counts): the indices 0..n-1, each counts[i] times
+        c = input._data
+        return _fresh(np.repeat(np.arange(c.size), c).astype(np.int64))
+    if dim is None:
+        input, dim = flatten(input), 0
+    d = _dim(dim, input._data.ndim)
+    if isinstance(repeats, Tensor) and repeats._data.ndim == 0:
+        repeats = int(repeats.item())
+    if isinstance(repeats, Tensor):
+        r = repeats._data
+        if r.size != input._data.shape[d] and r.size != 1:
+            raise RuntimeError("repeats must have the same size as input along dim")
+        n = input._data.shape[d]
+        idx = np.repeat(np.arange(n), np.broadcast_to(r, (n,)))
+        return index_select(input, d, _fresh(idx.astype(np.int64)))
+    shape = list(input._data.shape)
+    x = unsqueeze(input, d + 1)
+    x = expand(x, *(shape[:d + 1] + [repeats] + shape[d + 1:]))
+    shape[d] *= repeats
+    return view(contiguous(x), *shape)
+
+
+# ---- rows of issue 9: triangles, diagonals, fused products -------------------------------------
+def _matrix_check(input, fname):
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{fname}: input tensor must have at least 2 dimensions.")
+
+
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (below and on the `diagonal`-th), zeros above
+    (torch.tril)."""
+    _matrix_check(input, "tril")
+    return apply(R["tril"], (input,), (diagonal,))
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (on and above the `diagonal`-th) (torch.triu)."""
+    _matrix_check(input, "triu")
+    return apply(R["triu"], (input,), (diagonal,))
+
+
+def tril_(self, diagonal=0):
+    """In-place tril (torch.Tensor.tril_); bumps _version by 1."""
+    _matrix_check(self, "tril")
+    return _inplace(R["tril"], self, (), (diagonal,), "tril_")
+
+
+def triu_(self, diagonal=0):
+    """In-place triu (torch.Tensor.triu_); bumps _version by 1."""
+    _matrix_check(self, "triu")
+    return _inplace(R["triu"], self, (), (diagonal,), "triu_")
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices with the last dim of input on their `offset` diagonal, in dims dim1, dim2 of the
+    result (torch.diag_embed): (..., n) -> (..., n + |offset|, n + |offset|)."""
+    nd = input._data.ndim + 1
+    d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(R["diag_embed"], (input,), (offset, d1, d2))
+
+
+def diag(input, diagonal=0):
+    """1-D input: a matrix with it on the `diagonal`-th diagonal (DiagEmbedBackward0); 2-D: that
+    diagonal as a 1-D copy (torch.diag)."""
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd != 2:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
+    return apply(R["diag_copy"], (input,), (diagonal,))
+
+
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (torch.trace)."""
+    if input._data.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
+                           f"{input._data.ndim}")
+    return apply(R["trace"], (input,))
+
+
+def _fused(name, shapes):
+    """torch.X(input, a, b, *, beta=1, alpha=1) for the fused products addbmm & co., with
+    their in-place forms; `shapes` checks the operands (PyTorch's texts)."""
+    row = R[name]
+
+    def f(input, a, b, *, beta=1, alpha=1):
+        shapes(a, b)
+        return apply(row, (input, a, b), (beta, alpha))
+
+    def f_(self, a, b, *, beta=1, alpha=1):
+        shapes(a, b)
+        return _inplace(row, self, (a, b), (beta, alpha), name + "_")
+    f.__name__, f_.__name__ = name, name + "_"
+    f.__doc__ = (f"beta * input + alpha * product of the two operands, input broadcasting "
+                 f"(torch.{name}).")
+    f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f, f_
+
+
+def _check_bmm(a, b):
+    sa, sb = a._data.shape, b._data.shape
+    if len(sa) != 3 or len(sb) != 3:
+        raise RuntimeError(f"batch{1 if len(sa) != 3 else 2} must be a 3D tensor")
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+
+
+def _check_mv(a, b):
+    if a._data.ndim != 2 or b._data.ndim != 1 or a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat "
+                           f"({'x'.join(map(str, a._data.shape))}), vec ({b._data.shape[0]})")
+
+
+def _check_vectors(a, b):
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got "
+                           f"{a._data.ndim}-D" if a._data.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {b._data.ndim}-D")
+
+
+baddbmm, baddbmm_ = _fused("baddbmm", _check_bmm)
+addbmm, addbmm_ = _fused("addbmm", _check_bmm)
+addmv, addmv_ = _fused("addmv", _check_mv)
+addr, addr_ = _fused("addr", _check_vectors)
+
+
+def det(input):
+    """Determinant of (..., n, n) (torch.det = torch.linalg.det)."""
+    from . import linalg
+    return linalg.det(input)
+
+
+def inverse(input):
+    """Inverse of (..., n, n) (torch.inverse = torch.linalg.inv)."""
+    from . import linalg
+    return linalg.inv(input)
+
+
+def logdet(input):
+    """log(det(input)), NaN for a negative determinant (torch.logdet)."""
+    from . import linalg
+    sign, lad = linalg.slogdet(input)
+    return where(sign < 0, float("nan"), lad)
+
+
+def slogdet(input):
+    """(sign, log|det|) (torch.slogdet = torch.linalg.slogdet)."""
+    from . import linalg
+    return linalg.slogdet(input)
+
+
+def matrix_power(input, n):
+    """input @ input @ ... n times (torch.matrix_power = torch.linalg.matrix_power)."""
+    from . import linalg
+    return linalg.matrix_power(input, n)
+
+
+def pinverse(input, rcond=1e-15):
+    """Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv)."""
+    from . import linalg
+    return linalg.pinv(input)
+
+
 def _bind_composed():
     """Tensor methods of the functions in this section (torch.Tensor.unique, ...)."""
     T = Tensor
@@ -2358,7 +2777,14 @@ def _bind_composed():
                  "sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ "
                  "sinh_ cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ arcsin_ "
                  "arccos_ arctan_ fix_ atan2_ arctan2_ hypot_ xlogy_ fmod_ remainder_ round_ "
-                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_").split():
+                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_ "
+                 "sort topk kthvalue median mode nansum nanmean std_mean var_mean aminmax "
+                 "cumprod cummax cummin logcumsumexp quantile scatter scatter_add scatter_reduce "
+                 "index_copy index_fill masked_select masked_scatter scatter_ scatter_add_ "
+                 "scatter_reduce_ index_copy_ index_fill_ masked_scatter_ "
+                 "repeat_interleave tril triu tril_ triu_ diag_embed diag trace baddbmm "
+                 "baddbmm_ addbmm addbmm_ addmv addmv_ addr addr_ det inverse logdet slogdet "
+                 "matrix_power pinverse").split():
         setattr(T, name, globals()[name])
 
 

@@ -110,6 +110,221 @@ CASES = [
     Case("setitem_lead1_tensor_idx", _setitem(lambda T: T.tensor([0, 2])), (3, 4), (1, 2, 4)),
     Case("setitem_lead1_same_shape", _setitem(slice(1, 2)), (3, 4), (1, 4)),
 ]
+_ip = base._ip
+_I31 = [[0], [2], [1]]
+
+
+def _sym(T, a):
+    return a + a.mT
+
+
+def _abs_vectors(outs, *which):
+    """Singular/eigen-vectors are defined up to sign, which LAPACK builds may choose differently:
+    compare their absolute values (a sign-invariant function of the input)."""
+    return tuple(o.abs() if i in which else o for i, o in enumerate(outs))
+
+
+def _spd(T, a):
+    return a @ a.mT + T.eye(a.shape[-1], dtype=a.dtype)
+
+
+ROWS = [
+    # ---- elementwise rows ----
+    Case("log10", lambda T, a: T.log10(a), ("pos", (3, 4))),
+    Case("log2", lambda T, a: a.log2(), ("pos", (3, 4))),
+    Case("exp2", lambda T, a: T.exp2(a), (3, 4)),
+    Case("expm1", lambda T, a: a.expm1(), (3, 4)),
+    Case("sinh", lambda T, a: T.sinh(a), (3, 4)),
+    Case("cosh", lambda T, a: a.cosh(), (3, 4)),
+    Case("asin", lambda T, a: T.asin((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("acos", lambda T, a: ((a - 1.25) * 1.2).acos(), ("pos", (3, 4))),
+    Case("arcsin_alias", lambda T, a: T.arcsin((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("atan", lambda T, a: T.atan(a), (3, 4)),
+    Case("atan2", lambda T, a, b: T.atan2(a, b), (3, 4), ("away", (3, 4))),
+    Case("atan2_bcast", lambda T, a, b: a.atan2(b), (3, 1), ("away", (4,))),
+    Case("hypot", lambda T, a, b: T.hypot(a, b), ("away", (3, 4)), ("away", (3, 4))),
+    Case("erfinv", lambda T, a: T.erfinv((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("floor", lambda T, a: T.floor(a * 3), (3, 4)),
+    Case("ceil", lambda T, a: (a * 3).ceil(), (3, 4)),
+    Case("trunc", lambda T, a: T.trunc(a * 3), (3, 4)),
+    Case("fix", lambda T, a: T.fix(a * 3), (3, 4)),
+    Case("round", lambda T, a: T.round(a * 3), (3, 4)),
+    Case("round_decimals", lambda T, a: T.round(a, decimals=2), (3, 4)),
+    Case("frac", lambda T, a: T.frac(a * 3), (3, 4)),
+    # (times a: torch's gradient of sgn alone is a ZeroTensor, which numpy() refuses)
+    Case("sgn", lambda T, a: a.sgn() * a, ("grid", (3, 4))),
+    Case("square", lambda T, a: T.square(a), (3, 4)),
+    Case("fmod_scalar", lambda T, a: T.fmod(a, 0.7), ("grid", (3, 4), 0.01)),
+    Case("fmod_tensor", lambda T, a, b: T.fmod(a, b), ("grid", (3, 4), 0.01), ("away", (4,))),
+    Case("remainder_scalar", lambda T, a: T.remainder(a, 0.7), ("grid", (3, 4), 0.01)),
+    Case("remainder_tensor", lambda T, a, b: a % b, ("grid", (3, 4), 0.01), ("away", (3, 4))),
+    Case("logaddexp", lambda T, a, b: T.logaddexp(a, b), (3, 4), (4,)),
+    Case("logaddexp2", lambda T, a, b: T.logaddexp2(a, b), (3, 4), (3, 1)),
+    Case("xlogy", lambda T, a, b: T.xlogy(a, b), (3, 4), ("pos", (3, 4))),
+    Case("xlogy_scalar_other", lambda T, a: T.xlogy(a, 3.0), (3, 4)),
+    Case("xlogy_scalar_self", lambda T, b: T.xlogy(2.0, b), ("pos", (3, 4))),
+    Case("clamp_tensor", lambda T, a, lo, hi: a.clamp(lo, hi), ("grid", (3, 4)),
+         ("grid", (3, 4), -0.75), ("grid", (3, 4), 0.95)),
+    Case("clamp_tensor_min", lambda T, a, lo: T.clamp(a, min=lo), ("grid", (3, 4)),
+         ("grid", (4,), 0.1)),
+    Case("clamp_tensor_max_const", lambda T, a, hi: T.clamp(a, max=hi), ("grid", (3, 4)),
+         ("const", (3, 1))),
+    Case("nan_to_num", lambda T, a: T.nan_to_num(a), (3, 4)),
+    Case("lerp", lambda T, a, b: T.lerp(a, b, 0.3), (3, 4), (4,)),
+    Case("lerp_tensor", lambda T, a, b, w: a.lerp(b, w), (3, 4), (3, 4), (3, 1)),
+    Case("addcmul", lambda T, a, b, c: T.addcmul(a, b, c, value=0.5), (3, 4), (3, 4), (4,)),
+    Case("addcdiv", lambda T, a, b, c: a.addcdiv(b, c, value=2), (3, 4), (3, 4),
+         ("away", (3, 4))),
+    # ---- in-place forms: the row written into self, its node, one version bump ----
+    Case("ip_sin", lambda T, a: _ip(a, lambda y: y.sin_()), (3, 4)),
+    Case("ip_cos", lambda T, a: _ip(a, lambda y: y.cos_()), (3, 4)),
+    Case("ip_log10", lambda T, a: _ip(a, lambda y: y.log10_()), ("pos", (3, 4))),
+    Case("ip_expm1", lambda T, a: _ip(a, lambda y: y.expm1_()), (3, 4)),
+    Case("ip_atan", lambda T, a: _ip(a, lambda y: y.atan_()), (3, 4)),
+    Case("ip_floor", lambda T, a: _ip(a, lambda y: y.floor_()), (3, 4)),
+    Case("ip_round_dec", lambda T, a: _ip(a, lambda y: y.round_(decimals=1)), (3, 4)),
+    Case("ip_atan2", lambda T, a, b: _ip(a, lambda y: y.atan2_(b)), (3, 4), ("away", (4,))),
+    Case("ip_fmod", lambda T, a: _ip(a, lambda y: y.fmod_(0.7)), ("grid", (3, 4), 0.01)),
+    Case("ip_remainder_t", lambda T, a, b: _ip(a, lambda y: y.remainder_(b)),
+         ("grid", (3, 4), 0.01), ("away", (3, 4))),
+    Case("ip_xlogy", lambda T, a, b: _ip(a, lambda y: y.xlogy_(b)), (3, 4), ("pos", (3, 4))),
+    Case("ip_lerp", lambda T, a, b: _ip(a, lambda y: y.lerp_(b, 0.25)), (3, 4), (3, 4)),
+    Case("ip_addcmul", lambda T, a, b, c: _ip(a, lambda y: y.addcmul_(b, c)), (3, 4), (3, 4),
+         (3, 4)),
+    Case("ip_addcdiv", lambda T, a, b, c: _ip(a, lambda y: y.addcdiv_(b, c, value=0.5)), (3, 4),
+         (3, 4), ("away", (3, 4))),
+    Case("ip_nan_to_num", lambda T, a: _ip(a, lambda y: y.nan_to_num_()), (3, 4)),
+    Case("ip_square", lambda T, a: _ip(a, lambda y: y.square_()), (3, 4)),
+    Case("ip_sinh", lambda T, a: _ip(a, lambda y: y.sinh_()), (3, 4)),
+    Case("ip_tril", lambda T, a: _ip(a, lambda y: y.tril_()), (3, 4)),
+    Case("ip_clamp_tensor", lambda T, a, lo: _ip(a, lambda y: y.clamp_(min=lo)),
+         ("grid", (3, 4)), ("grid", (3, 4), 0.1)),
+    # ---- sorting, selection, nan-reductions, scans ----
+    Case("sort", lambda T, a: T.sort(a), ("grid", (3, 4))),
+    Case("sort_desc_dim0", lambda T, a: a.sort(0, descending=True), ("grid", (3, 4))),
+    Case("sort_stable", lambda T, a: T.sort(a, stable=True), ("grid", (2, 5))),
+    Case("topk", lambda T, a: T.topk(a, 2), ("grid", (3, 4))),
+    Case("topk_smallest_dim0", lambda T, a: a.topk(2, 0, largest=False), ("grid", (3, 4))),
+    Case("kthvalue", lambda T, a: T.kthvalue(a, 2), ("grid", (3, 4))),
+    Case("kthvalue_keepdim", lambda T, a: a.kthvalue(3, 0, keepdim=True), ("grid", (3, 4))),
+    Case("median", lambda T, a: T.median(a), ("grid", (3, 4))),
+    Case("median_dim", lambda T, a: a.median(1), ("grid", (3, 4))),
+    Case("median_dim_keepdim", lambda T, a: T.median(a, 0, keepdim=True), ("grid", (3, 4))),
+    Case("mode", lambda T, a: T.mode(a.repeat(1, 2)), ("grid", (3, 4))),
+    Case("median_plain", lambda T, a: a.median(), (3, 4)),  # (and in float32)
+    Case("aminmax_plain", lambda T, a: T.aminmax(a, dim=0), (3, 4)),
+    Case("amax_plain", lambda T, a: a.amax(1), (3, 4)),
+    Case("nansum", lambda T, a: T.nansum(a), (3, 4)),
+    Case("nansum_dim", lambda T, a: a.nansum(1, keepdim=True), (3, 4)),
+    Case("nanmean", lambda T, a: T.nanmean(a), (3, 4)),
+    Case("nanmean_dim", lambda T, a: a.nanmean(0), (3, 4)),
+    Case("std_mean", lambda T, a: T.std_mean(a, 1), (3, 4)),
+    Case("std_mean_all", lambda T, a: T.std_mean(a), (3, 4)),
+    Case("var_mean", lambda T, a: T.var_mean(a, 0, keepdim=True, correction=0), (3, 4)),
+    Case("var_mean_only_mean", lambda T, a: T.var_mean(a, 1)[1], (3, 4)),
+    Case("aminmax", lambda T, a: T.aminmax(a), ("grid", (3, 4))),
+    Case("aminmax_dim", lambda T, a: T.aminmax(a, dim=1, keepdim=True), ("grid", (3, 4))),
+    Case("cumprod", lambda T, a: T.cumprod(a, 1), ("away", (3, 4))),
+    Case("cumprod_zeros", lambda T, a: (a * T.tensor([1.0, 0.0, 1.0, 1.0],
+                                                     dtype=T.float64)).cumprod(1), (3, 4)),
+    Case("cummax", lambda T, a: T.cummax(a, 1), ("grid", (3, 4))),
+    Case("cummin", lambda T, a: a.cummin(0), ("grid", (3, 4))),
+    Case("logcumsumexp", lambda T, a: T.logcumsumexp(a, 1), (3, 4)),
+    Case("quantile", lambda T, a: T.quantile(a, 0.3), ("grid", (3, 4))),
+    Case("quantile_dim", lambda T, a: T.quantile(a, T.tensor([0.25, 0.5], dtype=T.float64),
+                                                 dim=1, keepdim=True), ("grid", (3, 4))),
+    # ---- scatter family and masks ----
+    Case("scatter", lambda T, a, b: a.scatter(1, T.tensor(_I31), b), (3, 4), (3, 1)),
+    Case("scatter_value", lambda T, a: T.scatter(a, 1, T.tensor(_I31), 2.0), (3, 4)),
+    Case("scatter_add", lambda T, a, b: a.scatter_add(0, T.tensor([[0, 1, 0, 2]]), b), (3, 4),
+         (1, 4)),
+    Case("scatter_reduce_sum", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "sum"), (3, 4), (3, 2)),
+    Case("scatter_reduce_mean", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "mean"), (3, 4), (3, 2)),
+    Case("scatter_reduce_mean_noself", lambda T, a, b: T.scatter_reduce(
+        a, 1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "mean", include_self=False), (3, 4),
+         (3, 2)),
+    Case("scatter_reduce_amax", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "amax"), ("grid", (3, 4)),
+         ("grid", (3, 2), 0.1)),
+    Case("scatter_reduce_amin_noself", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "amin", include_self=False),
+         ("grid", (3, 4)), ("grid", (3, 2), 0.1)),
+    Case("index_copy", lambda T, a, b: a.index_copy(0, T.tensor([2, 0]), b), (3, 4), (2, 4)),
+    Case("index_fill", lambda T, a: T.index_fill(a, 1, T.tensor([0, 2]), -1.0), (3, 4)),
+    Case("index_fill_tensor", lambda T, a, v: a.index_fill(1, T.tensor([3]), v), (3, 4), ()),
+    Case("masked_select", lambda T, a: T.masked_select(a, T.tensor(base.M23)), (3, 4)),
+    Case("masked_select_bcast", lambda T, a: a.masked_select(T.tensor([True, False, True,
+                                                                       False])), (3, 4)),
+    Case("masked_scatter", lambda T, a, b: a.masked_scatter(T.tensor(base.M23), b), (3, 4),
+         (2, 4)),
+    Case("ip_scatter", lambda T, a, b: _ip(a, lambda y: y.scatter_(1, T.tensor(_I31), b)),
+         (3, 4), (3, 1)),
+    Case("ip_index_fill", lambda T, a: _ip(a, lambda y: y.index_fill_(0, T.tensor([1]), 0.5)),
+         (3, 4)),
+    Case("ip_masked_scatter", lambda T, a, b: _ip(a, lambda y: y.masked_scatter_(
+        T.tensor(base.M23), b)), (3, 4), (3, 4)),
+    Case("repeat_interleave", lambda T, a: a.repeat_interleave(2, dim=0), (3, 4)),
+    Case("repeat_interleave_flat", lambda T, a: T.repeat_interleave(a, 3), (2, 2)),
+    Case("repeat_interleave_tensor", lambda T, a: a.repeat_interleave(T.tensor([1, 2, 0]), 0),
+         (3, 4)),
+    Case("take_along_dim_flat", lambda T, a: T.take_along_dim(a, T.tensor([0, 5, 11])), (3, 4)),
+    # ---- triangles, diagonals, fused products ----
+    Case("tril", lambda T, a: T.tril(a), (3, 4)),
+    Case("tril_k", lambda T, a: a.tril(-1), (4, 3)),
+    Case("triu", lambda T, a: T.triu(a, 1), (3, 4)),
+    Case("triu_batched", lambda T, a: a.triu(), (2, 3, 3)),
+    Case("diag_1d", lambda T, a: T.diag(a), (3,)),
+    Case("diag_1d_offset", lambda T, a: T.diag(a, -1), (3,)),
+    Case("diag_2d", lambda T, a: T.diag(a), (3, 4)),
+    Case("diag_2d_offset", lambda T, a: a.diag(1), (3, 4)),
+    Case("diag_embed", lambda T, a: T.diag_embed(a), (2, 3)),
+    Case("diag_embed_dims", lambda T, a: T.diag_embed(a, 1, 0, 2), (2, 3)),
+    Case("trace", lambda T, a: T.trace(a), (3, 4)),
+    Case("baddbmm", lambda T, a, b, c: T.baddbmm(a, b, c), (2, 3, 4), (2, 3, 5), (2, 5, 4)),
+    Case("baddbmm_scaled_bcast", lambda T, a, b, c: a.baddbmm(b, c, beta=0.5, alpha=2), (3, 4),
+         (2, 3, 5), (2, 5, 4)),
+    Case("addbmm", lambda T, a, b, c: T.addbmm(a, b, c, alpha=0.5), (3, 4), (2, 3, 5),
+         (2, 5, 4)),
+    Case("addmv", lambda T, a, b, c: T.addmv(a, b, c, beta=2), (3,), (3, 4), (4,)),
+    Case("addr", lambda T, a, b, c: a.addr(b, c), (3, 4), (3,), (4,)),
+    Case("ip_baddbmm", lambda T, a, b, c: _ip(a, lambda y: y.baddbmm_(b, c)), (2, 3, 4),
+         (2, 3, 5), (2, 5, 4)),
+    # ---- torch.linalg ----
+    Case("linalg_inv", lambda T, a: T.linalg.inv(_spd(T, a)), (3, 3)),
+    Case("inverse", lambda T, a: T.inverse(a), (2, 3, 3)),
+    Case("linalg_det", lambda T, a: T.linalg.det(a), (3, 3)),
+    Case("det_batched", lambda T, a: T.det(a), (2, 3, 3)),
+    Case("linalg_slogdet", lambda T, a: T.linalg.slogdet(a), (3, 3)),
+    Case("linalg_solve_vec", lambda T, a, b: T.linalg.solve(_spd(T, a), b), (3, 3), (3,)),
+    Case("linalg_solve_mat", lambda T, a, b: T.linalg.solve(_spd(T, a), b), (3, 3), (3, 2)),
+    Case("linalg_cholesky", lambda T, a: T.linalg.cholesky(_spd(T, a)), (3, 3)),
+    Case("linalg_qr", lambda T, a: T.linalg.qr(a), (4, 3)),
+    Case("linalg_eigh", lambda T, a: _abs_vectors(T.linalg.eigh(_sym(T, a)), 1), (3, 3)),
+    Case("linalg_eigvalsh", lambda T, a: T.linalg.eigvalsh(_sym(T, a)), (3, 3)),
+    Case("linalg_svd", lambda T, a: _abs_vectors(T.linalg.svd(a, full_matrices=False), 0, 2),
+         (4, 3)),
+    Case("linalg_svd_wide", lambda T, a: _abs_vectors(T.linalg.svd(a, full_matrices=False), 0,
+                                                      2), (3, 4)),
+    Case("linalg_svd_full", lambda T, a: _abs_vectors(T.linalg.svd(a), 0, 2), (3, 3)),
+    Case("linalg_svdvals", lambda T, a: T.linalg.svdvals(a), (4, 3)),
+    Case("linalg_pinv", lambda T, a: T.linalg.pinv(a), (4, 3)),
+    Case("linalg_pinv_wide", lambda T, a: T.linalg.pinv(a), (2, 3)),
+    Case("matrix_power_3", lambda T, a: T.linalg.matrix_power(a, 3), (3, 3)),
+    Case("matrix_power_5", lambda T, a: T.matrix_power(a, 5), (3, 3)),
+    Case("matrix_power_neg", lambda T, a: T.linalg.matrix_power(_spd(T, a), -2), (3, 3)),
+    Case("linalg_norm", lambda T, a: T.linalg.norm(a), (3, 4)),
+    Case("linalg_norm_dim", lambda T, a: T.linalg.norm(a, dim=1), (3, 4)),
+    Case("vector_norm_3", lambda T, a: T.linalg.vector_norm(a, 3, dim=0), ("grid", (3, 4))),
+    Case("matrix_norm_fro", lambda T, a: T.linalg.matrix_norm(a), (3, 4)),
+    Case("matrix_norm_nuc", lambda T, a: T.linalg.matrix_norm(a, "nuc"), (3, 4)),
+    Case("matrix_norm_2", lambda T, a: T.linalg.matrix_norm(a, 2), (3, 4)),
+    Case("matrix_norm_1", lambda T, a: T.linalg.matrix_norm(a, 1), ("grid", (3, 4))),
+    Case("matrix_norm_inf", lambda T, a: T.linalg.matrix_norm(a, float("inf")), ("grid", (3, 4))),
+]
+CASES += ROWS
+
 # Open in the core (issue 8/9, the core engineer's): double backward through CopySlices and
 # AsStrided (diagonal), and reshape of a viewable non-contiguous tensor recorded as
 # ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when fixed.
@@ -121,7 +336,16 @@ _CORE = {
                 ["einsum_diag", "einsum_trace", "einsum_diag_3d"]),
     "graph": ("reshape of a non-contiguous view is ReshapeAliasBackward0 in torch",
               ["einsum_attention"]),
+    "second  ": ("no double backward through gather (_TX.indices)",
+                 ["quantile", "quantile_dim", "take_along_dim_flat"]),
 }
+# Open here (ops): quantile's decomposition below its top node, and its top node with a tensor q
+# and keepdim, differ from PyTorch's
+for _c in CASES:
+    if _c.name.startswith("quantile"):
+        _c.xfail["graph"] = "quantile's decomposition differs from PyTorch's below the top node"
+next(c for c in CASES if c.name == "quantile_dim").xfail["grad_fn"] = \
+    "quantile with a tensor q and keepdim: PyTorch's top node is SqueezeBackward4"
 for _kind, (_why, _names) in _CORE.items():
     for _c in CASES:
         if _c.name in _names:

@@ -111,7 +111,7 @@ def _put(g, shape, index, xp):
 
 def _evenly(g, self, result, xp):
     mask = self == result
-    return xp.where(mask, g / mask.sum(), 0)
+    return xp.where(mask, g / _astype(mask.sum(), _np_dtype(g), xp), 0)
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
@@ -283,7 +283,8 @@ def _amax_grad(g, self, result, dim, keepdim, xp):
     rk = _keep(result, self.shape, dim, keepdim)
     mask = self == rk
     gk = _keep(g, self.shape, dim, keepdim)
-    return xp.where(mask, gk / mask.sum(axis=dim, keepdims=True), 0)
+    # the count in g's dtype: a float32 gradient stays float32 (int64 would promote it)
+    return xp.where(mask, gk / _astype(mask.sum(axis=dim, keepdims=True), _np_dtype(gk), xp), 0)
 
 
 

@@ -131,7 +131,8 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         gself, gsrc = g, _gather(g, dim, index, xp)
     elif reduce == "mean":
         n = _scatter_count(shape, dim, index, 1 if include_self else 0)
-        n = xp.where(_const(n == 0, xp), 1, _const(n, xp))
+        n = _const(np.maximum(n, 1).astype(_np_dtype(g)) if isinstance(n, np.ndarray)
+                   else xp.maximum(n, 1).astype(_np_dtype(g)), xp)
         gself = g / n
         gsrc = _gather(g, dim, index, xp) / _gather(n, dim, index, xp)
     elif reduce in ("amax", "amin"):

@@ -2386,7 +2386,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = _dim(dim, input._data.ndim)
     n = input._data.shape[d]
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     return _rt["kthvalue"](*apply(R["kthvalue"], (input,), (k, d, keepdim)))
 
 
@@ -2475,7 +2475,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     scalar_q = not isinstance(q, Tensor)
     qa = np.atleast_1d(np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype))
     if ((qa < 0) | (qa > 1)).any():
-        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        raise RuntimeError("quantile() q values must be in the range [0, 1]" if not scalar_q else
+                           f"quantile() q must be in the range [0, 1] but got {q}")
     x = reshape(input, -1) if dim is None else movedim(input, _dim(dim, input._data.ndim), -1)
     srt = sort(x, -1).values
     n = srt._data.shape[-1]
@@ -2538,6 +2539,7 @@ def _scatter_add_plan(input, dim, index, src):
 
 
 def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # accepted by PyTorch too
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
@@ -2625,7 +2627,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 # ---- rows of issue 9: triangles, diagonals, fused products -------------------------------------
 def _matrix_check(input, fname):
     if input._data.ndim < 2:
-        raise RuntimeError(f"{fname}: input tensor must have at least 2 dimensions.")
+        raise RuntimeError(f"{fname}: input tensor must have at least 2 dimensions")
 
 
 def tril(input, diagonal=0):
@@ -2766,6 +2768,96 @@ def pinverse(input, rcond=1e-15):
     return linalg.pinv(input)
 
 
+def clamp_min_(self, min):
+    """In-place clamp_min (torch.Tensor.clamp_min_); bumps _version by 1."""
+    return _inplace(R["clamp_min"], self, (), (min,), "clamp_min_")
+
+
+def clamp_max_(self, max):
+    """In-place clamp_max (torch.Tensor.clamp_max_); bumps _version by 1."""
+    return _inplace(R["clamp_max"], self, (), (max,), "clamp_max_")
+
+
+absolute_, negative_ = abs_, neg_
+subtract_, multiply_ = sub_, mul_
+divide_ = true_divide_ = div_
+
+
+def cumsum_(self, dim, *, dtype=None):
+    """In-place cumsum (torch.Tensor.cumsum_); bumps _version by 1."""
+    return _inplace(R["cumsum"], self, (), (_dim(dim, self._data.ndim),), "cumsum_")
+
+
+def cumprod_(self, dim, *, dtype=None):
+    """In-place cumprod (torch.Tensor.cumprod_); bumps _version by 1."""
+    return _inplace(R["cumprod"], self, (), (_dim(dim, self._data.ndim),), "cumprod_")
+
+
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place addmm (torch.Tensor.addmm_); bumps _version by 1."""
+    return _inplace(R["addmm"], self, (mat1, mat2), (beta, alpha), "addmm_")
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In-place index_add (torch.Tensor.index_add_); bumps _version by 1."""
+    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if alpha != 1:
+        source = source * alpha
+    return _inplace(R["index_add"], self, (source,), (_dim(dim, self._data.ndim), ix),
+                    "index_add_")
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements along `dims` (ints or tuples) circularly; without dims, of the flattened
+    tensor (torch.roll; RollBackward0)."""
+    if dims is None:
+        if not isinstance(shifts, int):
+            shifts = tuple(shifts)
+            if len(shifts) != 1:
+                raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                                   "dims:0")
+            shifts = shifts[0]
+        return apply(R["roll"], (input,), (shifts, None))
+    nd = input._data.ndim
+    if isinstance(dims, int):
+        dims = (dims,)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return apply(R["roll"], (input,), (shifts, tuple(_dim(d, nd) for d in dims)))
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees k times in the plane of `dims` (torch.rot90; Rot90Backward0)."""
+    nd = input._data.ndim
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = (_dim(d, nd) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    return apply(R["rot90"], (input,), (k % 4, (d0, d1)))
+
+
+def block_diag(*tensors):
+    """The matrices (0-d -> (1, 1), 1-d -> (1, n)) along the diagonal of one 2-D tensor, zeros
+    elsewhere (torch.block_diag; BlockDiagBackward0)."""
+    for i, t in enumerate(tensors):
+        if t._data.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t._data.ndim} dimensions")
+    shapes = tuple((1, 1) if t._data.ndim == 0 else (1, t._data.shape[0]) if t._data.ndim == 1
+                   else tuple(t._data.shape) for t in tensors)
+    in_shapes = tuple(tuple(t._data.shape) for t in tensors)
+    row = R["block_diag"]
+    out = row.fwd([t._data for t in tensors], shapes, in_shapes)
+    return _apply(row, tuple(tensors), (shapes, in_shapes), out)
+
+
 def _bind_composed():
     """Tensor methods of the functions in this section (torch.Tensor.unique, ...)."""
     T = Tensor
@@ -2784,7 +2876,9 @@ def _bind_composed():
                  "scatter_reduce_ index_copy_ index_fill_ masked_scatter_ "
                  "repeat_interleave tril triu tril_ triu_ diag_embed diag trace baddbmm "
                  "baddbmm_ addbmm addbmm_ addmv addmv_ addr addr_ det inverse logdet slogdet "
-                 "matrix_power pinverse").split():
+                 "matrix_power pinverse roll rot90 clamp_min_ clamp_max_ absolute_ negative_ "
+                 "subtract_ multiply_ divide_ true_divide_ cumsum_ cumprod_ addmm_ index_add_ "
+                 "bitwise_and bitwise_or bitwise_xor bitwise_not").split():
         setattr(T, name, globals()[name])
 
 

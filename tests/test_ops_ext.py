@@ -199,6 +199,13 @@ ROWS = [
     Case("ip_tril", lambda T, a: _ip(a, lambda y: y.tril_()), (3, 4)),
     Case("ip_clamp_tensor", lambda T, a, lo: _ip(a, lambda y: y.clamp_(min=lo)),
          ("grid", (3, 4)), ("grid", (3, 4), 0.1)),
+    Case("ip_cumsum", lambda T, a: _ip(a, lambda y: y.cumsum_(1)), (3, 4)),
+    Case("ip_cumprod", lambda T, a: _ip(a, lambda y: y.cumprod_(0)), ("away", (3, 4))),
+    Case("ip_addmm", lambda T, a, b, c: _ip(a, lambda y: y.addmm_(b, c, beta=0.5)), (3, 4),
+         (3, 2), (2, 4)),
+    Case("ip_index_add", lambda T, a, b: _ip(a, lambda y: y.index_add_(0, T.tensor([2, 0]), b)),
+         (3, 4), (2, 4)),
+    Case("ip_divide", lambda T, a, b: _ip(a, lambda y: y.divide_(b)), (3, 4), ("away", (3, 4))),
     # ---- sorting, selection, nan-reductions, scans ----
     Case("sort", lambda T, a: T.sort(a), ("grid", (3, 4))),
     Case("sort_desc_dim0", lambda T, a: a.sort(0, descending=True), ("grid", (3, 4))),
@@ -291,6 +298,15 @@ ROWS = [
     Case("addr", lambda T, a, b, c: a.addr(b, c), (3, 4), (3,), (4,)),
     Case("ip_baddbmm", lambda T, a, b, c: _ip(a, lambda y: y.baddbmm_(b, c)), (2, 3, 4),
          (2, 3, 5), (2, 5, 4)),
+    Case("roll", lambda T, a: T.roll(a, 1, 1), (3, 4)),
+    Case("roll_dims", lambda T, a: a.roll((1, -2), (0, 1)), (3, 4)),
+    Case("roll_flat", lambda T, a: T.roll(a, 5), (3, 4)),
+    Case("rot90", lambda T, a: T.rot90(a), (3, 4)),
+    Case("rot90_k", lambda T, a: a.rot90(3, (1, 2)), (2, 3, 4)),
+    Case("rot90_neg", lambda T, a: T.rot90(a, -1, (1, 0)), (3, 4)),
+    Case("block_diag", lambda T, a, b, c: T.block_diag(a, b, c), (2, 3), (3,), ()),
+    Case("ip_clamp_min", lambda T, a: _ip(a, lambda y: y.clamp_min_(-0.3)), ("grid", (3, 4))),
+    Case("ip_clamp_max", lambda T, a: _ip(a, lambda y: y.clamp_max_(0.3)), ("grid", (3, 4))),
     # ---- torch.linalg ----
     Case("linalg_inv", lambda T, a: T.linalg.inv(_spd(T, a)), (3, 3)),
     Case("inverse", lambda T, a: T.inverse(a), (2, 3, 3)),
@@ -338,6 +354,8 @@ _CORE = {
               ["einsum_attention"]),
     "second  ": ("no double backward through gather (_TX.indices)",
                  ["quantile", "quantile_dim", "take_along_dim_flat"]),
+    "second   ": ("no double backward through index_add (select with a tensor index)",
+                  ["ip_index_add"]),
 }
 # Open here (ops): quantile's decomposition below its top node, and its top node with a tensor q
 # and keepdim, differ from PyTorch's
@@ -414,6 +432,31 @@ def test_second_order_vs_torch(case):
 @pytest.mark.parametrize("case", F32)
 def test_float32_forward_and_grad(case):
     base.test_float32_forward_and_grad(case)
+
+
+IP_METHODS = ("sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ sinh_ "
+              "cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ square_ nan_to_num_ "
+              "arcsin_ fix_ absolute_ negative_ tril_ triu_").split()
+
+
+@pytest.mark.parametrize("name", IP_METHODS)
+def test_inplace_version_and_node(name):
+    """Every in-place form: one version bump on the tensor and on a view of it, the node torch
+    records, and torch's text on a leaf that requires grad."""
+    res = []
+    for T in (torch, nbgrad):
+        a = T.tensor(np.linspace(0.1, 0.6, 6).reshape(2, 3), requires_grad=True)
+        y = a * 1
+        v = y[0]
+        getattr(y, name)()
+        try:
+            getattr(a, name)()
+            leaf = None
+        except RuntimeError as e:
+            leaf = str(e)
+        res.append((y._version, v._version, type(y.grad_fn).__name__,
+                    type(v.grad_fn).__name__, leaf, _fval(y)))
+    assert _fsame(res[1], res[0])
 
 
 def test_meshgrid_warns_without_indexing():
@@ -529,6 +572,79 @@ FUNCS = {
     "count_nonzero": lambda T, x, r, s: T.count_nonzero(r),
     "count_nonzero_dim": lambda T, x, r, s: T.count_nonzero(r, dim=0),
     "count_nonzero_dims": lambda T, x, r, s: r.count_nonzero((0, 1)),
+    # rows of issue 9 on special values, integers and bad arguments
+    "sort_nan": lambda T, x, r, s: T.sort(T.tensor([2.0, float("nan"), -1.0, 3.0])),
+    "sort_desc_nan": lambda T, x, r, s: T.tensor([2.0, float("nan"), -1.0]).sort(descending=True),
+    "sort_int": lambda T, x, r, s: T.sort(r, 1),
+    "sort_bool_desc": lambda T, x, r, s: (r > 1).sort(1, descending=True),
+    "argsort_nan_desc": lambda T, x, r, s: T.argsort(T.tensor([2.0, float("nan"), -1.0]),
+                                                     descending=True),
+    "topk_k_err": lambda T, x, r, s: T.topk(x, 9),
+    "kthvalue_k_err": lambda T, x, r, s: x.kthvalue(0),
+    "median_even": lambda T, x, r, s: T.median(T.tensor([4.0, 1.0, 3.0, 2.0])),
+    "median_int": lambda T, x, r, s: r.median(1),
+    "mode_ties": lambda T, x, r, s: T.mode(T.tensor([[1, 2, 2, 1, 3], [5, 5, 4, 4, 4]])),
+    "nansum_nan": lambda T, x, r, s: T.nansum(T.tensor([1.0, float("nan"), 2.0])),
+    "nanmean_nan": lambda T, x, r, s: T.tensor([[1.0, float("nan")], [2.0, 4.0]]).nanmean(0),
+    "cummax_ties": lambda T, x, r, s: T.cummax(T.tensor([1.0, 3.0, 3.0, 2.0, 3.0]), 0),
+    "cummin_int": lambda T, x, r, s: T.cummin(r, 1),
+    "cumprod_int": lambda T, x, r, s: r.cumprod(1),
+    "aminmax_int": lambda T, x, r, s: T.aminmax(r),
+    "logcumsumexp_inf": lambda T, x, r, s: T.logcumsumexp(T.tensor([-float("inf"), 0.0]), 0),
+    "quantile_q_err": lambda T, x, r, s: T.quantile(x, 1.5),
+    "floor_int": lambda T, x, r, s: T.floor(r),
+    "round_half_even": lambda T, x, r, s: T.round(T.tensor([0.5, 1.5, 2.5, -0.5])),
+    "round_decimals_neg": lambda T, x, r, s: T.round(x * 1000, decimals=-2),
+    "remainder_int": lambda T, x, r, s: T.remainder(r - 2, 3),
+    "remainder_neg": lambda T, x, r, s: T.tensor([-3.0, 3.0]) % T.tensor([2.0, -2.0]),
+    "fmod_int": lambda T, x, r, s: T.fmod(r - 2, 3),
+    "fmod_neg": lambda T, x, r, s: T.fmod(T.tensor([-3.0, 3.0]), 2.0),
+    "nan_to_num_values": lambda T, x, r, s: T.nan_to_num(T.tensor([float("nan"), float("inf"),
+                                                                   -float("inf"), 1.0])),
+    "nan_to_num_args": lambda T, x, r, s: T.tensor([float("nan"), float("inf")]).nan_to_num(
+        1.0, posinf=2.0),
+    "xlogy_zero": lambda T, x, r, s: T.xlogy(T.tensor([0.0, 0.0, 1.0]),
+                                             T.tensor([0.0, float("nan"), 2.0])),
+    "erfinv_edges": lambda T, x, r, s: T.erfinv(T.tensor([-1.0, 1.0, 0.0, 0.5, 1.5])),
+    "log2_int": lambda T, x, r, s: T.log2(r + 1),
+    "atan2_int": lambda T, x, r, s: T.atan2(x, x * 2),
+    "logaddexp_inf": lambda T, x, r, s: T.logaddexp(T.tensor([-float("inf"), 1.0]),
+                                                    T.tensor([-float("inf"), float("inf")])),
+    "clamp_tensor_crossed": lambda T, x, r, s: x.clamp(T.ones(4), T.zeros(4)),
+    "tril_1d_err": lambda T, x, r, s: T.tril(s),
+    "tril_int": lambda T, x, r, s: r.triu(-1),
+    "diag_3d_err": lambda T, x, r, s: T.diag(x[None]),
+    "trace_3d_err": lambda T, x, r, s: T.trace(x[None]),
+    "diag_embed_same_dims": lambda T, x, r, s: T.diag_embed(x, 0, 1, 1),
+    "baddbmm_beta0_nan": lambda T, x, r, s: T.baddbmm(T.full((2, 2, 2), float("nan"),
+                                                             dtype=T.float64),
+                                                      x[None, :2, :3].expand(2, 2, 3),
+                                                      x[None, :3, :2].expand(2, 3, 2), beta=0),
+    "bmm_shape_err": lambda T, x, r, s: T.baddbmm(x, x[None], x[None]),
+    "scatter_reduce_prod": lambda T, x, r, s: x.scatter_reduce(1, T.tensor([[0, 0], [1, 1],
+                                                                             [2, 3]]),
+                                                               x[:, :2], "prod"),
+    "scatter_reduce_bad": lambda T, x, r, s: x.scatter_reduce(1, T.tensor(_I31), x, "max"),
+    "scatter_int": lambda T, x, r, s: r.scatter(1, T.tensor(_I31), 7),
+    "index_fill_int": lambda T, x, r, s: r.index_fill(0, T.tensor([0, 2]), -1),
+    "masked_select_int": lambda T, x, r, s: T.masked_select(r, r > 1),
+    "masked_scatter_values": lambda T, x, r, s: T.zeros(2, 3).masked_scatter(
+        T.tensor([[True, False, True], [False, True, False]]), T.arange(6.0).reshape(2, 3)),
+    "repeat_interleave_counts": lambda T, x, r, s: T.repeat_interleave(T.tensor([2, 0, 1])),
+    "roll_int": lambda T, x, r, s: T.roll(r, -1, 0),
+    "roll_align_err": lambda T, x, r, s: T.roll(x, (1, 2), 0),
+    "rot90_err": lambda T, x, r, s: T.rot90(x, 1, (0, 0)),
+    "block_diag_int": lambda T, x, r, s: T.block_diag(r[:1], T.tensor([[7]])),
+    "linalg_inv_batch": lambda T, x, r, s: T.linalg.inv(x[:3, :3][None].expand(2, 3, 3)),
+    "linalg_det_nonsquare": lambda T, x, r, s: T.linalg.det(x),
+    "linalg_norm_ord": lambda T, x, r, s: T.linalg.norm(x, 1, dim=1),
+    "linalg_vector_norm_inf": lambda T, x, r, s: T.linalg.vector_norm(x, float("inf")),
+    "linalg_matrix_norm_neg2": lambda T, x, r, s: T.linalg.matrix_norm(x, -2),
+    "linalg_solve_left": lambda T, x, r, s: T.linalg.solve(x[:3, :3], x[:3], left=True),
+    "linalg_eigvalsh": lambda T, x, r, s: T.linalg.eigvalsh(x[:3, :3] + x[:3, :3].T),
+    "matrix_power_0": lambda T, x, r, s: T.linalg.matrix_power(x[:3, :3], 0),
+    "matrix_power_1": lambda T, x, r, s: T.matrix_power(x[:3, :3], 1),
+    "logdet": lambda T, x, r, s: T.logdet(x[:3, :3] @ x[:3, :3].T),
     # einsum / tensordot / movedim errors, in PyTorch's words
     "einsum_few_ops": lambda T, x, r, s: T.einsum("ij,jk->ik", x),
     "einsum_many_ops": lambda T, x, r, s: T.einsum("ij->ij", x, x),

@@ -76,6 +76,11 @@ def _diagonal(g, offset, dim1, dim2, xp):
     return xp.diagonal(g, offset, dim1, dim2).copy()
 
 
+def _beta_self(self, beta):
+    """beta * self, where beta = 0 ignores self (NaN and inf included), as PyTorch."""
+    return np.zeros_like(self) if beta == 0 else _scaled(self, beta)
+
+
 def _scaled(x, c):
     return x if c == 1 else x * c
 
@@ -231,24 +236,24 @@ op("trace", lambda self: np.trace(self),
    self=lambda g, self_shape, xp: _diag_put(
        g * _const(np.ones(min(self_shape), _np_dtype(g)), xp), self_shape, 0, xp))
 op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
-    0 * self if beta == 0 else _scaled(self, beta)) + _scaled(batch1 @ batch2, alpha),
+    _beta_self(self, beta)) + _scaled(batch1 @ batch2, alpha),
    broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
    batch1=lambda g, batch2, alpha, xp: _scaled(g @ _c(_mT(batch2), xp), alpha),
    batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
 op("addbmm", lambda self, batch1, batch2, beta, alpha: (
-    0 * self if beta == 0 else _scaled(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),
+    _beta_self(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),
    broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
    batch1=lambda g, batch2, alpha: _scaled(g @ _mT(batch2), alpha),
    batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
 op("addmv", lambda self, mat, vec, beta, alpha: (
-    0 * self if beta == 0 else _scaled(self, beta)) + _scaled(mat @ vec, alpha), broadcast=True,
+    _beta_self(self, beta)) + _scaled(mat @ vec, alpha), broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
    mat=lambda g, vec, alpha: _scaled(g[:, None] * vec, alpha),
    vec=lambda g, mat, alpha: _scaled(_mT(mat) @ g, alpha))
 op("addr", lambda self, vec1, vec2, beta, alpha: (
-    0 * self if beta == 0 else _scaled(self, beta)) + _scaled(vec1[:, None] * vec2, alpha),
+    _beta_self(self, beta)) + _scaled(vec1[:, None] * vec2, alpha),
    broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
    vec1=lambda g, vec2, alpha: _scaled(g @ vec2, alpha),

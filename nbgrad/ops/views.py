@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..autograd import apply
-from .formulas import (_as_strided_backward, _cat_grads, _first_dtype, _put, _reduce_to,
+from .formulas import (_TX, _as_strided_backward, _cat_grads, _first_dtype, _put, _reduce_to,
                        _unfold_backward, _unpermute, _zeros_for)
 from .registry import ROWS, op
 
@@ -81,3 +82,49 @@ def _view_reshape(a, shape):
 
 class _ViewImpossible(Exception):
     """The strides do not allow `view`; `reshape` then copies."""
+
+
+# ---- issue 9: roll, rot90, block_diag (copies, with PyTorch's nodes) -----------------------------
+def _roll(x, shifts, dims, xp):
+    if xp is _TX:
+        return x.roll(shifts, dims)
+    if dims is None:
+        return xp.roll(x.reshape(-1), shifts).reshape(x.shape)
+    return xp.roll(x, shifts, dims)
+
+
+def _neg(shifts):
+    return tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
+
+
+def _rot90(x, k, dims, xp):
+    return x.rot90(k, dims) if xp is _TX else xp.rot90(x, k, axes=dims).copy()
+
+
+def _block_diag(arrays, shapes):
+    """Matrices (as 2-D: () -> (1, 1), (n,) -> (1, n)) along the diagonal of one matrix."""
+    xp = backend.get_array_module(arrays[0]) if arrays else np
+    mats = [a.reshape(s) for a, s in zip(arrays, shapes)]
+    dt = np.result_type(*arrays) if arrays else np.float32
+    out = xp.zeros((sum(s[0] for s in shapes), sum(s[1] for s in shapes)), dt)
+    r = c = 0
+    for m, (h, w) in zip(mats, shapes):
+        out[r:r + h, c:c + w] = m
+        r, c = r + h, c + w
+    return out
+
+
+def _block_diag_grads(g, shapes, in_shapes):
+    out, r, c = [], 0, 0
+    for (h, w), s in zip(shapes, in_shapes):
+        out.append(g[r:r + h, c:c + w].reshape(s))
+        r, c = r + h, c + w
+    return out
+
+
+op("roll", lambda self, shifts, dims: _roll(self, shifts, dims, np),
+   self=lambda g, shifts, dims, xp: _roll(g, _neg(shifts), dims, xp))
+op("rot90", lambda self, k, dims: _rot90(self, k, dims, np),
+   self=lambda g, k, dims, xp: _rot90(g, -k, dims, xp))
+op("block_diag", lambda tensors, shapes, in_shapes: _block_diag(tensors, shapes),
+   tensors=lambda g, shapes, in_shapes: _block_diag_grads(g, shapes, in_shapes))

@@ -1739,9 +1739,9 @@ def einsum(equation, *operands):
     op_labels, rhs, lhs_len = _einsum_parse(equation, operands)
     count = collections.Counter()
     ell_ndim = 0
-    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+    for k, (x, labels) in enumerate(zip(operands, op_labels)):
         nl = len(labels) - labels.count(_ELLIPSIS)
-        nd = op._data.ndim
+        nd = x._data.ndim
         count.update(x for x in labels if x != _ELLIPSIS)
         if _ELLIPSIS in labels:
             ell_ndim = _builtin_max(ell_ndim, nd - nl)
@@ -1798,14 +1798,14 @@ def einsum(equation, *operands):
     size_of, ell_sizes = {}, [1] * ell_ndim
     dim_counts = [0] * n_all  # how many operands have a size != 1 there
     ops = []
-    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+    for k, (x, labels) in enumerate(zip(operands, op_labels)):
         perm = [-1] * n_all
         d = 0
         for lab in labels:
             if lab == _ELLIPSIS:
                 nd = operands[k]._data.ndim - (len(labels) - 1)
                 for j in range(ell_ndim - nd, ell_ndim):
-                    n = op._data.shape[d]
+                    n = x._data.shape[d]
                     if n != 1:
                         if ell_sizes[j] not in (1, n):
                             raise RuntimeError(
@@ -1817,7 +1817,7 @@ def einsum(equation, *operands):
                     perm[ell_index + j] = d
                     d += 1
             elif perm[perm_of[lab]] == -1:
-                n = op._data.shape[d]
+                n = x._data.shape[d]
                 if n != 1:
                     if size_of.get(lab, 1) not in (1, n):
                         raise RuntimeError(
@@ -1829,17 +1829,17 @@ def einsum(equation, *operands):
                 d += 1
             else:  # a repeated label: its diagonal
                 prev = perm[perm_of[lab]]
-                a, b = op._data.shape[d], op._data.shape[prev]
+                a, b = x._data.shape[d], x._data.shape[prev]
                 if a != b:
                     raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} "
                                        f"but the sizes don't match, {a} != {b}")
-                op = movedim(diagonal(op, 0, prev, d), -1, prev)
+                x = movedim(diagonal(x, 0, prev, d), -1, prev)
         for j in range(n_all):
             if perm[j] == -1:
-                op = unsqueeze(op, d)
+                x = unsqueeze(x, d)
                 perm[j] = d
                 d += 1
-        ops.append(permute(op, *perm))
+        ops.append(permute(x, *perm))
     while len(ops) > 1:  # contract left to right
         a, b = ops.pop(0), ops.pop(0)
         sum_dims, a_sum, b_sum = [], [], []
@@ -2281,9 +2281,28 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return apply(R["addcdiv"], (input, tensor1, tensor2), (value,))
 
 
-for _n in ("sin cos log1p rsqrt reciprocal sign erf log10 log2 exp2 expm1 sinh cosh asin acos "
-           "atan erfinv floor ceil trunc frac sgn").split():
-    globals()[_n + "_"] = _ip_unary(_n, _n + "_")
+sin_ = _ip_unary("sin", "sin_")
+cos_ = _ip_unary("cos", "cos_")
+log1p_ = _ip_unary("log1p", "log1p_")
+rsqrt_ = _ip_unary("rsqrt", "rsqrt_")
+reciprocal_ = _ip_unary("reciprocal", "reciprocal_")
+sign_ = _ip_unary("sign", "sign_")
+erf_ = _ip_unary("erf", "erf_")
+log10_ = _ip_unary("log10", "log10_")
+log2_ = _ip_unary("log2", "log2_")
+exp2_ = _ip_unary("exp2", "exp2_")
+expm1_ = _ip_unary("expm1", "expm1_")
+sinh_ = _ip_unary("sinh", "sinh_")
+cosh_ = _ip_unary("cosh", "cosh_")
+asin_ = _ip_unary("asin", "asin_")
+acos_ = _ip_unary("acos", "acos_")
+atan_ = _ip_unary("atan", "atan_")
+erfinv_ = _ip_unary("erfinv", "erfinv_")
+floor_ = _ip_unary("floor", "floor_")
+ceil_ = _ip_unary("ceil", "ceil_")
+trunc_ = _ip_unary("trunc", "trunc_")
+frac_ = _ip_unary("frac", "frac_")
+sgn_ = _ip_unary("sgn", "sgn_")
 arcsin_, arccos_, arctan_, fix_ = asin_, acos_, atan_, trunc_
 
 

@@ -17,7 +17,7 @@ import torch
 
 import nbgrad
 import test_ops as base
-from test_ops import Case, _fsame, _fval, _inputs, _outs
+from test_ops import Case, _fsame, _fval, _outs
 
 # ------------------------------------------------------------------------------------------------
 # Differentiable composed ops

@@ -134,7 +134,7 @@ class NumpyMLP:
 
 
 class NumpyCNN:
-    """The CNN by hand in numpy: the array kernels of nbgrad/_conv.py called directly, without
+    """The CNN by hand in numpy: the array kernels of nbgrad/ops/kernels.py called directly, without
     any tensor or autograd (channels-last im2col + one matmul per conv, col2im by strided
     slice-adds; max pool by elementwise comparison of the window views), cross entropy and SGD
     momentum written out."""

@@ -1228,6 +1228,28 @@ def chunk(input, chunks, dim=0):
     return split(input, size, dim)
 
 
+def unsafe_split(input, split_size, dim=0):
+    """Like :func:`split`, but the pieces are not views: they may be modified in place
+    (torch.unsafe_split; one UnsafeSplitBackward0 node). Here they are copies."""
+    d = _dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if split_size <= 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                           f"dimension size of {n}")
+    sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) \
+        if split_size else [0]
+    outs = apply(R["unsafe_split"], (input,), (tuple(sizes), d))
+    return tuple(outs)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """Like :func:`chunk`, pieces that are not views (torch.unsafe_chunk; UnsafeSplitBackward0)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input._data.shape[_dim(dim, input._data.ndim)]
+    return unsafe_split(input, -(-n // chunks) if n else 1, dim)
+
+
 def contiguous(input, memory_format=None):
     """Self if C-contiguous, else a contiguous copy (CloneBackward0) (torch.Tensor.contiguous)."""
     if input._data.flags.c_contiguous:
@@ -3009,6 +3031,7 @@ def _bind():
             "softmax log_softmax cumsum matmul mm bmm dot mv addmm outer view reshape flatten "
             "unflatten transpose swapaxes swapdims t permute expand expand_as broadcast_to "
             "squeeze unsqueeze narrow select diagonal as_strided unbind split chunk contiguous "
+            "unsafe_split unsafe_chunk "
             "unfold clone flip index_select gather index_put_ index_put index_add square subtract "
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "

@@ -168,3 +168,162 @@ def test_iterable_dataset():
 
     out = [npy(b).tolist() for b in nud.DataLoader(Count(), batch_size=3)]
     assert out == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+# ----------------------------------------------------------------------------- package layout
+def test_torch_module_paths():
+    from nbgrad.utils.data.dataloader import DataLoader, default_collate  # noqa: F401
+    from nbgrad.utils.data.dataset import Dataset, TensorDataset, random_split  # noqa: F401
+    from nbgrad.utils.data.sampler import BatchSampler, RandomSampler  # noqa: F401
+    from nbgrad.utils.data._utils.collate import default_collate as dc, default_convert  # noqa
+    assert dc is default_collate is nbgrad.utils.data.default_collate
+
+
+def _structure(x):
+    """A batch as plain data: types, and arrays for tensors."""
+    if isinstance(x, (torch.Tensor, nbgrad.Tensor)):
+        return ("T", str(x.dtype).split(".")[-1], x.numpy().tolist())
+    if isinstance(x, dict):
+        return (type(x).__name__, {k: _structure(v) for k, v in x.items()})
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, [_structure(v) for v in x])
+    return (type(x).__name__, x)
+
+
+@pytest.mark.parametrize("batch", [
+    [(1, 2.0), (3, 4.0)],
+    [[1, 2], [3, 4]],
+    [{"a": np.zeros(2), "b": 1.5, "c": "s"}, {"a": np.ones(2), "b": 2.5, "c": "t"}],
+    [np.float32(1), np.float32(2)],
+    [np.int32(1), np.int32(5)],
+    [True, False],
+    [(np.arange(3.0), [1, (2, 3.0)])] * 2,
+])
+def test_default_collate_like_torch(batch):
+    from torch.utils.data import default_collate as tc
+    assert _structure(nbgrad.utils.data.default_collate(batch)) == _structure(tc(batch))
+
+
+@pytest.mark.parametrize("sample", [(np.zeros(2), 1), [np.float32(3)], {"a": np.ones(1)}])
+def test_default_convert_like_torch(sample):
+    from torch.utils.data import default_convert as tc
+    assert _structure(nbgrad.utils.data.default_convert(sample)) == _structure(tc(sample))
+
+
+def test_default_collate_errors_like_torch():
+    from torch.utils.data import default_collate as tc
+    for bad in ([object()], [[1, 2], [3]]):
+        with pytest.raises(Exception) as et:
+            tc(bad)
+        with pytest.raises(type(et.value)) as en:
+            nbgrad.utils.data.default_collate(bad)
+        assert str(en.value) == str(et.value)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        nbgrad.utils.data.default_collate([nbgrad.zeros(3), nbgrad.zeros(4)])
+
+
+def test_loader_batches_are_lists_like_torch():
+    x = np.arange(10.0)
+    tb = next(iter(torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(x)), batch_size=4)))
+    nb = next(iter(nbgrad.utils.data.DataLoader(
+        nbgrad.utils.data.TensorDataset(nbgrad.tensor(x)), batch_size=4)))
+    assert type(nb) is type(tb) is list
+
+
+def test_random_sampler_draws_lazily_with_replacement():
+    s = nbgrad.utils.data.RandomSampler(range(10 ** 6), replacement=True, num_samples=10 ** 12)
+    assert len(s) == 10 ** 12
+    it = iter(s)
+    first = [next(it) for _ in range(5000)]
+    assert all(0 <= i < 10 ** 6 for i in first)
+    loader = nbgrad.utils.data.DataLoader(
+        nbgrad.utils.data.TensorDataset(nbgrad.arange(10 ** 6)), batch_size=64, sampler=s)
+    assert len(loader) == 10 ** 12 // 64
+    batch = next(iter(loader))[0]
+    assert tuple(batch.shape) == (64,)
+
+
+def test_random_sampler_without_replacement_more_samples_than_data():
+    nbgrad.manual_seed(0)
+    idx = list(nbgrad.utils.data.RandomSampler(range(4), num_samples=10))
+    assert len(idx) == 10 and sorted(idx[:4]) == [0, 1, 2, 3] and sorted(idx[4:8]) == [0, 1, 2, 3]
+
+
+def test_sampler_argument_errors_like_torch():
+    D = nbgrad.utils.data
+    T = torch.utils.data
+    cases = [
+        lambda m: m.RandomSampler(range(3), replacement=1),
+        lambda m: m.RandomSampler([], num_samples=None),
+        lambda m: m.WeightedRandomSampler([[1.0, 2.0]], 3),
+        lambda m: m.WeightedRandomSampler([1.0, 2.0], 0),
+        lambda m: m.WeightedRandomSampler([1.0, 2.0], 3, replacement=1),
+        lambda m: m.BatchSampler(range(3), 0, False),
+        lambda m: m.BatchSampler(range(3), 2, 1),
+    ]
+    for case in cases:
+        with pytest.raises(Exception) as et:
+            case(T)
+        with pytest.raises(type(et.value)) as en:
+            case(D)
+        assert str(en.value) == str(et.value)
+
+
+def test_subset_and_weighted_samplers():
+    g = nbgrad.Generator()
+    g.manual_seed(1)
+    s = nbgrad.utils.data.SubsetRandomSampler([10, 20, 30, 40], generator=g)
+    assert sorted(s) == [10, 20, 30, 40] and len(s) == 4
+    nbgrad.manual_seed(0)
+    w = nbgrad.utils.data.WeightedRandomSampler([0.0, 1.0, 3.0], 4000)
+    counts = np.bincount(list(w), minlength=3)
+    assert len(w) == 4000 and counts[0] == 0 and 2.6 < counts[2] / counts[1] < 3.4
+    once = list(nbgrad.utils.data.WeightedRandomSampler([1.0, 1.0, 0.0, 1.0], 3,
+                                                        replacement=False))
+    assert sorted(once) == [0, 1, 3]
+
+
+@pytest.mark.parametrize("lengths", [[0.25, 0.25, 0.5], [0.1, 0.3, 0.6], [0.5, 0.5], [3, 7]])
+def test_random_split_lengths_and_fractions_like_torch(lengths):
+    n = 10 if lengths != [0.1, 0.3, 0.6] else 3
+    tl = [len(s) for s in torch.utils.data.random_split(range(n), lengths)]
+    parts = nbgrad.utils.data.random_split(range(n), lengths)
+    assert [len(s) for s in parts] == tl
+    assert sorted(i for s in parts for i in s) == list(range(n))
+
+
+def test_random_split_warns_on_empty_split():
+    with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
+        nbgrad.utils.data.random_split(range(1), [1.0, 0.0])
+    with pytest.raises(ValueError, match="Sum of input lengths does not equal"):
+        nbgrad.utils.data.random_split(range(10), [3, 3])
+
+
+def test_workers_accepted_in_process():
+    seen = []
+    ds = nbgrad.utils.data.TensorDataset(nbgrad.arange(6.0))
+    loader = nbgrad.utils.data.DataLoader(ds, batch_size=2, num_workers=2, pin_memory=True,
+                                          worker_init_fn=seen.append, prefetch_factor=2,
+                                          persistent_workers=True)
+    assert [b[0].tolist() for b in loader] == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    assert seen == [0] and nbgrad.utils.data.get_worker_info() is None
+    with pytest.raises(ValueError, match="num_workers option should be non-negative"):
+        nbgrad.utils.data.DataLoader(ds, num_workers=-1)
+
+
+def test_chain_dataset_and_iterable_add():
+    class It(nbgrad.utils.data.IterableDataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(range(self.n))
+
+        def __len__(self):
+            return self.n
+
+    chain = It(2) + It(3)
+    assert isinstance(chain, nbgrad.utils.data.ChainDataset) and list(chain) == [0, 1, 0, 1, 2]
+    assert [b.tolist() for b in nbgrad.utils.data.DataLoader(chain, batch_size=2)] == \
+        [[0, 1], [0, 1], [2]]

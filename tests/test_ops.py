@@ -317,6 +317,8 @@ CASES = [
     Case("split_sizes", lambda T, a: T.split(a, [1, 3], 1), (2, 4)),
     Case("chunk", lambda T, a: a.chunk(2), (4, 3)),
     Case("chunk_uneven", lambda T, a: T.chunk(a, 3, 1), (2, 5)),
+    Case("unsafe_split", lambda T, a: T.unsafe_split(a, 2, 1), (3, 5)),
+    Case("unsafe_chunk", lambda T, a: a.unsafe_chunk(4, 1), (2, 8)),
     Case("unfold", lambda T, a: a.unfold(1, 2, 1), (3, 4)),
     Case("unfold_step", lambda T, a: a.unfold(0, 2, 2), (5, 3)),
     Case("contiguous", lambda T, a: a.t().contiguous(), (3, 4)),

@@ -47,6 +47,19 @@ OPTIMS = [
     ("rmsprop", "RMSprop", dict(lr=1e-2)),
     ("rmsprop_centered_momentum", "RMSprop", dict(lr=1e-2, alpha=0.9, momentum=0.5,
                                                   centered=True, weight_decay=0.01)),
+    ("adagrad", "Adagrad", dict(lr=0.1)),
+    ("adagrad_decay", "Adagrad", dict(lr=0.1, lr_decay=0.05, weight_decay=0.01,
+                                      initial_accumulator_value=0.1, maximize=True)),
+    ("adadelta", "Adadelta", dict()),
+    ("adadelta_wd", "Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.02)),
+    ("adamax", "Adamax", dict(lr=1e-2)),
+    ("adamax_wd_max", "Adamax", dict(lr=1e-2, betas=(0.8, 0.9), weight_decay=0.1, maximize=True)),
+    ("nadam", "NAdam", dict(lr=1e-2)),
+    ("nadam_wd", "NAdam", dict(lr=1e-2, weight_decay=0.1, momentum_decay=0.01)),
+    ("nadam_decoupled", "NAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("radam", "RAdam", dict(lr=1e-2)),
+    ("radam_wd", "RAdam", dict(lr=1e-2, betas=(0.5, 0.6), weight_decay=0.1)),
+    ("radam_decoupled", "RAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True)),
 ]
 
 
@@ -207,3 +220,198 @@ def test_lr_scheduler_matches_torch(make):
     state = sn.state_dict()
     assert state["last_epoch"] == st.state_dict()["last_epoch"] == 25
     assert "optimizer" not in state
+
+
+# ----------------------------------------------------------------------------- LBFGS
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(lr=0.5, max_iter=7, history_size=3),
+    dict(line_search_fn="strong_wolfe"),
+    dict(line_search_fn="strong_wolfe", history_size=4, max_iter=10, tolerance_change=1e-12),
+    dict(line_search_fn="strong_wolfe", max_eval=6),
+])
+def test_lbfgs_step_for_step(kw):
+    th, ng = make_pair(1)
+    ot = torch.optim.LBFGS(th.parameters(), **kw)
+    on = nbgrad.optim.LBFGS(ng.parameters(), **kw)
+    x, y = batch(0)
+    calls = {torch: 0, nbgrad: 0}
+
+    def closure_of(lib, model, opt):
+        def closure():
+            calls[lib] += 1
+            opt.zero_grad()
+            loss = loss_of(lib, model, x, y)
+            loss.backward()
+            return loss
+        return closure
+
+    for step in range(3):
+        lt = ot.step(closure_of(torch, th, ot))
+        ln = on.step(closure_of(nbgrad, ng, on))
+        np.testing.assert_allclose(ln.item(), lt.item(), rtol=1e-9, atol=1e-12)
+        for (k, pt), pn in zip(th.named_parameters(), ng.parameters()):
+            np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-7, atol=1e-9,
+                                       err_msg=f"step {step} {k}")
+        assert calls[nbgrad] == calls[torch]
+    st = ot.state[next(iter(th.parameters()))]
+    sn = on.state[next(iter(ng.parameters()))]
+    assert sorted(st) == sorted(sn)
+    assert (sn["func_evals"], sn["n_iter"]) == (st["func_evals"], st["n_iter"])
+    assert len(sn["old_dirs"]) == len(st["old_dirs"])
+    np.testing.assert_allclose(float(sn["H_diag"]), float(st["H_diag"]), rtol=1e-6)
+
+
+def test_lbfgs_converges_on_a_quadratic_and_checks_arguments():
+    a = nbgrad.tensor([[3.0, 1.0], [1.0, 2.0]], dtype=nbgrad.float64)
+    b = nbgrad.tensor([1.0, -1.0], dtype=nbgrad.float64)
+    w = nbgrad.zeros(2, dtype=nbgrad.float64, requires_grad=True)
+    opt = nbgrad.optim.LBFGS([w], line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = 0.5 * (w @ (a @ w)) - b @ w
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    np.testing.assert_allclose(npy(w), np.linalg.solve(npy(a), npy(b)), rtol=1e-6)
+    with pytest.raises(ValueError, match="doesn't support per-parameter options"):
+        nbgrad.optim.LBFGS([{"params": [w]}, {"params": [nbgrad.zeros(1, requires_grad=True)]}])
+    with nbgrad.no_grad():
+        w.zero_()
+    opt = nbgrad.optim.LBFGS([w], line_search_fn="armijo")
+    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+        opt.step(closure)
+
+
+# ----------------------------------------------------------------------------- more schedulers
+SCHEDULERS = [
+    ("constant", "SGD", lambda s, o: s.ConstantLR(o, factor=0.5, total_iters=4)),
+    ("linear", "SGD", lambda s, o: s.LinearLR(o, start_factor=0.1, total_iters=6)),
+    ("linear_down", "SGD", lambda s, o: s.LinearLR(o, 1.0, 0.2, total_iters=8)),
+    ("polynomial", "SGD", lambda s, o: s.PolynomialLR(o, total_iters=10, power=2.0)),
+    ("multiplicative", "SGD", lambda s, o: s.MultiplicativeLR(o, lambda e: 0.95)),
+    ("warm_restarts", "SGD", lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=4)),
+    ("warm_restarts_mult", "SGD", lambda s, o: s.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.01)),
+    ("cyclic", "SGDm", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=4)),
+    ("cyclic_tri2", "SGDm", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                    step_size_down=5, mode="triangular2")),
+    ("cyclic_exp_adam", "Adam", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3,
+                                                        mode="exp_range", gamma=0.9)),
+    ("onecycle", "SGDm", lambda s, o: s.OneCycleLR(o, max_lr=0.5, total_steps=30)),
+    ("onecycle_linear_adam", "Adam", lambda s, o: s.OneCycleLR(
+        o, max_lr=[0.5], epochs=3, steps_per_epoch=10, anneal_strategy="linear",
+        three_phase=True, pct_start=0.25)),
+    ("sequential", "SGD", lambda s, o: s.SequentialLR(
+        o, [s.LinearLR(o, start_factor=0.1, total_iters=5), s.CosineAnnealingLR(o, T_max=10)],
+        milestones=[5])),
+    ("sequential3", "SGD", lambda s, o: s.SequentialLR(
+        o, [s.ConstantLR(o, factor=0.5, total_iters=3), s.ExponentialLR(o, gamma=0.9),
+            s.StepLR(o, 4)], milestones=[4, 12])),
+    ("chained", "SGD", lambda s, o: s.ChainedScheduler(
+        [s.LinearLR(o, start_factor=0.2, total_iters=4), s.ExponentialLR(o, gamma=0.9)])),
+]
+
+
+def _opt_pair(kind):
+    pt = [torch.nn.Parameter(torch.zeros(2))]
+    pn = [nbgrad.nn.Parameter(nbgrad.zeros(2))]
+    if kind == "Adam":
+        return torch.optim.Adam(pt, lr=0.2), nbgrad.optim.Adam(pn, lr=0.2)
+    kw = dict(lr=0.2, momentum=0.9) if kind == "SGDm" else dict(lr=0.2)
+    return torch.optim.SGD(pt, **kw), nbgrad.optim.SGD(pn, **kw)
+
+
+@pytest.mark.parametrize("name,kind,make", SCHEDULERS, ids=[s[0] for s in SCHEDULERS])
+def test_more_schedulers_match_torch(name, kind, make):
+    ot, on = _opt_pair(kind)
+    st, sn = make(torch.optim.lr_scheduler, ot), make(nbgrad.optim.lr_scheduler, on)
+    for step in range(30 if "onecycle" in name else 25):
+        assert sn.get_last_lr() == st.get_last_lr(), step  # bit for bit
+        gt, gn = ot.param_groups[0], on.param_groups[0]
+        assert gn["lr"] == gt["lr"], step
+        for key in ("momentum", "betas"):
+            if key in gt:
+                assert gn[key] == gt[key], (step, key)
+        ot.step()
+        on.step()
+        st.step()
+        sn.step()
+    assert sorted(k for k in sn.state_dict() if not k.startswith("_")) == \
+        sorted(k for k in st.state_dict() if not k.startswith("_"))
+
+
+def test_warm_restarts_fractional_epochs_match_torch():
+    ot, on = _opt_pair("SGD")
+    st = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(ot, T_0=2, T_mult=2)
+    sn = nbgrad.optim.lr_scheduler.CosineAnnealingWarmRestarts(on, T_0=2, T_mult=2)
+    for i in range(40):
+        st.step(i / 4)
+        sn.step(i / 4)
+        assert sn.get_last_lr() == st.get_last_lr(), i
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(mode="max", factor=0.5, patience=2, cooldown=1),
+                                dict(threshold_mode="abs", threshold=0.1, patience=1,
+                                     min_lr=0.05)])
+def test_reduce_lr_on_plateau_matches_torch(kw):
+    ot, on = _opt_pair("SGD")
+    st = torch.optim.lr_scheduler.ReduceLROnPlateau(ot, **kw)
+    sn = nbgrad.optim.lr_scheduler.ReduceLROnPlateau(on, **kw)
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9,
+               0.9, 0.91, 0.92, 0.5, 0.5, 0.5, 0.5, 0.5] * 2
+    for m in metrics:
+        st.step(m)
+        sn.step(nbgrad.tensor(m, dtype=nbgrad.float64))
+        assert sn.get_last_lr() == st.get_last_lr()
+        assert (sn.num_bad_epochs, sn.cooldown_counter, sn.best) == \
+            (st.num_bad_epochs, st.cooldown_counter, st.best)
+
+
+def test_scheduler_argument_errors_like_torch():
+    S, T = nbgrad.optim.lr_scheduler, torch.optim.lr_scheduler
+    cases = [
+        lambda s, o: s.ConstantLR(o, factor=2.0),
+        lambda s, o: s.LinearLR(o, start_factor=0.0),
+        lambda s, o: s.CosineAnnealingWarmRestarts(o, T_0=0),
+        lambda s, o: s.OneCycleLR(o, max_lr=0.1),
+        lambda s, o: s.OneCycleLR(o, max_lr=0.1, total_steps=10, anneal_strategy="exp"),
+        lambda s, o: s.ReduceLROnPlateau(o, factor=1.5),
+        lambda s, o: s.ReduceLROnPlateau(o, mode="median"),
+        lambda s, o: s.SequentialLR(o, [s.StepLR(o, 2), s.StepLR(o, 3)], milestones=[]),
+        lambda s, o: s.ChainedScheduler([s.ReduceLROnPlateau(o)]),
+        lambda s, o: s.CyclicLR(o, 0.1, 1.0, mode="zigzag"),
+    ]
+    for case in cases:
+        ot, on = _opt_pair("SGD")
+        with pytest.raises(Exception) as et:
+            case(T, ot)
+        with pytest.raises(type(et.value)) as en:
+            case(S, on)
+        assert str(en.value) == str(et.value)
+
+
+def test_lambda_scheduler_state_dict_round_trip():
+    class Warmup:
+        def __init__(self, n):
+            self.n = n
+
+        def __call__(self, epoch):
+            return min(1.0, (epoch + 1) / self.n)
+
+    ot, on = _opt_pair("SGD")
+    st = torch.optim.lr_scheduler.LambdaLR(ot, [Warmup(4)])
+    sn = nbgrad.optim.lr_scheduler.LambdaLR(on, [Warmup(4)])
+    for _ in range(2):
+        st.step()
+        sn.step()
+    expected = {k: v for k, v in st.state_dict().items() if k != "_get_lr_called_within_step"}
+    assert sn.state_dict() == expected
+    fresh_t = torch.optim.lr_scheduler.LambdaLR(_opt_pair("SGD")[0], [Warmup(9)])
+    fresh_n = nbgrad.optim.lr_scheduler.LambdaLR(_opt_pair("SGD")[1], [Warmup(9)])
+    fresh_t.load_state_dict(st.state_dict())
+    fresh_n.load_state_dict(sn.state_dict())
+    assert fresh_n.lr_lambdas[0].n == fresh_t.lr_lambdas[0].n == 4
+    assert fresh_n.last_epoch == fresh_t.last_epoch == 2

@@ -11,6 +11,8 @@ import math
 import numpy as np
 
 import nbgrad
+from nbgrad.autograd.apply import _inplace as _inplace_row, apply
+from nbgrad.ops import ROWS, Ctx
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -18,6 +20,14 @@ __all__ = [
     "batch_norm", "layer_norm", "embedding", "one_hot",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    # activations and losses beyond the first set (nn-b)
+    "threshold", "hardtanh", "relu6", "elu", "selu", "celu", "silu", "softplus", "mish",
+    "softsign", "hardswish", "hardsigmoid", "tanhshrink", "hardshrink", "softshrink",
+    "logsigmoid", "softmin", "glu", "prelu",
+    "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
+    "pairwise_distance", "cosine_similarity", "cosine_embedding_loss", "margin_ranking_loss",
+    "triplet_margin_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss",
 ]
 
 
@@ -33,6 +43,11 @@ def _const(arr):
     """A constant (no-grad) tensor over the numpy array ``arr``."""
     arr = np.asarray(arr)
     return nbgrad.from_numpy(arr if arr.flags.c_contiguous else arr.copy())
+
+
+def _check_reduction(reduction, who):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
 
 
 def _reduce(loss, reduction, who):
@@ -55,10 +70,15 @@ def linear(input, weight, bias=None):
         bias (Tensor, optional): (out_features,).
 
     Returns:
-        Tensor: (*, out_features); on 2-D input one ``AddmmBackward0`` node, as torch.
+        Tensor: (*, out_features); with a bias, on 2-D or contiguous input, one
+        ``AddmmBackward0`` node (N-d input viewed to 2-D and back), as torch.
     """
     if bias is not None and input.ndim == 2:
         return nbgrad.addmm(bias, input, weight.t())
+    if bias is not None and input.ndim > 2 and bias.ndim == 1 and input.is_contiguous():
+        # torch's fused path for contiguous N-d input: addmm on a 2-D view, viewed back
+        out = nbgrad.addmm(bias, input.view(-1, input.shape[-1]), weight.t())
+        return out.view(*input.shape[:-1], out.shape[-1])
     out = input.matmul(weight.t())
     if bias is not None:
         out = out + bias
@@ -328,25 +348,18 @@ def relu_(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``)."""
-    out = nbgrad.where(input > 0, input, input * negative_slope)
-    if inplace:
-        with nbgrad.no_grad():
-            input.copy_(out)
-        return input
-    return out
+    """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``; LeakyReluBackward0, and
+    LeakyReluBackward1 in place)."""
+    return _pointwise("leaky_relu", input, inplace, negative_slope)
 
 
 def gelu(input, approximate="none"):
-    """Gaussian error linear unit (mirrors ``F.gelu``).
+    """Gaussian error linear unit (mirrors ``F.gelu``; one GeluBackward0 node).
 
     ``approximate="none"``: ``x * Phi(x)`` with erf; ``"tanh"``: the tanh approximation.
     """
-    if approximate == "none":
-        return input * (0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf()))
-    if approximate == "tanh":
-        inner = (input + 0.044715 * input * input * input) * math.sqrt(2.0 / math.pi)
-        return 0.5 * input * (1.0 + inner.tanh())
+    if approximate in ("none", "tanh"):
+        return apply(ROWS["gelu"], (input,), (approximate,))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
@@ -407,7 +420,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ---------------------------------------------------------------------------- normalisation
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
-    """Normalise over the batch (and spatial) dims per channel (mirrors ``F.batch_norm``).
+    """Normalise over the batch (and spatial) dims per channel (mirrors ``F.batch_norm``; one
+    NativeBatchNormBackward0 node for input, weight and bias, in training and in eval).
 
     Args:
         input (Tensor): (N, C) or (N, C, L) or (N, C, H, W).
@@ -420,35 +434,30 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         ValueError: one value per channel in training.
     """
     c = input.shape[1]
-    dims = (0,) + tuple(range(2, input.ndim))
-    shape = (1, c) + (1,) * (input.ndim - 2)
+    ctx = Ctx(None)
     if training:
         count = input.numel() // c
         if count <= 1:
             raise ValueError(
                 "Expected more than 1 value per channel when training, got input size "
                 f"{input.shape}")
-        mean = input.mean(dims)
-        xc = input - mean.reshape(shape)
-        var = (xc * xc).mean(dims)
+        out = apply(ROWS["native_batch_norm"], (input, weight, bias),
+                    (True, None, None, eps, ctx))
         if running_mean is not None:
+            _, _, mean, var = ctx.value
             with nbgrad.no_grad():
                 m = momentum
-                running_mean.mul_(1 - m).add_(mean.detach(), alpha=m)
-                running_var.mul_(1 - m).add_(var.detach(), alpha=m * count / (count - 1))
-        invstd = (var + eps).rsqrt()
-    else:
-        xc = input - running_mean.reshape(shape)
-        invstd = (running_var + eps).rsqrt()
-    scale = invstd * weight if weight is not None else invstd
-    out = xc * scale.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+                running_mean.mul_(1 - m).add_(_const(mean), alpha=m)
+                running_var.mul_(1 - m).add_(_const(var), alpha=m * count / (count - 1))
+        return out
+    invstd = 1 / np.sqrt(running_var._data + eps)
+    return apply(ROWS["native_batch_norm"], (input, weight, bias),
+                 (False, running_mean._data.copy(), invstd, eps, ctx))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``).
+    """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``; one
+    NativeLayerNormBackward0 node for input, weight and bias).
 
     Raises:
         RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
@@ -462,16 +471,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
             f"{list(input.shape)}")
-    dims = tuple(range(input.ndim - k, input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    xc = input - mean
-    var = (xc * xc).mean(dims, keepdim=True)
-    out = xc * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return apply(ROWS["native_layer_norm"], (input, weight, bias),
+                 (normalized_shape, eps, Ctx(None)))
 
 
 # ---------------------------------------------------------------------------- embedding
@@ -483,6 +484,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         input (Tensor): int64/int32 indices, any shape (*).
         weight (Tensor): (num_embeddings, embedding_dim).
         padding_idx (int, optional): rows at this index get no gradient.
+        max_norm (float, optional): looked-up rows with a larger ``norm_type``-norm are
+            rescaled in place first (as torch's ``embedding_renorm_``).
 
     Returns:
         Tensor: (*, embedding_dim).
@@ -490,8 +493,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     Raises:
         RuntimeError: non-integer indices; IndexError: an index out of range.
     """
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq, sparse unsupported")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are unsupported")
     if input.dtype not in (nbgrad.int64, nbgrad.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
@@ -504,11 +507,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise IndexError(f"index out of range in self (index {int(bad)}, num_embeddings {num})")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += num
-    out = weight[input]
-    if padding_idx is not None and weight.requires_grad and (ids == padding_idx).any():
-        keep = _const((ids != padding_idx)[..., None])
-        out = nbgrad.where(keep, out, out.detach())
-    return out
+    if max_norm is not None:
+        _embedding_renorm_(weight, ids, max_norm, norm_type)
+    return apply(ROWS["embedding"], (weight,), (ids, -1 if padding_idx is None else padding_idx))
+
+
+def _embedding_renorm_(weight, ids, max_norm, norm_type):
+    """torch's embedding_renorm_: rows looked up whose norm exceeds ``max_norm`` are scaled
+    in place to ``max_norm / (norm + 1e-7)`` (one version bump of ``weight``)."""
+    w = weight._data
+    rows = np.unique(ids.reshape(-1))
+    norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scale = max_norm / (norms[big] + 1e-7)
+        with nbgrad.no_grad():
+            weight[_const(rows[big])] = _const(w[rows[big]] * scale[:, None].astype(w.dtype))
 
 
 def one_hot(tensor, num_classes=-1):
@@ -525,22 +539,21 @@ def one_hot(tensor, num_classes=-1):
 
 # ---------------------------------------------------------------------------- losses
 def mse_loss(input, target, reduction="mean", weight=None):
-    """Mean squared error (mirrors ``F.mse_loss``). ``input``, ``target``: same shape (*)."""
-    if tuple(target.shape) != tuple(input.shape):
-        import warnings
-        warnings.warn(
-            f"Using a target size ({target.shape}) that is different to the input size "
-            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=2)
-    d = input - target
-    loss = d * d
+    """Mean squared error (mirrors ``F.mse_loss``; one MseLossBackward0 node).
+
+    ``input``, ``target``: same shape (*) (broadcast, with torch's warning, otherwise).
+    """
+    _warn_target_size(input, target)
+    _check_reduction(reduction, "mse_loss")
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, "mse_loss")
+        d = input - target
+        return _reduce(d * d * weight, reduction, "mse_loss")
+    return apply(ROWS["mse_loss"], (input, target), (reduction,))
 
 
 def l1_loss(input, target, reduction="mean"):
-    """Mean absolute error (mirrors ``F.l1_loss``)."""
+    """Mean absolute error (mirrors ``F.l1_loss``). ``input``, ``target``: same shape (*)."""
+    _warn_target_size(input, target)
     return _reduce((input - target).abs(), reduction, "l1_loss")
 
 
@@ -590,54 +603,27 @@ def _check_class_target(input, target, who, ignore_index):
     return cdim, c, bool(0 <= ignore_index < c and (t == ignore_index).any())
 
 
-def _to_rows(input, cdim):
-    """(N, C, d1, ...) -> (N*d1*..., C); (C,) -> (1, C)."""
-    if input.ndim == 1:
-        return input.unsqueeze(0)
-    if input.ndim == 2:
-        return input
-    perm = (0,) + tuple(range(2, input.ndim)) + (1,)
-    return input.permute(*perm).reshape(-1, input.shape[1])
-
-
 def _safe_div(total, denom):
     # every target ignored: torch returns nan with a zero (not nan) gradient
     return total / denom if denom != 0 else total + math.nan
 
 
 def _nll(logp, target, weight, ignore_index, reduction, who):
-    """Negative log-likelihood of int64 class targets: loss, per-element weights (numpy), mask."""
-    cdim, c, any_ignored = _check_class_target(logp, target, who, ignore_index)
-    rows = _to_rows(logp, cdim)
-    t = target._data.reshape(-1)
-    if weight is None and not any_ignored:
-        if reduction in ("mean", "sum"):
-            # sum(logp * onehot) with the -1/M folded into the one-hot: two cheap elementwise
-            # nodes instead of gather's take_along_axis + np.add.at (40% faster end to end)
-            m = rows.shape[0]
-            sel = np.zeros(tuple(rows.shape), dtype=rows._data.dtype)
-            sel[np.arange(m), t] = -1.0 / m if reduction == "mean" else -1.0
-            return (rows * _const(sel)).sum(), None
-        loss = rows.gather(1, _const(t[:, None])).squeeze(1).neg()
-        if reduction == "sum":
-            return loss.sum(), None
-        if reduction == "none":
-            return loss.reshape(tuple(target.shape)), None
-        raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
-    ignored = t == ignore_index
-    tsafe = np.where(ignored, 0, t) if any_ignored else t
-    picked = rows.gather(1, _const(tsafe[:, None])).squeeze(1)  # (M,)
-    w = np.ones(t.shape, dtype=logp._data.dtype) if weight is None else \
-        weight._data[tsafe].astype(logp._data.dtype)
-    w = np.where(ignored, np.zeros((), w.dtype), w)
-    loss = picked * _const(-w)
-    if reduction == "mean":
-        return _safe_div(loss.sum(), float(w.sum())), w
-    if reduction == "sum":
-        return loss.sum(), w
-    if reduction == "none":
-        return loss.reshape(tuple(target.shape)), w
-    raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+    """Negative log-likelihood of int64 class targets: one NllLossBackward0 node, as torch."""
+    _check_class_target(logp, target, who, ignore_index)
+    _check_reduction(reduction, who)
+    w = None if weight is None else weight._data
+    t = target._data
+    if logp.ndim <= 2:
+        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(None)))
+    # torch's nll_loss_nd: 4-D input goes to nll_loss2d, other ranks are viewed as 4-D first
+    n, c = logp.shape[0], logp.shape[1]
+    x4 = logp if logp.ndim == 4 else logp.view(n, c, 1, -1)
+    t4 = t if t.ndim == 3 else t.reshape(n, 1, -1)
+    out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, Ctx(None)))
+    if reduction == "none" and logp.ndim != 4:
+        out = out.view(tuple(target.shape))
+    return out
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -654,7 +640,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         RuntimeError: target not int64; ValueError: batch sizes differ;
         IndexError: a target out of range (``Target 10 is out of bounds.``).
     """
-    return _nll(input, target, weight, ignore_index, reduction, _who)[0]
+    return _nll(input, target, weight, ignore_index, reduction, _who)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -698,7 +684,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if reduction == "mean":
             return loss.sum() / (input.numel() // c) if input.ndim > 1 else loss
         return _reduce(loss, reduction, _who)
-    nll, w = _nll(logp, target, weight, ignore_index, reduction, _who)
+    nll = _nll(logp, target, weight, ignore_index, reduction, _who)
     if label_smoothing <= 0:
         return nll
     t = target._data
@@ -746,11 +732,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     tt = target._data
     if tt.size and not ((tt >= 0) & (tt <= 1)).all():
         raise RuntimeError(f"all elements of target should be between 0 and 1 ({_who})")
-    loss = (target * input.log().clamp(min=-100.0)
-            + (1 - target) * (1 - input).log().clamp(min=-100.0)).neg()
+    _check_reduction(reduction, _who)
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction, _who)
+        weight = weight._data if isinstance(weight, nbgrad.Tensor) else np.asarray(weight)
+    return apply(ROWS["binary_cross_entropy"], (input, target), (weight, reduction))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -765,13 +750,768 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_same_shape(input, target, _who)
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"{_who}: expected a floating target, got {target.dtype}")
-    max_val = input.neg().clamp(min=0)
-    soft = ((max_val.neg()).exp() + (input.neg() - max_val).exp()).log() + max_val
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * soft
+    _check_reduction(reduction, _who)
+    weight = None if weight is None else weight._data
+    pos_weight = None if pos_weight is None else pos_weight._data
+    return apply(ROWS["binary_cross_entropy_with_logits"], (input, target),
+                 (weight, pos_weight, reduction))
+
+
+# ---------------------------------------------------------------------------- more activations
+def _pointwise(name, input, inplace, *args):
+    """Apply the one-node row ``name``; ``inplace`` writes into ``input`` (the row ``name_``
+    when torch names its in-place node differently, e.g. LeakyReluBackward1)."""
+    if not inplace:
+        return apply(ROWS[name], (input,), args)
+    row = ROWS.get(name + "_", ROWS[name])
+    return _inplace_row(row, input, (), args, name + "_")
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x if x > threshold else value`` (mirrors ``F.threshold``; ThresholdBackward0)."""
+    return _pointwise("threshold", input, inplace, threshold, value)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``x`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside (mirrors F.hardtanh;
+    HardtanhBackward0).
+
+    Raises:
+        ValueError: ``max_val < min_val``.
+    """
+    if max_val < min_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _pointwise("hardtanh", input, inplace, min_val, max_val)
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)`` (mirrors ``F.relu6``; recorded as HardtanhBackward0, as torch)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x if x > 0 else alpha * (exp(x) - 1)`` (mirrors ``F.elu``; EluBackward0)."""
+    return _pointwise("elu", input, inplace, alpha, 1.0, 1.0)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalising constants (mirrors ``F.selu``;
+    EluBackward0, as torch)."""
+    return _pointwise("elu", input, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (mirrors ``F.celu``; CeluBackward0).
+
+    Raises:
+        RuntimeError: ``alpha == 0``.
+    """
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _pointwise("celu", input, inplace, alpha)
+
+
+def silu(input, inplace=False):
+    """``x * sigmoid(x)`` (mirrors ``F.silu``; SiluBackward0)."""
+    return _pointwise("silu", input, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold`` (mirrors F.softplus;
+    SoftplusBackward0)."""
+    return apply(ROWS["softplus"], (input,), (beta, threshold))
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))`` (mirrors ``F.mish``; MishBackward0)."""
+    return _pointwise("mish", input, inplace)
+
+
+def softsign(input):
+    """``x / (1 + |x|)`` (mirrors ``F.softsign``; composed, as torch)."""
+    return input / (input.abs() + 1)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``; derivative 0 at -3 and 1 at 3, as torch's (F.hardswish;
+    HardswishBackward0)."""
+    return _pointwise("hardswish", input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``; gradient 1/6 (torch's float32 constant) strictly inside (-3, 3)
+    (mirrors F.hardsigmoid; HardsigmoidBackward0)."""
+    return _pointwise("hardsigmoid", input, inplace)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)`` (mirrors ``F.tanhshrink``; composed, as torch)."""
+    return input - input.tanh()
+
+
+def hardshrink(input, lambd=0.5):
+    """``x if |x| > lambd else 0`` (mirrors ``F.hardshrink``; HardshrinkBackward0)."""
+    return apply(ROWS["hardshrink"], (input,), (lambd,))
+
+
+def softshrink(input, lambd=0.5):
+    """``x - lambd`` above lambd, ``x + lambd`` below -lambd, else 0 (mirrors F.softshrink;
+    SoftshrinkBackward0)."""
+    return apply(ROWS["softshrink"], (input,), (lambd,))
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|))``, stable for large |x| (mirrors
+    ``F.logsigmoid``; LogSigmoidBackward0)."""
+    return apply(ROWS["log_sigmoid"], (input,))
+
+
+def softmin(input, dim=None, dtype=None):
+    """``softmax(-x)`` along ``dim`` (mirrors ``F.softmin``)."""
+    return softmax(input.neg(), dim, dtype)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: ``a * sigmoid(b)`` for the two halves of ``dim`` (mirrors F.glu;
+    GluBackward0).
+
+    Raises:
+        RuntimeError: ``dim`` has an odd size (torch's text).
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension "
+                           f"{dim % input.ndim} is size {size}")
+    return apply(ROWS["glu"], (input,), (dim % input.ndim,))
+
+
+def prelu(input, weight):
+    """``x if x > 0 else a * x`` with a learnt slope per channel (dim 1) (mirrors F.prelu;
+    PreluKernelBackward0).
+
+    Args:
+        input (Tensor): (N, C, *); a 1-D or 0-D input has one channel (as torch).
+        weight (Tensor): (C,) or (1,).
+
+    Raises:
+        RuntimeError: weight has neither 1 nor C elements (torch's text).
+    """
+    n = weight.numel()
+    c = input.shape[1] if input.ndim >= 2 else 1
+    if n != 1 and n != c:
+        raise RuntimeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{n} and channel size = {c}.")
+    if n != 1 and input.ndim >= 2:
+        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
+    elif n == 1:
+        weight = weight.reshape(())
+    return apply(ROWS["_prelu_kernel"], (input, weight))
+
+
+# ---------------------------------------------------------------------------- more losses
+def _warn_target_size(input, target):
+    """torch's UserWarning when a regression target's shape differs from the input's."""
+    if tuple(target.shape) != tuple(input.shape):
+        import warnings
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=3)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (mirrors
+    ``F.smooth_l1_loss``; ``beta=0`` is the L1 loss).
+
+    Args:
+        input, target (Tensor): the same shape (*) (broadcast with a warning otherwise).
+        beta (float): >= 0.
+
+    Raises:
+        RuntimeError: negative beta (torch's text).
+    """
+    _warn_target_size(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, reduction=reduction)
+    _check_reduction(reduction, "smooth_l1_loss")
+    return apply(ROWS["smooth_l1_loss"], (input, target), (reduction, beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)`` (mirrors
+    ``F.huber_loss``). ``input``, ``target``: same shape (*); ``weight`` broadcast over it.
+
+    Raises:
+        RuntimeError: delta <= 0 (torch's text).
+    """
+    _warn_target_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _check_reduction(reduction, "huber_loss")
+    if weight is not None:
+        return _reduce(apply(ROWS["huber_loss"], (input, target), ("none", delta)) * weight,
+                       reduction, "huber_loss")
+    return apply(ROWS["huber_loss"], (input, target), (reduction, delta))
+
+
+def _xlogy(x, y):
+    """``x * log(y)``, 0 where x == 0 (torch.xlogy)."""
+    zero = _const(x._data == 0)
+    return nbgrad.where(zero, 0.0, x * nbgrad.where(zero, 1.0, y).log())
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL divergence of ``target`` from the log-probabilities ``input`` (mirrors ``F.kl_div``).
+
+    ``loss = target * (log(target) - input)`` (``exp(target) * (target - input)`` with
+    ``log_target``); ``reduction="batchmean"`` divides the sum by the batch size (dim 0), "mean"
+    by the element count, with torch's warning.
+
+    Raises:
+        ValueError: an unknown reduction.
+    """
+    if reduction == "mean":
+        import warnings
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
     else:
-        loss = (1 - target) * input + soft
+        loss = _xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction, "kl_div")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Poisson negative log-likelihood (mirrors ``F.poisson_nll_loss``).
+
+    ``exp(x) - t x`` with ``log_input``, else ``x - t log(x + eps)``; ``full`` adds Stirling's
+    ``t log t - t + 0.5 log(2 pi t)`` where ``t > 1``.
+    """
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        t = nbgrad.where(big, target, 1.0)  # log of the targets <= 1 is never used
+        stirling = t * t.log() - t + (t * (2 * math.pi)).log() * 0.5
+        loss = loss + nbgrad.where(big, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Gaussian negative log-likelihood ``0.5 (log var + (x - t)^2 / var)`` (mirrors
+    ``F.gaussian_nll_loss``; ``var`` clamped at ``eps`` without blocking its gradient, as torch).
+
+    Args:
+        input, target (Tensor): (N, *).
+        var (Tensor | float): (N, *), or (N, *) with one dim fewer or a last dim of 1
+            (one variance per sample), or a float.
+
+    Raises:
+        ValueError: var of an incompatible size, or negative (torch's texts); an unknown
+            reduction.
+    """
+    if not isinstance(var, nbgrad.Tensor):
+        var = nbgrad.full(tuple(input.shape), float(var), dtype=input.dtype)
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if (var._data < 0).any():
+        raise ValueError("var has negative entry/entries")
+    var = var + (var.clamp(min=eps) - var).detach()
+    d = input - target
+    loss = (var.log() + d * d / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim (mirrors ``F.pairwise_distance``).
+
+    Shapes: (N, D) and (N, D) (or broadcastable; (D,) unbatched) -> (N,).
+    """
+    return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (mirrors
+    ``F.cosine_similarity``; the norms are clamped without blocking their gradient, as torch).
+    """
+    n1 = x1.norm(2, dim=dim, keepdim=True)
+    n2 = x2.norm(2, dim=dim, keepdim=True)
+    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
+    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _check_label_target(target, shape, who):
+    if tuple(target.shape) != tuple(shape):
+        raise RuntimeError(f"{who}: expected target of shape {tuple(shape)}, got "
+                           f"{tuple(target.shape)}")
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` for ``y = 1``, ``max(0, cos(x1, x2) - margin)`` for ``y = -1``
+    (mirrors ``F.cosine_embedding_loss``). Shapes: (N, D), (N, D), (N,) or (D,), (D,), ().
+    """
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape):
+        raise RuntimeError(
+            f"cosine_embedding_loss: expected 1D or 2D inputs of the same shape, got "
+            f"{tuple(input1.shape)} and {tuple(input2.shape)}")
+    _check_label_target(target, input1.shape[:-1], "cosine_embedding_loss")
+    eps = 1e-12
+    d = input1.ndim - 1
+    prod = (input1 * input2).sum(d)
+    mag1 = (input1 * input1).sum(d) + eps
+    mag2 = (input2 * input2).sum(d) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    pos = nbgrad.where(target == 1, 1 - cos, 0.0)
+    neg = nbgrad.where(target == -1, (cos - margin).clamp(min=0), 0.0)
+    return _reduce(pos + neg, reduction, "cosine_embedding_loss")
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -y (x1 - x2) + margin)`` (mirrors ``F.margin_ranking_loss``). Shapes: (N,) x3.
+
+    Raises:
+        RuntimeError: the three sizes differ (torch's text).
+    """
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    loss = (target.neg() * (input1 - input2) + margin).clamp(min=0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(0, d(a, p) - d(a, n) + margin)`` with the pairwise p-norm distance (mirrors
+    ``F.triplet_margin_loss``; ``swap`` uses ``min(d(a, n), d(p, n))``). Shapes: (N, D) x3.
+
+    Raises:
+        RuntimeError: inputs of different ranks (torch's text).
+    """
+    a, pos, neg = anchor.ndim, positive.ndim, negative.ndim
+    if not (a == pos == neg):
+        raise RuntimeError(
+            f"The anchor, positive, and negative tensors are expected to have the same number "
+            f"of dimensions, but got: anchor {a}D, positive {pos}D, and negative {neg}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = nbgrad.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = (d_pos - d_neg + margin).clamp(min=0)
+    return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (mirrors
+    ``F.hinge_embedding_loss``). ``input``, ``target``: the same shape (*).
+    """
+    margin_part = nbgrad.where(target != 1, (margin - input).clamp(min=0), 0.0)
+    self_part = nbgrad.where(target != -1, input, 0.0)
+    return _reduce(margin_part + self_part, reduction, "hinge_embedding_loss")
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-y x))`` (mirrors ``F.soft_margin_loss``). Shapes: (*), (*)."""
+    _check_label_target(target, input.shape, "soft_margin_loss")
+    _check_reduction(reduction, "soft_margin_loss")
+    return apply(ROWS["soft_margin_loss"], (input, target), (reduction,))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Per-class binary logistic loss averaged over classes (mirrors
+    ``F.multilabel_soft_margin_loss``). Shapes: input (N, C), target (N, C) of 0/1; weight (C,).
+    """
+    _check_label_target(target, input.shape, "multilabel_soft_margin_loss")
+    loss = (target * logsigmoid(input) + (1 - target) * logsigmoid(input.neg())).neg()
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction, _who)
+    cdim = input.ndim - 1
+    loss = loss.sum(cdim) / input.shape[cdim]
+    return _reduce(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` (mirrors
+    ``F.multi_margin_loss``).
+
+    Shapes: input (N, C) or (C,); target int64 (N,) or (); weight (C,).
+
+    Raises:
+        ValueError: p not 1 or 2 (torch's text); IndexError: a target out of range.
+    """
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    n, c = x.shape
+    t = target._data.reshape(-1).astype(np.int64)
+    if t.shape[0] != n:
+        raise RuntimeError(f"multi_margin_loss: expected target of shape ({n},) for input of "
+                           f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
+    if t.size and (t.min() < 0 or t.max() >= c):
+        raise IndexError(f"Target {int(t[(t < 0) | (t >= c)][0])} is out of bounds. "
+                         f"(multi_margin_loss: class indices must be in [0, {c}))")
+    xy = x.gather(1, _const(t[:, None]))
+    z = (x - xy + margin).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * _const(weight._data[t][:, None].astype(x._data.dtype))
+    others = np.ones((n, c), dtype=bool)
+    others[np.arange(n), t] = False
+    loss = nbgrad.where(_const(others), z, 0.0).sum(1) / c
+    if input.ndim < 2:
+        loss = loss.reshape(tuple(target.shape))
+    return _reduce(loss, reduction, "multi_margin_loss")
+
+
+# ---------------------------------------------------------------------------- attention
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+from nbgrad.autograd.apply import apply  # noqa: E402
+from nbgrad.ops import ROWS as _ROWS  # noqa: E402
+
+_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+           "int32": "int", "bool": "bool"}
+
+
+def _c_type(dtype):
+    """torch's C++ name of a dtype, as its attention errors print it (float, double, ...)."""
+    name = str(dtype).rsplit(".", 1)[-1]
+    return _C_TYPE.get(name, name)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` (mirrors ``F.scaled_dot_product_attention``).
+
+    Where torch's CPU kernel runs — 4-D inputs with the same (N, heads), no dropout, a mask that
+    needs no gradient — one ``ScaledDotProductFlashAttentionForCpuBackward0`` node, as torch;
+    otherwise torch's math path: matmul, softmax, dropout, matmul.
+
+    Args:
+        query (Tensor): (..., L, E).
+        key (Tensor): (..., S, E).
+        value (Tensor): (..., S, Ev).
+        attn_mask (Tensor, optional): broadcastable to (..., L, S): bool (True = may attend)
+            or float (added to the scores).
+        dropout_p (float): dropout on the attention weights (always applied when > 0).
+        is_causal (bool): query i attends to keys 0..i only (top-left aligned); not together
+            with ``attn_mask``.
+        scale (float, optional): defaults to 1 / sqrt(E).
+        enable_gqa (bool): grouped-query attention: key/value heads (dim -3) are repeated to
+            the query's number of heads.
+
+    Returns:
+        Tensor: (..., L, Ev). A query row that may attend to nothing gives zeros (and zero
+        gradients), as torch, not NaN.
+
+    Raises:
+        RuntimeError: different dtypes, a mask of another dtype, or mismatched sizes, naming
+            the shapes received.
+    """
+    q, k, v = query, key, value
+    if not q.dtype == k.dtype == v.dtype:
+        raise RuntimeError(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{_c_type(q.dtype)} key.dtype: {_c_type(k.dtype)} and value.dtype: "
+            f"{_c_type(v.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype != nbgrad.bool \
+            and not attn_mask.dtype.is_floating_point:
+        raise RuntimeError(
+            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            f"attn_mask.dtype: {_c_type(attn_mask.dtype)} and  query.dtype: "
+            f"{_c_type(q.dtype)} instead.")
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or k.shape[-1] != q.shape[-1] \
+            or k.shape[-2] != v.shape[-2]:
+        raise RuntimeError(
+            "scaled_dot_product_attention: expected query (..., L, E), key (..., S, E) and "
+            f"value (..., S, Ev), got query {tuple(q.shape)}, key {tuple(k.shape)} and value "
+            f"{tuple(v.shape)}")
+    groups = 1
+    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        hq, hk = q.shape[-3], k.shape[-3]
+        if hq % hk or v.shape[-3] != hk:
+            raise RuntimeError(
+                f"scaled_dot_product_attention: with enable_gqa the query's {hq} heads must be "
+                f"a multiple of the key's and value's, got {hk} and {v.shape[-3]}")
+        groups = hq // hk
+    if is_causal and attn_mask is not None:  # torch's math path (the one with gradients)
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    # the additive mask: bool masks and causality as 0 / -inf constants
+    blocked = np.triu(np.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
+    float_mask = None
+    if attn_mask is not None:
+        if attn_mask.dtype == nbgrad.bool:
+            blocked = ~attn_mask._data
+        else:
+            float_mask = attn_mask
+    dt = q._data.dtype
+    add = None if blocked is None else np.where(blocked, -np.inf, 0.0).astype(dt)
+    if (q.ndim == 4 and q.shape[:1] == k.shape[:1] == v.shape[:1] and k.shape[1] == v.shape[1]
+            and v.shape[-1] == q.shape[-1] and dropout_p == 0.0
+            and (float_mask is None or not float_mask.requires_grad)):
+        # torch's CPU kernel: one node (the mask is a constant of the node); rows with nothing
+        # to attend to give zeros
+        if float_mask is not None:
+            fm = float_mask._data.astype(dt)
+            add = fm if add is None else add + fm
+        dead = None
+        if add is not None:
+            dead = np.isneginf(add).all(-1, keepdims=True)
+            if dead.any():
+                add = np.where(dead, np.zeros((), dt), add)
+            else:
+                dead = None
+        return apply(_ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
+                     (add, dead, scale, groups))
+    # torch's math path: matmul, mask, safe softmax (a fully masked row gives zeros), dropout
+    if groups > 1:
+        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:])
+                .reshape(*t.shape[:-3], q.shape[-3], *t.shape[-2:]) for t in (k, v))
+    root = math.sqrt(scale)  # torch's math path scales q and k^T by sqrt(scale) each
+    scores = (q * root).matmul(k.transpose(-2, -1) * root)
+    if add is not None:
+        scores = scores + _const(add)
+    if float_mask is not None:
+        scores = scores + float_mask
+    attn = apply(_ROWS["_safe_softmax"], (scores,), (scores.ndim - 1,))
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return attn.matmul(v)
+
+
+def _float_mask(mask, name, dtype, other=None, other_name=""):
+    """torch's _canonical_mask: a bool mask (True = blocked) becomes 0 / -inf of ``dtype``;
+    warns, as torch, when ``other`` (the mask it is combined with) has another dtype."""
+    if mask is None:
+        return None
+    if mask.dtype != nbgrad.bool and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and other.dtype != mask.dtype:
+        import warnings
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      "type for both instead.", stacklevel=3)
+    if mask.dtype == nbgrad.bool:
+        return _const(np.where(mask._data, -np.inf, 0.0).astype(nbgrad.dtypes.to_np(dtype)))
+    return mask
+
+
+def _mha_check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's checks of the ranks (texts as torch's); returns whether the input is batched."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    batched = query.ndim == 3
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(
+            f"For {kind} `query`, expected `key` and `value` to be {query.ndim}-D but found "
+            f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(
+            f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+            f"{query.ndim - 1}-D but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(
+                f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                f"{attn_mask.ndim}-D tensor instead")
+        if not batched and attn_mask.ndim == 3:
+            want = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != want:
+                raise AssertionError(f"Expected `attn_mask` shape to be {want} but got "
+                                     f"{attn_mask.shape}")
+    return batched
+
+
+def _split_heads(x, n):
+    """(L, N, n * E) projections packed on the last dim -> n tensors (L, N, E), torch's way."""
+    e = x.shape[-1] // n
+    x = x.unflatten(-1, (n, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+    return [x[i] for i in range(n)]
+
+
+def _in_projection(query, key, value, w, b, w_q=None, w_k=None, w_v=None):
+    """q, k, v projections: one packed weight (3E, E) or three separate ones (torch's)."""
+    e = query.shape[-1]
+    bs = (None,) * 3 if b is None else b.chunk(3)
+    if w_q is not None:
+        return linear(query, w_q, bs[0]), linear(key, w_k, bs[1]), linear(value, w_v, bs[2])
+    if key is value:
+        if query is key:
+            return _split_heads(linear(query, w, b), 3)
+        w_q, w_kv = w.split([e, 2 * e])
+        b_q, b_kv = (None, None) if b is None else b.split([e, 2 * e])
+        return [linear(query, w_q, b_q)] + _split_heads(linear(key, w_kv, b_kv), 2)
+    w_q, w_k, w_v = w.chunk(3)
+    return linear(query, w_q, bs[0]), linear(key, w_k, bs[1]), linear(value, w_v, bs[2])
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention (mirrors ``F.multi_head_attention_forward``; see
+    :class:`nbgrad.nn.MultiheadAttention`).
+
+    Args:
+        query (Tensor): (L, N, E) or unbatched (L, E).
+        key, value (Tensor): (S, N, E_k), (S, N, E_v) (or unbatched).
+        key_padding_mask (Tensor, optional): (N, S): bool (True = ignore that key) or float
+            (added).
+        attn_mask (Tensor, optional): (L, S) or (N * num_heads, L, S): bool (True = blocked)
+            or float (added).
+        need_weights (bool): also return the attention weights (N, num_heads, L, S), averaged
+            over heads with ``average_attn_weights``; otherwise the attention goes through
+            :func:`scaled_dot_product_attention`.
+        is_causal (bool): a hint that ``attn_mask`` is causal (it must still be given).
+
+    Returns:
+        (Tensor, Tensor | None): output (L, N, E) and the weights or None.
+
+    Raises:
+        AssertionError / RuntimeError: torch's checks, with its texts.
+    """
+    batched = _mha_check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", query.dtype,
+                                   attn_mask, "attn_mask")
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+            "module method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the scaled_dot_product_attention below builds it
+    else:
+        attn_mask = _float_mask(attn_mask, "attn_mask", query.dtype)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+        q, k, v = _in_projection(query, key, value, None, in_proj_bias, q_proj_weight,
+                                 k_proj_weight, v_proj_weight)
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape "
+                                 f"{value.shape}")
+        q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias)
+    if attn_mask is not None:
+        want = (tgt_len, src_len) if attn_mask.ndim == 2 else (bsz * num_heads, tgt_len, src_len)
+        if tuple(attn_mask.shape) != want:
+            raise RuntimeError(f"The shape of the {attn_mask.ndim}D attn_mask is "
+                               f"{attn_mask.shape}, but should be {want}.")
+        if attn_mask.ndim == 2:
+            attn_mask = attn_mask.unsqueeze(0)
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None or static_v is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        k = nbgrad.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = nbgrad.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError("bias_k is set but bias_v is None" if bias_k is not None
+                             else "bias_v is set but bias_k is None")
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = static_k if static_k is not None else \
+        k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = static_v if static_v is not None else \
+        v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        zeros = nbgrad.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k, v = nbgrad.cat([k, zeros], 1), nbgrad.cat([v, zeros], 1)
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(
+                f"Expected key_padded_mask.shape to be ({bsz}, {src_len}), but got "
+                f"{tuple(key_padding_mask.shape)} (key_padding_mask is (N, S))")
+        kpm = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1) \
+            .reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        q_scaled = q * math.sqrt(1.0 / float(head_dim))
+        scores = q_scaled.bmm(k.transpose(-2, -1))  # torch: baddbmm(attn_mask, ...)
+        if attn_mask is not None:
+            scores = attn_mask + scores
+        weights = scores.softmax(-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p)
+        out = weights.bmm(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
+    return (out if batched else out.squeeze(1)), None

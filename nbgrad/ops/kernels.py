@@ -1,34 +1,70 @@
-"""Array kernels behind the core's convolution and max_pool2d rows (ops.py): forward and the
+"""Array kernels behind the core's convolution and max_pool2d rows (ops/nn.py): forward and the
 pieces of backward, on numpy or cupy arrays. No tensors, no autograd here — the derivative
-formulas stay in the op table, which calls these. The layouts are chosen for numpy's speed on
-small images: im2col is taken channels-last, so every copied run is ``kw * C``
-values long (NCHW's runs are ``kw`` long, which numpy copies an order of magnitude slower), and
-pooling compares the ``kh * kw`` strided window views elementwise instead of reducing over tiny
-window axes.
+formulas stay in the op table, which calls these.
+
+On small images numpy's cost is the number of contiguous runs a copy or an elementwise op walks,
+not the number of values, so the layouts are chosen to make runs long:
+
+- convolution: im2col into one matrix product, the columns taken channels-last (runs of ``kw*C``
+  values) or channels-first (runs of ``Wo`` values), whichever runs are longer; every product
+  leaves its result (O, N*Ho*Wo), so the bias is added along rows and the move back to NCHW copies
+  runs of ``Ho*Wo``. Backward is two products (and, for channels-last at stride 1, the input
+  gradient is a full correlation with the flipped kernel: one more im2col and product).
+- max pooling: a ``(kh*kw, N*C*Ho*Wo)`` boolean mask of the chosen maxima (torch's choice: the
+  first maximum in raster order, the last NaN) is all backward needs. Non-overlapping windows
+  (kernel == stride, the usual ``MaxPool2d(2)``) are read as whole rows: the ``kh`` rows of each
+  window are moved apart in one copy and every window offset is then a 1-D strided view.
 """
 
 import numpy as np
 
+from ..backend import get_array_module as _xp
+
 __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
            "max_pool2d_indices", "pool_out_size"]
-
-
-def _xp(arr):
-    from ..backend import get_array_module
-    return get_array_module(arr)
 
 
 def _pair(v):
     return (int(v[0]), int(v[1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
 
 
-def _sliding(xl, kh, kw, sh, sw, dh, dw, ho, wo):
-    """(N, Hp, Wp, C) contiguous -> a strided view (N, Ho, Wo, kh, kw, C) of its windows."""
-    xp = _xp(xl)
-    s = xl.strides
-    return xp.lib.stride_tricks.as_strided(
-        xl, (xl.shape[0], ho, wo, kh, kw, xl.shape[3]),
-        (s[0], sh * s[1], sw * s[2], dh * s[1], dw * s[2], s[3]))
+def _swap_rows(a):
+    """(A, B, W) -> (B, A, W) C-contiguous. numpy walks such a copy one row of ``W`` values at a
+    time; viewing each row as one opaque (void) element lets it copy in one long loop instead,
+    3-10x faster for rows of 4-16 values. Other array modules copy as usual."""
+    xp = _xp(a)
+    if xp is not np or not a.flags.c_contiguous or a.size == 0:
+        return xp.ascontiguousarray(a.transpose(1, 0, 2))
+    n_a, n_b, w = a.shape
+    rows = a.view(np.dtype((np.void, w * a.itemsize)))[..., 0]  # (A, B) of opaque rows
+    return np.ascontiguousarray(rows.T).view(a.dtype).reshape(n_b, n_a, w)
+
+
+def _to_nchw(out, n):
+    """(O, N*L) product result -> (N, O, L) C-contiguous (a copy of runs of L values)."""
+    o = out.shape[0]
+    return _swap_rows(out.reshape(o, n, -1))
+
+
+def _from_nchw(gy):
+    """(N, O, Ho, Wo) -> (O, N*Ho*Wo) C-contiguous, the layout of the products' results."""
+    n, o = gy.shape[:2]
+    return _swap_rows(_xp(gy).ascontiguousarray(gy).reshape(n, o, -1)).reshape(o, -1)
+
+
+# ---------------------------------------------------------------------------- convolution
+def _conv_geometry(x_shape, w_shape, stride, padding, dilation, groups):
+    sh, sw = _pair(stride)
+    ph, pw = _pair(padding)
+    dh, dw = _pair(dilation)
+    n, c, h, wd = x_shape
+    o, cg, kh, kw = w_shape
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    # channels-last columns copy runs of kw*C values (C when dilated), channels-first runs of Wo
+    # (single values when strided): take the longer runs
+    last = (kw * c if dw == 1 else c) >= (wo if sw == 1 else 1)
+    return (n, c, h, wd, o, cg, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, groups, last)
 
 
 def conv2d_forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
@@ -40,38 +76,63 @@ def conv2d_forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
 
     Returns:
         (y, ctx): y (N, O, Ho, Wo) C-contiguous; ctx holds what the backward needs (the im2col
-        matrix, the reshaped weight, the geometry).
+        matrix, the reshaped weight, the geometry). The bias rides in the product as one more
+        column of ones (channels-first: row), so its gradient comes out of the weight's.
     """
     xp = _xp(x)
-    sh, sw = _pair(stride)
-    ph, pw = _pair(padding)
-    dh, dw = _pair(dilation)
-    n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    hp, wp = h + 2 * ph, wd + 2 * pw
-    ho = (hp - dh * (kh - 1) - 1) // sh + 1
-    wo = (wp - dw * (kw - 1) - 1) // sw + 1
-    xl = xp.zeros((n, hp, wp, c), x.dtype)
-    xl[:, ph:ph + h, pw:pw + wd, :] = x.transpose(0, 2, 3, 1)
-    win = _sliding(xl, kh, kw, sh, sw, dh, dw, ho, wo)  # (N, Ho, Wo, kh, kw, C)
-    og = o // groups
-    if groups == 1:
-        cols = win.reshape(n * ho * wo, kh * kw * c)  # the one im2col copy
-        w2 = xp.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(kh * kw * c, o)
-        out = cols @ w2
+    geo = _conv_geometry(x.shape, w.shape, stride, padding, dilation, groups)
+    n, c, h, wd, o, cg, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, g, last = geo
+    m, og, kk = n * ho * wo, o // g, kh * kw * cg
+    k1 = kk + (b is not None)
+    if last:
+        # cols (G, N*Ho*Wo, kh*kw*cg [+1]) @ weight (G, kh*kw*cg [+1], og)
+        xl = xp.zeros((n, h + 2 * ph, wd + 2 * pw, c), x.dtype)
+        xl[:, ph:ph + h, pw:pw + wd, :] = x.transpose(0, 2, 3, 1)
+        win = _windows(xl, True, (kh, kw, sh, sw, dh, dw, ho, wo))  # (N,Ho,Wo,kh,kw,C)
+        cols = xp.empty((g, m, k1), x.dtype)
+        cols[:, :, :kk].reshape(g, n, ho, wo, kh, kw, cg)[...] = \
+            win.reshape(n, ho, wo, kh, kw, g, cg).transpose(5, 0, 1, 2, 3, 4, 6)  # the one copy
+        wm = xp.empty((g, k1, og), w.dtype)
+        wm[:, :kk].reshape(g, kh, kw, cg, og)[...] = \
+            w.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1)
+        if b is not None:
+            cols[:, :, kk] = 1
+            wm[:, kk] = b.reshape(g, og)
+        out = cols @ wm  # (G, M, og)
+        out = out[0] if g == 1 else out.transpose(1, 0, 2).reshape(m, o)
+        y = xp.ascontiguousarray(out.reshape(n, ho * wo, o).transpose(0, 2, 1))
     else:
-        cols = xp.ascontiguousarray(
-            win.reshape(n * ho * wo, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4)
-        ).reshape(groups, n * ho * wo, kh * kw * cg)
-        w2 = xp.ascontiguousarray(
-            w.reshape(groups, og, cg, kh, kw).transpose(0, 3, 4, 2, 1)
-        ).reshape(groups, kh * kw * cg, og)
-        out = (cols @ w2).transpose(1, 0, 2).reshape(n * ho * wo, o)
-    if b is not None:
-        out += b
-    y = xp.ascontiguousarray(out.reshape(n, ho, wo, o).transpose(0, 3, 1, 2))
-    ctx = (cols, w2, (n, c, h, wd), tuple(w.shape), (sh, sw, ph, pw, dh, dw, ho, wo, groups))
-    return y, ctx
+        # weight (G, og, cg*kh*kw [+1]) -- w's own order -- @ cols (G, cg*kh*kw [+1], N*Ho*Wo)
+        xpd = x
+        if ph or pw:
+            xpd = xp.zeros((n, c, h + 2 * ph, wd + 2 * pw), x.dtype)
+            xpd[:, :, ph:ph + h, pw:pw + wd] = x
+        win = _windows(xpd, False, (kh, kw, sh, sw, dh, dw, ho, wo))  # (C,kh,kw,N,Ho,Wo)
+        cols = xp.empty((g, k1, m), x.dtype)
+        cols[:, :kk].reshape(g, cg, kh, kw, n, ho, wo)[...] = \
+            win.reshape(g, cg, kh, kw, n, ho, wo)  # the one im2col copy
+        wm = xp.empty((g, og, k1), w.dtype)
+        wm[:, :, :kk] = w.reshape(g, og, kk)
+        if b is not None:
+            cols[:, kk] = 1
+            wm[:, :, kk] = b.reshape(g, og)
+        y = _to_nchw((wm @ cols).reshape(o, m), n)
+    return y.reshape(n, o, ho, wo), (cols, wm, geo)
+
+
+def _windows(a, last, geo):
+    """A strided view of the (kh, kw) windows of a padded image: (N, Ho, Wo, kh, kw, C) of a
+    channels-last ``a`` (N, H, W, C) when ``last``, else (C, kh, kw, N, Ho, Wo) of ``a``
+    (N, C, H, W)."""
+    kh, kw, sh, sw, dh, dw, ho, wo = geo
+    xp = _xp(a)
+    if last:
+        n, hh, ww, c = a.strides
+        return xp.lib.stride_tricks.as_strided(
+            a, (a.shape[0], ho, wo, kh, kw, a.shape[3]), (n, sh * hh, sw * ww, dh * hh, dw * ww, c))
+    n, c, hh, ww = a.strides
+    return xp.lib.stride_tricks.as_strided(
+        a, (a.shape[1], kh, kw, a.shape[0], ho, wo), (c, dh * hh, dw * ww, n, sh * hh, sw * ww))
 
 
 def conv2d_backward(gy, ctx, needs=(True, True, True)):
@@ -81,52 +142,60 @@ def conv2d_backward(gy, ctx, needs=(True, True, True)):
         (gx, gw, gb): arrays shaped like x, w, b (None where ``needs`` is False).
     """
     xp = _xp(gy)
-    cols, w2, (n, c, h, wd), (o, cg, kh, kw), geo = ctx
-    sh, sw, ph, pw, dh, dw, ho, wo, groups = geo
-    g = xp.ascontiguousarray(gy.transpose(0, 2, 3, 1)).reshape(n * ho * wo, o)
+    cols, wm, geo = ctx
+    n, c, h, wd, o, cg, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo, g, last = geo
+    m, og, kk = n * ho * wo, o // g, kh * kw * cg
     gx = gw = gb = None
-    if needs[2]:
-        gb = g.sum(0)
-    og = o // groups
-    if groups > 1:
-        gg = xp.ascontiguousarray(g.reshape(n * ho * wo, groups, og).transpose(1, 0, 2))
-    if needs[1]:
-        if groups == 1:
-            gw2 = cols.T @ g  # (kh*kw*C, O)
-            gw = xp.ascontiguousarray(gw2.reshape(kh, kw, c, o).transpose(3, 2, 0, 1))
-        else:
-            gw2 = cols.transpose(0, 2, 1) @ gg  # (G, kh*kw*cg, og)
+    if last:
+        gm = xp.ascontiguousarray(gy.transpose(0, 2, 3, 1)).reshape(m, o)
+        gg = gm[None] if g == 1 else xp.ascontiguousarray(
+            gm.reshape(m, g, og).transpose(1, 0, 2))  # (G, M, og)
+        if needs[1] or needs[2]:
+            gwb = cols.transpose(0, 2, 1) @ gg  # (G, kh*kw*cg [+1], og)
+            gb = gwb[:, kk].reshape(o) if needs[2] else None
             gw = xp.ascontiguousarray(
-                gw2.reshape(groups, kh, kw, cg, og).transpose(0, 4, 3, 1, 2)
-            ).reshape(o, cg, kh, kw)
-    if needs[0] and groups == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw:
-        # stride 1: the input gradient is a full correlation of gy with the flipped kernel —
-        # one im2col and one product instead of kh*kw strided slice-adds
-        wf = w2.reshape(kh, kw, c, o)[::-1, ::-1].transpose(0, 1, 3, 2)  # (kh, kw, O, C)
-        wf = xp.ascontiguousarray(wf).reshape(kh * kw * o, c)
-        gl = xp.zeros((n, ho + 2 * (kh - 1 - ph), wo + 2 * (kw - 1 - pw), o), gy.dtype)
-        gl[:, kh - 1 - ph:kh - 1 - ph + ho, kw - 1 - pw:kw - 1 - pw + wo, :] = \
-            g.reshape(n, ho, wo, o)
-        win = _sliding(gl, kh, kw, 1, 1, 1, 1, h, wd)  # (N, H, W, kh, kw, O)
-        gx = (win.reshape(n * h * wd, kh * kw * o) @ wf).reshape(n, h, wd, c)
-        return xp.ascontiguousarray(gx.transpose(0, 3, 1, 2)), gw, gb
-    if needs[0]:
-        if groups == 1:
-            gcols = (g @ xp.ascontiguousarray(w2.T)).reshape(n, ho, wo, kh, kw, c)
-        else:
-            gcols = (gg @ xp.ascontiguousarray(w2.transpose(0, 2, 1)))  # (G, NL, kh*kw*cg)
-            gcols = gcols.reshape(groups, n, ho, wo, kh, kw, cg).transpose(1, 2, 3, 4, 5, 0, 6)
-            gcols = gcols.reshape(n, ho, wo, kh, kw, c)
-        hp, wp = h + 2 * ph, wd + 2 * pw
-        gxl = xp.zeros((n, hp, wp, c), gy.dtype)
+                gwb[:, :kk].reshape(g, kh, kw, cg, og).transpose(0, 4, 3, 1, 2))
+            gw = gw.reshape(o, cg, kh, kw) if needs[1] else None
+        if not needs[0]:
+            return gx, gw, gb
+        if g == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw:
+            # stride 1: the input gradient is a full correlation of gy with the flipped kernel --
+            # one im2col and one product instead of kh*kw strided slice-adds
+            wf = wm[0, :kk].reshape(kh, kw, c, o)[::-1, ::-1].transpose(0, 1, 3, 2)
+            wf = xp.ascontiguousarray(wf).reshape(kh * kw * o, c)  # (kh*kw*O, C)
+            qh, qw = kh - 1 - ph, kw - 1 - pw
+            gl = xp.zeros((n, ho + 2 * qh, wo + 2 * qw, o), gy.dtype)
+            gl[:, qh:qh + ho, qw:qw + wo, :] = gm.reshape(n, ho, wo, o)
+            win = _windows(gl, True, (kh, kw, 1, 1, 1, 1, h, wd))  # (N,H,W,kh,kw,O)
+            gx = (win.reshape(n * h * wd, kh * kw * o) @ wf).reshape(n, h, wd, c)
+            return xp.ascontiguousarray(gx.transpose(0, 3, 1, 2)), gw, gb
+        gcols = gg @ wm[:, :kk].transpose(0, 2, 1)  # (G, M, kh*kw*cg)
+        gcols = gcols.reshape(g, n, ho, wo, kh, kw, cg).transpose(1, 2, 3, 4, 5, 0, 6)
+        gcols = gcols.reshape(n, ho, wo, kh, kw, c)
+        gxl = xp.zeros((n, h + 2 * ph, wd + 2 * pw, c), gy.dtype)
         for i in range(kh):  # col2im: one strided slice-add per kernel offset
             for j in range(kw):
                 gxl[:, i * dh: i * dh + sh * (ho - 1) + 1: sh,
                     j * dw: j * dw + sw * (wo - 1) + 1: sw, :] += gcols[:, :, :, i, j, :]
         gx = xp.ascontiguousarray(gxl[:, ph:ph + h, pw:pw + wd, :].transpose(0, 3, 1, 2))
+        return gx, gw, gb
+    gg = _from_nchw(gy).reshape(g, og, m)
+    if needs[1] or needs[2]:
+        gwb = gg @ cols.transpose(0, 2, 1)  # (G, og, cg*kh*kw [+1])
+        gb = gwb[:, :, kk].reshape(o) if needs[2] else None
+        gw = gwb[:, :, :kk].reshape(o, cg, kh, kw) if needs[1] else None
+    if needs[0]:
+        gcols = (wm[:, :, :kk].transpose(0, 2, 1) @ gg).reshape(c, kh, kw, n, ho, wo)
+        gxp = xp.zeros((c, n, h + 2 * ph, wd + 2 * pw), gy.dtype)
+        for i in range(kh):  # col2im: one strided slice-add per kernel offset
+            for j in range(kw):
+                gxp[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh,
+                    j * dw: j * dw + sw * (wo - 1) + 1: sw] += gcols[:, i, j]
+        gx = xp.ascontiguousarray(gxp[:, :, ph:ph + h, pw:pw + wd].transpose(1, 0, 2, 3))
     return gx, gw, gb
 
 
+# ---------------------------------------------------------------------------- max pooling
 def pool_out_size(size, k, s, p, d, ceil_mode):
     """torch's pooling_output_shape (in ceil mode the last window must start inside)."""
     out = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
@@ -146,10 +215,26 @@ def _pool_geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
     return kh, kw, sh, sw, ph, pw, dh, dw, ho, wo
 
 
+def _tiles(geo, shape):
+    """Whether the windows tile the image: non-overlapping, unpadded, undilated, every window
+    whole (kernel == stride; rows and columns past the last window are left out)."""
+    kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
+    return ((kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
+            and ho * kh <= shape[2] and wo * kw <= shape[3])
+
+
 def _offset_views(a, geo):
+    """The kh*kw views (N, C, Ho, Wo) of a padded image, one per window offset (raster order)."""
     kh, kw, sh, sw, _, _, dh, dw, ho, wo = geo
     return [a[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh, j * dw: j * dw + sw * (wo - 1) + 1: sw]
             for i in range(kh) for j in range(kw)]
+
+
+def _tile_views(rows, geo):
+    """The kh*kw 1-D strided views (N*C*Ho*Wo,) of ``rows`` (kh, N*C*Ho, Wo*kw), an image with
+    the kh rows of each window moved apart (:func:`_swap_rows`), in window raster order."""
+    kh, kw = geo[:2]
+    return [rows[i].reshape(-1, kw)[:, j] for i in range(kh) for j in range(kw)]
 
 
 def _padded(x, geo, fill):
@@ -165,6 +250,38 @@ def _padded(x, geo, fill):
     return out
 
 
+def _chosen(views, y, valid=None):
+    """(K, y.size) bool: True at the maximum each window passes back, as torch's kernel chooses
+    it: the first maximum in raster order, or the last NaN where the window holds one. ``valid``
+    (optional K views of bools) excludes padding, which only matters when a window's values are
+    all -inf."""
+    xp = _xp(y)
+    k_all = len(views)
+    mask = xp.empty((k_all, y.size), bool)
+    for k, v in enumerate(views):
+        xp.equal(v, y, out=mask[k].reshape(y.shape))
+        if valid is not None:
+            mask[k] &= valid[k].reshape(-1)
+    _keep_first(mask, range(k_all))
+    if bool(xp.isnan(y).any()):  # NaN != NaN: those windows have no True yet
+        nan = xp.empty_like(mask)
+        for k, v in enumerate(views):
+            xp.not_equal(v, v, out=nan[k].reshape(y.shape))
+        _keep_first(nan, range(k_all - 1, -1, -1))
+        mask |= nan
+    return mask
+
+
+def _keep_first(mask, order):
+    """Along axis 0 of ``mask``, in the given order of rows, keep only each column's first True."""
+    xp = _xp(mask)
+    order = list(order)
+    seen = mask[order[0]].copy()
+    for k in order[1:]:
+        xp.greater(mask[k], seen, out=mask[k])  # True and not seen before
+        seen |= mask[k]
+
+
 def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Max over windows (torch.nn.functional.max_pool2d semantics, -inf padding).
 
@@ -172,52 +289,77 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
         x: (N, C, H, W) array.
 
     Returns:
-        (y, ctx): y (N, C, Ho, Wo); ctx for the backward and :func:`max_pool2d_indices`. The
-        maximum chosen is the first in raster order of the window (a NaN counts as maximum).
+        (y, ctx): y (N, C, Ho, Wo) C-contiguous; ctx for the backward and
+        :func:`max_pool2d_indices`. The maximum chosen is torch's: the first in raster order of
+        the window, the last NaN where there is one (a NaN counts as maximum).
     """
     xp = _xp(x)
+    n, c = x.shape[:2]
     geo = _pool_geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
-    views = _offset_views(_padded(x, geo, -xp.inf), geo)
-    y = views[0]
-    for v in views[1:]:
-        y = xp.maximum(y, v)  # a NaN propagates, as in torch
-    arg = xp.full(y.shape, len(views) - 1, np.int8 if len(views) < 128 else np.int64)
-    nan = bool(xp.isnan(y).any())
-    for k in range(len(views) - 2, -1, -1):
-        hit = views[k] == y
-        if nan:
-            hit |= xp.isnan(views[k])
-        arg = xp.where(hit, arg.dtype.type(k), arg)
-    return xp.ascontiguousarray(y), (arg, geo, tuple(x.shape))
+    kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
+    padded = False
+    if _tiles(geo, x.shape):
+        # the kh rows of each window apart, then each window offset's values contiguous
+        whole = xp.ascontiguousarray(x[:, :, :ho * kh, :wo * kw])
+        rows = _swap_rows(whole.reshape(n * c * ho, kh, wo * kw))  # (kh, N*C*Ho, Wo*kw)
+        views = xp.ascontiguousarray(rows.reshape(kh, -1, kw).transpose(0, 2, 1))
+        views = views.reshape(kh * kw, -1)  # (kh*kw, N*C*Ho*Wo)
+    else:
+        xpad = _padded(x, geo, -xp.inf)
+        views, padded = _offset_views(xpad, geo), xpad is not x
+    y = views[0].copy() if len(views) == 1 else xp.maximum(views[0], views[1])
+    for v in views[2:]:
+        xp.maximum(y, v, out=y)  # a NaN propagates, as in torch
+    valid = None
+    if padded and bool((y == -xp.inf).any()):
+        # a window whose values are all -inf must not choose its -inf padding
+        valid = _offset_views(_padded(xp.ones(x.shape, bool), geo, False), geo)
+    mask = _chosen(views, y, valid)
+    return y.reshape(n, c, ho, wo), (mask, geo, tuple(x.shape))
 
 
 def max_pool2d_indices(ctx):
     """torch's ``return_indices``: int64 flat index into H*W of each chosen maximum."""
-    arg, geo, (n, c, h, w) = ctx
-    xp = _xp(arg)
+    mask, geo, (n, c, h, w) = ctx
+    xp = _xp(mask)
     kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
-    arg = arg.astype(np.int64)
+    arg = mask.argmax(0).reshape(n, c, ho, wo).astype(np.int64)
     rows = (xp.arange(ho) * sh - ph)[:, None] + (arg // kw) * dh
     cols = (xp.arange(wo) * sw - pw)[None, :] + (arg % kw) * dw
     return rows * w + cols
 
 
 def max_pool2d_backward(gy, ctx):
-    """Gradient of :func:`max_pool2d_forward`: each ``gy`` value goes to its window's maximum
-    (added, since overlapping windows may share one)."""
+    """Gradient of :func:`max_pool2d_forward`: each ``gy`` value goes to its window's chosen
+    maximum (added, since overlapping windows may share one); every other value gets 0."""
     xp = _xp(gy)
-    arg, geo, (n, c, h, w) = ctx
+    mask, geo, (n, c, h, w) = ctx
     kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
+    g = xp.ascontiguousarray(gy).reshape(-1)
+    finite = bool(xp.isfinite(g).all())  # else 0 * inf would leave NaN off the maxima
+
+    def scatter(k, out):
+        if finite:
+            xp.multiply(mask[k], g, out=out)
+        else:
+            out[...] = xp.where(mask[k], g, gy.dtype.type(0))
+
+    if _tiles(geo, (n, c, h, w)):
+        rows = xp.empty((kh, n * c * ho, wo * kw), gy.dtype)
+        for k, view in enumerate(_tile_views(rows, geo)):
+            scatter(k, view)
+        whole = _swap_rows(rows).reshape(n, c, ho * kh, wo * kw)
+        if whole.shape[2:] == (h, w):
+            return whole
+        gx = xp.zeros((n, c, h, w), gy.dtype)
+        gx[:, :, :ho * kh, :wo * kw] = whole
+        return gx
     padded = _padded(xp.empty((n, c, h, w), gy.dtype), geo, 0)
     gx = xp.zeros(padded.shape, gy.dtype)
-    overlap = sh < dh * (kh - 1) + 1 or sw < dw * (kw - 1) + 1
-    zero = gy.dtype.type(0)
+    part = xp.empty((n, c, ho, wo), gy.dtype)
     for k, view in enumerate(_offset_views(gx, geo)):
-        part = xp.where(arg == k, gy, zero)
-        if overlap:
-            view += part
-        else:
-            view[...] = part
+        scatter(k, part.reshape(-1))
+        view += part
     if gx.shape != (n, c, h, w):
         gx = xp.ascontiguousarray(gx[:, :, ph:ph + h, pw:pw + w])
     return gx

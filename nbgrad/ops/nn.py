@@ -1,5 +1,12 @@
 """Rows: the layers PyTorch records as one node — activations over a dim (softmax,
-log_softmax), convolution, pooling; losses and normalizations go here too.
+log_softmax), convolution, pooling, pointwise activations (GeluBackward0, SiluBackward0, ...),
+losses (MseLossBackward0, NllLossBackward0, ...), normalizations (NativeLayerNormBackward0,
+NativeBatchNormBackward0), embedding, the RNN gate split and attention.
+
+Pointwise formulas follow torch's CPU kernels (the same branch at each kink, the same constants),
+and run on arrays or, under create_graph, on Tensors (``_f`` picks ``x.exp()`` or ``xp.exp(x)``).
+Rows whose backward needs more than the inputs keep it in a ``Ctx`` filled by the forward; their
+formulas recompute it from the saved inputs when the backward is itself recorded.
 
 The array kernels (im2col, window views, all conv/pool geometry) are in kernels.py; a kernel's
 forward returns what its backward needs, kept in a `Ctx` released with the node.
@@ -7,17 +14,24 @@ Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .formulas import _conv_grads, _pool_grad
+from .. import backend
+from ..tensor import Tensor
+from .formulas import _TX, _conv_grads, _first_dtype, _pool_grad, _zeros_for
 from .reductions import _logsumexp
-from .registry import op
+from .registry import ROWS, op
 
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
    self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
 op("log_softmax", lambda self, dim: self - _logsumexp(self, dim, True), float_op=True,
    self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
+# attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
+op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
+   self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
 
 # ---- convolution and pooling ------------------------------------------------------------------
 op("convolution", lambda input, weight, bias, ctx: None,
@@ -27,7 +41,520 @@ op("max_pool2d", lambda self, ctx: None, node="MaxPool2DWithIndicesBackward0",
    self=lambda g, self, ctx, xp: _pool_grad(g, ctx, xp))
 
 
+# ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
+op("gelu", lambda self, approximate: _gelu(self, approximate, np), float_op=True,
+   self=lambda g, self, approximate, xp: g * _gelu_grad(self, approximate, xp))
+op("silu", lambda self: self / (1 + np.exp(-self)), float_op=True,
+   self=lambda g, self, xp: g * _silu_grad(self, xp))
+op("mish", lambda self: self * np.tanh(np.log1p(np.exp(self))), float_op=True,
+   self=lambda g, self, xp: g * _mish_grad(self, xp))
+op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, np),
+   float_op=True,
+   self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
+                                                                     input_scale, xp))
+op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, np), float_op=True,
+   self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
+op("leaky_relu", lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
+   self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
+op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, np), float_op=True,
+   self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
+op("hardtanh", lambda self, min_val, max_val: np.clip(self, min_val, max_val),
+   self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
+                                                       0, g))
+op("hardswish", lambda self: self * np.clip(self + 3, 0, 6) / 6,
+   self=lambda g, self, xp: xp.where(self <= -3, 0,
+                                     xp.where(self < 3, g * (self / 3 + 0.5), g)))
+op("hardsigmoid", lambda self: np.clip(self + 3, 0, 6) / 6,
+   self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
+op("log_sigmoid", lambda self: np.minimum(self, 0) - np.log1p(np.exp(-np.abs(self))),
+   float_op=True, node="LogSigmoidBackward0",
+   self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
+op("threshold", lambda self, threshold, value: np.where(self > threshold, self, value),
+   self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
+op("hardshrink", lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self),
+   self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
+op("softshrink", lambda self, lambd: np.where(self > lambd, self - lambd,
+                                              np.where(self < -lambd, self + lambd, 0)),
+   self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
+op("glu", lambda self, dim: _glu(self, dim, np), float_op=True,
+   self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
+op("_prelu_kernel", lambda self, weight: np.where(self > 0, self, weight * self),
+   broadcast=True, node="PreluKernelBackward0",
+   self=lambda g, self, weight, xp: xp.where(self > 0, g, weight * g),
+   weight=lambda g, self, xp: xp.where(self > 0, 0, self * g))
+
+# ---- losses: one node each, as torch records them ---------------------------------------------
+# `reduction` is "mean", "sum" or "none"; `_norm` is the 1/N of "mean" (N: the element count)
+op("mse_loss", lambda self, target, reduction: _reduce((self - target) ** 2, reduction),
+   self=lambda g, self, target, reduction: _norm(g, self, target, reduction) * 2 * (self - target),
+   target=lambda g, self, target, reduction: _norm(g, self, target, reduction) * -2
+   * (self - target))
+op("smooth_l1_loss", lambda self, target, reduction, beta: _reduce(
+    _smooth_l1(self - target, beta, np), reduction),
+   self=lambda g, self, target, reduction, beta, xp: _smooth_l1_grad(
+       _norm(g, self, target, reduction), self - target, beta, xp),
+   target=lambda g, self, target, reduction, beta, xp: -_smooth_l1_grad(
+       _norm(g, self, target, reduction), self - target, beta, xp))
+op("huber_loss", lambda self, target, reduction, delta: _reduce(
+    _huber(self - target, delta, np), reduction),
+   self=lambda g, self, target, reduction, delta, xp: _huber_grad(
+       _norm(g, self, target, reduction), self - target, delta, xp),
+   target=lambda g, self, target, reduction, delta, xp: -_huber_grad(
+       _norm(g, self, target, reduction), self - target, delta, xp))
+op("soft_margin_loss", lambda self, target, reduction: _reduce(
+    np.log1p(np.exp(-target * self)), reduction),
+   self=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -target
+   * _soft_margin_grad(self, target, xp),
+   target=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -self
+   * _soft_margin_grad(self, target, xp))
+op("binary_cross_entropy", lambda self, target, weight, reduction: _reduce(
+    _bce(self, target, weight, np), reduction),
+   self=lambda g, self, target, weight, reduction, xp: _bce_grad(
+       _norm(g, self, target, reduction), self, target, weight, xp),
+   target=lambda g, self, target, weight, reduction, xp: _bce_target_grad(
+       _norm(g, self, target, reduction), self, weight, xp))
+op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, reduction:
+   _reduce(_bce_logits(self, target, weight, pos_weight, np), reduction),
+   self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_grad(
+       _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
+   target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
+       _norm(g, self, target, reduction), self, weight, pos_weight, xp))
+# class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
+op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
+    self, target, weight, reduction, ignore_index, ctx),
+   self=lambda g, self_shape, reduction, ctx, xp: _nll_grad(g, self_shape, reduction, ctx, xp))
+op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
+   self=ROWS["nll_loss"].formulas[0])
+
+# ---- normalizations and embedding -------------------------------------------------------------
+op("native_layer_norm", lambda input, weight, bias, normalized_shape, eps, ctx: _layer_norm(
+    input, weight, bias, len(normalized_shape), eps, ctx),
+   **{"input, weight, bias": lambda g, input, weight, normalized_shape, eps, ctx, needs, xp:
+      _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
+op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps, ctx:
+   _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
+   **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
+      xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
+op("embedding", lambda weight, indices, padding_idx: weight[indices],
+   weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
+       g, weight_shape, indices, padding_idx, xp))
+
+# ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
+# the pieces are copies, not views: a piece modified in place changes nothing else (torch's
+# "unsafe" pieces share memory but are not tracked as views either)
+op("unsafe_split", lambda self, sizes, dim: [np.ascontiguousarray(p) for p in np.split(
+    self, np.cumsum(sizes)[:-1], axis=dim)], n_out=-1,
+   self=lambda g, self_shape, sizes, dim, xp: xp.concatenate(_zeros_for(
+       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
+       _first_dtype(g), xp), axis=dim))
+
+# ---- attention --------------------------------------------------------------------------------
+# bias: the additive mask (0 / -inf / float values), broadcastable to (..., L, S), or None;
+# dead: (..., L, 1) rows with nothing to attend to (their bias zeroed), which give zeros
+# groups: query heads per key/value head (grouped-query attention; 1 otherwise)
+op("scaled_dot_product_flash_attention_for_cpu",
+   lambda query, key, value, bias, dead, scale, groups: _like(query, _sdpa_probs(
+       query, key, bias, dead, scale, groups, np) @ _heads(value, groups, np)),
+   node="ScaledDotProductFlashAttentionForCpuBackward0",
+   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, needs, xp:
+      _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
+
+
+def _like(query, out):
+    """``out`` laid out in memory as ``query`` is, as torch's kernel writes it: the usual
+    ``out.transpose(1, 2).reshape(N, L, H * E)`` after heads split by a view is then a view."""
+    res = np.empty_like(query)  # numpy keeps query's stride order
+    res[...] = out
+    return res
+
+
+def _heads(kv, groups, xp):
+    """(N, Hk, S, E) -> (N, Hk * groups, S, E): each key/value head serves `groups` queries."""
+    return kv if groups == 1 else xp.repeat(kv, groups, axis=-3)
+
+
+def _sum_heads(g, groups):
+    if groups == 1:
+        return g
+    return g.reshape(g.shape[:-3] + (g.shape[-3] // groups, groups) + g.shape[-2:]).sum(axis=-3)
+
+
+def _sdpa_probs(q, k, bias, dead, scale, groups, xp):
+    s = (q @ _heads(k, groups, xp).swapaxes(-2, -1)) * scale
+    if bias is not None:
+        s = s + bias
+    p = xp.exp(s - s.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    return p if dead is None else xp.where(dead, 0.0, p)
+
+
+def _sdpa_grads(g, q, k, v, bias, dead, scale, groups, needs, xp):
+    """dq, dk, dv of softmax(q k^T * scale + bias) v; the weights are recomputed, not saved."""
+    p = _sdpa_probs(q, k, bias, dead, scale, groups, xp)
+    dp = g @ _heads(v, groups, xp).swapaxes(-2, -1)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale
+    return (ds @ _heads(k, groups, xp) if needs[0] else None,
+            _sum_heads(ds.swapaxes(-2, -1) @ q, groups) if needs[1] else None,
+            _sum_heads(p.swapaxes(-2, -1) @ g, groups) if needs[2] else None)
+
+
+def _safe_softmax(a, dim):
+    m = a.max(axis=dim, keepdims=True)
+    e = np.exp(a - np.where(np.isfinite(m), m, np.zeros((), m.dtype)))
+    total = e.sum(axis=dim, keepdims=True)
+    return e / np.where(total == 0, np.ones((), total.dtype), total)
+
+
 def _softmax(a, dim):
     e = np.exp(a - a.max(axis=dim, keepdims=True))
     e /= e.sum(axis=dim, keepdims=True)
     return e
+
+
+
+# ---- helpers of the rows above ----------------------------------------------------------------
+_ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))  # torch's hardsigmoid slope, float32
+_SQRT1_2 = 1 / math.sqrt(2)
+_GELU_PDF = 1 / math.sqrt(2 * math.pi)
+_GELU_TANH_BETA = math.sqrt(2 / math.pi)
+_GELU_TANH_KAPPA = 0.044715
+
+
+def _f(name, x, xp):
+    """``xp.name(x)`` on arrays, ``x.name()`` on Tensors (create_graph)."""
+    if xp is _TX:
+        return getattr(x, name)()
+    return backend.erf(x) if name == "erf" else getattr(xp, name)(x)
+
+
+def _const(a, xp):
+    """A constant array as the formula's operand: a Tensor under create_graph."""
+    return Tensor._make_fresh(a) if xp is _TX else a
+
+
+def _gelu(x, approximate, xp):
+    if approximate == "tanh":
+        inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x)
+        return 0.5 * x * (1 + _f("tanh", inner, xp))
+    return x * 0.5 * (1 + _f("erf", x * _SQRT1_2, xp))
+
+
+def _gelu_grad(x, approximate, xp):
+    if approximate == "tanh":
+        x_sq = x * x
+        t = _f("tanh", _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x_sq * x), xp)
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_TANH_BETA * (
+            1 + 3 * _GELU_TANH_KAPPA * x_sq)
+    cdf = 0.5 * (1 + _f("erf", x * _SQRT1_2, xp))
+    return cdf + x * _f("exp", -0.5 * x * x, xp) * _GELU_PDF
+
+
+def _silu_grad(x, xp):
+    sig = 1 / (1 + _f("exp", -x, xp))
+    return sig * (1 + x * (1 - sig))
+
+
+def _mish_grad(x, xp):
+    sig = 1 / (1 + _f("exp", -x, xp))
+    t = _f("tanh", _f("log1p", _f("exp", x, xp), xp), xp)
+    return t + x * sig * (1 - t * t)
+
+
+def _elu(x, alpha, scale, input_scale, xp):
+    neg = xp.minimum(x, 0) * input_scale  # exp only of the values on the negative branch
+    return xp.where(x > 0, x * scale, (xp.exp(neg) - 1) * (alpha * scale))
+
+
+def _elu_grad(x, alpha, scale, input_scale, xp):
+    neg = xp.where(x > 0, 0, x) * input_scale
+    return xp.where(x <= 0, input_scale * (alpha * scale) * _f("exp", neg, xp), scale)
+
+
+def _softplus(x, beta, threshold, xp):
+    bx = x * beta
+    soft = np.log1p(np.exp(np.minimum(bx, threshold))) / beta
+    return xp.where(bx > threshold, x, soft)
+
+
+def _softplus_grad(x, beta, threshold, xp):
+    bx = x * beta
+    z = _f("exp", xp.where(bx > threshold, 0, bx), xp)
+    return xp.where(bx > threshold, 1, z / (z + 1))
+
+
+def _log_sigmoid_grad(x, xp):
+    neg = x < 0
+    z = _f("exp", xp.where(neg, x, -x), xp)  # exp(-|x|)
+    return xp.where(neg, 1, 0) - xp.where(neg, 1, -1) * (z / (1 + z))
+
+
+def _halves(x, dim):
+    n = x.shape[dim] // 2
+    index = [slice(None)] * len(x.shape)
+    index[dim] = slice(0, n)
+    first = tuple(index)
+    index[dim] = slice(n, None)
+    return x[first], x[tuple(index)]
+
+
+def _glu(x, dim, xp):
+    a, b = _halves(x, dim)
+    return a / (1 + xp.exp(-b))
+
+
+def _glu_grad(g, x, dim, xp):
+    a, b = _halves(x, dim)
+    sig = 1 / (1 + _f("exp", -b, xp))
+    parts = [g * sig, g * a * sig * (1 - sig)]
+    return xp.concatenate(parts, dim) if xp is _TX else np.concatenate(parts, dim)
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _norm(g, self, target, reduction):
+    """The upstream gradient scaled by 1/N for "mean" (N: elements of the broadcast loss)."""
+    if reduction == "mean":
+        return g / math.prod(np.broadcast_shapes(tuple(self.shape), tuple(target.shape)))
+    return g
+
+
+def _smooth_l1(d, beta, xp):
+    ad = xp.abs(d)
+    return xp.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
+
+
+def _smooth_l1_grad(g, d, beta, xp):
+    return xp.where(d < -beta, -g, xp.where(d > beta, g, d * g / beta))
+
+
+def _huber(d, delta, xp):
+    ad = xp.abs(d)
+    return xp.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+
+
+def _huber_grad(g, d, delta, xp):
+    return xp.where(d < -delta, -g * delta, xp.where(d > delta, g * delta, d * g))
+
+
+def _soft_margin_grad(x, t, xp):
+    z = _f("exp", -t * x, xp)
+    return z / (1 + z)
+
+
+def _log_clamped(x, xp):
+    return xp.maximum(_f("log", x, xp), -100) if xp is not _TX else _f("log", x, xp).clamp(
+        min=-100)
+
+
+def _bce(x, t, w, xp):
+    with np.errstate(divide="ignore"):
+        loss = -(t * _log_clamped(x, xp) + (1 - t) * _log_clamped(1 - x, xp))
+    return loss if w is None else loss * w
+
+
+def _bce_grad(g, x, t, w, xp):
+    w = None if w is None else _const(w, xp)
+    denom = (1 - x) * x
+    denom = xp.maximum(denom, 1e-12) if xp is not _TX else denom.clamp(min=1e-12)
+    out = g * (x - t) / denom
+    return out if w is None else out * w
+
+
+def _bce_target_grad(g, x, w, xp):
+    w = None if w is None else _const(w, xp)
+    with np.errstate(divide="ignore"):
+        out = g * (_log_clamped(1 - x, xp) - _log_clamped(x, xp))
+    return out if w is None else out * w
+
+
+def _log_sigmoid(x, xp):
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _bce_logits(x, t, w, pw, xp):
+    ls = _log_sigmoid(x, xp)
+    if pw is not None:
+        ls = ls * ((pw - 1) * t + 1)
+    loss = (1 - t) * x - ls
+    return loss if w is None else loss * w
+
+
+def _bce_logits_grad(g, x, t, w, pw, xp):
+    w, pw = (None if a is None else _const(a, xp) for a in (w, pw))
+    sig = 1 / (1 + _f("exp", -x, xp))
+    if pw is not None:
+        out = g * (((pw - 1) * t + 1) * sig - pw * t)
+    else:
+        out = g * (sig - t)
+    return out if w is None else out * w
+
+
+def _bce_logits_target_grad(g, x, w, pw, xp):
+    w, pw = (None if a is None else _const(a, xp) for a in (w, pw))
+    if xp is _TX:
+        ls = -(_f("exp", -x, xp) + 1).log()
+    else:
+        ls = _log_sigmoid(x, xp)
+    out = g * (-x - (pw - 1) * ls) if pw is not None else g * -x
+    return out if w is None else out * w
+
+
+def _nll(x, target, weight, reduction, ignore_index, ctx):
+    """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`."""
+    cdim = 0 if x.ndim == 1 else 1
+    c = x.shape[cdim]
+    xl = np.moveaxis(x, cdim, -1).reshape(-1, c)
+    t = target.reshape(-1)
+    keep = t != ignore_index
+    ts = np.where(keep, t, 0)
+    w = np.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
+    w = np.where(keep, w, np.zeros((), x.dtype))
+    rows = np.arange(len(t))
+    losses = -w * xl[rows, ts]
+    if reduction == "none":
+        ctx.value = (rows, ts, w, 1.0)
+        return losses.reshape(target.shape)
+    total = w.sum()
+    if reduction == "sum":
+        ctx.value = (rows, ts, w, 1.0)
+        return losses.sum()
+    ctx.value = (rows, ts, w, total)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(losses.sum() / total, x.dtype)
+
+
+def _nll_grad(g, self_shape, reduction, ctx, xp):
+    rows, ts, w, total = ctx.get()
+    ndim = len(self_shape)
+    cdim = 0 if ndim == 1 else 1
+    c = self_shape[cdim]
+    dt = np.float64 if xp is _TX else g.dtype
+    coef = np.zeros((len(rows), c), dt)
+    coef[rows, ts] = -w / total if total != 0 else 0.0
+    moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
+    if reduction == "none":
+        g = g.reshape((len(rows), 1))
+    out = g * _const(coef.astype(dt), xp)
+    out = out.reshape(moved)
+    if ndim <= 2:
+        return out
+    perm = (0, ndim - 1) + tuple(range(1, ndim - 1))
+    return out.permute(*perm) if xp is _TX else out.transpose(perm)
+
+
+def _layer_norm(x, weight, bias, k, eps, ctx):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    xc = x - mean
+    rstd = 1 / np.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
+    xhat = xc * rstd
+    ctx.value = (xhat, rstd)
+    out = xhat if weight is None else xhat * weight
+    return out if bias is None else out + bias
+
+
+def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
+    axes = tuple(range(len(x.shape) - k, len(x.shape)))
+    n = math.prod(x.shape[len(x.shape) - k:])
+    if xp is _TX:  # recompute the statistics from x, so that they are differentiated too
+        mean = x.sum(axis=axes, keepdims=True) / n
+        xc = x - mean
+        rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
+        xhat = xc * rstd
+    else:
+        xhat, rstd = ctx.get()
+    batch = tuple(range(len(x.shape) - k))
+    gx = gw = gb = None
+    if needs[0]:
+        gh = g if weight is None else g * weight
+        gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
+                     - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
+    if len(needs) > 1 and needs[1]:
+        gw = (g * xhat).sum(axis=batch) if batch else g * xhat
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=batch) if batch else g
+    return gx, gw, gb
+
+
+def _bn_shape(x):
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _batch_norm(x, weight, bias, training, mean, invstd, eps, ctx):
+    """Normalise per channel (dim 1). Training: batch statistics; ctx gets (xhat, invstd, the
+    batch mean and biased variance). Eval: the given running `mean` and `invstd`."""
+    shape = _bn_shape(x)
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        m = x.mean(axis=axes)
+        xc = x - m.reshape(shape)
+        var = (xc * xc).mean(axis=axes)
+        inv = 1 / np.sqrt(var + eps)
+        ctx.value = (xc * inv.reshape(shape), inv, m, var)
+    else:
+        inv = invstd
+        xc = x - mean.reshape(shape)
+        ctx.value = (xc * inv.reshape(shape), inv, None, None)
+    out = ctx.value[0]
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp):
+    shape = tuple(_bn_shape(x))
+    axes = (0,) + tuple(range(2, len(x.shape)))
+    n = math.prod(x.shape) // x.shape[1]
+    if xp is _TX:
+        if training:
+            m = x.sum(axis=axes, keepdims=True) / n
+            xc = x - m
+            inv = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
+        else:
+            inv = _const(invstd.reshape(shape), xp)
+            xc = x - _const(mean.reshape(shape), xp)
+        xhat = xc * inv
+    else:
+        xhat, inv, _, _ = ctx.get()
+        inv = inv.reshape(shape)
+    gx = gw = gb = None
+    w = 1 if weight is None else weight.reshape(shape)
+    if needs[0]:
+        if training:
+            gx = w * inv * (g - g.sum(axis=axes, keepdims=True) / n
+                            - xhat * (g * xhat).sum(axis=axes, keepdims=True) / n)
+        else:
+            gx = g * w * inv
+    if len(needs) > 1 and needs[1]:
+        gw = (g * xhat).sum(axis=axes)
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=axes)
+    return gx, gw, gb
+
+
+def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
+    d = weight_shape[1]
+    flat = indices.reshape(-1)
+    g2 = g.reshape((len(flat), d))
+    if padding_idx is not None and padding_idx >= 0:
+        keep = (flat != padding_idx)[:, None]
+        g2 = xp.where(_const(keep, xp), g2, 0) if xp is _TX else np.where(keep, g2, 0)
+    if xp is _TX:
+        from ..creation import zeros
+        return zeros(weight_shape, dtype=g.dtype).index_add(0, Tensor._make_fresh(flat), g2)
+    out = np.zeros(weight_shape, g.dtype)
+    np.add.at(out, flat, g2)
+    return out
+
+
+# ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------
+for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("elu", "EluBackward1"),
+                     ("celu", "CeluBackward1"), ("threshold", "ThresholdBackward1")):
+    _row = ROWS[_name]
+    op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, self=_row.formulas[0])

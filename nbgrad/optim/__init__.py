@@ -1,7 +1,10 @@
-"""``nbgrad.optim``: SGD, Adam, AdamW, RMSprop and ``lr_scheduler`` (mirrors ``torch.optim``)."""
+"""``nbgrad.optim``: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, LBFGS and
+``lr_scheduler`` (mirrors ``torch.optim``)."""
 
 from .optimizer import Optimizer
-from .optimizers import SGD, Adam, AdamW, RMSprop
+from .optimizers import SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam
+from .lbfgs import LBFGS
 from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "LBFGS", "lr_scheduler"]

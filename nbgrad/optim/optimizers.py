@@ -1,4 +1,5 @@
-"""SGD, Adam, AdamW, RMSprop: torch.optim's single-tensor update rules, in place on numpy.
+"""SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam: torch.optim's
+single-tensor update rules, in place on numpy.
 
 Each ``step`` follows the operation order of torch's ``_single_tensor_*`` functions (the path torch
 takes on CPU), so float64 runs agree step for step to rounding.
@@ -8,7 +9,7 @@ import numpy as np
 
 from .optimizer import Optimizer, _tensor_of, _use_grad
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
 
 def _grad_array(p, maximize):
@@ -274,4 +275,326 @@ class RMSprop(Optimizer):
                 else:
                     pd -= lr * (g / avg)
                 p._bump_version("add_")
+        return loss
+
+
+def _check(**values):
+    """torch's argument checks: each value must be >= 0 (betas in [0, 1))."""
+    names = {"lr": "learning rate", "eps": "epsilon value", "weight_decay": "weight_decay value",
+             "lr_decay": "lr_decay value", "rho": "rho value",
+             "initial_accumulator_value": "initial_accumulator_value",
+             "momentum_decay": "momentum_decay value"}
+    for key, v in values.items():
+        if key == "betas":
+            for i, b in enumerate(v):
+                if not 0.0 <= b < 1.0:
+                    raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        elif key == "rho":
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"Invalid rho value: {v}")
+        elif not 0.0 <= v:
+            raise ValueError(f"Invalid {names[key]}: {v}")
+
+
+def _step_count(st):
+    """Advance the float32 ``step`` tensor of a parameter's state; the new count as a float."""
+    arr = st["step"]._data
+    arr += 1
+    return float(arr)
+
+
+def _zeros_state(st, pd, *names):
+    st["step"] = _tensor_of(np.zeros((), np.float32))
+    for name in names:
+        st[name] = _tensor_of(np.zeros_like(pd))
+
+
+def _updated(p):
+    p._bump_version("add_")
+
+
+class Adagrad(Optimizer):
+    """Adagrad (mirrors ``torch.optim.Adagrad``).
+
+    ``clr = lr / (1 + (t - 1) lr_decay)``; ``sum += g^2``; ``p -= clr g / (sqrt(sum) + eps)``.
+
+    Args:
+        lr (float): 1e-2; lr_decay, weight_decay, initial_accumulator_value (float): 0;
+        eps (float): 1e-10; maximize (bool).
+
+    State per parameter: ``step`` (float32 scalar tensor), ``sum``.
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+               initial_accumulator_value=initial_accumulator_value, eps=eps)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:  # torch fills the state at construction
+            for p in group["params"]:
+                st = self.state[p]
+                st["step"] = _tensor_of(np.zeros((), np.float32))
+                st["sum"] = _tensor_of(np.full_like(p._data, group["initial_accumulator_value"]))
+
+    @_use_grad
+    def step(self, closure=None):
+        """One Adagrad update of every parameter that has a grad. Returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lr_decay, eps, wd = group["lr"], group["lr_decay"], group["eps"], \
+                group["weight_decay"]
+            for p in group["params"]:
+                g = _grad_array(p, group["maximize"])
+                if g is None:
+                    continue
+                pd = p._data
+                st = self.state[p]
+                step = _step_count(st)
+                if wd != 0:
+                    g = g + wd * pd
+                clr = lr / (1 + (step - 1) * lr_decay)
+                acc = st["sum"]._data
+                acc += g * g
+                std = np.sqrt(acc)
+                std += eps
+                pd += -clr * g / std
+                _updated(p)
+        return loss
+
+
+class Adadelta(Optimizer):
+    """Adadelta (mirrors ``torch.optim.Adadelta``).
+
+    ``v = rho v + (1 - rho) g^2``; ``d = sqrt(u + eps) / sqrt(v + eps) * g``;
+    ``u = rho u + (1 - rho) d^2``; ``p -= lr d``.
+
+    Args:
+        lr (float): 1.0; rho (float): 0.9; eps (float): 1e-6; weight_decay (float): 0;
+        maximize (bool).
+
+    State per parameter: ``step``, ``square_avg``, ``acc_delta``.
+    """
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        _check(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        """One Adadelta update of every parameter that has a grad. Returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                g = _grad_array(p, group["maximize"])
+                if g is None:
+                    continue
+                pd = p._data
+                st = self.state[p]
+                if not st:
+                    _zeros_state(st, pd, "square_avg", "acc_delta")
+                _step_count(st)
+                if wd != 0:
+                    g = g + wd * pd
+                v = st["square_avg"]._data
+                u = st["acc_delta"]._data
+                v *= rho
+                v += (1 - rho) * g * g
+                delta = np.sqrt(u + eps) / np.sqrt(v + eps) * g
+                u *= rho
+                u += (1 - rho) * delta * delta
+                pd += -lr * delta
+                _updated(p)
+        return loss
+
+
+class Adamax(Optimizer):
+    """Adamax, Adam with the infinity norm (mirrors ``torch.optim.Adamax``).
+
+    ``m = lerp(m, g, 1 - beta1)``; ``u = max(beta2 u, |g| + eps)``;
+    ``p -= lr / (1 - beta1^t) * m / u``.
+
+    Args:
+        lr (float): 2e-3; betas (tuple): (0.9, 0.999); eps (float): 1e-8; weight_decay: 0;
+        maximize (bool).
+
+    State per parameter: ``step``, ``exp_avg``, ``exp_inf``.
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _check(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        """One Adamax update of every parameter that has a grad. Returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], \
+                group["weight_decay"]
+            for p in group["params"]:
+                g = _grad_array(p, group["maximize"])
+                if g is None:
+                    continue
+                pd = p._data
+                st = self.state[p]
+                if not st:
+                    _zeros_state(st, pd, "exp_avg", "exp_inf")
+                step = _step_count(st)
+                if wd != 0:
+                    g = g + wd * pd
+                m = st["exp_avg"]._data
+                u = st["exp_inf"]._data
+                _lerp_(m, g, 1 - beta1)
+                u *= beta2
+                np.maximum(u, np.abs(g) + eps, out=u)
+                clr = lr / (1 - beta1 ** step)
+                pd += -clr * m / u
+                _updated(p)
+        return loss
+
+
+def _adam_moments(st, g, beta1, beta2):
+    m = st["exp_avg"]._data
+    v = st["exp_avg_sq"]._data
+    _lerp_(m, g, 1 - beta1)
+    v *= beta2
+    v += (1 - beta2) * g * g
+    return m, v
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum (mirrors ``torch.optim.NAdam``).
+
+    ``mu_t = beta1 (1 - 0.5 * 0.96^(t psi))`` (psi: momentum_decay), their running product kept
+    in float32 as torch does; the update combines the gradient and the momentum with the
+    current and next ``mu``.
+
+    Args:
+        lr (float): 2e-3; betas: (0.9, 0.999); eps: 1e-8; weight_decay: 0;
+        momentum_decay (float): 4e-3; decoupled_weight_decay (bool); maximize (bool).
+
+    State per parameter: ``step``, ``mu_product`` (float32 scalars), ``exp_avg``, ``exp_avg_sq``.
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _check(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay,
+               momentum_decay=momentum_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        """One NAdam update of every parameter that has a grad. Returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            wd, psi = group["weight_decay"], group["momentum_decay"]
+            for p in group["params"]:
+                g = _grad_array(p, group["maximize"])
+                if g is None:
+                    continue
+                pd = p._data
+                st = self.state[p]
+                if not st:
+                    _zeros_state(st, pd, "exp_avg", "exp_avg_sq")
+                    st["mu_product"] = _tensor_of(np.ones((), np.float32))
+                    # torch orders the state: step, mu_product, exp_avg, exp_avg_sq
+                    st["exp_avg"] = st.pop("exp_avg")
+                    st["exp_avg_sq"] = st.pop("exp_avg_sq")
+                step = _step_count(st)
+                bias_correction2 = 1 - beta2 ** step
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        pd *= 1 - lr * wd
+                    else:
+                        g = g + wd * pd
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
+                prod = st["mu_product"]._data
+                prod *= np.float32(mu)
+                mu_product = float(prod)
+                m, v = _adam_moments(st, g, beta1, beta2)
+                denom = np.sqrt(v / bias_correction2)
+                denom += eps
+                mu_product_next = mu_product * mu_next
+                pd += (-lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
+                pd += ((-lr * mu_next) / (1.0 - mu_product_next)) * m / denom
+                _updated(p)
+        return loss
+
+
+class RAdam(Optimizer):
+    """Rectified Adam (mirrors ``torch.optim.RAdam``).
+
+    With ``rho_inf = 2 / (1 - beta2) - 1`` and ``rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t)``:
+    while ``rho_t <= 5`` the step is plain momentum ``lr * m_hat``; after, the adaptive step
+    scaled by the variance rectification term.
+
+    Args:
+        lr (float): 1e-3; betas: (0.9, 0.999); eps: 1e-8; weight_decay: 0;
+        decoupled_weight_decay (bool); maximize (bool).
+
+    State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq``.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _check(lr=lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad
+    def step(self, closure=None):
+        """One RAdam update of every parameter that has a grad. Returns ``closure()``'s loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], \
+                group["weight_decay"]
+            for p in group["params"]:
+                g = _grad_array(p, group["maximize"])
+                if g is None:
+                    continue
+                pd = p._data
+                st = self.state[p]
+                if not st:
+                    _zeros_state(st, pd, "exp_avg", "exp_avg_sq")
+                step = _step_count(st)
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        pd *= 1 - lr * wd
+                    else:
+                        g = g + wd * pd
+                m, v = _adam_moments(st, g, beta1, beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                m_hat = m / bias_correction1
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    adaptive = (bias_correction2 ** 0.5) / (np.sqrt(v) + eps)
+                    pd -= m_hat * lr * adaptive * rect
+                else:
+                    pd -= m_hat * lr
+                _updated(p)
         return loss

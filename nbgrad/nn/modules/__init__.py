@@ -15,11 +15,13 @@ from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
 from . import (activation, batchnorm, container, conv, dropout, flatten, linear, loss,
-               normalization, pooling, sparse)
+               normalization, pooling, rnn, sparse, transformer)
 
 __all__ = ["Module", "RemovableHandle"] + [
     name for file in (activation, batchnorm, container, conv, dropout, flatten, linear, loss,
-                      normalization, pooling, sparse)
+                      normalization, pooling, rnn, sparse, transformer)
     for name in file.__all__]

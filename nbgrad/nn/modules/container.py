@@ -3,7 +3,7 @@
 from collections import OrderedDict
 import operator
 
-from .module import Module
+from .module import Module, _addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 
@@ -133,6 +133,22 @@ class ModuleList(_Indexed):
         self._modules.clear()
         for i, m in enumerate(items):
             self.add_module(str(i), m)
+
+    def __repr__(self):
+        """torch's repr: runs of children with the same repr are shown once, as
+        ``(0-5): 6 x TransformerEncoderLayer(...)``."""
+        runs = []  # [first index, last index, repr]
+        for i, m in enumerate(self._modules.values()):
+            r = repr(m)
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        if not runs:
+            return self._get_name() + "()"
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2)
+                 for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList is a container; it has no forward")

@@ -9,7 +9,7 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["Identity", "Linear"]
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
 class Identity(Module):
@@ -76,3 +76,8 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name: MultiheadAttention's ``out_proj`` (as in torch, whose
+    quantization tooling skips this class); only the repr differs."""

@@ -12,7 +12,59 @@ import nbgrad
 from nbgrad.tensor import Tensor
 from ..parameter import Parameter, Buffer
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook",
+           "register_module_forward_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook"]
+
+# hooks run for every module (torch.nn.modules.module's globals); empty dicts cost one truth
+# test per call
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = {}
+_global_backward_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """Register ``hook(module, args) -> None | new_args`` run before every module's forward,
+    before the module's own pre-hooks (mirrors torch's global hook).
+
+    Returns:
+        RemovableHandle.
+    """
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Register ``hook(module, args, output) -> None | new_output`` run after every module's
+    forward, before the module's own hooks (mirrors torch's global hook).
+
+    Returns:
+        RemovableHandle.
+    """
+    handle = RemovableHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_hook(hook):
+    """Register ``hook(module, grad_input, grad_output)`` for every module (torch's global
+    full backward hook). Returns a RemovableHandle."""
+    handle = RemovableHandle(_global_backward_hooks)
+    _global_backward_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook):
+    """Register ``hook(module, grad_output) -> None | new grad_output`` for every module
+    (torch's global full backward pre-hook). Returns a RemovableHandle."""
+    handle = RemovableHandle(_global_backward_pre_hooks)
+    _global_backward_pre_hooks[handle.id] = hook
+    return handle
 
 
 class RemovableHandle:
@@ -85,6 +137,8 @@ class Module:
         d["_forward_hooks_with_kwargs"] = {}
         d["_forward_pre_hooks"] = OrderedDict()
         d["_forward_pre_hooks_with_kwargs"] = {}
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
 
@@ -95,11 +149,18 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
+                or self._backward_pre_hooks or _global_forward_pre_hooks
+                or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
+        for hook in list(_global_forward_pre_hooks.values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -114,7 +175,20 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw = None
+        if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks \
+                or _global_backward_pre_hooks:
+            if nbgrad.is_grad_enabled():
+                bw = _BackwardHooks(self)
+                args = bw.wrap_inputs(args)
         result = self.forward(*args, **kwargs)
+        for hook_id, hook in list(_global_forward_hooks.items()):
+            if hook_id in _global_forward_hooks_with_kwargs:
+                res = hook(self, args, kwargs, result)
+            else:
+                res = hook(self, args, result)
+            if res is not None:
+                result = res
         for hook_id, hook in list(self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
                 res = hook(self, args, kwargs, result)
@@ -122,6 +196,8 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
+        if bw is not None:
+            result = bw.wrap_outputs(result)
         return result
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -153,6 +229,30 @@ class Module:
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Register ``hook(module, grad_input, grad_output) -> None | new grad_input``, called
+        once the gradients with respect to the module's tensor inputs are computed (mirrors
+        ``torch.nn.Module.register_full_backward_hook``; the graph gains torch's
+        ``BackwardHookFunctionBackward`` nodes around the module).
+
+        ``grad_input`` and ``grad_output`` are tuples, None where an input needs no gradient.
+        When no input requires grad, the hook fires with the output gradients, ``grad_input``
+        all None, and torch's warning.
+
+        Returns:
+            RemovableHandle.
+        """
+        return _add_hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Register ``hook(module, grad_output) -> None | new grad_output``, called before the
+        gradients with respect to the inputs are computed (mirrors torch's).
+
+        Returns:
+            RemovableHandle.
+        """
+        return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     # ------------------------------------------------------------------ registration
     def register_parameter(self, name, param):
@@ -535,6 +635,14 @@ class Module:
                     f"from checkpoint, the shape in current model is {param.shape}."
                 )
                 continue
+            if local_metadata.get("assign_to_params_buffers"):
+                if isinstance(param, Parameter):
+                    if not isinstance(input_param, Parameter):
+                        input_param = Parameter(input_param, requires_grad=param.requires_grad)
+                    else:
+                        input_param.requires_grad_(param.requires_grad)
+                setattr(self, name, input_param)
+                continue
             try:
                 with nbgrad.no_grad():
                     param.copy_(input_param)
@@ -560,7 +668,9 @@ class Module:
         Args:
             state_dict (Mapping[str, Tensor]): e.g. from :meth:`state_dict` or ``nbgrad.load``.
             strict (bool): require the keys to match exactly.
-            assign (bool): not supported (values are always copied), must be False.
+            assign (bool): put the checkpoint's tensors in the module instead of copying
+                into the existing ones (parameters stay Parameters, keeping
+                ``requires_grad``), as torch.
 
         Returns:
             NamedTuple ``(missing_keys, unexpected_keys)``.
@@ -571,14 +681,13 @@ class Module:
         """
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        if assign:
-            raise NotImplementedError("load_state_dict(assign=True) is not supported by nbgrad")
         missing_keys, unexpected_keys, error_msgs = [], [], []
         state_dict = OrderedDict(state_dict)
 
         def load(module, local_state_dict, prefix=""):
-            module._load_from_state_dict(local_state_dict, prefix, {}, True, missing_keys,
-                                         unexpected_keys, error_msgs)
+            module._load_from_state_dict(local_state_dict, prefix, {"assign_to_params_buffers":
+                                                                    assign}, True,
+                                         missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
@@ -632,6 +741,96 @@ class Module:
     def _shape_error(self, expected, x):
         """ValueError naming this layer, the expected and the given shape."""
         return ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
+
+
+def _add_hook(hooks, hook, prepend):
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+class _BackwardHooks:
+    """One module call's full backward hooks: identity nodes (BackwardHookFunctionBackward, as
+    torch) on the tensor inputs and outputs; the output node records grad_output (running the
+    pre-hooks), the input node runs the hooks with (grad_input, grad_output)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.n_inputs = 0
+        self.grad_output = None
+        self.inputs_need_grad = False
+
+    def _hooks(self):
+        return list(_global_backward_hooks.values()) + list(self.module._backward_hooks.values())
+
+    def wrap_inputs(self, args):
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        self.n_inputs = len(positions)
+        self.inputs_need_grad = any(args[i].requires_grad for i in positions)
+        if not self.inputs_need_grad:
+            return args
+        wrapped = _BackwardHookFunction.apply(*[args[i] for i in positions], self._on_input_grads)
+        args = list(args)
+        for i, w in zip(positions, wrapped):
+            args[i] = w
+        return tuple(args)
+
+    def wrap_outputs(self, result):
+        single = isinstance(result, Tensor)
+        outs = (result,) if single else result
+        if not isinstance(outs, tuple) or not any(
+                isinstance(o, Tensor) and o.requires_grad for o in outs):
+            return result
+        positions = [i for i, o in enumerate(outs) if isinstance(o, Tensor)]
+        wrapped = _BackwardHookFunction.apply(*[outs[i] for i in positions], self._on_output_grads)
+        outs = list(outs)
+        for i, w in zip(positions, wrapped):
+            outs[i] = w
+        return outs[0] if single else tuple(outs)
+
+    def _on_output_grads(self, grads):
+        for hook in list(_global_backward_pre_hooks.values()) + list(
+                self.module._backward_pre_hooks.values()):
+            res = hook(self.module, grads)
+            if res is not None:
+                grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+        self.grad_output = grads
+        if not self.inputs_need_grad:
+            import warnings
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to "
+                "module outputs since no inputs require gradients. See https://docs.pytorch.org/"
+                "docs/main/generated/torch.nn.Module.html#torch.nn.Module."
+                "register_full_backward_hook for more details.", stacklevel=2)
+            for hook in self._hooks():
+                hook(self.module, (None,) * self.n_inputs, grads)
+        return grads
+
+    def _on_input_grads(self, grads):
+        for hook in self._hooks():
+            res = hook(self.module, grads, self.grad_output)
+            if res is not None:
+                grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+        return grads
+
+
+class _BackwardHookFunction(nbgrad.autograd.Function):
+    """Identity on its tensors; its backward hands their gradients to a callback (the last
+    argument: Function's backward pairs gradients with the leading tensor arguments)."""
+
+    @staticmethod
+    def forward(ctx, *tensors_and_callback):
+        ctx.callback = tensors_and_callback[-1]
+        return tuple(tensors_and_callback[:-1])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return tuple(ctx.callback(grads)) + (None,)
+
+
+_BackwardHookFunction.__name__ = "BackwardHookFunction"
 
 
 def _remove_from(name, *dicts_or_sets):

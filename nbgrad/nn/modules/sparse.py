@@ -34,8 +34,8 @@ class Embedding(Module):
                 assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq, sparse unsupported")
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are unsupported")
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
@@ -59,7 +59,7 @@ class Embedding(Module):
             bad = ids[(ids < 0) | (ids >= self.num_embeddings)].flat[0]
             raise IndexError(f"{self!r}: index {int(bad)} out of range "
                              f"[0, {self.num_embeddings}) (index out of range in self)")
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, **kwargs):

@@ -11,3 +11,4 @@ from . import clip_grad, convert_parameters
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters"]
+from . import rnn  # noqa: E402,F401  (nn.utils.rnn, as torch)

@@ -1,0 +1,256 @@
+"""Variable-length sequences for the recurrent layers (mirrors ``torch.nn.utils.rnn``).
+
+A batch of sequences of different lengths is either *padded* — one tensor (T, B, *) (or
+(B, T, *) with ``batch_first``) with ``padding_value`` past each sequence's end — or *packed*:
+a :class:`PackedSequence` whose ``data`` (sum of lengths, *) holds time step 0 of every
+sequence, then step 1 of every sequence still running, and so on, longest sequence first;
+``batch_sizes[t]`` says how many sequences are still running at step t.
+
+Every conversion is one ``index_select`` on the (concatenated) data, so the graph a notebook
+shows is ``IndexSelectBackward0`` (torch records ``PackPaddedSequenceBackward0`` and friends),
+and gradients flow back to every element that was used.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+import nbgrad
+from nbgrad.tensor import Tensor
+
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
+           "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
+
+
+def _ints(x):
+    """A 1-D int64 numpy array from a list, tuple, numpy array or int tensor."""
+    return np.asarray(x._data if isinstance(x, Tensor) else x, dtype=np.int64).reshape(-1)
+
+
+def _index(arr):
+    return nbgrad.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+
+
+def invert_permutation(permutation):
+    """The inverse permutation (int64 tensor), or None for None (mirrors torch's)."""
+    if permutation is None:
+        return None
+    p = _ints(permutation)
+    out = np.empty_like(p)
+    out[p] = np.arange(len(p))
+    return _index(out)
+
+
+class PackedSequence(namedtuple("PackedSequence_",
+                                ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+    """Sequences packed time step by time step (mirrors ``torch.nn.utils.rnn.PackedSequence``).
+
+    Attributes:
+        data (Tensor): (sum of lengths, *): step 0 of every sequence, then step 1, ...
+        batch_sizes (Tensor): int64 (T,), the number of sequences running at each step,
+            non-increasing.
+        sorted_indices (Tensor | None): int64 (B,): position j of the packed batch holds
+            sequence ``sorted_indices[j]`` of the original batch (None: already sorted).
+        unsorted_indices (Tensor | None): its inverse.
+
+    Build one with :func:`pack_padded_sequence` or :func:`pack_sequence`, not by hand.
+    """
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            raise ValueError("PackedSequence: batch_sizes is required (use pack_padded_sequence "
+                             "or pack_sequence to build one)")
+        if not isinstance(batch_sizes, Tensor):
+            batch_sizes = _index(_ints(batch_sizes))
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs):
+        """A PackedSequence with ``data.to(*args, **kwargs)`` (batch_sizes stay int64)."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
+    def double(self):
+        return self.to(dtype=nbgrad.float64)
+
+    def float(self):
+        return self.to(dtype=nbgrad.float32)
+
+    @property
+    def is_cuda(self):
+        return self.data.is_cuda
+
+    def _lengths_sorted(self):
+        """The length of each sequence in packed (sorted) order, numpy int64 (B,)."""
+        bs = _ints(self.batch_sizes)
+        return (bs[None, :] > np.arange(int(bs[0]))[:, None]).sum(1) if len(bs) else bs
+
+
+def _check_lengths(lengths, batch, steps):
+    if len(lengths) != batch:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
+                         f"{len(lengths)} (batch_size={batch})")
+    if len(lengths) and lengths.min() <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
+                           "in 'lengths' that is <= 0")
+    if len(lengths) and lengths.max() > steps:
+        raise RuntimeError(f"pack_padded_sequence: a length of {int(lengths.max())} is longer "
+                           f"than the padded input's {steps} time steps")
+
+
+def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+    """Pack a padded batch (mirrors ``torch.nn.utils.rnn.pack_padded_sequence``).
+
+    Args:
+        input (Tensor): (T, B, *), or (B, T, *) with ``batch_first``.
+        lengths (list[int] | Tensor): (B,) lengths, each in [1, T].
+        enforce_sorted (bool): require lengths in decreasing order; with False the batch is
+            sorted here and the permutation kept in ``sorted_indices``.
+
+    Returns:
+        PackedSequence: ``data`` (sum(lengths), *).
+
+    Raises:
+        RuntimeError: unsorted lengths with ``enforce_sorted`` (torch's text), a length <= 0 or
+            longer than T; RuntimeError: ``len(lengths)`` differs from the batch size.
+    """
+    lens = _ints(lengths)
+    b_dim, t_dim = (0, 1) if batch_first else (1, 0)
+    if input.ndim < 2:
+        raise ValueError(f"pack_padded_sequence: expected input of at least 2 dims "
+                         f"({'(B, T, *)' if batch_first else '(T, B, *)'}), got "
+                         f"{tuple(input.shape)}")
+    batch, steps = input.shape[b_dim], input.shape[t_dim]
+    _check_lengths(lens, batch, steps)
+    if enforce_sorted:
+        if np.any(lens[1:] > lens[:-1]):
+            raise RuntimeError(
+                "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
+                "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
+                "pack_sequence to sidestep this requirement if you do not need ONNX "
+                "exportability.")
+        order, sorted_indices = np.arange(batch), None
+    else:
+        order = np.argsort(-lens, kind="stable")
+        sorted_indices = _index(order)
+    lens = lens[order]
+    batch_sizes = (lens[None, :] > np.arange(int(lens[0]) if batch else 0)[:, None]).sum(1)
+    # flat position of (step t, sorted sequence j) in input viewed as (T*B, *) or (B*T, *)
+    t, j = np.nonzero(np.arange(batch)[None, :] < batch_sizes[:, None])
+    seq = order[j]
+    pos = seq * steps + t if batch_first else t * batch + seq
+    flat = input.reshape((batch * steps,) + tuple(input.shape[2:]))
+    data = flat.index_select(0, _index(pos))
+    return PackedSequence(data, _index(batch_sizes), sorted_indices, None)
+
+
+def _gather_padded(data, pos, fill):
+    """``data`` (M, *) rows picked by ``pos`` (any int shape), -1 picking a row of ``fill``.
+
+    Returns:
+        Tensor: pos.shape + data.shape[1:].
+    """
+    feat = tuple(data.shape[1:])
+    if (pos < 0).any():
+        pad = nbgrad.full((1,) + feat, fill, dtype=data.dtype, device=data.device)
+        data = nbgrad.cat([data, pad], 0)
+        pos = np.where(pos < 0, data.shape[0] - 1, pos)
+    return data.index_select(0, _index(pos.reshape(-1))).view(*(pos.shape + feat))
+
+
+def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+    """Unpack to a padded batch in the original order (mirrors torch's ``pad_packed_sequence``).
+
+    Args:
+        sequence (PackedSequence): from :func:`pack_padded_sequence` or an RNN.
+        total_length (int, optional): pad to this many steps (at least the longest length).
+
+    Returns:
+        (Tensor, Tensor): padded (T, B, *) — (B, T, *) with ``batch_first`` — and the int64
+        lengths (B,).
+
+    Raises:
+        ValueError: ``total_length`` shorter than the longest sequence (torch's text).
+    """
+    bs = _ints(sequence.batch_sizes)
+    steps, batch = len(bs), int(bs[0]) if len(bs) else 0
+    if total_length is not None:
+        if total_length < steps:
+            raise ValueError(
+                "Expected total_length to be at least the length of the longest sequence in "
+                f"input, but got total_length={total_length} and max sequence length being "
+                f"{steps}")
+        steps_out = total_length
+    else:
+        steps_out = steps
+    starts = np.concatenate([[0], np.cumsum(bs)[:-1]]).astype(np.int64)  # data row of step t
+    t = np.arange(steps_out)[:, None]
+    j = np.arange(batch)[None, :]
+    valid = t < steps
+    pos = np.where(valid & (j < bs[np.minimum(t, steps - 1)]),
+                   starts[np.minimum(t, steps - 1)] + j, -1)  # (T_out, B), sorted order
+    lens = sequence._lengths_sorted()
+    if sequence.unsorted_indices is not None:
+        unsorted = _ints(sequence.unsorted_indices)
+        pos, lens = pos[:, unsorted], lens[unsorted]
+    if batch_first:
+        pos = pos.T
+    return _gather_padded(sequence.data, pos, padding_value), _index(lens)
+
+
+def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """Stack sequences of different lengths, padding them (mirrors torch's ``pad_sequence``).
+
+    Args:
+        sequences (list[Tensor]): B tensors (L_i, *), the same trailing dims and dtype.
+        padding_side (str): "right" (pad after each sequence) or "left".
+
+    Returns:
+        Tensor: (max L_i, B, *), or (B, max L_i, *) with ``batch_first``.
+
+    Raises:
+        RuntimeError: a bad ``padding_side``, or trailing dims differ.
+    """
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                         f"{padding_side}.")
+    sequences = list(sequences)
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    feat = tuple(sequences[0].shape[1:])
+    for s in sequences:
+        if tuple(s.shape[1:]) != feat:
+            raise RuntimeError(
+                f"pad_sequence: every sequence must be (L_i, {', '.join(map(str, feat))}), got "
+                f"{[tuple(x.shape) for x in sequences]}")
+    lens = np.array([s.shape[0] for s in sequences], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    steps = int(lens.max())
+    t = np.arange(steps)[:, None]
+    shift = 0 if padding_side == "right" else (steps - lens)[None, :]
+    local = t - shift
+    pos = np.where((local >= 0) & (local < lens[None, :]), starts[None, :] + local, -1)
+    if batch_first:
+        pos = pos.T
+    return _gather_padded(nbgrad.cat(sequences, 0), pos, padding_value)
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """The inverse of :func:`pad_sequence`: a list of B tensors (L_i, *) (torch's)."""
+    x = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
+    return [x[i, :int(n)] for i, n in enumerate(_ints(lengths))]
+
+
+def pack_sequence(sequences, enforce_sorted=True):
+    """Pack a list of B tensors (L_i, *) (mirrors torch's ``pack_sequence``)."""
+    lengths = [s.shape[0] for s in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences):
+    """The inverse of :func:`pack_sequence`: a list of B tensors (L_i, *) (torch's)."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)

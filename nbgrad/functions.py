@@ -2510,32 +2510,40 @@ def logcumsumexp(input, dim):
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over all elements or along `dim`
-    (torch.quantile), composed as PyTorch does: sort, gather the neighbours, lerp."""
+    (torch.quantile), composed as PyTorch does: sort, view, gather both neighbours, lerp_, and
+    the quantiles moved to the first dim. (NaN inputs are not treated specially yet.)"""
     if interpolation != "linear":
         raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
     scalar_q = not isinstance(q, Tensor)
-    qa = np.atleast_1d(np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype))
+    qa = np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype)
     if ((qa < 0) | (qa > 1)).any():
         raise RuntimeError("quantile() q values must be in the range [0, 1]" if not scalar_q else
                            f"quantile() q must be in the range [0, 1] but got {q}")
-    x = reshape(input, -1) if dim is None else movedim(input, _dim(dim, input._data.ndim), -1)
-    srt = sort(x, -1).values
+    nd = input._data.ndim
+    if dim is None:
+        srt = sort(flatten(input)).values
+        out_shape = [1] * nd if keepdim else []
+    else:
+        d = _dim(dim, nd)
+        x = input if d == nd - 1 else transpose(unsqueeze(input, -1), d, -1)
+        srt = sort(x).values
+        out_shape = [1 if i == d else n for i, n in enumerate(input._data.shape)
+                     if keepdim or i != d]
     n = srt._data.shape[-1]
-    pos = qa * (n - 1)
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
+    srt = view(srt, *(out_shape + [n]))  # (..., n), keepdim's size-1 dims included
+    ranks = qa.reshape(-1) * (n - 1)
     lead = srt._data.shape[:-1]
-    idx = lambda i: _fresh(np.broadcast_to(i, lead + i.shape).copy())  # noqa: E731
-    w = _fresh(np.broadcast_to((pos - lo).astype(input._data.dtype), lead + qa.shape).copy())
-    out = lerp(gather(srt, -1, idx(lo)), gather(srt, -1, idx(hi)), w)  # (..., len(q))
-    if scalar_q and not keepdim:
-        return _view_op(R["squeeze_dims_"], out, ((out._data.ndim - 1,),))
-    out = movedim(out, -1, 0)
-    if dim is not None and keepdim:
-        out = unsqueeze(out, _dim(dim, input._data.ndim) + 1)
-    elif dim is None and keepdim:
-        out = reshape(out, (len(qa),) + (1,) * input._data.ndim)
-    return squeeze(out, 0) if scalar_q else out
+    below = np.floor(ranks).astype(np.int64)
+
+    def at(i):
+        return _fresh(np.ascontiguousarray(np.broadcast_to(i, lead + i.shape)))
+    values = gather(srt, -1, at(below))
+    lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
+          at((ranks - below).astype(input._data.dtype)))
+    if scalar_q:
+        return _view_op(R["squeeze_dims_"], values, ((values._data.ndim - 1,),))
+    values = transpose(unsqueeze(values, 0), 0, -1)
+    return _view_op(R["squeeze_dims_"], values, ((values._data.ndim - 1,),))
 
 
 # ---- rows of issue 9: scatter family and masks --------------------------------------------------

@@ -392,3 +392,9 @@ class _TX:
 for _name in ("exp", "log", "sign", "cos", "sin", "abs"):  # xp.exp(t) -> t.exp(), ...
     setattr(_TX, _name, staticmethod(operator.methodcaller(_name)))
 
+
+
+def _const(arr, xp):
+    """A constant array as a formula's operand: on the gradient's device, or a Tensor under
+    create_graph."""
+    return Tensor._make_fresh(arr) if xp is _TX else xp.asarray(arr)

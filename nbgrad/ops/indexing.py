@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .formulas import (_TX, _index_backward, _index_select_backward, _np_dtype, _reduce_to,
+from .formulas import (_TX, _const, _index_backward, _index_select_backward, _np_dtype, _reduce_to,
                        _scatter_add, _zero_at)
 from .registry import op
 
@@ -150,9 +150,6 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         gself = xp.where(_const(_scatter_count(shape, dim, index, 0) > 0, xp), 0, gself)
     return gself, gsrc
 
-
-def _const(arr, xp):
-    return Tensor._make_fresh(arr) if xp is _TX else arr
 
 
 op("scatter", _scatter_fwd, node="ScatterBackward0",

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .formulas import _TX, _c, _mT, _np_dtype
+from .formulas import _TX, _c, _const, _mT, _np_dtype
 from .registry import op
 
 op("mm", lambda self, mat2: self @ mat2,
@@ -34,9 +34,6 @@ op("addmm", lambda self, mat1, mat2, beta, alpha: (self if beta == 1 else beta *
 # ---- issue 9: triangles and diagonals, fused products, torch.linalg ----------------------------
 # Formulas take arrays, or Tensors under create_graph (xp is _TX): matmul, mT, elementwise ops and
 # the helpers below, each with a branch for Tensors, so every formula also serves double backward.
-def _const(arr, xp):
-    return Tensor._make_fresh(arr) if xp is _TX else arr
-
 
 def _tril(x, k, xp):
     return x.tril(k) if xp is _TX else xp.tril(x, k)

@@ -10,11 +10,10 @@ import math
 import numpy as np
 
 from .. import backend
-from ..tensor import Tensor
 from .formulas import (_TX, _amax_grad, _count, _evenly, _expand_grad, _filled, _logsumexp_grad,
                        _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
                        _var_grad)
-from .formulas import _np_dtype
+from .formulas import _const, _np_dtype
 from .indexing import _scatter_into
 from .registry import op
 
@@ -196,9 +195,6 @@ def _cumprod_backward(g, self, result, dim, xp):
         parts.append((g * c * _const((pos >= i).astype(_np_dtype(g)), xp)).sum(axis=dim))
     return xp.stack(parts, axis=dim)
 
-
-def _const(arr, xp):
-    return Tensor._make_fresh(arr) if xp is _TX else arr
 
 
 def _paired(g, f0, f1):

@@ -2511,7 +2511,16 @@ def logcumsumexp(input, dim):
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over all elements or along `dim`
     (torch.quantile), composed as PyTorch does: sort, view, gather both neighbours, lerp_, and
-    the quantiles moved to the first dim. (NaN inputs are not treated specially yet.)"""
+    the quantiles moved to the first dim. A NaN in a reduced row makes its quantiles NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile ignoring NaN (torch.nanquantile): NaN only where a row is all NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation != "linear":
         raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
     scalar_q = not isinstance(q, Tensor)
@@ -2531,12 +2540,17 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
                      if keepdim or i != d]
     n = srt._data.shape[-1]
     srt = view(srt, *(out_shape + [n]))  # (..., n), keepdim's size-1 dims included
-    ranks = qa.reshape(-1) * (n - 1)
-    lead = srt._data.shape[:-1]
+    nan = np.isnan(backend.to_device(srt._data, backend.CPU))  # NaN sorts last
+    qv = qa.reshape(-1)
+    if ignore_nan:  # the quantile of the non-NaN values; all NaN: the last (NaN) one
+        count = (~nan).sum(-1, keepdims=True)
+        ranks = np.where(count == 0, n - 1, qv * (count - 1))
+    else:
+        ranks = np.where(nan.any(-1, keepdims=True), n - 1, qv * (n - 1))
     below = np.floor(ranks).astype(np.int64)
 
     def at(i):
-        return _fresh(np.ascontiguousarray(np.broadcast_to(i, lead + i.shape)))
+        return _fresh(backend.to_device(np.ascontiguousarray(i), backend.device_of(srt._data)))
     values = gather(srt, -1, at(below))
     lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
           at((ranks - below).astype(input._data.dtype)))
@@ -2920,7 +2934,7 @@ def _bind_composed():
                  "arccos_ arctan_ fix_ atan2_ arctan2_ hypot_ xlogy_ fmod_ remainder_ round_ "
                  "nan_to_num_ square_ lerp_ addcmul_ addcdiv_ "
                  "sort topk kthvalue median mode nansum nanmean std_mean var_mean aminmax "
-                 "cumprod cummax cummin logcumsumexp quantile scatter scatter_add scatter_reduce "
+                 "cumprod cummax cummin logcumsumexp quantile nanquantile scatter scatter_add scatter_reduce "
                  "index_copy index_fill masked_select masked_scatter scatter_ scatter_add_ "
                  "scatter_reduce_ index_copy_ index_fill_ masked_scatter_ "
                  "repeat_interleave tril triu tril_ triu_ diag_embed diag trace baddbmm "

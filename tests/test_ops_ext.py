@@ -177,6 +177,9 @@ ROWS = [
          ("away", (3, 4))),
     # ---- in-place forms: the row written into self, its node, one version bump ----
     Case("ip_sin", lambda T, a: _ip(a, lambda y: y.sin_()), (3, 4)),
+    Case("ip_view_log2", lambda T, a: _ip(a, lambda y: y[1].log2_()), ("pos", (3, 4))),
+    Case("ip_view_scatter", lambda T, a, b: _ip(a, lambda y: y[:, 1:].scatter_(
+        1, T.tensor(_I31), b)), (3, 4), (3, 1)),
     Case("ip_cos", lambda T, a: _ip(a, lambda y: y.cos_()), (3, 4)),
     Case("ip_log10", lambda T, a: _ip(a, lambda y: y.log10_()), ("pos", (3, 4))),
     Case("ip_expm1", lambda T, a: _ip(a, lambda y: y.expm1_()), (3, 4)),
@@ -244,6 +247,7 @@ ROWS = [
     Case("quantile_all_keepdim", lambda T, a: T.quantile(a, 0.9, keepdim=True), ("grid", (3, 4))),
     Case("quantile_q_dim", lambda T, a: T.quantile(a, T.tensor([0.25, 0.5], dtype=T.float64),
                                                    dim=1, keepdim=True), ("grid", (3, 4))),
+    Case("nanquantile", lambda T, a: T.nanquantile(a, 0.4, dim=1), ("grid", (3, 4))),
     Case("quantile_q_all", lambda T, a: T.quantile(a, T.tensor([0.0, 0.7, 1.0],
                                                                dtype=T.float64)), ("grid", (2, 3))),
     # ---- scatter family and masks ----
@@ -264,6 +268,11 @@ ROWS = [
     Case("scatter_reduce_amin_noself", lambda T, a, b: a.scatter_reduce(
         1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "amin", include_self=False),
          ("grid", (3, 4)), ("grid", (3, 2), 0.1)),
+    Case("scatter_reduce_prod", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "prod"), ("away", (3, 4)), ("away", (3, 2))),
+    Case("scatter_reduce_prod_zero", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b * T.tensor([[0.0, 1.0]], dtype=T.float64),
+        "prod", include_self=False), ("away", (3, 4)), ("away", (3, 2))),
     Case("index_copy", lambda T, a, b: a.index_copy(0, T.tensor([2, 0]), b), (3, 4), (2, 4)),
     Case("index_fill", lambda T, a: T.index_fill(a, 1, T.tensor([0, 2]), -1.0), (3, 4)),
     Case("index_fill_tensor", lambda T, a, v: a.index_fill(1, T.tensor([3]), v), (3, 4), ()),
@@ -323,6 +332,8 @@ ROWS = [
     Case("linalg_solve_mat", lambda T, a, b: T.linalg.solve(_spd(T, a), b), (3, 3), (3, 2)),
     Case("linalg_cholesky", lambda T, a: T.linalg.cholesky(_spd(T, a)), (3, 3)),
     Case("linalg_qr", lambda T, a: T.linalg.qr(a), (4, 3)),
+    Case("linalg_qr_wide", lambda T, a: T.linalg.qr(a), (2, 4)),
+    Case("linalg_qr_square_r_only", lambda T, a: T.linalg.qr(a).R, (3, 3)),
     Case("linalg_eigh", lambda T, a: _abs_vectors(T.linalg.eigh(_sym(T, a)), 1), (3, 3)),
     Case("linalg_eigvalsh", lambda T, a: T.linalg.eigvalsh(_sym(T, a)), (3, 3)),
     Case("linalg_svd", lambda T, a: _abs_vectors(T.linalg.svd(a, full_matrices=False), 0, 2),
@@ -353,13 +364,13 @@ CASES += ROWS
 _CORE = {
     "second": ("no double backward through CopySlices",
                [c.name for c in CASES if c.name.startswith("setitem_lead1")
-                and "tensor_idx" not in c.name]),
+                and "tensor_idx" not in c.name] + ["ip_view_log2", "ip_view_scatter"]),
     "second ": ("no double backward through AsStrided (diagonal)",
                 ["einsum_diag", "einsum_trace", "einsum_diag_3d"]),
     "graph": ("reshape of a non-contiguous view is ReshapeAliasBackward0 in torch",
               ["einsum_attention"]),
     "second  ": ("no double backward through gather (_TX.indices)",
-                 [c.name for c in CASES if c.name.startswith("quantile")] +
+                 [c.name for c in CASES if c.name.startswith(("quantile", "nanquantile"))] +
                  ["take_along_dim_flat"]),
     "second   ": ("no double backward through index_add (select with a tensor index)",
                   ["ip_index_add"]),
@@ -499,6 +510,7 @@ FUNCS = {
     "unique_dim1": lambda T, x, r, s: T.unique(r, dim=1, return_inverse=True,
                                                return_counts=True),
     "unique_bool": lambda T, x, r, s: T.unique(r > 1),
+    "unique_unsorted": lambda T, x, r, s: T.unique(r, sorted=False, return_inverse=True),
     "unique_empty": lambda T, x, r, s: T.unique(T.tensor([], dtype=T.long), return_counts=True),
     "unique_consecutive": lambda T, x, r, s: T.unique_consecutive(s),
     "unique_consecutive_all": lambda T, x, r, s: T.unique_consecutive(
@@ -604,6 +616,11 @@ FUNCS = {
     "aminmax_int": lambda T, x, r, s: T.aminmax(r),
     "logcumsumexp_inf": lambda T, x, r, s: T.logcumsumexp(T.tensor([-float("inf"), 0.0]), 0),
     "quantile_q_err": lambda T, x, r, s: T.quantile(x, 1.5),
+    "quantile_nan": lambda T, x, r, s: T.quantile(T.tensor([[1.0, float("nan"), 3.0],
+                                                            [1.0, 2.0, 4.0]]), 0.5, dim=1),
+    "nanquantile": lambda T, x, r, s: T.nanquantile(T.tensor([[1.0, float("nan"), 3.0],
+                                                              [float("nan")] * 3]),
+                                                    T.tensor([0.25, 0.5]), dim=1),
     "floor_int": lambda T, x, r, s: T.floor(r),
     "round_half_even": lambda T, x, r, s: T.round(T.tensor([0.5, 1.5, 2.5, -0.5])),
     "round_decimals_neg": lambda T, x, r, s: T.round(x * 1000, decimals=-2),

@@ -124,8 +124,18 @@ def _scatter_count(shape, dim, index, start):
     return count
 
 
+def _scatter_reduce_any(self, src, dim, index, include_self, xp):
+    """scatter_reduce(..., "prod") inside a formula: the forward on arrays, the function (itself
+    differentiable) on Tensors."""
+    if xp is _TX:
+        from ..functions import scatter_reduce  # noqa: PLC0415 (the torch.* layer)
+        return scatter_reduce(self, dim, _idx_t(index, xp), src, "prod",
+                              include_self=include_self)
+    return _scatter_reduce_fwd(self, src, dim, index, "prod", include_self)
+
+
 def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self, xp):
-    """PyTorch's scatter_reduce backward for sum, mean, amax and amin (prod: not yet)."""
+    """PyTorch's scatter_reduce backward (sum, prod, mean, amax, amin)."""
     shape = tuple(self.shape)
     if reduce == "sum":
         gself, gsrc = g, _gather(g, dim, index, xp)
@@ -143,9 +153,18 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         share = g / n
         gself = xp.where(self_is, share, 0)
         gsrc = xp.where(src_is, _gather(share, dim, index, xp), 0)
-    else:
-        raise NotImplementedError(f"nbgrad: the derivative of scatter_reduce with "
-                                  f"reduce='{reduce}' is not implemented yet")
+    else:  # prod: products of the others, computed again with the zeros masked (as PyTorch)
+        masked_self = xp.where(self == 0, 1, self)
+        gself = g * _scatter_reduce_any(masked_self, src, dim, index, include_self, xp) / \
+            masked_self
+        src_zero = src == 0
+        n_zeros = _gather(_scatter_into(xp.zeros(shape, _np_dtype(g)), dim, index,
+                                        src_zero * 1.0, xp, add=True), dim, index, xp)
+        single = src_zero & (n_zeros == 1)
+        masked_src_result = _scatter_reduce_any(self, xp.where(single, 1, src), dim, index,
+                                                include_self, xp)
+        gsrc = xp.where(single, _gather(g * masked_src_result, dim, index, xp),
+                        _gather(g * result, dim, index, xp) / xp.where(src_zero, 1, src))
     if not include_self:  # self took no part where src was scattered
         gself = xp.where(_const(_scatter_count(shape, dim, index, 0) > 0, xp), 0, gself)
     return gself, gsrc

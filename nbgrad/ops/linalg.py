@@ -188,14 +188,20 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
     return U @ (ret @ Vh)
 
 
-def _qr_backward(g, Q, R, xp):
-    """(gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q, copyltu its lower triangle mirrored
-    (m >= n)."""
+def _qr_backward(g, A, Q, R, xp):
+    """(gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q, copyltu its lower triangle mirrored,
+    for m >= n; for wide A = [X | Y] (m < n), X's QR gets gQ + Y gV^T and Y gets Q gV."""
     gQ, gR = g
     m, n = Q.shape[-2], R.shape[-1]
     if m < n:
-        raise NotImplementedError("nbgrad: the derivative of linalg.qr for wide matrices "
-                                  "(m < n) is not implemented yet")
+        gU = None if gR is None else gR[..., :, :m]
+        gV = None if gR is None else gR[..., :, m:]
+        gQx = None if gV is None else A[..., :, m:] @ _mT(gV)
+        if gQ is not None:
+            gQx = gQ if gQx is None else gQx + gQ
+        gX = _qr_backward((gQx, gU), None, Q, R[..., :, :m], xp)
+        gY = Q @ gV if gV is not None else A[..., :, m:] * 0
+        return xp.concatenate([gX, gY], axis=-1)
     if gQ is not None and gR is not None:
         M = R @ _mT(gR) - _mT(gQ) @ Q
     elif gQ is not None:
@@ -266,7 +272,7 @@ op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
 op("linalg_cholesky", lambda A: np.linalg.cholesky(A), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
 op("linalg_qr", lambda A: np.linalg.qr(A, mode="reduced"), n_out=2,
-   A=lambda g, result, result1, xp: _qr_backward(g, result, result1, xp))
+   A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: np.linalg.eigh(A, UPLO=UPLO), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
 op("linalg_svd", lambda A, full_matrices: np.linalg.svd(A, full_matrices=full_matrices), n_out=3,

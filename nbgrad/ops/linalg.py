@@ -57,7 +57,7 @@ def _diag_put(g, shape, offset, xp):
         return xp.zeros(tuple(shape), _np_dtype(g)).index_put(
             (Ellipsis, Tensor._make_fresh(rows), Tensor._make_fresh(cols)), g)
     z = xp.zeros(tuple(shape), g.dtype)
-    z[..., rows, cols] = g
+    z[..., xp.asarray(rows), xp.asarray(cols)] = g
     return z
 
 

@@ -14,7 +14,7 @@ import tracemalloc
 import numpy as np
 
 import nbgrad
-import nbgrad.autograd.provenance  # noqa: F401  (for the provenance on/off row)
+import nbgrad.provenance  # noqa: F401  (for the provenance on/off row)
 
 try:
     import torch
@@ -162,7 +162,7 @@ def main():
         fns["torch"] = chain_10(torch)
     b = _interleaved(fns, rounds, 100)
     rows.append(("10-op chain (2,2) fwd+bwd, per op", {k: v / 11 for k, v in b.items()}))
-    prov = nbgrad.autograd.provenance
+    prov = nbgrad.provenance
     on = chain_10(nbgrad)
 
     def off():

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import backend, dtypes
-from .tensor import Tensor, Size
+from .storage import Storage
+from .tensor import Size, Tensor, _init
 
 
 class Generator:
@@ -313,3 +314,17 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
                                            p=p).astype(np.int64))
     rows = [g.choice(p.shape[1], num_samples, replace=replacement, p=r / r.sum()) for r in p]
     return Tensor._make_fresh(np.stack(rows).astype(np.int64))
+
+
+def tensor_init(self, *args, dtype=None, device=None, requires_grad=False):
+    """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
+    uninitialised (2, 3) tensor, like PyTorch's legacy constructor (bound as Tensor.__init__)."""
+    if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        arr = np.empty(args, dtype=dtypes.to_np(dtype) or dtypes.default_np())
+    else:
+        data = args[0] if args else []
+        arr = _to_array(data, dtype or (None if isinstance(data, (Tensor, np.ndarray))
+                                        else dtypes.get_default_dtype()), device, copy=True)
+    _init(self, arr, Storage(arr), None, 0, False)
+    if requires_grad:
+        self.requires_grad_(True)

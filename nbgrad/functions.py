@@ -12,19 +12,19 @@ import math
 
 import numpy as np
 
-from . import dtypes
-from .autograd.apply import (_apply, _arr, _binary, _broadcast_error, _device_error, _fresh,
-                             _geom, _inplace, _mask, _multi_view_op, _record, _unary, _view_op,
-                             apply, binary_op)
+from . import creation, dtypes
+from .autograd.apply import (_arr, _binary, _broadcast_error, _device_error, _fresh,
+                             _geom, _inplace, _mask, _unary, apply)
 from .autograd.grad_mode import STATE as _GRAD
+from .autograd import variable
 from .autograd.grad_mode import no_grad
 from .ops import ROWS as R
-from .ops import Ctx, kernels, op
-from .ops.formulas import _TX, _reduce_to
+from .ops.formulas import TENSORS, _reduce_to
 from .ops.reductions import _sorted_idx
 from .ops.views import _ViewImpossible
-from .tensor import Size, Tensor, _dim
+from .tensor import Size, Tensor, _dim, type_name
 from . import backend
+from .storage import Storage
 
 _builtin_max, _builtin_min, _builtin_sum, _builtin_abs = builtins.max, builtins.min, builtins.sum, \
     builtins.abs
@@ -34,12 +34,11 @@ def _t(x, like=None):
     """A Tensor for `x` (numbers become 0-d tensors of a matching dtype)."""
     if isinstance(x, Tensor):
         return x
-    from .creation import tensor
     if like is not None and isinstance(x, (int, float, bool)):
         kind = like._data.dtype.kind
         if kind == "f" or (kind in "iu" and type(x) is not float) or type(x) is bool:
             return Tensor._make_fresh(np.asarray(x, dtype=like._data.dtype))
-    return tensor(x)
+    return creation.tensor(x)
 
 
 def _check_tensor(x, fname, arg="input"):
@@ -62,7 +61,6 @@ def _out(name, fn, inputs, out):
                           f"{list(out._data.shape)}, which does not match the required output "
                           f"shape {list(r._data.shape)}. This behavior is deprecated.",
                           UserWarning, stacklevel=3)
-        from .storage import Storage
         out._data = np.empty_like(r._data, dtype=out._data.dtype)
         out._storage = Storage(out._data)
     out._data[...] = r._data
@@ -79,7 +77,7 @@ def add(input, other, *, alpha=1, out=None):
         return _out("add", lambda: add(input, other, alpha=alpha), (input, other), out)
     if not isinstance(input, Tensor):
         return add(_t(input, other), other, alpha=alpha)
-    return _binary(R["add"], input, other, (alpha,))
+    return apply(R["add"], (input, other), (alpha,))
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -89,7 +87,7 @@ def sub(input, other, *, alpha=1, out=None):
     _check_bool_sub(input, other)
     if not isinstance(input, Tensor):
         return rsub(other, input, alpha=alpha)
-    return _binary(R["sub"], input, other, (alpha,))
+    return apply(R["sub"], (input, other), (alpha,))
 
 
 def _check_bool_sub(a, b):
@@ -115,7 +113,7 @@ def rsub(input, other, *, alpha=1):
     d = input._data
     if type(other) is float and d.dtype.kind != "f":
         input = input.to(dtypes.get_default_dtype())
-    return _unary(R["rsub"], input, other, alpha)
+    return apply(R["rsub"], (input,), (other, alpha))
 
 
 def mul(input, other, *, out=None):
@@ -124,7 +122,7 @@ def mul(input, other, *, out=None):
         return _out("mul", lambda: mul(input, other), (input, other), out)
     if not isinstance(input, Tensor):
         input, other = other, input
-    return _binary(R["mul"], input, other)
+    return apply(R["mul"], (input, other))
 
 
 multiply = mul
@@ -149,7 +147,7 @@ def div(input, other, *, rounding_mode=None, out=None):
                                           other._data.dtype.kind != "f") and \
             type(other) is not float:
         input = input.to(dtypes.get_default_dtype())
-    return _binary(R["div"], input, other)
+    return apply(R["div"], (input, other))
 
 
 divide = true_divide = div
@@ -196,15 +194,15 @@ def pow(input, exponent, *, out=None):
             raise TypeError("pow() needs at least one Tensor")
         e = exponent if exponent._data.dtype.kind == "f" or type(input) is int else \
             exponent.to(dtypes.get_default_dtype())
-        return _unary(R["rpow"], e, input)
+        return apply(R["rpow"], (e,), (input,))
     if isinstance(exponent, Tensor):
-        return _binary(R["pow_tt"], input, exponent)
+        return apply(R["pow_tt"], (input, exponent))
     exponent = _scalar_arg(exponent)
     if type(exponent) is float and input._data.dtype.kind != "f":
         input = input.to(dtypes.get_default_dtype())
     if type(exponent) is int and exponent < 0 and input._data.dtype.kind in "iu":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return _unary(R["pow"], input, exponent)
+    return apply(R["pow"], (input,), (exponent,))
 
 
 def _scalar_arg(x):
@@ -231,7 +229,7 @@ def neg(input):
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
                            "instead.")
-    return _unary(R["neg"], input)
+    return apply(R["neg"], (input,))
 
 
 negative = neg
@@ -244,7 +242,7 @@ def _unary_fn(name, doc):
         if out is not None:
             return _out(name, lambda: f(input), (input,), out)
         _check_tensor(input, name)
-        return _unary(row, input)
+        return apply(row, (input,))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"{doc} elementwise (torch.{name}). Shape and dtype are kept (ints become float)."
     return f
@@ -268,7 +266,7 @@ erf = _unary_fn("erf", "Error function")
 
 def relu(input):
     """max(input, 0) elementwise (torch.relu); saves its output."""
-    return _unary(R["relu"], input)
+    return apply(R["relu"], (input,))
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -279,7 +277,7 @@ def clamp(input, min=None, max=None, *, out=None):
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
-    return _unary(R["clamp"], input, min, max)
+    return apply(R["clamp"], (input,), (min, max))
 
 
 def _clamp_tensor(input, min, max):
@@ -304,22 +302,22 @@ clip = clamp
 
 def clamp_min(input, min):
     """max(input, min) (torch.clamp_min, ClampMinBackward0)."""
-    return _unary(R["clamp_min"], input, min)
+    return apply(R["clamp_min"], (input,), (min,))
 
 
 def clamp_max(input, max):
     """min(input, max) (torch.clamp_max, ClampMaxBackward0)."""
-    return _unary(R["clamp_max"], input, max)
+    return apply(R["clamp_max"], (input,), (max,))
 
 
 def maximum(input, other):
     """Elementwise maximum of two tensors (torch.maximum); ties share the gradient."""
-    return _binary(R["maximum"], input, _t(other, input))
+    return apply(R["maximum"], (input, _t(other, input)))
 
 
 def minimum(input, other):
     """Elementwise minimum of two tensors (torch.minimum); ties share the gradient."""
-    return _binary(R["minimum"], input, _t(other, input))
+    return apply(R["minimum"], (input, _t(other, input)))
 
 
 def where(condition, input=None, other=None):
@@ -344,15 +342,15 @@ def where(condition, input=None, other=None):
             input = input.to(dtypes.from_np(rt))
         if b.dtype != rt:
             other = other.to(dtypes.from_np(rt))
+    try:  # report the first pair that fails, in PyTorch's order (cond, self, other)
+        first = np.broadcast_shapes(c.shape, input._data.shape)
+    except ValueError:
+        raise _broadcast_error(c.shape, input._data.shape) from None
     try:
-        out = np.where(c, input._data, other._data)
-    except ValueError:  # report the first pair that fails, in PyTorch's order (cond, self, other)
-        try:
-            first = np.broadcast_shapes(c.shape, input._data.shape)
-        except ValueError:
-            raise _broadcast_error(c.shape, input._data.shape) from None
+        np.broadcast_shapes(first, other._data.shape)
+    except ValueError:
         raise _broadcast_error(first, other._data.shape) from None
-    return _apply(R["where"], (input, other), (c,), out, meta_inputs=True)
+    return apply(R["where"], (input, other), (c,))
 
 
 def masked_fill(input, mask, value):
@@ -365,11 +363,11 @@ def masked_fill(input, mask, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
-        return _apply(R["masked_fill"], (input, value), (m,), meta_inputs=True)
-    out = np.where(m, np.asarray(value, dtype=input._data.dtype), input._data)
-    if out.shape != input._data.shape:
+        return apply(R["masked_fill"], (input, value), (m,))
+    if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
         raise _broadcast_error(input._data.shape, m.shape)
-    return _apply(R["masked_fill"], (input, value), (m,), out, meta_inputs=True)
+    value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+    return apply(R["masked_fill"], (input, value), (m,))
 
 
 # ---- comparisons and logic: no gradient ------------------------------------------------------
@@ -510,7 +508,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     """Sum of all elements, or over `dim` (int or tuple) (torch.sum). Ints sum to int64."""
     d = input._data
     if dim is None and axis is None and dtype is None and not keepdim and d.dtype.kind == "f":
-        return _unary(_SUM, input, None)  # the common case, kept short
+        return apply(_SUM, (input,), (None,))  # the common case, kept short
     dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
     dt = dtypes.to_np(dtype)
     if dt is not None and dt != d.dtype and d.dtype.kind == "f":
@@ -519,9 +517,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     if dt is None and d.dtype.kind in "biu":
         dt = np.dtype(np.int64)
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        r = _unary(R["sum"], input, dt)
+        r = apply(R["sum"], (input,), (dt,))
         return r if not keepdim else r.reshape((1,) * d.ndim)
-    return _unary(R["sum_dim"], input, _dims(dim, d.ndim), keepdim, dt)
+    return apply(R["sum_dim"], (input,), (_dims(dim, d.ndim), keepdim, dt))
 
 
 _SUM = R["sum"]
@@ -541,9 +539,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         input = input.to(dtype)
     _float_check(input, "mean")
     if dim is None:
-        r = _unary(R["mean"], input)
+        r = apply(R["mean"], (input,))
         return r if not keepdim else r.reshape((1,) * input._data.ndim)
-    return _unary(R["mean_dim"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["mean_dim"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -551,8 +549,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     if dim is None:
-        return _unary(R["prod"], input)
-    return _unary(R["prod_dim"], input, _dim(dim, input._data.ndim), keepdim)
+        return apply(R["prod"], (input,))
+    return apply(R["prod_dim"], (input,), (_dim(dim, input._data.ndim), keepdim))
 
 
 _minmax = collections.namedtuple("max", ["values", "indices"])
@@ -571,7 +569,7 @@ def max(input, dim=None, keepdim=False, *, out=None):
         return maximum(input, dim)
     if dim is None:
         _empty_check(input, "max")
-        return _unary(R["max"], input)
+        return apply(R["max"], (input,))
     return _vals_indices(R["max_dim"], input, dim, keepdim, _minmax)
 
 
@@ -581,29 +579,22 @@ def min(input, dim=None, keepdim=False):
         return minimum(input, dim)
     if dim is None:
         _empty_check(input, "min")
-        return _unary(R["min"], input)
+        return apply(R["min"], (input,))
     return _vals_indices(R["min_dim"], input, dim, keepdim, _minmax_min)
 
 
 def _vals_indices(row, input, dim, keepdim, ntuple):
-    dim = _dim(dim, input._data.ndim)
-    vals, idx = row.fwd(input._data, dim, keepdim)
-    v, i = _fresh(_arr(vals)), _fresh(_arr(idx))
-    if input._requires_grad and _GRAD.enabled:
-        _record(row, (v, i), (input,), (dim, keepdim), 1)
-        i._requires_grad = False
-        i._grad_fn = None
-    return ntuple(v, i)
+    return ntuple(*apply(row, (input,), (_dim(dim, input._data.ndim), keepdim)))
 
 
 def amax(input, dim=(), keepdim=False):
     """Max over `dim` (all if empty); ties share the gradient evenly (torch.amax)."""
-    return _unary(R["amax"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["amax"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def amin(input, dim=(), keepdim=False):
     """Min over `dim` (all if empty); ties share the gradient evenly (torch.amin)."""
-    return _unary(R["amin"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["amin"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -633,8 +624,8 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _float_check(input, "var")
-    return _unary(R["var"], input, _dims(dim, input._data.ndim),
-                  _correction(unbiased, correction), keepdim)
+    return apply(R["var"], (input,), (_dims(dim, input._data.ndim),
+                                      _correction(unbiased, correction), keepdim))
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -642,8 +633,8 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _float_check(input, "std")
-    return _unary(R["std"], input, _dims(dim, input._data.ndim),
-                  _correction(unbiased, correction), keepdim)
+    return apply(R["std"], (input,), (_dims(dim, input._data.ndim),
+                                      _correction(unbiased, correction), keepdim))
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
@@ -652,34 +643,34 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["norm"], input, float(p) if p not in (1, 2) else p,
-                  _dims(dim, input._data.ndim), keepdim)
+    return apply(R["norm"], (input,), (float(p) if p not in (1, 2) else p,
+                                       _dims(dim, input._data.ndim), keepdim))
 
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed stably (torch.logsumexp)."""
-    return _unary(R["logsumexp"], input, _dims(dim, input._data.ndim), keepdim)
+    return apply(R["logsumexp"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output."""
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["softmax"], input, _dim(dim, input._data.ndim))
+    return apply(R["softmax"], (input,), (_dim(dim, input._data.ndim),))
 
 
 def log_softmax(input, dim, dtype=None):
     """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output."""
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["log_softmax"], input, _dim(dim, input._data.ndim))
+    return apply(R["log_softmax"], (input,), (_dim(dim, input._data.ndim),))
 
 
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along `dim` (torch.cumsum)."""
     if dtype is not None:
         input = input.to(dtype)
-    return _unary(R["cumsum"], input, _dim(dim, input._data.ndim))
+    return apply(R["cumsum"], (input,), (_dim(dim, input._data.ndim),))
 
 
 # ================================================================================================
@@ -726,18 +717,18 @@ def _matmul(a, b):
     folded through views and UnsafeViewBackward0)."""
     da, db = a._data.ndim, b._data.ndim
     if da == 2 and db == 2:
-        return _apply(R["mm"], (a, b), (), a._data @ _cc(b._data))
+        return apply(R["mm"], (a, b))
     if da == 1 and db == 1:
-        return _apply(R["dot"], (a, b), (), a._data @ b._data)
+        return apply(R["dot"], (a, b))
     if da == 2 and db == 1:
-        return _apply(R["mv"], (a, b), (), a._data @ b._data)
+        return apply(R["mv"], (a, b))
     if da == 1 and db == 2:
-        return _view_op(R["squeeze_dims_"], _matmul(unsqueeze(a, 0), b), ((0,),))
+        return apply(R["squeeze_dims_"], (_matmul(unsqueeze(a, 0), b),), ((0,),))
     if da >= 3 and db <= 2:   # fold the batch into the rows of a matrix product
         k = a._data.shape[-1]
         folded = _matmul(reshape(a, -1, k), b)
         shape = a._data.shape[:-1] + ((b._data.shape[-1],) if db == 2 else ())
-        return _unary(R["unsafe_view"], folded, shape)
+        return apply(R["unsafe_view"], (folded,), (shape,))
     if da == 1 and db >= 3:
         return _matmul(b.mT, a)
     # batched: broadcast the batch dims, fold them into one, bmm, unfold
@@ -752,14 +743,9 @@ def _matmul(a, b):
     b3 = reshape(expand(b, *batch, k, p), -1, k, p)
     if a3 is None:
         a3 = reshape(expand(unsqueeze(a, 0), *batch, 1, k), -1, 1, k)
-    out = _apply(R["bmm"], (a3, b3), (), a3._data @ b3._data)
+    out = apply(R["bmm"], (a3, b3))
     shape = tuple(batch) + ((n,) if da > 1 else ()) + (p,)
-    return _unary(R["unsafe_view"], out, shape)
-
-
-def _cc(b):
-    # numpy's matmul is several times slower on a transposed (F-ordered) right operand
-    return b if b.flags.c_contiguous else backend.get_array_module(b).ascontiguousarray(b)
+    return apply(R["unsafe_view"], (out,), (shape,))
 
 
 def mm(input, mat2):
@@ -780,7 +766,7 @@ def bmm(input, mat2):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
                            f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}].")
-    return _apply(R["bmm"], (input, mat2), (), input._data @ mat2._data)
+    return apply(R["bmm"], (input, mat2))
 
 
 def dot(input, other):
@@ -808,12 +794,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} "
                            f"and {b.shape[0]}x{b.shape[1]})")
-    out = a @ _cc(b)
-    if alpha != 1:
-        out *= alpha
-    c = input._data
-    out += c if beta == 1 else beta * c
-    return _apply(R["addmm"], (input, mat1, mat2), (beta, alpha), out, meta_inputs=True)
+    return apply(R["addmm"], (input, mat1, mat2), (beta, alpha))
 
 
 def outer(input, vec2):
@@ -844,26 +825,22 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if x.dtype != w.dtype:
         raise RuntimeError(f"Input type ({type_name_of(input)}) and weight type "
                            f"({type_name_of(weight)}) should be the same")
-    y, ctx = kernels.conv2d_forward(x, w, None if bias is None else bias._data, stride, padding,
-                                  dilation, groups)
-    return _apply(R["convolution"], (input, weight, bias), (Ctx(ctx),), y)
+    return apply(R["convolution"], (input, weight, bias), (stride, padding, dilation, groups))
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False):
     """Max over (kh, kw) windows with -inf padding, and the flat H*W index of each maximum:
     (N, C, H, W) -> ((N, C, Ho, Wo), int64 indices). One MaxPool2DWithIndicesBackward0 node."""
-    out, ctx = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return out, Tensor._make_fresh(kernels.max_pool2d_indices(ctx))
+    return _max_pool2d("max_pool2d_with_indices", input, kernel_size, stride, padding, dilation,
+                       ceil_mode)
 
 
-def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
-    x = input._data
-    if x.ndim != 4:
+def _max_pool2d(row, input, kernel_size, stride, padding, dilation, ceil_mode):
+    if input._data.ndim != 4:
         raise RuntimeError(f"max_pool2d: Expected 3D or 4D tensor for input, but got "
-                           f"{list(x.shape)}")
-    y, ctx = kernels.max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode)
-    return _apply(R["max_pool2d"], (input,), (Ctx(ctx),), y), ctx
+                           f"{list(input._data.shape)}")
+    return apply(R[row], (input,), (kernel_size, stride, padding, dilation, ceil_mode))
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -871,12 +848,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max pooling (torch.max_pool2d); the int64 indices are built only when asked for."""
     if return_indices:
         return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+    return _max_pool2d("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def type_name_of(t):
     """'nbgrad.FloatTensor'-style type string of a tensor (for error messages)."""
-    from .tensor import type_name
     return type_name(t._data.dtype, t._data)
 
 
@@ -902,14 +878,8 @@ def cat(tensors, dim=0, *, out=None):
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {ts[0]._data.shape[k]} but got size "
                                    f"{t._data.shape[k]} for tensor number {i} in the list.")
-    arrs = [t._data for t in ts]
-    rt = arrs[0].dtype
-    for a in arrs[1:]:
-        rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
-    out_arr = np.concatenate([a.astype(rt, copy=False) for a in arrs], axis=d)
     sizes = tuple(t._data.shape[d] for t in ts)
-    in_dtypes = tuple(a.dtype for a in arrs)
-    return _apply(R["cat"], tuple(ts), (sizes, d, in_dtypes), out_arr)
+    return apply(R["cat"], tuple(ts), (sizes, d, tuple(t._data.dtype for t in ts)))
 
 
 concat = concatenate = cat
@@ -928,8 +898,7 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} "
                                f"at entry 0 and {list(t._data.shape)} at entry {i}")
     d = _dim(dim, len(s0) + 1)
-    out_arr = np.stack([t._data for t in tensors], axis=d)
-    return _apply(R["stack"], tuple(tensors), (len(tensors), d), out_arr)
+    return apply(R["stack"], tuple(tensors), (len(tensors), d))
 
 
 def hstack(tensors):
@@ -972,22 +941,20 @@ def view(input, *shape):
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
     try:
-        out = R["view"].fwd(input._data, shape)
+        return apply(R["view"], (input,), (shape,))
     except _ViewImpossible:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.") from None
-    return _view_op(R["view"], input, (shape,), out)
 
 
 def reshape(input, *shape):
     """A view when the strides allow, else a copy (torch.reshape)."""
     shape = _infer(_shape_arg(shape), input._data.size)
     try:
-        out = R["view"].fwd(input._data, shape)
+        return apply(R["view"], (input,), (shape,))
     except _ViewImpossible:
-        return _unary(R["unsafe_view"], clone(input), shape)
-    return _view_op(R["view"], input, (shape,), out)
+        return apply(R["unsafe_view"], (clone(input),), (shape,))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -1020,7 +987,7 @@ def transpose(input, dim0, dim1):
     """Swap two dims; a view (torch.transpose)."""
     nd = input._data.ndim
     d0, d1 = _dim(dim0, nd), _dim(dim1, nd)
-    return _view_op(R["transpose"], input, (d0, d1))
+    return apply(R["transpose"], (input,), (d0, d1))
 
 
 swapaxes = swapdims = transpose
@@ -1031,7 +998,7 @@ def t(input):
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input._data.ndim}D")
-    return _view_op(R["t"], input)
+    return apply(R["t"], (input,))
 
 
 def permute(input, *dims):
@@ -1045,7 +1012,7 @@ def permute(input, *dims):
     dims = tuple(_dim(d, nd) for d in dims)
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view_op(R["permute"], input, (dims,))
+    return apply(R["permute"], (input,), (dims,))
 
 
 def expand(input, *sizes):
@@ -1056,7 +1023,7 @@ def expand(input, *sizes):
         raise RuntimeError(f"expand(nbgrad.FloatTensor{{{list(s)}}}, size={list(sizes)}): the "
                            "number of sizes provided ({}) must be greater or equal to the number "
                            "of dimensions in the tensor ({})".format(len(sizes), len(s)))
-    return _view_op(R["expand"], input, (_expand_shape(s, sizes),))
+    return apply(R["expand"], (input,), (_expand_shape(s, sizes),))
 
 
 def _expand_shape(s, sizes):
@@ -1093,18 +1060,18 @@ def expand_as(input, other):
 def squeeze(input, dim=None):
     """Remove size-1 dims (all, or `dim`); a view (torch.squeeze)."""
     if dim is None:
-        return _view_op(R["squeeze"], input)
+        return apply(R["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
-        return _view_op(R["squeeze_dims"], input,
-                        (tuple(sorted(_dim(d, input._data.ndim) for d in dim)),))
+        dims = tuple(sorted(_dim(d, input._data.ndim) for d in dim))
+        return apply(R["squeeze_dims"], (input,), (dims,))
     if input._data.ndim == 0:
-        return _view_op(R["squeeze_dim"], input, (0,), input._data.view())
-    return _view_op(R["squeeze_dim"], input, (_dim(dim, input._data.ndim),))
+        return apply(R["squeeze_dim"], (input,), (0,))
+    return apply(R["squeeze_dim"], (input,), (_dim(dim, input._data.ndim),))
 
 
 def unsqueeze(input, dim):
     """Insert a size-1 dim at `dim`; a view (torch.unsqueeze)."""
-    return _view_op(R["unsqueeze"], input, (_dim(dim, input._data.ndim + 1),))
+    return apply(R["unsqueeze"], (input,), (_dim(dim, input._data.ndim + 1),))
 
 
 def narrow(input, dim, start, length):
@@ -1121,7 +1088,7 @@ def narrow(input, dim, start, length):
 
 def _slice(input, d, slc):
     index = (slice(None),) * d + (slc,)
-    return _view_op(R["slice"], input, (index,), input._data[index])
+    return apply(R["slice"], (input,), (index,))
 
 
 def select(input, dim, index):
@@ -1135,7 +1102,7 @@ def select(input, dim, index):
     if i < 0:
         i += n
     idx = (slice(None),) * d + (i, Ellipsis)  # Ellipsis keeps a 0-d result an array (a view)
-    return _view_op(R["select"], input, (idx,), input._data[idx])
+    return apply(R["select"], (input,), (idx,))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -1155,16 +1122,16 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     keep = [i for i in range(nd) if i not in (d1, d2)]
     vshape = tuple(shape[i] for i in keep) + (length,)
     vstrides = tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],)
-    out = backend.as_strided(input._storage._root, vshape, vstrides, off)
-    return _view_op(R["diagonal"], input, (_geom(input), (vshape, vstrides, off)), out)
+    return apply(R["diagonal"], (input,), (_geom(input), (vshape, vstrides, off),
+                                           input._storage._root))
 
 
 def as_strided(input, size, stride, storage_offset=None):
     """A view with explicit size, stride and storage offset, in elements (torch.as_strided)."""
     off = input.storage_offset() if storage_offset is None else int(storage_offset)
     size, stride = tuple(size), tuple(stride)
-    out = backend.as_strided(input._storage._root, size, stride, off)
-    return _view_op(R["as_strided"], input, (_geom(input), (size, stride, off)), out)
+    return apply(R["as_strided"], (input,), (_geom(input), (size, stride, off),
+                                             input._storage._root))
 
 
 def unfold(input, dimension, size, step):
@@ -1177,21 +1144,13 @@ def unfold(input, dimension, size, step):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {L} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    n = (L - size) // step + 1
-    shape = a.shape[:d] + (n,) + a.shape[d + 1:] + (size,)
-    strides = a.strides[:d] + (a.strides[d] * step,) + a.strides[d + 1:] + (a.strides[d],)
-    xp = backend.get_array_module(a)
-    out = xp.lib.stride_tricks.as_strided(a, shape, strides)
-    return _view_op(R["unfold"], input, (d, size, step), out)
+    return apply(R["unfold"], (input,), (d, size, step))
 
 
 def unbind(input, dim=0):
     """Tuple of the slices along `dim`; views that refuse in-place changes (torch.unbind)."""
     d = _dim(dim, input._data.ndim)
-    n = input._data.shape[d]
-    pre = (slice(None),) * d
-    outs = [input._data[pre + (i, Ellipsis)] for i in range(n)]
-    return _multi_view_op(R["unbind"], input, outs, (d, n))
+    return apply(R["unbind"], (input,), (d, input._data.shape[d]))
 
 
 def split(input, split_size_or_sections, dim=0):
@@ -1211,12 +1170,7 @@ def split(input, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                                f"tensor's size at dimension {d}), but got split_sizes={sizes}")
         row = R["split_sizes"]
-    pre = (slice(None),) * d
-    outs, start = [], 0
-    for k in sizes:
-        outs.append(input._data[pre + (slice(start, start + k),)])
-        start += k
-    return _multi_view_op(row, input, outs, (tuple(sizes), d))
+    return apply(row, (input,), (tuple(sizes), d))
 
 
 def chunk(input, chunks, dim=0):
@@ -1254,24 +1208,18 @@ def contiguous(input, memory_format=None):
     """Self if C-contiguous, else a contiguous copy (CloneBackward0) (torch.Tensor.contiguous)."""
     if input._data.flags.c_contiguous:
         return input
-    return _contig_clone(input)
-
-
-def _contig_clone(input):
-    out = np.ascontiguousarray(input._data)
-    return _apply(R["clone"], (input,), (), out)
+    return apply(R["clone"], (input,), (True,))
 
 
 def clone(input, *, memory_format=None):
     """A copy with its own storage; differentiable (CloneBackward0) (torch.clone)."""
-    out = input._data.copy(order="K")
-    return _apply(R["clone"], (input,), (), out)
+    return apply(R["clone"], (input,), (False,))
 
 
 def flip(input, *dims):
     """Reverse the order along `dims`; a copy (torch.flip)."""
     dims = _shape_arg(dims) if dims and not isinstance(dims[0], int) else tuple(dims)
-    return _unary(R["flip"], input, tuple(_dim(d, input._data.ndim) for d in dims))
+    return apply(R["flip"], (input,), (tuple(_dim(d, input._data.ndim) for d in dims),))
 
 
 def to_dtype(input, dtype):
@@ -1280,10 +1228,9 @@ def to_dtype(input, dtype):
     dt = dtypes.to_np(dtype)
     if input._data.dtype == dt:
         return input
-    r = _fresh(input._data.astype(dt))
-    if input._requires_grad and _GRAD.enabled and dt.kind == "f":
-        _record(R["to_copy"], (r,), (input,), (dt,), 1)
-    return r
+    if dt.kind == "f":
+        return apply(R["to_copy"], (input,), (dt,))
+    return _fresh(input._data.astype(dt))  # not differentiable: no node
 
 
 # ================================================================================================
@@ -1338,10 +1285,9 @@ def getitem(input, idx):
     index = tuple(_to_index_array(i) for i in idx)
     _check_masks(input, index)
     try:
-        out = input._data[index]
+        return apply(R["index"], (input,), (index,))
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
-    return _apply(R["index"], (input,), (index,), out)
 
 
 def _check_masks(input, index):
@@ -1366,7 +1312,7 @@ def _basic_index(input, idx):
     if n_real > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     if not idx or builtins.all(i is Ellipsis for i in idx):
-        return _view_op(R["alias"], input)
+        return apply(R["alias"], (input,))
     r = input
     d = 0
     for i in idx:
@@ -1391,7 +1337,7 @@ def _basic_index(input, idx):
                 raise IndexError(f"index {i} is out of bounds for dimension {d} with size {n}")
             r = select(r, d, i)
     if r is input:
-        return _view_op(R["alias"], input)
+        return apply(R["alias"], (input,))
     return r
 
 
@@ -1410,7 +1356,7 @@ def setitem(input, idx, value):
             else:
                 v = value if isinstance(value, Tensor) else \
                     Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
-                _inplace(R["fill_tensor"], input, (v,), (), "fill_")
+                apply(R["fill_tensor"], (input, v), (), inplace="fill_")
             return None
         view_ = _basic_index(input, idx)
         copy_(view_, value, _op_name="copy_")
@@ -1469,7 +1415,7 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
-    return _inplace(R["index_put"], input, (values,), (index, accumulate), "index_put_")
+    return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
 
 
 def _kind_name(dt):
@@ -1488,7 +1434,9 @@ def index_add(input, dim, index, source, *, alpha=1):
     ix = index._data if isinstance(index, Tensor) else np.asarray(index)
     if alpha != 1:
         source = source * alpha
-    return _apply(R["index_add"], (input, source), (d, ix), meta_inputs=True)
+    if source._data.dtype != input._data.dtype:
+        source = source.to(input.dtype)
+    return apply(R["index_add"], (input, source), (d, ix))
 
 
 def index_select(input, dim, index):
@@ -1502,7 +1450,7 @@ def index_select(input, dim, index):
     n = input._data.shape[d]
     if ix.size and (ix.max() >= n or ix.min() < -n):
         raise IndexError("index out of range in self")
-    return _unary(R["index_select"], input, d, ix)
+    return apply(R["index_select"], (input,), (d, ix))
 
 
 def gather(input, dim, index):
@@ -1517,7 +1465,7 @@ def gather(input, dim, index):
     if ix.size and (ix.max() >= n or ix.min() < -n):
         raise RuntimeError(f"index {int(ix.max())} is out of bounds for dimension {d} with size "
                            f"{n}")
-    return _unary(R["gather"], input, d, ix)
+    return apply(R["gather"], (input,), (d, ix))
 
 
 def take_along_dim(input, indices, dim=None):
@@ -1534,10 +1482,10 @@ def _ip_binary(row_name, op_name, alpha=False):
     row = R[row_name]
     if alpha:
         def f(self, other, *, alpha=1):
-            return _inplace(row, self, (other,), (alpha,), op_name)
+            return apply(row, (self, other), (alpha,), inplace=op_name)
     else:
         def f(self, other):
-            return _inplace(row, self, (other,), (), op_name)
+            return apply(row, (self, other), (), inplace=op_name)
     f.__name__ = op_name
     f.__doc__ = f"In-place {row_name} (torch.Tensor.{op_name}); bumps _version by 1."
     return f
@@ -1550,21 +1498,21 @@ mul_ = _ip_binary("mul", "mul_")
 
 def div_(self, other):
     """In-place true division (torch.Tensor.div_); bumps _version by 1."""
-    return _inplace(R["div"], self, (other,), (), "div_")
+    return apply(R["div"], (self, other), (), inplace="div_")
 
 
 def pow_(self, exponent):
     """In-place power (torch.Tensor.pow_); bumps _version by 1."""
     if isinstance(exponent, Tensor):
-        return _inplace(R["pow_tt"], self, (exponent,), (), "pow_")
-    return _inplace(R["pow"], self, (), (_scalar_arg(exponent),), "pow_")
+        return apply(R["pow_tt"], (self, exponent), (), inplace="pow_")
+    return apply(R["pow"], (self,), (_scalar_arg(exponent),), inplace="pow_")
 
 
 def _ip_unary(row_name, op_name):
     row = R[row_name]
 
     def f(self):
-        return _inplace(row, self, (), (), op_name)
+        return apply(row, (self,), (), inplace=op_name)
     f.__name__ = op_name
     f.__doc__ = f"In-place {row_name} (torch.Tensor.{op_name}); bumps _version by 1."
     return f
@@ -1586,8 +1534,9 @@ def clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        return _inplace(R["clamp_tensor"], self, _clamp_bounds(self, min, max), (), "clamp_")
-    return _inplace(R["clamp"], self, (), (min, max), "clamp_")
+        return apply(R["clamp_tensor"], (self,) + _clamp_bounds(self, min, max), (),
+                     inplace="clamp_")
+    return apply(R["clamp"], (self,), (min, max), inplace="clamp_")
 
 
 clip_ = clamp_
@@ -1595,7 +1544,7 @@ clip_ = clamp_
 
 def fill_(self, value):
     """Fill with `value` in place (torch.Tensor.fill_); bumps _version by 1."""
-    return _inplace(R["fill"], self, (), (_scalar_arg(value),), "fill_")
+    return apply(R["fill"], (self,), (_scalar_arg(value),), inplace="fill_")
 
 
 def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
@@ -1606,7 +1555,7 @@ def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
         src = src.to(self.device)
     if src._data.shape != self._data.shape:
         _expand_shape(src._data.shape, self._data.shape)  # PyTorch's text if it can't broadcast
-    return _inplace(R["copy"], self, (src,), (), _op_name)
+    return apply(R["copy"], (self, src), (), inplace=_op_name)
 
 
 def masked_fill_(self, mask, value):
@@ -1617,13 +1566,12 @@ def masked_fill_(self, mask, value):
                            f"{dtypes.from_np(m.dtype)}")
     v = value if isinstance(value, Tensor) else Tensor._make_fresh(
         np.asarray(value, dtype=self._data.dtype))
-    return _inplace(R["masked_fill"], self, (v,), (m,), "masked_fill_")
+    return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
 
 
 def _random_fill(name, sampler):
     def f(self, *args, generator=None, **kwargs):
-        from .creation import _gen
-        g = _gen(generator)
+        g = creation._gen(generator)
         with no_grad():
             arr = np.asarray(sampler(g, self._data.shape, *args, **kwargs),
                              dtype=self._data.dtype)
@@ -2554,10 +2502,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     values = gather(srt, -1, at(below))
     lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
           at((ranks - below).astype(input._data.dtype)))
-    if scalar_q:
-        return _view_op(R["squeeze_dims_"], values, ((values._data.ndim - 1,),))
-    values = transpose(unsqueeze(values, 0), 0, -1)
-    return _view_op(R["squeeze_dims_"], values, ((values._data.ndim - 1,),))
+    if not scalar_q:  # the quantiles first
+        values = transpose(unsqueeze(values, 0), 0, -1)
+    return apply(R["squeeze_dims_"], (values,), ((values._data.ndim - 1,),))
 
 
 # ---- rows of issue 9: scatter family and masks --------------------------------------------------
@@ -2794,41 +2741,70 @@ addmv, addmv_ = _fused("addmv", _check_mv)
 addr, addr_ = _fused("addr", _check_vectors)
 
 
+def _square(A, fname):
+    s = A._data.shape
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
+    if s[-1] != s[-2]:
+        raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
+                           f"{s[-2]} by {s[-1]} matrices")
+
+
+_slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+
+
 def det(input):
-    """Determinant of (..., n, n) (torch.det = torch.linalg.det)."""
-    from . import linalg
-    return linalg.det(input)
+    """Determinants of (..., n, n) (torch.det = torch.linalg.det; LinalgDetBackward0)."""
+    _square(input, "det")
+    return apply(R["linalg_det"], (input,))
 
 
 def inverse(input):
-    """Inverse of (..., n, n) (torch.inverse = torch.linalg.inv)."""
-    from . import linalg
-    return linalg.inv(input)
+    """Inverses of (..., n, n) (torch.inverse = torch.linalg.inv; LinalgInvExBackward0)."""
+    _square(input, "inv")
+    return apply(R["linalg_inv"], (input,))
+
+
+def slogdet(input):
+    """(sign, log|det|) of (..., n, n) (torch.slogdet = torch.linalg.slogdet)."""
+    _square(input, "slogdet")
+    return _slogdet(*apply(R["linalg_slogdet"], (input,)))
 
 
 def logdet(input):
     """log(det(input)), NaN for a negative determinant (torch.logdet)."""
-    from . import linalg
-    sign, lad = linalg.slogdet(input)
+    sign, lad = slogdet(input)
     return where(sign < 0, float("nan"), lad)
 
 
-def slogdet(input):
-    """(sign, log|det|) (torch.slogdet = torch.linalg.slogdet)."""
-    from . import linalg
-    return linalg.slogdet(input)
+def pinverse(input, rcond=1e-15):
+    """The Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv;
+    LinalgPinvBackward0)."""
+    return apply(R["linalg_pinv"], (input,))
 
 
 def matrix_power(input, n):
-    """input @ input @ ... n times (torch.matrix_power = torch.linalg.matrix_power)."""
-    from . import linalg
-    return linalg.matrix_power(input, n)
-
-
-def pinverse(input, rcond=1e-15):
-    """Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv)."""
-    from . import linalg
-    return linalg.pinv(input)
+    """input multiplied by itself n times (n < 0: its inverse's) (torch.matrix_power =
+    torch.linalg.matrix_power), composed of matmuls by binary powers as PyTorch does."""
+    _square(input, "matrix_power")
+    if n == 0:
+        e = creation.eye(input._data.shape[-1], dtype=input.dtype).expand(*input._data.shape)
+        return input.clone().copy_(e)
+    if n < 0:
+        input, n = inverse(input), -n
+    if n == 1:
+        return input.clone()
+    if n == 2:
+        return matmul(input, input)
+    if n == 3:
+        return matmul(matmul(input, input), input)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = input if z is None else matmul(z, z)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
 
 
 def clamp_min_(self, min):
@@ -2916,9 +2892,7 @@ def block_diag(*tensors):
     shapes = tuple((1, 1) if t._data.ndim == 0 else (1, t._data.shape[0]) if t._data.ndim == 1
                    else tuple(t._data.shape) for t in tensors)
     in_shapes = tuple(tuple(t._data.shape) for t in tensors)
-    row = R["block_diag"]
-    out = row.fwd([t._data for t in tensors], shapes, in_shapes)
-    return _apply(row, tuple(tensors), (shapes, in_shapes), out)
+    return apply(R["block_diag"], tuple(tensors), (shapes, in_shapes))
 
 
 def _bind_composed():
@@ -2979,21 +2953,11 @@ def _to(self, *args, **kwargs):
 def _to_device(self, dev):
     if backend.device_of(self._data) == dev:
         return self
-    arr = backend.to_device(self._data, dev)
-    r = _fresh(arr)
-    if self._requires_grad and _GRAD.enabled:
-        _record(_TO_DEVICE, (r,), (self,), (backend.device_of(self._data),), 1)
-    return r
-
-
-_TO_DEVICE = op("to_device", lambda self, device: self, node="ToCopyBackward0",
-                self=lambda g, device: backend.to_device(g, device) if not isinstance(
-                    g, Tensor) else _to_device(g, device))
+    return apply(R["to_device"], (self,), (backend.device_of(self._data), dev))
 
 
 def _new_like(fn):
     def f(self, *size, dtype=None, device=None, requires_grad=False):
-        from . import creation
         return getattr(creation, fn)(*size, dtype=dtype or self.dtype, device=device or
                                      self.device, requires_grad=requires_grad)
     return f
@@ -3002,19 +2966,21 @@ def _new_like(fn):
 def _bind():
     T = Tensor
     g = globals()
+    T.__init__ = creation.tensor_init
+    variable.bind(T)
     # operators
-    T.__add__ = binary_op(R["add"], (1,))
+    add_row, sub_row, mul_row, one = R["add"], R["sub"], R["mul"], (1,)
+    T.__add__ = lambda s, o: apply(add_row, (s, o), one)
     T.__radd__ = lambda s, o: add(s, o)
-    _sub = binary_op(R["sub"], (1,))
 
     def __sub__(s, o):
         if s._data.dtype.kind == "b" or type(o) is bool or (isinstance(o, Tensor) and
                                                             o._data.dtype.kind == "b"):
             _check_bool_sub(s, o)
-        return _sub(s, o)
+        return apply(sub_row, (s, o), one)
     T.__sub__ = __sub__
     T.__rsub__ = lambda s, o: rsub(s, o)
-    T.__mul__ = binary_op(R["mul"])
+    T.__mul__ = lambda s, o: apply(mul_row, (s, o))
     T.__rmul__ = lambda s, o: mul(s, o)
     T.__truediv__ = lambda s, o: div(s, o)
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)
@@ -3078,17 +3044,16 @@ def _bind():
     T.cpu = lambda s: _to_device(s, backend.CPU)
     T.cuda = lambda s, device=None: _to_device(s, backend.device("cuda", device or 0))
     T.type = lambda s, dtype=None: (s.type_name() if dtype is None else to_dtype(s, dtype))
-    T.type_name = lambda s: __import__("nbgrad.tensor", fromlist=["type_name"]).type_name(
-        s._data.dtype, s._data)
+    T.type_name = lambda s: type_name(s._data.dtype, s._data)
     T.new_zeros = _new_like("zeros")
     T.new_ones = _new_like("ones")
     T.new_empty = _new_like("empty")
     T.new_full = lambda s, size, fill_value, dtype=None, device=None, requires_grad=False: \
-        __import__("nbgrad.creation", fromlist=["full"]).full(
+        creation.full(
             size, fill_value, dtype=dtype or s.dtype, device=device or s.device,
             requires_grad=requires_grad)
     T.new_tensor = lambda s, data, dtype=None, device=None, requires_grad=False: \
-        __import__("nbgrad.creation", fromlist=["tensor"]).tensor(
+        creation.tensor(
             data, dtype=dtype or s.dtype, device=device or s.device,
             requires_grad=requires_grad)
     T.repeat = lambda s, *sizes: _repeat(s, _shape_arg(sizes))
@@ -3099,14 +3064,11 @@ def _repeat(self, sizes):
     if len(sizes) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
-    return _unary(R["repeat"], self, tuple(sizes))
+    return apply(R["repeat"], (self,), (tuple(sizes),))
 
 
 def _sum_to_size(self, size):
-    xp = _TX if _GRAD.enabled and self._requires_grad else backend.get_array_module(self._data)
-    if xp is _TX:
-        return _reduce_to(self, tuple(size), None, xp)
-    return Tensor._make_fresh(_arr(_reduce_to(self._data, tuple(size), None, xp)))
+    return _reduce_to(self, tuple(size), None, TENSORS)
 
 
 _bind()

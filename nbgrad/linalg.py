@@ -8,26 +8,18 @@ from __future__ import annotations
 import collections
 
 from .autograd.apply import apply
-from .functions import amax, amin, matmul, movedim, sum
+from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
+from .functions import inverse as inv
+from .functions import pinverse as pinv
 from .ops import ROWS as R
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power"]
 
-_slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 _qr = collections.namedtuple("qr", ["Q", "R"])
 _eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 _svd = collections.namedtuple("svd", ["U", "S", "Vh"])
-
-
-def _square(A, fname):
-    s = A._data.shape
-    if len(s) < 2:
-        raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
-    if s[-1] != s[-2]:
-        raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
-                           f"{s[-2]} by {s[-1]} matrices")
 
 
 def _float(A, fname):
@@ -86,24 +78,6 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-def inv(A):
-    """The inverse of square matrices (..., n, n) (torch.linalg.inv; LinalgInvExBackward0)."""
-    _square(A, "inv")
-    return apply(R["linalg_inv"], (A,))
-
-
-def det(A):
-    """Determinants of (..., n, n) (torch.linalg.det; LinalgDetBackward0)."""
-    _square(A, "det")
-    return apply(R["linalg_det"], (A,))
-
-
-def slogdet(A):
-    """(sign, log|det|) of (..., n, n) (torch.linalg.slogdet)."""
-    _square(A, "slogdet")
-    return _slogdet(*apply(R["linalg_slogdet"], (A,)))
-
-
 def solve(A, B, *, left=True):
     """X with A X = B: A (..., n, n), B (..., n, k) or (..., n) (torch.linalg.solve;
     LinalgSolveExBackward0)."""
@@ -147,35 +121,5 @@ def svd(A, full_matrices=True):
 def svdvals(A):
     """The singular values of A, descending (torch.linalg.svdvals)."""
     return svd(A, full_matrices=False).S
-
-
-def pinv(A):
-    """The Moore-Penrose pseudo-inverse (torch.linalg.pinv; LinalgPinvBackward0)."""
-    return apply(R["linalg_pinv"], (A,))
-
-
-def matrix_power(A, n):
-    """A multiplied by itself n times (n < 0: of its inverse) (torch.linalg.matrix_power),
-    composed of matmuls by binary powers as PyTorch does."""
-    _square(A, "matrix_power")
-    if n == 0:
-        from .creation import eye
-        e = eye(A._data.shape[-1], dtype=A.dtype).expand(*A._data.shape)
-        return A.clone().copy_(e)
-    if n < 0:
-        A, n = inv(A), -n
-    if n == 1:
-        return A.clone()
-    if n == 2:
-        return matmul(A, A)
-    if n == 3:
-        return matmul(matmul(A, A), A)
-    z = result = None
-    while n > 0:
-        bit, n = n % 2, n // 2
-        z = A if z is None else matmul(z, z)
-        if bit:
-            result = z if result is None else matmul(result, z)
-    return result
 
 

@@ -7,7 +7,7 @@ its own counter (as PyTorch does), flagged as an alias so its bytes are not coun
 from __future__ import annotations
 
 from . import backend
-from .autograd import provenance
+from . import provenance
 
 _C = backend.COUNTERS
 _HISTORY = 8  # in-place modifications remembered per storage, for error messages and the panel

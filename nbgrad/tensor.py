@@ -4,12 +4,10 @@ nbgrad/functions.py, over the op table in nbgrad/ops/."""
 from __future__ import annotations
 
 import warnings
-import weakref
 
 import numpy as np
 
 from . import backend, dtypes
-from .autograd.grad_mode import STATE as _GRAD
 from .storage import Storage
 
 _NONLEAF_GRAD_WARNING = (
@@ -70,26 +68,15 @@ class _Extra:
 class Tensor:
     """A multi-dimensional array with autograd (torch.Tensor).
 
-    Create tensors with `nbgrad.tensor`, `nbgrad.zeros`, ...; `Tensor(data)` also works.
+    Create tensors with `nbgrad.tensor`, `nbgrad.zeros`, ...; `Tensor(data)` also works (the
+    legacy constructor, nbgrad.creation.tensor_init). The autograd methods (backward,
+    register_hook, retain_grad, grad_fn) are nbgrad/autograd/variable.py's; the ops are bound
+    as methods by nbgrad/functions.py.
     """
 
     __slots__ = ("_data", "_storage", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
                  "_view", "_extra", "__weakref__", "__dict__")
     __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
-
-    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
-        """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
-        uninitialised (2, 3) tensor, like PyTorch's legacy constructor."""
-        from .creation import _to_array
-        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            arr = np.empty(args, dtype=dtypes.to_np(dtype) or dtypes.default_np())
-        else:
-            data = args[0] if args else []
-            arr = _to_array(data, dtype or (None if isinstance(data, (Tensor, np.ndarray))
-                                            else dtypes.get_default_dtype()), device, copy=True)
-        _init(self, arr, Storage(arr), None, 0, False)
-        if requires_grad:
-            self.requires_grad_(True)
 
     # ---- construction (internal, hot) ----
     @staticmethod
@@ -257,13 +244,6 @@ class Tensor:
         return self.grad_fn is None
 
     @property
-    def grad_fn(self):
-        v = self._view
-        if v is not None and v.version != self._storage.version and self._requires_grad:
-            return _regenerate_view_grad_fn(self)
-        return self._grad_fn
-
-    @property
     def output_nr(self):
         return self._output_nr
 
@@ -307,70 +287,10 @@ class Tensor:
             e = self._extra = _Extra()
         return e
 
-    def retain_grad(self):
-        """Populate `.grad` for this non-leaf tensor during backward (torch.Tensor.retain_grad)."""
-        if not self._requires_grad:
-            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None:
-            return
-        e = self._x()
-        if e.retains_grad:
-            return
-        e.retains_grad = True
-        ref = weakref.ref(self)
-
-        def _retain(g):  # runs after the tensor's other hooks, wherever it was registered
-            t = ref()
-            if t is not None:
-                if t._grad is None:
-                    t._grad = g.detach() if not _GRAD.enabled else g
-                    if not _GRAD.enabled:
-                        t._grad = Tensor._make_fresh(g._data.copy())
-                else:
-                    t._grad = t._grad + g
-            return None
-        _retain._nbgrad_retain = True
-        self.grad_fn._add_tensor_prehook(self._output_nr, _retain)
-
-    def register_hook(self, hook):
-        """Register `hook(grad) -> Tensor or None`, called with this tensor's gradient.
-
-        Returns a RemovableHandle. Raises RuntimeError on a tensor that does not require grad.
-        """
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        fn = self.grad_fn
-        if fn is not None:
-            return fn._add_tensor_prehook(self._output_nr, hook)
-        e = self._x()
-        if e.hooks is None:
-            e.hooks = []
-        e.hooks.append(hook)
-        return RemovableHandle(e.hooks, hook)
-
     @property
     def _hooks(self):
         e = self._extra
         return None if e is None else e.hooks
-
-    def _grad_accumulator(self):
-        """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does)."""
-        e = self._x()
-        acc = e.accum() if e.accum is not None else None
-        if acc is None:
-            acc = AccumulateGrad(self)
-            e.accum = weakref.ref(acc)
-        return acc
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Compute the gradient of this tensor w.r.t. graph leaves (torch.Tensor.backward).
-
-        Raises:
-            RuntimeError: PyTorch's errors (no grad_fn, non-scalar without gradient, wrong
-                gradient shape, backward twice, a saved tensor modified in place).
-        """
-        __tracebackhide__ = True  # IPython: show the user's line, not nbgrad's frames
-        _autograd_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         """A new tensor sharing storage and version counter, outside the graph."""
@@ -521,18 +441,3 @@ def _dim(d, ndim):
     return d + ndim if d < 0 else d
 
 
-def _regenerate_view_grad_fn(t):
-    """A view whose storage changed since its grad_fn was made gets AsStridedBackward0 pointing at
-    its base's current grad_fn (what PyTorch does on grad_fn access)."""
-    from .autograd.apply import _move_retain_grad, make_as_strided_node
-    v = t._view
-    node = make_as_strided_node(v.base, t)
-    t._grad_fn = node
-    t._output_nr = 0
-    v.version = t._storage.version
-    _move_retain_grad(t)
-    return node
-
-
-from .autograd import backward as _autograd_backward  # noqa: E402
-from .autograd.graph import AccumulateGrad, RemovableHandle  # noqa: E402

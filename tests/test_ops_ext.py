@@ -322,6 +322,13 @@ ROWS = [
     Case("block_diag", lambda T, a, b, c: T.block_diag(a, b, c), (2, 3), (3,), ()),
     Case("ip_clamp_min", lambda T, a: _ip(a, lambda y: y.clamp_min_(-0.3)), ("grid", (3, 4))),
     Case("ip_clamp_max", lambda T, a: _ip(a, lambda y: y.clamp_max_(0.3)), ("grid", (3, 4))),
+    # ---- results without a derivative: torch's node refuses backward (values and nodes only) ----
+    Case("unique_node", lambda T, a: T.unique(a.round(), return_counts=True), (3, 4),
+         grad=False),
+    Case("unique_dim_node", lambda T, a: T.unique(a, dim=1), (3, 4), grad=False),
+    Case("unique_consecutive_node", lambda T, a: T.unique_consecutive(a), (3, 4), grad=False),
+    Case("histogram_node", lambda T, a: T.histogram(a, 3), (3, 4), grad=False),
+    Case("bincount_node", lambda T, i, w: T.bincount(i, w), ("int", (6,), 4), (6,), grad=False),
     # ---- torch.linalg ----
     Case("linalg_inv", lambda T, a: T.linalg.inv(_spd(T, a)), (3, 3)),
     Case("inverse", lambda T, a: T.inverse(a), (2, 3, 3)),
@@ -358,22 +365,13 @@ ROWS = [
 ]
 CASES += ROWS
 
-# Open in the core (issue 8/9, the core engineer's): double backward through CopySlices and
-# AsStrided (diagonal), and reshape of a viewable non-contiguous tensor recorded as
-# ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when fixed.
+# Open in the core (issue 8/9, the core engineer's): reshape of a viewable non-contiguous tensor
+# recorded as ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when
+# fixed. (Double backward through CopySlices, AsStrided, gather and index_add works since core
+# M2.)
 _CORE = {
-    "second": ("no double backward through CopySlices",
-               [c.name for c in CASES if c.name.startswith("setitem_lead1")
-                and "tensor_idx" not in c.name] + ["ip_view_log2", "ip_view_scatter"]),
-    "second ": ("no double backward through AsStrided (diagonal)",
-                ["einsum_diag", "einsum_trace", "einsum_diag_3d"]),
     "graph": ("reshape of a non-contiguous view is ReshapeAliasBackward0 in torch",
               ["einsum_attention"]),
-    "second  ": ("no double backward through gather (_TX.indices)",
-                 [c.name for c in CASES if c.name.startswith(("quantile", "nanquantile"))] +
-                 ["take_along_dim_flat"]),
-    "second   ": ("no double backward through index_add (select with a tensor index)",
-                  ["ip_index_add"]),
 }
 # Open here (ops): with a tensor q PyTorch moves the quantiles first with in-place view ops
 # (unsqueeze_, transpose_), which record no node of their own; nbgrad's out-of-place ones do

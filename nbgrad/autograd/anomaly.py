@@ -62,7 +62,7 @@ class detect_anomaly:
 
 def record(node):
     """Called for each new node while anomaly mode is on: keep the user's part of the stack."""
-    from .provenance import _PKG
+    from ..provenance import _PKG
     frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PKG)]
     _TRACES[node] = "".join(traceback.format_list(frames))
 

@@ -1,41 +1,170 @@
-"""Applying a row of the op table to tensors: the output tensor(s), the node, what it saves.
+"""The one path from a row of the op table to tensors: `apply(row, inputs, args)`.
 
-Paths: a broadcasting binary op (`binary_op`, the hot one behind Tensor operators), one input
-(`_unary`), any inputs (`_apply`), views (`_view_op`, `_multi_view_op`) and in-place ops
-(`_inplace`, which rebases the history: CopySlices on the base when the target is a view).
-A row here is any object with the attributes of `nbgrad.ops.registry.Row`; this module never
-imports the table.
+It runs the row's forward on the inputs' arrays, wraps the result (a new tensor; a view sharing
+the input's storage; several views; or the input itself for an in-place op), and, when grad mode
+is on and an input requires grad, records the row's node with what its formulas will need.
+In-place ops (`apply(..., inplace="add_")`) bump the version and rebase the target's history:
+CopySlices on the base when the target is a view. A row is any object with the attributes of
+`nbgrad.ops.registry.Row`; this module never imports the table.
 """
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
 from .. import backend, dtypes
 from ..storage import Storage
 from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta
-from . import anomaly, provenance
+from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
+from .graph import Ctx as _Ctx
 from .graph import Node, SavedTensor
 
 _new = object.__new__
-_capture = provenance.capture
-_NODES = provenance.NODES
 _NONE_EDGE = (None, 0)
-_get_xp = backend.get_array_module
+_fresh = Tensor._make_fresh
+_ND = np.ndarray
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
 
 
-def _geom(t):
-    """(shape, strides, offset) of a tensor in elements, relative to its storage."""
-    return (tuple(t._data.shape), t.stride(), t.storage_offset())
+def apply(row, inputs, args=(), inplace=None):
+    """Apply `row` to `inputs` (Tensors, or numbers where the row allows) and the non-tensor
+    `args` (in the order of the forward's parameters after the inputs).
+
+    Returns the output Tensor; a tuple for rows with several outputs (those that are not
+    floating point, such as indices, never require grad); or `inputs[0]`, written in place,
+    when `inplace` names the in-place op (e.g. "add_"). A broadcasting binary row returns
+    NotImplemented when the second operand is neither a Tensor nor a number (so Python's
+    operator protocol answers "unsupported operand type(s)", as PyTorch does).
+    """
+    __tracebackhide__ = True
+    if inplace is not None:
+        return _apply_inplace(row, inputs, args, inplace)
+    path = row.path
+    if path == 1:  # two broadcasting operands: the hot path of Tensor operators
+        return _apply_binary(row, inputs, args)
+    if path == 2:
+        return _apply_view(row, inputs[0], args)
+    if path == 0:  # one tensor input, one output
+        x = inputs[0]
+        d = x._data
+        if row.float_op and d.dtype.kind != "f":
+            d = d.astype(dtypes.default_np())
+        out = row.fwd(d, *args)
+        ctx = None
+        if row.ctx:
+            out, ctx = out
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if x._requires_grad and _GRAD.enabled:
+            _record(row, (r,), inputs, args, 1, None, None, None, ctx)
+        return r
+    arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
+    if row.float_op and arrays[0].dtype.kind != "f":
+        arrays[0] = arrays[0].astype(dtypes.default_np())
+    out = row.fwd(arrays, *args) if row.listed else row.fwd(*arrays, *args)
+    ctx = None
+    if row.ctx:
+        out, ctx = out
+    if row.n_out == 1:
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if _GRAD.enabled:
+            mask = _mask(inputs)
+            if mask:
+                _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx)
+        return r
+    outs = tuple(_fresh(_arr(o)) for o in out)
+    if _GRAD.enabled:
+        mask = _mask(inputs)
+        if mask:
+            _record(row, outs, inputs, args, mask, ctx=ctx)
+            for o in outs:
+                if o._data.dtype.kind not in "fc":
+                    o._requires_grad = False
+                    o._grad_fn = None
+    return outs
 
 
-_fresh = Tensor._make_fresh
-_ND = np.ndarray
+def _apply_binary(row, inputs, args):
+    """Two broadcasting operands, the second maybe a Python number, with PyTorch's promotion."""
+    a, b = inputs
+    ad = a._data
+    if isinstance(b, Tensor):
+        bd = b._data
+        if ad.dtype is not bd.dtype:
+            ad, bd = _coerce(ad, bd)
+        try:
+            out = row.fwd(ad, bd, *args)
+        except ValueError:
+            raise _broadcast_error(ad.shape, bd.shape) from None
+        if type(out) is not _ND:
+            out = _arr(out)
+        r = _fresh(out)
+        if _GRAD.enabled:
+            ra, rb = a._requires_grad, b._requires_grad
+            if ra or rb:
+                meta = None
+                if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
+                        out.dtype or b._data.dtype is not out.dtype:
+                    meta = _meta_for(inputs, out)
+                _record(row, (r,), inputs, args, ra | (rb << 1), meta,
+                        (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+        return r
+    tb = type(b)
+    dt = ad.dtype
+    if tb is float:
+        if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+            ad = ad.astype(dtypes.default_np())
+    elif tb is not int or dt.kind == "b":
+        if not isinstance(b, (int, float, np.generic)):
+            return NotImplemented  # Python then says "unsupported operand type(s)", as torch
+        ad, b = _coerce(ad, b)
+    out = row.fwd(ad, b, *args)
+    if type(out) is not _ND:
+        out = _arr(out)
+    r = _fresh(out)
+    if a._requires_grad and _GRAD.enabled:
+        _record(row, (r,), inputs, args, 1,
+                _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
+                (_edge(a), _NONE_EDGE))
+    return r
+
+
+def _apply_view(row, x, args):
+    """A view (or, for unbind/split, several): shares `x`'s storage and version counter."""
+    grad = _GRAD.enabled
+    out = row.fwd(x._data, *args)
+    if row.n_out == 1:
+        r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
+        if x._requires_grad and grad:
+            _record(row, (r,), (x,), args, 1)
+        return r
+    creator = _strip(row.node.__name__)  # none of several views may be modified in place
+    rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
+    if x._requires_grad and grad:
+        _record(row, rs, (x,), args, 1)
+    return rs
+
+
+def _strip(name):
+    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+def _meta(row, inputs, out):
+    """Per input, what its gradient must be reduced and cast to (broadcasting rows only)."""
+    if not row.broadcast:
+        return None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x._data
+            if d.shape != out.shape or d.dtype is not out.dtype:
+                return _meta_for(inputs, out)
+    return None
 
 
 def _arr(x):
@@ -45,6 +174,20 @@ def _arr(x):
     if isinstance(x, (np.generic, int, float, bool)):
         return np.asarray(x)
     return x
+
+
+def _geom(t):
+    """(shape, strides, offset) of a tensor in elements, relative to its storage."""
+    return (tuple(t._data.shape), t.stride(), t.storage_offset())
+
+
+def positions(geom):
+    """Storage positions (int64, shaped like the tensor) of a (shape, strides, offset) layout."""
+    shape, strides, off = geom
+    pos = np.full(tuple(shape), off, np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        pos += (np.arange(n) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos
 
 
 def _edge(x):
@@ -62,30 +205,29 @@ def _edge(x):
     return (x._grad_accumulator(), 0)
 
 
-def _make_node(row, inputs, args, mask, outs, meta=None, edges=None, save_inputs=None, n_out=0):
-    """Create the node of `row` for `inputs`, saving what the formulas of the inputs in `mask`
-    need. `outs` already carry their output_nr."""
-    cls = row.node if row.n_out != -1 else _node_for(row, n_out)
-    node = _new(cls)
-    node._next = edges if edges is not None else tuple([_edge(x) for x in inputs])
-    node._where = _capture()
-    node._hooks = node._prehooks = node._extra = None
-    node._meta = meta
-    _NODES[0] = node._seq = _NODES[0] + 1  # the sequence number orders the backward
+
+def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
+    """Make the node of `row` for `inputs` and hang `outs` on it; the node saves what the
+    formulas of the inputs in bitmask `mask` need (taken from `saved_from` instead of `inputs`
+    for an in-place op whose `self` was copied before the write)."""
     plan = row.plans.get(mask)
     if plan is None:
         plan = row.plan(mask)
-    if plan:
-        node._saved = _save(row, plan, save_inputs if save_inputs is not None else inputs,
-                            args, outs)
-    else:
-        node._saved = None
-    if _ANOMALY.enabled:
-        anomaly.record(node)
+    saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
+        if plan else None
+    if edges is None:
+        edges = tuple([_edge(x) for x in inputs])
+    node = (row.node if row.n_out != -1 else _node_for(row, len(outs)))(edges, saved, meta)
+    nr = 0
+    for o in outs:
+        o._output_nr = nr
+        o._requires_grad = True
+        o._grad_fn = node
+        nr += 1
     return node
 
 
-def _save(row, plan, src, args, outs):
+def _save(row, plan, src, args, outs, ctx):
     names = row.names
     sources = row.sources
     saved = [None] * len(names)
@@ -94,34 +236,25 @@ def _save(row, plan, src, args, outs):
         if kind == 0:
             x = src[k]
             saved[j] = SavedTensor(names[j], x) if isinstance(x, Tensor) else x
-        elif kind == 1:
+        elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
+            outs[k]._output_nr = k
             saved[j] = SavedTensor(names[j], outs[k], True)
         elif kind == 2:
             saved[j] = args[k]
-        else:
+        elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
+        else:
+            saved[j] = _Ctx(ctx)
     return saved
 
 
-_ANOMALY = anomaly.STATE
-
-
 def _node_for(row, n):
+    """The node class of a row with a number of outputs decided at call time (unbind, split)."""
     cache = row.__dict__.setdefault("_by_n", {})
     cls = cache.get(n)
     if cls is None:
         cls = cache[n] = type(row.node.__name__, (row.node,), {"__slots__": (), "_n_out": n})
     return cls
-
-
-def _record(row, outs, inputs, args, mask, meta=None):
-    for nr, o in enumerate(outs):
-        o._output_nr = nr
-        o._requires_grad = True
-    node = _make_node(row, inputs, args, mask, outs, meta, n_out=len(outs))
-    for o in outs:
-        o._grad_fn = node
-    return node
 
 
 def _mask(inputs):
@@ -205,158 +338,6 @@ def _coerce(ad, bd):
     return ad, bd
 
 
-_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-
-
-_getframe = sys._getframe
-_LIB = provenance.LIB_FILES
-_PROV = provenance.ENABLED
-
-
-def _record1(row, r, inputs, args, mask, meta, edges):
-    """_record for one output, inlined for the hot path (called from an op, called from a
-    Tensor method or public function)."""
-    r._requires_grad = True
-    node = _new(row.node)
-    node._next = edges
-    if _PROV[0]:  # provenance.capture(), inlined: first frame outside nbgrad
-        f = _getframe(2)
-        while f is not None and f.f_code.co_filename in _LIB:
-            f = f.f_back
-        node._where = None if f is None else (f.f_code, f.f_lasti)
-    else:
-        node._where = None
-    node._hooks = node._prehooks = node._extra = None
-    node._meta = meta
-    _NODES[0] = node._seq = _NODES[0] + 1  # the sequence number orders the backward
-    plan = row.plans.get(mask)
-    if plan is None:
-        plan = row.plan(mask)
-    node._saved = _save(row, plan, inputs, args, (r,)) if plan else None
-    if _ANOMALY.enabled:
-        anomaly.record(node)
-    r._grad_fn = node
-
-
-def binary_op(row, args=()):
-    """The function applying a broadcasting binary `row` to a Tensor `a` and a Tensor or Python
-    number `b` (a closure per row, so Tensor operators cost one call)."""
-    def op(a, b):
-        ad = a._data
-        if isinstance(b, Tensor):
-            bd = b._data
-            if ad.dtype is not bd.dtype:
-                ad, bd = _coerce(ad, bd)
-            try:
-                out = row.fwd(ad, bd, *args)
-            except ValueError:
-                raise _broadcast_error(ad.shape, bd.shape) from None
-            if type(out) is not _ND:
-                out = _arr(out)
-            r = _fresh(out)
-            if _GRAD.enabled:
-                ra, rb = a._requires_grad, b._requires_grad
-                if ra or rb:
-                    meta = None
-                    if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
-                            out.dtype or b._data.dtype is not out.dtype:
-                        meta = _meta_for((a, b), out)
-                    _record1(row, r, (a, b), args, ra | (rb << 1), meta,
-                             (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
-            return r
-        tb = type(b)
-        dt = ad.dtype
-        if tb is float:
-            if dt is not _F32 and dt is not _F64 and dt.kind != "f":
-                ad = ad.astype(dtypes.default_np())
-        elif tb is not int or dt.kind == "b":
-            if not isinstance(b, (int, float, np.generic)):
-                return NotImplemented  # Python then says "unsupported operand type(s)", as torch
-            ad, b = _coerce(ad, b)
-        out = row.fwd(ad, b, *args)
-        if type(out) is not _ND:
-            out = _arr(out)
-        r = _fresh(out)
-        if a._requires_grad and _GRAD.enabled:
-            _record1(row, r, (a, b), args, 1,
-                     _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                     (_edge(a), _NONE_EDGE))
-        return r
-    return op
-
-
-_BINARY = {}
-
-
-def _binary(row, a, b, args=()):
-    """Apply a broadcasting binary row (see binary_op)."""
-    key = (row.name, args)
-    op = _BINARY.get(key)
-    if op is None:
-        op = _BINARY[key] = binary_op(row, args)
-    return op(a, b)
-
-
-def _unary(row, x, *args):
-    """Apply a one-input row."""
-    d = x._data
-    if row.float_op and d.dtype.kind != "f":
-        d = d.astype(dtypes.default_np())
-    out = row.fwd(d, *args)
-    if type(out) is not _ND:
-        out = _arr(out)
-    r = _fresh(out)
-    if x._requires_grad and _GRAD.enabled:
-        _record1(row, r, (x,), args, 1, None, (_edge(x),))
-    return r
-
-
-def apply(row, inputs, args=()):
-    """Apply `row` to `inputs` (Tensors, in the order of the row's inputs) with the non-tensor
-    `args` (in the order of the forward's remaining parameters); returns the output Tensor, or a
-    tuple of them for a row with several outputs (outputs that are not floating point, such as
-    indices, never require grad).
-
-    The entry point for new rows: it picks the path by the row's flags (view, broadcast with two
-    inputs, float_op, several outputs).
-    """
-    if row.view:
-        return _view_op(row, inputs[0], args)
-    if row.broadcast and len(inputs) == 2:
-        return _binary(row, inputs[0], inputs[1], tuple(args))
-    if row.n_out != 1:
-        arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
-        outs = tuple(_fresh(_arr(o)) for o in row.fwd(*arrays, *args))
-        if _GRAD.enabled:
-            mask = _mask(inputs)
-            if mask:
-                _record(row, outs, inputs, args, mask)
-                for o in outs:
-                    if o._data.dtype.kind not in "fc":
-                        o._requires_grad = False
-                        o._grad_fn = None
-        return outs
-    if len(inputs) == 1 and isinstance(inputs[0], Tensor):
-        return _unary(row, inputs[0], *args)
-    if row.float_op:
-        inputs = tuple(x.float() if isinstance(x, Tensor) and x._data.dtype.kind != "f" else x
-                       for x in inputs)
-    return _apply(row, inputs, args, meta_inputs=True)
-
-
-def _apply(row, inputs, args=(), out=None, meta_inputs=False):
-    """Apply any row to Tensors (and numbers): the general path."""
-    if out is None:
-        out = row.fwd(*[x._data if isinstance(x, Tensor) else x for x in inputs], *args)
-    out = _arr(out)
-    r = _fresh(out)
-    if _GRAD.enabled:
-        mask = _mask(inputs)
-        if mask:
-            _record(row, (r,), inputs, args, mask, _meta_for(inputs, out) if meta_inputs else None)
-    return r
-
-
 def _view_of(x, out, creation=DEFAULT, creator=None):
     """A tensor viewing `x`'s storage through the array `out`."""
     r = _new(Tensor)
@@ -371,35 +352,10 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     return r
 
 
-def _view_op(row, x, args=(), out=None):
-    """Apply a view row: the output shares `x`'s storage and version counter."""
-    if out is None:
-        out = row.fwd(x._data, *args)
-    grad = _GRAD.enabled
-    r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
-    if x._requires_grad and grad:
-        _record(row, (r,), (x,), args, 1)
-    return r
-
-
-def _multi_view_op(row, x, outs, args):
-    """unbind / split / chunk: several views, from one node; none may be modified in place."""
-    grad = _GRAD.enabled
-    creator = _strip(row.node.__name__)
-    rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in outs)
-    if x._requires_grad and grad:
-        _record(row, rs, (x,), args, 1)
-    return rs
-
-
-def _strip(name):
-    return name[:-len("Backward0")] if name.endswith("Backward0") else name
-
 
 def make_as_strided_node(base, view):
     """AsStridedBackward0 from `view` to `base`'s current grad_fn (regenerated view grad_fn)."""
-    row = AS_STRIDED[0]
-    return _make_node(row, (base,), (_geom(base), _geom(view)), 1, ())
+    return _record(AS_STRIDED[0], (), (base,), (_geom(base), _geom(view), None), 1)
 
 
 # ---- in-place ----------------------------------------------------------------------------------
@@ -457,11 +413,13 @@ def _np_name(dt):
     return {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}.get(dt.kind, str(dt))
 
 
-def _inplace(row, t, others, args, op_name, broadcast_meta=False):
-    """Apply `row` to (t, *others) and write the result into t: bump its version by one and, in
-    grad mode, rebase its history (CopySlices on the base when t is a view)."""
+
+def _apply_inplace(row, inputs, args, op_name):
+    """Apply `row` to `inputs` and write the result into `t = inputs[0]`: bump its version by
+    one and, in grad mode, rebase its history (CopySlices on the base when t is a view)."""
     __tracebackhide__ = True
-    inputs = (t,) + others
+    t = inputs[0]
+    others = inputs[1:]
     mask = 0
     edges = self_copy = None
     if _GRAD.enabled:
@@ -480,8 +438,7 @@ def _inplace(row, t, others, args, op_name, broadcast_meta=False):
             _check_overlap(d, x._data)
     arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
     if len(arrays) == 2 and row.broadcast:
-        a0, a1 = _coerce(d, arrays[1])
-        arrays = [a0, a1]
+        arrays = list(_coerce(d, arrays[1]))
     try:
         res = row.fwd(*arrays, *args)
     except ValueError:
@@ -506,27 +463,24 @@ def _inplace(row, t, others, args, op_name, broadcast_meta=False):
     return t
 
 
-
-
 def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
-    save_inputs = inputs if self_copy is None else (self_copy,) + inputs[1:]
-    t._requires_grad = True
-    t._output_nr = 0
+    saved_from = None if self_copy is None else (self_copy,) + inputs[1:]
     v = t._view
     if v is None:
-        t._grad_fn = node = _make_node(row, inputs, args, mask, (t,), meta, edges, save_inputs)
+        node = _record(row, (t,), inputs, args, mask, meta, edges, saved_from)
         _saved_before_write(node, t)
         _move_retain_grad(t)
         return
     base = v.base
     base_edge = _edge(base)
-    fn = _make_node(row, inputs, args, mask, (t,), meta, edges, save_inputs)
+    fn = _record(row, (t,), inputs, args, mask, meta, edges, saved_from)
     _saved_before_write(fn, t)
-    cs = CopySlices(base_edge, fn, _geom(base), _geom(t))
-    base._grad_fn = cs
+    base._grad_fn = CopySlices(base_edge, fn, _geom(base), _geom(t))
     base._output_nr = 0
     base._requires_grad = True
     t._grad_fn = make_as_strided_node(base, t)
+    t._output_nr = 0
+    t._requires_grad = True
     v.version = t._storage.version
     _move_retain_grad(t)
 
@@ -556,8 +510,8 @@ class CopySlices(Node):
     __slots__ = ("fn", "_base_geom", "_view_geom")
 
     def __init__(self, base_edge, fn, base_geom, view_geom):
-        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]))
-        self._saved = fn._saved  # what backward will unpack (released through fn)
+        # fn's saved values are what backward unpacks (released through fn)
+        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]), fn._saved)
         self.fn = fn
         self._base_geom = base_geom
         self._view_geom = view_geom
@@ -572,19 +526,69 @@ class CopySlices(Node):
         self.fn._release()
 
     def _backward(self, g, create_graph):
+        """The base's gradient, its view part replaced by what the op's node makes of it. Done
+        by the positions of the view's elements within the base, so the same steps serve arrays
+        and, under create_graph, Tensors."""
+        pos = self._positions()
+        flat = g.reshape(-1)
+        if not create_graph and type(g) is not _ND:
+            pos = backend.get_array_module(g).asarray(pos)
+        res = self.fn._backward(flat[pos].reshape(self._view_geom[0]), create_graph)
+        r0 = res[0]
         if create_graph:
-            raise RuntimeError("nbgrad: double backward through CopySlices is not supported yet")
-        xp = _get_xp(g)
-        bshape, bstrides, boff = self._base_geom
-        vshape, vstrides, voff = self._view_geom
-        end = max(boff + sum((n - 1) * s for n, s in zip(bshape, bstrides)) + 1,
-                  voff + sum((n - 1) * s for n, s in zip(vshape, vstrides)) + 1)
-        buf = xp.zeros(end, g.dtype)
-        base_view = backend.as_strided(buf, bshape, bstrides, boff)
-        base_view[...] = g
-        gslice = backend.as_strided(buf, vshape, vstrides, voff)
-        res = self.fn._backward(gslice.copy(), False)
-        gslice[...] = 0 if res[0] is None else res[0]
-        return [base_view.copy()] + list(res[1:])
+            new = flat.index_put((pos,), flat.new_zeros(()) if r0 is None else r0.reshape(-1))
+        else:
+            new = flat.copy()
+            new[pos] = 0 if r0 is None else r0.reshape(-1)
+        return [new.reshape(self._base_geom[0])] + list(res[1:])
+
+    def _positions(self):
+        """Index of each of the view's elements in the base's flattened (C-order) elements."""
+        base = positions(self._base_geom).reshape(-1)
+        where = np.full(int(base.max()) + 1 if base.size else 1, -1, np.int64)
+        where[base] = np.arange(base.size)
+        return where[positions(self._view_geom).reshape(-1)]
 
 
+
+
+# ------------------------------------------------------------------------------------------------
+# The M1 entry points, kept so that branches written against the M1 layout merge without
+# breaking; each is one call of `apply`. Delete once those branches are merged and moved.
+# ------------------------------------------------------------------------------------------------
+def _unary(row, x, *args):
+    return apply(row, (x,), args)
+
+
+def _binary(row, a, b, args=()):
+    return apply(row, (a, b), args)
+
+
+def binary_op(row, args=()):
+    return lambda a, b: apply(row, (a, b), args)
+
+
+def _view_op(row, x, args=(), out=None):
+    return apply(row, (x,), args)
+
+
+def _multi_view_op(row, x, outs, args):
+    return apply(row, (x,), args)
+
+
+def _inplace(row, t, others, args, op_name, broadcast_meta=False):
+    __tracebackhide__ = True
+    return apply(row, (t,) + tuple(others), args, inplace=op_name)
+
+
+def _apply(row, inputs, args=(), out=None, meta_inputs=False):
+    """M1's general path, which could take a forward computed by the caller (`out`)."""
+    if out is None:
+        return apply(row, inputs, args)
+    r = _fresh(_arr(out))
+    if _GRAD.enabled:
+        mask = _mask(inputs)
+        if mask:
+            _record(row, (r,), inputs, args, mask, _meta_for(inputs, out) if meta_inputs
+                    else None)
+    return r

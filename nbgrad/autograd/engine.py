@@ -9,7 +9,7 @@ from . import anomaly
 from heapq import heappop, heappush
 
 from ..backend import as_array, get_array_module
-from .graph import AccumulateGrad, _run_tensor_hooks
+from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 
 
@@ -271,14 +271,6 @@ def _check_hook_result(fn, old, new):
             raise RuntimeError("can't replace a None gradient with a non-None value")
         if a is not None and b is not None:
             _check_same_meta(name, a, b)
-
-
-def _check_same_meta(name, a, b):
-    if tuple(b.shape) != tuple(a.shape):
-        raise RuntimeError(f"hook '{name}' has changed the size of value")
-    if b._data.dtype != a._data.dtype:
-        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
-                           f"{_tm.type_name(a._data.dtype)} got {_tm.type_name(b._data.dtype)})")
 
 
 def _run_posthooks(node, out, gs):

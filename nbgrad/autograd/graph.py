@@ -13,7 +13,8 @@ import re
 import sys
 
 from ..backend import as_array
-from . import anomaly, provenance
+from .. import provenance
+from . import anomaly
 
 _ANOMALY = anomaly.STATE
 
@@ -26,6 +27,10 @@ _BACKWARD_TWICE = (
 _HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its "
          "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
 _getrefcount = sys.getrefcount
+_getframe = sys._getframe
+_PROV = provenance.ENABLED
+_LIB = provenance.LIB_FILES
+_NODES = provenance.NODES
 _SUFFIX = re.compile(r"Backward\d*$")
 
 
@@ -191,8 +196,26 @@ class SavedTensor:
                       version=now, modified_by=mods)
 
 
+class Ctx:
+    """Non-tensor state an array kernel keeps for backward (an im2col matrix, argmax
+    positions); released with the node's saved tensors."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def release(self):
+        self.value = None
+
+    def get(self):
+        if self.value is None:  # released by a backward without retain_graph
+            raise backward_twice_error()
+        return self.value
+
+
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = {SavedTensor}  # what Node._release frees (nbgrad.ops adds its kernel Ctx)
+RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -223,16 +246,25 @@ class Node:
     Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
     """
 
-    __slots__ = ("_next", "_saved", "_where", "_hooks", "_prehooks", "_extra", "_seq",
+    __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_prehooks", "_extra", "_seq",
                  "__weakref__")
     _n_out = 1
 
-    def __init__(self, next_functions=()):
+    def __init__(self, next_functions=(), saved=None, meta=None):
+        """The one constructor of every node: its edges, what it saved, per input the (shape,
+        dtype) to reduce its gradient to (or None), where it was made, its sequence number."""
         self._next = next_functions
-        self._saved = None
-        self._where = provenance.capture()
+        self._saved = saved
+        self._meta = meta
+        if _PROV[0]:  # provenance.capture(), inlined (hot): the first frame outside nbgrad
+            f = _getframe(1)
+            while f is not None and f.f_code.co_filename in _LIB:
+                f = f.f_back
+            self._where = None if f is None else (f.f_code, f.f_lasti)
+        else:
+            self._where = None
         self._hooks = self._prehooks = self._extra = None
-        provenance.NODES[0] = self._seq = provenance.NODES[0] + 1
+        _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
 
@@ -351,8 +383,16 @@ class AccumulateGrad(Node):
         return ()
 
 
+def _check_same_meta(name, a, b):
+    """PyTorch's errors for a hook that returned a gradient of another shape or dtype."""
+    if tuple(b.shape) != tuple(a.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if b._data.dtype != a._data.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was "
+                           f"{_tm.type_name(a._data.dtype)} got {_tm.type_name(b._data.dtype)})")
+
+
 def _run_tensor_hooks(hooks, g):
-    from .engine import _check_same_meta
     as_t = isinstance(g, _tm.Tensor)
     for fn in list(hooks):
         gt = g if as_t else _tm.Tensor._make_fresh(as_array(g))

@@ -6,12 +6,11 @@ Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from .. import backend
-from .formulas import _TX, _astype, _in_range, _np_dtype, _repeat_backward
+from .formulas import _in_range, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -97,10 +96,14 @@ op("flip", lambda self, dims: np.flip(self, dims).copy(),
    self=lambda g, dims, xp: xp.flip(g, dims))
 op("repeat", lambda self, repeats: np.tile(self, repeats),
    self=lambda g, self_shape, repeats: _repeat_backward(g, self_shape, repeats))
-op("clone", lambda self: self.copy(),
+op("clone", lambda self, contiguous: np.ascontiguousarray(self) if contiguous
+   else self.copy(order="K"),
    self=lambda g: g)
 op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
-   self=lambda g, self, xp: _astype(g, _np_dtype(self), xp))
+   self=lambda g, self, xp: xp.astype(g, xp.dtype(self)))
+# device: where `self` was, `to`: where it goes (the gradient goes back)
+op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
+   self=lambda g, device, xp: xp.to_device(g, device))
 op("masked_fill", lambda self, value, mask: np.where(mask, value, self), broadcast=True,
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    value=lambda g, mask, xp: xp.where(mask, g, 0).sum())
@@ -120,11 +123,6 @@ ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++
 
 
 # ---- issue 9: more elementwise rows ------------------------------------------------------------
-# Under create_graph formulas get Tensors and xp=_TX: xp.f(t) is t.f() for these
-for _n in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):
-    if not hasattr(_TX, _n):
-        setattr(_TX, _n, staticmethod(operator.methodcaller(_n)))
-
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2  # erfinv'(y) = sqrt(pi)/2 exp(erfinv(y)^2)
 

@@ -1,9 +1,16 @@
-"""Derivative formulas longer than a line, used by the rows of the op table.
+"""Derivative formulas longer than a line, and the formula namespace `xp` they all run on.
 
-Each takes what its row's formula names (`g`, inputs, `result`, arguments, `xp`) and works on
-backend arrays, or on Tensors when the backward itself is recorded (`create_graph`: `xp` is then
-`_TX` below, which stands in for the array module), so the same formula gives higher-order
-gradients.
+One formula path for every order (as HIPS autograd's `anp`): a formula is written once against
+`xp`, which is `ArrayFormulas(numpy)` (or cupy) when backward runs on arrays, and `TENSORS` when
+the backward itself is recorded (create_graph), so the same formula gives higher-order gradients.
+`xp` offers numpy's functions (where, exp, sum(axis=, keepdims=), ...) and the few operations
+whose array and Tensor spellings differ (scatter writes, casts, kernel backwards): each of those
+is a method written twice below, side by side, never an `if` inside a formula.
+
+Why not gradients that are always Tensors (PyTorch, tinygrad)? Measured on the 10-op chain: a
+Tensor-valued first-order backward costs about 1.5 us more per op than the array one (a Tensor
+and its bookkeeping per formula call, ~0.7 us each), against a per-op budget of ~6 us (0.6x
+torch). Arrays on the first order and Tensors only under create_graph keep that budget.
 """
 from __future__ import annotations
 
@@ -12,12 +19,367 @@ import operator
 
 import numpy as np
 
-from .. import backend, dtypes
+from .. import backend, creation, dtypes
+from ..autograd.apply import positions
 from ..tensor import Tensor
 from . import kernels
 
 
-# ================================================================================================
+# ------------------------------------------------------------------------------------------------
+# The namespace over arrays (first order: numpy, or cupy on the GPU)
+# ------------------------------------------------------------------------------------------------
+class ArrayFormulas:
+    """`xp` for arrays of one array module: the module's functions, plus the helpers below."""
+
+    def __init__(self, module):
+        self.m = module
+
+    def __getattr__(self, name):  # where, exp, log, sum, stack, ...: the module's, looked up once
+        f = getattr(self.m, name)
+        self.__dict__[name] = f
+        return f
+
+    @staticmethod
+    def dtype(x):
+        return x.dtype
+
+    @staticmethod
+    def astype(x, dt):
+        return x.astype(dt)
+
+    @staticmethod
+    def permute(x, dims):
+        return x.transpose(dims)
+
+    def contiguous(self, b):
+        """The right operand of a matrix product, C-contiguous: numpy's matmul is several times
+        slower on a transposed right operand at these sizes, and the copy is cheap next to it."""
+        return b if b.flags.c_contiguous else self.m.ascontiguousarray(b)
+
+    def filled(self, g, shape):
+        """A 0-d gradient spread over `shape` (cheaper than broadcast_to for small shapes)."""
+        out = self.m.empty(shape, g.dtype)
+        out[...] = g
+        return out
+
+    def new_zeros(self, like, shape):
+        return self.m.zeros(shape, like.dtype)
+
+    def put(self, g, shape, index):
+        """zeros(shape) with `g` written at `index` (basic or advanced)."""
+        z = self.m.zeros(shape, g.dtype)
+        z[index] = g
+        return z
+
+    def scatter_add(self, g, shape, index):
+        """zeros(shape) with `g` added at `index` (repeated positions add up)."""
+        z = self.m.zeros(shape, g.dtype)
+        self.m.add.at(z, index, g)
+        return z
+
+    @staticmethod
+    def zeroed(g, index):
+        """`g` with zeros written at `index`."""
+        z = g.copy()
+        z[index] = 0
+        return z
+
+    def index_grid(self, index, dim):
+        """The advanced index that reaches `index`'s positions along `dim` (gather/scatter)."""
+        grid = list(self.m.indices(index.shape, sparse=True))
+        grid[dim] = index
+        return tuple(grid)
+
+    def prod_others(self, x, dim):
+        """Product of all elements along `dim` except the one at each position (zeros are
+        fine): exclusive cumulative products from both ends."""
+        m = self.m
+        ones = m.ones_like(m.take(x, [0], axis=dim))
+        head = range(x.shape[dim] - 1)
+        left = m.cumprod(m.concatenate([ones, m.take(x, head, axis=dim)], axis=dim), axis=dim)
+        rev = m.flip(x, (dim,))
+        right = m.flip(m.cumprod(m.concatenate([ones, m.take(rev, head, axis=dim)], axis=dim),
+                                 axis=dim), (dim,))
+        return left * right
+
+    def as_strided_backward(self, g, base_geom, view_geom):
+        shape, strides, off = base_geom
+        vshape, vstrides, voff = view_geom
+        buf = self.m.zeros(_extent(base_geom, view_geom), g.dtype)
+        if _overlapping(vshape, vstrides):  # windows share elements: add every contribution
+            self.m.add.at(buf, self.m.asarray(positions(view_geom)).reshape(-1), g.reshape(-1))
+        else:
+            backend.as_strided(buf, vshape, vstrides, voff)[...] = g
+        return backend.as_strided(buf, shape, strides, off).copy()
+
+    def unfold_backward(self, g, shape, dim, size, step):
+        """Sum the windows back: one strided slice-add per position inside the window (window
+        axis first, contiguous: each slice below is then a dense block)."""
+        z = self.m.zeros(shape, g.dtype)
+        n = g.shape[dim]
+        pre = (slice(None),) * dim
+        g = self.m.ascontiguousarray(self.m.moveaxis(g, -1, 0))
+        for k in range(size):
+            z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += g[k]
+        return z
+
+    @staticmethod
+    def to_device(g, device):
+        return backend.to_device(g, device)
+
+    @staticmethod
+    def conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups, needs):
+        return kernels.conv2d_backward(g, ctx.get(), needs)  # one pass for (input, weight, bias)
+
+    @staticmethod
+    def max_pool2d_backward(g, ctx, self_shape):
+        return kernels.max_pool2d_backward(g, ctx.get())
+
+
+NUMPY = ArrayFormulas(np)
+_BY_TYPE = {np.ndarray: NUMPY}
+
+
+def array_formulas(a):
+    """The formula namespace for array `a` (numpy's, or cupy's on the GPU)."""
+    ns = _BY_TYPE.get(type(a))
+    if ns is None:
+        ns = _BY_TYPE[type(a)] = ArrayFormulas(backend.get_array_module(a))
+    return ns
+
+
+# ------------------------------------------------------------------------------------------------
+# The namespace over Tensors (create_graph: the backward is itself recorded)
+# ------------------------------------------------------------------------------------------------
+def _raw(i):
+    return i._data if isinstance(i, Tensor) else i
+
+
+class TensorFormulas:
+    """`xp` under create_graph: the same functions as ArrayFormulas, on Tensors, through the
+    Tensor methods (so through the table: every step is differentiable again)."""
+
+    @staticmethod
+    def where(c, a, b):
+        if isinstance(a, Tensor):
+            return a.where(c, b)
+        if isinstance(b, Tensor):
+            return b.where(~c, a)
+        c = _raw(c)  # two numbers: a constant
+        return Tensor._make_fresh(backend.get_array_module(c).where(c, a, b))
+
+    @staticmethod
+    def sum(x, axis=None, keepdims=False):
+        return x.sum(dim=axis, keepdim=keepdims)
+
+    @staticmethod
+    def broadcast_to(x, shape):
+        return x.expand(*shape) if isinstance(x, Tensor) else x
+
+    filled = broadcast_to
+
+    @staticmethod
+    def flip(x, dims):
+        return x.flip(dims)
+
+    @staticmethod
+    def cumsum(x, axis):
+        return x.cumsum(axis)
+
+    @staticmethod
+    def expand_dims(x, dim):
+        return x.unsqueeze(dim)
+
+    @staticmethod
+    def dtype(x):
+        return x._data.dtype
+
+    @staticmethod
+    def astype(x, dt):
+        return x.to(dtypes.from_np(dt))
+
+    @staticmethod
+    def permute(x, dims):
+        return x.permute(*dims)
+
+    @staticmethod
+    def contiguous(b):
+        return b
+
+    @staticmethod
+    def new_zeros(like, shape):
+        return like.new_zeros(shape)
+
+    @staticmethod
+    def put(g, shape, index):
+        return g.new_zeros(shape).index_put_(_index(index), g)
+
+    @staticmethod
+    def scatter_add(g, shape, index):
+        return g.new_zeros(shape).index_put_(_index(index), g, accumulate=True)
+
+    @staticmethod
+    def zeroed(g, index):
+        return g.index_put(_index(index), g.new_zeros(()))
+
+    @staticmethod
+    def index_grid(index, dim):
+        index = _raw(index)
+        grid = list(backend.get_array_module(index).indices(index.shape, sparse=True))
+        grid[dim] = index
+        return tuple(grid)
+
+    @staticmethod
+    def stack(xs, axis):
+        return TensorFormulas.concatenate([x.unsqueeze(axis) for x in xs], axis)
+
+    @staticmethod
+    def concatenate(xs, axis):
+        shape = list(xs[0].shape)
+        shape[axis] = sum(x.shape[axis] for x in xs)
+        z = xs[0].new_zeros(tuple(shape))
+        start = 0
+        for x in xs:
+            n = x.shape[axis]
+            z = z.index_put_((slice(None),) * axis + (slice(start, start + n),), x)
+            start += n
+        return z
+
+    @staticmethod
+    def to_device(g, device):
+        return g.to(device)
+
+    # numpy's spellings that M1-era formulas call on `xp` (in-place on fresh zeros)
+    @staticmethod
+    def take(x, i, axis):
+        return x.select(axis, i) if isinstance(i, int) else x[_along(axis, _raw(i))]
+
+    @staticmethod
+    def zeros(shape, dt):
+        return creation.zeros(shape, dtype=dt if isinstance(dt, dtypes.dtype)
+                              else dtypes.from_np(dt))
+
+    @staticmethod
+    def put_along_axis(z, idx, g, axis):
+        z.index_put_(TensorFormulas.index_grid(idx, axis), g)
+
+    @staticmethod
+    def prod_others(x, dim):
+        return x.prod(dim, keepdim=True) / x
+
+    @staticmethod
+    def as_strided_backward(g, base_geom, view_geom):
+        """Scatter-add g at the storage positions of the view, read back those of the base."""
+        buf = g.new_zeros((_extent(base_geom, view_geom),))
+        buf = buf.index_put_((positions(view_geom).reshape(-1),), g.reshape(-1),
+                             accumulate=True)
+        return buf[positions(base_geom)]
+
+    @staticmethod
+    def unfold_backward(g, shape, dim, size, step):
+        strides = _contiguous_strides(shape)
+        n = g.shape[dim]
+        view = (tuple(shape[:dim]) + (n,) + tuple(shape[dim + 1:]) + (size,),
+                strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],), 0)
+        return TensorFormulas.as_strided_backward(g, (tuple(shape), strides, 0), view)
+
+    @staticmethod
+    def conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups, needs):
+        """The convolution as im2col by an index gather and a batched matmul, differentiated by
+        hand: each step is a row of the table, so the result is differentiable again."""
+        n, c, h, w = input.shape
+        o, cg, kh, kw = weight.shape
+        idx, ho, wo = _im2col_index(c, h, w, kh, kw, stride, padding, dilation)
+        ck, length = cg * kh * kw, ho * wo
+        gy = g.reshape(n, groups, o // groups, length)
+        gx = gw = gb = None
+        if needs[1]:
+            flat = _cat_zero(input.reshape(n, c * h * w))
+            cols = flat[:, idx].reshape(n, groups, ck, length)
+            gw = (gy @ cols.swapaxes(-1, -2)).sum(0).reshape(o, cg, kh, kw)
+        if needs[0]:
+            w2 = weight.reshape(groups, o // groups, ck)
+            gcols = (w2.swapaxes(-1, -2) @ gy).reshape(n, c * kh * kw, length)
+            gflat = input.new_zeros((n, c * h * w + 1)).index_put_(
+                (slice(None), idx), gcols, accumulate=True)
+            gx = gflat[:, :c * h * w].reshape(n, c, h, w)
+        if needs[2]:
+            gb = g.sum((0, 2, 3))
+        return gx, gw, gb
+
+    @staticmethod
+    def max_pool2d_backward(g, ctx, self_shape):
+        n, c, h, w = self_shape
+        idx = kernels.max_pool2d_indices(ctx.get())  # (N, C, Ho, Wo) into each H*W plane
+        xp = backend.get_array_module(idx)
+        flat = idx + (xp.arange(n * c) * (h * w)).reshape(n, c, 1, 1)
+        z = g.new_zeros((n * c * h * w,)).index_put_((flat.reshape(-1),), g.reshape(-1),
+                                                      accumulate=True)
+        return z.reshape(self_shape)
+
+
+for _name in ("exp", "log", "sign", "cos", "sin", "abs"):  # xp.exp(t) -> t.exp(), ...
+    setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
+
+TENSORS = TensorFormulas()
+
+
+def _index(index):
+    return tuple(_raw(i) for i in index) if isinstance(index, tuple) else _raw(index)
+
+
+def _cat_zero(x2):
+    """(N, M) -> (N, M + 1) with a zero column: the target of im2col's padding positions."""
+    return x2.new_zeros((x2.shape[0], x2.shape[1] + 1)).index_put_(
+        (slice(None), slice(0, x2.shape[1])), x2)
+
+
+def _im2col_index(c, h, w, kh, kw, stride, padding, dilation):
+    """(C*kh*kw, Ho*Wo) positions into a flattened (C*H*W + 1) image; padding reads the last."""
+    sh, sw = kernels._pair(stride)
+    ph, pw = kernels._pair(padding)
+    dh, dw = kernels._pair(dilation)
+    ho = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    rows = (np.arange(kh) * dh)[:, None, None, None] + (np.arange(ho) * sh - ph)[None, None, :,
+                                                                                   None]
+    cols = (np.arange(kw) * dw)[None, :, None, None] + (np.arange(wo) * sw - pw)[None, None,
+                                                                                  None, :]
+    inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+    plane = np.where(inside, rows * w + cols, -1)  # (kh, kw, Ho, Wo)
+    chan = np.arange(c)[:, None, None, None, None] * (h * w)
+    idx = np.where(plane[None] >= 0, chan + plane[None], c * h * w)
+    return idx.reshape(c * kh * kw, ho * wo), ho, wo
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for n in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+def _extent(*geoms):
+    """Storage elements spanned by the layouts."""
+    return max(off + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+               for shape, strides, off in geoms)
+
+
+def _overlapping(shape, strides):
+    """Whether a strided view may reach one element twice (strides in elements)."""
+    dims = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
+    extent = 1
+    for s, n in dims:
+        if s < extent:
+            return True
+        extent = s * n
+    return False
+
+
+# ------------------------------------------------------------------------------------------------
+# Formulas (each works on arrays and on Tensors through `xp`)
+# ------------------------------------------------------------------------------------------------
 def _reduce_to(g, shape, dtype, xp):
     """Sum a broadcast gradient back to `shape` and cast it to the input's `dtype` (the one
     unbroadcast helper every broadcasting op uses)."""
@@ -30,68 +392,37 @@ def _reduce_to(g, shape, dtype, xp):
             g = xp.sum(g, axis=axes, keepdims=True)
         if lead:
             g = g.reshape(shape)
-    if dtype is not None and _np_dtype(g) != dtype:
-        g = _astype(g, dtype, xp)
+    if dtype is not None and xp.dtype(g) != dtype:
+        g = xp.astype(g, dtype)
     return g
 
 
 def _mT(x):
-    """Swap the last two dims (arrays of numpy or cupy, or Tensors under create_graph)."""
+    """Swap the last two dims."""
     return x.swapaxes(-1, -2)
 
 
-def _astype(g, dt, xp):
-    return g.to(dtypes.from_np(dt)) if xp is _TX else g.astype(dt)
-
-
-def _np_dtype(x):
-    return x._data.dtype if isinstance(x, Tensor) else x.dtype
-
-
-_add_reduce = np.add.reduce
-
-
-def _sum_all(a, dt):
-    # np.add.reduce skips ndarray.sum's Python wrapper; cupy arrays take their own sum
-    return _add_reduce(a, None, dt) if type(a) is np.ndarray else a.sum(dtype=dt)
-
-
 def _unpermute(g, dims, xp):
-    inv = np.argsort(dims).tolist()
-    return g.permute(*inv) if xp is _TX else g.transpose(inv)
+    return xp.permute(g, np.argsort(dims).tolist())
 
 
-def _filled(g, shape, xp):
-    """A 0-d gradient spread over `shape` (cheaper than numpy's broadcast_to for small shapes)."""
-    if xp is np:
-        out = np.empty(shape, g.dtype)
-        out[...] = g
-        return out
-    return xp.broadcast_to(g, shape)
+def _dims_of(dim, ndim):
+    return sorted(d % ndim for d in (dim if isinstance(dim, tuple) else (dim,)))
 
 
 def _expand_grad(g, shape, dim, keepdim, xp):
     """Gradient of a reduction over `dim` back to the input's `shape`."""
     if dim is None:
         return xp.broadcast_to(g, shape)
-    if not keepdim:
-        dims = sorted(d % len(shape) for d in (dim if isinstance(dim, tuple) else (dim,)))
-        gshape = list(g.shape)
-        for d in dims:
-            gshape.insert(d, 1)
-        g = g.reshape(tuple(gshape))
-    return xp.broadcast_to(g, shape)
+    return xp.broadcast_to(_keep(g, shape, dim, keepdim), shape)
 
 
 def _keep(x, shape, dim, keepdim):
     """Reshape a reduced value (`result`, g) so it broadcasts against the input."""
-    if dim is None:
+    if dim is None or keepdim:
         return x
-    if keepdim:
-        return x
-    dims = sorted(d % len(shape) for d in (dim if isinstance(dim, tuple) else (dim,)))
     s = list(x.shape)
-    for d in dims:
+    for d in _dims_of(dim, len(shape)):
         s.insert(d, 1)
     return x.reshape(tuple(s))
 
@@ -102,13 +433,6 @@ def _count(shape, dim):
     return math.prod(shape[d] for d in (dim if isinstance(dim, tuple) else (dim,)))
 
 
-def _put(g, shape, index, xp):
-    """zeros(shape) with `g` written at basic index `index` (Select/Slice backward)."""
-    z = xp.zeros(shape, _np_dtype(g))
-    z[index] = g
-    return z
-
-
 def _evenly(g, self, result, xp):
     mask = self == result
     return xp.where(mask, g / _astype(mask.sum(), _np_dtype(g), xp), 0)
@@ -116,33 +440,16 @@ def _evenly(g, self, result, xp):
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
     if dim is None:
-        flat = self.reshape(-1)
-        return (g * _prod_others(flat, 0, xp)).reshape(self.shape)
-    gk = _keep(g, self.shape, dim, keepdim)
-    return gk * _prod_others(self, dim, xp)
-
-
-def _prod_others(x, dim, xp):
-    """Product of all elements along `dim` except the one at each position (zeros are fine)."""
-    if xp is _TX:
-        return x.prod(dim, keepdim=True) / x
-    ones = xp.ones_like(xp.take(x, [0], axis=dim))
-    left = xp.cumprod(xp.concatenate([ones, xp.take(x, range(x.shape[dim] - 1), axis=dim)],
-                                     axis=dim), axis=dim)
-    rev = xp.flip(x, (dim,))
-    right = xp.flip(xp.cumprod(xp.concatenate(
-        [ones, xp.take(rev, range(x.shape[dim] - 1), axis=dim)], axis=dim), axis=dim), (dim,))
-    return left * right
+        return (g * xp.prod_others(self.reshape(-1), 0)).reshape(self.shape)
+    return _keep(g, self.shape, dim, keepdim) * xp.prod_others(self, dim)
 
 
 def _select_grad(g, shape, dim, indices, keepdim, xp):
-    """Gradient of max/min along dim: g scattered at `indices`."""
+    """Gradient of max/min along dim: g written at `indices`."""
     if not keepdim:
         g = xp.expand_dims(g, dim)
         indices = xp.expand_dims(indices, dim)
-    z = xp.zeros(shape, _np_dtype(g))
-    xp.put_along_axis(z, indices, g, axis=dim)
-    return z
+    return xp.put(g, shape, xp.index_grid(indices, dim))
 
 
 def _norm_backward(g, self, result, p, dim, keepdim, xp):
@@ -160,94 +467,21 @@ def _norm_backward(g, self, result, p, dim, keepdim, xp):
                     xp.where(rk == 0, 1, rk) ** (p - 1))
 
 
-def _as_strided_backward(g, base_geom, view_geom, xp):
-    if xp is _TX:
-        raise RuntimeError("nbgrad: double backward through AsStridedBackward0 is not supported")
-    shape, strides, off = base_geom
-    size = max([off] + [off + sum((n - 1) * s for n, s in zip(shape, strides)) + 1,
-                        view_geom[2] + sum((n - 1) * s for n, s in zip(view_geom[0],
-                                                                       view_geom[1])) + 1])
-    buf = xp.zeros(size, g.dtype)
-    vshape, vstrides, voff = view_geom
-    if _overlapping(vshape, vstrides):  # windows share elements: add every contribution
-        idx = xp.indices(vshape)
-        flat = voff + sum(i * s for i, s in zip(idx, vstrides))
-        xp.add.at(buf, flat.reshape(-1), g.reshape(-1))
-    else:
-        backend.as_strided(buf, vshape, vstrides, voff)[...] = g
-    return backend.as_strided(buf, shape, strides, off).copy()
-
-
-def _unfold_backward(g, shape, dim, size, step, xp):
-    """Sum the windows back: one strided slice-add per position inside the window."""
-    z = xp.zeros(shape, _np_dtype(g))
-    n = g.shape[dim]
-    pre = (slice(None),) * dim
-    if xp is not _TX:  # window axis first, contiguous: each slice below is then a dense block
-        g = xp.ascontiguousarray(xp.moveaxis(g, -1, 0))
-        for k in range(size):
-            z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += g[k]
-        return z
-    for k in range(size):
-        z[pre + (slice(k, k + step * (n - 1) + 1, step),)] += g[(Ellipsis, k)]
-    return z
-
-
-def _overlapping(shape, strides):
-    """Whether a strided view may reach one element twice (strides in elements)."""
-    dims = sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1)
-    extent = 1
-    for s, n in dims:
-        if s < extent:
-            return True
-        extent = s * n
-    return False
-
-
-def _scatter_add(z, dim, index, src, xp):
-    """z[index[i][j]][j] += src[i][j] along `dim` (gather's backward)."""
-    idx = list(xp.indices(index.shape, sparse=True))
-    idx[dim] = index
-    xp.add.at(z, tuple(idx), src)
-    return z
-
-
-def _index_backward(g, self_shape, index, xp):
-    z = xp.zeros(self_shape, _np_dtype(g))
-    if xp is _TX:
-        return z.index_put_(index, g, accumulate=True)
-    xp.add.at(z, index, g)
-    return z
-
-
-def _c(b, xp):
-    """The right operand of a matrix product, C-contiguous: numpy's matmul is several times
-    slower on a transposed right operand at these sizes, and the copy is cheap next to it."""
-    if xp is _TX or b.flags.c_contiguous:
-        return b
-    return xp.ascontiguousarray(b)
-
-
-def _mm_grads(which):
-    if which == 0:
-        return lambda g, mat2, xp: g @ _c(_mT(mat2), xp)
-    return lambda g, self, xp: _mT(self) @ g
-
-
 def _cat_grads(g, sizes, dim, dtypes, xp):
     out = []
     start = 0
     for n, dt in zip(sizes, dtypes):
-        idx = [slice(None)] * g.ndim
-        idx[dim] = slice(start, start + n)
-        gi = g[tuple(idx)]
-        out.append(gi if _np_dtype(gi) == dt else _astype(gi, dt, xp))
+        gi = g[(slice(None),) * dim + (slice(start, start + n),)]
+        out.append(gi if xp.dtype(gi) == dt else xp.astype(gi, dt))
         start += n
     return out
 
 
-def _zeros_for(gs, shapes, dtype, xp):
-    return [xp.zeros(s, dtype) if g is None else g for g, s in zip(gs, shapes)]
+def _zeros_for(gs, shapes, *xp):
+    """The outputs' gradients of a multi-view op, zeros where an output got none."""
+    xp = xp[-1]  # (gs, shapes, xp); M1's (gs, shapes, dtype, xp) still accepted
+    like = next(g for g in gs if g is not None)
+    return [xp.new_zeros(like, s) if g is None else g for g, s in zip(gs, shapes)]
 
 
 def _logsumexp_grad(g, self, result, dim, keepdim, xp):
@@ -267,6 +501,7 @@ def _std_grad(g, self, result, dim, correction, keepdim, xp):
     rk = _keep(result, self.shape, dim, keepdim)
     return _keep(g, self.shape, dim, keepdim) * (self - mean) / (n * rk)
 
+
 def _in_range(x, lo, hi):
     if lo is None:
         return x <= hi
@@ -275,41 +510,12 @@ def _in_range(x, lo, hi):
     return (x >= lo) & (x <= hi)
 
 
-def _first_dtype(gs):
-    return next(_np_dtype(g) for g in gs if g is not None)
-
-
 def _amax_grad(g, self, result, dim, keepdim, xp):
     rk = _keep(result, self.shape, dim, keepdim)
     mask = self == rk
     gk = _keep(g, self.shape, dim, keepdim)
     # the count in g's dtype: a float32 gradient stays float32 (int64 would promote it)
     return xp.where(mask, gk / _astype(mask.sum(axis=dim, keepdims=True), _np_dtype(gk), xp), 0)
-
-
-
-def _zero_at(g, index, xp):
-    if xp is _TX:
-        return g.index_put(index, _TX.zeros((), _np_dtype(g)), accumulate=False)
-    z = g.copy()
-    z[index] = 0
-    return z
-
-
-
-def _no_double(xp, name):
-    if xp is _TX:
-        raise RuntimeError(f"nbgrad: double backward through {name} is not supported yet")
-
-
-def _conv_grads(g, ctx, needs, xp):
-    _no_double(xp, "ConvolutionBackward0")
-    return kernels.conv2d_backward(g, ctx.get(), needs)  # one pass for (input, weight, bias)
-
-
-def _pool_grad(g, ctx, xp):
-    _no_double(xp, "MaxPool2DWithIndicesBackward0")
-    return kernels.max_pool2d_backward(g, ctx.get())
 
 
 def _repeat_backward(g, shape, repeats):
@@ -323,78 +529,190 @@ def _repeat_backward(g, shape, repeats):
     return g.reshape(shape)
 
 
+def _along(dim, index):
+    """The index `index` at position `dim`, all of every dim before it."""
+    return (slice(None),) * dim + (index,)
+
+
+_add_reduce = np.add.reduce
+
+
+def _sum_all(a, dtype):
+    """sum's forward: np.add.reduce skips ndarray.sum's Python wrapper; cupy takes its own."""
+    return _add_reduce(a, None, dtype) if type(a) is np.ndarray else a.sum(dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------------------
+# The M1 helper names, kept so that branches written against the M1 layout (core-m1.md) merge
+# without breaking; each is one call into `xp`. Delete once those branches are merged and moved.
+# ------------------------------------------------------------------------------------------------
+_TX = TENSORS
+
+
+def _np_dtype(x):
+    return x._data.dtype if isinstance(x, Tensor) else x.dtype
+
+
+def _astype(g, dt, xp):
+    return xp.astype(g, dt)
+
+
+def _filled(g, shape, xp):
+    return xp.filled(g, shape)
+
+
+def _first_dtype(gs):
+    return next(_np_dtype(g) for g in gs if g is not None)
+
+
+def _c(b, xp):
+    return xp.contiguous(b)
+
+
+def _put(g, shape, index, xp):
+    return xp.put(g, shape, index)
+
+
+def _zero_at(g, index, xp):
+    return xp.zeroed(g, index)
+
+
+def _index_backward(g, self_shape, index, xp):
+    return xp.scatter_add(g, self_shape, index)
+
 
 def _index_select_backward(g, self_shape, dim, index, xp):
-    z = xp.zeros(self_shape, _np_dtype(g))
-    if xp is _TX:
-        return z.index_add(dim, Tensor._make_fresh(index), g)
-    idx = [slice(None)] * len(self_shape)
-    idx[dim] = index
-    xp.add.at(z, tuple(idx), g)
+    return xp.scatter_add(g, self_shape, _along(dim, index))
+
+
+def _scatter_add(z, dim, index, src, xp):
+    return z + xp.scatter_add(src, tuple(z.shape), xp.index_grid(index, dim))
+
+
+def _prod_others(x, dim, xp):
+    return xp.prod_others(x, dim)
+
+
+def _as_strided_backward(g, base_geom, view_geom, xp):
+    return xp.as_strided_backward(g, base_geom, view_geom)
+
+
+def _unfold_backward(g, shape, dim, size, step, xp):
+    return xp.unfold_backward(g, shape, dim, size, step)
+
+
+def _no_double(xp, name):
+    if xp is TENSORS:
+        raise RuntimeError(f"nbgrad: double backward through {name} is not supported yet")
+
+
+def _conv_grads(g, ctx, needs, xp):
+    _no_double(xp, "ConvolutionBackward0")  # the table's convolution row has no such limit
+    return kernels.conv2d_backward(g, ctx.get(), needs)
+
+
+def _pool_grad(g, ctx, xp):
+    _no_double(xp, "MaxPool2DWithIndicesBackward0")
+    return kernels.max_pool2d_backward(g, ctx.get())
+
+
+def _mm_grads(which):
+    if which == 0:
+        return lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2))
+    return lambda g, self: _mT(self) @ g
+
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 9's rows (sort/scatter/linalg/...): operations whose array and Tensor spellings differ,
+# each written for ArrayFormulas and for TensorFormulas side by side (index args stay arrays)
+# ------------------------------------------------------------------------------------------------
+def _index_tensor(index):
+    return index if isinstance(index, Tensor) else Tensor._make_fresh(index)
+
+
+_PAIRS = {
+    # name: (on arrays: self is ArrayFormulas, self.m numpy or cupy), (on Tensors)
+    "constant": (lambda self, arr: self.m.asarray(arr),
+                 lambda arr: Tensor._make_fresh(arr)),
+    "gather": (lambda self, g, dim, index: self.m.take_along_axis(g, index, axis=dim),
+               lambda g, dim, index: g.gather(dim, _index_tensor(index))),
+    "scatter_along": (lambda self, z, dim, index, src, add=False: _array_scatter(
+                          self.m, z, dim, index, src, add),
+                      lambda z, dim, index, src, add=False: (z.scatter_add if add else z.scatter)(
+                          dim, _index_tensor(index), src)),
+    "index_select": (lambda self, g, dim, index: self.m.take(g, index, axis=dim),
+                     lambda g, dim, index: g.index_select(dim, _index_tensor(index))),
+    "zero_along": (lambda self, g, dim, index: _array_zero_along(g, dim, index),
+                   lambda g, dim, index: g.index_fill(dim, _index_tensor(index), 0.0)),
+    "tril": (lambda self, x, k: self.m.tril(x, k), lambda x, k: x.tril(k)),
+    "triu": (lambda self, x, k: self.m.triu(x, k), lambda x, k: x.triu(k)),
+    "diagonal": (lambda self, x, offset, d1, d2: self.m.diagonal(x, offset, d1, d2).copy(),
+                 lambda x, offset, d1, d2: x.diagonal(offset, d1, d2)),
+    "eye": (lambda self, n, like: self.m.eye(n, dtype=like.dtype),
+            lambda n, like: Tensor._make_fresh(np.eye(n, dtype=like._data.dtype))),
+    "inv": (lambda self, x: self.m.linalg.inv(x), lambda x: x.inverse()),
+    "solve": (lambda self, a, b: self.m.linalg.solve(a, b), lambda a, b: a.inverse() @ b),
+    "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
+    "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),
+             lambda x, shifts, dims: x.roll(shifts, dims)),
+    "rot90": (lambda self, x, k, dims: self.m.rot90(x, k, axes=dims).copy(),
+              lambda x, k, dims: x.rot90(k, dims)),
+    "scatter_prod": (lambda self, z, src, dim, index, include_self: _scatter_reduce_prod(
+                         z, src, dim, index, include_self),
+                     lambda z, src, dim, index, include_self: z.scatter_reduce(
+                         dim, _index_tensor(index), src, "prod", include_self=include_self)),
+}
+for _name, (_on_arrays, _on_tensors) in _PAIRS.items():
+    setattr(ArrayFormulas, _name, _on_arrays)
+    setattr(TensorFormulas, _name, staticmethod(_on_tensors))
+for _name in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
+    setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
+
+
+def _array_scatter(m, z, dim, index, src, add):
+    """`z` (a fresh buffer) with `src` written, or added, at `index` along `dim`."""
+    if add:
+        grid = list(m.indices(index.shape, sparse=True))
+        grid[dim] = index
+        m.add.at(z, tuple(grid), src)
+    else:
+        m.put_along_axis(z, index, src, axis=dim)
     return z
 
 
-
-# ---- create_graph: the numpy functions formulas use, on Tensors ---------------------------------
-class _TX:
-    """Stands in for numpy inside formulas when the backward itself is recorded (create_graph)."""
-
-    @staticmethod
-    def where(c, a, b):
-        from ..functions import where
-        return where(c, a, b)
-
-    @staticmethod
-    def sum(x, axis=None, keepdims=False):
-        return x.sum(dim=axis, keepdim=keepdims)
-
-    @staticmethod
-    def broadcast_to(x, shape):
-        return x.expand(*shape) if isinstance(x, Tensor) else x
-
-    @staticmethod
-    def flip(x, dims):
-        from ..functions import flip
-        return flip(x, dims)
-
-    @staticmethod
-    def cumsum(x, axis):
-        return x.cumsum(axis)
-
-    @staticmethod
-    def take(x, i, axis):
-        return x.select(axis, i)
-
-    @staticmethod
-    def stack(xs, axis):
-        from ..functions import stack
-        return stack(xs, axis)
-
-    @staticmethod
-    def concatenate(xs, axis):
-        from ..functions import cat
-        return cat(xs, axis)
-
-    @staticmethod
-    def zeros(shape, dt):
-        from ..creation import zeros
-        return zeros(shape, dtype=dtypes.from_np(dt) if not isinstance(dt, dtypes.dtype) else dt)
-
-    @staticmethod
-    def expand_dims(x, dim):
-        return x.unsqueeze(dim)
-
-    @staticmethod
-    def put_along_axis(z, idx, g, axis):
-        raise RuntimeError("nbgrad: double backward through max/min with dim is not supported yet")
+def _array_zero_along(g, dim, index):
+    z = g.copy()
+    z[_along(dim, index)] = 0
+    return z
 
 
-for _name in ("exp", "log", "sign", "cos", "sin", "abs"):  # xp.exp(t) -> t.exp(), ...
-    setattr(_TX, _name, staticmethod(operator.methodcaller(_name)))
+def _array_roll(m, x, shifts, dims):
+    if dims is None:
+        return m.roll(x.reshape(-1), shifts).reshape(x.shape)
+    return m.roll(x, shifts, dims)
 
 
+def _scatter_reduce_prod(z, src, dim, index, include_self):
+    return scatter_reduce_array(z, src, dim, index, "prod", include_self)
 
-def _const(arr, xp):
-    """A constant array as a formula's operand: on the gradient's device, or a Tensor under
-    create_graph."""
-    return Tensor._make_fresh(arr) if xp is _TX else xp.asarray(arr)
+
+def scatter_reduce_array(self, src, dim, index, reduce, include_self):
+    """scatter_reduce's forward on arrays (also used by its "prod" gradient): src reduced into a
+    copy of self at `index` along `dim`."""
+    m = backend.get_array_module(self)
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    ufunc = {"sum": m.add, "mean": m.add, "prod": m.multiply, "amax": m.maximum,
+             "amin": m.minimum}[reduce]
+    out = self.copy()
+    grid = list(m.indices(index.shape, sparse=True))
+    grid[dim] = index
+    grid = tuple(grid)
+    if not include_self:
+        out[grid] = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+    ufunc.at(out, grid, src)
+    count = m.full(self.shape, 1 if include_self else 0, np.int64)
+    m.add.at(count, grid, 1)
+    if reduce == "mean":
+        out = (out / m.maximum(count, 1)).astype(self.dtype, copy=False)
+    return out if include_self else m.where(count == 0, self, out)

@@ -8,15 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from ..tensor import Tensor
-from .formulas import _TX, _c, _const, _mT, _np_dtype
+from .formulas import _mT
 from .registry import op
 
-op("mm", lambda self, mat2: self @ mat2,
-   self=lambda g, mat2, xp: g @ _c(_mT(mat2), xp),
+op("mm", lambda self, mat2: self @ _contiguous(mat2),
+   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2)),
    mat2=lambda g, self: _mT(self) @ g)
 op("bmm", lambda self, mat2: self @ mat2,
-   self=lambda g, mat2, xp: g @ _c(_mT(mat2), xp),
+   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2)),
    mat2=lambda g, self: _mT(self) @ g)
 op("dot", lambda self, other: self @ other,
    self=lambda g, other: g * other,
@@ -24,25 +23,29 @@ op("dot", lambda self, other: self @ other,
 op("mv", lambda self, vec: self @ vec,
    self=lambda g, vec: g[:, None] * vec,
    vec=lambda g, self: _mT(self) @ g)
-op("addmm", lambda self, mat1, mat2, beta, alpha: (self if beta == 1 else beta * self) + (
-    mat1 @ mat2 if alpha == 1 else alpha * (mat1 @ mat2)), broadcast=True,
+op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
+   broadcast=True,
    self=lambda g, beta: g if beta == 1 else g * beta,
-   mat1=lambda g, mat2, alpha, xp: (g @ _c(_mT(mat2), xp)) * alpha,
+   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2))) * alpha,
    mat2=lambda g, mat1, alpha: (_mT(mat1) @ g) * alpha)
 
 
+def _contiguous(b):
+    # numpy's matmul is several times slower on a transposed (F-ordered) right operand
+    return b if b.flags.c_contiguous else backend.get_array_module(b).ascontiguousarray(b)
+
+
+def _addmm(c, a, b, beta, alpha):
+    out = a @ _contiguous(b)  # a fresh array: scaled and added into in place
+    if alpha != 1:
+        out *= alpha
+    out += c if beta == 1 else beta * c
+    return out
+
+
 # ---- issue 9: triangles and diagonals, fused products, torch.linalg ----------------------------
-# Formulas take arrays, or Tensors under create_graph (xp is _TX): matmul, mT, elementwise ops and
-# the helpers below, each with a branch for Tensors, so every formula also serves double backward.
-
-def _tril(x, k, xp):
-    return x.tril(k) if xp is _TX else xp.tril(x, k)
-
-
-def _triu(x, k, xp):
-    return x.triu(k) if xp is _TX else xp.triu(x, k)
-
-
+# Formulas run on arrays or, under create_graph, on Tensors: matmul, mT, elementwise operators and
+# `xp` (formulas.py: tril, diagonal, inv, solve, eye, ...), so each serves every order.
 def _diag_index(n, m, offset):
     """(rows, cols) of the `offset` diagonal of an (n, m) matrix."""
     k = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
@@ -53,24 +56,16 @@ def _diag_index(n, m, offset):
 def _diag_put(g, shape, offset, xp):
     """zeros(shape) with the last dim of g on the `offset` diagonal of the last two dims."""
     rows, cols = _diag_index(shape[-2], shape[-1], offset)
-    if xp is _TX:  # an out-of-place index_put, itself differentiable
-        return xp.zeros(tuple(shape), _np_dtype(g)).index_put(
-            (Ellipsis, Tensor._make_fresh(rows), Tensor._make_fresh(cols)), g)
-    z = xp.zeros(tuple(shape), g.dtype)
-    z[..., xp.asarray(rows), xp.asarray(cols)] = g
-    return z
+    return xp.put(g, tuple(shape), (Ellipsis, rows, cols))
 
 
 def _diag_embed(a, offset, dim1, dim2):
     n = a.shape[-1] + abs(offset)
-    out = _diag_put(a, a.shape[:-1] + (n, n), offset, backend.get_array_module(a))
-    return np.moveaxis(out, (-2, -1), (dim1, dim2))
-
-
-def _diagonal(g, offset, dim1, dim2, xp):
-    if xp is _TX:
-        return g.diagonal(offset, dim1, dim2)
-    return xp.diagonal(g, offset, dim1, dim2).copy()
+    rows, cols = _diag_index(n, n, offset)
+    m = backend.get_array_module(a)
+    out = m.zeros(a.shape[:-1] + (n, n), a.dtype)
+    out[..., m.asarray(rows), m.asarray(cols)] = a
+    return m.moveaxis(out, (-2, -1), (dim1, dim2))
 
 
 def _beta_self(self, beta):
@@ -80,26 +75,6 @@ def _beta_self(self, beta):
 
 def _scaled(x, c):
     return x if c == 1 else x * c
-
-
-def _inv(x, xp):
-    if xp is _TX:
-        from ..linalg import inv  # noqa: PLC0415
-        return inv(x)
-    return xp.linalg.inv(x)
-
-
-def _solve(a, b, xp):
-    if xp is _TX:
-        from ..linalg import solve  # noqa: PLC0415
-        return solve(a, b)
-    return xp.linalg.solve(a, b)
-
-
-def _eye(n, like, xp):
-    if xp is _TX:
-        return Tensor._make_fresh(np.eye(n, dtype=_np_dtype(like)))
-    return xp.eye(n, dtype=like.dtype)
 
 
 def _as_matrix_rhs(b, a):
@@ -117,7 +92,7 @@ def _solve_grads(g, A, B, result, xp, needs):
     vec = _as_matrix_rhs(B, A)
     gm = g[..., None] if vec else g
     x = result[..., None] if vec else result
-    gB = _solve(_mT(A), gm, xp)
+    gB = xp.solve(_mT(A), gm)
     gA = -(gB @ _mT(x)) if needs[0] else None
     if vec:
         gB = gB[..., 0]
@@ -126,17 +101,17 @@ def _solve_grads(g, A, B, result, xp, needs):
 
 def _cholesky_backward(g, L, xp):
     """S = L^-T Phi(L^T gL) L^-1 (Phi: the lower triangle, its diagonal halved), symmetrised."""
-    p = _tril(_mT(L) @ g, 0, xp)
-    p = p - 0.5 * p * _eye(p.shape[-1], p, xp)
-    y = _solve(_mT(L), p, xp)           # L^-T p
-    s = _mT(_solve(_mT(L), _mT(y), xp))  # (L^-T p) L^-1
+    p = xp.tril(_mT(L) @ g, 0)
+    p = p - 0.5 * p * xp.eye(p.shape[-1], p)
+    y = xp.solve(_mT(L), p)           # L^-T p
+    s = _mT(xp.solve(_mT(L), _mT(y)))  # (L^-T p) L^-1
     return 0.5 * (s + _mT(s))
 
 
 def _eigh_backward(g, L, V, xp):
     gL, gV = g
     n = L.shape[-1]
-    eye = _eye(n, L, xp)
+    eye = xp.eye(n, L)
     inner = None
     if gV is not None:
         vg = _mT(V) @ gV
@@ -159,7 +134,7 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
     m, n = U.shape[-2], Vh.shape[-1]
     if gU is None and gVh is None:
         return (U @ (gS[..., :, None] * Vh)) if m >= n else ((U * gS[..., None, :]) @ Vh)
-    eye = _eye(k, S, xp)
+    eye = xp.eye(k, S)
     s2 = S * S
     e = s2[..., None, :] - s2[..., :, None] + eye
     uhgu = None if gU is None else _mT(U) @ gU
@@ -201,17 +176,17 @@ def _qr_backward(g, A, Q, R, xp):
             gQx = gQ if gQx is None else gQx + gQ
         gX = _qr_backward((gQx, gU), None, Q, R[..., :, :m], xp)
         gY = Q @ gV if gV is not None else A[..., :, m:] * 0
-        return xp.concatenate([gX, gY], axis=-1)
+        return xp.concatenate([gX, gY], axis=len(gX.shape) - 1)
     if gQ is not None and gR is not None:
         M = R @ _mT(gR) - _mT(gQ) @ Q
     elif gQ is not None:
         M = -(_mT(gQ) @ Q)
     else:
         M = R @ _mT(gR)
-    ga = Q @ (_tril(M, 0, xp) + _mT(_tril(M, -1, xp)))
+    ga = Q @ (xp.tril(M, 0) + _mT(xp.tril(M, -1)))
     if gQ is not None:
         ga = gQ + ga
-    return _mT(_solve(R, _mT(ga), xp))  # ga R^-T
+    return _mT(xp.solve(R, _mT(ga)))  # ga R^-T
 
 
 def _pinv_backward(g, result, A):
@@ -227,22 +202,22 @@ def _pinv_backward(g, result, A):
 
 
 op("tril", lambda self, diagonal: np.tril(self, diagonal),
-   self=lambda g, diagonal, xp: _tril(g, diagonal, xp))
+   self=lambda g, diagonal, xp: xp.tril(g, diagonal))
 op("triu", lambda self, diagonal: np.triu(self, diagonal),
-   self=lambda g, diagonal, xp: _triu(g, diagonal, xp))
+   self=lambda g, diagonal, xp: xp.triu(g, diagonal))
 op("diag_embed", lambda self, offset, dim1, dim2: _diag_embed(self, offset, dim1, dim2),
-   self=lambda g, offset, dim1, dim2, xp: _diagonal(g, offset, dim1, dim2, xp))
+   self=lambda g, offset, dim1, dim2, xp: xp.diagonal(g, offset, dim1, dim2))
 op("diag_copy", lambda self, diagonal: np.diagonal(self, diagonal).copy(),
    node="DiagonalBackward0_copy",
    self=lambda g, self_shape, diagonal, xp: _diag_put(g, self_shape, diagonal, xp))
 op("trace", lambda self: np.trace(self),
    self=lambda g, self_shape, xp: _diag_put(
-       g * _const(np.ones(min(self_shape), _np_dtype(g)), xp), self_shape, 0, xp))
+       xp.filled(g, (min(self_shape),)), self_shape, 0, xp))
 op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled(batch1 @ batch2, alpha),
    broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
-   batch1=lambda g, batch2, alpha, xp: _scaled(g @ _c(_mT(batch2), xp), alpha),
+   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2)), alpha),
    batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
 op("addbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),
@@ -264,9 +239,9 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
 op("linalg_inv", lambda A: np.linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: np.linalg.det(A),
-   A=lambda g, A, result, xp: (g * result)[..., None, None] * _mT(_inv(A, xp)))
+   A=lambda g, A, result, xp: (g * result)[..., None, None] * _mT(xp.inv(A)))
 op("linalg_slogdet", lambda A: np.linalg.slogdet(A), n_out=2,
-   A=lambda g, A, xp: None if g[1] is None else g[1][..., None, None] * _mT(_inv(A, xp)))
+   A=lambda g, A, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
 op("linalg_cholesky", lambda A: np.linalg.cholesky(A), node="LinalgCholeskyExBackward0",

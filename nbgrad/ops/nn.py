@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
-from .formulas import _TX, _conv_grads, _first_dtype, _pool_grad, _zeros_for
+from . import kernels
+from .formulas import _TX, _first_dtype, _zeros_for
 from .reductions import _logsumexp
 from .registry import ROWS, op
 
@@ -34,11 +35,26 @@ op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
    self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
 
 # ---- convolution and pooling ------------------------------------------------------------------
-op("convolution", lambda input, weight, bias, ctx: None,
-   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv_grads(g, ctx, needs,
-                                                                                  xp)})
-op("max_pool2d", lambda self, ctx: None, node="MaxPool2DWithIndicesBackward0",
-   self=lambda g, self, ctx, xp: _pool_grad(g, ctx, xp))
+op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:
+   kernels.conv2d_forward(input, weight, bias, stride, padding, dilation, groups), ctx=True,
+   **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
+      needs, xp: xp.conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups,
+                                    needs)})
+op("max_pool2d", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
+   node="MaxPool2DWithIndicesBackward0", ctx=True,
+   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g, ctx, self_shape))
+op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
+                                            ceil_mode)),
+   node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
+   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+
+
+def _with_indices(y_ctx):
+    """(y, ctx) -> ((y, int64 indices as torch's return_indices), ctx)."""
+    y, ctx = y_ctx
+    return (y, kernels.max_pool2d_indices(ctx)), ctx
 
 
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------

@@ -10,15 +10,13 @@ import math
 import numpy as np
 
 from .. import backend
-from .formulas import (_TX, _amax_grad, _count, _evenly, _expand_grad, _filled, _logsumexp_grad,
+from .formulas import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                        _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
                        _var_grad)
-from .formulas import _const, _np_dtype
-from .indexing import _scatter_into
 from .registry import op
 
 op("sum", lambda self, dtype: _sum_all(self, dtype),
-   self=lambda g, self_shape, xp: _filled(g, self_shape, xp))
+   self=lambda g, self_shape, xp: xp.filled(g, self_shape))
 op("sum_dim", lambda self, dim, keepdim, dtype: self.sum(axis=dim, keepdims=keepdim, dtype=dtype),
    node="SumBackward1",
    self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g, self_shape, dim, keepdim, xp))
@@ -160,8 +158,8 @@ def _at_indices(g, shape, dim, indices, keepdim, xp, add=False):
         return None
     if not keepdim:
         g = xp.expand_dims(g, dim)
-        indices = indices.unsqueeze(dim) if xp is _TX else xp.expand_dims(indices, dim)
-    return _scatter_into(xp.zeros(tuple(shape), _np_dtype(g)), dim, indices, g, xp, add)
+        indices = xp.expand_dims(indices, dim)
+    return xp.scatter_along(xp.new_zeros(g, tuple(shape)), dim, indices, g, add)
 
 
 def _cum_extreme(a, dim, ufunc):
@@ -190,9 +188,8 @@ def _cumprod_backward(g, self, result, dim, xp):
     pos = np.arange(n).reshape(shape)
     parts = []
     for i in range(n):
-        x = xp.where(_const(pos == i, xp), 1, self)
-        c = x.cumprod(dim) if xp is _TX else xp.cumprod(x, axis=dim)
-        parts.append((g * c * _const((pos >= i).astype(_np_dtype(g)), xp)).sum(axis=dim))
+        c = xp.cumprod(xp.where(xp.constant(pos == i), 1, self), dim)
+        parts.append((g * c * xp.constant((pos >= i).astype(xp.dtype(g)))).sum(axis=dim))
     return xp.stack(parts, axis=dim)
 
 

@@ -19,9 +19,13 @@ A row reads like a line of PyTorch's derivatives.yaml::
   `**{"input, weight, bias": lambda g, ...: (gi, gw, gb)}`, as derivatives.yaml writes them.
 - The node is named after the op (`log_softmax` -> LogSoftmaxBackward0); `node=` gives PyTorch's
   name where it is irregular (`sum_dim` -> SumBackward1).
-- Flags: `broadcast` (inputs broadcast; the node sums each gradient back to its input's shape and
-  dtype), `float_op` (integer input is computed in the default float dtype), `view` (the output
-  shares the input's storage), `n_out` (number of outputs; -1: a list decided at call time).
+- A list input (cat, stack) is the forward's parameter `tensors`; its formula, keyed `tensors`,
+  returns one gradient per tensor.
+- Flags: `broadcast` (inputs may broadcast or differ in dtype; the node sums each gradient back
+  to its input's shape and casts it to its dtype), `float_op` (integer input is computed in the
+  default float dtype), `view` (the output shares the input's storage), `n_out` (number of
+  outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
+  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
 """
 from __future__ import annotations
 
@@ -29,10 +33,9 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import RELEASABLE, Node, SavedTensor, backward_twice_error
-from ..backend import get_array_module as _get_xp
+from ..autograd.graph import Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
 from ..tensor import Tensor
-from .formulas import _TX, _reduce_to
+from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
 
 ROWS = {}
 _ND = np.ndarray
@@ -41,7 +44,7 @@ _ND = np.ndarray
 class OpNode(Node):
     """A node made by a table row; its class (e.g. MulBackward0) carries the row."""
 
-    __slots__ = ("_meta",)
+    __slots__ = ()
     _row = None
 
     def _backward(self, g, create_graph):
@@ -49,15 +52,15 @@ class OpNode(Node):
         row = self._row
         saved = self._saved
         if create_graph:
-            xp = _TX
+            xp = TENSORS
             v = [s.unpack(self, True) if type(s) is SavedTensor else s for s in saved] \
                 if saved else []
         else:
             if self._n_out == 1:
-                xp = np if type(g) is _ND else _get_xp(g)
+                xp = NUMPY if type(g) is _ND else array_formulas(g)
             else:
                 g = list(g)
-                xp = _get_xp(next(x for x in g if x is not None))
+                xp = array_formulas(next(x for x in g if x is not None))
             v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else []
         if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
@@ -127,13 +130,14 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False):
+                 float_op=False, ctx=False):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
         self.view = view
         self.broadcast = broadcast
         self.float_op = float_op
+        self.ctx = ctx
         keyed = {}
         self.joint = None
         joint_inputs = ()
@@ -157,8 +161,13 @@ class Row:
             if set(self.inputs) != names_of_inputs:
                 raise TypeError(f"row {name}: formulas for {sorted(names_of_inputs)} but the "
                                 f"forward's leading parameters are {list(params)}")
-        if self.inputs == ("tensors",):
+        self.listed = self.inputs == ("tensors",)
+        if self.listed:
             self.inputs = ()  # one edge per tensor of the list, all served by the joint formula
+        # which branch of nbgrad.autograd.apply serves it: 0 one input and output, 1 two
+        # broadcasting operands, 2 views, 3 the rest
+        self.path = (2 if view else 1 if broadcast and len(self.inputs) == 2 else
+                     0 if len(self.inputs) == 1 and n_out == 1 and not self.listed else 3)
         self.formulas = tuple(keyed.get(n) for n in self.inputs)
         names, uses = [], []
         for f in self.formulas + ((self.joint,) if self.joint else ()):
@@ -190,6 +199,8 @@ class Row:
             return (2, self.args.index(n))
         if n.endswith("_shape") and n[:-6] in self.inputs:
             return (3, self.inputs.index(n[:-6]))
+        if n == "ctx" and self.ctx:
+            return (4, 0)
         raise NameError(f"formula of {self.name} uses unknown name {n!r}")
 
     def plan(self, mask):
@@ -210,37 +221,16 @@ class Row:
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
-    Keyword arguments are the flags (node, n_out, view, broadcast, float_op) and, for
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx) and, for
     every other key, the formula of the input(s) it names."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")
     flags = {k: kw.pop(k) for k in _FLAGS if k in kw}
     row = ROWS[name] = Row(name, fwd, kw, **flags)
     return row
-
-
-class Ctx:
-    """Non-tensor state a kernel keeps for backward (an im2col matrix, argmax positions);
-    released with the node's saved tensors."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def release(self):
-        self.value = None
-
-    def get(self):
-        if self.value is None:
-            raise backward_twice_error()
-        return self.value
-
-
-RELEASABLE.add(Ctx)

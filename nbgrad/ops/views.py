@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
+from .. import backend, dtypes
 from ..autograd import apply
-from .formulas import (_TX, _as_strided_backward, _cat_grads, _first_dtype, _put, _reduce_to,
-                       _unfold_backward, _unpermute, _zeros_for)
+from .formulas import NUMPY, _along, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
 
 # ---- joining (a list of inputs) -----------------------------------------------------------------
-op("cat", lambda tensors, sizes, dim, dtypes: None,
+op("cat", lambda tensors, sizes, dim, dtypes: _cat(tensors, dim),
    tensors=lambda g, sizes, dim, dtypes, xp: _cat_grads(g, sizes, dim, dtypes, xp))
-op("stack", lambda tensors, n, dim: None,
-   tensors=lambda g, n, dim, xp: [xp.take(g, i, axis=dim) for i in range(n)])
+op("stack", lambda tensors, n, dim: np.stack(tensors, axis=dim),
+   tensors=lambda g, n, dim: [g[_along(dim, i)] for i in range(n)])
 
 # ---- reshaping views ----------------------------------------------------------------------------
 op("view", lambda self, shape: _view_reshape(self, shape), view=True,
@@ -40,7 +39,8 @@ for _name, _node in (("squeeze_dims", "SqueezeBackward2"), ("squeeze_dims_", "Sq
     op(_name, lambda self, dims: self.squeeze(tuple(d for d in dims if self.shape[d] == 1)),
        node=_node, view=True,
        self=lambda g, self_shape: g.reshape(self_shape))
-op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.shape[dim] == 1 else self.view(),
+op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.ndim and self.shape[dim] == 1
+   else self.view(),
    node="SqueezeBackward1", view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
 op("unsqueeze", lambda self, dim: np.expand_dims(self, dim), view=True,
@@ -48,27 +48,30 @@ op("unsqueeze", lambda self, dim: np.expand_dims(self, dim), view=True,
 
 # ---- slicing views ------------------------------------------------------------------------------
 op("slice", lambda self, index: self[index], view=True,
-   self=lambda g, self_shape, index, xp: _put(g, self_shape, index, xp))
+   self=lambda g, self_shape, index, xp: xp.put(g, self_shape, index))
 op("select", lambda self, index: self[index], view=True,
-   self=lambda g, self_shape, index, xp: _put(g, self_shape, index, xp))
-op("as_strided", lambda self, base_geom, view_geom: None, view=True,
-   self=lambda g, base_geom, view_geom, xp: _as_strided_backward(g, base_geom, view_geom, xp))
-op("diagonal", lambda self, base_geom, view_geom: None, view=True,
-   self=lambda g, base_geom, view_geom, xp: _as_strided_backward(g, base_geom, view_geom, xp))
-op("unfold", lambda self, dim, size, step: None, view=True,
-   self=lambda g, self_shape, dim, size, step, xp: _unfold_backward(g, self_shape, dim, size,
-                                                                    step, xp))
+   self=lambda g, self_shape, index, xp: xp.put(g, self_shape, index))
+# root: the storage's whole array, which the view addresses (not saved: no formula uses it)
+op("as_strided", lambda self, base_geom, view_geom, root: backend.as_strided(root, *view_geom),
+   view=True,
+   self=lambda g, base_geom, view_geom, xp: xp.as_strided_backward(g, base_geom, view_geom))
+op("diagonal", lambda self, base_geom, view_geom, root: backend.as_strided(root, *view_geom),
+   view=True,
+   self=lambda g, base_geom, view_geom, xp: xp.as_strided_backward(g, base_geom, view_geom))
+op("unfold", lambda self, dim, size, step: _unfold(self, dim, size, step), view=True,
+   self=lambda g, self_shape, dim, size, step, xp: xp.unfold_backward(g, self_shape, dim, size,
+                                                                      step))
 
 # ---- several views from one node (none may be modified in place) --------------------------------
-op("unbind", lambda self, dim, n: None, view=True, n_out=-1,
+op("unbind", lambda self, dim, n: [self[_along(dim, i) + (Ellipsis,)] for i in range(n)],
+   view=True, n_out=-1,
    self=lambda g, self_shape, dim, xp: xp.stack(_zeros_for(
-       g, [tuple(s for i, s in enumerate(self_shape) if i != dim)] * len(g), _first_dtype(g),
-       xp), axis=dim))
+       g, [tuple(s for i, s in enumerate(self_shape) if i != dim)] * len(g), xp), axis=dim))
 for _name, _node in (("split", "SplitBackward0"), ("split_sizes", "SplitWithSizesBackward0")):
-    op(_name, lambda self, sizes, dim: None, node=_node, view=True, n_out=-1,
+    op(_name, lambda self, sizes, dim: _split(self, sizes, dim), node=_node, view=True, n_out=-1,
        self=lambda g, self_shape, sizes, dim, xp: xp.concatenate(_zeros_for(
-           g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
-           _first_dtype(g), xp), axis=dim))
+           g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes], xp),
+           axis=dim))
 
 apply.AS_STRIDED[0] = ROWS["as_strided"]  # the node of a view whose base changed in place
 
@@ -84,21 +87,34 @@ class _ViewImpossible(Exception):
     """The strides do not allow `view`; `reshape` then copies."""
 
 
+def _cat(arrays, dim):
+    """Concatenate in PyTorch's result dtype (numpy's promotion differs for 0-d and mixed)."""
+    rt = arrays[0].dtype
+    for a in arrays[1:]:
+        rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
+    return np.concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
+
+
+def _unfold(a, dim, size, step):
+    """The windows of `size` along `dim`, `step` apart, as a new last dim: a strided view."""
+    n = (a.shape[dim] - size) // step + 1
+    shape = a.shape[:dim] + (n,) + a.shape[dim + 1:] + (size,)
+    s = a.strides
+    strides = s[:dim] + (s[dim] * step,) + s[dim + 1:] + (s[dim],)
+    return backend.get_array_module(a).lib.stride_tricks.as_strided(a, shape, strides)
+
+
+def _split(a, sizes, dim):
+    outs, start = [], 0
+    for k in sizes:
+        outs.append(a[_along(dim, slice(start, start + k))])
+        start += k
+    return outs
+
+
 # ---- issue 9: roll, rot90, block_diag (copies, with PyTorch's nodes) -----------------------------
-def _roll(x, shifts, dims, xp):
-    if xp is _TX:
-        return x.roll(shifts, dims)
-    if dims is None:
-        return xp.roll(x.reshape(-1), shifts).reshape(x.shape)
-    return xp.roll(x, shifts, dims)
-
-
 def _neg(shifts):
     return tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
-
-
-def _rot90(x, k, dims, xp):
-    return x.rot90(k, dims) if xp is _TX else xp.rot90(x, k, axes=dims).copy()
 
 
 def _block_diag(arrays, shapes):
@@ -122,9 +138,9 @@ def _block_diag_grads(g, shapes, in_shapes):
     return out
 
 
-op("roll", lambda self, shifts, dims: _roll(self, shifts, dims, np),
-   self=lambda g, shifts, dims, xp: _roll(g, _neg(shifts), dims, xp))
-op("rot90", lambda self, k, dims: _rot90(self, k, dims, np),
-   self=lambda g, k, dims, xp: _rot90(g, -k, dims, xp))
+op("roll", lambda self, shifts, dims: NUMPY.roll(self, shifts, dims),
+   self=lambda g, shifts, dims, xp: xp.roll(g, _neg(shifts), dims))
+op("rot90", lambda self, k, dims: NUMPY.rot90(self, k, dims),
+   self=lambda g, k, dims, xp: xp.rot90(g, -k, dims))
 op("block_diag", lambda tensors, shapes, in_shapes: _block_diag(tensors, shapes),
    tensors=lambda g, shapes, in_shapes: _block_diag_grads(g, shapes, in_shapes))

@@ -1,0 +1,97 @@
+"""Tensor's autograd methods: grad_fn, retain_grad, register_hook, backward and the leaf's
+AccumulateGrad. They need the graph, so they live here, above the data model (nbgrad/tensor.py),
+and nbgrad/functions.py binds them onto Tensor with the ops."""
+from __future__ import annotations
+
+import weakref
+
+from ..tensor import Tensor
+from . import backward as _backward  # the package's, which checks the arguments
+from .apply import _move_retain_grad, make_as_strided_node
+from .grad_mode import STATE as _GRAD
+from .graph import AccumulateGrad, RemovableHandle
+
+
+def grad_fn(self):
+    """The node that made this tensor (None for a leaf). A view whose storage was modified in
+    place since gets AsStridedBackward0 to its base's current grad_fn, as PyTorch does."""
+    v = self._view
+    if v is not None and v.version != self._storage.version and self._requires_grad:
+        node = make_as_strided_node(v.base, self)
+        self._grad_fn = node
+        self._output_nr = 0
+        v.version = self._storage.version
+        _move_retain_grad(self)
+        return node
+    return self._grad_fn
+
+
+def retain_grad(self):
+    """Populate `.grad` for this non-leaf tensor during backward (torch.Tensor.retain_grad)."""
+    if not self._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None:
+        return
+    e = self._x()
+    if e.retains_grad:
+        return
+    e.retains_grad = True
+    ref = weakref.ref(self)
+
+    def _retain(g):  # runs after the tensor's other hooks, wherever it was registered
+        t = ref()
+        if t is not None:
+            if t._grad is None:
+                t._grad = g if _GRAD.enabled else Tensor._make_fresh(g._data.copy())
+            else:
+                t._grad = t._grad + g
+        return None
+    _retain._nbgrad_retain = True
+    self.grad_fn._add_tensor_prehook(self._output_nr, _retain)
+
+
+def register_hook(self, hook):
+    """Register `hook(grad) -> Tensor or None`, called with this tensor's gradient.
+
+    Returns a RemovableHandle. Raises RuntimeError on a tensor that does not require grad.
+    """
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    fn = self.grad_fn
+    if fn is not None:
+        return fn._add_tensor_prehook(self._output_nr, hook)
+    e = self._x()
+    if e.hooks is None:
+        e.hooks = []
+    e.hooks.append(hook)
+    return RemovableHandle(e.hooks, hook)
+
+
+def _grad_accumulator(self):
+    """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does)."""
+    e = self._x()
+    acc = e.accum() if e.accum is not None else None
+    if acc is None:
+        acc = AccumulateGrad(self)
+        e.accum = weakref.ref(acc)
+    return acc
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute the gradient of this tensor w.r.t. graph leaves (torch.Tensor.backward).
+
+    Raises:
+        RuntimeError: PyTorch's errors (no grad_fn, non-scalar without gradient, wrong
+            gradient shape, backward twice, a saved tensor modified in place).
+    """
+    __tracebackhide__ = True  # IPython: show the user's line, not nbgrad's frames
+    _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def bind(T):
+    """Put these methods on Tensor (called once by nbgrad/functions.py)."""
+    T.grad_fn = property(grad_fn)
+    T.retain_grad = retain_grad
+    T.register_hook = register_hook
+    T._grad_accumulator = _grad_accumulator
+    T.backward = backward

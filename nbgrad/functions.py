@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from . import creation, dtypes
-from .autograd.apply import (_arr, _binary, _broadcast_error, _device_error, _fresh,
-                             _geom, _inplace, _mask, _unary, apply)
+from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
+                             _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
 from .autograd.grad_mode import no_grad
@@ -176,13 +176,13 @@ def fmod(input, other):
 
 def _mod_like(name, input, other):
     if isinstance(other, Tensor):
-        return _binary(R[name + "_tensor"], input, other)
+        return apply(R[name + "_tensor"], (input, other))
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if type(other) is float and input._data.dtype.kind != "f":
         input = to_dtype(input, dtypes.get_default_dtype())
-    return _unary(R[name], input, other)
+    return apply(R[name], (input,), (other,))
 
 
 def pow(input, exponent, *, out=None):
@@ -433,8 +433,8 @@ def round(input, *, decimals=0):
     """Round to `decimals` places, halves to even (torch.round); gradient zero (RoundBackward0,
     RoundBackward1 with decimals)."""
     if decimals == 0:
-        return _unary(R["round"], input)
-    return _unary(R["round_decimals"], input, decimals)
+        return apply(R["round"], (input,))
+    return apply(R["round_decimals"], (input,), (decimals,))
 
 
 def equal(input, other):
@@ -1901,7 +1901,7 @@ def kron(input, other):
 
 
 def _unsafe_view(x, shape):
-    return _unary(R["unsafe_view"], x, shape)
+    return apply(R["unsafe_view"], (x,), (shape,))
 
 
 def meshgrid(*tensors, indexing=None):
@@ -2204,7 +2204,7 @@ def _binary_fn(name, doc):
 
     def f(input, other):
         _check_tensor(input, name)
-        return _binary(row, input, _t(other, input))
+        return apply(row, (input, _t(other, input)))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"{doc}, elementwise with broadcasting (torch.{name})."
     return f
@@ -2221,16 +2221,16 @@ def xlogy(input, other):
     may be a number: XlogyBackward0 for two tensors, 1 for a number input, 2 for a number
     other."""
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        return _binary(R["xlogy"], _as_float(input), _as_float(other))
+        return apply(R["xlogy"], (_as_float(input), _as_float(other)))
     if isinstance(input, Tensor):
-        return _unary(R["xlogy_scalar_other"], _as_float(input), float(other))
-    return _unary(R["xlogy_scalar_self"], _as_float(other), float(input))
+        return apply(R["xlogy_scalar_other"], (_as_float(input),), (float(other),))
+    return apply(R["xlogy_scalar_self"], (_as_float(other),), (float(input),))
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's largest finite values)
     (torch.nan_to_num); the gradient passes where input is finite."""
-    return _unary(R["nan_to_num"], input, nan, posinf, neginf)
+    return apply(R["nan_to_num"], (input,), (nan, posinf, neginf))
 
 
 def lerp(input, end, weight):
@@ -2238,7 +2238,7 @@ def lerp(input, end, weight):
     (LerpBackward1), all broadcasting."""
     if isinstance(weight, Tensor):
         return apply(R["lerp_tensor"], (input, end, weight))
-    return _binary(R["lerp"], input, end, (weight,))
+    return apply(R["lerp"], (input, end), (weight,))
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -2280,7 +2280,7 @@ def _ip_binary_row(name):
     row = R[name]
 
     def f(self, other):
-        return _inplace(row, self, (_t(other, self),), (), name + "_")
+        return apply(row, (self, _t(other, self)), (), inplace=name + "_")
     f.__name__ = name + "_"
     f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
     return f
@@ -2293,15 +2293,15 @@ arctan2_ = atan2_
 def xlogy_(self, other):
     """In-place xlogy (torch.Tensor.xlogy_); bumps _version by 1."""
     if isinstance(other, Tensor):
-        return _inplace(R["xlogy"], self, (other,), (), "xlogy_")
-    return _inplace(R["xlogy_scalar_other"], self, (), (float(other),), "xlogy_")
+        return apply(R["xlogy"], (self, other), (), inplace="xlogy_")
+    return apply(R["xlogy_scalar_other"], (self,), (float(other),), inplace="xlogy_")
 
 
 def _ip_mod(name):
     def f(self, other):
         if isinstance(other, Tensor):
-            return _inplace(R[name + "_tensor"], self, (other,), (), name + "_")
-        return _inplace(R[name], self, (), (other,), name + "_")
+            return apply(R[name + "_tensor"], (self, other), (), inplace=name + "_")
+        return apply(R[name], (self,), (other,), inplace=name + "_")
     f.__name__ = name + "_"
     f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
     return f
@@ -2313,13 +2313,13 @@ fmod_, remainder_ = _ip_mod("fmod"), _ip_mod("remainder")
 def round_(self, *, decimals=0):
     """In-place round (torch.Tensor.round_); bumps _version by 1."""
     if decimals == 0:
-        return _inplace(R["round"], self, (), (), "round_")
-    return _inplace(R["round_decimals"], self, (), (decimals,), "round_")
+        return apply(R["round"], (self,), (), inplace="round_")
+    return apply(R["round_decimals"], (self,), (decimals,), inplace="round_")
 
 
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     """In-place nan_to_num (torch.Tensor.nan_to_num_); bumps _version by 1."""
-    return _inplace(R["nan_to_num"], self, (), (nan, posinf, neginf), "nan_to_num_")
+    return apply(R["nan_to_num"], (self,), (nan, posinf, neginf), inplace="nan_to_num_")
 
 
 def square_(self):
@@ -2330,18 +2330,18 @@ def square_(self):
 def lerp_(self, end, weight):
     """In-place lerp (torch.Tensor.lerp_); bumps _version by 1."""
     if isinstance(weight, Tensor):
-        return _inplace(R["lerp_tensor"], self, (end, weight), (), "lerp_")
-    return _inplace(R["lerp"], self, (end,), (weight,), "lerp_")
+        return apply(R["lerp_tensor"], (self, end, weight), (), inplace="lerp_")
+    return apply(R["lerp"], (self, end), (weight,), inplace="lerp_")
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """In-place addcmul (torch.Tensor.addcmul_); bumps _version by 1."""
-    return _inplace(R["addcmul"], self, (tensor1, tensor2), (value,), "addcmul_")
+    return apply(R["addcmul"], (self, tensor1, tensor2), (value,), inplace="addcmul_")
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """In-place addcdiv (torch.Tensor.addcdiv_); bumps _version by 1."""
-    return _inplace(R["addcdiv"], self, (tensor1, tensor2), (value,), "addcdiv_")
+    return apply(R["addcdiv"], (self, tensor1, tensor2), (value,), inplace="addcdiv_")
 
 
 # ---- rows of issue 9: sorting, selection, nan-reductions, scans -------------------------------
@@ -2524,7 +2524,7 @@ def _out_and_inplace(plan, name, doc):
 
     def f_(self, *args, **kwargs):
         row, others, rargs = plan(self, *args, **kwargs)
-        return _inplace(row, self, others, rargs, name + "_")
+        return apply(row, (self,) + others, rargs, inplace=name + "_")
     f.__name__ = f.__qualname__ = name
     f_.__name__ = f_.__qualname__ = name + "_"
     f.__doc__ = f"{doc} (torch.{name})."
@@ -2656,13 +2656,13 @@ def triu(input, diagonal=0):
 def tril_(self, diagonal=0):
     """In-place tril (torch.Tensor.tril_); bumps _version by 1."""
     _matrix_check(self, "tril")
-    return _inplace(R["tril"], self, (), (diagonal,), "tril_")
+    return apply(R["tril"], (self,), (diagonal,), inplace="tril_")
 
 
 def triu_(self, diagonal=0):
     """In-place triu (torch.Tensor.triu_); bumps _version by 1."""
     _matrix_check(self, "triu")
-    return _inplace(R["triu"], self, (), (diagonal,), "triu_")
+    return apply(R["triu"], (self,), (diagonal,), inplace="triu_")
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -2705,7 +2705,7 @@ def _fused(name, shapes):
 
     def f_(self, a, b, *, beta=1, alpha=1):
         shapes(a, b)
-        return _inplace(row, self, (a, b), (beta, alpha), name + "_")
+        return apply(row, (self, a, b), (beta, alpha), inplace=name + "_")
     f.__name__, f_.__name__ = name, name + "_"
     f.__doc__ = (f"beta * input + alpha * product of the two operands, input broadcasting "
                  f"(torch.{name}).")
@@ -2809,12 +2809,12 @@ def matrix_power(input, n):
 
 def clamp_min_(self, min):
     """In-place clamp_min (torch.Tensor.clamp_min_); bumps _version by 1."""
-    return _inplace(R["clamp_min"], self, (), (min,), "clamp_min_")
+    return apply(R["clamp_min"], (self,), (min,), inplace="clamp_min_")
 
 
 def clamp_max_(self, max):
     """In-place clamp_max (torch.Tensor.clamp_max_); bumps _version by 1."""
-    return _inplace(R["clamp_max"], self, (), (max,), "clamp_max_")
+    return apply(R["clamp_max"], (self,), (max,), inplace="clamp_max_")
 
 
 absolute_, negative_ = abs_, neg_
@@ -2824,17 +2824,17 @@ divide_ = true_divide_ = div_
 
 def cumsum_(self, dim, *, dtype=None):
     """In-place cumsum (torch.Tensor.cumsum_); bumps _version by 1."""
-    return _inplace(R["cumsum"], self, (), (_dim(dim, self._data.ndim),), "cumsum_")
+    return apply(R["cumsum"], (self,), (_dim(dim, self._data.ndim),), inplace="cumsum_")
 
 
 def cumprod_(self, dim, *, dtype=None):
     """In-place cumprod (torch.Tensor.cumprod_); bumps _version by 1."""
-    return _inplace(R["cumprod"], self, (), (_dim(dim, self._data.ndim),), "cumprod_")
+    return apply(R["cumprod"], (self,), (_dim(dim, self._data.ndim),), inplace="cumprod_")
 
 
 def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     """In-place addmm (torch.Tensor.addmm_); bumps _version by 1."""
-    return _inplace(R["addmm"], self, (mat1, mat2), (beta, alpha), "addmm_")
+    return apply(R["addmm"], (self, mat1, mat2), (beta, alpha), inplace="addmm_")
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
@@ -2842,8 +2842,8 @@ def index_add_(self, dim, index, source, *, alpha=1):
     ix = index._data if isinstance(index, Tensor) else np.asarray(index)
     if alpha != 1:
         source = source * alpha
-    return _inplace(R["index_add"], self, (source,), (_dim(dim, self._data.ndim), ix),
-                    "index_add_")
+    return apply(R["index_add"], (self, source), (_dim(dim, self._data.ndim), ix),
+                 inplace="index_add_")
 
 
 def roll(input, shifts, dims=None):

@@ -1,19 +1,35 @@
-"""How much the notebook layer costs: per-cell hook overhead and graph rendering.
+"""How much the notebook layer adds to a cell, this checkout side by side with another (old) one.
 
-    python benchmarks/bench_notebook.py
+    python benchmarks/bench_notebook.py                          # this checkout only
+    python benchmarks/bench_notebook.py --old /tmp/nbgrad-main   # and an older checkout beside it
+    (git archive main | tar -x -C /tmp/nbgrad-main makes one)
 
-Measures, in an in-process IPython shell with ``%load_ext nbgrad`` (display captured, not sent):
-1. a quiet cell (touches no tensor) with 200 named tensors and a 100-node graph in the namespace:
-   the hook's cost (two counter reads);
-2. a cell that changes state in that namespace: run_cell time with and without the extension,
-   and the panel's parts (snapshot, DOT, dot layout to SVG, widget and static HTML);
-3. a 300-node graph: snapshot + DOT + SVG (graphviz dot), and the text-tree fallback.
+Each checkout is measured in its own process (its nbgrad on sys.path), in an in-process IPython
+shell with ``%load_ext nbgrad`` and the display captured (not sent):
+
+1. quiet cell (touches no tensor) in a namespace of 200 named tensors and a 100-node graph;
+2. changing cell (``z = y * 2``) in that namespace: run_cell with minus without the extension,
+   (a) in a front end that lays the graph out itself (the widget gets DOT; viz.js in the browser),
+   (b) with the layout done in the kernel (nbclient, a saved notebook's static copy), layouts not
+   cached, (c) the static HTML panel (no kernel comm);
+3. the same changing cell with 5000 named tensors in the namespace;
+4. a 300-node graph: snapshot + DOT + SVG, and the text tree.
+
+An old checkout has no browser layout: its (a) is its widget panel with its own layout.
+Timings are the best of several runs (the least disturbed by the machine's other load).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import subprocess
+import sys
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
 
 
 def timeit(fn, repeat=7, number=1):
@@ -23,163 +39,133 @@ def timeit(fn, repeat=7, number=1):
         for _ in range(number):
             fn()
         times.append((time.perf_counter() - t0) / number)
-    return min(times)  # best of the repeats: the least disturbed by other load
+    return min(times)
 
 
-def main():
+def _no_layout_cache():
+    from nbgrad.notebook import render
+
+    try:
+        from nbgrad.notebook import layout
+
+        layout.CACHE_SIZE = 0
+        layout._CACHE.clear()
+    except ImportError:  # an old checkout: graphviz's `dot` through render's own cache
+        render._SVG_CACHE_SIZE = 0
+        render._SVG_CACHE.clear()
+
+
+def measure() -> dict:
+    """The figures for the nbgrad importable here (ms)."""
     from IPython.core.interactiveshell import InteractiveShell
 
     import nbgrad
     from nbgrad.notebook import extension, render
     from nbgrad.notebook import inspect as nbi
 
-    render._SVG_CACHE_SIZE = 0  # measure the layout every time, not the cache
     ip = InteractiveShell.instance()
     shown = []
     ip.display_pub.publish = lambda data, metadata=None, **kw: shown.append(data)
-    setup = ("import nbgrad\n"
-             "ts = None\n"
-             "for _i in range(200):\n"
-             "    globals()[f't{_i}'] = nbgrad.ones(8)\n"
-             "x = nbgrad.ones(16, requires_grad=True)\n"
-             "y = x\n"
-             "for _i in range(99):\n"
-             "    y = (y * 1.001) if _i % 2 else y.tanh()\n")
-    ip.run_cell(setup)
-    g = nbi.snapshot(nbi.named_tensors(ip.user_ns))
-    n_named = sum(1 for t in g.tensors if t.named)
-    print(f"namespace: {n_named} named tensors, graph of {len(g.nodes)} nodes "
-          f"({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}: timings are the best "
-          f"of several runs)")
-
-    quiet = "a = 1 + 1"
-    change = "z = y * 2"
+    ip.run_cell("import nbgrad\n"
+                "for _i in range(200):\n"
+                "    globals()[f't{_i}'] = nbgrad.ones(8)\n"
+                "x = nbgrad.ones(16, requires_grad=True)\n"
+                "y = x\n"
+                "for _i in range(99):\n"
+                "    y = (y * 1.001) if _i % 2 else y.tanh()\n")
+    out = {}
 
     def run(code):
         ip.run_cell(code, store_history=False, silent=False)
 
+    quiet, change = "a = 1 + 1", "z = y * 2"
     base_quiet = timeit(lambda: run(quiet), repeat=15, number=10)
     base_change = timeit(lambda: run(change), repeat=15, number=3)
     extension.load_ipython_extension(ip)
     ext = extension.get_extension(ip)
-    with_quiet = timeit(lambda: run(quiet), repeat=15, number=10)
+    out["quiet"] = (timeit(lambda: run(quiet), repeat=15, number=10) - base_quiet) * 1e3
+    has_comm = extension._has_comm
+    extension._has_comm = lambda ip: True  # as in a kernel (a comm to nowhere here)
+    ext.frontend_renders = True  # a browser with viz.js answered (new checkouts only)
     n0 = len(shown)
-    with_change = timeit(lambda: run(change), repeat=15, number=3)
+    out["change_browser"] = (timeit(lambda: run(change), repeat=15, number=3) - base_change) * 1e3
     assert len(shown) > n0, "the changing cell showed no panel"
-    extension._has_comm = lambda ip: True  # as in a kernel: the widget (comm to nowhere here)
-    with_widget = timeit(lambda: run(change), repeat=15, number=3)
-    print(f"quiet cell:    run_cell {base_quiet * 1e3:7.3f} ms without, {with_quiet * 1e3:7.3f} ms "
-          f"with the extension: +{(with_quiet - base_quiet) * 1e3:.3f} ms")
-    print(f"changing cell: run_cell {base_change * 1e3:7.3f} ms without, "
-          f"{with_change * 1e3:7.3f} ms with the extension: "
-          f"+{(with_change - base_change) * 1e3:.3f} ms (static panel), "
-          f"+{(with_widget - base_change) * 1e3:.3f} ms (widget panel)")
+    ext.frontend_renders = False
+    _no_layout_cache()
+    out["change_kernel_layout"] = (timeit(lambda: run(change), repeat=9, number=2)
+                                   - base_change) * 1e3
+    extension._has_comm = has_comm
+    out["change_static"] = (timeit(lambda: run(change), repeat=9, number=2) - base_change) * 1e3
+    extension._has_comm = lambda ip: True
+    ext.frontend_renders = True
+    extension.unload_ipython_extension(ip)
+    ip.run_cell("for _i in range(200, 5000):\n    globals()[f't{_i}'] = nbgrad.ones(8)\n")
+    base_change = timeit(lambda: run(change), repeat=9, number=3)
+    extension.load_ipython_extension(ip)
+    ext = extension.get_extension(ip)
+    ext.frontend_renders = True
+    run(change)
+    out["change_5000"] = (timeit(lambda: run(change), repeat=9, number=3) - base_change) * 1e3
+    extension._has_comm = has_comm
+    extension.unload_ipython_extension(ip)
 
-    class R:
-        error_in_exec = None
-
-    def hook_quiet():
-        ext.pre_run_cell()
-        ext.post_run_cell(R())
-
-    print(f"  hook alone, quiet cell: {timeit(hook_quiet, number=1000) * 1e6:.1f} us")
-    named = nbi.named_tensors(ip.user_ns)
-    t_names = timeit(lambda: nbi.named_tensors(ip.user_ns), number=20)
-    snap = nbi.snapshot(named)
-    t_snap = timeit(lambda: nbi.snapshot(named), number=10)
-    dot = render.to_dot(snap)
-    t_dot = timeit(lambda: render.to_dot(snap), number=10)
-    t_svg = timeit(lambda: render.dot_to_svg(dot), repeat=5)
-    svg = render.dot_to_svg(dot)
-    t_html = timeit(lambda: render.panel_html(snap, svg), number=10)
-    try:
-        from nbgrad.notebook.widgets import NbgradPanel
-
-        t_widget = timeit(lambda: NbgradPanel(snap, svg).close(), number=5)
-    except ImportError:
-        t_widget = float("nan")
-    print(f"  parts: scan namespace {t_names * 1e3:.2f} ms, snapshot {t_snap * 1e3:.2f} ms, "
-          f"DOT {t_dot * 1e3:.2f} ms, dot->SVG {t_svg * 1e3:.1f} ms, static HTML "
-          f"{t_html * 1e3:.2f} ms, widget {t_widget * 1e3:.2f} ms")
-
-    # 3. a 300-node graph
     a = nbgrad.ones(4, requires_grad=True)
     b = nbgrad.ones(4, requires_grad=True)
     h = a
     for i in range(180):
         h = (h * b).tanh() if i % 3 else h + a
     named = [("a", a), ("b", b), ("h", h)]
-    snap = nbi.snapshot(named, max_nodes=300)
-    print(f"300-node graph: {len(snap.nodes)} nodes shown, truncated={snap.truncated}, "
-          f"{sum(len(n.saved) for n in snap.nodes.values())} saved tensors drawn")
 
     def full():
-        s = nbi.snapshot(named, max_nodes=300)
-        return render.dot_to_svg(render.to_dot(s))
+        return render.dot_to_svg(render.to_dot(nbi.snapshot(named, max_nodes=300)))
 
-    t_full = timeit(full, repeat=3)
-    t_tree = timeit(lambda: render.text_tree(nbi.snapshot(named, max_nodes=300)), repeat=5)
-    snap_ns = nbi.snapshot(named, max_nodes=300, show_saved=False)
-    t_nosaved = timeit(lambda: render.dot_to_svg(render.to_dot(snap_ns)), repeat=3)
-    print(f"  snapshot + DOT + SVG: {t_full:.3f} s (without saved tensors: {t_nosaved:.3f} s); "
-          f"text tree: {t_tree * 1e3:.1f} ms")
-    extension.unload_ipython_extension(ip)
+    _no_layout_cache()
+    out["graph300_svg"] = timeit(full, repeat=3) * 1e3
+    out["graph300_text"] = timeit(lambda: render.text_tree(nbi.snapshot(named, max_nodes=300)),
+                                  repeat=5) * 1e3
+    return out
 
 
-_KERNEL_SETUP = """import nbgrad, time
-for _i in range(200):
-    globals()[f't{_i}'] = nbgrad.ones(8)
-x = nbgrad.ones(16, requires_grad=True)
-y = x
-for _i in range(99):
-    y = (y * 1.001) if _i % 2 else y.tanh()
-%load_ext nbgrad"""
-
-_KERNEL_MEASURE = """from nbgrad.notebook.extension import get_extension
-from nbgrad.notebook import render
-render._SVG_CACHE_SIZE = 0
-ext = get_extension()
-class R: error_in_exec = None
-ts = []
-for _ in range(15):
-    ext.pre_run_cell()
-    z = y * 2
-    t0 = time.perf_counter(); ext.post_run_cell(R()); ts.append(time.perf_counter() - t0)
-q = []
-for _ in range(200):
-    t0 = time.perf_counter(); ext.pre_run_cell(); ext.post_run_cell(R())
-    q.append(time.perf_counter() - t0)
-print(f"in a kernel (ipykernel, widget sent over the comm): changing cell +{min(ts)*1e3:.1f} ms "
-      f"best, +{sorted(ts)[7]*1e3:.1f} ms median; quiet cell +{min(q)*1e6:.1f} us")
-"""
+ROWS = [
+    ("quiet", "quiet cell, 200 named tensors + 100-node graph in the namespace"),
+    ("change_browser", "changing cell, widget, browser lays out (viz.js)"),
+    ("change_kernel_layout", "changing cell, widget, layout in the kernel (nbclient)"),
+    ("change_static", "changing cell, static HTML panel (no comm)"),
+    ("change_5000", "changing cell with 5000 named tensors, widget (browser)"),
+    ("graph300_svg", "300-node graph: snapshot + DOT + SVG"),
+    ("graph300_text", "300-node graph: snapshot + text tree"),
+]
 
 
-def in_a_kernel():
-    """The same hook in a real ipykernel (nbclient), where the widget state goes over ZMQ."""
-    try:
-        import nbclient
-        import nbformat
-    except ImportError:
-        print("in a kernel: nbclient not installed, skipped")
-        return
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = repo + (os.pathsep + old if old else "")
-    try:
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(_KERNEL_SETUP),
-                    nbformat.v4.new_code_cell(_KERNEL_MEASURE)]
-        nbclient.NotebookClient(nb, kernel_name="python3", timeout=300).execute()
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    for o in nb.cells[1].outputs:
-        if o.output_type == "stream" and o.name == "stdout":
-            print(o.text.strip())
+def in_process(path: str) -> dict:
+    """Run :func:`measure` in a fresh interpreter that imports nbgrad from ``path``."""
+    env = {**os.environ, "PYTHONPATH": path + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    code = (f"import sys; sys.path.insert(0, {path!r}); sys.path.insert(1, {HERE!r}); "
+            "import json, bench_notebook as b; print('RESULT', json.dumps(b.measure()))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=path, timeout=1800)
+    for line in run.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"measuring {path} failed:\n{run.stderr[-3000:]}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--old", help="an older checkout to measure beside this one")
+    args = ap.parse_args(argv)
+    new = in_process(REPO)
+    old = in_process(args.old) if args.old else None
+    print(f"added to a cell, ms (best of several runs; {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f})")
+    head = f"{'':66s} {'new':>9s}" + (f" {'old':>9s}" if old else "")
+    print(head)
+    for key, label in ROWS:
+        line = f"{label:66s} {new[key]:9.3f}"
+        if old:
+            line += f" {old.get(key, float('nan')):9.3f}"
+        print(line)
 
 
 if __name__ == "__main__":
     main()
-    in_a_kernel()

@@ -1,4 +1,4 @@
-"""Real training loops, per step: nbgrad vs PyTorch (one thread) vs hand-written numpy, in one process.
+"""Real training loops per step: nbgrad vs PyTorch (1 thread) vs hand-written numpy, one process.
 
     python benchmarks/bench_real.py                    # all three loops, 300 timed steps each
     python benchmarks/bench_real.py --steps 100 --only mlp_lm
@@ -15,7 +15,7 @@ Each loop is written once, in the style of public teaching code, against a modul
   ``Head`` module each, concatenated), T=16, batch 8, causal mask from ``torch.tril`` in a
   buffer, ``masked_fill``, softmax, LayerNorm, GELU MLP, AdamW, ``clip_grad_norm_``.
 - ``lstm``: an LSTM classifier over the 8 rows of scikit-learn's 8x8 digits (hidden 64,
-  batch 64, Adam, cross entropy on the last hidden state).
+  batch 64, Adam, cross entropy on the last hidden state). Also written by hand in numpy.
 
 Data are synthetic (fixed seeds) or scikit-learn's bundled digits: no download. All libraries
 start from the same weights (torch's initialisation, copied) and see the same batches, so their
@@ -125,6 +125,18 @@ def make_mlp_lm(lib, data, batches):
     return step
 
 
+def np_cross_entropy(logits, y):
+    """Mean cross entropy of (N, C) logits and int targets, and its gradient (N, C), by hand."""
+    n = len(y)
+    z = logits - logits.max(1, keepdims=True)
+    e = np.exp(z)
+    s = e.sum(1, keepdims=True)
+    loss = np.log(s[:, 0]).mean() - z[np.arange(n), y].mean()
+    dl = e / s
+    dl[np.arange(n), y] -= 1
+    return loss, dl / n
+
+
 def make_mlp_lm_numpy(data, batches):
     """The same step written by hand in numpy (forward, backward, SGD)."""
     Xtr, Ytr = data
@@ -139,14 +151,7 @@ def make_mlp_lm_numpy(data, batches):
         emb = C[Xb]
         x = emb.reshape(n, CONTEXT * EMB)
         h = np.tanh(x @ W1 + b1)
-        logits = h @ W2 + b2
-        z = logits - logits.max(1, keepdims=True)
-        e = np.exp(z)
-        s = e.sum(1, keepdims=True)
-        loss = np.log(s[:, 0]).mean() - z[np.arange(n), Yb].mean()
-        dl = e / s
-        dl[np.arange(n), Yb] -= 1
-        dl /= n
+        loss, dl = np_cross_entropy(h @ W2 + b2, Yb)
         dW2, db2 = h.T @ dl, dl.sum(0)
         dh = (dl @ W2.T) * (1 - h * h)
         dW1, db1 = x.T @ dh, dh.sum(0)
@@ -343,6 +348,69 @@ def make_lstm(lib, data, batches):
     return step
 
 
+def make_lstm_numpy(data, batches):
+    """The same step by hand in numpy: LSTM forward over the 8 rows, backward through time,
+    cross entropy, Adam (torch's update formula)."""
+    torch.manual_seed(0)
+    params = [p.detach().numpy().copy() for p in lstm_model(torch).parameters()]
+    # w_ih (4H, 8), w_hh (4H, H), b_ih, b_hh (4H,), fc weight (10, H), fc bias (10,)
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    X, Y = data
+    it = iter(batches)
+    H = HIDDEN_LSTM
+    lr, b1, b2, eps = 1e-2, 0.9, 0.999, 1e-8
+    count = [0]
+
+    def sigmoid(z):
+        return 0.5 * np.tanh(0.5 * z) + 0.5
+
+    def step():
+        w_ih, w_hh, b_ih, b_hh, w_fc, b_fc = params
+        ix = next(it)
+        x, y = X[ix], Y[ix]
+        n, steps = x.shape[0], x.shape[1]
+        proj = x @ w_ih.T + (b_ih + b_hh)  # (N, T, 4H), all steps at once
+        h, c = np.zeros((n, H), np.float32), np.zeros((n, H), np.float32)
+        cache = []
+        for t in range(steps):
+            z = proj[:, t] + h @ w_hh.T
+            i, f, o = sigmoid(z[:, :H]), sigmoid(z[:, H:2 * H]), sigmoid(z[:, 3 * H:])
+            g = np.tanh(z[:, 2 * H:3 * H])
+            c_prev, h_prev = c, h
+            c = f * c + i * g
+            tc = np.tanh(c)
+            h = o * tc
+            cache.append((h_prev, c_prev, i, f, g, o, tc))
+        loss, dl = np_cross_entropy(h @ w_fc.T + b_fc, y)
+        grads = [None, np.zeros_like(w_hh), None, None, dl.T @ h, dl.sum(0)]
+        dh, dc = dl @ w_fc, np.zeros((n, H), np.float32)
+        dproj = np.empty_like(proj)
+        for t in range(steps - 1, -1, -1):
+            h_prev, c_prev, i, f, g, o, tc = cache[t]
+            dc = dc + dh * o * (1 - tc * tc)
+            dz = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f),
+                                 dc * i * (1 - g * g), dh * tc * o * (1 - o)], 1)
+            dc = dc * f
+            grads[1] += dz.T @ h_prev
+            dh = dz @ w_hh
+            dproj[:, t] = dz
+        dflat = dproj.reshape(-1, 4 * H)
+        grads[0] = dflat.T @ x.reshape(-1, x.shape[2])
+        grads[2] = grads[3] = dflat.sum(0)
+        count[0] += 1
+        bc1, bc2 = 1 - b1 ** count[0], 1 - b2 ** count[0]
+        for p, gr, mm, vv in zip(params, grads, m, v):
+            mm *= b1
+            mm += (1 - b1) * gr
+            vv *= b2
+            vv += (1 - b2) * gr * gr
+            p -= (lr / bc1) * mm / (np.sqrt(vv) / bc2 ** 0.5 + eps)
+        return loss
+
+    return step
+
+
 # ================================================================================= harness
 def missing_api(name):
     """The nbgrad API a loop needs and nbgrad lacks, or None."""
@@ -375,7 +443,8 @@ def setup(name, steps_total):
     data = digits_rows()
     batches = [rng.integers(0, len(data[0]), BATCH_LSTM) for _ in range(steps_total)]
     return data, batches, {"torch": lambda d, b: make_lstm(torch, d, b),
-                           "nbgrad": lambda d, b: make_lstm(nbgrad, d, b)}
+                           "nbgrad": lambda d, b: make_lstm(nbgrad, d, b),
+                           "numpy": make_lstm_numpy}
 
 
 def run(step, n):
@@ -419,18 +488,25 @@ def bench(name, steps, warmup=20):
 
 
 def phases(name, steps):
+    """CPU us per step by phase, each library's own loop (the marks in the loop bodies)."""
     if missing_api(name):
         return
-    data, batches, makers = setup(name, steps + 20)
-    step = makers["nbgrad"](data, batches)
-    run(step, 20)
-    mark.on, mark.acc = True, {}
-    run(step, steps)
-    mark.on = False
-    total = sum(mark.acc.values())
-    print(f"\nnbgrad {name}, CPU us per step by phase (mean of {steps}):")
-    for k, v in mark.acc.items():
-        print(f"  {k:16s} {v / steps * 1e6:8.1f}  ({v / total * 100:4.1f}%)")
+    data, batches, makers = setup(name, (steps + 20) * 2)
+    res = {}
+    for label in ("torch", "nbgrad"):
+        step = makers[label](data, batches)
+        run(step, 20)
+        mark.on, mark.acc = True, {}
+        run(step, steps)
+        mark.on = False
+        res[label] = dict(mark.acc)
+    print(f"\n{name}: CPU us per step by phase (mean of {steps})")
+    print(f"  {'phase':16s} {'torch':>9s} {'nbgrad':>9s} {'ratio':>7s}")
+    for k in res["nbgrad"]:
+        t, n = res["torch"].get(k, 0.0) / steps, res["nbgrad"][k] / steps
+        print(f"  {k:16s} {t * 1e6:9.1f} {n * 1e6:9.1f} {n / t if t else float('nan'):6.2f}x")
+    tt, tn = (sum(res[k].values()) / steps for k in ("torch", "nbgrad"))
+    print(f"  {'total':16s} {tt * 1e6:9.1f} {tn * 1e6:9.1f} {tn / tt:6.2f}x")
 
 
 def profile(name, steps):

@@ -304,39 +304,54 @@ def bench_memory(kind, x, y):
 
 
 def phases(kind, x, y, steps=300):
-    """CPU microseconds per training step, by phase (forward, loss, backward, step, zero_grad)."""
-    torch.manual_seed(0)
-    model = mlp(nbgrad) if kind == "mlp" else cnn(nbgrad)
-    xs = x.reshape(len(x), 64) if kind == "mlp" else x
-    X, Y = nbgrad.tensor(xs), nbgrad.tensor(y)
-    opt = nbgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loss_fn = nbgrad.nn.CrossEntropyLoss()
-    rng = np.random.default_rng(0)
-    acc = dict.fromkeys(("index batch", "forward", "loss", "backward", "optimizer.step",
-                         "zero_grad"), 0.0)
-    clock = time.process_time
-    for s in range(steps + 20):
-        idx = nbgrad.tensor(rng.permutation(len(x))[:BATCH])
-        t0 = clock()
-        xb, yb = X[idx], Y[idx]
-        t1 = clock()
-        out = model(xb)
-        t2 = clock()
-        loss = loss_fn(out, yb)
-        t3 = clock()
-        loss.backward()
-        t4 = clock()
-        opt.step()
-        t5 = clock()
-        opt.zero_grad()
-        t6 = clock()
-        if s >= 20:
-            for k, a, b in zip(acc, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6)):
-                acc[k] += b - a
-    total = sum(acc.values())
-    print(f"\nnbgrad {kind} step by phase (CPU us per step, mean of {steps}):")
-    for k, v in acc.items():
-        print(f"  {k:15s} {v / steps * 1e6:8.1f}  ({v / total * 100:4.1f}%)")
+    """CPU microseconds per training step by phase (forward, loss, backward, step, zero_grad),
+    torch (one thread) and nbgrad side by side."""
+    names = ("index batch", "forward", "loss", "backward", "optimizer.step", "zero_grad")
+    res = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    for lib in (torch, nbgrad):
+        torch.manual_seed(0)
+        ref = mlp(torch) if kind == "mlp" else cnn(torch)
+        model = ref
+        if lib is nbgrad:
+            model = mlp(nbgrad) if kind == "mlp" else cnn(nbgrad)
+            model.load_state_dict({k: nbgrad.tensor(v.numpy().copy())
+                                   for k, v in ref.state_dict().items()})
+        xs = x.reshape(len(x), 64) if kind == "mlp" else x
+        X, Y = lib.tensor(xs), lib.tensor(y)
+        opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        loss_fn = lib.nn.CrossEntropyLoss()
+        rng = np.random.default_rng(0)
+        acc = dict.fromkeys(names, 0.0)
+        clock = time.process_time
+        for s in range(steps + 20):
+            idx = lib.tensor(rng.permutation(len(x))[:BATCH])
+            t0 = clock()
+            xb, yb = X[idx], Y[idx]
+            t1 = clock()
+            out = model(xb)
+            t2 = clock()
+            loss = loss_fn(out, yb)
+            t3 = clock()
+            loss.backward()
+            t4 = clock()
+            opt.step()
+            t5 = clock()
+            opt.zero_grad()
+            t6 = clock()
+            if s >= 20:
+                for k, a, b in zip(acc, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6)):
+                    acc[k] += b - a
+        res[lib.__name__] = acc
+    torch.set_num_threads(threads)
+    print(f"\n{kind} step by phase (CPU us per step, mean of {steps}; torch on 1 thread):")
+    print(f"  {'phase':15s} {'torch':>8s} {'nbgrad':>8s} {'ratio':>7s}")
+    for k in names:
+        t, n = res["torch"][k] / steps * 1e6, res["nbgrad"][k] / steps * 1e6
+        print(f"  {k:15s} {t:8.1f} {n:8.1f} {n / t:6.2f}x")
+    tt, tn = (sum(res[k].values()) / steps * 1e6 for k in ("torch", "nbgrad"))
+    print(f"  {'total':15s} {tt:8.1f} {tn:8.1f} {tn / tt:6.2f}x")
 
 
 def profile(kind, x, y):

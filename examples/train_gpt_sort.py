@@ -94,7 +94,7 @@ def sort_accuracy(torch, model, rng, n=500, length=6):
     return float(right.mean()), float(right.all(axis=1).mean())
 
 
-def train(torch, steps=1200, seed=0, progress=True, batch=64, lr=3e-3):
+def train(torch, steps=400, seed=0, progress=True, batch=64, lr=3e-3):
     """Train the GPT; return (model, token accuracy, sequence accuracy, seconds per step).
 
     AdamW(lr=3e-3, weight_decay=0.01) with linear warmup (50 steps) then cosine decay,
@@ -132,7 +132,7 @@ def train(torch, steps=1200, seed=0, progress=True, batch=64, lr=3e-3):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--steps", type=int, default=1200)
+    p.add_argument("--steps", type=int, default=400)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--torch", action="store_true", help="run on PyTorch instead, to compare")
     p.add_argument("--no-progress", action="store_true")

@@ -2,7 +2,9 @@
 // The kernel sends finished HTML per tab (the graph tab holds graphviz's SVG, whose <g> elements
 // carry the snapshot's keys as ids) and `graph`: per id, a title, detail lines and next ids.
 // Here: tabs, hover details, click to select (synced back as `selected`), double-click on a node
-// to collapse / expand everything upstream of it, and folding the panel to its header.
+// to collapse / expand everything upstream of it, folding the panel to its header, folding a
+// module's cluster to one box (synced back as `folded`: the kernel lays the graph out again),
+// and fitting the graph to the output width with zoom and pan.
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -27,6 +29,73 @@ function upstream(graph, key) {
   return seen;
 }
 
+// The graph fits the output width by default; zoom (buttons, ctrl + wheel) shows it at a scale of
+// its natural size, and dragging pans it.
+function viewControls(body) {
+  const bar = el("div", "nbgrad-zoom");
+  const out = el("button", "nbgrad-zoom-out", "\u2212");
+  const inn = el("button", "nbgrad-zoom-in", "+");
+  const fit = el("button", "nbgrad-zoom-fit", "fit width");
+  const one = el("button", "nbgrad-zoom-one", "100%");
+  out.title = "zoom out"; inn.title = "zoom in (ctrl + wheel)";
+  fit.title = "fit the graph to the output width"; one.title = "natural size";
+  bar.append(out, inn, fit, one);
+  let zoom = null;  // null: fit to width
+  const svgOf = () => body.querySelector(".nbgrad-svg svg");
+  function natural(svg) {
+    const vb = svg.viewBox && svg.viewBox.baseVal;
+    return vb && vb.width ? vb.width * 4 / 3 : svg.getBBox().width;  // pt -> px
+  }
+  function apply() {
+    const svg = svgOf();
+    if (!svg) { bar.style.display = "none"; return; }
+    bar.style.display = "";
+    svg.removeAttribute("height");
+    if (zoom === null) {
+      svg.style.width = "100%";
+      svg.style.maxWidth = natural(svg) * 2 + "px";  // a tiny graph is not blown up
+      svg.style.height = "auto";
+    } else {
+      svg.style.maxWidth = "none";
+      svg.style.width = Math.round(natural(svg) * zoom) + "px";
+      svg.style.height = "auto";
+    }
+    svg.setAttribute("width", svg.style.width);
+    fit.classList.toggle("nbgrad-active", zoom === null);
+  }
+  function current() {
+    const svg = svgOf();
+    return svg ? svg.getBoundingClientRect().width / natural(svg) : 1;
+  }
+  function setZoom(z) { zoom = z === null ? null : Math.min(8, Math.max(0.1, z)); apply(); }
+  out.addEventListener("click", (e) => { e.stopPropagation(); setZoom(current() / 1.25); });
+  inn.addEventListener("click", (e) => { e.stopPropagation(); setZoom(current() * 1.25); });
+  fit.addEventListener("click", (e) => { e.stopPropagation(); setZoom(null); });
+  one.addEventListener("click", (e) => { e.stopPropagation(); setZoom(1); });
+  body.addEventListener("wheel", (e) => {
+    if (!e.ctrlKey || !svgOf()) return;
+    e.preventDefault();
+    setZoom(current() * (e.deltaY < 0 ? 1.1 : 1 / 1.1));
+  }, { passive: false });
+  let drag = null;
+  body.addEventListener("mousedown", (e) => {
+    if (e.button !== 0 || !svgOf() || e.target.closest("g.node")) return;
+    drag = { x: e.clientX, y: e.clientY, left: body.scrollLeft, top: body.scrollTop, moved: false };
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag) return;
+    const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+    body.scrollLeft = drag.left - dx;
+    body.scrollTop = drag.top - dy;
+  });
+  window.addEventListener("mouseup", () => {
+    if (drag && drag.moved) body.dataset.panned = "1";
+    drag = null;
+  });
+  return { bar, apply };
+}
+
 function render({ model, el: root }) {
   const panel = el("div", "nbgrad-panel");
   const header = el("div", "nbgrad-header");
@@ -35,8 +104,9 @@ function render({ model, el: root }) {
   const tabbar = el("div", "nbgrad-tabs");
   header.append(fold, summary, tabbar);
   const body = el("div", "nbgrad-body");
+  const view = viewControls(body);
   const details = el("div", "nbgrad-details");
-  panel.append(header, body, details);
+  panel.append(header, view.bar, body, details);
   root.append(panel);
   const collapsedNodes = new Set();
   let graphCache = null;
@@ -93,8 +163,39 @@ function render({ model, el: root }) {
     showDetails(key, true);
   }
 
+  function setFolded(path, on) {
+    const now = (model.get("folded") || []).filter((p) => p !== path);
+    if (on) now.push(path);
+    model.set("folded", now);
+    model.save_changes();
+  }
+
+  function wireModules() {
+    // a module's cluster: click its title to fold it to one box; click the box to expand it
+    const modules = graphOf().modules || {};
+    for (const g of body.querySelectorAll("svg g.cluster")) {
+      const path = modules[g.id];
+      if (!path) continue;
+      g.classList.add("nbgrad-module");
+      const title = g.querySelector("text");
+      if (!title) continue;
+      title.addEventListener("click", (ev) => { ev.stopPropagation(); setFolded(path, true); });
+      const hint = document.createElementNS("http://www.w3.org/2000/svg", "title");
+      hint.textContent = `${path}: click to fold to one box`;
+      title.append(hint);
+    }
+  }
+
   function wireGraph() {
+    wireModules();
     for (const g of body.querySelectorAll("svg g.node")) {
+      const info = (graphOf().nodes || {})[base(g.id)];
+      if (info && info.kind === "module") {
+        g.classList.add("nbgrad-module-box");
+        g.addEventListener("click", (ev) => { ev.stopPropagation(); setFolded(info.path, false); });
+        g.addEventListener("mouseenter", () => showDetails(g.id, false));
+        continue;
+      }
       g.addEventListener("mouseenter", () => showDetails(g.id, false));
       g.addEventListener("mouseleave", () => showDetails(model.get("selected"), true));
       g.addEventListener("click", (ev) => {
@@ -132,11 +233,17 @@ function render({ model, el: root }) {
       b.addEventListener("click", () => { model.set("active", name); model.save_changes(); });
       tabbar.append(b);
     }
+    panel.classList.toggle("nbgrad-theme-projector", model.get("theme") === "projector");
     body.innerHTML = tabs[active] || "";
     body.dataset.tab = active;
+    view.apply();
     wireGraph();
     applyCollapse();
     select(model.get("selected"));
+    // no SVG from the kernel: lay the DOT out here (layout.js), then wire the new elements
+    nbgradLayout(model, body).then((ok) => {
+      if (ok) { view.apply(); wireGraph(); applyCollapse(); select(model.get("selected")); }
+    });
   }
 
   fold.addEventListener("click", () => {
@@ -144,6 +251,7 @@ function render({ model, el: root }) {
     model.save_changes();
   });
   body.addEventListener("click", () => {
+    if (body.dataset.panned) { delete body.dataset.panned; return; }  // the end of a drag
     if (model.get("selected")) { model.set("selected", ""); model.save_changes(); select(""); }
   });
   model.on("change:tabs", draw);
@@ -151,7 +259,10 @@ function render({ model, el: root }) {
   model.on("change:collapsed", draw);
   model.on("change:summary", draw);
   model.on("change:graph", draw);
+  model.on("change:theme", draw);
+  model.on("change:dot", draw);
   draw();
+  nbgradAnnounce(model);
   return () => { root.replaceChildren(); };
 }
 

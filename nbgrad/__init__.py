@@ -24,6 +24,7 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
 from . import ops
 from .functions import *  # noqa: F401,F403  (the torch.* functions)
 from .functions import (abs, all, any, max, min, pow, round, sum)  # noqa: F401  (shadow builtins)
+from .functions import _safe_softmax  # noqa: F401  (torch._safe_softmax, attention's softmax)
 from . import linalg  # noqa: E402  (torch.linalg)
 from .creation import (Generator, arange, as_tensor, asarray, default_generator, empty,
                        empty_like, eye, from_dlpack, from_numpy, full, full_like, initial_seed,

@@ -1182,6 +1182,14 @@ def chunk(input, chunks, dim=0):
     return split(input, size, dim)
 
 
+def _safe_softmax(input, dim, dtype=None):
+    """Softmax along `dim` where a slice that is -inf throughout gives zeros, not nan
+    (torch._safe_softmax, attention's softmax; one SafeSoftmaxBackward0 node)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["_safe_softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
 def unsafe_split(input, split_size, dim=0):
     """Like :func:`split`, but the pieces are not views: they may be modified in place
     (torch.unsafe_split; one UnsafeSplitBackward0 node). Here they are copies."""

@@ -7,7 +7,8 @@
 True
 
 ``graph`` returns an object that Jupyter shows as SVG (``_repr_svg_`` / ``_repr_mimebundle_``) and
-that ``.render(path)`` writes to a file. Nothing here imports IPython or graphviz at import time.
+that ``.render(path)`` writes to a file. Nothing here imports IPython or pygraphviz at import
+time.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Graph:
         self._svg = None
 
     def svg(self) -> str | None:
-        """The graph as an SVG string (graphviz ``dot``), or None when ``dot`` is not installed."""
+        """The graph as an SVG string (pygraphviz), or None when it is not installed."""
         if self._svg is None:
             from nbgrad.notebook import render
 
@@ -70,23 +71,21 @@ class Graph:
             the path written (str).
 
         Raises:
-            RuntimeError: graphviz ``dot`` is needed for svg/png/pdf and is not installed.
+            RuntimeError: pygraphviz is needed for svg/png/pdf and is not installed.
         """
         path = os.fspath(path)
         fmt = (format or os.path.splitext(path)[1].lstrip(".") or "svg").lower()
         if fmt in ("dot", "gv"):
             data = self.source.encode("utf-8")
         else:
-            import shutil
-            import subprocess
+            from nbgrad.notebook import layout
+            from nbgrad.notebook.render import DOT_MISSING
 
-            exe = shutil.which("dot")
-            if exe is None:
-                from nbgrad.notebook.render import DOT_MISSING
-
+            if not layout.available():
                 raise RuntimeError(DOT_MISSING)
-            data = subprocess.run([exe, f"-T{fmt}"], input=self.source.encode("utf-8"),
-                                  capture_output=True, check=True, timeout=60).stdout
+            import pygraphviz
+
+            data = pygraphviz.AGraph(string=self.source).draw(format=fmt, prog="dot")
         with open(path, "wb") as f:
             f.write(data)
         return path

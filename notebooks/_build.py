@@ -36,12 +36,15 @@ def raises(src):
 
 SETUP = '''
 %load_ext nbgrad
-import shutil
 import nbgrad as torch          # PyTorch's API, on numpy: the same code runs with `import torch`
 
 torch.manual_seed(0)
-HAVE_DOT = shutil.which("dot") is not None
-print("nbgrad", torch.__version__, "| graphviz dot:", "found" if HAVE_DOT else
+try:
+    import pygraphviz           # the graph layout, in-process (pip install "nbgrad[notebook]")
+    HAVE_LAYOUT = True
+except ImportError:
+    HAVE_LAYOUT = False
+print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
 
@@ -154,7 +157,7 @@ print(acc, acc.variable is w1)
 print({name: t.is_leaf for name, t in [("input", input), ("w1", w1), ("l1", l1), ("loss", loss)]})
 """),
     md("""
-The same graph drawn (graphviz; without `dot` a text tree). `%nbgrad graph EXPR` labels the
+The same graph drawn (Graphviz, in-process through pygraphviz; without it a text tree). `%nbgrad graph EXPR` labels the
 nodes with the variable names of this notebook; `torch.viz.graph(t, params=...)` is the
 programmatic form (like torchviz's `make_dot`).
 """),
@@ -1064,8 +1067,9 @@ print(X.shape, Y.shape)
 `detach()` (or `.data`, a trip through numpy, a `with torch.no_grad():` block) returns a tensor
 with **no history**: backward stops there. Everything before it gets no gradient and never
 learns, silently — the loss still goes down, a little, thanks to the layers after the cut.
-Look at the panel's *Gradients* tab: it lists each parameter by its module path, and names the
-ones that got no gradient.
+The panel under the backward cell says it in one line — *net.body.0.weight, net.body.0.bias got
+no gradient: its output was detached* — and its *Gradients* tab lists every parameter by its
+module path with its gradient norm.
 """),
     code("""
 class Net(nn.Module):
@@ -1148,7 +1152,8 @@ A hand-written cross-entropy: `softmax`, then `log`, then pick the true class wi
 With confident logits, `softmax` **underflows to exactly 0** for the other classes in float32;
 `log(0) = -inf`, and the one-hot mask multiplies it by 0: `0 * -inf = nan`. One NaN in the loss
 and every gradient is NaN. The panel names the first operation that produced a NaN or an
-infinity, with its cell and line — no anomaly mode needed.
+infinity, with its cell and line — *loss has NaN: the first op that produced it is
+LogBackward0 at cell [N] line 6* — no anomaly mode needed.
 """),
     code("""
 torch.manual_seed(0)
@@ -1176,7 +1181,8 @@ print("loss:", round(loss.item(), 4), "| NaN in gradients:",
 in training mode drops random units (the accuracy changes from one call to the next), and
 training a model left in evaluation mode never drops them and never updates BatchNorm's running
 statistics. `no_grad()` does **not** switch the mode: it only stops recording the graph. The
-panel notes a model in training mode evaluated under `no_grad`.
+panel notes it: *model (Sequential) was evaluated under no_grad in train mode*. (The training
+loop above gets one summary panel for its 60 steps, not 60 graphs.)
 """),
     code("""
 torch.manual_seed(0)
@@ -1224,8 +1230,8 @@ print("shapes:", tuple(reg(xb).squeeze(1).shape), tuple(target.shape))
 
 `history.append(loss)` keeps the loss **tensor**, and with it its `grad_fn` and every tensor the
 graph saved for backward (activations, inputs) — if backward never ran on it, or ran with
-`retain_graph=True`. Memory grows with every step. The *Memory* tab names the container and the
-bytes it holds.
+`retain_graph=True`. Memory grows with every step. The panel names the container and the bytes
+it holds: *history (list) keeps 20 graphs alive, 10.5 MiB*.
 """),
     code("""
 torch.manual_seed(0)
@@ -1256,6 +1262,331 @@ print(f"after keeping only numbers: {still / 2**20:.1f} MiB")
     ),
 ]
 
+# --------------------------------------------------------------------------------------------
+NB08 = [
+    title(8, "Sequences: an LSTM, unrolled",
+          "An LSTM reads each 8x8 digit one row at a time (8 steps of 8 pixels) and classifies it. "
+          "The graph of one forward pass is the network *unrolled through time*: the same weights "
+          "used at every step. Then why plain RNNs forget: gradients that vanish step by step, "
+          "made visible, and why the LSTM's cell state lets them through; and `clip_grad_norm_` "
+          "for gradients that explode."),
+    code(SETUP),
+    code("""
+import numpy as np
+import matplotlib.pyplot as plt
+from sklearn.datasets import load_digits
+from nbgrad import nn
+import nbgrad.nn.functional as F
+try:
+    from tqdm.auto import tqdm
+except ImportError:                        # optional: no progress bar without tqdm
+    print("tqdm missing: skipped the progress bars")
+    def tqdm(it, **kw):
+        return it
+
+d = load_digits()
+seqs = torch.tensor((d.images / 16.0).astype(np.float32))   # (1797, 8, 8): 8 rows of 8 pixels
+labels = torch.tensor(d.target.astype(np.int64))
+perm = np.random.default_rng(0).permutation(len(seqs))
+test, train = torch.tensor(perm[:360]), torch.tensor(perm[360:])
+print("one sequence:", tuple(seqs[0].shape), "= (steps, features)")
+"""),
+    md("""
+## 1. An LSTM reading rows
+
+`nn.LSTM(input_size=8, hidden_size=64, batch_first=True)` takes `(N, L, 8)` — a batch of `N`
+sequences of `L` steps — and returns the hidden state at every step, `(N, L, 64)`, and the final
+`(h, c)`. We classify from the last step's hidden state. The parameters have PyTorch's names:
+`weight_ih_l0` (input to the four gates), `weight_hh_l0` (hidden to the gates), and their biases.
+"""),
+    code("""
+class RowReader(nn.Module):
+    def __init__(self, cell="LSTM", hidden=64, inputs=8):
+        super().__init__()
+        self.rnn = getattr(nn, cell)(input_size=inputs, hidden_size=hidden, batch_first=True)
+        self.head = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)               # (N, L, hidden)
+        return self.head(out[:, -1])       # the last step sees the whole digit
+
+torch.manual_seed(0)
+model = RowReader()
+print(model)
+print([name for name, _ in model.named_parameters()])
+"""),
+    md("""
+Three digits through the model, with the panel on. The graph is the LSTM **unrolled**: the same
+`weight_hh_l0` feeds every step (follow its `AccumulateGrad`: one leaf, eight uses), and each
+step's gates (`SigmoidBackward0`, `TanhBackward0`) save their outputs for backward.
+"""),
+    code("""
+loss = F.cross_entropy(model(seqs[:3]), labels[:3])
+"""),
+    md("""
+## 2. Training, with gradient clipping
+
+`nn.utils.clip_grad_norm_(params, max_norm)` rescales all gradients together when their total
+norm exceeds `max_norm`, and returns the norm it saw. Recurrent networks need it: one unlucky
+batch can make the gradient explode (section 4).
+"""),
+    code("""
+%nbgrad off
+torch.manual_seed(0)
+model = RowReader()
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+losses, norms = [], []
+for epoch in tqdm(range(8), desc="LSTM", unit="epoch"):
+    for i in range(0, len(train), 64):
+        idx = train[i:i + 64]
+        opt.zero_grad()
+        loss = F.cross_entropy(model(seqs[idx]), labels[idx])
+        loss.backward()
+        norms.append(nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0).item())
+        opt.step()
+        losses.append(loss.item())
+with torch.no_grad():
+    acc = (model(seqs[test]).argmax(1) == labels[test]).float().mean().item()
+print(f"LSTM test accuracy: {acc:.3f}")
+fig, ax = plt.subplots(1, 2, figsize=(9, 3))
+ax[0].plot(losses); ax[0].set_yscale("log"); ax[0].set_title("loss")
+ax[1].plot(norms); ax[1].axhline(1.0, color="red", lw=0.8); ax[1].set_title("gradient norm (clipped at 1)")
+plt.show()
+%nbgrad on
+"""),
+    md("""
+## 3. Vanishing gradients, made visible
+
+Now read the digit **one pixel at a time**: 64 steps. How much does the loss depend on the pixel
+seen at step `t`? That is the gradient of the loss with respect to the input at step `t`
+(`x.grad[:, t]`, with `x.requires_grad_()`). Backward multiplies one Jacobian per step: for a plain
+RNN, `tanh' * W_hh` each time, which shrinks the gradient geometrically — the first pixels get
+almost nothing. The LSTM's cell state is updated by **addition** (`c = f * c + i * g`): its
+gradient is multiplied only by the forget gate `f`, so it survives as long as `f` stays near 1.
+At initialisation `f` is about `sigmoid(0) = 0.5`; a forget-gate bias of 1 or 3 (a common trick)
+keeps it open.
+"""),
+    code("""
+def grad_by_step(cell, forget_bias=None):
+    torch.manual_seed(0)
+    m = RowReader(cell, hidden=32, inputs=1)
+    if forget_bias is not None:                   # gates are stacked as (input, forget, cell, output)
+        with torch.no_grad():
+            m.rnn.bias_ih_l0[32:64].fill_(forget_bias)
+    x = seqs[train[:128]].reshape(128, 64, 1).clone().requires_grad_(True)
+    F.cross_entropy(m(x), labels[train[:128]], reduction="sum").backward()
+    return x.grad.abs().mean(dim=(0, 2)).numpy()
+
+curves = {"RNN (tanh)": grad_by_step("RNN"), "LSTM": grad_by_step("LSTM"),
+          "LSTM, forget bias 1": grad_by_step("LSTM", 1.0),
+          "LSTM, forget bias 3": grad_by_step("LSTM", 3.0)}
+for name, g in curves.items():
+    print(f"{name:22s} |dloss/dx| at step 0: {g[0]:.1e}   at step 63: {g[-1]:.1e}")
+plt.figure(figsize=(6, 3))
+for name, g in curves.items():
+    plt.semilogy(g, label=name)
+plt.xlabel("step t (pixel)"); plt.ylabel("|d loss / d x_t|"); plt.legend(fontsize=8); plt.show()
+"""),
+    md("""
+The plain RNN's gradient at the first pixel is about 13 orders of magnitude below the last one's:
+whatever the first rows of the digit say, the RNN cannot learn to use them. The *Gradients* tab of
+the panel shows the same from the parameters' side after a backward: per parameter, by module
+path, the gradient norm.
+
+## 4. Exploding gradients and `clip_grad_norm_`
+
+The other way round: recurrent weights a little too large make the product of Jacobians
+**grow**. One step with such a gradient throws the weights far away. `clip_grad_norm_` keeps the
+direction and caps the length.
+"""),
+    code("""
+def rnn_grad(scale):
+    torch.manual_seed(0)
+    m = RowReader("RNN", hidden=32, inputs=1)                  # pixel by pixel: 64 steps
+    with torch.no_grad():
+        m.rnn.weight_hh_l0.mul_(scale)
+    F.cross_entropy(m(seqs[train[:64]].reshape(64, 64, 1)), labels[train[:64]]).backward()
+    return m
+
+print(f"gradient norm with the initial weights: "
+      f"{nn.utils.clip_grad_norm_(rnn_grad(1.0).parameters(), float('inf')).item():.3f}")
+m = rnn_grad(4.0)                                             # W_hh four times too large
+before = nn.utils.clip_grad_norm_(m.parameters(), max_norm=1.0)
+after = torch.sqrt(sum((p.grad ** 2).sum() for p in m.parameters()))
+print(f"with W_hh x 4: gradient norm {before.item():.0f} -> after clipping {after.item():.3f}")
+"""),
+    *exercises(
+        "Replace the LSTM of section 2 by `nn.GRU` and by `nn.RNN`. Which reaches the best "
+        "accuracy in 8 epochs? Why?",
+        "In section 3, train the plain RNN for a few steps pixel by pixel. Does the gradient at "
+        "the first pixels grow?",
+        "Make the LSTM bidirectional (`bidirectional=True`): what are the shapes of `out` and of "
+        "the head's input now? Which parameters appear (names ending in `_reverse`)?",
+        "Remove the clipping in section 2 and raise the learning rate to 0.05. Plot the "
+        "gradient norms.",
+    ),
+]
+
+# --------------------------------------------------------------------------------------------
+NB09 = [
+    title(9, "Attention, from scratch to a tiny GPT",
+          "Scaled dot-product attention written by hand, the causal mask from `triu`, the in-place "
+          "trap of attention code (a `masked_fill_` on what softmax saved) caught by the panel "
+          "before backward, then `nn.MultiheadAttention` and a two-layer GPT trained to sort "
+          "digits."),
+    code(SETUP),
+    code("""
+import math
+import numpy as np
+from nbgrad import nn
+import nbgrad.nn.functional as F
+"""),
+    md("""
+## 1. Attention by hand
+
+Each of `T` positions has a query, a key and a value (`(T, d)` each, made by three `Linear`
+layers). Position `i` looks at position `j` with weight `softmax_j(q_i . k_j / sqrt(d))`, and its
+output is the weighted sum of the values. A **causal** model (a language model) must not look at
+later positions: the scores above the diagonal are set to `-inf` before the softmax, so their
+weights are exactly 0. The mask is `triu(ones(T, T), diagonal=1)`: True above the diagonal.
+"""),
+    code("""
+torch.manual_seed(0)
+T, d = 5, 8
+x = torch.randn(T, d)
+to_q, to_k, to_v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+q, k, v = to_q(x), to_k(x), to_v(x)
+scores = q @ k.T / math.sqrt(d)                        # (T, T)
+future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+out = weights @ v                                      # (T, d)
+print(weights.detach().numpy().round(2))
+"""),
+    md("""
+Row `i` of the weights sums to 1 and is zero right of the diagonal. The panel's graph shows
+`MaskedFillBackward0` feeding `SoftmaxBackward0`, which saves its **result** (softmax's
+derivative is written with its output: `s * (g - (g * s).sum())`).
+
+## 2. The in-place trap
+
+A common variant masks *after* the softmax, in place, "to save memory". But the softmax saved
+exactly that tensor for backward. Look at the panel **before** running the backward cell: the
+saved result of `SoftmaxBackward0` is red — "saved v0, now v1", modified by `masked_fill_` in this
+cell.
+"""),
+    code("""
+weights = torch.softmax(scores, dim=-1)
+weights.masked_fill_(future, 0.0)                      # BUG: modifies what softmax saved
+out = weights @ v
+"""),
+    raises("out.sum().backward()"),
+    md("""
+**Fix**: mask the scores before the softmax, out of place (section 1). If you must mask the
+weights, `weights = weights.masked_fill(future, 0.0)` (no underscore) makes a new tensor and
+leaves the saved one alone — but the rows no longer sum to 1, so masking before is also the
+correct attention.
+"""),
+    code("""
+weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+out = weights @ v
+out.sum().backward()
+print("backward OK; to_q.weight.grad norm", round(to_q.weight.grad.norm().item(), 4))
+"""),
+    md("""
+## 3. `nn.MultiheadAttention`
+
+The same computation, split over `num_heads` heads of size `d / num_heads`, with the three
+projections stacked in one `in_proj_weight` `(3d, d)` and an output projection `out_proj`. A
+boolean `attn_mask` marks with True the positions that may **not** be attended — our `future`.
+Copying our three `Linear` layers into it gives the same result, up to the output projection.
+"""),
+    code("""
+mha = nn.MultiheadAttention(d, num_heads=1, batch_first=True)
+with torch.no_grad():
+    mha.in_proj_weight.copy_(torch.cat([to_q.weight, to_k.weight, to_v.weight]))
+    mha.in_proj_bias.copy_(torch.cat([to_q.bias, to_k.bias, to_v.bias]))
+    mha.out_proj.weight.copy_(torch.eye(d))
+    mha.out_proj.bias.zero_()
+y, w = mha(x[None], x[None], x[None], attn_mask=future)
+print("same output:", torch.allclose(y[0], out, atol=1e-5),
+      "| same weights:", torch.allclose(w[0], weights, atol=1e-5))
+"""),
+    md("""
+## 4. A tiny GPT that sorts digits
+
+Two transformer blocks (LayerNorm, causal multi-head attention, a GELU MLP, residual
+connections), token and position embeddings. The task: read 6 digits and a separator, then write
+the 6 digits sorted, one token at a time; the model only ever sees the positions before the one it
+predicts (the causal mask). Trained with AdamW and `clip_grad_norm_`.
+"""),
+    code("""
+L, V = 6, 11                     # 6 digits; tokens 0-9 and the separator 10
+def batch(n, gen):
+    x = torch.randint(0, 10, (n, L), generator=gen)
+    y = torch.tensor(np.sort(x.numpy(), axis=1))
+    seq = torch.cat([x, torch.full((n, 1), 10, dtype=torch.int64), y], dim=1)
+    return seq[:, :-1], seq[:, 1:]   # predict every next token
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+class TinyGPT(nn.Module):
+    def __init__(self, d=32, heads=4, layers=2, context=2 * L):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(V, d), nn.Embedding(context, d)
+        self.blocks = nn.ModuleList([Block(d, heads) for _ in range(layers)])
+        self.ln, self.out = nn.LayerNorm(d), nn.Linear(d, V)
+
+    def forward(self, idx):
+        n = idx.shape[1]
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        x = self.tok(idx) + self.pos(torch.arange(n))
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.out(self.ln(x))
+"""),
+    code("""
+%nbgrad off
+torch.manual_seed(0)
+gen = torch.Generator().manual_seed(0)
+gpt = TinyGPT()
+opt = torch.optim.AdamW(gpt.parameters(), lr=3e-3)
+for step in range(500):
+    xb, yb = batch(64, gen)
+    logits = gpt(xb)[:, L:]                     # only the sorted half is graded
+    loss = F.cross_entropy(logits.reshape(-1, V), yb[:, L:].reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(gpt.parameters(), 1.0)
+    opt.step()
+gpt.eval()
+with torch.no_grad():
+    xb, yb = batch(500, torch.Generator().manual_seed(1))
+    pred = gpt(xb)[:, L:].argmax(-1)
+print(f"token accuracy {(pred == yb[:, L:]).float().mean().item():.3f}, "
+      f"whole sequences sorted {(pred == yb[:, L:]).all(1).float().mean().item():.3f}")
+print("input ", xb[0, :L].tolist(), "-> sorted", pred[0].tolist())
+%nbgrad on
+"""),
+    *exercises(
+        "In section 1, remove the mask. Which weights become non-zero? Why can a language model "
+        "not be trained that way?",
+        "Replace `weights.masked_fill_(future, 0.0)` by `weights = weights * ~future`. Does "
+        "backward work? Is it correct attention?",
+        "Use `num_heads=2` in section 3. Which rows of `in_proj_weight` belong to which head?",
+        "Train the GPT with one layer, and with `d=16`. How low can you go and still sort?",
+    ),
+]
+
 NOTEBOOKS = {
     "01_autograd_basics.ipynb": NB01,
     "02_inplace_errors.ipynb": NB02,
@@ -1264,6 +1595,8 @@ NOTEBOOKS = {
     "05_custom_function_gradcheck.ipynb": NB05,
     "06_visual_debugging.ipynb": NB06,
     "07_debugging_a_model.ipynb": NB07,
+    "08_sequences.ipynb": NB08,
+    "09_attention.ipynb": NB09,
 }
 
 

@@ -1,5 +1,5 @@
-"""What the browser tests share: a JupyterLab server on 127.0.0.1 (started, waited for and stopped
-by its PID), Debian's chromium driven by Playwright, and "Run > Run All Cells"."""
+"""What the browser tests share: a JupyterLab or Notebook 7 server on 127.0.0.1 (started, waited
+for and stopped by its PID), Debian's chromium driven by Playwright, and "Run > Run All Cells"."""
 
 import contextlib
 import json
@@ -25,13 +25,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+APPS = ("lab", "notebook")  # JupyterLab 4, Notebook 7 (`jupyter notebook`)
+MODULE = {"lab": "jupyterlab", "notebook": "notebook"}
+
+
+def has_app(app: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(MODULE[app]) is not None
+
+
 @contextlib.contextmanager
-def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=()):
-    """Start JupyterLab on `root` (empty token), yield its URL, stop it by its PID.
+def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=(), app="lab"):
+    """Start JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``) on `root` (empty
+    token), yield its URL, stop it by its PID.
 
     Args:
         env: the server's environment (the caller decides PYTHONPATH).
-        settings: {"<plugin>/<file>.jupyterlab-settings": dict} under @jupyterlab.
+        settings: {"<plugin>/<file>.jupyterlab-settings": dict} under @jupyterlab (both apps
+            read JupyterLab's settings directory).
     """
     for rel, value in settings.items():
         path = tmp_path / "settings" / "@jupyterlab" / rel
@@ -44,7 +56,7 @@ def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=()):
     log_path = tmp_path / "lab.log"
     log = open(log_path, "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        [sys.executable, "-m", MODULE[app], "--no-browser", "--allow-root",
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
          "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
          *extra_args],
@@ -57,7 +69,7 @@ def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=()):
                 break
             except OSError:
                 if proc.poll() is not None:
-                    raise RuntimeError("jupyter lab exited:\n" + log_path.read_text())
+                    raise RuntimeError(f"jupyter {app} exited:\n" + log_path.read_text())
                 time.sleep(0.5)
         yield url
     finally:
@@ -74,11 +86,18 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
 
 
-def open_and_run_all(page, url, name):
+def notebook_url(url, name, app="lab"):
+    return f"{url}/lab/tree/{name}" if app == "lab" else f"{url}/notebooks/{name}"
+
+
+def open_and_run_all(page, url, name, app="lab"):
     """Open notebook `name`, wait for the kernel, dismiss the news popup, Run > Run All Cells."""
-    page.goto(f"{url}/lab/tree/{name}", wait_until="domcontentloaded")
+    page.goto(notebook_url(url, name, app), wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.get_by_text("| Idle").first.wait_for(timeout=60_000)  # the kernel is ready
+    if app == "lab":
+        page.get_by_text("| Idle").first.wait_for(timeout=60_000)  # the kernel is ready
+    else:  # Notebook 7 has no status bar: its toolbar's kernel indicator
+        page.locator("[data-status='idle']").first.wait_for(state="attached", timeout=60_000)
     no_news = page.get_by_role("button", name="No", exact=True)
     if no_news.count():
         no_news.first.click()

@@ -31,7 +31,7 @@ def test_binder_files():
     reqs = [r for r in (ln.split("#")[0].strip() for ln in lines) if r]
     assert any(r == "." or r.startswith(".[") for r in reqs), "the package itself must be installed"
     assert any(r.startswith("jupyterlab") for r in reqs)
-    assert "graphviz" in (BINDER / "apt.txt").read_text().split()
+    assert not (BINDER / "apt.txt").exists()  # pygraphviz's wheels carry Graphviz: no apt
     assert (BINDER / "runtime.txt").read_text().strip().startswith("python-3.")
     readme = (REPO / "README.md").read_text()
     # the Binder route is written for the reader's own copy: the URL form, no placeholder owner

@@ -1,21 +1,23 @@
-"""The panel in a real browser: JupyterLab 4 + headless chromium driven by Playwright.
+"""The panel in a real browser: JupyterLab 4 and Notebook 7, headless chromium driven by Playwright.
 
-Starts JupyterLab on 127.0.0.1 with a temporary root, opens a notebook, runs all cells through the
-Run menu, checks the panel renders with its graph SVG, clicks a node (its details appear), takes a
-screenshot; then opens the same notebook saved by nbclient, without a kernel, and checks the static
-fallback shows the graph. Stops the server it started by its PID. Skipped where chromium is absent.
+Starts the server on 127.0.0.1 with a temporary root, opens a notebook, runs all cells through the
+Run menu, checks the panel renders with its graph SVG, clicks a node (its details appear), runs a
+cell again once the browser has told the kernel it lays graphs out itself (viz.js, sent by the
+kernel: no network) and checks that panel's graph was laid out in the browser, takes screenshots
+(``NBGRAD_SCREENSHOTS=docs`` writes them for the README); then (JupyterLab) opens the same notebook
+saved by nbclient, without a kernel, and checks the static fallback shows the graph. Stops the
+server it started by its PID. Skipped, with the reason, where chromium is absent.
 """
 
 import os
 from pathlib import Path
 
 import pytest
-from _jupyterlab import CHROMIUM, jupyterlab, launch_chromium, open_and_run_all
+from _jupyterlab import APPS, CHROMIUM, has_app, jupyterlab, launch_chromium, open_and_run_all
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 sync_api = pytest.importorskip("playwright.sync_api")
 nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("jupyterlab")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,6 +28,7 @@ def write_notebook(root):
         "import nbgrad\n%load_ext nbgrad",
         "x = nbgrad.ones(3, requires_grad=True)\ny = x.tanh()",
         "y.add_(3)\nprint('done')",
+        "w = nbgrad.ones(2, requires_grad=True)\nv = (w * 2).exp().sum()",
     )]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -45,29 +48,49 @@ def write_notebook(root):
     nbformat.write(nb, root / "saved.ipynb")
 
 
-@pytest.fixture
-def lab(tmp_path):
+@pytest.fixture(params=APPS)
+def lab(request, tmp_path):
+    app = request.param
+    if not has_app(app):
+        pytest.skip(f"{'jupyterlab' if app == 'lab' else 'notebook'} is not installed")
     root = tmp_path / "root"
     root.mkdir()
     write_notebook(root)
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    with jupyterlab(root, tmp_path, env,
+    with jupyterlab(root, tmp_path, env, app=app,
                     extra_args=["--ServerApp.disable_check_xsrf=True"]) as url:
-        yield url, tmp_path
+        yield url, tmp_path, app
 
 
-def test_panel_renders_in_jupyterlab(lab):
-    url, tmp_path = lab
+def rerun_until_laid_out_in_the_browser(page, tries=6):
+    """Run the last cell again until its panel's graph is laid out by viz.js in the browser (the
+    kernel switches once a panel told it viz.js works here; Run All queued the cells before)."""
+    cell = page.locator(".jp-Notebook .jp-CodeCell").last
+    for _ in range(tries):
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Control+Enter")
+        laid = cell.locator(".nbgrad-svg[data-laid-out='browser'] svg g.node")
+        try:
+            laid.first.wait_for(timeout=15_000)
+            return cell
+        except sync_api.TimeoutError:
+            continue
+    raise AssertionError("no panel was laid out in the browser")
+
+
+def test_panel_renders_in_the_browser(lab):
+    url, tmp_path, app = lab
     shots = Path(os.environ.get("NBGRAD_SCREENSHOTS", tmp_path))
     with sync_api.sync_playwright() as p:
         browser = launch_chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            open_and_run_all(page, url, "panel.ipynb")
+            open_and_run_all(page, url, "panel.ipynb", app)
             # the third cell's panel (the second cell's one may render first)
             panel = page.locator(".nbgrad-panel", has_text="stale saved tensor").first
             panel.wait_for(timeout=90_000)
-            assert page.locator(".nbgrad-panel").count() == 2
+            page.locator(".nbgrad-panel", has_text="ExpBackward0").first.wait_for(timeout=90_000)
+            assert page.locator(".nbgrad-panel").count() == 3
             svg_node = panel.locator("svg g.node")
             svg_node.first.wait_for(timeout=30_000)
             assert svg_node.count() >= 5  # x, y, AddBackward0, TanhBackward0, saved, AccumulateGrad
@@ -98,8 +121,19 @@ def test_panel_renders_in_jupyterlab(lab):
             tanh.click()
             panel.scroll_into_view_if_needed()
             shots.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(shots / "nbgrad_panel.png"), full_page=True)
-            assert (shots / "nbgrad_panel.png").stat().st_size > 10_000
+            shot = shots / f"panel_{app}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+
+            # later panels: DOT only, laid out here by viz.js (the kernel does no layout)
+            cell = rerun_until_laid_out_in_the_browser(page)
+            graph = cell.locator(".nbgrad-panel svg")
+            assert graph.locator("g.node", has_text="ExpBackward0").count() == 1
+            assert graph.locator("g.node", has_text="AccumulateGrad").count() == 1
+            status = page.evaluate("() => typeof globalThis.__nbgradViz")
+            assert status == "object"
+            if app != "lab":
+                return
 
             # a saved notebook, opened without running it (untrusted: the static fallback shows)
             saved = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -107,7 +141,7 @@ def test_panel_renders_in_jupyterlab(lab):
             saved.locator(".nbgrad-static", has_text="stale saved tensor").wait_for(timeout=60_000)
             img = saved.locator(".nbgrad-static img[src^='data:image/svg+xml']")
             img.first.wait_for(timeout=60_000)
-            assert img.count() == 2  # the two cells that changed state
+            assert img.count() == 3  # the three cells that changed state
             widths = img.evaluate_all("els => els.map(e => e.complete ? e.naturalWidth : -1)")
             assert all(w > 50 for w in widths), widths
             saved.screenshot(path=str(shots / "nbgrad_saved.png"))

@@ -43,6 +43,8 @@ CONV_CASES = [
     ((2, 4, 6, 16), (6, 2, 3, 3), dict(groups=2, padding=(1, 2))),       # cf, groups of 2
     ((2, 1, 6, 7), (2, 1, 1, 1), {}),                                    # cf, 1x1
     ((2, 16, 4, 4), (8, 16, 3, 3), dict(padding=1)),                     # channels-last
+    ((11, 16, 4, 4), (8, 16, 3, 3), dict(padding=1)),    # cl, input grad in blocks of 8 images
+    ((3, 16, 12, 12), (4, 16, 3, 3), dict(padding=1)),   # cl, blocks of one image
     ((2, 4, 5, 7), (3, 4, 2, 3), dict(stride=(2, 3), padding=(1, 2))),   # cl, strided
     ((2, 16, 9, 8), (3, 16, 3, 2), dict(dilation=(2, 3), padding=(2, 3))),  # cl, dilated
     ((2, 6, 5, 5), (6, 2, 3, 3), dict(groups=3, padding=1)),             # cl, groups

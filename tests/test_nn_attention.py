@@ -33,6 +33,15 @@ def both(a):
     return a, a
 
 
+# torch's C++ math path multiplies by a Scalar (MulBackward1) and its matmul reshapes a
+# transposed key with _reshape_alias; nbgrad records MulBackward0 and ViewBackward0
+_SAME = {"MulBackward1": "MulBackward0", "ReshapeAliasBackward0": "ViewBackward0"}
+
+
+def torch_names(out):
+    return [_SAME.get(n, n) for n in graph_names(out.grad_fn)]
+
+
 def check_grads(outs_t, outs_n, ins_t, ins_n, params=()):
     """Back-propagate the same random upstream grads; compare input and parameter grads."""
     loss_t, loss_n = 0, 0
@@ -84,11 +93,7 @@ def test_sdpa_against_torch(name, qs, ks, vs, kw):
     out_t = TF.scaled_dot_product_attention(*ins_t, **kw_t)
     out_n = NF.scaled_dot_product_attention(*ins_n, **kw_n)
     assert not np.isnan(npy(out_n)).any()
-    # torch's C++ math path multiplies by a Scalar (MulBackward1) and its matmul reshapes a
-    # transposed key with _reshape_alias; nbgrad records MulBackward0 and ViewBackward0
-    same = {"MulBackward1": "MulBackward0", "ReshapeAliasBackward0": "ViewBackward0"}
-    names_t = [same.get(n, n) for n in graph_names(out_t.grad_fn)]
-    assert graph_names(out_n.grad_fn) == names_t
+    assert graph_names(out_n.grad_fn) == torch_names(out_t)
     check_grads([out_t], [out_n], ins_t, ins_n)
 
 
@@ -257,7 +262,7 @@ def test_mha_errors():
         return lambda: mod(*(lib.zeros(*s) for s in shapes), **kw)
 
     msg = _errors(call(t, torch, [(3, 2, 5)] * 3), call(n, nbgrad, [(3, 2, 5)] * 3))
-    assert "was expecting embedding dimension of 6, but got 5" in msg
+    assert "expected query of size (L, N, 6) or (L, 6), got (3, 2, 5)" in msg
     _errors(call(t, torch, [(3, 2, 6), (4, 6), (4, 6)]),
             call(n, nbgrad, [(3, 2, 6), (4, 6), (4, 6)]))
     _errors(call(t, torch, [(3, 2, 6), (4, 2, 6), (5, 2, 6)]),
@@ -295,6 +300,7 @@ def run_module(make, shapes, train=False, **kw):
         warnings.simplefilter("always")
         out_n = ng(*ins_n, **{k: both(v)[1] for k, v in kw.items()})
     assert [str(w.message) for w in warned_n] == [str(w.message) for w in warned_t]
+    assert graph_names(out_n.grad_fn) == torch_names(out_t)
     check_grads([out_t], [out_n], ins_t, ins_n, zip(th.named_parameters(), ng.parameters()))
 
 
@@ -380,3 +386,21 @@ def test_transformer_errors():
     assert "(4, 2, 7)" in msg
     _errors(lambda: tnn.TransformerEncoderLayer(8, 2, activation="tanh"),
             lambda: nnn.TransformerEncoderLayer(8, 2, activation="tanh"))
+
+
+def test_finite_differences():
+    """The SDPA node (with a mask, with grouped heads), its math path and MultiheadAttention:
+    nbgrad's gradients against finite differences (float64)."""
+    from nbgrad.autograd import gradcheck
+    q, k, v = (to_ng(rnd(1, 2, 3, 4, seed=i), requires_grad=True) for i in range(3))
+    allowed = nbgrad.tensor(np.tril(np.ones((3, 3), dtype=bool)))
+    assert gradcheck(lambda q, k, v: NF.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
+                     (q, k, v))
+    assert gradcheck(lambda q, k, v: NF.scaled_dot_product_attention(
+        q, k[:, :1], v[:, :1], enable_gqa=True), (q, k, v))
+    assert gradcheck(lambda q, k, v: NF.scaled_dot_product_attention(q[0], k[0], v[0],
+                                                                     is_causal=True), (q, k, v))
+    mha = nnn.MultiheadAttention(4, 2, batch_first=True).double()
+    x = to_ng(rnd(2, 3, 4, seed=5), requires_grad=True)
+    assert gradcheck(lambda x, w: mha(x, x, x, key_padding_mask=nbgrad.tensor(KPM[:, :3]))[0],
+                     (x, mha.in_proj_weight))

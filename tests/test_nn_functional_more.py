@@ -8,6 +8,7 @@ import torch.nn.functional as TF
 
 import nbgrad
 import nbgrad.nn.functional as NF
+from test_nn_rows import graph as _graph
 
 
 def rnd(*shape, seed=0, scale=1.0):
@@ -270,3 +271,47 @@ def test_kl_div_mean_warns_like_torch():
     with pytest.warns(UserWarning) as wn:
         NF.kl_div(nbgrad.zeros(2, 3), nbgrad.ones(2, 3))
     assert str(wn[0].message) == str(wt[0].message)
+
+
+# torch's C++ compositions record the Scalar overloads (AddBackward1, SubBackward1) and at::norm
+# (NormBackward1), which Python code cannot reach (``x + 1.0`` is AddBackward0 in torch too); the
+# graphs must match node by node up to those names
+_CPP_ONLY = {"AddBackward1": "AddBackward0", "SubBackward1": "SubBackward0",
+             "MulBackward1": "MulBackward0", "DivBackward1": "DivBackward0",
+             "NormBackward1": "LinalgVectorNormBackward0"}
+
+COMPOSITE = [
+    ("gaussian_nll", lambda F, x, t, v: F.gaussian_nll_loss(x, t, v), (1, 1, 1)),
+    ("cosine_embedding", lambda F, x, t, y: F.cosine_embedding_loss(x, t, y[:, 0].sign(),
+                                                                    margin=0.2), (1, 1, 0)),
+    ("margin_ranking", lambda F, x, t, y: F.margin_ranking_loss(x[:, 0], t[:, 0], y[:, 0].sign()),
+     (1, 1, 0)),
+    ("triplet", lambda F, a, p, n: F.triplet_margin_loss(a, p, n), (1, 1, 1)),
+    ("cosine_similarity", lambda F, a, b, _: F.cosine_similarity(a, b), (1, 1, 0)),
+    ("pairwise_distance", lambda F, a, b, _: F.pairwise_distance(a, b), (1, 1, 0)),
+    ("poisson_nolog", lambda F, x, t, _: F.poisson_nll_loss(x.exp(), t.abs(), log_input=False),
+     (1, 0, 0)),
+    ("hinge_embedding", lambda F, x, t, _: F.hinge_embedding_loss(x, t.sign()), (1, 0, 0)),
+    ("multilabel_soft_margin", lambda F, x, t, _: F.multilabel_soft_margin_loss(
+        x, (t > 0).to(x.dtype)), (1, 0, 0)),
+    ("kl_div_batchmean", lambda F, x, t, _: F.kl_div(x.log_softmax(1), t.softmax(1),
+                                                     reduction="batchmean"), (1, 0, 0)),
+    ("l1", lambda F, x, t, _: F.l1_loss(x, t), (1, 1, 0)),
+    ("cross_entropy_probs", lambda F, x, t, _: F.cross_entropy(x, t.softmax(1)), (1, 0, 0)),
+    ("cross_entropy_smoothing", lambda F, x, t, _: F.cross_entropy(
+        x, (t.abs() * 2).to(nbgrad.int64 if F is NF else torch.int64)[:, 0].clamp(max=3),
+        label_smoothing=0.1), (1, 0, 0)),
+]
+
+
+
+@pytest.mark.parametrize("name,fn,grad", COMPOSITE, ids=[c[0] for c in COMPOSITE])
+def test_composite_loss_graphs_like_torch(name, fn, grad):
+    arrays = [rnd(5, 4), rnd(5, 4, seed=1), np.abs(rnd(5, 4, seed=2)) + 0.1]
+    outs = []
+    for lib, F in ((torch, TF), (nbgrad, NF)):
+        ts = [lib.tensor(a.copy(), requires_grad=bool(g)) for a, g in zip(arrays, grad)]
+        outs.append(fn(F, *ts))
+    gt = [_CPP_ONLY.get(n, n) for n in _graph(outs[0])]
+    assert _graph(outs[1]) == gt
+    np.testing.assert_allclose(outs[1].detach().numpy(), outs[0].detach().numpy(), rtol=1e-10)

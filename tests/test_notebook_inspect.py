@@ -3,15 +3,15 @@
 No kernel here: ``inspect.snapshot`` reads live nbgrad objects, ``render`` draws the result.
 """
 
-import shutil
+import sys
 
 import pytest
 
 import nbgrad
 from nbgrad.notebook import inspect as nbi
-from nbgrad.notebook import render
+from nbgrad.notebook import layout, render
 
-HAS_DOT = shutil.which("dot") is not None
+HAS_DOT = layout.available()  # pygraphviz (Graphviz inside its wheel)
 
 
 def snap_of(ns, **kw):
@@ -171,7 +171,23 @@ def test_saved_tensors_released_by_backward_and_memory_counted():
     assert snap.memory["saved_bytes"] == 0
     assert tensor_by_name(snap, "x").grad == "[3] float32"
     assert "freed by backward" in render.to_dot(snap)
-    assert "live storages" in render.memory_html(snap)
+    html = render.memory_html(snap)
+    assert "no saved tensors in the graphs shown" in html  # freed: in plain words
+    live = snap.memory["devices"]["cpu"]
+    assert f"{live['live_bytes']} bytes in {live['live_storages']} storages" in html
+
+
+def test_memory_tab_speaks_plain_words():
+    before = nbi.memory_probe()
+    x = nbgrad.ones(3, requires_grad=True)
+    y = x * x  # MulBackward0 saves self and other: one storage, 12 bytes each
+    z = y.tanh()  # saves its result: 12 bytes
+    snap = snap_of({"x": x, "z": z}, memory_before=before)
+    grown = snap.memory["delta"]["cpu.live_bytes"]
+    html = render.memory_html(snap)
+    assert f"{grown} bytes more live tensor memory" in html
+    assert "2 saved tensors hold 24 bytes in the graphs shown" in html
+    assert "cpu.live_bytes" not in html and "1 saved tensors" not in html
 
 
 def test_memory_delta_against_a_probe_taken_before():
@@ -234,7 +250,7 @@ def test_snapshot_holds_no_tensor():
 # --- SVG and the fallback ------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not HAS_DOT, reason="graphviz dot not installed")
+@pytest.mark.skipif(not HAS_DOT, reason="pygraphviz not installed")
 def test_svg_has_element_ids_for_the_front_end():
     x = nbgrad.ones(3, requires_grad=True)
     y = x.tanh()
@@ -246,13 +262,16 @@ def test_svg_has_element_ids_for_the_front_end():
 
 
 def test_without_dot_the_graph_is_a_text_tree(monkeypatch):
-    monkeypatch.setenv("PATH", "/nonexistent")
+    from nbgrad.notebook import layout
+
+    monkeypatch.setitem(sys.modules, "pygraphviz", None)  # a failed import of pygraphviz
+    monkeypatch.setattr(layout, "_CACHE", {})
     x = nbgrad.ones(3, requires_grad=True)
     y = x.tanh()
     snap = snap_of({"x": x, "y": y})
     assert render.dot_to_svg(render.to_dot(snap)) is None
     html = render.graph_html(None, snap)
-    assert "apt-get install graphviz" in html and "TanhBackward0" in html
+    assert "pygraphviz is not installed" in html and "TanhBackward0" in html
     assert "Tensors" in render.panel_html(snap, None)
 
 

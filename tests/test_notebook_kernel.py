@@ -46,9 +46,12 @@ def execute(cells, tmp_path):
     return nb
 
 
-def panel_outputs(cell):
+def panel_outputs(cell, live_only=False):
+    """The cell's panel: the widget view with its static copy, or, once KEEP_LIVE newer panels
+    were shown, the static copy alone (the extension retires older widgets)."""
     return [o for o in cell.outputs
-            if o.output_type == "display_data" and WIDGET in o.data]
+            if o.output_type == "display_data" and (WIDGET in o.data or (
+                not live_only and "nbgrad-static" in o.data.get("text/html", "")))]
 
 
 def svg_in(html):

@@ -1,7 +1,6 @@
 """The panel widget (kernel side) and the pieces of HTML it carries."""
 
 import json
-import shutil
 
 import pytest
 
@@ -43,7 +42,7 @@ def test_panel_carries_widget_view_and_static_html():
         # hover details exist for every drawn element; the plain tensor is only a table row
         names = {v["title"] for v in graph.values()}
         assert {"x", "y"} <= names and "plain" not in names
-        if shutil.which("dot"):
+        if svg is not None:
             for key in graph:
                 assert f'id="{key}"' in svg
         assert "export default" in panel._esm and ".nbgrad-panel" in panel._css
@@ -60,7 +59,7 @@ def test_error_tab_comes_first():
     try:
         assert panel.tab_order[0] == "Error" and panel.active == "Error"
         assert "saved by TanhBackward0" in panel.tabs["Error"]
-        assert "apt-get install graphviz" in panel.tabs["Graph"]  # no svg given: text tree
+        assert "pygraphviz is not installed" in panel.tabs["Graph"]  # no svg given: text tree
     finally:
         panel.close()
 
@@ -73,6 +72,6 @@ def test_memory_html_shows_a_device_pool():
                    "saved_bytes": 12, "saved_count": 1, "delta": {"cuda.used_bytes": 1024},
                    "activity_delta": (2, 1, 1, 0)}
     html = render.memory_html(snap)
-    assert "used 2.0 KiB / total 4.0 KiB, free blocks 3, limit none" in html
-    assert "this cell: cuda.used_bytes" in html and "+1.0 KiB" in html
-    assert "2 nodes created, 1 version bumps, 1 storages allocated, 0 freed" in html
+    assert "2.0 KiB used of 4.0 KiB reserved, 3 free blocks, limit none" in html
+    assert "1.0 KiB more used in the cuda memory pool" in html
+    assert "2 graph nodes, 1 in-place change; 1 storage allocated, 0 freed" in html

@@ -213,8 +213,7 @@ def test_01_basics(executed):
     assert "tensor(56.) tensor(16.) tensor(20.)" in text_of(cell_with(nb, "for _ in range(2)"))
     graph_cell = cell_with(nb, "%nbgrad graph loss")
     kinds = {k for o in graph_cell.outputs for k in o.get("data", {})}
-    if shutil.which("dot"):
-        assert "image/svg+xml" in kinds
+    assert "image/svg+xml" in kinds  # pygraphviz: laid out in-process
     assert "MeanBackward0" in text_of(graph_cell)
     # the panel appears under the cell that built the graph
     assert panels(cell_with(nb, "l4 = l2 * l3\nloss = l4.mean()"))
@@ -348,17 +347,71 @@ def test_07_debugging(executed):
     assert "Using a target size" in text_of(cell_with(nb, "BUG: (64, 1) against (64,)"))
     # bug 6: the history holds megabytes, the numbers nothing
     held = float(re.search(r"history of 20 losses: ([\d.]+) MiB", all_text(nb)).group(1))
+    # the panel's notes name each bug in the cell that made it
+    def note(source):
+        return " ".join(p.data["text/plain"] for p in panels(cell_with(nb, source)))
+    cut = note("h = h.detach()                  # BUG")
+    assert "body.0.weight" in cut and "got no gradient" in cut and "detach" in cut
+    nan = note("torch.log(probs)")
+    assert "NaN" in nan and "LogBackward0" in nan and "cell [" in nan
+    assert "train mode" in note("BUG: still in training mode")
+    kept = note("history.append(loss)")
+    assert "history" in kept and "graphs alive" in kept
     still = float(re.search(r"only numbers: ([\d.]+) MiB", all_text(nb)).group(1))
     assert held > 5 and still < 0.5
 
 
+def test_08_sequences(executed):
+    nb = executed("08_sequences.ipynb")
+    t = all_text(nb)
+    assert "rnn.weight_ih_l0" in t and "rnn.weight_hh_l0" in t
+    assert float(re.search(r"LSTM test accuracy: ([\d.]+)", t).group(1)) >= 0.9
+    # vanishing: the plain RNN's first-step gradient is orders of magnitude below its last;
+    # an open forget gate keeps the LSTM's within one order
+    steps = {m.group(1).strip(): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
+        r"^(.+?)\|dloss/dx\| at step 0: (\S+)\s+at step 63: (\S+)$", t, flags=re.M)}
+    first, last = steps["RNN (tanh)"]
+    assert first < 1e-6 * last
+    first, last = steps["LSTM, forget bias 3"]
+    assert first > 0.1 * last
+    # exploding: a large W_hh gives a huge norm, clipping brings it to 1
+    m = re.search(r"gradient norm (\d+) -> after clipping ([\d.]+)", t)
+    assert float(m.group(1)) > 1000 and float(m.group(2)) == pytest.approx(1.0, abs=1e-3)
+    # the unrolled graph of one forward pass is drawn with the LSTM's own nodes
+    assert panels(cell_is(nb, "loss = F.cross_entropy(model(seqs[:3]), labels[:3])"))
+
+
+def test_09_attention(executed):
+    nb = executed("09_attention.ipynb")
+    t = all_text(nb)
+    # the causal weights are lower-triangular, each row summing to 1
+    rows = [[float(v) for v in r.split()] for r in
+            re.findall(r"\[+([\d. ]+)\]", text_of(cell_with(nb, "weights = torch.softmax(scores.masked_fill")))]
+    assert len(rows) == 5 and all(abs(sum(r) - 1) < 0.03 for r in rows)
+    assert all(r[j] == 0 for i, r in enumerate(rows) for j in range(i + 1, 5))
+    # the in-place trap: predicted by the panel before backward, then PyTorch's error
+    (p,) = panels(cell_with(nb, "weights.masked_fill_(future, 0.0)"))
+    assert "1 stale saved tensor (backward will fail)" in p.data["text/plain"]
+    bug = [c for c in code_cells(nb) if "raises-exception" in c.metadata.get("tags", [])][0]
+    assert "which is output 0 of SoftmaxBackward0" in text_of(bug) or \
+        "which is output 0 of Softmax" in text_of(bug)
+    assert "masked_fill_" in text_of(bug)
+    assert "backward OK" in t
+    assert "same output: True | same weights: True" in t
+    acc = float(re.search(r"token accuracy ([\d.]+)", t).group(1))
+    assert acc >= 0.95
+
+
 def test_runs_without_graphviz(jupyter_path, tmp_path):
-    """No `dot` on PATH: the notebook still runs, says what it skipped, panels fall back to text."""
-    bare = write_kernelspec(tmp_path / "jp", env={"PATH": str(tmp_path / "empty-bin")})
-    (tmp_path / "empty-bin").mkdir()
+    """pygraphviz cannot be imported: the notebook still runs, says what it skipped, and the
+    panels and %nbgrad graph fall back to a text tree."""
+    block = tmp_path / "block"
+    (block / "pygraphviz").mkdir(parents=True)
+    (block / "pygraphviz" / "__init__.py").write_text("raise ImportError('blocked by the test')\n")
+    bare = write_kernelspec(tmp_path / "jp", env={"PYTHONPATH": str(block)})
     nb = execute_notebook(NB_DIR / "01_autograd_basics.ipynb", tmp_path / "run", bare)
     first = text_of(code_cells(nb)[0])
-    assert "graphviz dot: missing -> skipped: graph drawings" in first
+    assert "graph layout (pygraphviz): missing -> skipped: graph drawings" in first
     assert "tensor(28.) tensor(8.) tensor(10.)" in all_text(nb)
     graph_cell = cell_with(nb, "%nbgrad graph loss")
     assert "MeanBackward0" in text_of(graph_cell)

@@ -11,8 +11,9 @@ import math
 import numpy as np
 
 import nbgrad
-from nbgrad.autograd.apply import _inplace as _inplace_row, apply
-from nbgrad.ops import ROWS, Ctx
+from nbgrad.autograd.apply import _apply, _inplace as _inplace_row, apply
+from nbgrad.ops import ROWS, Ctx, kernels
+from nbgrad.ops.nn import conv_transpose2d_forward
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -28,6 +29,10 @@ __all__ = [
     "pairwise_distance", "cosine_similarity", "cosine_embedding_loss", "margin_ranking_loss",
     "triplet_margin_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss",
+    "conv1d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",
+    "instance_norm", "dropout1d", "dropout2d", "bilinear", "embedding_bag",
 ]
 
 
@@ -90,31 +95,49 @@ def pad(input, pad, mode="constant", value=0.0):
 
     Args:
         input (Tensor): any shape.
-        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first, >= 0.
-        mode (str): only ``"constant"``.
+        pad (tuple[int]): ``(left, right, top, bottom, ...)``, last dimension first; a negative
+            amount crops (constant mode).
+        mode (str): ``"constant"`` (``value``; one ConstantPadNdBackward0 node, as torch),
+            ``"reflect"``, ``"replicate"`` (ReflectionPad2DBackward0, ...) or ``"circular"``.
         value (float): fill value.
 
     Raises:
-        NotImplementedError: other modes or negative padding.
+        ValueError: reflect padding not smaller than the dim; RuntimeError: a negative output
+            size; NotImplementedError: an unknown mode.
     """
+    if mode in ("reflect", "replicate", "circular"):
+        return _pad_by_index(input, pad, mode)
     if mode != "constant":
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported (only 'constant')")
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, "
+                                  "replicate, circular)")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
-    if any(p < 0 for p in pad):
-        raise NotImplementedError("pad: negative padding is not supported")
     if not any(pad):
         return input
-    shape = list(input.shape)
-    index = [slice(None)] * input.ndim
-    for i in range(len(pad) // 2):
-        d = input.ndim - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        index[d] = slice(lo, lo + shape[d])
-        shape[d] += lo + hi
-    out = nbgrad.full(tuple(shape), value, dtype=input.dtype, device=input.device)
-    out[tuple(index)] = input
-    return out
+    nd = input.ndim
+    pairs = [(0, 0)] * (nd - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1])
+                                               for i in reversed(range(len(pad) // 2))]
+    for d, (lo, hi) in enumerate(pairs):
+        if input.shape[d] + lo + hi < 0:
+            raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {lo} and "
+                               f"{hi} resulted in a negative output size, which is invalid. "
+                               f"Check dimension {d} of your input.")
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, input.shape))
+
+    def padder(fill):
+        def fwd(a):
+            return np.pad(a[crop], grow, constant_values=fill)
+        return fwd
+
+    shrink = tuple(slice(lo, n - hi) for (lo, hi), n in
+                   zip(grow, [n + lo + hi for (lo, hi), n in zip(pairs, input.shape)]))
+    regrow = [(max(-lo, 0), max(-hi, 0)) for lo, hi in pairs]
+
+    def adj(g):
+        return np.pad(g[shrink], regrow)
+
+    return apply(ROWS["constant_pad_nd"], (input,), (Ctx((padder(value), adj, padder(0))),))
 
 
 def _out_size(size, k, s, p, d, ceil_mode=False):
@@ -125,32 +148,27 @@ def _out_size(size, k, s, p, d, ceil_mode=False):
     return o
 
 
-def _windows(x, kh, kw, sh, sw, dh, dw, ho, wo):
-    """The sliding windows of ``x`` (N, C, H, W) as a view (N, C, Ho, Wo, kh, kw) — no copy.
-
-    Built from two ``unfold`` views (UnfoldBackward0 sums overlapping windows back).
-    """
-    eh, ew = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    win = x.unfold(2, eh, sh).unfold(3, ew, sw)
-    if win.shape[2] != ho or win.shape[3] != wo:
-        win = win[:, :, :ho, :wo]
-    if dh > 1 or dw > 1:
-        win = win[..., ::dh, ::dw]
-    return win
-
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L) (mirrors ``F.unfold`` / im2col)."""
-    kh, kw = _pair(kernel_size)
-    dh, dw = _pair(dilation)
-    ph, pw = _pair(padding)
-    sh, sw = _pair(stride)
-    x = pad(input, (pw, pw, ph, ph))
-    n, c, hp, wp = x.shape
-    ho = (hp - dh * (kh - 1) - 1) // sh + 1
-    wo = (wp - dw * (kw - 1) - 1) // sw + 1
-    win = _windows(x, kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, Ho, Wo, kh, kw)
-    return win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kh * kw, ho * wo)
+    """Extract sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L) (mirrors ``F.unfold`` / im2col;
+    one Im2ColBackward0 node, as torch)."""
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != 4:
+        raise RuntimeError(f"Input Error: Only 3D or 4D input Tensors are supported (got "
+                           f"{input.ndim}D)")
+    (kh, kw), (dh, dw) = _pair(kernel_size), _pair(dilation)
+    (ph, pw), (sh, sw) = _pair(padding), _pair(stride)
+    n, c, h, w = input.shape
+    geo = _col_geometry(n, c, h, w, kh, kw, dh, dw, ph, pw, sh, sw)
+    if geo[-3] <= 0 or geo[-2] <= 0:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size=({kh}, {kw}), "
+                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of "
+                           f"the array of sliding blocks as ({geo[-3]}, {geo[-2]}), but its "
+                           "components must be at least one.")
+    out = _linear("im2col", input, _im2col(geo), _col2im(geo))
+    return out.squeeze(0) if unbatched else out
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -250,17 +268,6 @@ def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill,
     return x, (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
 
 
-def _pool_slices(x, geo):
-    """The kh*kw strided views (N, C, Ho, Wo) of ``x``, one per window offset, in raster order.
-
-    Pooling then works elementwise across these views, which numpy does far faster than
-    reductions over tiny window axes; each view's backward is a strided slice.
-    """
-    kh, kw, sh, sw, _, _, dh, dw, ho, wo = geo
-    return [x[:, :, i * dh: i * dh + sh * (ho - 1) + 1: sh,
-              j * dw: j * dw + sw * (wo - 1) + 1: sw]
-            for i in range(kh) for j in range(kw)]
-
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
@@ -295,7 +302,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``).
+    """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``; one
+    AvgPool2DBackward0 node, as torch).
 
     Args:
         input (Tensor): (N, C, H, W) or (C, H, W).
@@ -303,34 +311,50 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             zero padding (torch's default).
         divisor_override (int, optional): divide by this instead.
     """
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    x, geo = _pool_setup(input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
-    kh, kw, sh, sw, ph, pw, _, _, ho, wo = geo
-    views = _pool_slices(x, geo)
-    total = views[0]
-    for v in views[1:]:
-        total = total + v
-    h, w = input.shape[2], input.shape[3]
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
+                           f"{list(input.shape)}")
+    _pool_setup(input if input.ndim == 4 else input.unsqueeze(0), kernel_size, stride, padding,
+                1, ceil_mode, 0.0, check_only=True)
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = (kh, kw) if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    lead, (h, w) = tuple(input.shape[:-2]), tuple(input.shape[-2:])
+    ho, wo = _out_size(h, kh, sh, ph, 1, ceil_mode), _out_size(w, kw, sw, pw, 1, ceil_mode)
     if divisor_override:
-        out = total / divisor_override
+        div = float(divisor_override)
     else:
         # window extents, clipped like torch: to the padded input (count_include_pad) or input
-        hs = np.arange(ho) * sh - ph
-        ws = np.arange(wo) * sw - pw
-        he = np.minimum(hs + kh, h + ph)
-        we = np.minimum(ws + kw, w + pw)
+        hs, ws = np.arange(ho) * sh - ph, np.arange(wo) * sw - pw
+        he, we = np.minimum(hs + kh, h + ph), np.minimum(ws + kw, w + pw)
         if not count_include_pad:
             hs, ws = np.maximum(hs, 0), np.maximum(ws, 0)
             he, we = np.minimum(he, h), np.minimum(we, w)
         counts = (he - hs)[:, None] * (we - ws)[None, :]
-        if (counts == kh * kw).all():
-            out = total / float(kh * kw)
-        else:
-            out = total / _const(counts.astype(input._data.dtype))
-    return out.squeeze(0) if unbatched else out
+        div = float(kh * kw) if (counts == kh * kw).all() else \
+            counts.astype(input._data.dtype)
+    extra_h = max(0, (ho - 1) * sh + kh - h - 2 * ph)
+    extra_w = max(0, (wo - 1) * sw + kw - w - 2 * pw)
+    grow = ((0, 0),) * len(lead) + ((ph, ph + extra_h), (pw, pw + extra_w))
+    windows = [(slice(i, i + sh * (ho - 1) + 1, sh), slice(j, j + sw * (wo - 1) + 1, sw))
+               for i in range(kh) for j in range(kw)]
 
+    def fwd(a):  # the sum of kh*kw strided views: elementwise, as fast as numpy goes
+        a = np.pad(a, grow)
+        total = a[..., windows[0][0], windows[0][1]].copy()
+        for wh, ww in windows[1:]:
+            total += a[..., wh, ww]
+        return total / div
+
+    def adj(g):
+        g = g / div
+        z = np.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
+        for wh, ww in windows:
+            z[..., wh, ww] += g
+        return np.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
+
+    return _linear("avg_pool2d", input, fwd, adj)
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Same as ``nbgrad.flatten`` (mirrors ``torch.flatten``)."""
@@ -680,10 +704,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         prod = logp * target
         if weight is not None:
             prod = prod * weight.reshape(wshape)
-        loss = prod.sum(cdim).neg()
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // c) if input.ndim > 1 else loss
-        return _reduce(loss, reduction, _who)
+        _check_reduction(reduction, _who)  # the order of torch's ops, so the graph is its own
+        if reduction == "none":
+            return prod.sum(cdim).neg()
+        loss = prod.sum().neg()
+        return loss / (input.numel() // c) if reduction == "mean" else loss
     nll = _nll(logp, target, weight, ignore_index, reduction, _who)
     if label_smoothing <= 0:
         return nll
@@ -691,8 +716,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     ignored = t == ignore_index
     smooth = logp * weight.reshape(wshape) if weight is not None else logp
     smooth = smooth.sum(cdim).neg()
-    if ignored.any():
-        smooth = smooth.masked_fill(_const(ignored), 0.0)
+    smooth = smooth.masked_fill(_const(ignored), 0.0)
     if reduction == "mean":
         if weight is not None:
             denom = float(weight._data[t[~ignored]].sum())
@@ -1038,9 +1062,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         raise ValueError(reduction + " is not valid")
     if (var._data < 0).any():
         raise ValueError("var has negative entry/entries")
-    var = var + (var.clamp(min=eps) - var).detach()
-    d = input - target
-    loss = (var.log() + d * d / var) * 0.5
+    var = var.clone()
+    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+        var.clamp_(min=eps)
+    loss = (var.log() + (input - target) ** 2 / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction, "gaussian_nll_loss")
@@ -1058,11 +1083,17 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (mirrors
     ``F.cosine_similarity``; the norms are clamped without blocking their gradient, as torch).
     """
-    n1 = x1.norm(2, dim=dim, keepdim=True)
-    n2 = x2.norm(2, dim=dim, keepdim=True)
-    n1 = n1 + (n1.clamp(min=eps) - n1).detach()
-    n2 = n2 + (n2.clamp(min=eps) - n2).detach()
+    n1 = x1.norm(2, dim=dim, keepdim=True).clone()
+    n2 = x2.norm(2, dim=dim, keepdim=True).clone()
+    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def _filled(like, value):
+    """A constant tensor of ``like``'s shape (torch's C++ ``scalar - tensor``: SubBackward0)."""
+    return nbgrad.full(tuple(like.shape), value, dtype=like.dtype)
 
 
 def _check_label_target(target, shape, who):
@@ -1087,8 +1118,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     mag1 = (input1 * input1).sum(d) + eps
     mag2 = (input2 * input2).sum(d) + eps
     cos = prod / (mag1 * mag2).sqrt()
-    pos = nbgrad.where(target == 1, 1 - cos, 0.0)
-    neg = nbgrad.where(target == -1, (cos - margin).clamp(min=0), 0.0)
+    pos = nbgrad.where(target == 1, _filled(cos, 1.0) - cos, 0.0)
+    neg = nbgrad.where(target == -1, (cos - margin).clamp_min(0), 0.0)
     return _reduce(pos + neg, reduction, "cosine_embedding_loss")
 
 
@@ -1103,7 +1134,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(
             f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    loss = (target.neg() * (input1 - input2) + margin).clamp(min=0)
+    loss = (target.neg() * (input1 - input2) + margin).clamp_min(0)
     return _reduce(loss, reduction, "margin_ranking_loss")
 
 
@@ -1124,7 +1155,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = nbgrad.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    loss = (d_pos - d_neg + margin).clamp(min=0)
+    loss = (d_pos + margin - d_neg).clamp_min(0)
     return _reduce(loss, reduction, "triplet_margin_loss")
 
 
@@ -1133,7 +1164,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (mirrors
     ``F.hinge_embedding_loss``). ``input``, ``target``: the same shape (*).
     """
-    margin_part = nbgrad.where(target != 1, (margin - input).clamp(min=0), 0.0)
+    margin_part = nbgrad.where(target != 1, (_filled(input, margin) - input).clamp_min(0), 0.0)
     self_part = nbgrad.where(target != -1, input, 0.0)
     return _reduce(margin_part + self_part, reduction, "hinge_embedding_loss")
 
@@ -1162,7 +1193,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss ``sum_{i != y} max(0, margin - x[y] + x[i])^p / C`` (mirrors
-    ``F.multi_margin_loss``).
+    ``F.multi_margin_loss``; one MultiMarginLossBackward0 node).
 
     Shapes: input (N, C) or (C,); target int64 (N,) or (); weight (C,).
 
@@ -1180,25 +1211,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.size and (t.min() < 0 or t.max() >= c):
         raise IndexError(f"Target {int(t[(t < 0) | (t >= c)][0])} is out of bounds. "
                          f"(multi_margin_loss: class indices must be in [0, {c}))")
-    xy = x.gather(1, _const(t[:, None]))
-    z = (x - xy + margin).clamp(min=0)
-    if p == 2:
-        z = z * z
-    if weight is not None:
-        z = z * _const(weight._data[t][:, None].astype(x._data.dtype))
-    others = np.ones((n, c), dtype=bool)
-    others[np.arange(n), t] = False
-    loss = nbgrad.where(_const(others), z, 0.0).sum(1) / c
-    if input.ndim < 2:
-        loss = loss.reshape(tuple(target.shape))
-    return _reduce(loss, reduction, "multi_margin_loss")
+    _check_reduction(reduction, "multi_margin_loss")
+    w = None if weight is None else weight._data.astype(x._data.dtype)
+    out = apply(ROWS["multi_margin_loss"], (x,), (t, p, margin, w, reduction))
+    if input.ndim < 2 and reduction == "none":
+        out = out.reshape(tuple(target.shape))
+    return out
+
 
 
 # ---------------------------------------------------------------------------- attention
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
-
-from nbgrad.autograd.apply import apply  # noqa: E402
-from nbgrad.ops import ROWS as _ROWS  # noqa: E402
 
 _C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
            "int32": "int", "bool": "bool"}
@@ -1296,7 +1319,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 add = np.where(dead, np.zeros((), dt), add)
             else:
                 dead = None
-        return apply(_ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
+        return apply(ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
                      (add, dead, scale, groups))
     # torch's math path: matmul, mask, safe softmax (a fully masked row gives zeros), dropout
     if groups > 1:
@@ -1308,7 +1331,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = scores + _const(add)
     if float_mask is not None:
         scores = scores + float_mask
-    attn = apply(_ROWS["_safe_softmax"], (scores,), (scores.ndim - 1,))
+    attn = nbgrad._safe_softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(v)
@@ -1429,8 +1452,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             is_causal = False
     if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
-                             f"got {embed_dim}")
+        shape = tuple(query.shape) if batched else (query.shape[0], query.shape[2])
+        raise AssertionError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim} "
+            f"(multi-head attention: expected query of size (L, N, {embed_dim_to_check}) or "
+            f"(L, {embed_dim_to_check}), got {shape})")
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
@@ -1515,3 +1541,743 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
     return (out if batched else out.squeeze(1)), None
+
+
+# ---------------------------------------------------------------------------- more layers
+def _pad_by_index(input, pad, mode):
+    """reflect / replicate / circular padding: gather along each padded dim (reflect and
+    replicate of 1 or 2 dims: one ReflectionPad2DBackward0-style node, as torch)."""
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
+    gathers = []
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if not (lo or hi):
+            continue
+        n = input.shape[d]
+        idx = np.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise ValueError(f"Padding size should be less than the corresponding input "
+                                 f"dimension, but got: padding ({lo}, {hi}) at dimension {d} "
+                                 f"of input {list(input.shape)}")
+            idx = np.abs(idx)
+            idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(idx, 0, n - 1)
+        else:
+            if lo > n or hi > n:
+                raise ValueError("Padding value causes wrapping around more than once.")
+            idx = idx % n
+        gathers.append((d, idx.astype(np.int64)))
+    k = len(pad) // 2
+    if mode in ("reflect", "replicate") and k in (1, 2):
+        name = ("reflection" if mode == "reflect" else "replication") + f"_pad{k}d"
+        shape = tuple(input.shape)
+
+        def fwd(a):
+            for d, idx in gathers:
+                a = np.take(a, idx, axis=d)
+            return a
+
+        def adj(g):
+            for d, idx in reversed(gathers):
+                z = np.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], g.dtype)
+                index = [slice(None)] * g.ndim
+                index[d] = idx
+                np.add.at(z, tuple(index), g)
+                g = z
+            return g
+
+        return _linear(name, input, fwd, adj)
+    out = input
+    for d, idx in gathers:
+        out = out.index_select(d, _const(idx))
+    return out
+
+
+def _linear(name, input, fwd, adj):
+    """Apply the one-node row ``name`` for a map linear in ``input``: ``fwd`` computes it on
+    arrays, ``adj`` its adjoint (the gradient)."""
+    return apply(ROWS[name], (input,), (Ctx((fwd, adj)),))
+
+
+def _mat_fwd(mh, mw):
+    """x -> mh @ x @ mw.T over the last two dims (either matrix may be None: identity)."""
+    def fwd(a):
+        if mw is not None:
+            a = a @ mw.T
+        return mh @ a if mh is not None else np.ascontiguousarray(a)
+    return fwd
+
+
+def _single(v, name="value"):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise ValueError(f"{name} must be an int or a 1-tuple, got {v!r}")
+        return int(v[0])
+    return int(v)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation (mirrors ``F.conv1d``): the 2-D kernels over a height-1 image,
+    recorded as one ConvolutionBackward0 node, as torch.
+
+    Args:
+        input (Tensor): (N, C_in, L) or (C_in, L); weight (C_out, C_in / groups, k);
+        bias (C_out,); stride, padding (int, or "same"/"valid"), dilation (int); groups.
+
+    Returns:
+        Tensor: (N, C_out, L_out), ``L_out = (L + 2p - d(k-1) - 1) // s + 1``.
+
+    Raises:
+        RuntimeError: wrong rank, channel count or dtype (torch's texts).
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input.shape)}")
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    s, d = _single(stride, "stride"), _single(dilation, "dilation")
+    k = weight.shape[-1]
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             "{'valid', 'same'}")
+        if padding == "same" and s != 1:
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        total = d * (k - 1) if padding == "same" else 0
+        if total % 2:
+            input = pad(input, (total // 2, total - total // 2))
+            total = 0
+        p = total // 2
+    else:
+        p = _single(padding, "padding")
+    x, w = input._data, weight._data
+    if weight.ndim != 3:
+        raise RuntimeError(f"weight should have 3 dimensions for conv1d, got {weight.ndim}")
+    if x.shape[1] != w.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected "
+                           f"input{list(x.shape)} to have {w.shape[1] * groups} channels, but "
+                           f"got {x.shape[1]} channels instead")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
+                           "be the same")
+    if x.shape[2] + 2 * p < d * (k - 1) + 1:
+        raise RuntimeError(f"Calculated padded input size per channel: ({x.shape[2] + 2 * p}). "
+                           f"Kernel size: ({d * (k - 1) + 1}). Kernel size can't be greater than "
+                           "actual input size")
+    y, ctx = kernels.conv2d_forward(x[:, :, None, :], w[:, :, None, :],
+                                    None if bias is None else bias._data, (1, s), (0, p), (1, d),
+                                    groups)
+    out = _apply(ROWS["_convolution1d"], (input, weight, bias), (Ctx(ctx),),
+                 np.ascontiguousarray(y[:, :, 0, :]))
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """Transposed 2-D convolution (mirrors ``F.conv_transpose2d``; one ConvolutionBackward0
+    node): the gradient of conv2d with respect to its input, computed by the conv kernels.
+
+    Args:
+        input (Tensor): (N, C_in, H, W) or (C_in, H, W).
+        weight (Tensor): (C_in, C_out / groups, kh, kw).
+        bias (Tensor, optional): (C_out,).
+        stride, padding, output_padding, dilation (int | pair); groups (int).
+
+    Returns:
+        Tensor: (N, C_out, H_out, W_out),
+        ``H_out = (H - 1) s - 2p + d (kh - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel mismatch, output_padding not smaller than stride or dilation.
+    """
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, "
+                           f"but got input of size: {list(input.shape)}")
+    n, c, h, w = input.shape
+    cin, cg, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {cin} channels, but got {c} "
+                           "channels instead")
+    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
+    (oph, opw), (dh, dw) = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding_height: {oph} output_padding_width: {opw} "
+                           f"stride_height: {sh} stride_width: {sw} dilation_height: {dh} "
+                           f"dilation_width: {dw}")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
+                           "be the same")
+    y, ctx = conv_transpose2d_forward(
+        input._data, weight._data, None if bias is None else bias._data, (sh, sw), (ph, pw),
+        (oph, opw), (dh, dw), groups)
+    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),), y)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """Transposed 1-D convolution (mirrors ``F.conv_transpose1d``; one ConvolutionBackward0
+    node): the 2-D kernels over a height-1 image.
+
+    input (N, C_in, L) or (C_in, L); weight (C_in, C_out / groups, k).
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to "
+                           f"conv_transpose1d, but got input of size: {list(input.shape)}")
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
+                           f"{input.shape[1]} channels instead")
+    s, p, op, d = (_single(v) for v in (stride, padding, output_padding, dilation))
+    if op >= max(s, d):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding: {op} stride: {s} dilation: {d}")
+    y, ctx = conv_transpose2d_forward(
+        input._data[:, :, None], weight._data[:, :, None], None if bias is None else bias._data,
+        (1, s), (0, p), (0, op), (1, d), groups)
+    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),),
+                 np.ascontiguousarray(y[:, :, 0]))
+    return out.squeeze(0) if unbatched else out
+
+
+def _check_1d_pool(input, who):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{who}: expected 2D or 3D input (C, L) or (N, C, L), got "
+                           f"{list(input.shape)}")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows of (N, C, L) or (C, L) (mirrors ``F.max_pool1d``)."""
+    _check_1d_pool(input, "max_pool1d")
+    k = _single(kernel_size)
+    s = k if stride is None or stride == [] else _single(stride)
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)),
+                     (1, _single(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Mean over sliding windows of (N, C, L) or (C, L) (mirrors ``F.avg_pool1d``)."""
+    _check_1d_pool(input, "avg_pool1d")
+    k = _single(kernel_size)
+    s = k if stride is None or stride == [] else _single(stride)
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def _adaptive_windows(n_in, n_out):
+    """torch's adaptive pooling windows: [floor(i n_in / n_out), ceil((i+1) n_in / n_out))."""
+    i = np.arange(n_out)
+    return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
+def _adaptive_matrix(n_in, n_out, dtype):
+    starts, ends = _adaptive_windows(n_in, n_out)
+    m = np.zeros((n_out, n_in), dtype)
+    for i, (a, b) in enumerate(zip(starts, ends)):
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _out_sizes(output_size, shape):
+    size = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * len(shape)
+    return tuple(s if o is None else int(o) for o, s in zip(size, shape))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average over torch's adaptive windows to ``output_size`` (mirrors
+    ``F.adaptive_avg_pool2d``; one AdaptiveAvgPool2DBackward0 node, ``A_h @ x @ A_w^T`` with the
+    averaging matrices; output (1, 1) is a mean, as torch).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        output_size (int | tuple): (H_out, W_out); None keeps that dim.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    ho, wo = _out_sizes(output_size, input.shape[-2:])
+    h, w = input.shape[-2:]
+    if (ho, wo) == (1, 1):
+        return input.mean((-2, -1), keepdim=True)
+    dt = input._data.dtype
+    mh, mw = _adaptive_matrix(h, ho, dt), _adaptive_matrix(w, wo, dt)
+    return _linear("adaptive_avg_pool2d", input, _mat_fwd(mh, mw), _mat_fwd(mh.T, mw.T))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_avg_pool1d;
+    adaptive_avg_pool2d over a height-1 image, as torch)."""
+    _check_1d_pool(input, "adaptive_avg_pool1d")
+    lo = _out_sizes(output_size, input.shape[-1:])[0]
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, lo)).squeeze(-2)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows (mirrors ``F.adaptive_max_pool2d``; one
+    AdaptiveMaxPool2DBackward0 node; the gradient goes to each window's first maximum).
+
+    Returns:
+        Tensor (*, H_out, W_out); with ``return_indices`` also the int64 flat index into H*W.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    x = input._data
+    h, w = x.shape[-2:]
+    ho, wo = _out_sizes(output_size, (h, w))
+    (hs, he), (ws, we) = _adaptive_windows(h, ho), _adaptive_windows(w, wo)
+    lead = x.shape[:-2]
+    flat = x.reshape(-1, h, w)
+    idx = np.empty((flat.shape[0], ho, wo), np.int64)
+    for i in range(ho):
+        for j in range(wo):
+            win = flat[:, hs[i]:he[i], ws[j]:we[j]]
+            k = win.reshape(len(flat), -1).argmax(1)
+            kw_ = we[j] - ws[j]
+            idx[:, i, j] = (hs[i] + k // kw_) * w + ws[j] + k % kw_
+    rows = np.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
+    out_shape = lead + (ho, wo)
+
+    def fwd(a):
+        return a.reshape(-1)[rows].reshape(out_shape)
+
+    def adj(g):
+        z = np.zeros(x.size, g.dtype)
+        np.add.at(z, rows.reshape(-1), g.reshape(-1))
+        return z.reshape(x.shape)
+
+    out = _linear("adaptive_max_pool2d", input, fwd, adj)
+    return (out, _const(idx.reshape(out_shape))) if return_indices else out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_max_pool1d;
+    adaptive_max_pool2d over a height-1 image, as torch)."""
+    _check_1d_pool(input, "adaptive_max_pool1d")
+    lo = _out_sizes(output_size, input.shape[-1:])[0]
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, lo), return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
+    """(n_out, n_in) interpolation weights along one dim, torch's source-index rules."""
+    m = np.zeros((n_out, n_in), dtype)
+    dst = np.arange(n_out, dtype=np.float64)
+    rows = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        ratio = 1.0 / scale if scale else n_in / n_out
+        src = np.floor((dst + 0.5) * ratio) if mode == "nearest-exact" else np.floor(dst * ratio)
+        m[rows, np.minimum(src.astype(np.int64), n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        src = dst * ratio
+    else:
+        ratio = 1.0 / scale if scale else n_in / n_out
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = src - i0
+    np.add.at(m, (rows, i0), 1.0 - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (mirrors ``F.interpolate``): modes "nearest", "nearest-exact",
+    "linear" (3-D input), "bilinear" (4-D input), each one node as torch
+    (UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...), computed as a product with
+    per-dim interpolation matrices built with torch's source-index rules.
+
+    Args:
+        input (Tensor): (N, C, L) or (N, C, H, W).
+        size (int | tuple) or scale_factor (float | tuple): exactly one.
+        align_corners (bool): linear modes only (default False).
+
+    Raises:
+        ValueError: both or neither of size / scale_factor, align_corners with nearest;
+        NotImplementedError: other modes, antialias.
+    """
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    if mode in ("nearest", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear") or antialias:
+        raise NotImplementedError(f"interpolate: mode {mode!r} (antialias={antialias}) is not "
+                                  "supported (nearest, nearest-exact, linear, bilinear)")
+    dims = input.ndim - 2
+    if dims not in (1, 2) or (mode == "linear" and dims != 1) or (mode == "bilinear"
+                                                                   and dims != 2):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{'3D' if mode == 'linear' else '4D' if mode == 'bilinear' else '3D or 4D'} input")
+    spatial = tuple(input.shape[2:])
+    if size is not None:
+        out_size = _out_sizes(size, spatial)
+        scales = (None,) * dims
+    else:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * dims
+        out_size = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
+        scales = (None,) * dims if recompute_scale_factor else tuple(float(f) for f in sf)
+    dt = input._data.dtype
+    mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
+            for n, o, sc in zip(spatial, out_size, scales)]
+    mh = mats[0] if dims == 2 else None
+    name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact",
+            "linear": "upsample_linear", "bilinear": "upsample_bilinear"}[mode] + f"{dims}d"
+    return _linear(name, input, _mat_fwd(mh, mats[-1]),
+                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r) (mirrors ``F.pixel_shuffle``; PixelShuffleBackward0).
+
+    Raises:
+        RuntimeError: channels not divisible by r^2 (torch's text).
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
+                           f"input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+                           f"is not divisible by {r * r}")
+    return _linear("pixel_shuffle", input, _shuffle(lead, c // (r * r), h, w, r, True),
+                   _shuffle(lead, c // (r * r), h, w, r, False))
+
+
+def _shuffle(lead, c, h, w, r, up):
+    """The array map of pixel_shuffle (``up``: (C r r, H, W) -> (C, H r, W r)) or its inverse."""
+    k = len(lead)
+    lead = tuple(lead)
+
+    def fwd(a):
+        if up:
+            a = a.reshape(lead + (c, r, r, h, w)).transpose(
+                tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+            return np.ascontiguousarray(a).reshape(lead + (c, h * r, w * r))
+        a = a.reshape(lead + (c, h, r, w, r)).transpose(
+            tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+        return np.ascontiguousarray(a).reshape(lead + (c * r * r, h, w))
+    return fwd
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H r, W r) -> (*, C r^2, H, W) (mirrors ``F.pixel_unshuffle``;
+    PixelUnshuffleBackward0)."""
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got {h} x {w} and {r}")
+    return _linear("pixel_unshuffle", input, _shuffle(lead, c, h // r, w // r, r, False),
+                   _shuffle(lead, c, h // r, w // r, r, True))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum sliding blocks back into an image (col2im; mirrors ``F.fold``, the adjoint of
+    :func:`unfold`; one Col2ImBackward0 node): (N, C kh kw, L) -> (N, C, H, W), overlapping
+    values added.
+
+    Raises:
+        RuntimeError: the block count L does not match the geometry (torch's text).
+    """
+    unbatched = input.ndim == 2
+    if unbatched:
+        input = input.unsqueeze(0)
+    (h, w), (kh, kw) = _pair(output_size), _pair(kernel_size)
+    (dh, dw), (ph, pw), (sh, sw) = _pair(dilation), _pair(padding), _pair(stride)
+    n, ckk, L = input.shape
+    if ckk % (kh * kw):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={ckk} and "
+                           f"kernel_size={(kh, kw)}")
+    c = ckk // (kh * kw)
+    geo = _col_geometry(n, c, h, w, kh, kw, dh, dw, ph, pw, sh, sw)
+    if geo[-1] != L:
+        bh, bw = geo[-3], geo[-2]
+        raise RuntimeError(f"Given output_size=({h}, {w}), kernel_size=({kh}, {kw}), "
+                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), stride=({sh}, {sw}), "
+                           f"expected size of input's dimension 2 to match the calculated "
+                           f"number of sliding blocks {bh} * {bw} = {bh * bw}, but got "
+                           f"input.size(2)={L}.")
+    out = _linear("col2im", input, _col2im(geo), _im2col(geo))
+    return out.squeeze(0) if unbatched else out
+
+
+def _col_geometry(n, c, h, w, kh, kw, dh, dw, ph, pw, sh, sw):
+    """The flat index into the padded (C, Hp, Wp) image of every (C kh kw, L) block element."""
+    hp, wp = h + 2 * ph, w + 2 * pw
+    bh = (hp - dh * (kh - 1) - 1) // sh + 1
+    bw = (wp - dw * (kw - 1) - 1) // sw + 1
+    ci, ki, kj, bi, bj = np.meshgrid(np.arange(c), np.arange(kh), np.arange(kw), np.arange(bh),
+                                     np.arange(bw), indexing="ij")
+    flat = (ci * hp * wp + (bi * sh + ki * dh) * wp + (bj * sw + kj * dw)).reshape(-1)
+    return n, c, h, w, ph, pw, hp, wp, flat, bh, bw, bh * bw
+
+
+def _im2col(geo):
+    n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
+
+    def fwd(a):
+        a = np.pad(a, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        return a.reshape(n, -1)[:, flat].reshape(n, -1, L)
+    return fwd
+
+
+def _col2im(geo):
+    n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
+
+    def fwd(cols):
+        z = np.zeros((n, c * hp * wp), cols.dtype)
+        np.add.at(z, (slice(None), flat), cols.reshape(n, -1))
+        return np.ascontiguousarray(z.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w])
+    return fwd
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise over groups of channels (mirrors ``F.group_norm``; one
+    NativeGroupNormBackward0 node for input, weight and bias): statistics per (sample, group),
+    then the per-channel affine.
+
+    Raises:
+        RuntimeError: channels not divisible by num_groups (torch's text).
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    return apply(ROWS["native_group_norm"], (input, weight, bias), (num_groups, eps, Ctx(None)))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial dims (mirrors ``F.instance_norm``):
+    batch_norm over the input viewed as (1, N*C, *spatial), as torch does
+    (NativeBatchNormBackward0 between two views); running stats averaged over the batch.
+    """
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(1, n * c, *input.shape[2:])
+    w = None if weight is None else weight.repeat(n)
+    b = None if bias is None else bias.repeat(n)
+    rm = None if running_mean is None else running_mean.repeat(n)
+    rv = None if running_var is None else running_var.repeat(n)
+    out = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        with nbgrad.no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    return out.reshape(tuple(input.shape))
+
+
+def _feature_dropout(input, p, training, inplace, batched_ndim, who):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    batched = input.ndim == batched_ndim
+    shape = tuple(input.shape[:2]) if batched else tuple(input.shape[:1])
+    shape += (1,) * (input.ndim - len(shape))
+    if p == 1.0:
+        mask = np.zeros(shape, input._data.dtype)
+    else:
+        keep = nbgrad.rand(shape, dtype=input.dtype)._data
+        mask = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
+    if inplace:
+        return input.mul_(_const(mask))
+    return input * _const(mask)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) or (C, L) with probability p (mirrors F.dropout1d).
+
+    Raises:
+        RuntimeError: input not 2-D or 3-D (torch's text).
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p (F.dropout2d)."""
+    if input.ndim not in (3, 4):
+        import warnings
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).")
+    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``; torch's graph: a TrilinearBackward0
+    node between views).
+
+    Shapes: input1 (*, in1), input2 (*, in2), weight (out, in1, in2), bias (out,) -> (*, out).
+
+    Raises:
+        RuntimeError: sizes that do not match the weight.
+    """
+    o, i1, i2 = weight.shape
+    if input1.shape[-1] != i1 or input2.shape[-1] != i2 or \
+            tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear: expected input1 (*, {i1}) and input2 (*, {i2}) with the "
+                           f"same leading dims, got {list(input1.shape)} and "
+                           f"{list(input2.shape)}")
+    lead = tuple(input1.shape[:-1])
+    out = apply(ROWS["_trilinear"], (input1.reshape(-1, i1), weight, input2.reshape(-1, i2)))
+    out = out.reshape(*lead, o)
+    return out + bias if bias is not None else out
+
+
+def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
+    """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``."""
+    w = weight._data
+    n, dim = len(ids), w.shape[1]
+    if mode in ("sum", "mean"):
+        m = np.zeros((nb, n), w.dtype)
+        m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
+        if mode == "mean":
+            m = m / np.maximum((m != 0).sum(1, keepdims=True), 1)
+
+        def fwd(a):
+            return m @ a[ids]
+
+        def adj(g):
+            z = np.zeros(w.shape, g.dtype)
+            np.add.at(z, ids, m.T @ g)
+            return z
+    elif mode == "max":
+        vals = w[ids]
+        pick = np.zeros((nb, dim), np.int64)
+        filled = np.zeros(nb, bool)
+        for i in range(nb):
+            sel = np.nonzero((bag == i) & keep)[0]
+            if len(sel):
+                pick[i] = ids[sel[vals[sel].argmax(0)]]
+                filled[i] = True
+        cols = np.arange(dim)
+
+        def fwd(a):
+            return np.where(filled[:, None], a[pick, cols], 0)
+
+        def adj(g):
+            z = np.zeros(w.shape, g.dtype)
+            np.add.at(z, (pick[filled], cols), g[filled])
+            return z
+    else:
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    return _linear("_embedding_bag", weight, fwd, adj)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of embeddings (mirrors ``F.embedding_bag``).
+
+    Args:
+        input (Tensor): int64 (B, L) bags of equal length, or (n,) with ``offsets`` (B,).
+        weight (Tensor): (num_embeddings, dim).
+        mode (str): "sum" | "mean" | "max".
+        per_sample_weights (Tensor, optional): like ``input``, "sum" mode only.
+        padding_idx (int, optional): entries equal to it are left out of their bag.
+
+    Returns:
+        Tensor: (B, dim); an empty bag gives zeros.
+
+    Raises:
+        ValueError: offsets with 2-D input, or missing with 1-D input; per_sample_weights with
+            another mode (torch's texts).
+    """
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        b, L = input.shape
+        offs = np.arange(0, b * L, L)
+        ids = input._data.reshape(-1)
+        psw = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        offs = offsets._data.astype(np.int64)
+        if include_last_offset:
+            offs = offs[:-1]
+        ids = input._data
+        psw = per_sample_weights
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on the "
+                                  "PyTorch GitHub.")
+    n = len(ids)
+    bag = np.searchsorted(offs, np.arange(n), side="right") - 1
+    keep = np.ones(n, bool) if padding_idx is None else ids != padding_idx
+    nb = len(offs)
+    if max_norm is not None:
+        _embedding_renorm_(weight, ids, max_norm, norm_type)
+    if psw is None or not psw.requires_grad:
+        return _embedding_bag_row(weight, ids.astype(np.int64), bag, keep, nb, mode,
+                                  None if psw is None else psw._data)
+    rows = embedding(_const(ids.astype(np.int64)), weight)
+    rows = rows * psw.unsqueeze(-1)
+    if mode in ("sum", "mean"):
+        m = np.zeros((nb, n), weight._data.dtype)
+        m[bag[keep], np.arange(n)[keep]] = 1.0
+        if mode == "mean":
+            counts = m.sum(1, keepdims=True)
+            m = m / np.maximum(counts, 1)
+        return _const(m).matmul(rows)
+    if mode == "max":
+        outs = []
+        for i in range(nb):
+            sel = np.nonzero((bag == i) & keep)[0]
+            if len(sel):
+                outs.append(rows[_const(sel.astype(np.int64))].amax(0))
+            else:
+                outs.append(nbgrad.zeros(weight.shape[1], dtype=weight.dtype))
+        return nbgrad.stack(outs, 0)
+    raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")

@@ -1,10 +1,12 @@
 """The IPython extension: ``%load_ext nbgrad``, the per-cell panel and the ``%nbgrad`` magic.
 
-``pre_run_cell`` notes :func:`nbgrad.autograd.graph.activity` (a tuple of counters) and the memory
-counters; ``post_run_cell`` compares. A cell that touched nothing costs two tuple reads. Only a
-cell that created nodes, bumped a version, allocated or freed a storage, or raised an autograd
-error gets a snapshot and a panel. The extension keeps plain data only (names, ids, versions), never
-a tensor or a node, and any exception inside it becomes a one-line warning.
+``pre_run_cell`` notes the engine's activity counters and the memory counters; ``post_run_cell``
+compares. A cell that touched nothing costs two tuple reads. A cell that touched nbgrad is compared
+with the previous one (``focus``): the panel draws what it made or changed, folds earlier graphs to
+a line, and is skipped when nothing autograd-related changed. The last ``KEEP_LIVE`` panels are live
+widgets; older ones are replaced by their static copy and closed, so nothing grows with the number
+of cells. The extension keeps plain data only (names, ids, versions), never a tensor or a node, and
+any exception (an interrupt included) inside it becomes a one-line message.
 """
 
 from __future__ import annotations
@@ -12,10 +14,26 @@ from __future__ import annotations
 import shlex
 import sys
 import warnings
+from collections import deque
 
+from . import adapter as A
+from . import focus as _focus
 from . import inspect as _inspect
 
 _STATE: dict[int, NbgradExtension] = {}  # id(ipython shell) -> loaded extension
+THEMES = ("light", "projector")
+
+
+KEEP_LIVE = 8  # panels kept as live widgets; older ones become their static copy and close
+MAX_STATIC_BYTES = 40_000  # a panel's static copy: the SVG image up to 30 KB, tabs cut to fit
+
+
+def _safe_str(obj) -> str:
+    """``str(obj)``, or a placeholder when its ``__str__`` raises."""
+    try:
+        return str(obj)
+    except Exception:  # noqa: BLE001
+        return f"<{type(obj).__name__} whose message cannot be read>"
 
 
 class NbgradExtension:
@@ -28,18 +46,27 @@ class NbgradExtension:
         self.widget = True  # False: static HTML only (also when no kernel comm is available)
         self.show_saved = True
         self.layout_timeout = 5.0  # seconds; a layout that takes longer falls back to text
+        self.frontend_renders = False  # a widget reported a layout done in the browser
+        self.tracker = _focus.Tracker()
+        self.theme = "light"  # "projector": larger fonts, high contrast
+        self.models = None  # model.ModelTracker (module calls, gradients) while loaded
         self._activity_before = None
         self._memory_before = None
-        self._versions: dict = {}
+        self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
+        self.keep_live = KEEP_LIVE
 
     # -- hooks --------------------------------------------------------------------------------
 
     def pre_run_cell(self, info=None):
         try:
-            from nbgrad.autograd import graph
-
-            self._activity_before = graph.activity()
+            self._activity_before = A.activity()
             self._memory_before = _inspect.memory_probe()
+            if self.models is not None:
+                self.models.reset_cell()
+                if not self.models.global_hooks:
+                    from . import model
+
+                    self.models.watch(model.module_names(self.ip.user_ns, self._hidden())[2])
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -48,28 +75,48 @@ class NbgradExtension:
             if not self.enabled:
                 return
             self._after_cell(result)
+        except KeyboardInterrupt:  # an interrupt landing while the panel is built
+            print("nbgrad: panel interrupted; your cell ran normally.", file=sys.stderr)
         except Exception as exc:  # noqa: BLE001
             self._warn(exc)
 
     def _warn(self, exc):
-        text = (str(exc).splitlines() or [""])[0][:200]  # one line, whatever the exception says
+        text = (_safe_str(exc).splitlines() or [""])[0][:200]  # one line, whatever it says
         print(f"nbgrad: the notebook panel failed ({type(exc).__name__}: {text}); "
               "your cell ran normally. `%nbgrad off` silences the panel.", file=sys.stderr)
 
     def _after_cell(self, result):
-        from nbgrad.autograd import graph
-
         before = self._activity_before
-        after = graph.activity()
+        after = A.activity()
         self._activity_before = after
         err = getattr(result, "error_in_exec", None)
         autograd_err = err if _inspect.is_autograd_error(err) else None
         if before is not None and after == before and autograd_err is None:
             return
         delta = tuple(a - b for a, b in zip(after, before)) if before is not None else None
-        snap = self.take_snapshot(error=autograd_err)
-        self._versions = _inspect.versions_of(snap)
-        if snap.is_empty():
+        named = _inspect.named_tensors(self.ip.user_ns,
+                                       skip=getattr(self.ip, "user_ns_hidden", ()))
+        focus = self.tracker.update(named, error=autograd_err is not None,
+                                    bumped=delta is None or delta[1] > 0)
+        rep = None
+        if self.models is not None:
+            from . import model
+
+            rep = model.report(self.models, self.ip.user_ns, skip=self._hidden())
+            if not rep.has_news():
+                rep = None
+        if not focus.relevant and rep is None:
+            return
+        snap = _inspect.snapshot(focus.named if focus.relevant else [], previous=focus.previous,
+                                 max_nodes=self.max_nodes, error=autograd_err,
+                                 show_saved=self.show_saved, memory_before=self._memory_before)
+        self.tracker.fold(focus, snap)
+        if rep is not None or (self.models is not None and snap.nodes):
+            from . import model
+
+            snap.model = model.with_graph(rep, self.models, self.ip.user_ns, snap,
+                                          skip=self._hidden())
+        if snap.is_empty() and snap.model is None:
             return
         if delta is not None:
             snap.memory["activity_delta"] = delta
@@ -77,45 +124,98 @@ class NbgradExtension:
 
     # -- snapshot and display -----------------------------------------------------------------
 
+    def _hidden(self):
+        return getattr(self.ip, "user_ns_hidden", ())
+
     def take_snapshot(self, error=None, named=None):
-        ns = self.ip.user_ns
+        """A snapshot of ``named`` (default: every named tensor of the namespace)."""
         if named is None:
-            named = _inspect.named_tensors(ns, skip=getattr(self.ip, "user_ns_hidden", ()))
-        return _inspect.snapshot(named, previous=self._versions, max_nodes=self.max_nodes,
-                                 error=error, show_saved=self.show_saved,
-                                 memory_before=self._memory_before)
+            named = _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
+        return _inspect.snapshot(named, max_nodes=self.max_nodes, error=error,
+                                 show_saved=self.show_saved, memory_before=self._memory_before)
+
+    def layout(self, dot: str, snap) -> str | None:
+        """SVG laid out here, bounded by ``layout_timeout``; None (the text tree) on failure."""
+        from . import layout
+
+        try:
+            return layout.svg(dot, nodes=len(snap.nodes) + len(snap.tensors),
+                              timeout=self.layout_timeout)
+        except (TimeoutError, ValueError) as exc:
+            print(f"nbgrad: graph layout failed ({_safe_str(exc)}); showing the graph as text",
+                  file=sys.stderr)
+            return None
 
     def show(self, snap):
         from IPython.display import display
 
-        from . import render
+        from . import layout, render
 
-        svg = None
-        if snap.nodes or snap.tensors:
-            try:
-                svg = render.dot_to_svg(render.to_dot(snap), timeout=self.layout_timeout)
-            except Exception as exc:  # noqa: BLE001 - a layout failure leaves the text tree
-                print(f"nbgrad: graph layout failed ({exc}); showing the graph as text",
-                      file=sys.stderr)
+        folded = None
+        if snap.model is not None:
+            from . import model
+
+            folded = model.default_folded(snap.model, len(snap.nodes), loop=snap.model.is_loop)
+        dot = render.to_dot(snap, folded=folded) if (snap.nodes or snap.tensors) else ""
         panel_cls = None
         if self.widget and _has_comm(self.ip):
             try:
                 from .widgets import NbgradPanel as panel_cls
             except ImportError:  # no anywidget / ipywidgets: the static panel still works
                 panel_cls = None
-        if panel_cls is not None:
-            display(panel_cls(snap, svg))
+        if panel_cls is None:
+            svg = self.layout(dot, snap) if dot else None
+            display(static_bundle(snap, svg, self.theme), raw=True)
+            return
+        # A browser that lays out (viz.js) gets the DOT only; nbclient and the first panel of a
+        # session get the SVG laid out here too, which the static copy also needs.
+        if not dot:
+            svg = None
+        elif self.frontend_renders:
+            svg = layout.cached(dot)
         else:
-            display({"text/html": render.panel_html(snap, svg),
-                     "text/plain": render.summary_text(snap)}, raw=True)
+            svg = self.layout(dot, snap)
+        panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
+                          theme=self.theme, layout_fn=self.layout if not self.frontend_renders
+                          else None)
+        handle = display(panel, display_id=True)
+        self._live.append((panel, getattr(handle, "display_id", None)))
+        while len(self._live) > self.keep_live:
+            self._retire(*self._live.popleft())
+
+    def _rendered(self, ok: bool):
+        self.frontend_renders = bool(ok)
+
+    def _retire(self, panel, display_id):
+        """Replace an old panel's output by its static copy and close its widget."""
+        from IPython.display import update_display
+
+        try:
+            if display_id is not None:
+                update_display(panel.static_bundle(), raw=True, display_id=display_id)
+        finally:
+            panel.close()
+
+    def close_panels(self):
+        while self._live:
+            self._retire(*self._live.popleft())
 
     # -- the %nbgrad magic --------------------------------------------------------------------
 
     def magic(self, line: str):
-        """%nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off saved=on|off"""
+        """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off
+        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets)"""
+        try:
+            return self._magic(line)
+        except Exception as exc:  # noqa: BLE001 - a magic answers in one line
+            print(f"nbgrad: {type(exc).__name__}: {_safe_str(exc).splitlines()[0][:200]}",
+                  file=sys.stderr)
+            return None
+
+    def _magic(self, line: str):
         args = line.strip().split(None, 1)
         cmd = args[0] if args else "status"
-        rest = args[1] if len(args) > 1 else ""
+        rest = args[1].strip() if len(args) > 1 else ""
         if cmd == "on":
             self.enabled = True
             print("nbgrad panel: on")
@@ -125,37 +225,99 @@ class NbgradExtension:
         elif cmd == "status":
             print(self.status())
         elif cmd == "graph":
-            if not rest:
-                print("usage: %nbgrad graph EXPR")
-                return None
-            value = eval(rest, self.ip.user_ns)  # noqa: S307 - the user's own expression
-            from nbgrad import viz
-
-            return viz.graph(value, show_saved=self.show_saved, max_nodes=self.max_nodes,
-                             names=self.ip.user_ns)
+            return self._graph(rest)
         elif cmd == "set":
-            for item in shlex.split(rest):
-                k, _, v = item.partition("=")
-                if k == "max_nodes":
-                    self.max_nodes = max(1, int(v))
-                elif k in ("widget", "saved"):
-                    flag = v.lower() in ("1", "on", "true", "yes")
-                    setattr(self, "widget" if k == "widget" else "show_saved", flag)
-                else:
-                    print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved)")
-            print(self.status())
+            self._set(rest)
         else:
-            print("usage: %nbgrad on|off|status | graph EXPR | set max_nodes=N widget=on|off "
-                  "saved=on|off")
+            print("usage: %nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off "
+                  "saved=on|off timeout=SECONDS theme=light|projector live=N")
         return None
 
+    def _graph(self, expr: str):
+        if not expr:
+            print("usage: %nbgrad graph NAME (a tensor, or an expression giving one)")
+            return None
+        ns = self.ip.user_ns
+        if expr.isidentifier() and expr not in ns:
+            print(f"nbgrad: no variable named {expr!r}")
+            return None
+        try:
+            value = eval(expr, ns)  # noqa: S307 - the user's own expression
+        except Exception as exc:  # noqa: BLE001
+            print(f"nbgrad: could not evaluate {_inspect.short(expr)!r}: {type(exc).__name__}: "
+                  f"{_safe_str(exc).splitlines()[0][:200] if _safe_str(exc) else ''}")
+            return None
+        items = value if type(value) in (list, tuple) else [value]
+        if not items or not all(A.is_tensor(t) for t in items):
+            print(f"nbgrad: {_inspect.short(expr)!r} is a {type(value).__name__}, not a tensor")
+            return None
+        from nbgrad import viz
+
+        return viz.graph(value, show_saved=self.show_saved, max_nodes=self.max_nodes, names=ns)
+
+    def _set(self, rest: str):
+        try:
+            items = shlex.split(rest)
+        except ValueError as exc:
+            print(f"nbgrad: cannot read {rest!r}: {exc}")
+            return
+        for item in items:
+            k, _, v = item.partition("=")
+            if k == "max_nodes":
+                if not v.strip().isdigit() or int(v) < 1:
+                    print(f"nbgrad: max_nodes must be a positive integer, not {v!r}")
+                    continue
+                self.max_nodes = int(v)
+            elif k == "live":
+                if not v.strip().isdigit():
+                    print(f"nbgrad: live must be a number of panels, not {v!r}")
+                    continue
+                self.keep_live = int(v)
+            elif k == "timeout":
+                try:
+                    self.layout_timeout = float(v)
+                    assert self.layout_timeout > 0
+                except (ValueError, AssertionError):
+                    print(f"nbgrad: timeout must be a positive number of seconds, not {v!r}")
+                    continue
+            elif k == "theme":
+                if v not in THEMES:
+                    print(f"nbgrad: theme must be one of {', '.join(THEMES)}, not {v!r}")
+                    continue
+                self.theme = v
+            elif k in ("widget", "saved"):
+                flag = v.lower() in ("1", "on", "true", "yes")
+                if not flag and v.lower() not in ("0", "off", "false", "no"):
+                    print(f"nbgrad: {k} must be on or off, not {v!r}")
+                    continue
+                setattr(self, "widget" if k == "widget" else "show_saved", flag)
+            else:
+                print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout, "
+                      "theme, live)")
+        print(self.status())
+
     def status(self) -> str:
-        from . import render
+        from . import layout
 
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
                 f"widget={'on' if self.widget else 'off'}; "
-                f"saved={'on' if self.show_saved else 'off'}"
-                f"; graphviz dot: {'found' if render.dot_available() else 'missing'}")
+                f"saved={'on' if self.show_saved else 'off'}; theme={self.theme}; "
+                f"live={self.keep_live}; "
+                f"timeout={self.layout_timeout:g} s"
+                f"; layout: {'pygraphviz' if layout.available() else 'text only (no pygraphviz)'}"
+                + ("; the browser lays out" if self.frontend_renders else ""))
+
+
+def static_bundle(snap, svg, theme: str = "light") -> dict:
+    """The panel as static HTML within MAX_STATIC_BYTES: the SVG as an image if it fits (else
+    the text tree), the other tabs cut to fit."""
+    from . import render
+
+    if svg is not None and 4 * len(svg) // 3 > 30_000:  # base64 in the <img>
+        svg = None
+    tab_html = render.fit_tabs(render.tabs(snap, svg), MAX_STATIC_BYTES - 2000, 31_000)
+    body = render.panel_html(snap, svg, tab_html, theme=theme)
+    return {"text/html": body, "text/plain": render.summary_text(snap)}
 
 
 def _has_comm(ip) -> bool:
@@ -186,23 +348,26 @@ def load_ipython_extension(ip):
             ext._formatter = True
     except Exception as exc:  # noqa: BLE001
         warnings.warn(f"nbgrad: no HTML repr for tensors ({exc})", stacklevel=2)
-    _warm_up_dot()
+    try:
+        from .model import ModelTracker
+
+        ext.models = ModelTracker()
+        ext.models.install()
+    except Exception as exc:  # noqa: BLE001 - the graph panel works without the model panel
+        ext.models = None
+        warnings.warn(f"nbgrad: no model panel ({exc})", stacklevel=2)
+    _warm_up_layout()
     ext.pre_run_cell()
 
 
-def _warm_up_dot():
-    """Start graphviz's dot now, off the main thread: its first layout costs ~20 ms more."""
-    import threading
+def _warm_up_layout():
+    """Load Graphviz's library and plugins now: the first layout costs ~20 ms more."""
+    try:
+        from . import layout
 
-    def warm():
-        try:
-            from . import render
-
-            render.dot_to_svg("digraph { a }")
-        except Exception:  # noqa: BLE001 - only a warm-up
-            pass
-
-    threading.Thread(target=warm, name="nbgrad-dot-warmup", daemon=True).start()
+        layout.svg("digraph { a -> b }")
+    except Exception:  # noqa: BLE001 - only a warm-up
+        pass
 
 
 def unload_ipython_extension(ip):
@@ -216,6 +381,9 @@ def unload_ipython_extension(ip):
         except ValueError:
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
+    ext._live.clear()  # the last panels stay live widgets on the page
+    if ext.models is not None:
+        ext.models.uninstall()
     if getattr(ext, "_formatter", False):
         try:
             import nbgrad

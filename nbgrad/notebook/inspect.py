@@ -10,6 +10,9 @@ Reads the core only through the contract in ``docs/internals.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
+
+from . import adapter as A
 
 # What a snapshot shows at most, unless told otherwise.
 DEFAULT_MAX_NODES = 300
@@ -50,6 +53,9 @@ class NodeInfo:
     outputs: list = field(default_factory=list)  # names of named tensors whose grad_fn this is
     stale: bool = False  # one of its saved tensors was modified in place since it was saved
     failing: bool = False  # the node named by the autograd error this cell raised
+    seq: int = 0  # the core's creation sequence number (``node._seq``): which module call made it
+    module: str = ""  # a folded module's path: this box stands for its ``folded`` nodes
+    folded: int = 0
 
     @property
     def is_accumulate(self) -> bool:
@@ -112,6 +118,9 @@ class Snapshot:
     hidden_kinds: list = field(default_factory=list)  # [(node name, count)] of the hidden ones
     hidden_exact: bool = True  # False: counting stopped early, hidden_nodes is a lower bound
     max_nodes: int = DEFAULT_MAX_NODES
+    earlier: list = field(default_factory=list)  # names of graphs earlier cells made, folded
+    skipped: int = 0  # tensors that could not be read (an odd subclass), left out
+    model: object = None  # a ``model.ModelReport`` when the namespace holds nn.Modules
 
     @property
     def stale_saved(self) -> list:
@@ -122,36 +131,20 @@ class Snapshot:
         return not self.tensors and not self.nodes and self.error is None
 
 
-# --- reading the core ------------------------------------------------------------------------
-
-
-def _tensor_types():
-    import nbgrad
-
-    return (nbgrad.Tensor,)
-
-
-def _as_location(loc):
-    """A Location from what the core stores: a Location, or its raw ``(code, lasti)`` capture."""
-    if isinstance(loc, tuple):
-        from nbgrad.autograd.provenance import Location
-
-        return Location.of(loc)
-    return loc
-
+# --- reading the core (through the adapter) ----------------------------------------------------
 
 _WHERE_CACHE: dict = {}  # raw (code, lasti) capture -> (str, source): a line never moves
 
 
 def _where(obj) -> tuple[str, str]:
-    raw = getattr(obj, "_where", None)
+    raw = A.raw_where(obj)
     if raw is None:
         return "", ""
     hit = _WHERE_CACHE.get(raw) if isinstance(raw, tuple) else None
     if hit is not None:
         return hit
-    loc = _as_location(raw)
     try:
+        loc = A.location(raw)
         out = (str(loc), (getattr(loc, "source", "") or ""))
     except Exception:  # a Location that cannot resolve must not break the panel
         return "", ""
@@ -163,37 +156,11 @@ def _where(obj) -> tuple[str, str]:
 
 
 def _loc_str(loc) -> str:
-    loc = _as_location(loc)
-    if loc is None:
-        return ""
     try:
-        return str(loc)
+        loc = A.location(loc)
+        return "" if loc is None else str(loc)
     except Exception:
         return ""
-
-
-def _offset(t, storage_ptr: int) -> int:
-    """``t.storage_offset()``, from the storage pointer the snapshot already has."""
-    try:
-        return (int(t.data_ptr()) - storage_ptr) // max(int(t.element_size()), 1)
-    except Exception:
-        return int(t.storage_offset())
-
-
-def _shape(t) -> tuple:
-    return tuple(int(s) for s in t.shape)
-
-
-def _dtype_str(dtype) -> str:
-    s = str(dtype)
-    return s[len("nbgrad."):] if s.startswith("nbgrad.") else s.replace("torch.", "")
-
-
-def _storage_ptr(t) -> int:
-    try:
-        return int(t.untyped_storage().data_ptr())
-    except Exception:
-        return 0
 
 
 def _modified_by(entries) -> list:
@@ -201,73 +168,90 @@ def _modified_by(entries) -> list:
 
 
 _SKIP = frozenset(("In", "Out", "exit", "quit", "get_ipython"))  # IPython's own names
+MAX_LABEL = 60  # characters of a name shown; a 16 KB dict key is cut to this
+
+
+def short(text: str, limit: int = MAX_LABEL) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def _key_label(k) -> str | None:
+    """How a dict key is written in a name (``d['w']``), or None for keys not worth naming."""
+    if type(k) in (str, int, float, bool):
+        return short(repr(k[:MAX_LABEL + 2] if type(k) is str else k))
+    return None
+
+
+def _items(v) -> list:
+    """Up to 16 ``(label, item)`` of a list / tuple / dict, safe against other threads
+    mutating it (a dict changing size mid-copy is retried, then skipped)."""
+    for _ in range(3):
+        try:
+            if type(v) is dict:
+                out = []
+                for k, item in list(islice(v.items(), _MAX_CONTAINER_ITEMS)):
+                    label = _key_label(k)
+                    if label is not None:
+                        out.append((f"[{label}]", item))
+                return out
+            return [(f"[{i}]", item) for i, item in enumerate(v[:_MAX_CONTAINER_ITEMS])]
+        except RuntimeError:  # "dictionary changed size during iteration"
+            continue
+    return []
 
 
 def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
     """The tensors a user can name in ``ns``: ``[(name, tensor)]``, sorted by name.
 
     Looks at top-level values, one level into lists, tuples and dicts (``xs[0]``, ``d['w']``, at
-    most 16 items each) and at ``nn.Module`` parameters (``model.fc.weight``). Names starting with
-    ``_`` (IPython's history), IPython's ``In`` / ``Out`` and the names in ``skip`` are left out.
+    most 16 items each) and at ``nn.Module`` parameters (``model.fc.weight``, at most 64).
+    Names starting with ``_`` (IPython's history), IPython's ``In`` / ``Out`` and the names in
+    ``skip`` are left out; names are cut to :data:`MAX_LABEL` characters. An object that cannot
+    be read (a raising ``__getattr__``, a mock) is skipped on its own.
     """
-    types = tensor_types or _tensor_types()
+    tt = tensor_types or A.tensor_type()
+    check = isinstance if tensor_types else (lambda o, types: issubclass(type(o), types))
+    containers = (list, tuple, dict)
     out = []
-    for name, v in list(ns.items()):
-        if name[:1] == "_" or name in _SKIP or name in skip:
+    entries = []
+    for _ in range(3):
+        try:
+            entries = list(ns.items())
+            break
+        except RuntimeError:  # another thread changed the namespace mid-copy
             continue
-        if isinstance(v, types):
-            out.append((name, v))
-        elif type(v) in (list, tuple):
-            for i, item in enumerate(v[:_MAX_CONTAINER_ITEMS]):
-                if isinstance(item, types):
-                    out.append((f"{name}[{i}]", item))
-        elif type(v) is dict:
-            for i, (k, item) in enumerate(v.items()):
-                if i >= _MAX_CONTAINER_ITEMS:
-                    break
-                if isinstance(item, types):
-                    out.append((f"{name}[{k!r}]", item))
-        elif modules and hasattr(v, "named_parameters") and not isinstance(v, type):
-            try:
-                for i, (pname, p) in enumerate(v.named_parameters()):
+    for name, v in entries:
+        cls = type(v)
+        if cls is tt:  # the common case first: a plain tensor under a plain name
+            if type(name) is str and name[:1] != "_" and name not in _SKIP and name not in skip:
+                out.append((name if len(name) <= MAX_LABEL else short(name), v))
+            continue
+        if type(name) is not str or name[:1] == "_" or name in _SKIP or name in skip:
+            continue
+        try:
+            if check(v, tt):  # a subclass (judged by type: a Mock(spec=Tensor) is not one)
+                out.append((short(name), v))
+            elif cls in containers:
+                label = short(name)
+                out.extend((label + k, item) for k, item in _items(v) if check(item, tt))
+            elif modules and A.is_module(v):
+                for i, (pname, p) in enumerate(A.named_parameters(v)):
                     if i >= _MAX_CONTAINER_ITEMS * 4:
                         break
-                    if isinstance(p, types):
-                        out.append((f"{name}.{pname}", p))
-            except Exception:
-                pass
+                    if check(p, tt):
+                        out.append((short(f"{name}.{pname}", 2 * MAX_LABEL), p))
+        except Exception:  # noqa: BLE001 - one odd object never silences the panel
+            continue
     out.sort(key=lambda kv: kv[0])
     return out
 
 
-def _saved_of(node) -> tuple:
-    fn = getattr(node, "_saved_tensors", None)
-    if fn is None:
-        return ()
-    try:
-        return tuple(fn())
-    except Exception:
-        return ()
-
-
-def _next_of(node) -> tuple:
-    try:
-        return tuple(nf for nf, _ in node.next_functions if nf is not None)
-    except Exception:
-        return ()
-
-
-def _node_name(node) -> str:
-    """The node's name as the graph shows it: 'MulBackward0', 'AccumulateGrad' (PyTorch's
-    ``name()`` of the latter is 'torch::autograd::AccumulateGrad'; the namespace is dropped)."""
-    try:
-        name = node.name()
-    except Exception:
-        name = type(node).__name__
-    return name.rsplit("::", 1)[-1]
-
-
 # --- the snapshot ----------------------------------------------------------------------------
+
+
+_COUNT_LIMIT = 2_000_000  # nodes counted past the cap for the "N more nodes" line (exact below)
+_MAX_SOURCE = 200  # characters of a source line kept
 
 
 def snapshot(
@@ -278,21 +262,26 @@ def snapshot(
     error: BaseException | None = None,
     memory_before: dict | None = None,
     show_saved: bool = True,
+    earlier=(),
 ) -> Snapshot:
     """Read the live state of ``named`` tensors into a :class:`Snapshot`.
 
     Args:
-        named: ``[(name, tensor)]``, e.g. from :func:`named_tensors`; an empty name marks a
-            tensor drawn without a label (``nbgrad.viz.graph``).
-        previous: ``{name: (id(tensor), version)}`` from the previous snapshot
-            (:func:`versions_of`), to report each tensor's version change in this cell.
-        max_nodes: the most ``grad_fn`` nodes walked; the rest is counted and summarised.
+        named: ``[(name, tensor)]``, e.g. from :func:`named_tensors` (the extension passes only
+            what the cell made or changed); an empty name marks a tensor drawn without a label
+            (``nbgrad.viz.graph``). A tensor that cannot be read is skipped and counted.
+        previous: ``{name: (id(tensor), version)}`` from before the cell, to report each
+            tensor's version change in this cell.
+        max_nodes: the most ``grad_fn`` nodes walked; the rest is counted (exactly, up to two
+            million) and summarised.
         error: the exception the cell raised, if any (explained when it carries
             ``nbgrad_context``).
         memory_before: :func:`memory_probe` taken before the cell, for "this cell allocated".
         show_saved: include the saved tensors of each node.
+        earlier: names of tensors with a graph that this cell left alone (folded to one line).
     """
     snap = Snapshot(max_nodes=max_nodes)
+    snap.earlier = list(earlier)
     previous = previous or {}
 
     # Tensors by identity; aliases (a = b) share one row.
@@ -318,128 +307,131 @@ def snapshot(
         return v
 
     def storage_of(t) -> StorageInfo:
-        try:
-            sobj = t.untyped_storage()
-        except Exception:
-            sobj = None
+        sobj = A.storage(t)
         st = by_storage_obj.get(id(sobj)) if sobj is not None else None
         if st is not None:
             return st
-        ptr = int(sobj.data_ptr()) if sobj is not None else 0
+        ptr = A.storage_ptr(sobj)
         st = storages.get(ptr)
         if st is None:
-            try:
-                nbytes = int(sobj.nbytes())
-            except Exception:
-                nbytes = 0
+            nbytes = A.storage_nbytes(sobj)
             esize = max(int(t.element_size()), 1)
-            st = storages[ptr] = StorageInfo(
-                key=f"S{len(storages) + 1}", ptr=ptr, nbytes=nbytes, size=nbytes // esize,
-                device=as_str(t.device), version=int(t._version))
+            st = StorageInfo(key=f"S{len(storages) + 1}", ptr=ptr, nbytes=nbytes,
+                             size=nbytes // esize, device=as_str(t.device), version=A.version(t))
         if sobj is not None:
             by_storage_obj[id(sobj)] = st
             keep_alive.append(sobj)
+        storages[ptr] = st
         return st
 
     tinfos: dict[int, TensorInfo] = {}
 
-    def tensor_info(t, names) -> TensorInfo:
+    def tensor_info(t, names) -> TensorInfo | None:
         i = id(t)
-        name = " = ".join(names)
-        key = f"t{i}"
-        st = storage_of(t)
-        skey, ptr = st.key, st.ptr
-        version = int(t._version)
-        delta = None
-        for n in names:
-            prev = previous.get(n)
-            if prev is not None and prev[0] == i:
-                delta = version - prev[1]
-                break
-        fn = t.grad_fn
-        base = t._base if t._is_view() else None
-        g = getattr(t, "_grad", None)
-        if g is None and getattr(t, "is_leaf", False):
-            g = getattr(t, "grad", None)
-        info = TensorInfo(
-            key=key, name=name, shape=tuple(t.shape), dtype=as_str(t.dtype, _dtype_str),
-            device=as_str(t.device),
-            requires_grad=bool(t.requires_grad), is_leaf=bool(t.is_leaf),
-            grad_fn=_node_name(fn) if fn is not None else None,
-            grad_fn_key=f"n{id(fn)}" if fn is not None else None,
-            version=version, version_delta=delta, storage=skey, storage_ptr=ptr,
-            offset=_offset(t, ptr), stride=tuple(t.stride()),
-            nbytes=int(t.numel()) * int(t.element_size()), is_view=base is not None,
-            view_of=None, base_key=f"t{id(base)}" if base is not None else None,
-            grad=(f"{list(_shape(g))} {_dtype_str(g.dtype)}" if g is not None else None),
-            retains_grad=bool(getattr(t, "retains_grad", False)), named=bool(names))
+        try:
+            st = storage_of(t)
+            version = A.version(t)
+            delta = None
+            for n in names:
+                prev = previous.get(n)
+                if prev is not None and prev[0] == i:
+                    delta = version - prev[1]
+                    break
+            fn = A.grad_fn(t)
+            base = A.base(t)
+            g = A.grad(t)
+            info = TensorInfo(
+                key=f"t{i}", name=" = ".join(names), shape=A.shape(t),
+                dtype=as_str(t.dtype, A.dtype_str), device=as_str(t.device),
+                requires_grad=bool(t.requires_grad), is_leaf=bool(t.is_leaf),
+                grad_fn=A.node_name(fn) if fn is not None else None,
+                grad_fn_key=f"n{id(fn)}" if fn is not None else None,
+                version=version, version_delta=delta, storage=st.key, storage_ptr=st.ptr,
+                offset=A.element_offset(t, st.ptr), stride=tuple(int(s) for s in t.stride()),
+                nbytes=A.nbytes(t), is_view=base is not None, view_of=None,
+                base_key=f"t{id(base)}" if base is not None else None,
+                grad=(f"{list(A.shape(g))} {A.dtype_str(g.dtype)}" if g is not None else None),
+                retains_grad=bool(getattr(t, "retains_grad", False)), named=bool(names))
+        except Exception:  # noqa: BLE001 - an unreadable tensor (a raising subclass) is skipped
+            snap.skipped += 1
+            return None
         tinfos[i] = info
+        objs[i] = t
         return info
 
     for i, names in by_id.items():
         tensor_info(objs[i], names)
     # Unnamed bases of named views are drawn too, so a view always joins its base.
     for i in list(tinfos):
-        t = objs[i]
-        if t._is_view():
-            base = t._base
-            if base is not None and id(base) not in tinfos:
-                objs[id(base)] = base
-                tensor_info(base, [])
+        try:
+            base = A.base(objs[i])
+        except Exception:  # noqa: BLE001
+            base = None
+        if base is not None and id(base) not in tinfos:
+            tensor_info(base, [])
     for info in tinfos.values():
         if info.base_key is not None:
             b = tinfos.get(int(info.base_key[1:]))
             info.view_of = (b.name or "(unnamed base)") if b is not None else None
 
     # The grad_fn graph, breadth first from the named tensors' grad_fns (sorted by name).
-    roots = [objs[i].grad_fn for i in by_id if objs[i].grad_fn is not None]
+    roots = []
+    for i in list(tinfos):
+        fn = A.grad_fn(objs[i])
+        if fn is not None:
+            roots.append(fn)
     nodes: dict[str, NodeInfo] = snap.nodes
     live_nodes: dict[str, object] = {}
-    queue = list(roots)
-    seen = {id(n) for n in queue}
-    hidden = 0
+    queue = []
+    seen = set()
+    for n in roots:
+        if id(n) not in seen:
+            seen.add(id(n))
+            queue.append(n)
     head = 0
-    while head < len(queue):
-        if len(nodes) >= max_nodes:
-            hidden = len(queue) - head
-            break
+    while head < len(queue) and len(nodes) < max_nodes:
         node = queue[head]
         head += 1
         key = f"n{id(node)}"
         where, source = _where(node)
-        info = NodeInfo(key=key, name=_node_name(node), where=where, source=source)
+        info = NodeInfo(key=key, name=A.node_name(node), where=where,
+                        source=short(source, _MAX_SOURCE), seq=A.sequence_number(node))
         nodes[key] = info
         live_nodes[key] = node
-        for nf in _next_of(node):
+        for nf in A.next_nodes(node):
             info.next.append(f"n{id(nf)}")
             if id(nf) not in seen:
                 seen.add(id(nf))
                 queue.append(nf)
-        var = getattr(node, "variable", None) if info.is_accumulate else None
+        var = A.leaf_variable(node) if info.is_accumulate else None
         if var is not None:
             if id(var) not in tinfos:
-                objs[id(var)] = var
                 tensor_info(var, [])
             info.variable = f"t{id(var)}"
-    if hidden:
+    if head < len(queue):
         snap.truncated = True
-        # Count a little further (bounded) so the summary says how much was left out.
-        limit = max(max_nodes * 10, 3000)
-        while head < len(queue) and len(queue) < limit:
-            for nf in _next_of(queue[head]):
+        # Count what was left out: exactly (every node reached once), up to _COUNT_LIMIT.
+        counts: dict[str, int] = {}
+        names_of: dict[type, str] = {}  # node class -> name: one name() call per class
+        shown = head
+        while head < len(queue) and len(queue) < _COUNT_LIMIT:
+            node = queue[head]
+            head += 1
+            cls = type(node)
+            name = names_of.get(cls)
+            if name is None:
+                name = names_of[cls] = A.node_name(node)
+            counts[name] = counts.get(name, 0) + 1
+            for nf in A.next_nodes(node):
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)
-            head += 1
-        snap.hidden_nodes = len(queue) - len(nodes)
         snap.hidden_exact = head >= len(queue)
-        counts: dict[str, int] = {}
-        for node in queue[len(nodes):]:
-            name = _node_name(node)
-            counts[name] = counts.get(name, 0) + 1
+        snap.hidden_nodes = len(queue) - shown
         snap.hidden_kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         snap.hidden_edges = sorted({k for k, n in nodes.items()
                                     if any(x not in nodes for x in n.next)})
+    del queue, seen
 
     for info in tinfos.values():
         if info.grad_fn_key in nodes and info.name:
@@ -453,15 +445,18 @@ def snapshot(
     if show_saved:
         for key, node in live_nodes.items():
             info = nodes[key]
-            for j, st in enumerate(_saved_of(node)):
-                s = SavedInfo(
-                    key=f"{key}s{j}", name=str(st.name),
-                    shape=tuple(st.shape) if st.shape is not None else (),  # None once freed
-                    dtype=_dtype_str(st.dtype) if st.dtype is not None else "",
-                    nbytes=int(st.nbytes or 0), data_ptr=int(st.data_ptr or 0),
-                    saved_version=int(st.saved_version), version=int(st.version),
-                    is_stale=bool(st.is_stale), released=bool(st.released),
-                    is_output=bool(st.is_output))
+            for j, st in enumerate(A.saved_tensors(node)):
+                try:
+                    s = SavedInfo(
+                        key=f"{key}s{j}", name=str(st.name),
+                        shape=tuple(st.shape) if st.shape is not None else (),  # None once freed
+                        dtype=A.dtype_str(st.dtype) if st.dtype is not None else "",
+                        nbytes=int(st.nbytes or 0), data_ptr=int(st.data_ptr or 0),
+                        saved_version=int(st.saved_version), version=int(st.version),
+                        is_stale=bool(st.is_stale), released=bool(st.released),
+                        is_output=bool(st.is_output))
+                except Exception:  # noqa: BLE001
+                    continue
                 if s.is_stale:
                     try:
                         s.modified_by = _modified_by(st.modified_by())
@@ -471,6 +466,7 @@ def snapshot(
                         info.stale = True
                 s.alias = by_storage.get((s.data_ptr, s.shape))
                 info.saved.append(s)
+    del live_nodes
 
     if error is not None:
         snap.error = error_info(error)
@@ -494,7 +490,7 @@ def snapshot(
         if st.size and st.size <= _MAX_COVER_ELEMENTS and n_views[info.storage_ptr] > 1:
             covers = _covered(info.offset, info.shape, info.stride, st.size)
         st.views.append((info.name or "(unnamed)", info.offset, info.shape, info.stride, covers))
-    snap.storages = sorted(storages.values(), key=lambda s: s.key)
+    snap.storages = sorted({id(s): s for s in storages.values()}.values(), key=lambda s: s.key)
     snap.tensors = sorted(tinfos.values(), key=lambda x: (not x.named, x.name))
     snap.memory = memory_info(snap, memory_before)
     return snap
@@ -534,11 +530,13 @@ _INPLACE_KINDS = {
 _INTERIOR = (
     "an in-place op on a leaf that requires grad (e.g. `a[:] = 0`, done under no_grad or not) "
     "gave it a grad_fn (CopySlices): it is no longer a leaf, so its .grad cannot be kept.",
-    "fix: modify leaves under `with nbgrad.no_grad():` or through `a.data`.")
+    "fix: modify leaves under `with nbgrad.no_grad():`, or work on a copy made with "
+    "`.detach()` (not `.data`, which hides the change from autograd's checks).")
 _INPLACE_FIX = {
-    "leaf_inplace": "wrap it in `with nbgrad.no_grad():`, or write to `.data` / `.detach()`.",
-    "view_of_leaf_inplace": "wrap it in `with nbgrad.no_grad():`, or index `.data` / "
-                            "`.detach()` instead.",
+    "leaf_inplace": "wrap it in `with nbgrad.no_grad():` (an update of a parameter), or work "
+                    "on `.detach()` (not `.data`, which hides the change from autograd's checks).",
+    "view_of_leaf_inplace": "wrap it in `with nbgrad.no_grad():`, or take the view of "
+                            "`.detach()` (not `.data`).",
     "no_grad_view_inplace": "make the view outside no_grad, or modify it under no_grad too.",
     "multi_output_view_inplace": "use the out-of-place op, or clone() the view first.",
 }
@@ -546,8 +544,14 @@ _INPLACE_FIX = {
 
 def error_info(exc: BaseException) -> dict:
     """The explanation of an autograd error as plain data: message, kind, provenance lines."""
-    msg = str(exc)
-    ctx = getattr(exc, "nbgrad_context", None)
+    try:
+        msg = str(exc)
+    except Exception:  # noqa: BLE001 - an exception whose __str__ raises
+        msg = f"{type(exc).__name__} (its message could not be read)"
+    try:
+        ctx = getattr(exc, "nbgrad_context", None)
+    except Exception:  # noqa: BLE001
+        ctx = None
     out = {"type": type(exc).__name__, "message": msg, "headline": msg.split("\n", 1)[0],
            "context": None, "lines": []}
     if not isinstance(ctx, dict):
@@ -577,7 +581,7 @@ def error_info(exc: BaseException) -> dict:
         if src:
             lines.append(f"saved by: {src}")
         mods = ctx.get("modified_by") or ()
-        msrc = getattr(_as_location(mods[-1][2]), "source", "") if mods else ""
+        msrc = getattr(A.location(mods[-1][2]), "source", "") if mods else ""
         if msrc:
             lines.append(f"modified by: {msrc}")
         lines.append("fix: do the in-place op on a clone() (or before the forward that saves it), "
@@ -600,8 +604,11 @@ def is_autograd_error(exc: BaseException | None) -> bool:
     """True for errors nbgrad explains, or RuntimeErrors raised from inside nbgrad."""
     if exc is None:
         return False
-    if getattr(exc, "nbgrad_context", None) is not None:
-        return True
+    try:
+        if getattr(exc, "nbgrad_context", None) is not None:
+            return True
+    except Exception:  # noqa: BLE001 - a user exception with a raising __getattr__
+        return False
     if not isinstance(exc, RuntimeError):
         return False
     tb = exc.__traceback__
@@ -620,12 +627,10 @@ def is_autograd_error(exc: BaseException | None) -> bool:
 
 def memory_probe(devices=("cpu",)) -> dict:
     """``{device: memory_stats(device)}`` now; cheap, taken before and after a cell."""
-    from nbgrad import backend
-
     out = {}
     for d in devices:
         try:
-            out[d] = dict(backend.memory_stats(d))
+            out[d] = A.memory_stats(d)
         except Exception:
             pass
     return out

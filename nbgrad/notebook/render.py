@@ -1,6 +1,6 @@
-"""Draw a :class:`~nbgrad.notebook.inspect.Snapshot`: DOT, SVG (graphviz ``dot``), HTML, text tree.
+"""Draw a :class:`~nbgrad.notebook.inspect.Snapshot`: DOT, SVG (pygraphviz), HTML, text tree.
 
-Pure functions of a snapshot; the ``graphviz`` package is imported only when SVG is asked for.
+Pure functions of a snapshot; pygraphviz is imported only when SVG is asked for (``layout``).
 Every HTML piece here is static (inline styles, ``<details>`` instead of scripts) so that a saved
 notebook stays readable without a kernel; the widget in ``widgets.py`` reuses the same pieces.
 """
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import base64
 import html
-import re
-import shutil
-import time
 
-DOT_MISSING = ("graphviz's `dot` was not found: install it to see the graph as a picture "
-               "(apt-get install graphviz | brew install graphviz | conda install graphviz).")
+from . import layout
+
+DOT_MISSING = ("pygraphviz is not installed: the graph is shown as text "
+               "(pip install 'nbgrad[notebook]' to see it as a picture).")
 
 # Colours (also used by extension/panel.css, keep in sync).
 C_LEAF = "#cfe6ff"
@@ -26,6 +25,7 @@ C_STALE = "#ff9e9e"
 C_RED = "#d00000"
 C_VIEW = "#7a5fb5"
 C_FREED = "#bbbbbb"
+C_MODULE = "#e8e4f5"
 
 
 def _q(s: str) -> str:
@@ -88,13 +88,23 @@ SEPARATE_SAVED_UP_TO = 40
 FANOUT_SPLIT = 4
 
 
-def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None) -> str:
+def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None,
+           folded=None) -> str:
     """The graph of a snapshot as DOT source: data flows top to bottom (inputs first).
 
     Every element carries an ``id`` (the snapshot key) so the front end can find it in the SVG.
     Stale saved tensors always get a red box of their own; the others too when
-    ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes).
+    ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes). With a model
+    report (``snap.model``), nodes are grouped in one cluster per module and the modules in
+    ``folded`` (default: ``model.default_folded``) are drawn as one box each.
     """
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.clusters:
+        from . import model as _model
+
+        if folded is None:
+            folded = _model.default_folded(rep, len(snap.nodes))
+        snap = _model.fold(snap, rep, folded)
     if separate_saved is None:
         separate_saved = len(snap.nodes) <= SEPARATE_SAVED_UP_TO
     out = ["digraph nbgrad {",
@@ -137,6 +147,12 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         out.append(f"  {t.key} [id={t.key}, shape=box, style={_q(style)}, fillcolor={_q(fill)},"
                    f" label={_q(tensor_label(t))}];")
     for n in snap.nodes.values():
+        if n.folded:  # a folded module: one box for its ops (click to expand)
+            attrs = (f'shape=box3d, fillcolor="{C_MODULE}", '
+                     + (f'color="{C_RED}", penwidth=2' if n.stale else 'color="#44446a"'))
+            out.append(f"  {n.key} [id={n.key}, style=filled, {attrs},"
+                       f" label={_q(n.name + chr(10) + n.where)}];")
+            continue
         if n.failing:
             attrs = f'color="{C_RED}", penwidth=3, fillcolor="{C_STALE}", fontcolor="{C_RED}"'
             label = "\u2716 " + n.name + "\nbackward fails here"
@@ -207,6 +223,8 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         if t.base_key and t.base_key in shown_tensors:
             out.append(f'  {t.base_key} -> {t.key} [style=dashed, color="{C_VIEW}",'
                        f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
+    if rep is not None and rep.clusters:
+        out.extend(_model.cluster_dot(rep, set(snap.nodes) | set(shown_tensors), folded))
     out.append("}")
     return "\n".join(out)
 
@@ -225,46 +243,18 @@ def hidden_summary(snap, sep: str = "; ") -> str:
 
 
 def dot_available() -> bool:
-    return shutil.which("dot") is not None
+    """True when graphs can be laid out here (pygraphviz imports)."""
+    return layout.available()
 
 
-_SVG_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
-_SVG_CACHE: dict[str, str] = {}  # DOT source -> SVG of the last few layouts
-_SVG_CACHE_SIZE = 16
-
-
-def dot_to_svg(source: str, timeout: float = 20.0) -> str | None:
-    """Lay out DOT source with graphviz ``dot``; the ``<svg>`` element, or None without ``dot``.
-
-    The last few layouts are remembered: a cell that changes nothing the graph shows (a new
-    plain tensor, say) costs no layout.
+def dot_to_svg(source: str, timeout: float = layout.DEFAULT_TIMEOUT) -> str | None:
+    """Lay out DOT source in-process (:mod:`nbgrad.notebook.layout`); the ``<svg>`` element,
+    or None without pygraphviz.
 
     Raises:
-        TimeoutError: ``dot`` took longer than ``timeout`` seconds.
+        TimeoutError: the layout took longer than ``timeout`` seconds.
     """
-    if not dot_available():
-        return None
-    svg = _SVG_CACHE.get(source)
-    if svg is None:
-        svg = _SVG_CACHE[source] = _layout(source, timeout)
-        while len(_SVG_CACHE) > _SVG_CACHE_SIZE:
-            del _SVG_CACHE[next(iter(_SVG_CACHE))]
-    return svg
-
-
-def _layout(source: str, timeout: float) -> str:
-    """graphviz's own pipe to ``dot -Tsvg`` (one process per layout, ~10 ms to start; graphs are
-    capped before layout, so ``timeout`` is a guard, checked after the fact)."""
-    import graphviz
-
-    start = time.monotonic()
-    raw = graphviz.pipe("dot", "svg", source.encode("utf-8"), quiet=True)
-    if time.monotonic() - start > timeout:
-        raise TimeoutError(f"dot took more than {timeout} s")
-    svg = raw.decode("utf-8")
-    i = svg.find("<svg")
-    svg = svg[i:] if i >= 0 else svg
-    return _SVG_COMMENT.sub("", svg)  # dot's "<!-- name -->" per element: bytes to sync, no use
+    return layout.svg(source, timeout=timeout)
 
 
 # --- text tree (no graphviz) -----------------------------------------------------------------
@@ -385,12 +375,36 @@ def tensors_html(snap) -> str:
         f"<div>... {more} more tensors (cap {snap.max_nodes})</div>" if more else "")
 
 
-def _cover_str(covers, size) -> str:
+def _base_grid(st) -> tuple[int, int]:
+    """(rows, columns) of the storage as its base tensor is shaped: the view that covers the
+    whole storage contiguously from element 0 (rows = all but the last dimension)."""
+    for _name, off, shape, stride, _covers in st.views:
+        n = 1
+        for d in shape:
+            n *= d
+        contiguous = all(stride[i] == _prod(shape[i + 1:]) for i in range(len(shape))
+                         if shape[i] > 1)
+        if off == 0 and n == st.size and contiguous and shape:
+            cols = shape[-1]
+            return (st.size // cols if cols else 1), cols
+    return 1, st.size
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _cover_str(covers, size, cols=None) -> str:
+    """The storage's elements as a grid of the base's rows x columns, ``covers`` as filled."""
     if covers is None:
         return ""
     c = set(covers)
+    cols = cols or size or 1
     cells = ["\u25a0" if i in c else "\u00b7" for i in range(size)]
-    return " ".join("".join(cells[i:i + 8]) for i in range(0, size, 8))
+    return "\n".join(" ".join(cells[i:i + cols]) for i in range(0, size, cols))
 
 
 def views_html(snap) -> str:
@@ -406,10 +420,14 @@ def views_html(snap) -> str:
                 + (f" &mdash; {len(st.views)} tensors alias it" if len(st.views) > 1 else "")
                 + "</div>")
         rows = []
+        n_rows, cols = _base_grid(st)
+        if n_rows > 1:
+            head = head[:-len("</div>")] + f"; elements drawn as the base's {n_rows} x {cols}</div>"
         for name, off, shape, stride, covers in st.views:
             first = covers[0] if covers else off
             rows.append([e(name), str(off), e(_shape_str(shape)), e(_shape_str(stride)),
-                         f'<span style="white-space:pre">{e(_cover_str(covers, st.size))}</span>'
+                         f'<span style="white-space:pre;line-height:1.1">'
+                         f'{e(_cover_str(covers, st.size, cols))}</span>'
                          if covers is not None else f"from element {first}"])
         parts.append(head + _table(["tensor", "offset", "shape", "strides", "elements covered"],
                                    rows))
@@ -419,30 +437,66 @@ def views_html(snap) -> str:
     return "".join(parts) or "<i>no storages</i>"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _in_bytes(n) -> str:
+    """ "72 bytes", "1.5 KiB": what the Memory tab says, in words."""
+    n = int(n or 0)
+    return _plural(n, "byte") if abs(n) < 1024 else _bytes(n)
+
+
 def memory_html(snap, activity_delta=None) -> str:
+    """The Memory tab in plain words: what this cell added, what the saved tensors of the graphs
+    shown hold, what is live in all, and which containers keep graphs alive."""
     m = snap.memory or {}
     rows = []
-    for dev, st in (m.get("devices") or {}).items():
-        if "used_bytes" in st:
-            rows.append([f"{dev} pool", f"used {_bytes(st.get('used_bytes'))} / total "
-                         f"{_bytes(st.get('total_bytes'))}, free blocks {st.get('free_blocks')}, "
-                         f"limit {_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
-        if "live_bytes" in st:
-            rows.append([f"{dev} live storages", f"{_bytes(st.get('live_bytes'))} in "
-                         f"{st.get('live_storages')} storages "
-                         f"(peak {_bytes(st.get('peak_bytes'))})"])
-    rows.append(["saved for backward", f"{_bytes(m.get('saved_bytes', 0))} in "
-                 f"{m.get('saved_count', 0)} saved tensors of the live graphs shown"
-                 + (" (graph capped: at least this)" if m.get("saved_partial") else "")])
-    rows.append(["named tensors' storages", _bytes(m.get("named_storage_bytes", 0))])
-    for k, v in (m.get("delta") or {}).items():
-        if v:
-            rows.append([f"this cell: {k}", ("+" if v > 0 else "") + (
-                _bytes(v) if "bytes" in k else str(v))])
+    delta = m.get("delta") or {}
+    for dev in sorted({k.split(".")[0] for k in delta} or {"cpu"}):
+        db = delta.get(f"{dev}.live_bytes")
+        ds = delta.get(f"{dev}.live_storages")
+        if db is None:
+            continue
+        dev_name = "" if dev == "cpu" else f" on {dev}"
+        what = ("no change in live tensor memory" if not db else
+                f"{_in_bytes(abs(db))} {'more' if db > 0 else 'less'} live tensor memory")
+        if ds:
+            what += f" ({_plural(abs(ds), 'storage')} {'more' if ds > 0 else 'fewer'})"
+        rows.append(["this cell", what + dev_name])
+    for dev in sorted({k.split(".")[0] for k in delta if k.endswith(".used_bytes")}):
+        du = delta[f"{dev}.used_bytes"]
+        if du:
+            rows.append(["this cell", f"{_in_bytes(abs(du))} {'more' if du > 0 else 'less'} "
+                         f"used in the {dev} memory pool"])
     ad = activity_delta or m.get("activity_delta")
     if ad:
-        rows.append(["this cell", f"{ad[0]} nodes created, {ad[1]} version bumps, "
-                     f"{ad[2]} storages allocated, {ad[3]} freed"])
+        rows.append(["this cell made", f"{_plural(ad[0], 'graph node')}, "
+                     f"{_plural(ad[1], 'in-place change')}; {_plural(ad[2], 'storage')} "
+                     f"allocated, {ad[3]} freed"])
+    n_saved = m.get("saved_count", 0)
+    rows.append(["saved for backward",
+                 (f"{_plural(n_saved, 'saved tensor')} "
+                  f"{'holds' if n_saved == 1 else 'hold'} {_in_bytes(m.get('saved_bytes', 0))}"
+                  " in the graphs shown" if n_saved else "no saved tensors in the graphs shown")
+                 + (" (graph capped: at least this)" if m.get("saved_partial") else "")])
+    rows.append(["named tensors", f"their storages hold {_in_bytes(m.get('named_storage_bytes'))}"])
+    for dev, st in (m.get("devices") or {}).items():
+        if "live_bytes" in st:
+            rows.append([f"all live tensors ({dev})",
+                         f"{_in_bytes(st.get('live_bytes'))} in "
+                         f"{_plural(st.get('live_storages') or 0, 'storage')} "
+                         f"(peak {_in_bytes(st.get('peak_bytes'))})"])
+        if "used_bytes" in st:
+            rows.append([f"{dev} memory pool", f"{_in_bytes(st.get('used_bytes'))} used of "
+                         f"{_in_bytes(st.get('total_bytes'))} reserved, "
+                         f"{_plural(st.get('free_blocks') or 0, 'free block')}, limit "
+                         f"{_in_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
+    rep = getattr(snap, "model", None)
+    if rep is not None:
+        from .render_model import kept_alive_rows
+
+        rows += kept_alive_rows(rep)
     return _table(["", ""], [[html.escape(a), html.escape(b)] for a, b in rows])
 
 
@@ -468,23 +522,63 @@ def summary_text(snap) -> str:
         parts.append(f"{len(stale)} stale saved tensor" + ("s" if len(stale) > 1 else "")
                      + " (backward will fail)")
     if snap.error:
-        parts.append("error: " + snap.error["headline"][:80])
+        parts.append("error: " + short_error(snap.error["headline"]) + " (see the Error tab)")
+    if getattr(snap, "model", None) is not None:
+        from .render_model import summary_notes
+
+        if snap.model.is_loop:
+            parts.insert(0, f"{snap.model.steps} training steps")
+        note = summary_notes(snap.model)
+        if note:
+            parts.append(note)
     return "nbgrad: " + ", ".join(parts)
+
+
+def short_error(headline: str, limit: int = 120) -> str:
+    """An error's first clause, whole words only: the header's one short line."""
+    head = headline.split(": ", 1)[0].split("; ", 1)[0].strip()
+    if len(head) <= limit:
+        return head
+    cut = head[:limit].rsplit(" ", 1)[0]
+    return cut + " \u2026"
 
 
 def graph_html(svg: str | None, snap, inline: bool = True) -> str:
     """The Graph tab: the SVG inline (the widget wires its elements), or as an ``<img>`` with a
     data URI (``inline=False``: what survives the HTML sanitiser of an untrusted notebook),
     or the text tree when there is no SVG."""
+    if svg == "":  # the browser lays the DOT out (extension/layout.js); the tree until then
+        return (f'<div class="nbgrad-svg" data-layout="browser" style="overflow:auto">'
+                f'<pre style="font-size:11px">{html.escape(_head_lines(text_tree(snap)))}</pre>'
+                f'</div>')
     if svg is not None:
         if inline:
             return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
         data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
         return (f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">'
-                f'<img alt="{html.escape(text_tree(snap))}" '
+                f'<img style="max-width:100%;height:auto" alt="{html.escape(text_tree(snap))}" '
                 f'src="data:image/svg+xml;base64,{data}"></div>')
     return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
             f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')
+
+
+def _head_lines(text: str, limit: int = 200) -> str:
+    lines = text.split("\n")
+    if len(lines) <= limit:
+        return text
+    return "\n".join(lines[:limit] + [f"... {len(lines) - limit} more lines"])
+
+
+def earlier_html(snap) -> str:
+    """The graphs earlier cells made, folded to one line: "3 earlier graphs: loss, y, c"."""
+    names = getattr(snap, "earlier", None) or []
+    if not names:
+        return ""
+    shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
+    n = len(names)
+    return (f'<div class="nbgrad-earlier" style="color:#666">{n} earlier graph'
+            f'{"s" if n > 1 else ""}: {html.escape(shown)} &mdash; '
+            f'<code>%nbgrad graph NAME</code> shows one</div>')
 
 
 def tabs(snap, svg: str | None) -> dict:
@@ -492,23 +586,41 @@ def tabs(snap, svg: str | None) -> dict:
     out = {}
     if snap.error:
         out["Error"] = error_html(snap.error)
-    out["Graph"] = graph_html(svg, snap)
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.is_loop:
+        from .render_model import training_html
+
+        out["Training"] = training_html(rep)
+    out["Graph"] = graph_html(svg, snap) + earlier_html(snap)
+    if rep is not None and (rep.params or rep.notes):
+        from .render_model import gradients_html
+
+        out["Gradients"] = gradients_html(rep)
     out["Tensors"] = tensors_html(snap)
     out["Views"] = views_html(snap)
     out["Memory"] = memory_html(snap)
     return out
 
 
-def panel_html(snap, svg: str | None, tab_html: dict | None = None) -> str:
-    """The static panel: every tab as a ``<details>`` section (no script needed)."""
+def first_tab(tab_html: dict) -> str:
+    """The tab a panel opens on: the error, a training loop's curves, else the graph."""
+    return next(t for t in ("Error", "Training", "Graph") if t in tab_html)
+
+
+def panel_html(snap, svg: str | None, tab_html: dict | None = None, theme: str = "light") -> str:
+    """The static panel: every tab as a ``<details>`` section (no script needed);
+    ``theme="projector"``: larger type, black on white."""
     tab_html = dict(tab_html or tabs(snap, svg))
-    tab_html["Graph"] = graph_html(svg, snap, inline=False)
-    first = "Error" if "Error" in tab_html else "Graph"
-    out = ['<div class="nbgrad-static" style="font-family:sans-serif;font-size:12px;'
-           'border:1px solid #ccc;border-radius:4px;padding:4px 8px">',
+    tab_html["Graph"] = graph_html(svg, snap, inline=False) + earlier_html(snap)
+    first = first_tab(tab_html)
+    look = ("font-size:18px;color:#000;background:#fff;border:2px solid #000"
+            if theme == "projector" else "font-size:12px;border:1px solid #ccc")
+    out = [f'<div class="nbgrad-static nbgrad-theme-{html.escape(theme)}" '
+           f'style="font-family:sans-serif;{look};border-radius:4px;padding:4px 8px;'
+           'overflow-wrap:anywhere">',
            f"<div><b>{html.escape(summary_text(snap))}</b></div>"]
     for name, body in tab_html.items():
-        opn = " open" if name in (first, "Graph") else ""
+        opn = " open" if name == first or (name == "Graph" and first != "Training") else ""
         out.append(f"<details{opn}><summary>{name}</summary>{body}</details>")
     out.append("</div>")
     return "".join(out)
@@ -544,3 +656,28 @@ def tensor_html(t) -> str:
         preview = preview[:600] + " ..."
     return (f'<div class="nbgrad-tensor"><pre style="margin:0 0 2px 0">{e(preview)}</pre>'
             + _table(["", ""], [[e(a), e(b)] for a, b in rows]) + "</div>")
+
+
+def fit_tabs(tab_html: dict, limit: int, graph_limit: int | None = None) -> dict:
+    """``tab_html`` within ``limit`` bytes in all: the Graph tab up to ``graph_limit`` (default
+    half), then the small tabs whole and the large ones cut to an equal share of what is left."""
+    out = dict(tab_html)
+    if sum(len(v) for v in out.values()) <= limit:
+        return out
+    if "Graph" in out:
+        out["Graph"] = cap_html(out["Graph"], graph_limit or limit // 2)
+    left = limit - len(out.get("Graph", ""))
+    others = sorted((n for n in out if n != "Graph"), key=lambda n: len(out[n]))
+    for i, name in enumerate(others):
+        out[name] = cap_html(out[name], max(left // (len(others) - i), 1000))
+        left -= len(out[name])
+    return out
+
+
+def cap_html(body: str, limit: int) -> str:
+    """``body`` cut to about ``limit`` characters at a table row (or tag) boundary."""
+    if len(body) <= limit:
+        return body
+    cut = body.rfind("</tr>", 0, limit)
+    cut = cut + len("</tr>") if cut > 0 else max(body.rfind(">", 0, limit) + 1, 0)
+    return body[:cut] + f"</table><div><i>... cut here ({len(body) // 1000} KB in all)</i></div>"

@@ -30,9 +30,20 @@ def _asset(name: str) -> str:
         raise FileNotFoundError(f"nbgrad front-end file {name!r} is missing") from None
 
 
-def graph_data(snap) -> dict:
-    """What the front end needs to know about each graph element (hover text, edges)."""
+def graph_data(snap, folded=()) -> dict:
+    """What the front end needs to know about each graph element (hover text, edges), and the
+    module clusters (SVG id -> module path) it can fold."""
     nodes = {}
+    modules = {}
+    rep = getattr(snap, "model", None)
+    if rep is not None and rep.clusters:
+        from . import model
+
+        for path, c in rep.clusters.items():
+            modules[model.cluster_id(path)] = path
+            nodes[model.box_id(path)] = {"kind": "module", "title": c["title"], "path": path,
+                                         "details": ["folded: click to expand"]}
+        snap = model.fold(snap, rep, folded)
     for t in snap.tensors:
         if t.named and not (t.requires_grad or t.grad_fn or t.is_view):
             continue  # not drawn: a plain tensor is only a row of the Tensors tab
@@ -43,6 +54,8 @@ def graph_data(snap) -> dict:
             + ([f"view of {t.view_of}"] if t.view_of else [])
             + ([f"grad {t.grad}"] if t.grad else [])}
     for n in snap.nodes.values():
+        if n.folded:
+            continue  # a folded module's box: described above
         details = [f"at {n.where}"] if n.where else []
         if n.source:
             details.append(n.source)
@@ -62,14 +75,87 @@ def graph_data(snap) -> dict:
             details.append("grad_fn of " + ", ".join(n.outputs))
         nodes[n.key] = {"kind": "node", "title": n.name, "details": details,
                         "next": list(n.next), "stale": n.stale, "failing": n.failing}
-    return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes}
+    return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes,
+            "modules": modules}
+
+
+MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, details are dropped
+MAX_TABS = 36_000  # bytes of tab HTML per panel: long tables are cut to fit
+MAX_SVG = 24_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
+MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
+
+
+def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
+    """The tabs' HTML and the DOT to send, within :data:`MAX_TABS` bytes in all: the kernel's
+    SVG up to :data:`MAX_SVG`, else the DOT for the browser to lay out (or the text tree); the
+    largest other tabs are cut to what is left, the small ones kept whole."""
+    if svg is not None and len(svg) > MAX_SVG:
+        svg = None
+    if svg is None and len(dot) > MAX_DOT:
+        dot = ""
+    tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+    tab_html = render.fit_tabs(tab_html, MAX_TABS, MAX_SVG + 2000)
+    return tab_html, (dot if svg is None else "")
+
+
+def graph_json(snap, folded=()) -> str:
+    """:func:`graph_data` as compact JSON, capped at :data:`MAX_GRAPH_JSON` (titles kept)."""
+    data = graph_data(snap, folded)
+    text = json.dumps(data, separators=(",", ":"))
+    if len(text) > MAX_GRAPH_JSON:
+        for info in data["nodes"].values():
+            info["details"] = info["details"][:1]
+        text = json.dumps(data, separators=(",", ":"))
+    if len(text) > MAX_GRAPH_JSON:
+        data["nodes"] = {k: {**{x: v[x] for x in ("path",) if x in v}, "kind": v["kind"],
+                             "title": v["title"][:40], "next": v.get("next", [])[:8]}
+                         for k, v in list(data["nodes"].items())[:200]}
+        text = json.dumps(data, separators=(",", ":"))
+    return text
+
+
+_SHARED_LAYOUT = None
+
+
+def _shared_layout():
+    """One ipywidgets Layout for every panel: a DOMWidget otherwise makes one each, and closing
+    the panel leaves it open (a widget per cell, forever)."""
+    global _SHARED_LAYOUT
+    if _SHARED_LAYOUT is None or getattr(_SHARED_LAYOUT, "comm", None) is None:
+        from ipywidgets import Layout
+
+        _SHARED_LAYOUT = Layout()
+    return _SHARED_LAYOUT
+
+
+_VIZ_JS = None
+
+
+def viz_js() -> str:
+    """extension/viz.js (@viz-js/viz's ES module: Graphviz compiled to WebAssembly)."""
+    global _VIZ_JS
+    if _VIZ_JS is None:
+        _VIZ_JS = _asset("viz.js")
+    return _VIZ_JS
+
+
+def _compact(text: str, line_comment: str | None) -> str:
+    """Front-end source without indentation and whole-line comments: every panel's widget state
+    carries it (a saved notebook keeps one copy per panel), so bytes here count per cell.
+    Line breaks stay (JavaScript's automatic semicolons depend on them)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not (line_comment and line.startswith(line_comment)):
+            out.append(line)
+    return "\n".join(out)
 
 
 class NbgradPanel(anywidget.AnyWidget):
     """One cell's panel: tabs of HTML, the graph as SVG, hover details, selection."""
 
-    _esm = _asset("panel.js")
-    _css = _asset("panel.css")
+    _esm = _compact(_asset("layout.js") + "\n" + _asset("panel.js"), "//")
+    _css = _compact(_asset("panel.css"), None)
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
     tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
@@ -81,22 +167,83 @@ class NbgradPanel(anywidget.AnyWidget):
     selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
                                  ).tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
+    dot = traitlets.Unicode("", help="DOT source of the graph: the browser lays it out (viz.js) "
+                            "when the Graph tab has no SVG").tag(sync=True)
+    folded = traitlets.List([], help="module paths drawn as one box each; the front end folds a "
+                            "module (click its cluster title) or expands one (click its box)"
+                            ).tag(sync=True)
+    theme = traitlets.Unicode("light", help="light | projector (larger type, high contrast)"
+                              ).tag(sync=True)
 
-    def __init__(self, snap=None, svg: str | None = None, **kwargs):
-        self._static_html = ""
+    def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
+                 layout_fn=None, **kwargs):
+        """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
+        browser lays it out)."""
+        self._static = {"text/html": "", "text/plain": ""}
+        self._on_rendered = on_rendered
+        self._snap = None  # plain data, kept to redraw when the user folds or expands a module
+        self._layout_fn = layout_fn
+        kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
+        self.on_msg(self._front_end_msg)
         if snap is not None:
-            self.update_from(snap, svg)
+            self.update_from(snap, svg, dot)
 
-    def update_from(self, snap, svg: str | None) -> None:
-        tab_html = render.tabs(snap, svg)
-        self._static_html = render.panel_html(snap, svg, tab_html)
+    @traitlets.observe("folded")
+    def _refold(self, change) -> None:
+        """The user folded or expanded a module: the graph drawn again (DOT for the browser,
+        or laid out here)."""
+        snap = self._snap
+        if snap is None or getattr(snap, "model", None) is None:
+            return
+        try:
+            dot = render.to_dot(snap, folded=list(change["new"]))
+            svg = self._layout_fn(dot, snap) if self._layout_fn is not None else None
+        except Exception:  # noqa: BLE001 - keep the picture shown
+            return
+        if svg is not None and len(svg) > MAX_SVG:
+            svg = None
+        with self.hold_sync():
+            self.tabs = {**self.tabs, "Graph": render.graph_html(svg if svg is not None else "",
+                                                                 snap) + render.earlier_html(snap)}
+            self.graph = graph_json(snap, change["new"])
+            self.dot = dot if svg is None else ""
+
+    def update_from(self, snap, svg: str | None, dot: str = "") -> None:
+        """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
+        from .extension import static_bundle
+
+        self._snap = snap
+        tab_html, dot = fit_tabs(snap, svg, dot)
+        self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
             self.tab_order = list(tab_html)
             self.tabs = tab_html
-            self.active = "Error" if "Error" in tab_html else "Graph"
-            self.graph = json.dumps(graph_data(snap), separators=(",", ":"))
+            self.active = render.first_tab(tab_html)
+            self.graph = graph_json(snap, self.folded)
+            self.dot = dot
+
+    @property
+    def _static_html(self) -> str:
+        return self._static["text/html"]
+
+    def static_bundle(self) -> dict:
+        """The static copy (``text/html`` + ``text/plain``) that replaces a retired panel."""
+        return dict(self._static)
+
+    def _front_end_msg(self, _widget, content, _buffers):
+        """``{"type": "viz"}``: send viz.js (once per page); ``{"type": "rendered", "ok": b}``:
+        the browser laid a graph out (the kernel then skips its own layout)."""
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == "viz":
+            try:
+                self.send({"type": "viz", "code": viz_js()})
+            except FileNotFoundError:
+                self.send({"type": "viz", "code": ""})
+        elif content.get("type") == "rendered" and self._on_rendered is not None:
+            self._on_rendered(bool(content.get("ok")))
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -104,6 +251,5 @@ class NbgradPanel(anywidget.AnyWidget):
             return None
         data, meta = bundle if isinstance(bundle, tuple) else (bundle, {})
         data = dict(data)
-        data["text/html"] = self._static_html
-        data["text/plain"] = self.summary or data.get("text/plain", "")
+        data.update(self._static)
         return data, meta

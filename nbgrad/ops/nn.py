@@ -21,9 +21,9 @@ import numpy as np
 from .. import backend
 from ..tensor import Tensor
 from . import kernels
-from .formulas import _TX, _first_dtype, _zeros_for
+from .formulas import _TX, _zeros_for
 from .reductions import _logsumexp
-from .registry import ROWS, op
+from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
@@ -135,6 +135,10 @@ op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, 
        _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
    target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
        _norm(g, self, target, reduction), self, weight, pos_weight, xp))
+op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _reduce(
+    _multi_margin(self, target, p, margin, weight, np)[0], reduction),
+   self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
+       g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
     self, target, weight, reduction, ignore_index, ctx),
@@ -154,15 +158,105 @@ op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps,
 op("embedding", lambda weight, indices, padding_idx: weight[indices],
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
+op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
+    input, weight, bias, num_groups, eps, ctx),
+   **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
+      _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
+
+# ---- F.bilinear's kernel: out[b, o] = sum_ij i1[b, i] i2[o, i, j] i3[b, j] --------------------
+op("_trilinear", lambda i1, i2, i3: np.einsum("bi,oij,bj->bo", i1, i2, i3),
+   **{"i1, i2, i3": lambda g, i1, i2, i3, needs, xp: _trilinear_grads(g, i1, i2, i3, needs, xp)})
+
+# ---- transposed convolution: the input-gradient of conv2d, one ConvolutionBackward0 as torch --
+# ctx: (stride, padding, dilation, groups, the conv2d context of an output-sized image)
+op("_convolution_transpose2d", lambda input, weight, bias, ctx: None,
+   node="ConvolutionBackward0",
+   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv_transpose_grads(
+       g, input, weight, ctx, needs, xp)})
+
+# ---- conv1d: the 2-D kernels over a height-1 image, one ConvolutionBackward0 as torch --------
+op("_convolution1d", lambda input, weight, bias, ctx: None, node="ConvolutionBackward0",
+   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv1d_grads(
+       g, ctx, needs, xp)})
+
+
+# ---- maps linear in their input: `ctx` holds (forward, adjoint) on arrays ---------------------
+# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col, bags of
+# embeddings). Under create_graph the adjoint is recorded as the same row with the two swapped.
+def _linear_map(name, node):
+    op(name, lambda self, ctx: ctx.value[0](self), node=node,
+       self=lambda g, ctx, xp: _adjoint(name, g, ctx, xp))
+
+
+def _adjoint(name, g, ctx, xp):
+    """The gradient through a linear map. ctx: (forward, adjoint[, linear part of the forward]
+    when the forward adds a constant, as constant padding with a nonzero value does)."""
+    maps = ctx.get()
+    if xp is _TX:
+        from ..autograd.apply import apply
+        return apply(ROWS[name], (g,), (Ctx((maps[1], maps[-1] if len(maps) > 2 else maps[0])),))
+    return maps[1](g)
+
+
+for _name, _node in (
+        ("avg_pool2d", "AvgPool2DBackward0"),
+        ("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0"),
+        ("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0"),
+        ("upsample_nearest1d", "UpsampleNearest1DBackward0"),
+        ("upsample_nearest2d", "UpsampleNearest2DBackward0"),
+        ("_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),
+        ("_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0"),
+        ("upsample_linear1d", "UpsampleLinear1DBackward0"),
+        ("upsample_bilinear2d", "UpsampleBilinear2DBackward0"),
+        ("pixel_shuffle", "PixelShuffleBackward0"),
+        ("pixel_unshuffle", "PixelUnshuffleBackward0"),
+        ("reflection_pad1d", "ReflectionPad1DBackward0"),
+        ("reflection_pad2d", "ReflectionPad2DBackward0"),
+        ("replication_pad1d", "ReplicationPad1DBackward0"),
+        ("replication_pad2d", "ReplicationPad2DBackward0"),
+        ("col2im", "Col2ImBackward0"),
+        ("im2col", "Im2ColBackward0"),
+        ("_embedding_bag", "EmbeddingBagBackward0"),
+        ("constant_pad_nd", "ConstantPadNdBackward0")):
+    _linear_map(_name, _node)
 
 # ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
 # the pieces are copies, not views: a piece modified in place changes nothing else (torch's
 # "unsafe" pieces share memory but are not tracked as views either)
-op("unsafe_split", lambda self, sizes, dim: [np.ascontiguousarray(p) for p in np.split(
-    self, np.cumsum(sizes)[:-1], axis=dim)], n_out=-1,
+op("unsafe_split", lambda self, sizes, dim: _pieces(self, sizes, dim), n_out=-1,
    self=lambda g, self_shape, sizes, dim, xp: xp.concatenate(_zeros_for(
-       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes],
-       _first_dtype(g), xp), axis=dim))
+       g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes], xp),
+       axis=dim))
+
+def _pieces(a, sizes, dim):
+    pre, out, start = (slice(None),) * dim, [], 0
+    for n in sizes:  # plain slicing: np.split costs more than the copies on gate-sized arrays
+        out.append(np.ascontiguousarray(a[pre + (slice(start, start + n),)]))
+        start += n
+    return out
+
+
+# ---- packed sequences: input (T, B, *) or (B, T, *) -> data (sum of batch_sizes, *) -------------
+op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: np.concatenate(
+    [(input[:, t] if batch_first else input[t])[:n] for t, n in enumerate(batch_sizes)]),
+   node="PackPaddedSequenceBackward0",
+   input=lambda g, input_shape, batch_sizes, batch_first, xp: _unpack_grad(
+       g, input_shape, batch_sizes, batch_first, xp))
+
+
+def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
+    steps, batch = input_shape[:2][::-1] if batch_first else input_shape[:2]
+    rest = tuple(input_shape[2:])
+    rows, start = [], 0
+    for n in batch_sizes:
+        piece = g[start:start + n]
+        if n < batch:
+            piece = xp.concatenate([piece, xp.new_zeros(g, (batch - n,) + rest)], 0)
+        rows.append(piece)
+        start += n
+    rows += [xp.new_zeros(g, (batch,) + rest)] * (steps - len(batch_sizes))
+    return xp.stack(rows, 1 if batch_first else 0)
+
 
 # ---- attention --------------------------------------------------------------------------------
 # bias: the additive mask (0 / -inf / float values), broadcastable to (..., L, S), or None;
@@ -363,6 +457,34 @@ def _soft_margin_grad(x, t, xp):
     return z / (1 + z)
 
 
+def _multi_margin(x, t, p, margin, w, xp):
+    """Per-sample losses of (N, C) scores and int targets (N,), and the hinge terms z."""
+    n, c = x.shape
+    rows = np.arange(n)
+    z = margin - x[rows, t][:, None] + x
+    z[rows, t] = 0
+    h = np.maximum(z, 0)
+    h = h * h if p == 2 else h
+    if w is not None:
+        h = h * w[t][:, None]
+    return h.sum(1) / c, z
+
+
+def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through MultiMarginLossBackward0 is not "
+                           "supported yet")
+    n, c = x.shape
+    _, z = _multi_margin(x, t, p, margin, w, np)
+    d = (z > 0) * (2 * z if p == 2 else 1.0) / c
+    if w is not None:
+        d = d * w[t][:, None]
+    rows = np.arange(n)
+    d[rows, t] = -d.sum(1)
+    scale = g / n if reduction == "mean" else (g[:, None] if reduction == "none" else g)
+    return d * scale
+
+
 def _log_clamped(x, xp):
     return xp.maximum(_f("log", x, xp), -100) if xp is not _TX else _f("log", x, xp).clamp(
         min=-100)
@@ -552,6 +674,99 @@ def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp)
     if len(needs) > 2 and needs[2]:
         gb = g.sum(axis=axes)
     return gx, gw, gb
+
+
+def _group_norm(x, weight, bias, num_groups, eps, ctx):
+    n, c = x.shape[0], x.shape[1]
+    xg = x.reshape(n, num_groups, -1)
+    mean = xg.mean(axis=2, keepdims=True)
+    xc = xg - mean
+    rstd = 1 / np.sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
+    xhat = (xc * rstd).reshape(x.shape)
+    ctx.value = (xhat, rstd)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    out = xhat if weight is None else xhat * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
+    n, c = x.shape[0], x.shape[1]
+    shape = (1, c) + (1,) * (len(x.shape) - 2)
+    xs = tuple(x.shape)
+    if xp is _TX:  # recompute the statistics from x, so that they are differentiated too
+        xg = x.reshape(n, num_groups, -1)
+        m = xg.shape[2]
+        xc = xg - xg.sum(axis=2, keepdims=True) / m
+        rstd = ((xc * xc).sum(axis=2, keepdims=True) / m + eps).rsqrt()
+        xhat = (xc * rstd).reshape(xs)
+    else:
+        xhat, rstd = ctx.get()
+    axes = (0,) + tuple(range(2, len(xs)))
+    gx = gw = gb = None
+    if needs[0]:
+        gh = g if weight is None else g * weight.reshape(shape)
+        ghg = gh.reshape(n, num_groups, -1)
+        xhg = xhat.reshape(n, num_groups, -1)
+        m = ghg.shape[2]
+        gx = (rstd * (ghg - ghg.sum(axis=2, keepdims=True) / m
+                      - xhg * (ghg * xhg).sum(axis=2, keepdims=True) / m)).reshape(xs)
+    if len(needs) > 1 and needs[1]:
+        gw = (g * xhat).sum(axis=axes)
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=axes)
+    return gx, gw, gb
+
+
+def _trilinear_grads(g, i1, i2, i3, needs, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through TrilinearBackward0 is not "
+                           "supported yet")
+    return (np.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
+            np.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
+            np.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
+
+
+def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """Arrays: y = conv_transpose2d(x, w, b) as the input-gradient of conv2d(., w); returns
+    (y, ctx) for the row above."""
+    n, _, h, wd = x.shape
+    _, cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
+    ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    wo = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    probe = np.zeros((n, cg * groups, ho, wo), x.dtype)
+    _, cctx = kernels.conv2d_forward(probe, w, None, stride, padding, dilation, groups)
+    y = kernels.conv2d_backward(x, cctx, (True, False, False))[0]
+    if b is not None:
+        y = y + b.reshape(1, -1, 1, 1)
+    return np.ascontiguousarray(y), (stride, padding, dilation, groups)
+
+
+def _conv_transpose_grads(g, x, w, ctx, needs, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
+                           "supported yet")
+    stride, padding, dilation, groups = ctx.get()
+    if g.ndim == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
+        outs = _conv_transpose_grads(g[:, :, None], x[:, :, None], w[:, :, None], ctx, needs, xp)
+        return tuple(o if o is None or o.ndim == 1 else o[:, :, 0] for o in outs)
+    gx = gw = gb = None
+    y, cctx = kernels.conv2d_forward(g, w, None, stride, padding, dilation, groups)
+    if needs[0]:
+        gx = y
+    if needs[1]:
+        gw = kernels.conv2d_backward(x, cctx, (False, True, False))[1]
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=(0, 2, 3))
+    return gx, gw, gb
+
+
+def _conv1d_grads(g, ctx, needs, xp):
+    if xp is _TX:
+        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
+                           "supported yet")
+    gx, gw, gb = kernels.conv2d_backward(g[:, :, None, :], ctx.get(), needs)
+    return (None if gx is None else gx[:, :, 0], None if gw is None else gw[:, :, 0], gb)
 
 
 def _embedding_grad(g, weight_shape, indices, padding_idx, xp):

@@ -1,9 +1,9 @@
-"""Dropout (mirrors ``torch.nn.modules.dropout``)."""
+"""Dropout, Dropout1d, Dropout2d (mirrors ``torch.nn.modules.dropout``)."""
 
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Dropout(Module):
@@ -25,3 +25,19 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zero whole channels of (N, C, L) or (C, L) with probability p, scale the rest by
+    1/(1-p) (mirrors ``torch.nn.Dropout1d``)."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p (mirrors
+    ``torch.nn.Dropout2d``)."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

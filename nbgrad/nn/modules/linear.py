@@ -1,4 +1,4 @@
-"""Linear layers: Identity, Linear (mirrors ``torch.nn.modules.linear``)."""
+"""Linear layers: Identity, Linear, Bilinear (mirrors ``torch.nn.modules.linear``)."""
 
 import math
 
@@ -9,7 +9,7 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear", "Bilinear"]
 
 
 class Identity(Module):
@@ -81,3 +81,38 @@ class Linear(Module):
 class NonDynamicallyQuantizableLinear(Linear):
     """A Linear under another name: MultiheadAttention's ``out_proj`` (as in torch, whose
     quantization tooling skips this class); only the repr differs."""
+
+
+class Bilinear(Module):
+    """``y = x1^T W x2 + b`` (mirrors ``torch.nn.Bilinear``).
+
+    Shape: (*, in1_features), (*, in2_features) -> (*, out_features). weight
+    (out, in1, in2) and bias (out,) ~ U(-1/sqrt(in1), 1/sqrt(in1)).
+    """
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        kw = _factory(device, dtype)
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(nbgrad.empty((out_features, in1_features, in2_features), **kw))
+        if bias:
+            self.bias = Parameter(nbgrad.empty((out_features,), **kw))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

@@ -1,4 +1,4 @@
-"""LayerNorm (mirrors ``torch.nn.modules.normalization``)."""
+"""LayerNorm, GroupNorm (mirrors ``torch.nn.modules.normalization``)."""
 
 import nbgrad
 from .. import functional as F
@@ -7,7 +7,21 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["LayerNorm"]
+__all__ = ["LayerNorm", "GroupNorm"]
+
+
+def _affine_parameters(module, shape, affine, bias, kw):
+    """weight (ones) and bias (zeros) of ``shape``, or None where not wanted (as torch)."""
+    module.register_parameter("weight", Parameter(nbgrad.ones(shape, **kw)) if affine else None)
+    module.register_parameter("bias", Parameter(nbgrad.zeros(shape, **kw))
+                              if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
 
 
 class LayerNorm(Module):
@@ -25,21 +39,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(nbgrad.ones(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(nbgrad.zeros(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, kw)
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         k = len(self.normalized_shape)
@@ -52,3 +55,39 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Normalise over groups of channels (mirrors ``torch.nn.GroupNorm``).
+
+    Shape: (N, C, *) -> same. weight ones (C,), bias zeros (C,) when ``affine``.
+
+    Raises:
+        ValueError: num_channels not divisible by num_groups (torch's text); RuntimeError: an
+            input whose dim 1 is not num_channels, naming the layer.
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        kw = _factory(device, dtype)
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        _affine_parameters(self, (num_channels,), affine, bias, kw)
+
+    def reset_parameters(self):
+        _reset_affine(self)
+
+    def forward(self, input):
+        if input.ndim < 2 or input.shape[1] != self.num_channels:
+            raise RuntimeError(f"{self!r}: expected input (N, {self.num_channels}, *), got "
+                               f"{tuple(input.shape)}")
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

@@ -1,23 +1,28 @@
-"""Pooling: MaxPool2d, AvgPool2d (mirrors ``torch.nn.modules.pooling``)."""
+"""Pooling (mirrors ``torch.nn.modules.pooling``): MaxPool1d/2d, AvgPool1d/2d,
+AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d."""
 
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
-class _Pool2d(Module):
+class _PoolNd(Module):
+    """Input check shared by the pooling layers: ``_n`` spatial dims, batched or not."""
+
+    _n = 2
+
     def _check(self, input):
-        if input.ndim not in (3, 4):
-            raise RuntimeError(
-                f"{self!r}: expected input (N, C, H, W) or (C, H, W), got {tuple(input.shape)}")
+        n = self._n
+        if input.ndim not in (n + 1, n + 2):
+            dims = "L" if n == 1 else "H, W"
+            raise RuntimeError(f"{self!r}: expected input (N, C, {dims}) or (C, {dims}), got "
+                               f"{tuple(input.shape)}")
 
 
-class MaxPool2d(_Pool2d):
-    """Max over sliding windows (mirrors ``torch.nn.MaxPool2d``; stride defaults to kernel_size).
-
-    Shape: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out).
-    """
+class _MaxPoolNd(_PoolNd):
+    _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
@@ -31,15 +36,31 @@ class MaxPool2d(_Pool2d):
 
     def forward(self, input):
         self._check(input)
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding,
+                                    self.dilation, ceil_mode=self.ceil_mode,
+                                    return_indices=self.return_indices)
 
     def extra_repr(self):
         return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, "
                 "dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__))
 
 
-class AvgPool2d(_Pool2d):
+class MaxPool1d(_MaxPoolNd):
+    """Max over sliding windows of (N, C, L) or (C, L) (mirrors ``torch.nn.MaxPool1d``)."""
+
+    _n, _fn = 1, "max_pool1d"
+
+
+class MaxPool2d(_MaxPoolNd):
+    """Max over sliding windows (mirrors ``torch.nn.MaxPool2d``; stride defaults to kernel_size).
+
+    Shape: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out).
+    """
+
+    _fn = "max_pool2d"
+
+
+class AvgPool2d(_PoolNd):
     """Mean over sliding windows (mirrors ``torch.nn.AvgPool2d``)."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -59,3 +80,81 @@ class AvgPool2d(_Pool2d):
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _single(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,)
+
+
+class AvgPool1d(_PoolNd):
+    """Mean over sliding windows of (N, C, L) or (C, L) (mirrors ``torch.nn.AvgPool1d``)."""
+
+    _n = 1
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        self._check(input)
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptivePool(_PoolNd):
+    _fn = None
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        if self._fn.startswith("adaptive_max"):
+            self.return_indices = return_indices
+
+    def forward(self, input):
+        self._check(input)
+        fn = getattr(F, self._fn)
+        if self._fn.startswith("adaptive_max"):
+            return fn(input, self.output_size, self.return_indices)
+        return fn(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average over torch's adaptive windows to ``output_size`` (AdaptiveAvgPool1d)."""
+
+    _fn, _n = "adaptive_avg_pool1d", 1
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """Average over torch's adaptive windows to ``output_size`` (AdaptiveAvgPool2d;
+    ``AdaptiveAvgPool2d(1)`` is global average pooling)."""
+
+    _fn = "adaptive_avg_pool2d"
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """Max over torch's adaptive windows to ``output_size`` (AdaptiveMaxPool1d)."""
+
+    _fn, _n = "adaptive_max_pool1d", 1
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """Max over torch's adaptive windows to ``output_size`` (AdaptiveMaxPool2d)."""
+
+    _fn = "adaptive_max_pool2d"

@@ -1,7 +1,9 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells (mirrors ``torch.nn.modules.rnn``).
 
 Each layer is composed of the core's differentiable ops, one time step at a time, in the order
-torch's CPU kernels record them (mkldnn off), so the graph a notebook draws is torch's: the
+torch's CPU kernels record them, so the graph a notebook draws is torch's, unrolled (torch's
+LSTM on a oneDNN build records one ``MkldnnRnnLayerBackward0`` per layer instead; with
+``torch.backends.mkldnn.enabled = False`` it records this graph, node for node): the
 input projection of the whole sequence as one ``AddmmBackward0`` -> ``ViewBackward0`` ->
 ``UnbindBackward0``; per step an ``AddmmBackward0`` for the hidden projection, the gates
 (``SigmoidBackward0``, ``TanhBackward0``, ``MulBackward0``, ``AddBackward0``), and the outputs
@@ -164,6 +166,13 @@ class RNNBase(Module):
     @property
     def _flat_weights(self):
         return [getattr(self, name) for name in self._flat_weights_names]
+
+    def _weights(self, k):
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of layer-direction ``k`` (None where absent)."""
+        p = self._parameters
+        names = self._all_weights[k]
+        b_ih, b_hh = (p[names[2]], p[names[3]]) if self.bias else (None, None)
+        return p[names[0]], p[names[1]], b_ih, b_hh, p[names[-1]] if self.proj_size else None
 
     @property
     def all_weights(self):
@@ -344,7 +353,6 @@ class RNNBase(Module):
         x, batch_sizes, states, unbatched, unsorted = self._prepare(input, hx)
         is_lstm = self.mode == "LSTM"
         num_directions = 2 if self.bidirectional else 1
-        params = self._parameters
         h_n, c_n = [], []
         h0 = states[0].unbind(0)
         c0 = states[1].unbind(0) if is_lstm else None
@@ -352,12 +360,10 @@ class RNNBase(Module):
             outs = []
             for direction in range(num_directions):
                 k = layer * num_directions + direction
-                names = self._all_weights[k]
-                w = dict(zip((n.split("_l")[0] for n in names), (params[n] for n in names)))
-                gis = self._project(x, w["weight_ih"], w.get("bias_ih"), batch_sizes)
-                out, h, c = self._direction(gis, h0[k], c0[k] if is_lstm else None,
-                                            w["weight_hh"], w.get("bias_hh"), w.get("weight_hr"),
-                                            batch_sizes, direction == 1)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
+                gis = self._project(x, w_ih, b_ih, batch_sizes)
+                out, h, c = self._direction(gis, h0[k], c0[k] if is_lstm else None, w_hh, b_hh,
+                                            w_hr, batch_sizes, direction == 1)
                 outs.append(nbgrad.stack(out, 0) if batch_sizes is None else nbgrad.cat(out, 0))
                 h_n.append(h)
                 c_n.append(c)

@@ -1,4 +1,4 @@
-"""Embedding (mirrors ``torch.nn.modules.sparse``)."""
+"""Embedding, EmbeddingBag (mirrors ``torch.nn.modules.sparse``)."""
 
 import nbgrad
 from .. import functional as F
@@ -7,7 +7,20 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["Embedding"]
+__all__ = ["Embedding", "EmbeddingBag"]
+
+
+def _padding_idx(padding_idx, num_embeddings, word):
+    """``padding_idx`` checked and made non-negative (torch's assertion texts; ``word`` is
+    spelled as each class of torch spells it)."""
+    if padding_idx is None:
+        return None
+    if padding_idx > 0:
+        assert padding_idx < num_embeddings, f"{word} must be within num_embeddings"
+    elif padding_idx < 0:
+        assert padding_idx >= -num_embeddings, f"{word} must be within num_embeddings"
+        padding_idx = num_embeddings + padding_idx
+    return padding_idx
 
 
 class Embedding(Module):
@@ -27,13 +40,7 @@ class Embedding(Module):
         kw = _factory(device, dtype)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
-            elif padding_idx < 0:
-                assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = _padding_idx(padding_idx, num_embeddings, "Padding_idx")
         if scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are unsupported")
         self.max_norm = max_norm
@@ -72,3 +79,55 @@ class Embedding(Module):
         if self.padding_idx is not None:
             s += ", padding_idx={padding_idx}"
         return s.format(**self.__dict__)
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings (mirrors ``torch.nn.EmbeddingBag``).
+
+    ``forward(input, offsets=None, per_sample_weights=None)``: input (B, L) bags, or (n,) with
+    offsets (B,). weight (num_embeddings, embedding_dim) ~ N(0, 1), the padding row zeroed.
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        kw = _factory(device, dtype)
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.padding_idx = _padding_idx(padding_idx, num_embeddings, "padding_idx")
+        if _weight is None:
+            self.weight = Parameter(nbgrad.empty((num_embeddings, embedding_dim), **kw))
+            self.reset_parameters()
+        else:
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with nbgrad.no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s

@@ -6,9 +6,9 @@ a :class:`PackedSequence` whose ``data`` (sum of lengths, *) holds time step 0 o
 sequence, then step 1 of every sequence still running, and so on, longest sequence first;
 ``batch_sizes[t]`` says how many sequences are still running at step t.
 
-Every conversion is one ``index_select`` on the (concatenated) data, so the graph a notebook
-shows is ``IndexSelectBackward0`` (torch records ``PackPaddedSequenceBackward0`` and friends),
-and gradients flow back to every element that was used.
+The graphs are torch's: packing is one ``PackPaddedSequenceBackward0`` node (after an
+``IndexSelectBackward0`` when the batch is sorted here); padding copies each run of steps with
+the same batch size (or each sequence) into a filled tensor, one ``CopySlices`` node each.
 """
 
 from collections import namedtuple
@@ -16,6 +16,8 @@ from collections import namedtuple
 import numpy as np
 
 import nbgrad
+from nbgrad.autograd.apply import apply
+from nbgrad.ops import ROWS
 from nbgrad.tensor import Tensor
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
@@ -92,7 +94,7 @@ class PackedSequence(namedtuple("PackedSequence_",
 def _check_lengths(lengths, batch, steps):
     if len(lengths) != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
-                         f"{len(lengths)} (batch_size={batch})")
+                           f"{len(lengths)} (batch_size={batch})")
     if len(lengths) and lengths.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
                            "in 'lengths' that is <= 0")
@@ -138,27 +140,15 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         sorted_indices = _index(order)
     lens = lens[order]
     batch_sizes = (lens[None, :] > np.arange(int(lens[0]) if batch else 0)[:, None]).sum(1)
-    # flat position of (step t, sorted sequence j) in input viewed as (T*B, *) or (B*T, *)
-    t, j = np.nonzero(np.arange(batch)[None, :] < batch_sizes[:, None])
-    seq = order[j]
-    pos = seq * steps + t if batch_first else t * batch + seq
-    flat = input.reshape((batch * steps,) + tuple(input.shape[2:]))
-    data = flat.index_select(0, _index(pos))
+    if sorted_indices is not None:
+        input = input.index_select(b_dim, sorted_indices)
+    data = apply(ROWS["_pack_padded_sequence"], (input,),
+                 (tuple(int(n) for n in batch_sizes), batch_first))
     return PackedSequence(data, _index(batch_sizes), sorted_indices, None)
 
 
-def _gather_padded(data, pos, fill):
-    """``data`` (M, *) rows picked by ``pos`` (any int shape), -1 picking a row of ``fill``.
-
-    Returns:
-        Tensor: pos.shape + data.shape[1:].
-    """
-    feat = tuple(data.shape[1:])
-    if (pos < 0).any():
-        pad = nbgrad.full((1,) + feat, fill, dtype=data.dtype, device=data.device)
-        data = nbgrad.cat([data, pad], 0)
-        pos = np.where(pos < 0, data.shape[0] - 1, pos)
-    return data.index_select(0, _index(pos.reshape(-1))).view(*(pos.shape + feat))
+def _filled(shape, fill, like):
+    return nbgrad.full(shape, fill, dtype=like.dtype, device=like.device)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
@@ -186,19 +176,23 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         steps_out = total_length
     else:
         steps_out = steps
-    starts = np.concatenate([[0], np.cumsum(bs)[:-1]]).astype(np.int64)  # data row of step t
-    t = np.arange(steps_out)[:, None]
-    j = np.arange(batch)[None, :]
-    valid = t < steps
-    pos = np.where(valid & (j < bs[np.minimum(t, steps - 1)]),
-                   starts[np.minimum(t, steps - 1)] + j, -1)  # (T_out, B), sorted order
+    data = sequence.data
+    out = _filled((steps_out, batch) + tuple(data.shape[1:]), padding_value, data)
+    start, t = 0, 0
+    while t < steps:  # one copy per run of steps with the same batch size, as torch
+        n, run = int(bs[t]), 1
+        while t + run < steps and bs[t + run] == n:
+            run += 1
+        feat = tuple(data.shape[1:])
+        out[t:t + run, :n] = data[start:start + run * n].view(run, n, *feat)
+        start, t = start + run * n, t + run
     lens = sequence._lengths_sorted()
-    if sequence.unsorted_indices is not None:
-        unsorted = _ints(sequence.unsorted_indices)
-        pos, lens = pos[:, unsorted], lens[unsorted]
     if batch_first:
-        pos = pos.T
-    return _gather_padded(sequence.data, pos, padding_value), _index(lens)
+        out = out.transpose(0, 1)
+    if sequence.unsorted_indices is not None:
+        out = out.index_select(0 if batch_first else 1, sequence.unsorted_indices)
+        lens = lens[_ints(sequence.unsorted_indices)]
+    return out, _index(lens)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -216,7 +210,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     """
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
-                         f"{padding_side}.")
+                           f"{padding_side}.")
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
@@ -226,16 +220,17 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
             raise RuntimeError(
                 f"pad_sequence: every sequence must be (L_i, {', '.join(map(str, feat))}), got "
                 f"{[tuple(x.shape) for x in sequences]}")
-    lens = np.array([s.shape[0] for s in sequences], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-    steps = int(lens.max())
-    t = np.arange(steps)[:, None]
-    shift = 0 if padding_side == "right" else (steps - lens)[None, :]
-    local = t - shift
-    pos = np.where((local >= 0) & (local < lens[None, :]), starts[None, :] + local, -1)
-    if batch_first:
-        pos = pos.T
-    return _gather_padded(nbgrad.cat(sequences, 0), pos, padding_value)
+    steps = max(x.shape[0] for x in sequences)
+    shape = (len(sequences), steps) if batch_first else (steps, len(sequences))
+    out = _filled(shape + feat, padding_value, sequences[0])
+    for i, x in enumerate(sequences):
+        n = x.shape[0]
+        where = slice(0, n) if padding_side == "right" else slice(steps - n, steps)
+        if batch_first:
+            out[i, where] = x
+        else:
+            out[where, i] = x
+    return out
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):

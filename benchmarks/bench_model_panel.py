@@ -1,0 +1,132 @@
+"""What the model panel costs a training loop: the digits MLP of bench_train.py, one process.
+
+    python benchmarks/bench_model_panel.py [--epochs 3] [--repeats 7]
+
+Per step, the panel's hooks run: module forward pre/post hooks (a few counters, one provenance
+capture) and one gradient hook per parameter (norm, zero count, update/weight ratio against a
+copy of the weights). Reported: the median epoch time without and with the hooks (interleaved,
+so drift hits both), the overhead in %, and the panel's own time after the loop cell
+(``post_run_cell``: the report, the summary panel) in ms, through an in-process IPython shell.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nbgrad  # noqa: E402
+from bench_train import BATCH, load, mlp  # noqa: E402
+
+
+def make(x, y):
+    nbgrad.manual_seed(0)
+    model = mlp(nbgrad)
+    X, Y = nbgrad.tensor(x.reshape(len(x), 64)), nbgrad.tensor(y)
+    opt = nbgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nbgrad.nn.CrossEntropyLoss()
+
+    def epoch(rng):
+        perm = rng.permutation(len(x))
+        for i in range(0, len(x) - BATCH + 1, BATCH):
+            idx = nbgrad.tensor(perm[i:i + BATCH])
+            opt.zero_grad()
+            loss = loss_fn(model(X[idx]), Y[idx])
+            loss.backward()
+            opt.step()
+
+    return model, loss_fn, epoch
+
+
+def hook_overhead(epochs, repeats):
+    """Two identical models trained side by side, epoch by epoch (ABAB..., so the shared
+    machine's drift hits both): A under the tracker (as one cell of ``epochs`` epochs), B not."""
+    from nbgrad.notebook.model import ModelTracker
+
+    x, y = load()
+    model_a, loss_a, epoch_a = make(x, y)
+    _model_b, _loss_b, epoch_b = make(x, y)
+    tracker = ModelTracker()
+    tracker.install()
+    # with nn's global module hooks, B's calls would be seen too while a cell's first step is
+    # watched: each cell starts right before A's epoch, and watching ends at A's second step
+    tracker.watch([model_a, loss_a])
+    rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
+    epoch_a(rng_a)
+    epoch_b(rng_b)
+    clock = time.process_time  # CPU time: the machine is shared
+    ratios, ta, tb = [], [], []
+    for _ in range(repeats):
+        tracker.reset_cell()  # one cell: its first steps are watched in full
+        a = b = 0.0
+        for _ in range(epochs):
+            t = clock()
+            epoch_a(rng_a)
+            a += clock() - t
+            t = clock()
+            epoch_b(rng_b)
+            b += clock() - t
+        ratios.append(a / b)
+        ta.append(a / epochs)
+        tb.append(b / epochs)
+    steps = len(x) // BATCH
+    p, h = statistics.median(tb), statistics.median(ta)
+    print(f"digits MLP 64-128-64-10, batch {BATCH}, {steps} steps/epoch, "
+          f"global module hooks: {tracker.global_hooks}")
+    print(f"  epoch without the panel's hooks: {p * 1e3:8.2f} ms  ({p / steps * 1e3:.3f} ms/step)")
+    print(f"  epoch with the panel's hooks:    {h * 1e3:8.2f} ms  ({h / steps * 1e3:.3f} ms/step)")
+    q = sorted(ratios)
+    print(f"  overhead: {100 * (statistics.median(ratios) - 1):+.1f} %  (median of {repeats} cells "
+          f"of {epochs * steps} steps, CPU time; quartiles {100 * (q[len(q) // 4] - 1):+.1f} / "
+          f"{100 * (q[3 * len(q) // 4] - 1):+.1f} %)")
+    tracker.uninstall()
+    return p, h
+
+
+def cell_cost(repeats):
+    """post_run_cell of a 23-step loop cell in an in-process IPython shell (the panel shown as
+    static HTML: no kernel, no widget)."""
+    from IPython.testing.globalipapp import start_ipython
+
+    ip = start_ipython()
+    ip.run_cell("import nbgrad, numpy as np, sys\n%load_ext nbgrad", silent=True)
+    ip.user_ns["_bench"] = str(Path(__file__).resolve().parent)
+    ip.run_cell("sys.path.insert(0, _bench)\nfrom bench_model_panel import make, load\n"
+                "x, y = load()\nmodel, loss_fn, epoch = make(x, y)\n"
+                "rng = np.random.default_rng(0)", silent=True)
+    from nbgrad.notebook import extension
+
+    ext = extension.get_extension(ip)
+    import IPython.display
+
+    shown = []
+    IPython.display.display = lambda *a, **k: shown.append(a)
+    times = []
+    orig = ext.post_run_cell
+
+    def timed(result):
+        t = time.perf_counter()
+        orig(result)
+        times.append(time.perf_counter() - t)
+
+    ip.events.unregister("post_run_cell", orig)
+    ip.events.register("post_run_cell", timed)
+    for _ in range(repeats):
+        ip.run_cell("epoch(rng)")
+    ms = statistics.median(times) * 1e3
+    print(f"  panel after a 23-step loop cell (report + summary panel): {ms:.1f} ms "
+          f"(median of {repeats})")
+    return ms
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=7)
+    a = ap.parse_args()
+    hook_overhead(a.epochs, a.repeats)
+    cell_cost(a.repeats)

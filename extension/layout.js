@@ -1,0 +1,70 @@
+// nbgrad: the panel's graph laid out in the browser, with viz.js (Graphviz compiled to
+// WebAssembly, extension/viz.js, MIT). The kernel sends viz.js once per page over a widget's comm
+// when a panel first asks (no network, nothing for the kernel to lay out); the Graph tab shows
+// the text tree until the SVG is in. Each panel tells the kernel once whether this browser can
+// lay out: from then on the kernel sends DOT instead of laying out itself.
+// This file is prepended to panel.js (one ES module).
+
+function nbgradVizInstance(model) {
+  const g = globalThis;
+  if (!g.__nbgradViz) {
+    g.__nbgradViz = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no answer from the kernel")), 30000);
+      const onMsg = (msg) => {
+        if (!msg || msg.type !== "viz") return;
+        clearTimeout(timer);
+        model.off("msg:custom", onMsg);
+        if (!msg.code) { reject(new Error("viz.js is missing")); return; }
+        const url = URL.createObjectURL(new Blob([msg.code], { type: "text/javascript" }));
+        import(url).then((m) => m.instance()).then(resolve, reject)
+          .finally(() => URL.revokeObjectURL(url));
+      };
+      model.on("msg:custom", onMsg);
+      model.send({ type: "viz" });
+    });
+    g.__nbgradViz.catch(() => { g.__nbgradViz = null; });  // a later panel may try again
+  }
+  return g.__nbgradViz;
+}
+
+const nbgradTold = new WeakSet(); // models that told their kernel whether viz.js works here
+
+function nbgradTell(model, ok) {
+  if (nbgradTold.has(model)) return;
+  nbgradTold.add(model);
+  try { model.send({ type: "rendered", ok }); } catch (e) { /* no kernel: a saved notebook */ }
+}
+
+// Called when a panel is first drawn: load viz.js (once per page) and tell the kernel.
+function nbgradAnnounce(model) {
+  nbgradVizInstance(model).then(() => nbgradTell(model, true), () => nbgradTell(model, false));
+}
+
+const nbgradLaidOut = new WeakMap(); // model -> {dot, svg}: a tab switch costs no new layout
+
+// Lay out `model.dot` into the Graph tab's placeholder (if it has one). Resolves to true when an
+// SVG was put in.
+async function nbgradLayout(model, body) {
+  const host = body.querySelector('.nbgrad-svg[data-layout="browser"]');
+  const dot = model.get("dot");
+  if (!host || !dot) return false;
+  let done = nbgradLaidOut.get(model);
+  if (!done || done.dot !== dot) {
+    try {
+      const viz = await nbgradVizInstance(model);
+      done = { dot, svg: viz.renderString(dot, { format: "svg" }) };
+    } catch (e) {
+      nbgradTell(model, false);
+      nbgradLaidOut.set(model, { dot, svg: null });
+      return false;
+    }
+    nbgradLaidOut.set(model, done);
+  }
+  if (!done.svg || !host.isConnected) return false;
+  const i = done.svg.indexOf("<svg");
+  host.innerHTML = i >= 0 ? done.svg.slice(i) : done.svg;
+  host.removeAttribute("data-layout");
+  host.dataset.laidOut = "browser";
+  nbgradTell(model, true);
+  return true;
+}

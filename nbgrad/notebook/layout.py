@@ -1,0 +1,135 @@
+"""DOT source -> SVG, in-process with pygraphviz (Graphviz's library; no ``dot`` executable).
+
+Used where no front end lays the graph out (nbclient, the static copy saved with a notebook,
+``nbgrad.viz``); a live widget lays out in the browser (extension/layout.js, viz.js). Bounds:
+
+- the snapshot caps the nodes (``max_nodes``) before any DOT is written;
+- a graph of at most :data:`IN_PROCESS_UP_TO` nodes is laid out in this process (a few ms);
+  a bigger one in a forked child that is killed at the time bound (Graphviz holds the GIL while
+  it works, so a thread could not be stopped), and the caller shows the text tree instead;
+- the last few layouts are remembered (a cell that changed nothing drawn costs no layout).
+
+Without pygraphviz, :func:`svg` returns None and the panel shows the text tree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import time
+
+IN_PROCESS_UP_TO = 60  # nodes; above this a forked child does the work, under a time bound
+DEFAULT_TIMEOUT = 5.0  # seconds
+_CACHE: dict[str, str] = {}  # DOT source -> SVG
+CACHE_SIZE = 16
+_SVG_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
+
+
+class LayoutTimeout(TimeoutError):
+    """The layout did not finish within its time bound."""
+
+
+def available() -> bool:
+    """True when pygraphviz (with its Graphviz library) imports."""
+    try:
+        import pygraphviz  # noqa: F401
+    except Exception:  # noqa: BLE001 - ImportError, or a broken shared library
+        return False
+    return True
+
+
+def cached(source: str) -> str | None:
+    """The SVG of ``source`` if it was laid out recently, else None (costs a dict lookup)."""
+    return _CACHE.get(source)
+
+
+def svg(source: str, *, nodes: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> str | None:
+    """The ``<svg>`` element for DOT ``source``; None without pygraphviz.
+
+    Args:
+        nodes: how many nodes the graph has (decides in-process vs a forked child); counted
+            from the source when None.
+        timeout: seconds a forked layout may take.
+
+    Raises:
+        LayoutTimeout: the layout took longer than ``timeout`` (the child was killed).
+        ValueError: Graphviz rejected the DOT source.
+    """
+    hit = _CACHE.get(source)
+    if hit is not None:
+        return hit
+    if not available():
+        return None
+    if nodes is None:
+        nodes = source.count("[id=")
+    if nodes <= IN_PROCESS_UP_TO or not hasattr(os, "fork"):
+        raw = _layout(source)
+    else:
+        raw = _forked(source, timeout)
+    out = _clean(raw)
+    _CACHE[source] = out
+    while len(_CACHE) > CACHE_SIZE:
+        del _CACHE[next(iter(_CACHE))]
+    return out
+
+
+def _layout(source: str) -> bytes:
+    import pygraphviz
+
+    try:
+        graph = pygraphviz.AGraph(string=source)
+    except Exception as exc:  # noqa: BLE001
+        raise ValueError(f"graphviz could not read the graph: {exc}") from None
+    return graph.draw(format="svg", prog="dot")
+
+
+def _forked(source: str, timeout: float) -> bytes:
+    """Lay out in a child process; kill it at ``timeout`` seconds."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: lay out, write, leave without running any Python cleanup
+        code = 1
+        try:
+            os.close(r)
+            data = _layout(source)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        except BaseException:  # noqa: BLE001
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    done = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LayoutTimeout(f"graph layout took more than {timeout:g} s")
+            ready, _, _ = select.select([r], [], [], left)
+            if ready:
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    done = True
+                    break
+                chunks.append(chunk)
+    finally:  # a timeout or an interrupt (KeyboardInterrupt) never leaves the child running
+        os.close(r)
+        if not done:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if status != 0 or not chunks:
+        raise ValueError("graphviz could not lay out the graph")
+    return b"".join(chunks)
+
+
+def _clean(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    i = text.find("<svg")
+    text = text[i:] if i >= 0 else text
+    return _SVG_COMMENT.sub("", text)  # "<!-- name -->" per element: bytes to sync, no use

@@ -1,0 +1,120 @@
+"""Draw a :class:`~nbgrad.notebook.model.ModelReport`: the Gradients and Training tabs, the notes.
+
+Static HTML with inline SVG sparklines and curves (no script), like the rest of ``render``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+C_RED = "#d00000"
+C_NOTE = "#8a5a00"
+
+
+def _num(x, fmt="{:.3g}") -> str:
+    if x is None:
+        return "\u2013"
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    return fmt.format(x)
+
+
+def polyline(values, width=120, height=24, color="#1a73e8", log=False) -> str:
+    """An inline SVG line of ``values`` (non-finite ones dropped), scaled to the box."""
+    pts = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if log:
+        pts = [(i, math.log10(v)) for i, v in pts if v > 0]
+    if len(pts) < 2:
+        return ""
+    n = max(len(values) - 1, 1)
+    lo = min(v for _, v in pts)
+    hi = max(v for _, v in pts)
+    span = (hi - lo) or 1.0
+    xy = " ".join(f"{2 + (width - 4) * i / n:.1f},{height - 2 - (height - 4) * (v - lo) / span:.1f}"
+                  for i, v in pts)
+    return (f'<svg class="nbgrad-spark" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}"><polyline fill="none" stroke="{color}" '
+            f'stroke-width="1.5" points="{xy}"/></svg>')
+
+
+def curve(title, values, color, width=420, height=110, unit=None) -> str:
+    """A titled curve with its first, last, min and max written out (a training-loop tab)."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return f"<div><b>{html.escape(title)}</b>: no finite values</div>"
+    stats = (f"first {_num(values[0])}, last {_num(values[-1])}, min {_num(min(finite))}, "
+             f"max {_num(max(finite))} " + (unit or f"over {len(values)} steps"))
+    return (f'<div class="nbgrad-curve"><div><b>{html.escape(title)}</b> '
+            f'<span style="color:#555">{stats}</span></div>'
+            + polyline(values, width, height, color) + "</div>")
+
+
+def notes_html(rep) -> str:
+    if not rep.notes:
+        return ""
+    return ('<ul class="nbgrad-notes" style="margin:2px 0;padding-left:18px;color:'
+            f'{C_NOTE}">' + "".join(f"<li>{html.escape(n)}</li>" for n in rep.notes) + "</ul>")
+
+
+def gradients_html(rep) -> str:
+    """Per parameter: grad norm, update/weight ratio, exact zeros, a sparkline of the norms."""
+    e = html.escape
+    rows = []
+    for r in rep.params:
+        flag = ""
+        if r.nonfinite:
+            flag = f' <b style="color:{C_RED}">NaN/Inf</b>'
+        elif r.accumulated >= 2:
+            flag = f" <i>accumulated x{r.accumulated}</i>"
+        dead = f"{100 * r.zeros:.0f}%" if r.norm is not None else "\u2013"
+        if r.norm is not None and r.zeros >= 0.5:
+            dead = f'<b style="color:{C_NOTE}">{dead}</b>'
+        rows.append(f"<tr><td>{e(r.name)}</td><td>{e(str(list(r.shape)))}</td>"
+                    f"<td>{_num(r.norm)}{flag}</td><td>{_num(r.ratio)}</td><td>{dead}</td>"
+                    f"<td>{polyline(r.history)}</td></tr>")
+    table = ""
+    if rows:
+        table = ('<table class="nbgrad-grads" style="border-collapse:collapse;font-size:12px">'
+                 "<tr><th>parameter</th><th>shape</th><th>grad norm</th>"
+                 '<th title="||weight change at the last step|| / ||weight||">update / weight'
+                 '</th><th title="fraction of exact zeros in the gradient (dead ReLUs)">zeros'
+                 "</th><th>grad norm over the steps seen</th></tr>" + "".join(rows) + "</table>")
+    return notes_html(rep) + (table or "<i>no parameter has had a backward yet</i>")
+
+
+def training_html(rep) -> str:
+    """A training-loop cell: the loss and gradient-norm curves over its steps."""
+    parts = [f"<div>{rep.steps} training steps in this cell; the graph of the last step is in "
+             "the Graph tab, its modules folded.</div>"]
+    if rep.losses:
+        parts.append(curve("loss", rep.losses, "#c0392b"))
+    else:
+        parts.append("<div><i>loss: computed without an nn loss module (nothing to plot)</i>"
+                     "</div>")
+    if rep.grad_norms:
+        parts.append(curve("total gradient norm", rep.grad_norms, "#1a73e8",
+                           unit=f"of the {len(rep.grad_norms)} steps watched"))
+    return notes_html(rep) + "".join(parts)
+
+
+def kept_alive_rows(rep) -> list:
+    """Memory-tab rows: the containers that keep graphs alive, in words."""
+    from .render import _in_bytes
+
+    rows = []
+    for name, graphs, nbytes, kind, nodes in rep.kept_alive:
+        rows.append([f"{name} ({kind})", f"keeps {graphs} graphs alive ({nodes} graph nodes): "
+                     f"{_in_bytes(nbytes)} held by them and their saved tensors; append "
+                     "loss.item() or loss.detach() if you only need the value"])
+    return rows
+
+
+def summary_notes(rep) -> str:
+    """The header's part: "2 notes: ..." (the first note cut to one short line)."""
+    if not rep or not rep.notes:
+        return ""
+    first = rep.notes[0]
+    if len(first) > 90:
+        first = first[:87] + "..."
+    return f"{len(rep.notes)} note{'s' if len(rep.notes) > 1 else ''}: {first}"

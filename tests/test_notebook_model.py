@@ -1,0 +1,285 @@
+"""The model panel in a real kernel (nbclient + ipykernel): module clusters, the Gradients and
+Training tabs, and the notes for the bugs models have, each on a small model written here.
+
+Numbers the panel shows (grad norms, update ratios, bytes) are checked against what the same
+kernel computes with nbgrad's own tensors and prints, never against constants.
+"""
+
+import html
+import json
+import re
+
+import pytest
+
+from test_notebook_kernel import WIDGET, execute, panel_outputs, svg_in  # noqa: F401
+
+from nbgrad.notebook import render_model
+
+SETUP = """import nbgrad
+from nbgrad import nn
+%load_ext nbgrad
+%nbgrad set live=100
+nbgrad.manual_seed(0)
+x = nbgrad.randn(8, 4)
+y = nbgrad.randn(8, 1)
+mse = nn.MSELoss()"""
+
+CELLS = {
+    "setup": SETUP,
+    # 1. module structure: a 3-layer Sequential
+    "seq": "model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 1))",
+    "forward": "loss = mse(model(x), y)",
+    # 2. Gradients tab after backward, and the update ratio after a step
+    "backward": ("opt = nbgrad.optim.SGD(model.parameters(), lr=0.1)\n"
+                 "loss.backward()\n"
+                 "print('NORM', float(model[0].weight.grad.norm()))"),
+    "step": ("w0 = model[0].weight.detach().clone()\n"
+             "opt.step()\nopt.zero_grad()\n"
+             "loss = mse(model(x), y)\nloss.backward()\n"
+             "d = model[0].weight.detach() - w0\n"
+             "print('RATIO', float(d.norm() / model[0].weight.detach().norm()))"),
+    # 3. a forgotten zero_grad: a second backward sums into .grad
+    "again": "loss = mse(model(x), y)\nloss.backward()",
+    # 4. a layer whose output is detached inside forward
+    "detached_cls": ("class Net(nn.Module):\n"
+                     "    def __init__(self):\n"
+                     "        super().__init__()\n"
+                     "        self.fc1 = nn.Linear(4, 6)\n"
+                     "        self.fc2 = nn.Linear(6, 1)\n"
+                     "    def forward(self, x):\n"
+                     "        h = self.fc1(x).relu().detach()\n"
+                     "        return self.fc2(h)\n"
+                     "net = Net()"),
+    "detached_run": "loss2 = mse(net(x), y)\nloss2.backward()",
+    "detached_top": ("h = model[0](x).detach()\n"
+                     "out3 = model[2](model[1](h))\n"
+                     "mse(out3, y).backward()"),
+    # 5. NaN from the log of a softmax that underflowed
+    "nan_setup": "nll = nn.NLLLoss()\nt = nbgrad.tensor([0, 1, 2, 0, 1, 2, 0, 1])\nhead = nn.Linear(4, 3)",
+    "nan": ("z = head(x) * 1000\n"
+            "p = z.softmax(1)\n"
+            "logp = p.log()\n"
+            "bad = nll(logp * p, t)"),
+    "nan_mul": ("oh = nbgrad.nn.functional.one_hot(t, 3).float()\n"
+                "ce = -(oh * p.log()).sum(1).mean()"),
+    # 6. eval / train mode mixed up, on a model with Dropout
+    "drop": ("dmodel = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Linear(6, 1))\n"
+             "dopt = nbgrad.optim.SGD(dmodel.parameters(), lr=0.1)"),
+    "eval_nograd": "with nbgrad.no_grad():\n    val = dmodel(x)",
+    "eval_train": ("dmodel.eval()\n"
+                   "dl = mse(dmodel(x), y)\ndl.backward()\ndopt.step()\ndopt.zero_grad()"),
+    # 7. a target of shape (N,) against an input of (N, 1)
+    "broadcast": "dmodel.train()\nbl = mse(dmodel(x), y.reshape(8))",
+    "broadcast_f": ("import nbgrad.nn.functional as F\n"
+                    "fl = F.mse_loss(model(x), y.reshape(8))"),
+    # 8. a training loop that keeps every graph alive in a list
+    "loop": ("history = []\n"
+             "for i in range(12):\n"
+             "    opt.zero_grad()\n"
+             "    l = mse(model(x), y)\n"
+             "    l.backward()\n"
+             "    opt.step()\n"
+             "    history.append(l)\n"
+             "print('LOSSES', [round(float(h), 6) for h in history])"),
+    "val": "val_hist = [mse(model(x), y) for _ in range(3)]",
+    "held": ("def held(ts):\n"
+             "    seen, bufs, stack = set(), set(), [t.grad_fn for t in ts]\n"
+             "    total = sum(t.nbytes for t in ts)\n"
+             "    while stack:\n"
+             "        n = stack.pop()\n"
+             "        if id(n) in seen:\n"
+             "            continue\n"
+             "        seen.add(id(n))\n"
+             "        for s in n._saved_tensors():\n"
+             "            if not s.released and (s.data_ptr, s.shape) not in bufs:\n"
+             "                bufs.add((s.data_ptr, s.shape))\n"
+             "                total += s.nbytes\n"
+             "        stack += [f for f, _ in n.next_functions if f is not None]\n"
+             "    return total, len(seen)\n"
+             "print('HELD', *held(history), *held(val_hist))"),
+    # 9. projector theme, 10. views as rows x columns
+    "theme": "%nbgrad set theme=projector",
+    "views": "b = nbgrad.arange(12.).reshape(3, 4)\ncol = b[:, 1]\ncol.mul_(2)",
+}
+
+
+@pytest.fixture(scope="module")
+def nb(tmp_path_factory):
+    names = list(CELLS)
+    out = execute([CELLS[k] for k in names], tmp_path_factory.mktemp("model"))
+    return {k: out.cells[i] for i, k in enumerate(names)}, out
+
+
+def static(cell):
+    """The panel's static copy: beside a live widget, or what replaced a retired one."""
+    (h,) = [o.data["text/html"] for o in cell.outputs if o.output_type == "display_data"
+            and "nbgrad-static" in o.data.get("text/html", "")]
+    return h
+
+
+def state(notebook, cell):
+    (p,) = panel_outputs(cell)
+    mid = p.data[WIDGET]["model_id"]
+    return notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"][
+        "state"][mid]["state"]
+
+
+def printed(cell, tag):
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    m = re.search(tag + r" (.+)", text)
+    assert m, text
+    return m.group(1)
+
+
+def text(h):
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", h)).split())
+
+
+def test_sequential_drawn_as_module_clusters(nb):
+    cells, _ = nb
+    svg = svg_in(static(cells["forward"]))
+    for title in ("model (Sequential)", "model.0 (Linear)", "model.1 (ReLU)",
+                  "model.2 (Linear)"):
+        assert f">{title}<" in svg, title
+    assert ">mse (MSELoss)<" in svg  # the loss module is a module too
+    assert svg.count('class="cluster"') == 5
+    # each Linear's ops and parameters sit inside its cluster
+    block = re.search(r'<g id="cluster_model_0" class="cluster">.*?(?=<g id="(?:cluster|n|t))',
+                      svg, re.S)
+    assert block and "model.0 (Linear)" in block.group(0)
+
+
+def test_gradients_tab_after_backward(nb):
+    cells, _ = nb
+    h = static(cells["backward"])
+    assert "<summary>Gradients</summary>" in h
+    norm = float(printed(cells["backward"], "NORM"))
+    row = re.search(r"<td>model\.0\.weight</td><td>\[6, 4\]</td><td>([^<]+)</td>", h)
+    assert row and row.group(1) == render_model._num(norm)
+
+
+def test_update_ratio_after_an_optimizer_step(nb):
+    cells, _ = nb
+    h = static(cells["step"])
+    ratio = float(printed(cells["step"], "RATIO"))
+    row = re.search(r"<td>model\.0\.weight</td><td>\[6, 4\]</td><td>[^<]+</td><td>([^<]+)</td>",
+                    h)
+    assert row and row.group(1) == render_model._num(ratio)
+    assert "<polyline" in h  # the sparkline over the steps seen
+
+
+def test_forgotten_zero_grad_is_a_note(nb):
+    cells, _ = nb
+    t = text(static(cells["again"]))
+    assert "model.0.weight.grad accumulated from 2 backward calls since zero_grad" in t
+    assert "accumulated" not in text(static(cells["step"]))  # zero_grad ran: no note
+
+
+def test_detached_layer_named_with_where_it_was_cut(nb):
+    cells, _ = nb
+    n = cells["detached_cls"].execution_count
+    t = text(static(cells["detached_run"]))
+    # detached after a function (relu) of its output: where it was cut, not how
+    assert ("net.fc1.weight, net.fc1.bias got no gradient: its output was cut from the graph "
+            "(a .detach(), .data or a numpy round trip) before net.fc2 (Linear) used it at "
+            f"cell [{n}] line 8") in t
+    assert "net.fc2.weight" in t  # fc2 did get its gradient: a row, no note
+    assert "net.fc2.weight, " not in t
+    n = cells["detached_top"].execution_count
+    t = text(static(cells["detached_top"]))
+    assert ("model.0.weight, model.0.bias got no gradient: its output was detached (.detach() or "
+            f".data) before model.1 (ReLU) used it at cell [{n}] line 2") in t
+
+
+def test_nan_named_with_its_first_op(nb):
+    cells, _ = nb
+    n = cells["nan"].execution_count
+    t = text(static(cells["nan"]))
+    assert re.search(r"bad has (NaN|Inf): the first op that produced it is LogBackward0 at "
+                     rf"cell \[{n}\] line 3 \(logp = p\.log\(\)\)", t), t
+
+
+def test_nan_made_by_a_log_whose_output_no_node_saved(nb):
+    cells, _ = nb
+    # 0 * log(0): the log's -inf is kept by no node; its saved input (0) tells where it came from
+    n = cells["nan_mul"].execution_count
+    t = text(static(cells["nan_mul"]))
+    assert (f"ce has NaN: the first op that produced it is LogBackward0 at cell [{n}] line 2") in t
+
+
+def test_train_mode_under_no_grad_and_eval_mode_in_training(nb):
+    cells, _ = nb
+    n = cells["eval_nograd"].execution_count
+    t = text(static(cells["eval_nograd"]))
+    assert (f"dmodel (Sequential) was evaluated under no_grad in train mode at cell [{n}] line 2:"
+            " its Dropout layer still act") in t
+    n = cells["eval_train"].execution_count
+    t = text(static(cells["eval_train"]))
+    assert (f"dmodel (Sequential) ran its forward in eval mode at cell [{n}] line 2 and was then "
+            "trained") in t
+
+
+def test_broadcasting_target_noted_with_pytorchs_warning(nb):
+    cells, _ = nb
+    t = text(static(cells["broadcast"]))
+    assert "mse (MSELoss) target broadcasts against its input" in t
+    assert "that is different to the input size" in t and "Please ensure they have the same size" \
+        in t
+
+
+def test_broadcasting_target_of_the_functional_loss(nb):
+    cells, _ = nb
+    n = cells["broadcast_f"].execution_count
+    t = text(static(cells["broadcast_f"]))
+    assert (f"a loss target broadcasts against its input at cell [{n}] line 2: \u201cUsing a "
+            "target size") in t
+
+
+def test_training_loop_cell_gets_one_summary_panel(nb):
+    cells, notebook = nb
+    cell = cells["loop"]
+    assert len(panel_outputs(cell)) == 1
+    st = state(notebook, cell)
+    assert st["active"] == "Training" and st["tab_order"][0] == "Training"
+    assert st["summary"].startswith("nbgrad: 12 training steps")
+    losses = json.loads(printed(cell, "LOSSES"))
+    train = st["tabs"]["Training"]
+    assert f"first {render_model._num(losses[0])}, last {render_model._num(losses[-1])}" in train
+    assert "total gradient norm" in train
+    assert "history (list) keeps 12 graphs alive" in text(st["summary"]) or \
+        "history (list) keeps 12 graphs alive" in text(train)
+    # the last step's graph, its modules folded
+    assert {"model.0", "model.1", "model.2"} <= set(st["folded"])
+    assert 'class="cluster"' not in st["tabs"]["Graph"]
+    assert ">model.0 (Linear)<" in st["tabs"]["Graph"]
+
+
+def test_graphs_kept_alive_by_a_list_named_in_memory(nb):
+    cells, notebook = nb
+    hist_bytes, hist_nodes, val_bytes, val_nodes = map(int, printed(cells["held"], "HELD").split())
+    from nbgrad.notebook.render import _in_bytes
+
+    t = text(state(notebook, cells["loop"])["tabs"]["Memory"])
+    assert (f"history (list) keeps 12 graphs alive ({hist_nodes} graph nodes): "
+            f"{_in_bytes(hist_bytes)} held") in t
+    t = text(state(notebook, cells["val"])["tabs"]["Memory"])  # no backward: their saved tensors are still held
+    assert (f"val_hist (list) keeps 3 graphs alive ({val_nodes} graph nodes): "
+            f"{_in_bytes(val_bytes)} held") in t
+    assert val_bytes > 3 * 8 * 4  # more than the three losses themselves
+
+
+def test_projector_theme(nb):
+    cells, notebook = nb
+    assert "theme=projector" in "".join(o.get("text", "") for o in cells["theme"].outputs)
+    st = state(notebook, cells["views"])
+    assert st["theme"] == "projector"
+    assert "nbgrad-theme-projector" in static(cells["views"])
+
+
+def test_views_map_in_the_base_shape(nb):
+    cells, _ = nb
+    h = static(cells["views"])
+    assert "elements drawn as the base's 3 x 4" in h
+    dot, box = "\u00b7", "\u25a0"
+    col = "\n".join(f"{dot} {box} {dot} {dot}" for _ in range(3))
+    assert col in html.unescape(h)

@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from . import _torch_errors, creation, dtypes
-from .autograd.apply import (_arr, _binary, _broadcast_error, _device_error, _fresh,
-                             _geom, _inplace, _mask, _unary, apply)
+from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh, _geom, _mask,
+                             apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
 from .autograd.grad_mode import no_grad

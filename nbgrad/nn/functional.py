@@ -1926,8 +1926,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     dims = input.ndim - 2
     if dims not in (1, 2) or (mode == "linear" and dims != 1) or (mode == "bilinear"
                                                                    and dims != 2):
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                  f"{'3D' if mode == 'linear' else '4D' if mode == 'bilinear' else '3D or 4D'} input")
+        need = {"linear": "3D", "bilinear": "4D"}.get(mode, "3D or 4D")
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need} input")
     spatial = tuple(input.shape[2:])
     if size is not None:
         out_size = _out_sizes(size, spatial)
@@ -2070,7 +2070,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "

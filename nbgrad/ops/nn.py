@@ -188,8 +188,9 @@ op("_convolution1d", lambda input, weight, bias, stride, padding, dilation, grou
 
 
 # ---- maps linear in their input: `ctx` holds (forward, adjoint) on arrays ---------------------
-# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col, bags of
-# embeddings). Under create_graph the adjoint is recorded as the same row with the two swapped.
+# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col,
+# bags of embeddings). Under create_graph the adjoint is recorded as the same row with the two
+# swapped.
 def _linear_map(name, node):
     op(name, lambda self, ctx: ctx.value[0](self), node=node,
        self=lambda g, ctx, xp: _adjoint(name, g, ctx, xp))

@@ -835,8 +835,7 @@ REPRS = {
     "unbind": lambda T: T.tensor([1.0, 2.5], requires_grad=True).unbind()[0],
     "size": lambda T: T.ones(2, 3).shape,
     "bool": lambda T: T.tensor([True, False]),
-    "summarized": pytest.param(lambda T: T.arange(2000.0), id="summarized", marks=pytest.mark.xfail(
-        reason="core bug: summarized repr formats like torch (sci notation here)", strict=True)),
+    "summarized": lambda T: T.arange(2000.0),
 }
 
 
@@ -1045,22 +1044,13 @@ def _rows_reached(outs):
 NEEDS_A_DEVICE = {"to_device"}  # exercised by test_on_device on a GPU
 # rows merged before their cases (branches ops, nn-a at 15:30): remove a name when its case lands
 AWAITING_CASES = {
-    "acos", "addcdiv", "addcmul", "aminmax", "asin", "atan", "atan2", "bincount",
-    "ceil", "celu_", "clamp_tensor", "cosh", "cummax", "cummin", "cumprod", "elu_", "erfinv",
-    "exp2", "expm1", "floor", "fmod", "fmod_tensor", "frac", "histogram", "hypot", "index_copy",
-    "index_fill", "index_fill_tensor", "kthvalue", "leaky_relu_", "lerp", "lerp_tensor", "log10",
-    "log2", "logaddexp", "logaddexp2", "logcumsumexp", "masked_scatter", "masked_select",
-    "median", "median_dim", "mode", "nan_to_num", "nansum", "remainder", "remainder_tensor",
-    "round", "round_decimals", "scatter",
-    "scatter_add", "scatter_reduce", "scatter_value", "sgn", "sinh", "sort", "std_mean",
-    "threshold_", "topk", "trunc", "unique", "unique_consecutive", "unique_dim", "var_mean",
-    "xlogy", "xlogy_scalar_other", "xlogy_scalar_self",
+    "celu_", "elu_", "leaky_relu_", "threshold_",
 }
 
 
 def _all_cases():
     """(name, thunk giving nbgrad outputs) of every row-level case: this file's CASES, issue 9's
-    (test_ops_ext.py) and the nn rows' (test_nn_rows.py)."""
+    (test_ops_ext.py), the nn rows' (test_nn_rows.py) and the random rows' (test_random.py)."""
     import test_nn_rows
     import test_ops_ext
     for case in CASES + test_ops_ext.CASES:
@@ -1068,6 +1058,8 @@ def _all_cases():
     for name, fn, arrays, grad, *_ in test_nn_rows.CASES:
         yield name, lambda fn=fn, arrays=arrays, grad=grad: test_nn_rows.both(fn, arrays,
                                                                               grad)[1][0]
+    import test_random  # the random rows: their cases compare nodes, not values
+    yield from test_random.row_cases()
 
 
 def test_every_row_has_a_case():

@@ -45,16 +45,15 @@ def _swap_rows(a):
     return np.ascontiguousarray(rows.T).view(a.dtype).reshape(n_b, n_a, w)
 
 
-def _to_nchw(out, n):
+def _to_nchw(out, n, l):
     """(O, N*L) product result -> (N, O, L) C-contiguous (a copy of runs of L values)."""
-    o = out.shape[0]
-    return _swap_rows(out.reshape(o, n, -1))
+    return _swap_rows(out.reshape(out.shape[0], n, l))
 
 
 def _from_nchw(gy):
     """(N, O, Ho, Wo) -> (O, N*Ho*Wo) C-contiguous, the layout of the products' results."""
-    n, o = gy.shape[:2]
-    return _swap_rows(_xp(gy).ascontiguousarray(gy).reshape(n, o, -1)).reshape(o, -1)
+    n, o, ho, wo = gy.shape
+    return _swap_rows(_xp(gy).ascontiguousarray(gy).reshape(n, o, ho * wo)).reshape(o, n * ho * wo)
 
 
 # ---------------------------------------------------------------------------- convolution
@@ -121,7 +120,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
         if b is not None:
             cols[:, kk] = 1
             wm[:, :, kk] = b.reshape(g, og)
-        y = _to_nchw((wm @ cols).reshape(o, m), n)
+        y = _to_nchw((wm @ cols).reshape(o, m), n, ho * wo)
     return y.reshape(n, o, ho, wo), (cols, wm, geo)
 
 

@@ -6,14 +6,15 @@ On small images numpy's cost is the number of contiguous runs a copy or an eleme
 not the number of values, so the layouts are chosen to make runs long:
 
 - convolution: im2col into one matrix product, the columns taken channels-last (runs of ``kw*C``
-  values) or channels-first (runs of ``Wo`` values), whichever runs are longer; every product
-  leaves its result (O, N*Ho*Wo), so the bias is added along rows and the move back to NCHW copies
-  runs of ``Ho*Wo``. Backward is two products (and, for channels-last at stride 1, the input
-  gradient is a full correlation with the flipped kernel: one more im2col and product).
+  values) or channels-first (runs of ``Wo`` values), whichever runs are longer. The bias rides in
+  the product as one more column (row) of ones, so its gradient comes out of the weight's.
+  Backward is two products; for channels-last at stride 1 the input gradient is a full
+  correlation with the flipped kernel (one more im2col and product, a few images at a time).
 - max pooling: a ``(kh*kw, N*C*Ho*Wo)`` boolean mask of the chosen maxima (torch's choice: the
   first maximum in raster order, the last NaN) is all backward needs. Non-overlapping windows
   (kernel == stride, the usual ``MaxPool2d(2)``) are read as whole rows: the ``kh`` rows of each
-  window are moved apart in one copy and every window offset is then a 1-D strided view.
+  window are moved apart in one copy (:func:`_swap_rows`), each window offset's values are then
+  made contiguous, and backward writes through 1-D strided views of the same row layout.
 """
 
 import numpy as np
@@ -45,9 +46,9 @@ def _swap_rows(a):
     return np.ascontiguousarray(rows.T).view(a.dtype).reshape(n_b, n_a, w)
 
 
-def _to_nchw(out, n, l):
+def _to_nchw(out, n, length):
     """(O, N*L) product result -> (N, O, L) C-contiguous (a copy of runs of L values)."""
-    return _swap_rows(out.reshape(out.shape[0], n, l))
+    return _swap_rows(out.reshape(out.shape[0], n, length))
 
 
 def _from_nchw(gy):

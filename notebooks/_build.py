@@ -1067,8 +1067,9 @@ print(X.shape, Y.shape)
 `detach()` (or `.data`, a trip through numpy, a `with torch.no_grad():` block) returns a tensor
 with **no history**: backward stops there. Everything before it gets no gradient and never
 learns, silently — the loss still goes down, a little, thanks to the layers after the cut.
-Look at the panel's *Gradients* tab: it lists each parameter by its module path, and names the
-ones that got no gradient.
+The panel under the backward cell says it in one line — *net.body.0.weight, net.body.0.bias got
+no gradient: its output was detached* — and its *Gradients* tab lists every parameter by its
+module path with its gradient norm.
 """),
     code("""
 class Net(nn.Module):
@@ -1151,7 +1152,8 @@ A hand-written cross-entropy: `softmax`, then `log`, then pick the true class wi
 With confident logits, `softmax` **underflows to exactly 0** for the other classes in float32;
 `log(0) = -inf`, and the one-hot mask multiplies it by 0: `0 * -inf = nan`. One NaN in the loss
 and every gradient is NaN. The panel names the first operation that produced a NaN or an
-infinity, with its cell and line — no anomaly mode needed.
+infinity, with its cell and line — *loss has NaN: the first op that produced it is
+LogBackward0 at cell [N] line 6* — no anomaly mode needed.
 """),
     code("""
 torch.manual_seed(0)
@@ -1179,7 +1181,8 @@ print("loss:", round(loss.item(), 4), "| NaN in gradients:",
 in training mode drops random units (the accuracy changes from one call to the next), and
 training a model left in evaluation mode never drops them and never updates BatchNorm's running
 statistics. `no_grad()` does **not** switch the mode: it only stops recording the graph. The
-panel notes a model in training mode evaluated under `no_grad`.
+panel notes it: *model (Sequential) was evaluated under no_grad in train mode*. (The training
+loop above gets one summary panel for its 60 steps, not 60 graphs.)
 """),
     code("""
 torch.manual_seed(0)
@@ -1227,8 +1230,8 @@ print("shapes:", tuple(reg(xb).squeeze(1).shape), tuple(target.shape))
 
 `history.append(loss)` keeps the loss **tensor**, and with it its `grad_fn` and every tensor the
 graph saved for backward (activations, inputs) — if backward never ran on it, or ran with
-`retain_graph=True`. Memory grows with every step. The *Memory* tab names the container and the
-bytes it holds.
+`retain_graph=True`. Memory grows with every step. The panel names the container and the bytes
+it holds: *history (list) keeps 20 graphs alive, 10.5 MiB*.
 """),
     code("""
 torch.manual_seed(0)

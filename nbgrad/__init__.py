@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import warnings as _warnings
 
-# NaN and inf propagate silently, as in PyTorch: numpy's floating-point warnings raised inside
-# nbgrad's own code are not the user's concern (their own numpy code is untouched).
+# NaN and inf propagate silently, as in PyTorch: the op table runs with numpy's floating-point
+# warnings off (backend.quiet); this filter covers nbgrad's other numpy calls (the user's own
+# numpy code is untouched).
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
 
-from . import backend, dtypes  # noqa: E402
-from .backend import device, get_num_threads, set_num_threads
+from . import backend, dtypes, tracebacks  # noqa: E402
+from .backend import (device, get_default_device, get_num_threads, set_default_device,
+                      set_num_threads)
 from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
                      int16, int32, int64, set_default_dtype, uint8)
 from .dtypes import float16 as half, float32 as float, float64 as double, int64 as long
@@ -25,13 +27,16 @@ from . import ops
 from .functions import *  # noqa: F401,F403  (the torch.* functions)
 from .functions import (abs, all, any, max, min, pow, round, sum)  # noqa: F401  (shadow builtins)
 from .functions import _safe_softmax  # noqa: F401  (torch._safe_softmax, attention's softmax)
-from .creation import (Generator, arange, as_tensor, asarray, default_generator, empty,
-                       empty_like, eye, from_dlpack, from_numpy, full, full_like, initial_seed,
-                       linspace, logspace, manual_seed, multinomial, ones, ones_like, rand,
-                       rand_like, randint, randint_like, randn, randn_like, randperm, seed, tensor,
+from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
+                       from_numpy, full, full_like, linspace, logspace, ones, ones_like, tensor,
                        zeros, zeros_like)
+from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
+                     multinomial, rand, rand_like, randint, randint_like, randn, randn_like,
+                     randperm, seed, set_rng_state)
+from .sampling import bernoulli, normal
 from .printing import set_printoptions
-from . import autograd, cuda
+from .typeinfo import finfo, iinfo
+from . import accelerator, autograd, backends, cuda
 from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import is_anomaly_enabled, set_detect_anomaly  # noqa: F401
 from . import nn, optim, utils, viz
@@ -40,17 +45,39 @@ from .serialization import load, save
 __version__ = "0.1.0"
 
 backend._init_threads()
+tracebacks.install()
 
 FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance checks in tutorials
-is_tensor = lambda obj: isinstance(obj, Tensor)  # noqa: E731
 
 
-def is_floating_point(t):
-    return t.is_floating_point()
+def is_tensor(obj):
+    """True when ``obj`` is a Tensor (a Parameter included) (torch.is_tensor)."""
+    return isinstance(obj, Tensor)
 
 
-def numel(t):
-    return t.numel()
+def _tensor_arg(fn, t):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(t).__name__}")
+    return t
+
+
+def is_floating_point(input):
+    """True for float16/32/64 tensors (torch.is_floating_point).
+
+    Raises:
+        TypeError: ``input`` is not a Tensor (PyTorch's text).
+    """
+    return _tensor_arg("is_floating_point", input).is_floating_point()
+
+
+def numel(input):
+    """Number of elements of ``input`` (torch.numel); a 0-dim tensor has 1.
+
+    Raises:
+        TypeError: ``input`` is not a Tensor (PyTorch's text).
+    """
+    return _tensor_arg("numel", input).numel()
 
 
 def typename(t):

@@ -6,6 +6,8 @@ CUDA device, and every failure (no cupy installed, no driver, no GPU) becomes on
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 _cupy = None          # the cupy module once imported successfully
@@ -77,9 +79,37 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with nbgrad.device("cuda"):`` factory functions default to this device inside."""
+        _device_stack.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_device(_device_stack.pop())
+        return False
+
+
+_device_stack = []
+
 
 CPU = device("cpu")
 _CUDA = device("cuda", 0)
+_default_device = CPU
+
+
+def set_default_device(dev) -> None:
+    """Where factory functions (zeros, tensor, rand, ...) put tensors when given no device
+    (torch.set_default_device); None means "cpu". "cuda" is checked when a tensor is made there.
+    """
+    global _default_device
+    d = CPU if dev is None else device(dev)
+    _default_device = device("cuda", 0) if d.type == "cuda" and d.index is None else d
+
+
+def get_default_device() -> device:
+    """The device factory functions use when given none (torch.get_default_device)."""
+    return _default_device
 
 
 def get_array_module(arr):
@@ -259,3 +289,24 @@ def empty_cache():
     """Release the cupy pool's cached, unused blocks to the driver (torch.cuda.empty_cache)."""
     if _load_cupy() is not None:
         _cupy.get_default_memory_pool().free_all_blocks()
+
+
+# ---- floating-point warnings -------------------------------------------------------------------
+# NaN and Inf are values (as in PyTorch): the op table computes with numpy's floating-point
+# warnings off. `quiet()` / `loud(token)` bracket a computation; they set numpy's error state for
+# the current context only (the user's own numpy code keeps its settings). numpy 2 keeps that
+# state in a ContextVar, which costs ~0.1 us to set and reset; np.errstate costs ~1 us.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE
+    from numpy._core.umath import _make_extobj
+
+    quiet = functools.partial(_ERRSTATE.set, _make_extobj(all="ignore"))  # C calls only
+    loud = _ERRSTATE.reset
+except ImportError:  # numpy 1.x: the public (slower) context manager
+    def quiet():
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def loud(state):
+        state.__exit__(None, None, None)

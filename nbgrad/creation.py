@@ -1,64 +1,11 @@
-"""Creating tensors (torch.tensor, zeros, ones, arange, rand, ...) and the random generator."""
+"""Creating tensors (torch.tensor, zeros, ones, arange, ...); random ones are in random.py."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import backend, dtypes
+from . import _torch_errors, backend, dtypes
 from .storage import Storage
 from .tensor import Size, Tensor, _init
-
-
-class Generator:
-    """A random number generator (torch.Generator) over numpy's PCG64; `manual_seed(seed)`."""
-
-    def __init__(self, device="cpu"):
-        self.device = backend.device(device)
-        self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
-
-    def manual_seed(self, seed):
-        self._seed = int(seed)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
-        return self
-
-    def seed(self):
-        s = int(np.random.SeedSequence().entropy % (2 ** 63))
-        self.manual_seed(s)
-        return s
-
-    def initial_seed(self):
-        return self._seed
-
-    def get_state(self):
-        return self._rng.bit_generator.state
-
-    def set_state(self, state):
-        self._rng.bit_generator.state = state
-
-    def __getattr__(self, name):  # uniform, normal, random, permutation, integers...
-        return getattr(self._rng, name)
-
-
-default_generator = Generator()
-
-
-def manual_seed(seed):
-    """Seed the default generator (torch.manual_seed); returns it."""
-    return default_generator.manual_seed(seed)
-
-
-def seed():
-    """Seed the default generator from OS entropy; returns the seed (torch.seed)."""
-    return default_generator.seed()
-
-
-def initial_seed():
-    """The default generator's seed (torch.initial_seed)."""
-    return default_generator.initial_seed()
-
-
-def _gen(generator):
-    return default_generator if generator is None else generator
 
 
 def _size(size):
@@ -74,8 +21,9 @@ def _size(size):
 
 
 def _dev(device):
-    return backend.CPU if device is None else (device if isinstance(device, backend.device)
-                                               else backend.device(device))
+    if device is None:
+        return backend.get_default_device()  # nbgrad.set_default_device / `with device(...)`
+    return device if isinstance(device, backend.device) else backend.device(device)
 
 
 def _finish(arr, device, requires_grad):
@@ -102,15 +50,14 @@ def _to_array(data, dtype=None, device=None, copy=True):
         data = _nested_to_np(data)
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    if dt is None:
-        dt = dtypes.infer_np_dtype(data)
     if hasattr(data, "__cuda_array_interface__"):
-        arr = data.astype(dt, copy=copy)
+        arr = data.astype(dt or dtypes.infer_np_dtype(data), copy=copy)
     else:
         try:
+            dt = dt or dtypes.infer_np_dtype(data)
             arr = np.array(data, dtype=dt, copy=copy) if copy else np.asarray(data, dtype=dt)
-        except ValueError as e:
-            raise ValueError(f"could not make a tensor from this data: {e}") from None
+        except (ValueError, TypeError) as e:  # ragged, None, str: torch's words for it
+            raise _torch_errors.data_error(data, e) from None
         if not arr.flags.writeable:
             arr = arr.copy()
     if device is not None and _dev(device).type != "cpu":
@@ -254,68 +201,6 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m, dtype=dt), device, requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Uniform [0, 1) samples (torch.rand); reproducible after manual_seed."""
-    dt = dtypes.to_np(dtype) or dtypes.default_np()
-    return _finish(_gen(generator).random(_size(size)).astype(dt), device, requires_grad)
-
-
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples (torch.randn); reproducible after manual_seed."""
-    dt = dtypes.to_np(dtype) or dtypes.default_np()
-    return _finish(_gen(generator).standard_normal(_size(size)).astype(dt), device,
-                   requires_grad)
-
-
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad=False):
-    """Integers in [low, high) (torch.randint(low=0, high, size)); int64."""
-    if size is None:
-        low, high, size = 0, low, high
-    if high is None:
-        low, high = 0, low
-    dt = dtypes.to_np(dtype) or np.dtype(np.int64)
-    return _finish(_gen(generator).integers(low, high, _size((size,) if isinstance(size, int)
-                                                             else tuple(size))).astype(dt),
-                   device, requires_grad)
-
-
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1 (torch.randperm); int64."""
-    dt = dtypes.to_np(dtype) or np.dtype(np.int64)
-    return _finish(_gen(generator).permutation(n).astype(dt), device, requires_grad)
-
-
-def rand_like(input, *, dtype=None, device=None, requires_grad=False):
-    """Uniform [0, 1) samples of input's shape (torch.rand_like)."""
-    return rand(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
-
-
-def randn_like(input, *, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples of input's shape (torch.randn_like)."""
-    return randn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
-
-
-def randint_like(input, low, high=None, *, dtype=None, device=None):
-    """Integers in [low, high) of input's shape (torch.randint_like)."""
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
-                   device=device or input.device)
-
-
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Sample indices from the rows of a probability tensor (torch.multinomial); int64."""
-    p = np.asarray(input._data, dtype=np.float64)
-    g = _gen(generator)
-    if p.ndim == 1:
-        p = p / p.sum()
-        return Tensor._make_fresh(g.choice(len(p), num_samples, replace=replacement,
-                                           p=p).astype(np.int64))
-    rows = [g.choice(p.shape[1], num_samples, replace=replacement, p=r / r.sum()) for r in p]
-    return Tensor._make_fresh(np.stack(rows).astype(np.int64))
-
-
 def tensor_init(self, *args, dtype=None, device=None, requires_grad=False):
     """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
     uninitialised (2, 3) tensor, like PyTorch's legacy constructor (bound as Tensor.__init__)."""
@@ -328,3 +213,21 @@ def tensor_init(self, *args, dtype=None, device=None, requires_grad=False):
     _init(self, arr, Storage(arr), None, 0, False)
     if requires_grad:
         self.requires_grad_(True)
+
+
+def write_out(out, result, name):
+    """Write ``result`` into ``out`` as PyTorch's ``out=`` does: resized (with PyTorch's warning
+    when it had elements) to the result's shape, cast to out's dtype, one version bump; returns
+    out. The caller has refused inputs that require grad."""
+    if out._data.shape != result._data.shape:
+        if out._data.size:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._data.shape)}, which does not match the required output "
+                          f"shape {list(result._data.shape)}. This behavior is deprecated.",
+                          UserWarning, stacklevel=4)
+        out._data = np.empty_like(result._data, dtype=out._data.dtype)
+        out._storage = Storage(out._data)
+    out._data[...] = result._data
+    out._storage.bump(name)
+    return out

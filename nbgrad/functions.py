@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from . import creation, dtypes
+from . import _torch_errors, creation, dtypes
 from .autograd.apply import (_arr, _binary, _broadcast_error, _device_error, _fresh,
                              _geom, _inplace, _mask, _unary, apply)
 from .autograd.grad_mode import STATE as _GRAD
@@ -24,7 +24,6 @@ from .ops.reductions import _sorted_idx
 from .ops.views import _ViewImpossible
 from .tensor import Size, Tensor, _dim, type_name
 from . import backend
-from .storage import Storage
 
 _builtin_max, _builtin_min, _builtin_sum, _builtin_abs = builtins.max, builtins.min, builtins.sum, \
     builtins.abs
@@ -50,22 +49,10 @@ def _check_tensor(x, fname, arg="input"):
 def _out(name, fn, inputs, out):
     """Run `fn()` and write its result into `out` (PyTorch's out= semantics)."""
     if _GRAD.enabled and _mask(inputs):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
+        raise _torch_errors.out_requires_grad(name)
     with no_grad():
         r = fn()
-    if out._data.shape != r._data.shape:
-        if out._data.size:
-            import warnings
-            warnings.warn(f"An output with one or more elements was resized since it had shape "
-                          f"{list(out._data.shape)}, which does not match the required output "
-                          f"shape {list(r._data.shape)}. This behavior is deprecated.",
-                          UserWarning, stacklevel=3)
-        out._data = np.empty_like(r._data, dtype=out._data.dtype)
-        out._storage = Storage(out._data)
-    out._data[...] = r._data
-    out._storage.bump(name)
-    return out
+    return creation.write_out(out, r, name)
 
 
 # ================================================================================================
@@ -1282,12 +1269,15 @@ def _to_index_array(i):
 def getitem(input, idx):
     """Indexing (torch.Tensor.__getitem__): basic indexing gives views (Select/Slice/Unsqueeze
     nodes, as in PyTorch); integer tensors, lists and bool masks give copies (IndexBackward0)."""
+    if input._data.ndim == 0:
+        _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
     if _is_basic(idx):
         return _basic_index(input, idx)
     index = tuple(_to_index_array(i) for i in idx)
     _check_masks(input, index)
+    _torch_errors.check_index(input._data.ndim, index)
     try:
         return apply(R["index"], (input,), (index,))
     except IndexError as e:
@@ -1348,6 +1338,8 @@ def _basic_index(input, idx):
 def setitem(input, idx, value):
     """`t[idx] = value`: copy_ into the view (basic index) or index_put_ (advanced); one
     version bump either way, CopySlices / IndexPutBackward0 in the graph (torch semantics)."""
+    if input._data.ndim == 0:
+        _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
     if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
@@ -1413,6 +1405,7 @@ def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values (or += with accumulate) in place (torch.Tensor.index_put_)."""
     index = tuple(_to_index_array(i) for i in (indices if isinstance(indices, tuple)
                                                  else (indices,)))
+    _torch_errors.check_index(input._data.ndim, index)
     if not isinstance(values, Tensor):
         values = Tensor._make_fresh(np.asarray(values, dtype=input._data.dtype))
     if values._data.dtype != input._data.dtype:
@@ -1568,26 +1561,10 @@ def masked_fill_(self, mask, value):
     return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
 
 
-def _random_fill(name, sampler):
-    def f(self, *args, generator=None, **kwargs):
-        g = creation._gen(generator)
-        with no_grad():
-            arr = np.asarray(sampler(g, self._data.shape, *args, **kwargs),
-                             dtype=self._data.dtype)
-            if type(self._data) is not np.ndarray:
-                arr = backend.to_device(arr, self.device)
-            self._data[...] = arr
-        self._storage.bump(name)
-        return self
-    f.__name__ = name
-    f.__doc__ = f"Fill in place from {name[:-1]} samples (torch.Tensor.{name}); not tracked."
-    return f
-
-
-uniform_ = _random_fill("uniform_", lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s))
-normal_ = _random_fill("normal_", lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
-bernoulli_ = _random_fill("bernoulli_", lambda g, s, p=0.5: g.random(s) < p)
-exponential_ = _random_fill("exponential_", lambda g, s, lambd=1.0: g.exponential(1 / lambd, s))
+# the random fills and samplers live in sampling.py / random.py; imported to be bound as methods
+from .random import multinomial  # noqa: E402,F401
+from .sampling import (bernoulli, bernoulli_, cauchy_, exponential_, geometric_,  # noqa: E402,F401
+                       log_normal_, normal_, random_, uniform_)
 
 
 # ================================================================================================
@@ -2388,46 +2365,55 @@ def _bind():
     T.__init__ = creation.tensor_init
     variable.bind(T)
     # operators
+    # operators: the functions themselves where the argument order allows (fewer frames in a
+    # traceback); the three hottest apply their row directly
     add_row, sub_row, mul_row, one = R["add"], R["sub"], R["mul"], (1,)
-    T.__add__ = lambda s, o: apply(add_row, (s, o), one)
-    T.__radd__ = lambda s, o: add(s, o)
+
+    def __add__(s, o):
+        __tracebackhide__ = True
+        return apply(add_row, (s, o), one)
 
     def __sub__(s, o):
+        __tracebackhide__ = True
         if s._data.dtype.kind == "b" or type(o) is bool or (isinstance(o, Tensor) and
                                                             o._data.dtype.kind == "b"):
             _check_bool_sub(s, o)
         return apply(sub_row, (s, o), one)
-    T.__sub__ = __sub__
-    T.__rsub__ = lambda s, o: rsub(s, o)
-    T.__mul__ = lambda s, o: apply(mul_row, (s, o))
-    T.__rmul__ = lambda s, o: mul(s, o)
-    T.__truediv__ = lambda s, o: div(s, o)
+
+    def __mul__(s, o):
+        __tracebackhide__ = True
+        return apply(mul_row, (s, o))
+    T.__add__, T.__sub__, T.__mul__ = __add__, __sub__, __mul__
+    T.__radd__ = add
+    T.__rsub__ = rsub
+    T.__rmul__ = mul
+    T.__truediv__ = div
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)
-    T.__floordiv__ = lambda s, o: floor_divide(s, o)
+    T.__floordiv__ = floor_divide
     T.__rfloordiv__ = lambda s, o: floor_divide(_t(o, s), s)
-    T.__mod__ = lambda s, o: remainder(s, o)
-    T.__pow__ = lambda s, o: pow(s, o)
+    T.__mod__ = remainder
+    T.__pow__ = pow
     T.__rpow__ = lambda s, o: pow(o, s)
-    T.__matmul__ = lambda s, o: matmul(s, o)
+    T.__matmul__ = matmul
     T.__rmatmul__ = lambda s, o: matmul(_t(o), s)
-    T.__neg__ = lambda s: neg(s)
+    T.__neg__ = neg
     T.__pos__ = lambda s: s
-    T.__abs__ = lambda s: abs(s)
-    T.__invert__ = lambda s: bitwise_not(s)
-    T.__and__ = lambda s, o: bitwise_and(s, o)
-    T.__or__ = lambda s, o: bitwise_or(s, o)
-    T.__xor__ = lambda s, o: bitwise_xor(s, o)
-    T.__eq__ = lambda s, o: eq(s, o)
-    T.__ne__ = lambda s, o: ne(s, o)
-    T.__lt__ = lambda s, o: lt(s, o)
-    T.__le__ = lambda s, o: le(s, o)
-    T.__gt__ = lambda s, o: gt(s, o)
-    T.__ge__ = lambda s, o: ge(s, o)
-    T.__iadd__ = lambda s, o: add_(s, o)
-    T.__isub__ = lambda s, o: sub_(s, o)
-    T.__imul__ = lambda s, o: mul_(s, o)
-    T.__itruediv__ = lambda s, o: div_(s, o)
-    T.__ipow__ = lambda s, o: pow_(s, o)
+    T.__abs__ = abs
+    T.__invert__ = bitwise_not
+    T.__and__ = bitwise_and
+    T.__or__ = bitwise_or
+    T.__xor__ = bitwise_xor
+    T.__eq__ = eq
+    T.__ne__ = ne
+    T.__lt__ = lt
+    T.__le__ = le
+    T.__gt__ = gt
+    T.__ge__ = ge
+    T.__iadd__ = add_
+    T.__isub__ = sub_
+    T.__imul__ = mul_
+    T.__itruediv__ = div_
+    T.__ipow__ = pow_
     T.__getitem__ = getitem
     T.__setitem__ = setitem
     # methods with the same name as the function
@@ -2444,7 +2430,8 @@ def _bind():
             "multiply divide true_divide remainder floor_divide all any nonzero count_nonzero "
             "equal allclose isclose add_ sub_ mul_ div_ pow_ neg_ exp_ tanh_ sigmoid_ relu_ "
             "zero_ log_ sqrt_ abs_ clamp_ clip_ fill_ copy_ masked_fill_ uniform_ normal_ "
-            "bernoulli_ exponential_ float_power absolute negative greater less "
+            "bernoulli_ exponential_ random_ geometric_ cauchy_ log_normal_ bernoulli multinomial "
+            "float_power absolute negative greater less "
             "greater_equal less_equal not_equal clamp_min clamp_max take_along_dim").split():
         setattr(T, name, g[name])
     T.where = lambda s, condition, other: where(condition, s, other)

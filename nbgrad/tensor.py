@@ -409,9 +409,11 @@ class Tensor:
             return None
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        """A 0-dim tensor formats as its Python number (f"{loss}" -> 2.4543561935424805), as
+        torch; any other tensor: str(t) for an empty spec, TypeError otherwise."""
+        if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
-        return object.__format__(self, spec) if spec else repr(self)
+        return object.__format__(self, spec)
 
 
 _new = object.__new__

@@ -835,8 +835,7 @@ REPRS = {
     "unbind": lambda T: T.tensor([1.0, 2.5], requires_grad=True).unbind()[0],
     "size": lambda T: T.ones(2, 3).shape,
     "bool": lambda T: T.tensor([True, False]),
-    "summarized": pytest.param(lambda T: T.arange(2000.0), id="summarized", marks=pytest.mark.xfail(
-        reason="core bug: summarized repr formats like torch (sci notation here)", strict=True)),
+    "summarized": lambda T: T.arange(2000.0),
 }
 
 
@@ -1060,7 +1059,7 @@ AWAITING_CASES = {
 
 def _all_cases():
     """(name, thunk giving nbgrad outputs) of every row-level case: this file's CASES, issue 9's
-    (test_ops_ext.py) and the nn rows' (test_nn_rows.py)."""
+    (test_ops_ext.py), the nn rows' (test_nn_rows.py) and the random rows' (test_random.py)."""
     import test_nn_rows
     import test_ops_ext
     for case in CASES + test_ops_ext.CASES:
@@ -1068,6 +1067,8 @@ def _all_cases():
     for name, fn, arrays, grad, *_ in test_nn_rows.CASES:
         yield name, lambda fn=fn, arrays=arrays, grad=grad: test_nn_rows.both(fn, arrays,
                                                                               grad)[1][0]
+    import test_random  # the random rows: their cases compare nodes, not values
+    yield from test_random.row_cases()
 
 
 def test_every_row_has_a_case():

@@ -10,11 +10,12 @@ from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
                         set_grad_enabled)
+from ._variable import Variable  # torch.autograd.Variable, the deprecated alias
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled", "graph"]
+           "is_anomaly_enabled", "graph", "Variable"]
 
 
 def _seq(x):

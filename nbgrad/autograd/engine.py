@@ -8,7 +8,7 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 from . import anomaly
 from heapq import heappop, heappush
 
-from ..backend import as_array, get_array_module
+from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 
@@ -30,14 +30,17 @@ def _size(shape):
 def _make_root_grads(outputs, grads, create_graph):
     roots = []
     for i, (t, g) in enumerate(zip(outputs, grads)):
-        if g is None:
-            if t._data.size != 1:
+        if g is None and not t.requires_grad:
+            pass  # as PyTorch: no implicit gradient; "element i ... does not require grad" below
+        elif g is None:
+            d = t._data
+            if d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not t.is_floating_point():
+            if d.dtype.kind != "f":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {t.dtype}")
-            xp = get_array_module(t._data)
-            g = xp.ones(t._data.shape, t._data.dtype)
+            g = get_array_module(d).empty(d.shape, d.dtype)
+            g.fill(1)  # two C calls; xp.ones goes through a Python wrapper
             if create_graph:
                 g = _tm.Tensor._make_fresh(g)
         else:
@@ -138,6 +141,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     check_nan = anomaly.STATE.check_nan if anomaly_on else False
     release = not retain_graph
     pop = buffers.pop
+    token = quiet()  # NaN and Inf are values: formulas run with numpy's warnings off
     try:
         while ready:
             node = heappop(ready)[1]
@@ -190,6 +194,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     heappush(ready, (-c._seq, c))
     finally:
         STATE.enabled = prev
+        loud(token)
 
     if inputs is None:
         return None

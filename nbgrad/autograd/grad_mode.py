@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 
 class _State:
@@ -25,10 +26,40 @@ def is_inference_mode_enabled() -> bool:
     return STATE.inference
 
 
+def _decorate(fn, make_ctx):
+    """``fn`` run inside ``make_ctx()``; a generator function gets the mode around each step
+    (torch's rule: the caller's mode is back whenever the generator is suspended)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            gen, sent = fn(*args, **kwargs), None
+            while True:
+                try:
+                    with make_ctx():
+                        value = gen.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+                sent = yield value
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with make_ctx():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+
 class _Mode:
-    """Base of the grad-mode context managers; also usable as decorators."""
+    """Base of the grad-mode context managers; also decorators, with or without parentheses
+    (``@no_grad()`` and ``@no_grad``), generator functions included."""
 
     _value = True
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)  # bare @no_grad on a function
 
     def __enter__(self):
         self._prev = STATE.enabled
@@ -39,11 +70,7 @@ class _Mode:
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(fn, self.__class__)
 
 
 class no_grad(_Mode):
@@ -69,19 +96,22 @@ class set_grad_enabled(_Mode):
     def __enter__(self):
         pass
 
+    def __new__(cls, mode):
+        return object.__new__(cls)
+
     def __call__(self, fn):
         STATE.enabled = self._prev
         mode = self._value
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(fn, lambda: set_grad_enabled(mode))
 
 
 class inference_mode(_Mode):
     """Like no_grad, for inference (torch.inference_mode); `inference_mode(False)` is a no-op."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return object.__new__(cls)
+        return cls()(mode)  # bare @inference_mode on a function
 
     def __init__(self, mode: bool = True):
         self._mode = bool(mode)
@@ -89,9 +119,10 @@ class inference_mode(_Mode):
     def __enter__(self):
         self._prev = STATE.enabled
         self._prev_inf = STATE.inference
-        if self._mode:
-            STATE.enabled = False
-            STATE.inference = True
+        # as PyTorch's InferenceMode guard: grad mode is set to `not mode`, so
+        # inference_mode(False) inside no_grad turns gradients back on
+        STATE.enabled = not self._mode
+        STATE.inference = self._mode
 
     def __exit__(self, *exc):
         STATE.enabled = self._prev
@@ -100,9 +131,4 @@ class inference_mode(_Mode):
 
     def __call__(self, fn):
         mode = self._mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(mode):
-                return fn(*args, **kwargs)
-        return wrapper
+        return _decorate(fn, lambda: inference_mode(mode))

@@ -99,7 +99,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   raise_exception=True, **_ignored):
     """gradcheck of the gradient of `func` (second derivatives), with random grad_outputs."""
     from ..autograd import grad
-    from ..creation import randn
+    from ..random import randn
     from ..tensor import Tensor
     inputs = _as_tuple(inputs)
     outs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]

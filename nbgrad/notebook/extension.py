@@ -204,7 +204,8 @@ class NbgradExtension:
 
     def magic(self, line: str):
         """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off
-        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets)"""
+        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets) |
+        torch [on|off|status] (``import torch`` resolves to nbgrad: nbgrad.as_torch)"""
         try:
             return self._magic(line)
         except Exception as exc:  # noqa: BLE001 - a magic answers in one line
@@ -226,11 +227,15 @@ class NbgradExtension:
             print(self.status())
         elif cmd == "graph":
             return self._graph(rest)
+        elif cmd == "torch":
+            from nbgrad import as_torch
+
+            print(as_torch.switch(rest))
         elif cmd == "set":
             self._set(rest)
         else:
             print("usage: %nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off "
-                  "saved=on|off timeout=SECONDS theme=light|projector live=N")
+                  "saved=on|off timeout=SECONDS theme=light|projector live=N | torch [on|off]")
         return None
 
     def _graph(self, expr: str):

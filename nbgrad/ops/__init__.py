@@ -8,7 +8,7 @@ a row and parse PyTorch's arguments are nbgrad/functions.py.
 """
 from __future__ import annotations
 
-from . import elementwise, indexing, linalg, nn, reductions, views  # noqa: F401  (fill ROWS)
+from . import elementwise, indexing, linalg, nn, random, reductions, views  # noqa: F401  (fill ROWS)
 from .registry import ROWS, Ctx, Row, op
 
 __all__ = ["ROWS", "Row", "op", "Ctx"]

@@ -54,19 +54,23 @@ class OpNode(Node):
         if create_graph:
             xp = TENSORS
             v = [s.unpack(self, True) if type(s) is SavedTensor else s for s in saved] \
-                if saved else []
+                if saved else [None] * len(row.names)
         else:
             if self._n_out == 1:
                 xp = NUMPY if type(g) is _ND else array_formulas(g)
             else:
                 g = list(g)
                 xp = array_formulas(next(x for x in g if x is not None))
-            v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else []
+            v = [s.unpack(self) if type(s) is SavedTensor else s for s in saved] if saved else \
+                [None] * len(row.names)
         if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
             v += (xp, tuple(e[0] is not None for e in self._next))
             outs = list(row.joint_call(row.joint, g, v))
+        elif row.single:  # one input: no loop
+            v.append(xp)
+            outs = [row.calls[0](row.formulas[0], g, v)]
         else:
             v.append(xp)
             outs = [None if e[0] is None or c is None else c(f, g, v)
@@ -183,6 +187,7 @@ class Row:
         self.calls = tuple(_caller([pos[n] for n in u]) if f else None
                            for f, u in zip(self.formulas, uses))
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
+        self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
         self.plans = {}
         self.node = type(node or node_name(name), (OpNode,),

@@ -1,0 +1,352 @@
+"""`python -m nbgrad script.py` and `%nbgrad torch`: unchanged PyTorch code runs on nbgrad.
+
+Each script is run twice, by real PyTorch (`python script.py`) and by nbgrad
+(`python -m nbgrad script.py`): deterministic programs must print the same text.
+"""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nbgrad import as_torch
+
+REPO = Path(__file__).resolve().parent.parent
+
+REGRESSION = """
+import sys
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import optim
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(2, 4)
+        self.fc2 = nn.Linear(4, 1)
+        with torch.no_grad():
+            for i, p in enumerate(self.parameters()):
+                p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (i + 1))
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+x = torch.linspace(-1, 1, 32).reshape(16, 2)
+y = (x[:, :1] * 2 - x[:, 1:] ** 2).float()
+model = Net()
+opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+loader = DataLoader(TensorDataset(x, y), batch_size=4, shuffle=False)
+for epoch in range(3):
+    for xb, yb in loader:
+        loss = F.mse_loss(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch} loss {loss.item():.5f}")
+with torch.no_grad():
+    print("eval", round(nn.MSELoss()(model(x), y).item(), 5))
+print(torch.is_tensor(x), torch.is_grad_enabled(), isinstance(model, torch.nn.Module))
+print("args", sys.argv[1:])
+"""
+
+AUTOGRAD = """
+import torch
+from torch.autograd import grad
+
+a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+b = (a * a).sum()
+(g,) = grad(b, a, create_graph=True)
+print([round(v, 4) for v in g.tolist()], type(b.grad_fn).__name__)
+g.sum().backward()
+print(a.grad.tolist(), a.is_leaf, b.requires_grad)
+y = a.exp()
+y.add_(1) if False else None
+try:
+    y = a.tanh()
+    y.add_(3)
+    y.sum().backward()
+except RuntimeError as e:
+    print("RuntimeError:", str(e).split(";")[0][:60])
+"""
+
+BIGRAM = """
+import os
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+words = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "amelia", "harper", "evelyn"]
+chars = sorted(set("".join(words)))
+stoi = {s: i + 1 for i, s in enumerate(chars)}
+stoi["."] = 0
+itos = {i: s for s, i in stoi.items()}
+xs, ys = [], []
+for w in words:
+    cs = ["."] + list(w) + ["."]
+    for a, b in zip(cs, cs[1:]):
+        xs.append(stoi[a])
+        ys.append(stoi[b])
+xs, ys = torch.tensor(xs), torch.tensor(ys)
+g = torch.Generator().manual_seed(2147483647)
+V = len(stoi)
+
+
+class Bigram(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(V, 16)
+        self.out = nn.Linear(16, V)
+
+    def forward(self, idx):
+        return self.out(torch.tanh(self.emb(idx)))
+
+
+model = Bigram()
+opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+losses = []
+for step in range(60):
+    loss = F.cross_entropy(model(xs), ys)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+assert losses[-1] < losses[0] * 0.7
+
+path = os.path.join(tempfile.mkdtemp(), "bigram.pt")
+torch.save({"model": model.state_dict(), "stoi": stoi, "step": 60}, path)
+ck = torch.load(path)
+fresh = Bigram()
+fresh.load_state_dict(ck["model"])
+assert ck["stoi"] == stoi and ck["step"] == 60
+
+names = []
+with torch.no_grad():
+    for _ in range(5):
+        ix, out = 0, []
+        while True:
+            p = F.softmax(fresh(torch.tensor([ix])), dim=1)
+            ix = torch.multinomial(p, num_samples=1, replacement=True, generator=g).item()
+            if ix == 0 or len(out) > 20:
+                break
+            out.append(itos[ix])
+        names.append("".join(out))
+print(len(names), "names sampled", file=sys.stderr)
+print(all(set(n) <= set(chars) for n in names))
+x = torch.randn(3, 4, generator=g)
+print(x.shape, x.dtype, torch.finfo(x.dtype).eps > 0)
+"""
+
+ERRORS = """
+import torch
+try:
+    torch.fft.fft(torch.ones(4))
+except AttributeError as e:
+    print("AttributeError:", e)
+try:
+    from torch import not_a_thing
+except ImportError as e:
+    print("ImportError:", e)
+import torch.onnx  # imported at the top of real programs, used behind a flag
+import torch.distributions.normal as normal_module
+print(torch.onnx, hasattr(torch.onnx, "export"))
+try:
+    torch.onnx.export(None, None, "model.onnx")
+except AttributeError as e:
+    print("AttributeError:", e)
+try:
+    from torch.distributions import Normal
+except ImportError as e:
+    print("ImportError:", e)
+try:
+    normal_module.Normal(0.0, 1.0)
+except AttributeError as e:
+    print("AttributeError:", e)
+try:
+    from torch.utils.data import DataLoaderTypo
+except ImportError as e:
+    print("ImportError:", e)
+try:
+    torch.nn.functional.no_such_loss
+except AttributeError as e:
+    print("AttributeError:", e)
+print(hasattr(torch, "not_a_thing"), hasattr(torch, "tensor"))
+try:
+    torch.ones(2).stft_like_thing(4)
+except AttributeError as e:
+    print("AttributeError:", e)
+print(hasattr(torch.ones(1), "_private_probe"), hasattr(torch.ones(1), "grad_fn"))
+"""
+
+
+def _run(args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _script(tmp_path, name, source):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+@pytest.mark.parametrize("source", [REGRESSION, AUTOGRAD], ids=["regression", "autograd"])
+def test_script_prints_what_torch_prints(tmp_path, source):
+    pytest.importorskip("torch")
+    path = _script(tmp_path, "train.py", source)
+    real = _run([str(path), "--epochs", "3"], tmp_path)
+    ours = _run(["-m", "nbgrad", str(path), "--epochs", "3"], tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == real.stdout
+    assert ours.stdout.strip()
+
+
+def test_a_small_language_model_runs_unchanged(tmp_path):
+    """Embedding, Adam, cross_entropy, save/load of a checkpoint with a dict of ints, sampling
+    with multinomial from a Generator: random, so checked by what it prints, not vs torch."""
+    path = _script(tmp_path, "bigram.py", BIGRAM)
+    out = _run(["-m", "nbgrad", str(path)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("loss ") and lines[1:] == [
+        "True", "nbgrad.Size([3, 4]) nbgrad.float32 True"]
+    assert "5 names sampled" in out.stderr
+
+
+def test_script_sees_nbgrad_and_clear_errors(tmp_path):
+    path = _script(tmp_path, "errors.py", ERRORS + "print(type(torch.ones(1)).__module__)\n")
+    out = _run(["-m", "nbgrad", str(path)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "AttributeError: nbgrad does not implement torch.fft yet",
+        "ImportError: nbgrad does not implement torch.not_a_thing yet",
+        "<module 'torch.onnx' (not implemented by nbgrad)> False",
+        "AttributeError: nbgrad does not implement torch.onnx.export yet",
+        "ImportError: nbgrad does not implement torch.distributions.Normal yet",
+        "AttributeError: nbgrad does not implement torch.distributions.normal.Normal yet",
+        "ImportError: nbgrad does not implement torch.utils.data.DataLoaderTypo yet",
+        "AttributeError: nbgrad does not implement torch.nn.functional.no_such_loss yet",
+        "False True",
+        "AttributeError: 'Tensor' object has no attribute 'stft_like_thing' (nbgrad does not "
+        "implement torch.Tensor.stft_like_thing yet)",
+        "False True",
+        "nbgrad.tensor",
+    ]
+
+
+def test_uncaught_missing_attribute_names_it_at_the_point_of_use(tmp_path):
+    path = _script(tmp_path, "s.py", "import torch\nx = torch.ones(3)\ny = torch.special.erf(x)\n")
+    out = _run(["-m", "nbgrad", str(path)], tmp_path)
+    assert out.returncode == 1
+    assert 'line 3' in out.stderr
+    assert out.stderr.strip().endswith(
+        "AttributeError: nbgrad does not implement torch.special yet")
+
+
+def test_module_mode_and_usage(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "main.py").write_text("import sys, torch\nprint(torch.ones(2).sum().item(), "
+                                 "sys.argv[1:], __name__)\n")
+    out = _run(["-m", "nbgrad", "-m", "pkg.main", "x"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2.0 ['x'] __main__"
+    assert _run(["-m", "nbgrad"], tmp_path).returncode == 2
+    missing = _run(["-m", "nbgrad", "nope.py"], tmp_path)
+    assert missing.returncode == 2 and "nope.py" in missing.stderr
+
+
+def test_enable_disable_restores_real_torch():
+    real = pytest.importorskip("torch")
+    assert not as_torch.is_enabled()
+    as_torch.enable()
+    try:
+        import torch
+        import torch.nn.functional as F
+        import nbgrad
+        assert torch is not real and torch.ones is nbgrad.ones
+        assert F.relu is nbgrad.nn.functional.relu
+        assert torch.nn.functional is F and sys.modules["torch.nn"] is torch.nn
+        assert isinstance(torch.ones(2), nbgrad.Tensor)
+        with pytest.raises(AttributeError, match=r"not implement torch\.Tensor\.nope yet"):
+            torch.ones(1).nope
+        as_torch.enable()  # twice: no-op
+        assert sys.meta_path.count(as_torch._finder) == 1
+    finally:
+        as_torch.disable()
+    import torch
+    assert torch is real and sys.modules["torch.nn"].__name__ == "torch.nn"
+    with pytest.raises(AttributeError) as info:
+        nbgrad.ones(1).nope
+    assert str(info.value) == "'Tensor' object has no attribute 'nope'"  # switched off: plain
+    assert not isinstance(sys.modules["torch.nn"], as_torch._TorchModule)
+    assert as_torch.switch("status") == "import torch -> nbgrad: off"
+    with pytest.raises(ValueError, match="expected on, off or status"):
+        as_torch.switch("maybe")
+
+
+def test_setting_an_attribute_reaches_nbgrad():
+    as_torch.enable()
+    try:
+        import torch
+        import nbgrad
+        old = nbgrad.nn.functional.relu
+        new = lambda x: x * 0  # noqa: E731
+        torch.nn.functional.relu = new
+        try:
+            assert nbgrad.nn.functional.relu is new and torch.nn.functional.relu is new
+        finally:
+            nbgrad.nn.functional.relu = old
+    finally:
+        as_torch.disable()
+
+
+def test_notebook_magic_switches_the_kernel(tmp_path):
+    pytest.importorskip("torch")
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = [
+        "%load_ext nbgrad\nimport torch\nprint(torch.__name__, 'site-packages' in torch.__file__)",
+        "%nbgrad torch",
+        "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 1)\n"
+        "print(type(m(torch.ones(1, 2))).__module__, torch.is_tensor(m.weight))",
+        "torch.linalg_nope",
+        "%nbgrad torch off",
+        "import torch\nprint(type(torch.ones(1)).__module__)",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    env_old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(REPO)
+    try:
+        nbclient.NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        if env_old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = env_old
+
+    def text(cell):
+        return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+    assert text(nb.cells[0]).strip() == "torch True"
+    assert text(nb.cells[1]).startswith("import torch -> nbgrad: on (the real torch")
+    assert text(nb.cells[2]).strip() == "nbgrad.tensor True"
+    err = [o for o in nb.cells[3].outputs if o.output_type == "error"]
+    assert err and err[0].ename == "AttributeError"
+    assert err[0].evalue == "nbgrad does not implement torch.linalg_nope yet"
+    assert text(nb.cells[4]).startswith("import torch -> nbgrad: off")
+    assert text(nb.cells[5]).strip() == "torch"

@@ -241,7 +241,8 @@ def _save(row, plan, src, args, outs, ctx):
         if kind == 0:
             x = src[k]
             saved[j] = SavedTensor(names[j], x) if isinstance(x, Tensor) else x
-        elif kind == 1:
+        elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
+            outs[k]._output_nr = k
             saved[j] = SavedTensor(names[j], outs[k], True)
         elif kind == 2:
             saved[j] = args[k]

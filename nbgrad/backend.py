@@ -168,9 +168,30 @@ def as_strided(root, shape, strides, offset):
                                            strides=tuple(s * it for s in strides))
 
 
+def _scipy_special():
+    """scipy.special when installed (it comes with scikit-learn, the `train` extra), else None."""
+    global _SPECIAL
+    if _SPECIAL is False:
+        try:
+            import scipy.special as sp  # noqa: PLC0415
+        except ImportError:
+            sp = None
+        _SPECIAL = sp
+    return _SPECIAL
+
+
+_SPECIAL = False
+
+
 def erf(arr):
-    """The error function, elementwise (numpy has none; cupy has it in cupyx)."""
+    """The error function, elementwise (numpy has none; cupy has it in cupyx). On the CPU,
+    scipy.special.erf when scipy is installed — 1 ms for 135k elements where calling Python's
+    math.erf per element (the fallback) takes 24 ms and made exact GELU the slowest op of a
+    small GPT."""
     if type(arr) is np.ndarray:
+        sp = _scipy_special()
+        if sp is not None:
+            return sp.erf(arr).astype(arr.dtype, copy=False)
         import math
         out = np.frompyfunc(math.erf, 1, 1)(arr)
         return np.asarray(out, dtype=arr.dtype)

@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from . import _torch_errors, creation, dtypes
-from .autograd.apply import (_arr, _binary, _check_overlap, _broadcast_error, _device_error, _fresh,
-                             _geom, _inplace, _mask, _unary, apply)
+from .autograd.apply import (_arr, _broadcast_error, _check_overlap, _device_error, _fresh,
+                             _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
 from .autograd.grad_mode import no_grad
@@ -163,13 +163,13 @@ def fmod(input, other):
 
 def _mod_like(name, input, other):
     if isinstance(other, Tensor):
-        return _binary(R[name + "_tensor"], input, other)
+        return apply(R[name + "_tensor"], (input, other))
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if type(other) is float and input._data.dtype.kind != "f":
         input = to_dtype(input, dtypes.get_default_dtype())
-    return _unary(R[name], input, other)
+    return apply(R[name], (input,), (other,))
 
 
 def pow(input, exponent, *, out=None):
@@ -270,6 +270,10 @@ def clamp(input, min=None, max=None, *, out=None):
 def _clamp_tensor(input, min, max):
     """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
     -inf / +inf."""
+    return apply(R["clamp_tensor"], (input,) + _clamp_bounds(input, min, max))
+
+
+def _clamp_bounds(input, min, max):
     inf = float("inf")
     bounds = []
     for b, none in ((min, -inf), (max, inf)):
@@ -277,7 +281,7 @@ def _clamp_tensor(input, min, max):
         if b._data.dtype != input._data.dtype:
             b = to_dtype(b, input.dtype)
         bounds.append(b)
-    return apply(R["clamp_tensor"], (input, bounds[0], bounds[1]))
+    return tuple(bounds)
 
 
 clip = clamp
@@ -416,8 +420,8 @@ def round(input, *, decimals=0):
     """Round to `decimals` places, halves to even (torch.round); gradient zero (RoundBackward0,
     RoundBackward1 with decimals)."""
     if decimals == 0:
-        return _unary(R["round"], input)
-    return _unary(R["round_decimals"], input, decimals)
+        return apply(R["round"], (input,))
+    return apply(R["round_decimals"], (input,), (decimals,))
 
 
 def equal(input, other):
@@ -1491,8 +1495,10 @@ def gather(input, dim, index):
     return apply(R["gather"], (input,), (d, ix))
 
 
-def take_along_dim(input, indices, dim):
-    """gather(input, dim, indices) (torch.take_along_dim)."""
+def take_along_dim(input, indices, dim=None):
+    """gather(input, dim, indices); with dim None, of the flattened input (torch.take_along_dim)."""
+    if dim is None:
+        return gather(reshape(input, -1), 0, reshape(indices, -1))
     return gather(input, dim, indices)
 
 
@@ -1554,6 +1560,9 @@ def clamp_(self, min=None, max=None):
     """In-place clamp (torch.Tensor.clamp_); bumps _version by 1."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return apply(R["clamp_tensor"], (self,) + _clamp_bounds(self, min, max), (),
+                     inplace="clamp_")
     return apply(R["clamp"], (self,), (min, max), inplace="clamp_")
 
 
@@ -1719,9 +1728,9 @@ def einsum(equation, *operands):
     op_labels, rhs, lhs_len = _einsum_parse(equation, operands)
     count = collections.Counter()
     ell_ndim = 0
-    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+    for k, (x, labels) in enumerate(zip(operands, op_labels)):
         nl = len(labels) - labels.count(_ELLIPSIS)
-        nd = op._data.ndim
+        nd = x._data.ndim
         count.update(x for x in labels if x != _ELLIPSIS)
         if _ELLIPSIS in labels:
             ell_ndim = _builtin_max(ell_ndim, nd - nl)
@@ -1778,14 +1787,14 @@ def einsum(equation, *operands):
     size_of, ell_sizes = {}, [1] * ell_ndim
     dim_counts = [0] * n_all  # how many operands have a size != 1 there
     ops = []
-    for k, (op, labels) in enumerate(zip(operands, op_labels)):
+    for k, (x, labels) in enumerate(zip(operands, op_labels)):
         perm = [-1] * n_all
         d = 0
         for lab in labels:
             if lab == _ELLIPSIS:
                 nd = operands[k]._data.ndim - (len(labels) - 1)
                 for j in range(ell_ndim - nd, ell_ndim):
-                    n = op._data.shape[d]
+                    n = x._data.shape[d]
                     if n != 1:
                         if ell_sizes[j] not in (1, n):
                             raise RuntimeError(
@@ -1797,7 +1806,7 @@ def einsum(equation, *operands):
                     perm[ell_index + j] = d
                     d += 1
             elif perm[perm_of[lab]] == -1:
-                n = op._data.shape[d]
+                n = x._data.shape[d]
                 if n != 1:
                     if size_of.get(lab, 1) not in (1, n):
                         raise RuntimeError(
@@ -1809,17 +1818,17 @@ def einsum(equation, *operands):
                 d += 1
             else:  # a repeated label: its diagonal
                 prev = perm[perm_of[lab]]
-                a, b = op._data.shape[d], op._data.shape[prev]
+                a, b = x._data.shape[d], x._data.shape[prev]
                 if a != b:
                     raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} "
                                        f"but the sizes don't match, {a} != {b}")
-                op = movedim(diagonal(op, 0, prev, d), -1, prev)
+                x = movedim(diagonal(x, 0, prev, d), -1, prev)
         for j in range(n_all):
             if perm[j] == -1:
-                op = unsqueeze(op, d)
+                x = unsqueeze(x, d)
                 perm[j] = d
                 d += 1
-        ops.append(permute(op, *perm))
+        ops.append(permute(x, *perm))
     while len(ops) > 1:  # contract left to right
         a, b = ops.pop(0), ops.pop(0)
         sum_dims, a_sum, b_sum = [], [], []
@@ -1911,7 +1920,7 @@ def kron(input, other):
 
 
 def _unsafe_view(x, shape):
-    return _unary(R["unsafe_view"], x, shape)
+    return apply(R["unsafe_view"], (x,), (shape,))
 
 
 def meshgrid(*tensors, indexing=None):
@@ -2214,7 +2223,7 @@ def _binary_fn(name, doc):
 
     def f(input, other):
         _check_tensor(input, name)
-        return _binary(row, input, _t(other, input))
+        return apply(row, (input, _t(other, input)))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"{doc}, elementwise with broadcasting (torch.{name})."
     return f
@@ -2231,16 +2240,16 @@ def xlogy(input, other):
     may be a number: XlogyBackward0 for two tensors, 1 for a number input, 2 for a number
     other."""
     if isinstance(input, Tensor) and isinstance(other, Tensor):
-        return _binary(R["xlogy"], _as_float(input), _as_float(other))
+        return apply(R["xlogy"], (_as_float(input), _as_float(other)))
     if isinstance(input, Tensor):
-        return _unary(R["xlogy_scalar_other"], _as_float(input), float(other))
-    return _unary(R["xlogy_scalar_self"], _as_float(other), float(input))
+        return apply(R["xlogy_scalar_other"], (_as_float(input),), (float(other),))
+    return apply(R["xlogy_scalar_self"], (_as_float(other),), (float(input),))
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN -> nan, +inf -> posinf, -inf -> neginf (default: the dtype's largest finite values)
     (torch.nan_to_num); the gradient passes where input is finite."""
-    return _unary(R["nan_to_num"], input, nan, posinf, neginf)
+    return apply(R["nan_to_num"], (input,), (nan, posinf, neginf))
 
 
 def lerp(input, end, weight):
@@ -2248,7 +2257,7 @@ def lerp(input, end, weight):
     (LerpBackward1), all broadcasting."""
     if isinstance(weight, Tensor):
         return apply(R["lerp_tensor"], (input, end, weight))
-    return _binary(R["lerp"], input, end, (weight,))
+    return apply(R["lerp"], (input, end), (weight,))
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -2261,9 +2270,28 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return apply(R["addcdiv"], (input, tensor1, tensor2), (value,))
 
 
-for _n in ("sin cos log1p rsqrt reciprocal sign erf log10 log2 exp2 expm1 sinh cosh asin acos "
-           "atan erfinv floor ceil trunc frac sgn").split():
-    globals()[_n + "_"] = _ip_unary(_n, _n + "_")
+sin_ = _ip_unary("sin", "sin_")
+cos_ = _ip_unary("cos", "cos_")
+log1p_ = _ip_unary("log1p", "log1p_")
+rsqrt_ = _ip_unary("rsqrt", "rsqrt_")
+reciprocal_ = _ip_unary("reciprocal", "reciprocal_")
+sign_ = _ip_unary("sign", "sign_")
+erf_ = _ip_unary("erf", "erf_")
+log10_ = _ip_unary("log10", "log10_")
+log2_ = _ip_unary("log2", "log2_")
+exp2_ = _ip_unary("exp2", "exp2_")
+expm1_ = _ip_unary("expm1", "expm1_")
+sinh_ = _ip_unary("sinh", "sinh_")
+cosh_ = _ip_unary("cosh", "cosh_")
+asin_ = _ip_unary("asin", "asin_")
+acos_ = _ip_unary("acos", "acos_")
+atan_ = _ip_unary("atan", "atan_")
+erfinv_ = _ip_unary("erfinv", "erfinv_")
+floor_ = _ip_unary("floor", "floor_")
+ceil_ = _ip_unary("ceil", "ceil_")
+trunc_ = _ip_unary("trunc", "trunc_")
+frac_ = _ip_unary("frac", "frac_")
+sgn_ = _ip_unary("sgn", "sgn_")
 arcsin_, arccos_, arctan_, fix_ = asin_, acos_, atan_, trunc_
 
 
@@ -2271,7 +2299,7 @@ def _ip_binary_row(name):
     row = R[name]
 
     def f(self, other):
-        return _inplace(row, self, (_t(other, self),), (), name + "_")
+        return apply(row, (self, _t(other, self)), (), inplace=name + "_")
     f.__name__ = name + "_"
     f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
     return f
@@ -2284,15 +2312,15 @@ arctan2_ = atan2_
 def xlogy_(self, other):
     """In-place xlogy (torch.Tensor.xlogy_); bumps _version by 1."""
     if isinstance(other, Tensor):
-        return _inplace(R["xlogy"], self, (other,), (), "xlogy_")
-    return _inplace(R["xlogy_scalar_other"], self, (), (float(other),), "xlogy_")
+        return apply(R["xlogy"], (self, other), (), inplace="xlogy_")
+    return apply(R["xlogy_scalar_other"], (self,), (float(other),), inplace="xlogy_")
 
 
 def _ip_mod(name):
     def f(self, other):
         if isinstance(other, Tensor):
-            return _inplace(R[name + "_tensor"], self, (other,), (), name + "_")
-        return _inplace(R[name], self, (), (other,), name + "_")
+            return apply(R[name + "_tensor"], (self, other), (), inplace=name + "_")
+        return apply(R[name], (self,), (other,), inplace=name + "_")
     f.__name__ = name + "_"
     f.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
     return f
@@ -2304,13 +2332,13 @@ fmod_, remainder_ = _ip_mod("fmod"), _ip_mod("remainder")
 def round_(self, *, decimals=0):
     """In-place round (torch.Tensor.round_); bumps _version by 1."""
     if decimals == 0:
-        return _inplace(R["round"], self, (), (), "round_")
-    return _inplace(R["round_decimals"], self, (), (decimals,), "round_")
+        return apply(R["round"], (self,), (), inplace="round_")
+    return apply(R["round_decimals"], (self,), (decimals,), inplace="round_")
 
 
 def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
     """In-place nan_to_num (torch.Tensor.nan_to_num_); bumps _version by 1."""
-    return _inplace(R["nan_to_num"], self, (), (nan, posinf, neginf), "nan_to_num_")
+    return apply(R["nan_to_num"], (self,), (nan, posinf, neginf), inplace="nan_to_num_")
 
 
 def square_(self):
@@ -2321,18 +2349,569 @@ def square_(self):
 def lerp_(self, end, weight):
     """In-place lerp (torch.Tensor.lerp_); bumps _version by 1."""
     if isinstance(weight, Tensor):
-        return _inplace(R["lerp_tensor"], self, (end, weight), (), "lerp_")
-    return _inplace(R["lerp"], self, (end,), (weight,), "lerp_")
+        return apply(R["lerp_tensor"], (self, end, weight), (), inplace="lerp_")
+    return apply(R["lerp"], (self, end), (weight,), inplace="lerp_")
 
 
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """In-place addcmul (torch.Tensor.addcmul_); bumps _version by 1."""
-    return _inplace(R["addcmul"], self, (tensor1, tensor2), (value,), "addcmul_")
+    return apply(R["addcmul"], (self, tensor1, tensor2), (value,), inplace="addcmul_")
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """In-place addcdiv (torch.Tensor.addcdiv_); bumps _version by 1."""
-    return _inplace(R["addcdiv"], self, (tensor1, tensor2), (value,), "addcdiv_")
+    return apply(R["addcdiv"], (self, tensor1, tensor2), (value,), inplace="addcdiv_")
+
+
+# ---- rows of issue 9: sorting, selection, nan-reductions, scans -------------------------------
+_rt = {n: collections.namedtuple(n, f) for n, f in (
+    ("sort", "values indices"), ("topk", "values indices"), ("kthvalue", "values indices"),
+    ("median", "values indices"), ("mode", "values indices"), ("cummax", "values indices"),
+    ("cummin", "values indices"), ("aminmax", "min max"))}
+
+
+def sort(input, dim=-1, descending=False, *, stable=None):
+    """(values, indices) sorted along `dim` (torch.sort); the sort is stable, NaN sorts as the
+    largest. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
+    where each value came from."""
+    if input._data.ndim == 0:
+        return _rt["sort"](input.clone(), _fresh(np.zeros((), np.int64)))
+    row = R["sort" if stable is None else "sort_stable"]
+    return _rt["sort"](*apply(row, (input,), (_dim(dim, input._data.ndim), descending)))
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The k largest (smallest) elements along `dim` and their indices (torch.topk)."""
+    d = _dim(dim, _builtin_max(input._data.ndim, 1))
+    n = input._data.shape[d] if input._data.ndim else 1
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest)))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element along `dim` and its index (torch.kthvalue)."""
+    d = _dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    return _rt["kthvalue"](*apply(R["kthvalue"], (input,), (k, d, keepdim)))
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median of all elements (MedianBackward0), or (values, indices) along `dim`
+    (MedianBackward1) (torch.median)."""
+    if dim is None:
+        return apply(R["median"], (input,))
+    return _rt["median"](*apply(R["median_dim"], (input,), (_dim(dim, input._data.ndim),
+                                                              keepdim)))
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along `dim` (the smallest if several) and the last index where it
+    occurs (torch.mode)."""
+    return _rt["mode"](*apply(R["mode"], (input,), (_dim(dim, input._data.ndim), keepdim)))
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero (torch.nansum)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["nansum"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the non-NaN elements (torch.nanmean): nansum / count, as PyTorch composes it."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    _float_check(input, "nanmean")
+    count = sum(logical_not(isnan(input)), dim, keepdim)
+    return div(nansum(input, dim, keepdim), count)
+
+
+def _stat_mean(name, input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _float_check(input, name)
+    return apply(R[name], (input,), (_dims(dim, input._data.ndim),
+                                     _correction(unbiased, correction), keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) in one node, StdMeanBackward0 (torch.std_mean)."""
+    return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) in one node, VarMeanBackward0 (torch.var_mean)."""
+    return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) over all elements or `dim`; ties share the gradient (torch.aminmax)."""
+    d = None if dim is None else _dim(dim, input._data.ndim)
+    return _rt["aminmax"](*apply(R["aminmax"], (input,), (d, keepdim)))
+
+
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along `dim` (torch.cumprod); zeros are fine in backward."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["cumprod"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def cummax(input, dim):
+    """Running maximum along `dim` and the index where it was reached (torch.cummax)."""
+    return _rt["cummax"](*apply(R["cummax"], (input,), (_dim(dim, input._data.ndim),)))
+
+
+def cummin(input, dim):
+    """Running minimum along `dim` and the index where it was reached (torch.cummin)."""
+    return _rt["cummin"](*apply(R["cummin"], (input,), (_dim(dim, input._data.ndim),)))
+
+
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along `dim`, stable (torch.logcumsumexp)."""
+    return apply(R["logcumsumexp"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over all elements or along `dim`
+    (torch.quantile), composed as PyTorch does: sort, view, gather both neighbours, lerp_, and
+    the quantiles moved to the first dim. A NaN in a reduced row makes its quantiles NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile ignoring NaN (torch.nanquantile): NaN only where a row is all NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if interpolation != "linear":
+        raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
+    scalar_q = not isinstance(q, Tensor)
+    qa = np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype)
+    if ((qa < 0) | (qa > 1)).any():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]" if not scalar_q else
+                           f"quantile() q must be in the range [0, 1] but got {q}")
+    nd = input._data.ndim
+    if dim is None:
+        srt = sort(flatten(input)).values
+        out_shape = [1] * nd if keepdim else []
+    else:
+        d = _dim(dim, nd)
+        x = input if d == nd - 1 else transpose(unsqueeze(input, -1), d, -1)
+        srt = sort(x).values
+        out_shape = [1 if i == d else n for i, n in enumerate(input._data.shape)
+                     if keepdim or i != d]
+    n = srt._data.shape[-1]
+    srt = view(srt, *(out_shape + [n]))  # (..., n), keepdim's size-1 dims included
+    nan = np.isnan(backend.to_device(srt._data, backend.CPU))  # NaN sorts last
+    qv = qa.reshape(-1)
+    if ignore_nan:  # the quantile of the non-NaN values; all NaN: the last (NaN) one
+        count = (~nan).sum(-1, keepdims=True)
+        ranks = np.where(count == 0, n - 1, qv * (count - 1))
+    else:
+        ranks = np.where(nan.any(-1, keepdims=True), n - 1, qv * (n - 1))
+    below = np.floor(ranks).astype(np.int64)
+
+    def at(i):
+        return _fresh(backend.to_device(np.ascontiguousarray(i), backend.device_of(srt._data)))
+    values = gather(srt, -1, at(below))
+    lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
+          at((ranks - below).astype(input._data.dtype)))
+    if not scalar_q:  # the quantiles first
+        values = transpose(unsqueeze(values, 0), 0, -1)
+    return apply(R["squeeze_dims_"], (values,), ((values._data.ndim - 1,),))
+
+
+# ---- rows of issue 9: scatter family and masks --------------------------------------------------
+def _index_arg(index, fname):
+    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if ix.dtype.kind not in "iu":
+        raise RuntimeError(f"{fname}(): Expected dtype int64 for index")
+    return ix
+
+
+def _out_and_inplace(plan, name, doc):
+    """torch.X and Tensor.X_ from one `plan(input, ...) -> (row, other inputs, args)`: the same
+    row, applied out of place or written into self (one version bump)."""
+    def f(input, *args, **kwargs):
+        row, others, rargs = plan(input, *args, **kwargs)
+        return apply(row, (input,) + others, rargs)
+
+    def f_(self, *args, **kwargs):
+        row, others, rargs = plan(self, *args, **kwargs)
+        return apply(row, (self,) + others, rargs, inplace=name + "_")
+    f.__name__ = f.__qualname__ = name
+    f_.__name__ = f_.__qualname__ = name + "_"
+    f.__doc__ = f"{doc} (torch.{name})."
+    f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f, f_
+
+
+def _scatter_plan(input, dim, index, src=None, *, value=None, reduce=None):
+    if reduce is not None:
+        return _scatter_reduce_plan(input, dim, index, src, {"add": "sum",
+                                                             "multiply": "prod"}[reduce])
+    d, ix = _dim(dim, input._data.ndim), _index_arg(index, "scatter")
+    src = value if src is None else src
+    if isinstance(src, Tensor):
+        return R["scatter"], (src,), (d, ix)
+    return R["scatter_value"], (), (d, ix, src)
+
+
+def _scatter_add_plan(input, dim, index, src):
+    return R["scatter_add"], (src,), (_dim(dim, input._data.ndim),
+                                      _index_arg(index, "scatter_add"))
+
+
+def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # accepted by PyTorch too
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    return R["scatter_reduce"], (src,), (_dim(dim, input._data.ndim), _index_arg(
+        index, "scatter_reduce"), reduce, include_self)
+
+
+def _index_copy_plan(input, dim, index, source):
+    return R["index_copy"], (source,), (_dim(dim, input._data.ndim),
+                                        _index_arg(index, "index_copy"))
+
+
+def _index_fill_plan(input, dim, index, value):
+    d, ix = _dim(dim, input._data.ndim), _index_arg(index, "index_fill")
+    if isinstance(value, Tensor):
+        return R["index_fill_tensor"], (value,), (d, ix)
+    return R["index_fill"], (), (d, ix, value)
+
+
+def _masked_scatter_plan(input, mask, source):
+    m = _bool_mask(mask, "masked_scatter_")
+    if m.shape != input._data.shape:
+        m = np.broadcast_to(m, input._data.shape)
+    return R["masked_scatter"], (source,), (m,)
+
+
+scatter, scatter_ = _out_and_inplace(
+    _scatter_plan, "scatter", "input with src (a tensor, or a number `value`) written at `index` "
+    "along `dim`: out[index[i][j]][j] = src[i][j] for dim=0; ScatterBackward0 / 1")
+scatter_add, scatter_add_ = _out_and_inplace(
+    _scatter_add_plan, "scatter_add", "input with src added at `index` along `dim`")
+scatter_reduce, scatter_reduce_ = _out_and_inplace(
+    _scatter_reduce_plan, "scatter_reduce", "input with src reduced into it at `index` along "
+    "`dim` by 'sum', 'prod', 'mean', 'amax' or 'amin' (include_self=True); gradients for all "
+    "but 'prod'")
+index_copy, index_copy_ = _out_and_inplace(
+    _index_copy_plan, "index_copy", "input with the slices of `source` copied at `index` along "
+    "`dim`")
+index_fill, index_fill_ = _out_and_inplace(
+    _index_fill_plan, "index_fill", "input with the slices at `index` along `dim` set to `value` "
+    "(a number, or a 0-d tensor that gets a gradient)")
+masked_scatter, masked_scatter_ = _out_and_inplace(
+    _masked_scatter_plan, "masked_scatter", "input with the first elements of `source` written, "
+    "in order, where the bool `mask` is True")
+
+
+def _bool_mask(mask, fname):
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype.kind != "b":
+        raise RuntimeError(f"{fname}: expected BoolTensor for mask")
+    return m
+
+
+def masked_select(input, mask):
+    """The elements where the bool `mask` (broadcasting) is True, as a 1-D tensor
+    (torch.masked_select)."""
+    return apply(R["masked_select"], (input,), (_bool_mask(mask, "masked_select"),))
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element (slice along `dim`) `repeats` times (torch.repeat_interleave); an int
+    is unsqueeze/expand/clone/view, a tensor of counts index_select, as PyTorch composes it."""
+    if repeats is None:  # repeat_interleave(counts): the indices 0..n-1, each counts[i] times
+        c = input._data
+        return _fresh(np.repeat(np.arange(c.size), c).astype(np.int64))
+    if dim is None:
+        input, dim = flatten(input), 0
+    d = _dim(dim, input._data.ndim)
+    if isinstance(repeats, Tensor) and repeats._data.ndim == 0:
+        repeats = int(repeats.item())
+    if isinstance(repeats, Tensor):
+        r = repeats._data
+        if r.size != input._data.shape[d] and r.size != 1:
+            raise RuntimeError("repeats must have the same size as input along dim")
+        n = input._data.shape[d]
+        idx = np.repeat(np.arange(n), np.broadcast_to(r, (n,)))
+        return index_select(input, d, _fresh(idx.astype(np.int64)))
+    shape = list(input._data.shape)
+    x = unsqueeze(input, d + 1)
+    x = expand(x, *(shape[:d + 1] + [repeats] + shape[d + 1:]))
+    shape[d] *= repeats
+    return view(contiguous(x), *shape)
+
+
+# ---- rows of issue 9: triangles, diagonals, fused products -------------------------------------
+def _matrix_check(input, fname):
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{fname}: input tensor must have at least 2 dimensions")
+
+
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (below and on the `diagonal`-th), zeros above
+    (torch.tril)."""
+    _matrix_check(input, "tril")
+    return apply(R["tril"], (input,), (diagonal,))
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (on and above the `diagonal`-th) (torch.triu)."""
+    _matrix_check(input, "triu")
+    return apply(R["triu"], (input,), (diagonal,))
+
+
+def tril_(self, diagonal=0):
+    """In-place tril (torch.Tensor.tril_); bumps _version by 1."""
+    _matrix_check(self, "tril")
+    return apply(R["tril"], (self,), (diagonal,), inplace="tril_")
+
+
+def triu_(self, diagonal=0):
+    """In-place triu (torch.Tensor.triu_); bumps _version by 1."""
+    _matrix_check(self, "triu")
+    return apply(R["triu"], (self,), (diagonal,), inplace="triu_")
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices with the last dim of input on their `offset` diagonal, in dims dim1, dim2 of the
+    result (torch.diag_embed): (..., n) -> (..., n + |offset|, n + |offset|)."""
+    nd = input._data.ndim + 1
+    d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(R["diag_embed"], (input,), (offset, d1, d2))
+
+
+def diag(input, diagonal=0):
+    """1-D input: a matrix with it on the `diagonal`-th diagonal (DiagEmbedBackward0); 2-D: that
+    diagonal as a 1-D copy (torch.diag)."""
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd != 2:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
+    return apply(R["diag_copy"], (input,), (diagonal,))
+
+
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (torch.trace)."""
+    if input._data.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
+                           f"{input._data.ndim}")
+    return apply(R["trace"], (input,))
+
+
+def _fused(name, shapes):
+    """torch.X(input, a, b, *, beta=1, alpha=1) for the fused products addbmm & co., with
+    their in-place forms; `shapes` checks the operands (PyTorch's texts)."""
+    row = R[name]
+
+    def f(input, a, b, *, beta=1, alpha=1):
+        shapes(a, b)
+        return apply(row, (input, a, b), (beta, alpha))
+
+    def f_(self, a, b, *, beta=1, alpha=1):
+        shapes(a, b)
+        return apply(row, (self, a, b), (beta, alpha), inplace=name + "_")
+    f.__name__, f_.__name__ = name, name + "_"
+    f.__doc__ = (f"beta * input + alpha * product of the two operands, input broadcasting "
+                 f"(torch.{name}).")
+    f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return f, f_
+
+
+def _check_bmm(a, b):
+    sa, sb = a._data.shape, b._data.shape
+    if len(sa) != 3 or len(sb) != 3:
+        raise RuntimeError(f"batch{1 if len(sa) != 3 else 2} must be a 3D tensor")
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+
+
+def _check_mv(a, b):
+    if a._data.ndim != 2 or b._data.ndim != 1 or a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat "
+                           f"({'x'.join(map(str, a._data.shape))}), vec ({b._data.shape[0]})")
+
+
+def _check_vectors(a, b):
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got "
+                           f"{a._data.ndim}-D" if a._data.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {b._data.ndim}-D")
+
+
+baddbmm, baddbmm_ = _fused("baddbmm", _check_bmm)
+addbmm, addbmm_ = _fused("addbmm", _check_bmm)
+addmv, addmv_ = _fused("addmv", _check_mv)
+addr, addr_ = _fused("addr", _check_vectors)
+
+
+def _square(A, fname):
+    s = A._data.shape
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
+    if s[-1] != s[-2]:
+        raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
+                           f"{s[-2]} by {s[-1]} matrices")
+
+
+_slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+def det(input):
+    """Determinants of (..., n, n) (torch.det = torch.linalg.det; LinalgDetBackward0)."""
+    _square(input, "det")
+    return apply(R["linalg_det"], (input,))
+
+
+def inverse(input):
+    """Inverses of (..., n, n) (torch.inverse = torch.linalg.inv; LinalgInvExBackward0)."""
+    _square(input, "inv")
+    return apply(R["linalg_inv"], (input,))
+
+
+def slogdet(input):
+    """(sign, log|det|) of (..., n, n) (torch.slogdet = torch.linalg.slogdet)."""
+    _square(input, "slogdet")
+    return _slogdet(*apply(R["linalg_slogdet"], (input,)))
+
+
+def logdet(input):
+    """log(det(input)), NaN for a negative determinant (torch.logdet)."""
+    sign, lad = slogdet(input)
+    return where(sign < 0, float("nan"), lad)
+
+
+def pinverse(input, rcond=1e-15):
+    """The Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv;
+    LinalgPinvBackward0)."""
+    return apply(R["linalg_pinv"], (input,))
+
+
+def matrix_power(input, n):
+    """input multiplied by itself n times (n < 0: its inverse's) (torch.matrix_power =
+    torch.linalg.matrix_power), composed of matmuls by binary powers as PyTorch does."""
+    _square(input, "matrix_power")
+    if n == 0:
+        e = creation.eye(input._data.shape[-1], dtype=input.dtype).expand(*input._data.shape)
+        return input.clone().copy_(e)
+    if n < 0:
+        input, n = inverse(input), -n
+    if n == 1:
+        return input.clone()
+    if n == 2:
+        return matmul(input, input)
+    if n == 3:
+        return matmul(matmul(input, input), input)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = input if z is None else matmul(z, z)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result
+
+
+def clamp_min_(self, min):
+    """In-place clamp_min (torch.Tensor.clamp_min_); bumps _version by 1."""
+    return apply(R["clamp_min"], (self,), (min,), inplace="clamp_min_")
+
+
+def clamp_max_(self, max):
+    """In-place clamp_max (torch.Tensor.clamp_max_); bumps _version by 1."""
+    return apply(R["clamp_max"], (self,), (max,), inplace="clamp_max_")
+
+
+absolute_, negative_ = abs_, neg_
+subtract_, multiply_ = sub_, mul_
+divide_ = true_divide_ = div_
+
+
+def cumsum_(self, dim, *, dtype=None):
+    """In-place cumsum (torch.Tensor.cumsum_); bumps _version by 1."""
+    return apply(R["cumsum"], (self,), (_dim(dim, self._data.ndim),), inplace="cumsum_")
+
+
+def cumprod_(self, dim, *, dtype=None):
+    """In-place cumprod (torch.Tensor.cumprod_); bumps _version by 1."""
+    return apply(R["cumprod"], (self,), (_dim(dim, self._data.ndim),), inplace="cumprod_")
+
+
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place addmm (torch.Tensor.addmm_); bumps _version by 1."""
+    return apply(R["addmm"], (self, mat1, mat2), (beta, alpha), inplace="addmm_")
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In-place index_add (torch.Tensor.index_add_); bumps _version by 1."""
+    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if alpha != 1:
+        source = source * alpha
+    return apply(R["index_add"], (self, source), (_dim(dim, self._data.ndim), ix),
+                 inplace="index_add_")
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements along `dims` (ints or tuples) circularly; without dims, of the flattened
+    tensor (torch.roll; RollBackward0)."""
+    if dims is None:
+        if not isinstance(shifts, int):
+            shifts = tuple(shifts)
+            if len(shifts) != 1:
+                raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                                   "dims:0")
+            shifts = shifts[0]
+        return apply(R["roll"], (input,), (shifts, None))
+    nd = input._data.ndim
+    if isinstance(dims, int):
+        dims = (dims,)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return apply(R["roll"], (input,), (shifts, tuple(_dim(d, nd) for d in dims)))
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees k times in the plane of `dims` (torch.rot90; Rot90Backward0)."""
+    nd = input._data.ndim
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = (_dim(d, nd) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    return apply(R["rot90"], (input,), (k % 4, (d0, d1)))
+
+
+def block_diag(*tensors):
+    """The matrices (0-d -> (1, 1), 1-d -> (1, n)) along the diagonal of one 2-D tensor, zeros
+    elsewhere (torch.block_diag; BlockDiagBackward0)."""
+    for i, t in enumerate(tensors):
+        if t._data.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t._data.ndim} dimensions")
+    shapes = tuple((1, 1) if t._data.ndim == 0 else (1, t._data.shape[0]) if t._data.ndim == 1
+                   else tuple(t._data.shape) for t in tensors)
+    in_shapes = tuple(tuple(t._data.shape) for t in tensors)
+    return apply(R["block_diag"], tuple(tensors), (shapes, in_shapes))
 
 
 def _bind_composed():
@@ -2346,7 +2925,17 @@ def _bind_composed():
                  "sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ "
                  "sinh_ cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ arcsin_ "
                  "arccos_ arctan_ fix_ atan2_ arctan2_ hypot_ xlogy_ fmod_ remainder_ round_ "
-                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_").split():
+                 "nan_to_num_ square_ lerp_ addcmul_ addcdiv_ "
+                 "sort topk kthvalue median mode nansum nanmean std_mean var_mean aminmax "
+                 "cumprod cummax cummin logcumsumexp quantile nanquantile scatter scatter_add "
+                 "scatter_reduce "
+                 "index_copy index_fill masked_select masked_scatter scatter_ scatter_add_ "
+                 "scatter_reduce_ index_copy_ index_fill_ masked_scatter_ "
+                 "repeat_interleave tril triu tril_ triu_ diag_embed diag trace baddbmm "
+                 "baddbmm_ addbmm addbmm_ addmv addmv_ addr addr_ det inverse logdet slogdet "
+                 "matrix_power pinverse roll rot90 clamp_min_ clamp_max_ absolute_ negative_ "
+                 "subtract_ multiply_ divide_ true_divide_ cumsum_ cumprod_ addmm_ index_add_ "
+                 "bitwise_and bitwise_or bitwise_xor bitwise_not").split():
         setattr(T, name, globals()[name])
 
 

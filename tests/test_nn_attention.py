@@ -80,6 +80,7 @@ SDPA = [
     ("bool_mask_broadcast_batch", (2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5),
      {"attn_mask": rnd(2, 1, 4, 6, seed=7) > 0}),
     ("gqa", (2, 4, 3, 5), (2, 2, 6, 5), (2, 2, 6, 5), {"enable_gqa": True}),
+    ("gqa_math_path", (4, 3, 5), (2, 6, 5), (2, 6, 3), {"enable_gqa": True}),
 ]
 
 
@@ -281,10 +282,13 @@ def test_mha_errors():
 # ---------------------------------------------------------------------------- Transformer
 def run_module(make, shapes, train=False, **kw):
     torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's nested-tensor fast-path notice
+    with warnings.catch_warnings(record=True) as warned_t:
+        warnings.simplefilter("always")
         th = make(tnn).double()
-    ng = make(nnn).double()
+    with warnings.catch_warnings(record=True) as warned_n:
+        warnings.simplefilter("always")
+        ng = make(nnn).double()
+    assert [str(w.message) for w in warned_n] == [str(w.message) for w in warned_t]
     copy_params(ng, th)
     th.train(train)
     ng.train(train)
@@ -342,6 +346,29 @@ TRANSFORMER = [
                          ids=[c[0] for c in TRANSFORMER])
 def test_transformer_modules_against_torch(name, make, shapes, train, kw):
     run_module(make, shapes, train, **kw)
+
+
+@pytest.mark.parametrize("kw", [{}, {"batch_first": True}, {"batch_first": True, "nhead": 3},
+                                {"batch_first": True, "norm_first": True},
+                                {"batch_first": True, "bias": False},
+                                {"batch_first": True, "activation": torch.tanh}])
+def test_encoder_nested_tensor_warning_as_torch(kw):
+    def make(nn):
+        args = dict(kw)
+        if "activation" in args:
+            args["activation"] = nbgrad.tanh if nn is nnn else torch.tanh
+        layer = nn.TransformerEncoderLayer(args.pop("d_model", 6), args.pop("nhead", 2), 8,
+                                           **args)
+        return nn.TransformerEncoder(layer, 2)
+
+    with warnings.catch_warnings(record=True) as warned_t:
+        warnings.simplefilter("always")
+        t = make(tnn)
+    with warnings.catch_warnings(record=True) as warned_n:
+        warnings.simplefilter("always")
+        n = make(nnn)
+    assert [str(w.message) for w in warned_n] == [str(w.message) for w in warned_t]
+    assert n.use_nested_tensor == t.use_nested_tensor
 
 
 def test_transformer_float32():

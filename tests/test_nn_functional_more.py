@@ -315,3 +315,13 @@ def test_composite_loss_graphs_like_torch(name, fn, grad):
     gt = [_CPP_ONLY.get(n, n) for n in _graph(outs[0])]
     assert _graph(outs[1]) == gt
     np.testing.assert_allclose(outs[1].detach().numpy(), outs[0].detach().numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+@pytest.mark.filterwarnings("ignore:Using a target size")
+def test_regression_losses_refuse_unbroadcastable_targets_like_torch(name):
+    with pytest.raises(RuntimeError) as et:
+        getattr(TF, name)(torch.zeros(3), torch.zeros(4))
+    with pytest.raises(RuntimeError) as en:
+        getattr(NF, name)(nbgrad.zeros(3), nbgrad.zeros(4))
+    assert str(en.value) == str(et.value)

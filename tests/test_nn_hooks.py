@@ -85,6 +85,10 @@ def test_no_grad_call_skips_backward_hooks_and_unused_globals_cost_nothing():
     assert out.grad_fn is None
     mm = nbgrad.nn.modules.module
     assert not (mm._global_forward_hooks or mm._global_forward_pre_hooks)
+    assert mm._GLOBAL_HOOKS_ON is False
+    with mm.register_module_forward_hook(lambda *a: None):
+        assert mm._GLOBAL_HOOKS_ON is True
+    assert mm._GLOBAL_HOOKS_ON is False
 
 
 def test_backward_hook_warns_without_input_grads_like_torch():

@@ -328,6 +328,16 @@ def test_bad_input_errors(cls):
     assert "(1, 3, 20)" in msg and "[1, 2, 20]" in msg
 
 
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "GRUCell"])
+def test_hidden_state_of_another_dtype(cls):
+    t, n = getattr(tnn, cls)(3, 4), getattr(nnn, cls)(3, 4)
+    shape = (2, 4) if cls.endswith("Cell") else (1, 2, 4)
+    x = (2, 3) if cls.endswith("Cell") else (5, 2, 3)
+    msg = _errors(lambda: t(torch.zeros(x), torch.zeros(shape, dtype=torch.float64)),
+                  lambda: n(nbgrad.zeros(x), nbgrad.zeros(shape, dtype=nbgrad.float64)))
+    assert "the hidden state is nbgrad.float64, the input nbgrad.float32" in msg
+
+
 @pytest.mark.parametrize("cls,n_states", [("RNNCell", 1), ("LSTMCell", 2), ("GRUCell", 1)])
 def test_cell_bad_input_errors(cls, n_states):
     t, n = getattr(tnn, cls)(10, 20), getattr(nnn, cls)(10, 20)

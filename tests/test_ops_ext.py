@@ -17,7 +17,7 @@ import torch
 
 import nbgrad
 import test_ops as base
-from test_ops import Case, _fsame, _fval, _inputs, _outs
+from test_ops import Case, _fsame, _fval, _outs
 
 # ------------------------------------------------------------------------------------------------
 # Differentiable composed ops
@@ -110,13 +110,274 @@ CASES = [
     Case("setitem_lead1_tensor_idx", _setitem(lambda T: T.tensor([0, 2])), (3, 4), (1, 2, 4)),
     Case("setitem_lead1_same_shape", _setitem(slice(1, 2)), (3, 4), (1, 4)),
 ]
+_ip = base._ip
+_I31 = [[0], [2], [1]]
+
+
+def _sym(T, a):
+    return a + a.mT
+
+
+def _abs_vectors(outs, *which):
+    """Singular/eigen-vectors are defined up to sign, which LAPACK builds may choose differently:
+    compare their absolute values (a sign-invariant function of the input)."""
+    return tuple(o.abs() if i in which else o for i, o in enumerate(outs))
+
+
+def _spd(T, a):
+    return a @ a.mT + T.eye(a.shape[-1], dtype=a.dtype)
+
+
+ROWS = [
+    # ---- elementwise rows ----
+    Case("log10", lambda T, a: T.log10(a), ("pos", (3, 4))),
+    Case("log2", lambda T, a: a.log2(), ("pos", (3, 4))),
+    Case("exp2", lambda T, a: T.exp2(a), (3, 4)),
+    Case("expm1", lambda T, a: a.expm1(), (3, 4)),
+    Case("sinh", lambda T, a: T.sinh(a), (3, 4)),
+    Case("cosh", lambda T, a: a.cosh(), (3, 4)),
+    Case("asin", lambda T, a: T.asin((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("acos", lambda T, a: ((a - 1.25) * 1.2).acos(), ("pos", (3, 4))),
+    Case("arcsin_alias", lambda T, a: T.arcsin((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("atan", lambda T, a: T.atan(a), (3, 4)),
+    Case("atan2", lambda T, a, b: T.atan2(a, b), (3, 4), ("away", (3, 4))),
+    Case("atan2_bcast", lambda T, a, b: a.atan2(b), (3, 1), ("away", (4,))),
+    Case("hypot", lambda T, a, b: T.hypot(a, b), ("away", (3, 4)), ("away", (3, 4))),
+    Case("erfinv", lambda T, a: T.erfinv((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("floor", lambda T, a: T.floor(a * 3), (3, 4)),
+    Case("ceil", lambda T, a: (a * 3).ceil(), (3, 4)),
+    Case("trunc", lambda T, a: T.trunc(a * 3), (3, 4)),
+    Case("fix", lambda T, a: T.fix(a * 3), (3, 4)),
+    Case("round", lambda T, a: T.round(a * 3), (3, 4)),
+    Case("round_decimals", lambda T, a: T.round(a, decimals=2), (3, 4)),
+    Case("frac", lambda T, a: T.frac(a * 3), (3, 4)),
+    # (times a: torch's gradient of sgn alone is a ZeroTensor, which numpy() refuses)
+    Case("sgn", lambda T, a: a.sgn() * a, ("grid", (3, 4))),
+    Case("square", lambda T, a: T.square(a), (3, 4)),
+    Case("fmod_scalar", lambda T, a: T.fmod(a, 0.7), ("grid", (3, 4), 0.01)),
+    Case("fmod_tensor", lambda T, a, b: T.fmod(a, b), ("grid", (3, 4), 0.01), ("away", (4,))),
+    Case("remainder_scalar", lambda T, a: T.remainder(a, 0.7), ("grid", (3, 4), 0.01)),
+    Case("remainder_tensor", lambda T, a, b: a % b, ("grid", (3, 4), 0.01), ("away", (3, 4))),
+    Case("logaddexp", lambda T, a, b: T.logaddexp(a, b), (3, 4), (4,)),
+    Case("logaddexp2", lambda T, a, b: T.logaddexp2(a, b), (3, 4), (3, 1)),
+    Case("xlogy", lambda T, a, b: T.xlogy(a, b), (3, 4), ("pos", (3, 4))),
+    Case("xlogy_scalar_other", lambda T, a: T.xlogy(a, 3.0), (3, 4)),
+    Case("xlogy_scalar_self", lambda T, b: T.xlogy(2.0, b), ("pos", (3, 4))),
+    Case("clamp_tensor", lambda T, a, lo, hi: a.clamp(lo, hi), ("grid", (3, 4)),
+         ("grid", (3, 4), -0.75), ("grid", (3, 4), 0.95)),
+    Case("clamp_tensor_min", lambda T, a, lo: T.clamp(a, min=lo), ("grid", (3, 4)),
+         ("grid", (4,), 0.1)),
+    Case("clamp_tensor_max_const", lambda T, a, hi: T.clamp(a, max=hi), ("grid", (3, 4)),
+         ("const", (3, 1))),
+    Case("nan_to_num", lambda T, a: T.nan_to_num(a), (3, 4)),
+    Case("lerp", lambda T, a, b: T.lerp(a, b, 0.3), (3, 4), (4,)),
+    Case("lerp_tensor", lambda T, a, b, w: a.lerp(b, w), (3, 4), (3, 4), (3, 1)),
+    Case("addcmul", lambda T, a, b, c: T.addcmul(a, b, c, value=0.5), (3, 4), (3, 4), (4,)),
+    Case("addcdiv", lambda T, a, b, c: a.addcdiv(b, c, value=2), (3, 4), (3, 4),
+         ("away", (3, 4))),
+    # ---- in-place forms: the row written into self, its node, one version bump ----
+    Case("ip_sin", lambda T, a: _ip(a, lambda y: y.sin_()), (3, 4)),
+    Case("ip_view_log2", lambda T, a: _ip(a, lambda y: y[1].log2_()), ("pos", (3, 4))),
+    Case("ip_view_scatter", lambda T, a, b: _ip(a, lambda y: y[:, 1:].scatter_(
+        1, T.tensor(_I31), b)), (3, 4), (3, 1)),
+    Case("ip_cos", lambda T, a: _ip(a, lambda y: y.cos_()), (3, 4)),
+    Case("ip_log10", lambda T, a: _ip(a, lambda y: y.log10_()), ("pos", (3, 4))),
+    Case("ip_expm1", lambda T, a: _ip(a, lambda y: y.expm1_()), (3, 4)),
+    Case("ip_atan", lambda T, a: _ip(a, lambda y: y.atan_()), (3, 4)),
+    Case("ip_floor", lambda T, a: _ip(a, lambda y: y.floor_()), (3, 4)),
+    Case("ip_round_dec", lambda T, a: _ip(a, lambda y: y.round_(decimals=1)), (3, 4)),
+    Case("ip_atan2", lambda T, a, b: _ip(a, lambda y: y.atan2_(b)), (3, 4), ("away", (4,))),
+    Case("ip_fmod", lambda T, a: _ip(a, lambda y: y.fmod_(0.7)), ("grid", (3, 4), 0.01)),
+    Case("ip_remainder_t", lambda T, a, b: _ip(a, lambda y: y.remainder_(b)),
+         ("grid", (3, 4), 0.01), ("away", (3, 4))),
+    Case("ip_xlogy", lambda T, a, b: _ip(a, lambda y: y.xlogy_(b)), (3, 4), ("pos", (3, 4))),
+    Case("ip_lerp", lambda T, a, b: _ip(a, lambda y: y.lerp_(b, 0.25)), (3, 4), (3, 4)),
+    Case("ip_addcmul", lambda T, a, b, c: _ip(a, lambda y: y.addcmul_(b, c)), (3, 4), (3, 4),
+         (3, 4)),
+    Case("ip_addcdiv", lambda T, a, b, c: _ip(a, lambda y: y.addcdiv_(b, c, value=0.5)), (3, 4),
+         (3, 4), ("away", (3, 4))),
+    Case("ip_nan_to_num", lambda T, a: _ip(a, lambda y: y.nan_to_num_()), (3, 4)),
+    Case("ip_square", lambda T, a: _ip(a, lambda y: y.square_()), (3, 4)),
+    Case("ip_sinh", lambda T, a: _ip(a, lambda y: y.sinh_()), (3, 4)),
+    Case("ip_tril", lambda T, a: _ip(a, lambda y: y.tril_()), (3, 4)),
+    Case("ip_clamp_tensor", lambda T, a, lo: _ip(a, lambda y: y.clamp_(min=lo)),
+         ("grid", (3, 4)), ("grid", (3, 4), 0.1)),
+    Case("ip_cumsum", lambda T, a: _ip(a, lambda y: y.cumsum_(1)), (3, 4)),
+    Case("ip_cumprod", lambda T, a: _ip(a, lambda y: y.cumprod_(0)), ("away", (3, 4))),
+    Case("ip_addmm", lambda T, a, b, c: _ip(a, lambda y: y.addmm_(b, c, beta=0.5)), (3, 4),
+         (3, 2), (2, 4)),
+    Case("ip_index_add", lambda T, a, b: _ip(a, lambda y: y.index_add_(0, T.tensor([2, 0]), b)),
+         (3, 4), (2, 4)),
+    Case("ip_divide", lambda T, a, b: _ip(a, lambda y: y.divide_(b)), (3, 4), ("away", (3, 4))),
+    # ---- sorting, selection, nan-reductions, scans ----
+    Case("sort", lambda T, a: T.sort(a), ("grid", (3, 4))),
+    Case("sort_desc_dim0", lambda T, a: a.sort(0, descending=True), ("grid", (3, 4))),
+    Case("sort_stable", lambda T, a: T.sort(a, stable=True), ("grid", (2, 5))),
+    Case("topk", lambda T, a: T.topk(a, 2), ("grid", (3, 4))),
+    Case("topk_smallest_dim0", lambda T, a: a.topk(2, 0, largest=False), ("grid", (3, 4))),
+    Case("kthvalue", lambda T, a: T.kthvalue(a, 2), ("grid", (3, 4))),
+    Case("kthvalue_keepdim", lambda T, a: a.kthvalue(3, 0, keepdim=True), ("grid", (3, 4))),
+    Case("median", lambda T, a: T.median(a), ("grid", (3, 4))),
+    Case("median_dim", lambda T, a: a.median(1), ("grid", (3, 4))),
+    Case("median_dim_keepdim", lambda T, a: T.median(a, 0, keepdim=True), ("grid", (3, 4))),
+    Case("mode", lambda T, a: T.mode(a.repeat(1, 2)), ("grid", (3, 4))),
+    Case("median_plain", lambda T, a: a.median(), (3, 4)),  # (and in float32)
+    Case("aminmax_plain", lambda T, a: T.aminmax(a, dim=0), (3, 4)),
+    Case("amax_plain", lambda T, a: a.amax(1), (3, 4)),
+    Case("nansum", lambda T, a: T.nansum(a), (3, 4)),
+    Case("nansum_dim", lambda T, a: a.nansum(1, keepdim=True), (3, 4)),
+    Case("nanmean", lambda T, a: T.nanmean(a), (3, 4)),
+    Case("nanmean_dim", lambda T, a: a.nanmean(0), (3, 4)),
+    Case("std_mean", lambda T, a: T.std_mean(a, 1), (3, 4)),
+    Case("std_mean_all", lambda T, a: T.std_mean(a), (3, 4)),
+    Case("var_mean", lambda T, a: T.var_mean(a, 0, keepdim=True, correction=0), (3, 4)),
+    Case("var_mean_only_mean", lambda T, a: T.var_mean(a, 1)[1], (3, 4)),
+    Case("aminmax", lambda T, a: T.aminmax(a), ("grid", (3, 4))),
+    Case("aminmax_dim", lambda T, a: T.aminmax(a, dim=1, keepdim=True), ("grid", (3, 4))),
+    Case("cumprod", lambda T, a: T.cumprod(a, 1), ("away", (3, 4))),
+    Case("cumprod_zeros", lambda T, a: (a * T.tensor([1.0, 0.0, 1.0, 1.0],
+                                                     dtype=T.float64)).cumprod(1), (3, 4)),
+    Case("cummax", lambda T, a: T.cummax(a, 1), ("grid", (3, 4))),
+    Case("cummin", lambda T, a: a.cummin(0), ("grid", (3, 4))),
+    Case("logcumsumexp", lambda T, a: T.logcumsumexp(a, 1), (3, 4)),
+    Case("quantile", lambda T, a: T.quantile(a, 0.3), ("grid", (3, 4))),
+    Case("quantile_dim0", lambda T, a: a.quantile(0.6, dim=0), ("grid", (3, 4))),
+    Case("quantile_keepdim", lambda T, a: T.quantile(a, 0.5, dim=1, keepdim=True),
+         ("grid", (3, 4))),
+    Case("quantile_all_keepdim", lambda T, a: T.quantile(a, 0.9, keepdim=True), ("grid", (3, 4))),
+    Case("quantile_q_dim", lambda T, a: T.quantile(a, T.tensor([0.25, 0.5], dtype=T.float64),
+                                                   dim=1, keepdim=True), ("grid", (3, 4))),
+    Case("nanquantile", lambda T, a: T.nanquantile(a, 0.4, dim=1), ("grid", (3, 4))),
+    Case("quantile_q_all", lambda T, a: T.quantile(a, T.tensor([0.0, 0.7, 1.0],
+                                                               dtype=T.float64)), ("grid", (2, 3))),
+    # ---- scatter family and masks ----
+    Case("scatter", lambda T, a, b: a.scatter(1, T.tensor(_I31), b), (3, 4), (3, 1)),
+    Case("scatter_value", lambda T, a: T.scatter(a, 1, T.tensor(_I31), 2.0), (3, 4)),
+    Case("scatter_add", lambda T, a, b: a.scatter_add(0, T.tensor([[0, 1, 0, 2]]), b), (3, 4),
+         (1, 4)),
+    Case("scatter_reduce_sum", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "sum"), (3, 4), (3, 2)),
+    Case("scatter_reduce_mean", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "mean"), (3, 4), (3, 2)),
+    Case("scatter_reduce_mean_noself", lambda T, a, b: T.scatter_reduce(
+        a, 1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "mean", include_self=False), (3, 4),
+         (3, 2)),
+    Case("scatter_reduce_amax", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "amax"), ("grid", (3, 4)),
+         ("grid", (3, 2), 0.1)),
+    Case("scatter_reduce_amin_noself", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "amin", include_self=False),
+         ("grid", (3, 4)), ("grid", (3, 2), 0.1)),
+    Case("scatter_reduce_prod", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b, "prod"), ("away", (3, 4)), ("away", (3, 2))),
+    Case("scatter_reduce_prod_zero", lambda T, a, b: a.scatter_reduce(
+        1, T.tensor([[0, 0], [1, 3], [2, 2]]), b * T.tensor([[0.0, 1.0]], dtype=T.float64),
+        "prod", include_self=False), ("away", (3, 4)), ("away", (3, 2))),
+    Case("index_copy", lambda T, a, b: a.index_copy(0, T.tensor([2, 0]), b), (3, 4), (2, 4)),
+    Case("index_fill", lambda T, a: T.index_fill(a, 1, T.tensor([0, 2]), -1.0), (3, 4)),
+    Case("index_fill_tensor", lambda T, a, v: a.index_fill(1, T.tensor([3]), v), (3, 4), ()),
+    Case("masked_select", lambda T, a: T.masked_select(a, T.tensor(base.M23)), (3, 4)),
+    Case("masked_select_bcast", lambda T, a: a.masked_select(T.tensor([True, False, True,
+                                                                       False])), (3, 4)),
+    Case("masked_scatter", lambda T, a, b: a.masked_scatter(T.tensor(base.M23), b), (3, 4),
+         (2, 4)),
+    Case("ip_scatter", lambda T, a, b: _ip(a, lambda y: y.scatter_(1, T.tensor(_I31), b)),
+         (3, 4), (3, 1)),
+    Case("ip_index_fill", lambda T, a: _ip(a, lambda y: y.index_fill_(0, T.tensor([1]), 0.5)),
+         (3, 4)),
+    Case("ip_masked_scatter", lambda T, a, b: _ip(a, lambda y: y.masked_scatter_(
+        T.tensor(base.M23), b)), (3, 4), (3, 4)),
+    Case("repeat_interleave", lambda T, a: a.repeat_interleave(2, dim=0), (3, 4)),
+    Case("repeat_interleave_flat", lambda T, a: T.repeat_interleave(a, 3), (2, 2)),
+    Case("repeat_interleave_tensor", lambda T, a: a.repeat_interleave(T.tensor([1, 2, 0]), 0),
+         (3, 4)),
+    Case("take_along_dim_flat", lambda T, a: T.take_along_dim(a, T.tensor([0, 5, 11])), (3, 4)),
+    # ---- triangles, diagonals, fused products ----
+    Case("tril", lambda T, a: T.tril(a), (3, 4)),
+    Case("tril_k", lambda T, a: a.tril(-1), (4, 3)),
+    Case("triu", lambda T, a: T.triu(a, 1), (3, 4)),
+    Case("triu_batched", lambda T, a: a.triu(), (2, 3, 3)),
+    Case("diag_1d", lambda T, a: T.diag(a), (3,)),
+    Case("diag_1d_offset", lambda T, a: T.diag(a, -1), (3,)),
+    Case("diag_2d", lambda T, a: T.diag(a), (3, 4)),
+    Case("diag_2d_offset", lambda T, a: a.diag(1), (3, 4)),
+    Case("diag_embed", lambda T, a: T.diag_embed(a), (2, 3)),
+    Case("diag_embed_dims", lambda T, a: T.diag_embed(a, 1, 0, 2), (2, 3)),
+    Case("trace", lambda T, a: T.trace(a), (3, 4)),
+    Case("baddbmm", lambda T, a, b, c: T.baddbmm(a, b, c), (2, 3, 4), (2, 3, 5), (2, 5, 4)),
+    Case("baddbmm_scaled_bcast", lambda T, a, b, c: a.baddbmm(b, c, beta=0.5, alpha=2), (3, 4),
+         (2, 3, 5), (2, 5, 4)),
+    Case("addbmm", lambda T, a, b, c: T.addbmm(a, b, c, alpha=0.5), (3, 4), (2, 3, 5),
+         (2, 5, 4)),
+    Case("addmv", lambda T, a, b, c: T.addmv(a, b, c, beta=2), (3,), (3, 4), (4,)),
+    Case("addr", lambda T, a, b, c: a.addr(b, c), (3, 4), (3,), (4,)),
+    Case("ip_baddbmm", lambda T, a, b, c: _ip(a, lambda y: y.baddbmm_(b, c)), (2, 3, 4),
+         (2, 3, 5), (2, 5, 4)),
+    Case("roll", lambda T, a: T.roll(a, 1, 1), (3, 4)),
+    Case("roll_dims", lambda T, a: a.roll((1, -2), (0, 1)), (3, 4)),
+    Case("roll_flat", lambda T, a: T.roll(a, 5), (3, 4)),
+    Case("rot90", lambda T, a: T.rot90(a), (3, 4)),
+    Case("rot90_k", lambda T, a: a.rot90(3, (1, 2)), (2, 3, 4)),
+    Case("rot90_neg", lambda T, a: T.rot90(a, -1, (1, 0)), (3, 4)),
+    Case("block_diag", lambda T, a, b, c: T.block_diag(a, b, c), (2, 3), (3,), ()),
+    Case("ip_clamp_min", lambda T, a: _ip(a, lambda y: y.clamp_min_(-0.3)), ("grid", (3, 4))),
+    Case("ip_clamp_max", lambda T, a: _ip(a, lambda y: y.clamp_max_(0.3)), ("grid", (3, 4))),
+    # ---- results without a derivative: torch's node refuses backward (values and nodes only) ----
+    Case("unique_node", lambda T, a: T.unique(a.round(), return_counts=True), (3, 4),
+         grad=False),
+    Case("unique_dim_node", lambda T, a: T.unique(a, dim=1), (3, 4), grad=False),
+    Case("unique_consecutive_node", lambda T, a: T.unique_consecutive(a), (3, 4), grad=False),
+    Case("histogram_node", lambda T, a: T.histogram(a, 3), (3, 4), grad=False),
+    Case("bincount_node", lambda T, i, w: T.bincount(i, w), ("int", (6,), 4), (6,), grad=False),
+    # ---- torch.linalg ----
+    Case("linalg_inv", lambda T, a: T.linalg.inv(_spd(T, a)), (3, 3)),
+    Case("inverse", lambda T, a: T.inverse(a), (2, 3, 3)),
+    Case("linalg_det", lambda T, a: T.linalg.det(a), (3, 3)),
+    Case("det_batched", lambda T, a: T.det(a), (2, 3, 3)),
+    Case("linalg_slogdet", lambda T, a: T.linalg.slogdet(a), (3, 3)),
+    Case("linalg_solve_vec", lambda T, a, b: T.linalg.solve(_spd(T, a), b), (3, 3), (3,)),
+    Case("linalg_solve_mat", lambda T, a, b: T.linalg.solve(_spd(T, a), b), (3, 3), (3, 2)),
+    Case("linalg_cholesky", lambda T, a: T.linalg.cholesky(_spd(T, a)), (3, 3)),
+    Case("linalg_qr", lambda T, a: T.linalg.qr(a), (4, 3)),
+    Case("linalg_qr_wide", lambda T, a: T.linalg.qr(a), (2, 4)),
+    Case("linalg_qr_square_r_only", lambda T, a: T.linalg.qr(a).R, (3, 3)),
+    Case("linalg_eigh", lambda T, a: _abs_vectors(T.linalg.eigh(_sym(T, a)), 1), (3, 3)),
+    Case("linalg_eigvalsh", lambda T, a: T.linalg.eigvalsh(_sym(T, a)), (3, 3)),
+    Case("linalg_svd", lambda T, a: _abs_vectors(T.linalg.svd(a, full_matrices=False), 0, 2),
+         (4, 3)),
+    Case("linalg_svd_wide", lambda T, a: _abs_vectors(T.linalg.svd(a, full_matrices=False), 0,
+                                                      2), (3, 4)),
+    Case("linalg_svd_full", lambda T, a: _abs_vectors(T.linalg.svd(a), 0, 2), (3, 3)),
+    Case("linalg_svdvals", lambda T, a: T.linalg.svdvals(a), (4, 3)),
+    Case("linalg_pinv", lambda T, a: T.linalg.pinv(a), (4, 3)),
+    Case("linalg_pinv_wide", lambda T, a: T.linalg.pinv(a), (2, 3)),
+    Case("matrix_power_3", lambda T, a: T.linalg.matrix_power(a, 3), (3, 3)),
+    Case("matrix_power_5", lambda T, a: T.matrix_power(a, 5), (3, 3)),
+    Case("matrix_power_neg", lambda T, a: T.linalg.matrix_power(_spd(T, a), -2), (3, 3)),
+    Case("linalg_norm", lambda T, a: T.linalg.norm(a), (3, 4)),
+    Case("linalg_norm_dim", lambda T, a: T.linalg.norm(a, dim=1), (3, 4)),
+    Case("vector_norm_3", lambda T, a: T.linalg.vector_norm(a, 3, dim=0), ("grid", (3, 4))),
+    Case("matrix_norm_fro", lambda T, a: T.linalg.matrix_norm(a), (3, 4)),
+    Case("matrix_norm_nuc", lambda T, a: T.linalg.matrix_norm(a, "nuc"), (3, 4)),
+    Case("matrix_norm_2", lambda T, a: T.linalg.matrix_norm(a, 2), (3, 4)),
+    Case("matrix_norm_1", lambda T, a: T.linalg.matrix_norm(a, 1), ("grid", (3, 4))),
+    Case("matrix_norm_inf", lambda T, a: T.linalg.matrix_norm(a, float("inf")), ("grid", (3, 4))),
+]
+CASES += ROWS
+
 # Open in the core (issue 8/9, the core engineer's): reshape of a viewable non-contiguous tensor
 # recorded as ReshapeAliasBackward0 (nbgrad: ViewBackward0). Strict xfails: they turn red when
-# fixed. (Double backward through CopySlices and AsStrided works since core M2.)
+# fixed. (Double backward through CopySlices, AsStrided, gather and index_add works since core
+# M2.)
 _CORE = {
     "graph": ("reshape of a non-contiguous view is ReshapeAliasBackward0 in torch",
               ["einsum_attention"]),
 }
+# Open here (ops): with a tensor q PyTorch moves the quantiles first with in-place view ops
+# (unsqueeze_, transpose_), which record no node of their own; nbgrad's out-of-place ones do
+for _c in CASES:
+    if _c.name.startswith("quantile_q"):
+        _c.xfail["graph"] = "quantile with a tensor q: in-place view ops of PyTorch's decomposition"
 for _kind, (_why, _names) in _CORE.items():
     for _c in CASES:
         if _c.name in _names:
@@ -144,6 +405,13 @@ def test_forward(case):
 @pytest.mark.parametrize("case", NAMES)
 def test_grad_fn_name(case):
     base.test_grad_fn_name(case)
+
+
+@pytest.mark.parametrize("device", base.DEVICES)
+@pytest.mark.parametrize("case", FORWARD)
+def test_on_device(case, device):
+    """The same bodies with every tensor on `device` (cuda where a GPU is present)."""
+    base.test_on_device(case, device)
 
 
 def _graph_names(outs):
@@ -187,6 +455,31 @@ def test_float32_forward_and_grad(case):
     base.test_float32_forward_and_grad(case)
 
 
+IP_METHODS = ("sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ sinh_ "
+              "cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ square_ nan_to_num_ "
+              "arcsin_ fix_ absolute_ negative_ tril_ triu_").split()
+
+
+@pytest.mark.parametrize("name", IP_METHODS)
+def test_inplace_version_and_node(name):
+    """Every in-place form: one version bump on the tensor and on a view of it, the node torch
+    records, and torch's text on a leaf that requires grad."""
+    res = []
+    for T in (torch, nbgrad):
+        a = T.tensor(np.linspace(0.1, 0.6, 6).reshape(2, 3), requires_grad=True)
+        y = a * 1
+        v = y[0]
+        getattr(y, name)()
+        try:
+            getattr(a, name)()
+            leaf = None
+        except RuntimeError as e:
+            leaf = str(e)
+        res.append((y._version, v._version, type(y.grad_fn).__name__,
+                    type(v.grad_fn).__name__, leaf, _fval(y)))
+    assert _fsame(res[1], res[0])
+
+
 def test_meshgrid_warns_without_indexing():
     for T in (torch, nbgrad):
         with warnings.catch_warnings(record=True) as w:
@@ -215,6 +508,7 @@ FUNCS = {
     "unique_dim1": lambda T, x, r, s: T.unique(r, dim=1, return_inverse=True,
                                                return_counts=True),
     "unique_bool": lambda T, x, r, s: T.unique(r > 1),
+    "unique_unsorted": lambda T, x, r, s: T.unique(r, sorted=False, return_inverse=True),
     "unique_empty": lambda T, x, r, s: T.unique(T.tensor([], dtype=T.long), return_counts=True),
     "unique_consecutive": lambda T, x, r, s: T.unique_consecutive(s),
     "unique_consecutive_all": lambda T, x, r, s: T.unique_consecutive(
@@ -300,6 +594,84 @@ FUNCS = {
     "count_nonzero": lambda T, x, r, s: T.count_nonzero(r),
     "count_nonzero_dim": lambda T, x, r, s: T.count_nonzero(r, dim=0),
     "count_nonzero_dims": lambda T, x, r, s: r.count_nonzero((0, 1)),
+    # rows of issue 9 on special values, integers and bad arguments
+    "sort_nan": lambda T, x, r, s: T.sort(T.tensor([2.0, float("nan"), -1.0, 3.0])),
+    "sort_desc_nan": lambda T, x, r, s: T.tensor([2.0, float("nan"), -1.0]).sort(descending=True),
+    "sort_int": lambda T, x, r, s: T.sort(r, 1),
+    "sort_bool_desc": lambda T, x, r, s: (r > 1).sort(1, descending=True),
+    "argsort_nan_desc": lambda T, x, r, s: T.argsort(T.tensor([2.0, float("nan"), -1.0]),
+                                                     descending=True),
+    "topk_k_err": lambda T, x, r, s: T.topk(x, 9),
+    "kthvalue_k_err": lambda T, x, r, s: x.kthvalue(0),
+    "median_even": lambda T, x, r, s: T.median(T.tensor([4.0, 1.0, 3.0, 2.0])),
+    "median_int": lambda T, x, r, s: r.median(1),
+    "mode_ties": lambda T, x, r, s: T.mode(T.tensor([[1, 2, 2, 1, 3], [5, 5, 4, 4, 4]])),
+    "nansum_nan": lambda T, x, r, s: T.nansum(T.tensor([1.0, float("nan"), 2.0])),
+    "nanmean_nan": lambda T, x, r, s: T.tensor([[1.0, float("nan")], [2.0, 4.0]]).nanmean(0),
+    "cummax_ties": lambda T, x, r, s: T.cummax(T.tensor([1.0, 3.0, 3.0, 2.0, 3.0]), 0),
+    "cummin_int": lambda T, x, r, s: T.cummin(r, 1),
+    "cumprod_int": lambda T, x, r, s: r.cumprod(1),
+    "aminmax_int": lambda T, x, r, s: T.aminmax(r),
+    "logcumsumexp_inf": lambda T, x, r, s: T.logcumsumexp(T.tensor([-float("inf"), 0.0]), 0),
+    "quantile_q_err": lambda T, x, r, s: T.quantile(x, 1.5),
+    "quantile_nan": lambda T, x, r, s: T.quantile(T.tensor([[1.0, float("nan"), 3.0],
+                                                            [1.0, 2.0, 4.0]]), 0.5, dim=1),
+    "nanquantile": lambda T, x, r, s: T.nanquantile(T.tensor([[1.0, float("nan"), 3.0],
+                                                              [float("nan")] * 3]),
+                                                    T.tensor([0.25, 0.5]), dim=1),
+    "floor_int": lambda T, x, r, s: T.floor(r),
+    "round_half_even": lambda T, x, r, s: T.round(T.tensor([0.5, 1.5, 2.5, -0.5])),
+    "round_decimals_neg": lambda T, x, r, s: T.round(x * 1000, decimals=-2),
+    "remainder_int": lambda T, x, r, s: T.remainder(r - 2, 3),
+    "remainder_neg": lambda T, x, r, s: T.tensor([-3.0, 3.0]) % T.tensor([2.0, -2.0]),
+    "fmod_int": lambda T, x, r, s: T.fmod(r - 2, 3),
+    "fmod_neg": lambda T, x, r, s: T.fmod(T.tensor([-3.0, 3.0]), 2.0),
+    "nan_to_num_values": lambda T, x, r, s: T.nan_to_num(T.tensor([float("nan"), float("inf"),
+                                                                   -float("inf"), 1.0])),
+    "nan_to_num_args": lambda T, x, r, s: T.tensor([float("nan"), float("inf")]).nan_to_num(
+        1.0, posinf=2.0),
+    "xlogy_zero": lambda T, x, r, s: T.xlogy(T.tensor([0.0, 0.0, 1.0]),
+                                             T.tensor([0.0, float("nan"), 2.0])),
+    "erfinv_edges": lambda T, x, r, s: T.erfinv(T.tensor([-1.0, 1.0, 0.0, 0.5, 1.5])),
+    "log2_int": lambda T, x, r, s: T.log2(r + 1),
+    "atan2_int": lambda T, x, r, s: T.atan2(x, x * 2),
+    "logaddexp_inf": lambda T, x, r, s: T.logaddexp(T.tensor([-float("inf"), 1.0]),
+                                                    T.tensor([-float("inf"), float("inf")])),
+    "clamp_tensor_crossed": lambda T, x, r, s: x.clamp(T.ones(4), T.zeros(4)),
+    "tril_1d_err": lambda T, x, r, s: T.tril(s),
+    "tril_int": lambda T, x, r, s: r.triu(-1),
+    "diag_3d_err": lambda T, x, r, s: T.diag(x[None]),
+    "trace_3d_err": lambda T, x, r, s: T.trace(x[None]),
+    "diag_embed_same_dims": lambda T, x, r, s: T.diag_embed(x, 0, 1, 1),
+    "baddbmm_beta0_nan": lambda T, x, r, s: T.baddbmm(T.full((2, 2, 2), float("nan"),
+                                                             dtype=T.float64),
+                                                      x[None, :2, :3].expand(2, 2, 3),
+                                                      x[None, :3, :2].expand(2, 3, 2), beta=0),
+    "bmm_shape_err": lambda T, x, r, s: T.baddbmm(x, x[None], x[None]),
+    "scatter_reduce_prod": lambda T, x, r, s: x.scatter_reduce(1, T.tensor([[0, 0], [1, 1],
+                                                                             [2, 3]]),
+                                                               x[:, :2], "prod"),
+    "scatter_reduce_bad": lambda T, x, r, s: x.scatter_reduce(1, T.tensor(_I31), x, "max"),
+    "scatter_int": lambda T, x, r, s: r.scatter(1, T.tensor(_I31), 7),
+    "index_fill_int": lambda T, x, r, s: r.index_fill(0, T.tensor([0, 2]), -1),
+    "masked_select_int": lambda T, x, r, s: T.masked_select(r, r > 1),
+    "masked_scatter_values": lambda T, x, r, s: T.zeros(2, 3).masked_scatter(
+        T.tensor([[True, False, True], [False, True, False]]), T.arange(6.0).reshape(2, 3)),
+    "repeat_interleave_counts": lambda T, x, r, s: T.repeat_interleave(T.tensor([2, 0, 1])),
+    "roll_int": lambda T, x, r, s: T.roll(r, -1, 0),
+    "roll_align_err": lambda T, x, r, s: T.roll(x, (1, 2), 0),
+    "rot90_err": lambda T, x, r, s: T.rot90(x, 1, (0, 0)),
+    "block_diag_int": lambda T, x, r, s: T.block_diag(r[:1], T.tensor([[7]])),
+    "linalg_inv_batch": lambda T, x, r, s: T.linalg.inv(x[:3, :3][None].expand(2, 3, 3)),
+    "linalg_det_nonsquare": lambda T, x, r, s: T.linalg.det(x),
+    "linalg_norm_ord": lambda T, x, r, s: T.linalg.norm(x, 1, dim=1),
+    "linalg_vector_norm_inf": lambda T, x, r, s: T.linalg.vector_norm(x, float("inf")),
+    "linalg_matrix_norm_neg2": lambda T, x, r, s: T.linalg.matrix_norm(x, -2),
+    "linalg_solve_left": lambda T, x, r, s: T.linalg.solve(x[:3, :3], x[:3], left=True),
+    "linalg_eigvalsh": lambda T, x, r, s: T.linalg.eigvalsh(x[:3, :3] + x[:3, :3].T),
+    "matrix_power_0": lambda T, x, r, s: T.linalg.matrix_power(x[:3, :3], 0),
+    "matrix_power_1": lambda T, x, r, s: T.matrix_power(x[:3, :3], 1),
+    "logdet": lambda T, x, r, s: T.logdet(x[:3, :3] @ x[:3, :3].T),
     # einsum / tensordot / movedim errors, in PyTorch's words
     "einsum_few_ops": lambda T, x, r, s: T.einsum("ij,jk->ik", x),
     "einsum_many_ops": lambda T, x, r, s: T.einsum("ij->ij", x, x),

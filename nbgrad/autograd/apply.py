@@ -257,7 +257,8 @@ def _save(row, plan, src, args, outs, ctx):
                 saved[j] = SavedTensor(names[j], x)
             else:  # a number PyTorch would wrap as a tensor: released like one
                 saved[j] = SavedScalar(x) if type(x) in _NUMBERS else x
-        elif kind == 1:
+        elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
+            outs[k]._output_nr = k
             saved[j] = SavedTensor(names[j], outs[k], True)
         elif kind == 2:
             saved[j] = args[k]

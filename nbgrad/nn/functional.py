@@ -11,9 +11,8 @@ import math
 import numpy as np
 
 import nbgrad
-from nbgrad.autograd.apply import _apply, _inplace as _inplace_row, apply
-from nbgrad.ops import ROWS, Ctx, kernels
-from nbgrad.ops.nn import conv_transpose2d_forward
+from nbgrad.autograd.apply import _broadcast_error, apply
+from nbgrad.ops import ROWS, Ctx
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -787,8 +786,7 @@ def _pointwise(name, input, inplace, *args):
     when torch names its in-place node differently, e.g. LeakyReluBackward1)."""
     if not inplace:
         return apply(ROWS[name], (input,), args)
-    row = ROWS.get(name + "_", ROWS[name])
-    return _inplace_row(row, input, (), args, name + "_")
+    return apply(ROWS.get(name + "_", ROWS[name]), (input,), args, inplace=name + "_")
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -941,13 +939,19 @@ def prelu(input, weight):
 
 # ---------------------------------------------------------------------------- more losses
 def _warn_target_size(input, target):
-    """torch's UserWarning when a regression target's shape differs from the input's."""
-    if tuple(target.shape) != tuple(input.shape):
+    """torch's UserWarning when a regression target's shape differs from the input's, and
+    torch's error when the two do not broadcast."""
+    a, b = tuple(input.shape), tuple(target.shape)
+    if b != a:
         import warnings
         warnings.warn(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.", stacklevel=3)
+        try:
+            np.broadcast_shapes(a, b)
+        except ValueError:
+            raise _broadcast_error(a, b) from None
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -1322,9 +1326,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return apply(ROWS["scaled_dot_product_flash_attention_for_cpu"], (q, k, v),
                      (add, dead, scale, groups))
     # torch's math path: matmul, mask, safe softmax (a fully masked row gives zeros), dropout
-    if groups > 1:
-        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:])
-                .reshape(*t.shape[:-3], q.shape[-3], *t.shape[-2:]) for t in (k, v))
+    if groups > 1:  # repeat_interleave of the key/value heads, as torch spells it
+        k, v = (t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:]).contiguous()
+                .view(*t.shape[:-3], q.shape[-3], *t.shape[-2:]) for t in (k, v))
     root = math.sqrt(scale)  # torch's math path scales q and k^T by sqrt(scale) each
     scores = (q * root).matmul(k.transpose(-2, -1) * root)
     if add is not None:
@@ -1669,11 +1673,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"Calculated padded input size per channel: ({x.shape[2] + 2 * p}). "
                            f"Kernel size: ({d * (k - 1) + 1}). Kernel size can't be greater than "
                            "actual input size")
-    y, ctx = kernels.conv2d_forward(x[:, :, None, :], w[:, :, None, :],
-                                    None if bias is None else bias._data, (1, s), (0, p), (1, d),
-                                    groups)
-    out = _apply(ROWS["_convolution1d"], (input, weight, bias), (Ctx(ctx),),
-                 np.ascontiguousarray(y[:, :, 0, :]))
+    out = apply(ROWS["_convolution1d"], (input, weight, bias), ((1, s), (0, p), (1, d), groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -1717,10 +1717,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if input.dtype != weight.dtype:
         raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
                            "be the same")
-    y, ctx = conv_transpose2d_forward(
-        input._data, weight._data, None if bias is None else bias._data, (sh, sw), (ph, pw),
-        (oph, opw), (dh, dw), groups)
-    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),), y)
+    out = apply(ROWS["_convolution_transpose2d"], (input, weight, bias),
+                ((sh, sw), (ph, pw), (oph, opw), (dh, dw), groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -1745,11 +1743,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if op >= max(s, d):
         raise RuntimeError("output padding must be smaller than either stride or dilation, but "
                            f"got output_padding: {op} stride: {s} dilation: {d}")
-    y, ctx = conv_transpose2d_forward(
-        input._data[:, :, None], weight._data[:, :, None], None if bias is None else bias._data,
-        (1, s), (0, p), (0, op), (1, d), groups)
-    out = _apply(ROWS["_convolution_transpose2d"], (input, weight, bias), (Ctx(ctx),),
-                 np.ascontiguousarray(y[:, :, 0]))
+    out = apply(ROWS["_convolution_transpose2d"], (input, weight, bias),
+                ((1, s), (0, p), (0, op), (1, d), groups))
     return out.squeeze(0) if unbatched else out
 
 
@@ -1931,8 +1926,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     dims = input.ndim - 2
     if dims not in (1, 2) or (mode == "linear" and dims != 1) or (mode == "bilinear"
                                                                    and dims != 2):
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                  f"{'3D' if mode == 'linear' else '4D' if mode == 'bilinear' else '3D or 4D'} input")
+        need = {"linear": "3D", "bilinear": "4D"}.get(mode, "3D or 4D")
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need} input")
     spatial = tuple(input.shape[2:])
     if size is not None:
         out_size = _out_sizes(size, spatial)
@@ -2075,7 +2070,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "

@@ -6,12 +6,11 @@ Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line
 from __future__ import annotations
 
 import math
-import operator
 
 import numpy as np
 
 from .. import backend
-from .formulas import _TX, _in_range, _repeat_backward
+from .formulas import _in_range, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -124,11 +123,6 @@ ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++
 
 
 # ---- issue 9: more elementwise rows ------------------------------------------------------------
-# Under create_graph formulas get Tensors and xp=_TX: xp.f(t) is t.f() for these
-for _n in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):
-    if not hasattr(_TX, _n):
-        setattr(_TX, _n, staticmethod(operator.methodcaller(_n)))
-
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2  # erfinv'(y) = sqrt(pi)/2 exp(erfinv(y)^2)
 

@@ -7,10 +7,11 @@ the backward itself is recorded (create_graph), so the same formula gives higher
 whose array and Tensor spellings differ (scatter writes, casts, kernel backwards): each of those
 is a method written twice below, side by side, never an `if` inside a formula.
 
-Why not gradients that are always Tensors (PyTorch, tinygrad)? Measured on the 10-op chain: a
-Tensor-valued first-order backward costs about 1.5 us more per op than the array one (a Tensor
-and its bookkeeping per formula call, ~0.7 us each), against a per-op budget of ~6 us (0.6x
-torch). Arrays on the first order and Tensors only under create_graph keep that budget.
+Why not gradients that are always Tensors (PyTorch, tinygrad)? Measured on the 10-op chain of
+(2, 2) tensors (CPU time, this machine, 16:20 on the day of the change): backward costs 5.0 us per
+node with array gradients and 6.8 us with Tensor gradients (the same formulas through `TENSORS`),
++1.8 us per op, when a whole forward+backward op may cost 0.6x torch's ~7.5 us, ~4.5 us. So arrays
+on the first order, Tensors only under create_graph; one formula serves both.
 """
 from __future__ import annotations
 
@@ -447,7 +448,7 @@ def _count(shape, dim):
 
 def _evenly(g, self, result, xp):
     mask = self == result
-    return xp.where(mask, g / mask.sum(), 0)
+    return xp.where(mask, g / _astype(mask.sum(), _np_dtype(g), xp), 0)
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
@@ -526,7 +527,9 @@ def _amax_grad(g, self, result, dim, keepdim, xp):
     rk = _keep(result, self.shape, dim, keepdim)
     mask = self == rk
     gk = _keep(g, self.shape, dim, keepdim)
-    return gk / mask.sum(axis=dim, keepdims=True) * mask  # a NaN in g spreads, as in PyTorch
+    # the count in g's dtype: a float32 gradient stays float32 (int64 would promote it); a
+    # multiply by the mask, not where: a NaN in g spreads, as in PyTorch
+    return gk / _astype(mask.sum(axis=dim, keepdims=True), _np_dtype(gk), xp) * mask
 
 
 def _repeat_backward(g, shape, repeats):
@@ -631,3 +634,99 @@ def _mm_grads(which):
     if which == 0:
         return lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2))
     return lambda g, self: _mT(self) @ g
+
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 9's rows (sort/scatter/linalg/...): operations whose array and Tensor spellings differ,
+# each written for ArrayFormulas and for TensorFormulas side by side (index args stay arrays)
+# ------------------------------------------------------------------------------------------------
+def _index_tensor(index):
+    return index if isinstance(index, Tensor) else Tensor._make_fresh(index)
+
+
+_PAIRS = {
+    # name: (on arrays: self is ArrayFormulas, self.m numpy or cupy), (on Tensors)
+    "constant": (lambda self, arr: self.m.asarray(arr),
+                 lambda arr: Tensor._make_fresh(arr)),
+    "gather": (lambda self, g, dim, index: self.m.take_along_axis(g, index, axis=dim),
+               lambda g, dim, index: g.gather(dim, _index_tensor(index))),
+    "scatter_along": (lambda self, z, dim, index, src, add=False: _array_scatter(
+                          self.m, z, dim, index, src, add),
+                      lambda z, dim, index, src, add=False: (z.scatter_add if add else z.scatter)(
+                          dim, _index_tensor(index), src)),
+    "index_select": (lambda self, g, dim, index: self.m.take(g, index, axis=dim),
+                     lambda g, dim, index: g.index_select(dim, _index_tensor(index))),
+    "zero_along": (lambda self, g, dim, index: _array_zero_along(g, dim, index),
+                   lambda g, dim, index: g.index_fill(dim, _index_tensor(index), 0.0)),
+    "tril": (lambda self, x, k: self.m.tril(x, k), lambda x, k: x.tril(k)),
+    "triu": (lambda self, x, k: self.m.triu(x, k), lambda x, k: x.triu(k)),
+    "diagonal": (lambda self, x, offset, d1, d2: self.m.diagonal(x, offset, d1, d2).copy(),
+                 lambda x, offset, d1, d2: x.diagonal(offset, d1, d2)),
+    "eye": (lambda self, n, like: self.m.eye(n, dtype=like.dtype),
+            lambda n, like: Tensor._make_fresh(np.eye(n, dtype=like._data.dtype))),
+    "inv": (lambda self, x: self.m.linalg.inv(x), lambda x: x.inverse()),
+    "solve": (lambda self, a, b: self.m.linalg.solve(a, b), lambda a, b: a.inverse() @ b),
+    "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
+    "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),
+             lambda x, shifts, dims: x.roll(shifts, dims)),
+    "rot90": (lambda self, x, k, dims: self.m.rot90(x, k, axes=dims).copy(),
+              lambda x, k, dims: x.rot90(k, dims)),
+    "scatter_prod": (lambda self, z, src, dim, index, include_self: _scatter_reduce_prod(
+                         z, src, dim, index, include_self),
+                     lambda z, src, dim, index, include_self: z.scatter_reduce(
+                         dim, _index_tensor(index), src, "prod", include_self=include_self)),
+}
+for _name, (_on_arrays, _on_tensors) in _PAIRS.items():
+    setattr(ArrayFormulas, _name, _on_arrays)
+    setattr(TensorFormulas, _name, staticmethod(_on_tensors))
+for _name in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
+    setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
+
+
+def _array_scatter(m, z, dim, index, src, add):
+    """`z` (a fresh buffer) with `src` written, or added, at `index` along `dim`."""
+    if add:
+        grid = list(m.indices(index.shape, sparse=True))
+        grid[dim] = index
+        m.add.at(z, tuple(grid), src)
+    else:
+        m.put_along_axis(z, index, src, axis=dim)
+    return z
+
+
+def _array_zero_along(g, dim, index):
+    z = g.copy()
+    z[_along(dim, index)] = 0
+    return z
+
+
+def _array_roll(m, x, shifts, dims):
+    if dims is None:
+        return m.roll(x.reshape(-1), shifts).reshape(x.shape)
+    return m.roll(x, shifts, dims)
+
+
+def _scatter_reduce_prod(z, src, dim, index, include_self):
+    return scatter_reduce_array(z, src, dim, index, "prod", include_self)
+
+
+def scatter_reduce_array(self, src, dim, index, reduce, include_self):
+    """scatter_reduce's forward on arrays (also used by its "prod" gradient): src reduced into a
+    copy of self at `index` along `dim`."""
+    m = backend.get_array_module(self)
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    ufunc = {"sum": m.add, "mean": m.add, "prod": m.multiply, "amax": m.maximum,
+             "amin": m.minimum}[reduce]
+    out = self.copy()
+    grid = list(m.indices(index.shape, sparse=True))
+    grid[dim] = index
+    grid = tuple(grid)
+    if not include_self:
+        out[grid] = {"sum": 0, "mean": 0, "prod": 1, "amax": -np.inf, "amin": np.inf}[reduce]
+    ufunc.at(out, grid, src)
+    count = m.full(self.shape, 1 if include_self else 0, np.int64)
+    m.add.at(count, grid, 1)
+    if reduce == "mean":
+        out = (out / m.maximum(count, 1)).astype(self.dtype, copy=False)
+    return out if include_self else m.where(count == 0, self, out)

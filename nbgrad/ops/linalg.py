@@ -5,6 +5,8 @@ Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backend
 from .formulas import _mT
 from .registry import op
@@ -39,3 +41,217 @@ def _addmm(c, a, b, beta, alpha):
         out *= alpha
     out += c if beta == 1 else beta * c
     return out
+
+
+# ---- issue 9: triangles and diagonals, fused products, torch.linalg ----------------------------
+# Formulas run on arrays or, under create_graph, on Tensors: matmul, mT, elementwise operators and
+# `xp` (formulas.py: tril, diagonal, inv, solve, eye, ...), so each serves every order.
+def _diag_index(n, m, offset):
+    """(rows, cols) of the `offset` diagonal of an (n, m) matrix."""
+    k = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    i = np.arange(k)
+    return (i, i + offset) if offset >= 0 else (i - offset, i)
+
+
+def _diag_put(g, shape, offset, xp):
+    """zeros(shape) with the last dim of g on the `offset` diagonal of the last two dims."""
+    rows, cols = _diag_index(shape[-2], shape[-1], offset)
+    return xp.put(g, tuple(shape), (Ellipsis, rows, cols))
+
+
+def _diag_embed(a, offset, dim1, dim2):
+    n = a.shape[-1] + abs(offset)
+    rows, cols = _diag_index(n, n, offset)
+    m = backend.get_array_module(a)
+    out = m.zeros(a.shape[:-1] + (n, n), a.dtype)
+    out[..., m.asarray(rows), m.asarray(cols)] = a
+    return m.moveaxis(out, (-2, -1), (dim1, dim2))
+
+
+def _beta_self(self, beta):
+    """beta * self, where beta = 0 ignores self (NaN and inf included), as PyTorch."""
+    return np.zeros_like(self) if beta == 0 else _scaled(self, beta)
+
+
+def _scaled(x, c):
+    return x if c == 1 else x * c
+
+
+def _as_matrix_rhs(b, a):
+    """linalg.solve's B: a batch of vectors when it has one dim fewer than A."""
+    return b.ndim == a.ndim - 1
+
+
+def _solve_fwd(a, b):
+    if _as_matrix_rhs(b, a):
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _solve_grads(g, A, B, result, xp, needs):
+    vec = _as_matrix_rhs(B, A)
+    gm = g[..., None] if vec else g
+    x = result[..., None] if vec else result
+    gB = xp.solve(_mT(A), gm)
+    gA = -(gB @ _mT(x)) if needs[0] else None
+    if vec:
+        gB = gB[..., 0]
+    return gA, gB
+
+
+def _cholesky_backward(g, L, xp):
+    """S = L^-T Phi(L^T gL) L^-1 (Phi: the lower triangle, its diagonal halved), symmetrised."""
+    p = xp.tril(_mT(L) @ g, 0)
+    p = p - 0.5 * p * xp.eye(p.shape[-1], p)
+    y = xp.solve(_mT(L), p)           # L^-T p
+    s = _mT(xp.solve(_mT(L), _mT(y)))  # (L^-T p) L^-1
+    return 0.5 * (s + _mT(s))
+
+
+def _eigh_backward(g, L, V, xp):
+    gL, gV = g
+    n = L.shape[-1]
+    eye = xp.eye(n, L)
+    inner = None
+    if gV is not None:
+        vg = _mT(V) @ gV
+        vg = 0.5 * (vg - _mT(vg))
+        e = L[..., None, :] - L[..., :, None] + eye  # E_ij = L_j - L_i, 1 on the diagonal
+        inner = vg / e * (1 - eye)
+    if gL is not None:
+        d = gL[..., None, :] * eye
+        inner = d if inner is None else inner + d
+    return V @ inner @ _mT(V)
+
+
+def _svd_backward(g, U, S, Vh, full_matrices, xp):
+    gU, gS, gVh = g
+    k = S.shape[-1]
+    if full_matrices:  # only the first k singular vectors have a derivative
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+        gU = None if gU is None else gU[..., :, :k]
+        gVh = None if gVh is None else gVh[..., :k, :]
+    m, n = U.shape[-2], Vh.shape[-1]
+    if gU is None and gVh is None:
+        return (U @ (gS[..., :, None] * Vh)) if m >= n else ((U * gS[..., None, :]) @ Vh)
+    eye = xp.eye(k, S)
+    s2 = S * S
+    e = s2[..., None, :] - s2[..., :, None] + eye
+    uhgu = None if gU is None else _mT(U) @ gU
+    uhgu = None if uhgu is None else uhgu - _mT(uhgu)
+    vhgv = None if gVh is None else Vh @ _mT(gVh)
+    vhgv = None if vhgv is None else vhgv - _mT(vhgv)
+    if uhgu is not None and vhgv is not None:
+        ret = (uhgu * S[..., None, :] + S[..., :, None] * vhgv) / e
+    elif uhgu is not None:
+        ret = uhgu * (S[..., None, :] / e)
+    else:
+        ret = S[..., :, None] * (vhgv / e)
+    ret = ret * (1 - eye)
+    if gS is not None:
+        ret = ret + gS[..., None, :] * eye
+    if m > n and gU is not None:
+        ga = U @ ret
+        gus = gU / S[..., None, :]
+        ga = ga + gus - U @ (_mT(U) @ gus)
+        return ga @ Vh
+    if m < n and gVh is not None:
+        ga = ret @ Vh
+        sgv = gVh / S[..., :, None]
+        ga = ga + sgv - (sgv @ _mT(Vh)) @ Vh
+        return U @ ga
+    return U @ (ret @ Vh)
+
+
+def _qr_backward(g, A, Q, R, xp):
+    """(gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q, copyltu its lower triangle mirrored,
+    for m >= n; for wide A = [X | Y] (m < n), X's QR gets gQ + Y gV^T and Y gets Q gV."""
+    gQ, gR = g
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:
+        gU = None if gR is None else gR[..., :, :m]
+        gV = None if gR is None else gR[..., :, m:]
+        gQx = None if gV is None else A[..., :, m:] @ _mT(gV)
+        if gQ is not None:
+            gQx = gQ if gQx is None else gQx + gQ
+        gX = _qr_backward((gQx, gU), None, Q, R[..., :, :m], xp)
+        gY = Q @ gV if gV is not None else A[..., :, m:] * 0
+        return xp.concatenate([gX, gY], axis=len(gX.shape) - 1)
+    if gQ is not None and gR is not None:
+        M = R @ _mT(gR) - _mT(gQ) @ Q
+    elif gQ is not None:
+        M = -(_mT(gQ) @ Q)
+    else:
+        M = R @ _mT(gR)
+    ga = Q @ (xp.tril(M, 0) + _mT(xp.tril(M, -1)))
+    if gQ is not None:
+        ga = gQ + ga
+    return _mT(xp.solve(R, _mT(ga)))  # ga R^-T
+
+
+def _pinv_backward(g, result, A):
+    m, n = A.shape[-2], A.shape[-1]
+    p, ph, gh = result, _mT(result), _mT(g)
+    if m <= n:
+        k = gh @ p
+        kph = k @ ph
+        return -_mT(p @ k) + kph - (A @ p) @ kph + (ph @ p) @ (gh - k @ A)
+    k = p @ gh
+    phk = ph @ k
+    return -_mT(k @ p) + ((gh - A @ k) @ p) @ ph + phk - (phk @ p) @ A
+
+
+op("tril", lambda self, diagonal: np.tril(self, diagonal),
+   self=lambda g, diagonal, xp: xp.tril(g, diagonal))
+op("triu", lambda self, diagonal: np.triu(self, diagonal),
+   self=lambda g, diagonal, xp: xp.triu(g, diagonal))
+op("diag_embed", lambda self, offset, dim1, dim2: _diag_embed(self, offset, dim1, dim2),
+   self=lambda g, offset, dim1, dim2, xp: xp.diagonal(g, offset, dim1, dim2))
+op("diag_copy", lambda self, diagonal: np.diagonal(self, diagonal).copy(),
+   node="DiagonalBackward0_copy",
+   self=lambda g, self_shape, diagonal, xp: _diag_put(g, self_shape, diagonal, xp))
+op("trace", lambda self: np.trace(self),
+   self=lambda g, self_shape, xp: _diag_put(
+       xp.filled(g, (min(self_shape),)), self_shape, 0, xp))
+op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
+    _beta_self(self, beta)) + _scaled(batch1 @ batch2, alpha),
+   broadcast=True,
+   self=lambda g, beta: _scaled(g, beta),
+   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2)), alpha),
+   batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
+op("addbmm", lambda self, batch1, batch2, beta, alpha: (
+    _beta_self(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),
+   broadcast=True,
+   self=lambda g, beta: _scaled(g, beta),
+   batch1=lambda g, batch2, alpha: _scaled(g @ _mT(batch2), alpha),
+   batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
+op("addmv", lambda self, mat, vec, beta, alpha: (
+    _beta_self(self, beta)) + _scaled(mat @ vec, alpha), broadcast=True,
+   self=lambda g, beta: _scaled(g, beta),
+   mat=lambda g, vec, alpha: _scaled(g[:, None] * vec, alpha),
+   vec=lambda g, mat, alpha: _scaled(_mT(mat) @ g, alpha))
+op("addr", lambda self, vec1, vec2, beta, alpha: (
+    _beta_self(self, beta)) + _scaled(vec1[:, None] * vec2, alpha),
+   broadcast=True,
+   self=lambda g, beta: _scaled(g, beta),
+   vec1=lambda g, vec2, alpha: _scaled(g @ vec2, alpha),
+   vec2=lambda g, vec1, alpha: _scaled(_mT(g) @ vec1, alpha))
+op("linalg_inv", lambda A: np.linalg.inv(A), node="LinalgInvExBackward0",
+   A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
+op("linalg_det", lambda A: np.linalg.det(A),
+   A=lambda g, A, result, xp: (g * result)[..., None, None] * _mT(xp.inv(A)))
+op("linalg_slogdet", lambda A: np.linalg.slogdet(A), n_out=2,
+   A=lambda g, A, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
+op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
+   **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
+op("linalg_cholesky", lambda A: np.linalg.cholesky(A), node="LinalgCholeskyExBackward0",
+   A=lambda g, result, xp: _cholesky_backward(g, result, xp))
+op("linalg_qr", lambda A: np.linalg.qr(A, mode="reduced"), n_out=2,
+   A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
+op("linalg_eigh", lambda A, UPLO: np.linalg.eigh(A, UPLO=UPLO), n_out=2,
+   A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
+op("linalg_svd", lambda A, full_matrices: np.linalg.svd(A, full_matrices=full_matrices), n_out=3,
+   A=lambda g, result, result1, result2, full_matrices, xp: _svd_backward(
+       g, result, result1, result2, full_matrices, xp))
+op("linalg_pinv", lambda A: np.linalg.pinv(A),
+   A=lambda g, A, result: _pinv_backward(g, result, A))

@@ -168,21 +168,29 @@ op("_trilinear", lambda i1, i2, i3: np.einsum("bi,oij,bj->bo", i1, i2, i3),
    **{"i1, i2, i3": lambda g, i1, i2, i3, needs, xp: _trilinear_grads(g, i1, i2, i3, needs, xp)})
 
 # ---- transposed convolution: the input-gradient of conv2d, one ConvolutionBackward0 as torch --
-# ctx: (stride, padding, dilation, groups, the conv2d context of an output-sized image)
-op("_convolution_transpose2d", lambda input, weight, bias, ctx: None,
-   node="ConvolutionBackward0",
-   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv_transpose_grads(
-       g, input, weight, ctx, needs, xp)})
+# (N, C, L) input runs as a height-1 image; stride ... dilation are pairs
+op("_convolution_transpose2d", lambda input, weight, bias, stride, padding, output_padding,
+   dilation, groups: conv_transpose2d_forward(input, weight, bias, stride, padding,
+                                              output_padding, dilation, groups),
+   node="ConvolutionBackward0", ctx=True,
+   **{"input, weight, bias": lambda g, input, weight, stride, padding, dilation, groups, needs,
+      xp: _conv_transpose_grads(g, input, weight, stride, padding, dilation, groups, needs, xp)})
 
 # ---- conv1d: the 2-D kernels over a height-1 image, one ConvolutionBackward0 as torch --------
-op("_convolution1d", lambda input, weight, bias, ctx: None, node="ConvolutionBackward0",
-   **{"input, weight, bias": lambda g, input, weight, ctx, needs, xp: _conv1d_grads(
-       g, ctx, needs, xp)})
+# stride, padding, dilation are the 2-D pairs (1, s), (0, p), (1, d)
+op("_convolution1d", lambda input, weight, bias, stride, padding, dilation, groups: _conv1d(
+    input, weight, bias, stride, padding, dilation, groups),
+   node="ConvolutionBackward0", ctx=True,
+   **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
+      needs, xp: _height1_grads(xp.conv2d_backward(
+          xp.expand_dims(g, 2), ctx, xp.expand_dims(input, 2), xp.expand_dims(weight, 2),
+          stride, padding, dilation, groups, needs))})
 
 
 # ---- maps linear in their input: `ctx` holds (forward, adjoint) on arrays ---------------------
-# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col, bags of
-# embeddings). Under create_graph the adjoint is recorded as the same row with the two swapped.
+# (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col,
+# bags of embeddings). Under create_graph the adjoint is recorded as the same row with the two
+# swapped.
 def _linear_map(name, node):
     op(name, lambda self, ctx: ctx.value[0](self), node=node,
        self=lambda g, ctx, xp: _adjoint(name, g, ctx, xp))
@@ -727,8 +735,12 @@ def _trilinear_grads(g, i1, i2, i3, needs, xp):
 
 
 def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
-    """Arrays: y = conv_transpose2d(x, w, b) as the input-gradient of conv2d(., w); returns
-    (y, ctx) for the row above."""
+    """Arrays: y = conv_transpose2d(x, w, b) as the input-gradient of conv2d(., w) ((N, C, L)
+    input: over a height-1 image); returns (y, ctx) for the row above."""
+    if x.ndim == 3:
+        y, ctx = conv_transpose2d_forward(x[:, :, None], w[:, :, None], b, stride, padding,
+                                          output_padding, dilation, groups)
+        return np.ascontiguousarray(y[:, :, 0]), ctx
     n, _, h, wd = x.shape
     _, cg, kh, kw = w.shape
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
@@ -739,17 +751,17 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
     y = kernels.conv2d_backward(x, cctx, (True, False, False))[0]
     if b is not None:
         y = y + b.reshape(1, -1, 1, 1)
-    return np.ascontiguousarray(y), (stride, padding, dilation, groups)
+    return np.ascontiguousarray(y), None
 
 
-def _conv_transpose_grads(g, x, w, ctx, needs, xp):
+def _conv_transpose_grads(g, x, w, stride, padding, dilation, groups, needs, xp):
     if xp is _TX:
-        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
-                           "supported yet")
-    stride, padding, dilation, groups = ctx.get()
+        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 of a "
+                           "transposed convolution is not supported yet")
     if g.ndim == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
-        outs = _conv_transpose_grads(g[:, :, None], x[:, :, None], w[:, :, None], ctx, needs, xp)
-        return tuple(o if o is None or o.ndim == 1 else o[:, :, 0] for o in outs)
+        return _height1_grads(_conv_transpose_grads(g[:, :, None], x[:, :, None], w[:, :, None],
+                                                    stride, padding, dilation, groups, needs,
+                                                    xp))
     gx = gw = gb = None
     y, cctx = kernels.conv2d_forward(g, w, None, stride, padding, dilation, groups)
     if needs[0]:
@@ -761,12 +773,15 @@ def _conv_transpose_grads(g, x, w, ctx, needs, xp):
     return gx, gw, gb
 
 
-def _conv1d_grads(g, ctx, needs, xp):
-    if xp is _TX:
-        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 is not "
-                           "supported yet")
-    gx, gw, gb = kernels.conv2d_backward(g[:, :, None, :], ctx.get(), needs)
-    return (None if gx is None else gx[:, :, 0], None if gw is None else gw[:, :, 0], gb)
+def _conv1d(x, w, b, stride, padding, dilation, groups):
+    y, ctx = kernels.conv2d_forward(x[:, :, None], w[:, :, None], b, stride, padding, dilation,
+                                    groups)
+    return np.ascontiguousarray(y[:, :, 0]), ctx
+
+
+def _height1_grads(grads):
+    """The (input, weight, bias) gradients of a 2-D kernel run on height-1 images, back in 1-D."""
+    return tuple(t if t is None or len(t.shape) == 1 else t[:, :, 0] for t in grads)
 
 
 def _embedding_grad(g, weight_shape, indices, padding_idx, xp):

@@ -10,11 +10,9 @@ import math
 import numpy as np
 
 from .. import backend
-from .formulas import (_TX, _amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
+from .formulas import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                        _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
                        _var_grad)
-from .formulas import _np_dtype
-from .indexing import _scatter_into
 from .registry import op
 
 op("sum", lambda self, dtype: _sum_all(self, dtype),
@@ -160,8 +158,8 @@ def _at_indices(g, shape, dim, indices, keepdim, xp, add=False):
         return None
     if not keepdim:
         g = xp.expand_dims(g, dim)
-        indices = indices.unsqueeze(dim) if xp is _TX else xp.expand_dims(indices, dim)
-    return _scatter_into(xp.zeros(tuple(shape), _np_dtype(g)), dim, indices, g, xp, add)
+        indices = xp.expand_dims(indices, dim)
+    return xp.scatter_along(xp.new_zeros(g, tuple(shape)), dim, indices, g, add)
 
 
 def _cum_extreme(a, dim, ufunc):
@@ -180,17 +178,20 @@ def _revcumsum(x, dim, xp):
 
 
 def _cumprod_backward(g, self, result, dim, xp):
-    """sum_{j >= i} g_j * result_j / self_i, done without the division where self has zeros."""
-    if xp is _TX or not (self == 0).any():
+    """sum_{j >= i} g_j * result_j / self_i; where self has zeros, without the division: for each
+    i the prefix products with x_i replaced by 1 (n cumprods, for arrays and Tensors alike)."""
+    if not bool((self == 0).any()):
         return _revcumsum(g * result, dim, xp) / self
-    out = xp.empty_like(g)
     n = self.shape[dim]
-    for i in range(n):  # prefix products with x_i replaced by 1
-        x = self.copy()
-        xp.moveaxis(x, dim, 0)[i] = 1
-        part = xp.take(g * xp.cumprod(x, axis=dim), range(i, n), axis=dim).sum(axis=dim)
-        xp.moveaxis(out, dim, 0)[i] = part
-    return out
+    shape = [1] * len(self.shape)
+    shape[dim] = n
+    pos = np.arange(n).reshape(shape)
+    parts = []
+    for i in range(n):
+        c = xp.cumprod(xp.where(xp.constant(pos == i), 1, self), dim)
+        parts.append((g * c * xp.constant((pos >= i).astype(xp.dtype(g)))).sum(axis=dim))
+    return xp.stack(parts, axis=dim)
+
 
 
 def _paired(g, f0, f1):
@@ -200,6 +201,10 @@ def _paired(g, f0, f1):
 
 
 op("sort", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
+   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
+                                                            xp))
+op("sort_stable", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
+   node="SortBackward1",
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp))
 op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,

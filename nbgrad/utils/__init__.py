@@ -1,4 +1,4 @@
-"""``nbgrad.utils``: the ``data`` package (datasets, samplers, DataLoader), mirroring ``torch.utils``."""
+"""``nbgrad.utils``: the ``data`` package (datasets, samplers, DataLoader), as ``torch.utils``."""
 
 from . import data
 

@@ -16,13 +16,39 @@ __all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook",
            "register_module_forward_hook", "register_module_full_backward_hook",
            "register_module_full_backward_pre_hook"]
 
-# hooks run for every module (torch.nn.modules.module's globals); empty dicts cost one truth
-# test per call
+# hooks run for every module (torch.nn.modules.module's globals); while none is registered a
+# module call pays for one global truth test (_GLOBAL_HOOKS_ON)
 _global_forward_pre_hooks = OrderedDict()
 _global_forward_hooks = OrderedDict()
 _global_forward_hooks_with_kwargs = {}
 _global_backward_hooks = OrderedDict()
 _global_backward_pre_hooks = OrderedDict()
+_GLOBAL_HOOKS_ON = False
+
+
+def _update_global_flag():
+    global _GLOBAL_HOOKS_ON
+    _GLOBAL_HOOKS_ON = bool(_global_forward_pre_hooks or _global_forward_hooks
+                            or _global_backward_hooks or _global_backward_pre_hooks)
+
+
+class _GlobalHandle:
+    """RemovableHandle of a global hook: removing it also updates the fast-path flag."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.id = handle.id
+        _update_global_flag()
+
+    def remove(self):
+        self.handle.remove()
+        _update_global_flag()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 def register_module_forward_pre_hook(hook):
@@ -34,7 +60,7 @@ def register_module_forward_pre_hook(hook):
     """
     handle = RemovableHandle(_global_forward_pre_hooks)
     _global_forward_pre_hooks[handle.id] = hook
-    return handle
+    return _GlobalHandle(handle)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
@@ -48,7 +74,7 @@ def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     _global_forward_hooks[handle.id] = hook
     if with_kwargs:
         _global_forward_hooks_with_kwargs[handle.id] = True
-    return handle
+    return _GlobalHandle(handle)
 
 
 def register_module_full_backward_hook(hook):
@@ -56,7 +82,7 @@ def register_module_full_backward_hook(hook):
     full backward hook). Returns a RemovableHandle."""
     handle = RemovableHandle(_global_backward_hooks)
     _global_backward_hooks[handle.id] = hook
-    return handle
+    return _GlobalHandle(handle)
 
 
 def register_module_full_backward_pre_hook(hook):
@@ -64,7 +90,7 @@ def register_module_full_backward_pre_hook(hook):
     (torch's global full backward pre-hook). Returns a RemovableHandle."""
     handle = RemovableHandle(_global_backward_pre_hooks)
     _global_backward_pre_hooks[handle.id] = hook
-    return handle
+    return _GlobalHandle(handle)
 
 
 class RemovableHandle:
@@ -150,9 +176,7 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
-                or self._backward_pre_hooks or _global_forward_pre_hooks
-                or _global_forward_hooks or _global_backward_hooks
-                or _global_backward_pre_hooks):
+                or self._backward_pre_hooks or _GLOBAL_HOOKS_ON):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 

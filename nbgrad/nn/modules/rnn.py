@@ -63,6 +63,19 @@ def _shape(t):
     return tuple(t.shape)
 
 
+_SCALAR = {"float64": "Double", "float32": "Float", "float16": "Half"}
+
+
+def _check_state_dtype(name, state, input):
+    """torch fails in its first matmul (``mat1 and mat2 must have the same dtype``) when the
+    hidden state's dtype is not the input's; say so, naming both."""
+    if state.dtype != input.dtype:
+        a, b = (_SCALAR.get(str(t.dtype).rsplit(".", 1)[-1], str(t.dtype)) for t in (state, input))
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {a} and {b} "
+                           f"({name}: the hidden state is {state.dtype}, the input "
+                           f"{input.dtype})")
+
+
 # ---------------------------------------------------------------------------- layers
 class RNNBase(Module):
     """The multi-layer recurrent layer shared by :class:`RNN`, :class:`LSTM` and :class:`GRU`
@@ -277,6 +290,7 @@ class RNNBase(Module):
             states = [s.unsqueeze(1) for s in states]
         for k, (s, size) in enumerate(zip(states, (h_size, c_size))):
             self._check_hidden(s, size, f"[{k}]" if is_lstm else "", batched)
+            _check_state_dtype(name, s, x)
         if sorted_indices is not None:
             states = [s.index_select(1, sorted_indices) for s in states]
         return x, batch_sizes, states, not batched, unsorted_indices
@@ -511,6 +525,8 @@ class RNNCellBase(Module):
                 raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.shape[1]}, "
                                    f"expected {self.hidden_size} ({name}: expected hidden "
                                    f"({n}, {self.hidden_size}), got {_shape(s)})")
+            else:
+                _check_state_dtype(name, s, input)
             out.append(s)
         return input, out, batched
 

@@ -9,6 +9,7 @@ training, which gives the same values.
 """
 
 import copy
+import warnings
 
 import numpy as np
 
@@ -188,12 +189,37 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
+def _why_not_nested(layer):
+    """torch's reason, for a layer, why its encoder cannot take the nested-tensor fast path."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not attn.batch_first:
+        return (f"{name}.self_attn.batch_first was not True(use batch_first for better "
+                "inference performance)")
+    if not attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer`` applied in turn, then ``norm`` (mirrors
     ``torch.nn.TransformerEncoder``; submodules ``layers.0``, ``layers.1``, ..., ``norm``).
 
-    ``enable_nested_tensor`` and ``mask_check`` are accepted and kept; nbgrad has no nested
-    tensors, so torch's inference fast path (and its warning about it) does not exist here.
+    ``enable_nested_tensor`` and ``mask_check`` are accepted and kept, and torch's warning about
+    a layer that could not use nested tensors is given as torch gives it; nbgrad has no nested
+    tensors, so every call takes torch's ordinary path (the same values).
     """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True,
@@ -203,8 +229,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         """Args: src; mask (S, S); src_key_padding_mask (N, S); is_causal: None detects

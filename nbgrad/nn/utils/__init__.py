@@ -7,7 +7,7 @@
 
 from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
-from . import clip_grad, convert_parameters
+from . import clip_grad, convert_parameters  # noqa: F401  (torch's module paths)
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters"]

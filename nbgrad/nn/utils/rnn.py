@@ -76,13 +76,16 @@ class PackedSequence(namedtuple("PackedSequence_",
         return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
 
     def double(self):
+        """The same sequences with float64 data."""
         return self.to(dtype=nbgrad.float64)
 
     def float(self):
+        """The same sequences with float32 data."""
         return self.to(dtype=nbgrad.float32)
 
     @property
     def is_cuda(self):
+        """Whether the data is on a CUDA device."""
         return self.data.is_cuda
 
     def _lengths_sorted(self):

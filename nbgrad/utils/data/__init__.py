@@ -10,7 +10,7 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 from ._utils.collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
-from . import dataset, sampler, dataloader
+from . import dataset, sampler, dataloader  # noqa: F401  (torch's module paths)
 
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",

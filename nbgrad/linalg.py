@@ -1,0 +1,125 @@
+"""nbgrad.linalg: torch.linalg's functions, with PyTorch's gradients (each a row of
+nbgrad/ops/linalg.py, or composed of rows as PyTorch composes it).
+
+Matrices are the last two dims of a tensor: (..., m, n); square ones (..., n, n).
+"""
+from __future__ import annotations
+
+import collections
+
+from .autograd.apply import apply
+from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
+from .functions import inverse as inv
+from .functions import pinverse as pinv
+from .ops import ROWS as R
+from .tensor import _dim
+
+__all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power"]
+
+_qr = collections.namedtuple("qr", ["Q", "R"])
+_eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+_svd = collections.namedtuple("svd", ["U", "S", "Vh"])
+
+
+def _float(A, fname):
+    if A._data.dtype.kind != "f":
+        raise RuntimeError(f"linalg.{fname}: Expected a floating point or complex tensor as "
+                           f"input. Got {A.dtype.name.capitalize()}")
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The `ord`-norm of x's elements (all, or over `dim`) (torch.linalg.vector_norm);
+    LinalgVectorNormBackward0."""
+    if dtype is not None:
+        x = x.to(dtype)
+    _float(x, "vector_norm")
+    if isinstance(dim, int):
+        dim = (dim,)
+    d = None if dim is None else tuple(sorted(_dim(i, x._data.ndim) for i in dim))
+    p = float(ord) if ord not in (1, 2) else ord
+    return apply(R["norm"], (x,), (p, d if d is None or len(d) > 1 else d[0], keepdim))
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """Matrix norm over `dim` (torch.linalg.matrix_norm): "fro", "nuc", 1, -1, 2, -2, inf, -inf,
+    composed as PyTorch composes it (vector norms, amax/amin, singular values)."""
+    if dtype is not None:
+        A = A.to(dtype)
+    nd = A._data.ndim
+    d0, d1 = (_dim(i, nd) for i in dim)
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        s = svdvals(movedim(A, (d0, d1), (-2, -1)))
+        r = sum(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = r.unsqueeze(d)
+        return r
+    if ord in (1, -1, float("inf"), -float("inf")):
+        inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
+        sums = vector_norm(A, 1, inner, keepdim)
+        if not keepdim and outer > inner:
+            outer -= 1
+        return (amax if ord > 0 else amin)(sums, outer, keepdim)
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.norm: a vector norm (ord None: 2 over all elements, or a number) or, for
+    a string ord or two dims, a matrix norm."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if isinstance(ord, str) or (dim is not None and len(dim) == 2 and ord is not None) or (
+            dim is None and ord is not None and A._data.ndim == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, dim or (-2, -1), keepdim,
+                           dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def solve(A, B, *, left=True):
+    """X with A X = B: A (..., n, n), B (..., n, k) or (..., n) (torch.linalg.solve;
+    LinalgSolveExBackward0)."""
+    _square(A, "solve")
+    if not left:
+        return solve(A.mT, B.mT).mT
+    return apply(R["linalg_solve"], (A, B))
+
+
+def cholesky(A, *, upper=False):
+    """L lower-triangular with A = L L^T for symmetric positive-definite A (torch.linalg.cholesky;
+    LinalgCholeskyExBackward0); upper=True gives L^T."""
+    _square(A, "cholesky")
+    L = apply(R["linalg_cholesky"], (A,))
+    return L.mT if upper else L
+
+
+def qr(A, mode="reduced"):
+    """(Q, R) with A = Q R, Q orthonormal columns (torch.linalg.qr, mode "reduced")."""
+    if mode != "reduced":
+        raise NotImplementedError("nbgrad: linalg.qr supports mode='reduced' only")
+    return _qr(*apply(R["linalg_qr"], (A,)))
+
+
+def eigh(A, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A (torch.linalg.eigh)."""
+    _square(A, "eigh")
+    return _eigh(*apply(R["linalg_eigh"], (A,), (UPLO,)))
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues of symmetric A, ascending (torch.linalg.eigvalsh)."""
+    return eigh(A, UPLO).eigenvalues
+
+
+def svd(A, full_matrices=True):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (torch.linalg.svd; LinalgSvdBackward0)."""
+    return _svd(*apply(R["linalg_svd"], (A,), (full_matrices,)))
+
+
+def svdvals(A):
+    """The singular values of A, descending (torch.linalg.svdvals)."""
+    return svd(A, full_matrices=False).S
+
+

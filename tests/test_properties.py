@@ -525,6 +525,14 @@ KNOWN = {
     # gradient for that input is zeros (FillBackward3's self) still fails; nbgrad does not go on
     "backward_twice_through_zero_grad": re.compile(r"\('RuntimeError', 'Trying to backward "
                                                    r"through the graph a second time.*None\)"),
+    # `t[:] = t[0]` where t is a strided (1, n) view: torch expands the value with the strides
+    # its expand infers and finds a partial overlap; nbgrad copies the value first
+    "setitem_expanded_value_overlap": re.compile(r"\('RuntimeError', 'unsupported operation: "
+                                                 r"some elements.*'\), (None|\('RuntimeError', "
+                                                 r"'Trying)"),
+    # the version error names a saved output that is a view modified since by its regenerated
+    # node (AsStrided), nbgrad by the node that saved it (test_autograd's xfail)
+    "saved_view_output_node_name": re.compile(r"which is output 0 of AsStrided, is at version"),
 }
 
 

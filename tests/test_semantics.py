@@ -370,7 +370,23 @@ def stale_view_written_is_leaf_error(T, e):
     v.mul_(3)  # torch reads v's stale grad_fn field: a leaf
 
 
-PROGRAMS = [view_of_unbind_output_written, view_of_nograd_view_written,
+def own_flag_view_of_plain_base_written(T, e):
+    e["z"] = z = T.zeros(2, 3, dtype=T.float64)
+    e["v"] = v = z[1:]
+    v.requires_grad_()
+    v.mul_(2)  # torch: a view of a leaf
+
+
+def nograd_view_of_own_flag_view(T, e):
+    z = T.zeros(4, dtype=T.float64)
+    with T.no_grad():
+        e["v"] = v = z[1:]
+        v.requires_grad_()
+        e["w"] = v[1:]  # its base does not require grad: neither does it
+
+
+PROGRAMS = [own_flag_view_of_plain_base_written, nograd_view_of_own_flag_view,
+            view_of_unbind_output_written, view_of_nograd_view_written,
             view_of_nograd_view_base_written, fill_with_nan_gradient,
             stale_view_written_is_leaf_error,
             full_slice_names, reductions_of_0d_over_its_dims, reduction_of_0d_out_of_range,

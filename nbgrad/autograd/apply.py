@@ -151,15 +151,15 @@ def _apply_view(row, x, args):
         if x._requires_grad:
             if grad:
                 _record(row, (r,), (x,), args, 1)
-            else:  # PyTorch: a view requires grad when its base does, even made under no_grad
-                r._requires_grad = True
+            elif r._view.base._requires_grad:  # PyTorch: a view made under no_grad requires
+                r._requires_grad = True        # grad when its base does
         return r
     creator = _strip(row.node.__name__)  # none of several views may be modified in place
     rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
     if x._requires_grad:
         if grad:
             _record(row, rs, (x,), args, 1)
-        else:
+        elif rs and rs[0]._view.base._requires_grad:
             for r in rs:
                 r._requires_grad = True
     return rs
@@ -444,7 +444,7 @@ def check_inplace(t, op_name="inplace", others_require=False):
         raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
     if v.creation == NO_GRAD_MODE and (base._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
-    if base._requires_grad and base._grad_fn is None:
+    if t._requires_grad and base._grad_fn is None:  # (torch: requires_grad and base is a leaf)
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
     if t._requires_grad and t._grad_fn is None:
         # a view of a base that came to require grad, its grad_fn not regenerated yet: PyTorch

@@ -36,8 +36,14 @@ def _t(x, like=None):
     if like is not None and isinstance(x, (int, float, bool)):
         kind = like._data.dtype.kind
         if kind == "f" or (kind in "iu" and type(x) is not float) or type(x) is bool:
-            return Tensor._make_fresh(np.asarray(x, dtype=like._data.dtype))
+            return _filled_like(x, like)
     return creation.tensor(x)
+
+
+def _filled_like(value, like):
+    """`value` (a number or array-like) as a tensor of `like`'s dtype, on `like`'s device."""
+    return Tensor._make_fresh(backend.get_array_module(like._data).asarray(value,
+                                                                             like._data.dtype))
 
 
 def _check_tensor(x, fname, arg="input"):
@@ -353,7 +359,7 @@ def masked_fill(input, mask, value):
         return apply(R["masked_fill"], (input, value), (m,))
     if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
         raise _broadcast_error(input._data.shape, m.shape)
-    value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+    value = _filled_like(value, input)
     return apply(R["masked_fill"], (input, value), (m,))
 
 
@@ -1243,6 +1249,16 @@ def _is_basic(idx):
     return True
 
 
+def _index_arrays(input, idx):
+    """The index arrays of `idx` (a tuple) on `input`'s device: lists and host arrays or CPU
+    index tensors for a device tensor are copied there (PyTorch accepts CPU indices too)."""
+    index = tuple(_to_index_array(i) for i in idx)
+    xp = backend.get_array_module(input._data)
+    if xp is np:
+        return index
+    return tuple(xp.asarray(i) if isinstance(i, np.ndarray) else i for i in index)
+
+
 def _to_index_array(i):
     if isinstance(i, float):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
@@ -1279,7 +1295,7 @@ def getitem(input, idx):
         idx = (idx,)
     if _is_basic(idx):
         return _basic_index(input, idx)
-    index = tuple(_to_index_array(i) for i in idx)
+    index = _index_arrays(input, idx)
     _check_masks(input, index)
     _torch_errors.check_index(input._data.ndim, index)
     try:
@@ -1355,15 +1371,15 @@ def setitem(input, idx, value):
                 copy_(input, value)
             else:
                 v = value if isinstance(value, Tensor) else \
-                    Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+                    _filled_like(value, input)
                 apply(R["fill_tensor"], (input, v), (), inplace="fill_")
             return None
         view_ = _basic_index(input, idx)
         copy_(view_, value, _op_name="copy_")
         return None
-    index = tuple(_to_index_array(i) for i in idx)
+    index = _index_arrays(input, idx)
     if not isinstance(value, Tensor):
-        value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+        value = _filled_like(value, input)
     elif value._data.dtype != input._data.dtype:
         value = value.to(input.dtype)
     index_put_(input, index, value)
@@ -1407,11 +1423,10 @@ def _whole(input, idx):
 
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values (or += with accumulate) in place (torch.Tensor.index_put_)."""
-    index = tuple(_to_index_array(i) for i in (indices if isinstance(indices, tuple)
-                                                 else (indices,)))
+    index = _index_arrays(input, indices if isinstance(indices, tuple) else (indices,))
     _torch_errors.check_index(input._data.ndim, index)
     if not isinstance(values, Tensor):
-        values = Tensor._make_fresh(np.asarray(values, dtype=input._data.dtype))
+        values = _filled_like(values, input)
     if values._data.dtype != input._data.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
@@ -1551,7 +1566,7 @@ def fill_(self, value):
 def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
     """Copy `src` (broadcast, cast) into self (torch.Tensor.copy_); bumps _version by 1."""
     if not isinstance(src, Tensor):
-        src = Tensor._make_fresh(np.asarray(src, dtype=self._data.dtype))
+        src = _filled_like(src, self)
     elif type(src._data) is not type(self._data):
         src = src.to(self.device)
     if src._data.shape != self._data.shape:
@@ -1565,8 +1580,7 @@ def masked_fill_(self, mask, value):
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")
-    v = value if isinstance(value, Tensor) else Tensor._make_fresh(
-        np.asarray(value, dtype=self._data.dtype))
+    v = value if isinstance(value, Tensor) else _filled_like(value, self)
     return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
 
 

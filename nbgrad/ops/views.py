@@ -8,13 +8,14 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..autograd import apply
+from ..backend import get_array_module as _xp
 from .formulas import NUMPY, _along, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
 
 # ---- joining (a list of inputs) -----------------------------------------------------------------
 op("cat", lambda tensors, sizes, dim, dtypes: _cat(tensors, dim),
    tensors=lambda g, sizes, dim, dtypes, xp: _cat_grads(g, sizes, dim, dtypes, xp))
-op("stack", lambda tensors, n, dim: np.stack(tensors, axis=dim),
+op("stack", lambda tensors, n, dim: _xp(tensors[0]).stack(tensors, axis=dim),
    tensors=lambda g, n, dim: [g[_along(dim, i)] for i in range(n)])
 
 # ---- reshaping views ----------------------------------------------------------------------------
@@ -30,7 +31,7 @@ op("t", lambda self: self.T, node="TBackward0", view=True,
    self=lambda g: g.T)
 op("permute", lambda self, dims: self.transpose(dims), view=True,
    self=lambda g, dims, xp: _unpermute(g, dims, xp))
-op("expand", lambda self, shape: np.broadcast_to(self, shape), view=True,
+op("expand", lambda self, shape: _xp(self).broadcast_to(self, shape), view=True,
    self=lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp))
 op("squeeze", lambda self: self.squeeze(), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
@@ -43,7 +44,7 @@ op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.ndim and self.shap
    else self.view(),
    node="SqueezeBackward1", view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
-op("unsqueeze", lambda self, dim: np.expand_dims(self, dim), view=True,
+op("unsqueeze", lambda self, dim: _xp(self).expand_dims(self, dim), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
 
 # ---- slicing views ------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ apply.AS_STRIDED[0] = ROWS["as_strided"]  # the node of a view whose base change
 
 def _view_reshape(a, shape):
     try:
-        return np.reshape(a, shape, copy=False)
+        return _xp(a).reshape(a, shape, copy=False)
     except ValueError as e:
         raise _ViewImpossible(str(e)) from None
 
@@ -92,7 +93,7 @@ def _cat(arrays, dim):
     rt = arrays[0].dtype
     for a in arrays[1:]:
         rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
-    return np.concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
+    return _xp(arrays[0]).concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
 
 
 def _unfold(a, dim, size, step):

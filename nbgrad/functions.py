@@ -408,7 +408,9 @@ bitwise_xor = _ints_only(_cmp(np.bitwise_xor, "bitwise_xor"))
 
 def _nograd_unary(fn, name):
     def f(input):
-        return _fresh(_arr(fn(input._data)))
+        d = input._data
+        return _fresh(_arr(fn(d) if type(d) is np.ndarray else
+                           getattr(backend.get_array_module(d), fn.__name__)(d)))
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (torch.{name}); no gradient."
     return f
@@ -1395,7 +1397,7 @@ def _strip_leading_ones(value, input, idx):
         k += 1
     if not _is_basic(idx):
         return view(value, *shape[k:])
-    target = np.shape(input._data[idx])
+    target = tuple(input._data[idx].shape)
     if target == shape:
         return value
     value = view(value, *shape[k:])
@@ -2471,7 +2473,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation != "linear":
         raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
     scalar_q = not isinstance(q, Tensor)
-    qa = np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype)
+    qa = np.asarray(q if scalar_q else backend.to_device(q._data, backend.CPU),
+                    dtype=input._data.dtype)  # the ranks are worked out on the host
     if ((qa < 0) | (qa > 1)).any():
         raise RuntimeError("quantile() q values must be in the range [0, 1]" if not scalar_q else
                            f"quantile() q must be in the range [0, 1] but got {q}")
@@ -2624,8 +2627,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if r.size != input._data.shape[d] and r.size != 1:
             raise RuntimeError("repeats must have the same size as input along dim")
         n = input._data.shape[d]
-        idx = np.repeat(np.arange(n), np.broadcast_to(r, (n,)))
-        return index_select(input, d, _fresh(idx.astype(np.int64)))
+        r = backend.to_device(r, backend.CPU)  # the output's size: known on the host only
+        idx = np.repeat(np.arange(n), np.broadcast_to(r, (n,))).astype(np.int64)
+        return index_select(input, d, _fresh(backend.to_device(idx, input.device)))
     shape = list(input._data.shape)
     x = unsqueeze(input, d + 1)
     x = expand(x, *(shape[:d + 1] + [repeats] + shape[d + 1:]))

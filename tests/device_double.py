@@ -146,11 +146,12 @@ class DeviceArray:
     imag = property(lambda s: DeviceArray(s._a.imag))
 
     # ---- indexing -----------------------------------------------------------------------------
+    # host index arrays (lists, numpy arrays) are accepted in indexing, as cupy copies them over
     def __getitem__(self, idx):
-        return _wrap(self._a[_unwrap(idx)])
+        return _wrap(self._a[_unwrap(idx, host_ok=True)])
 
     def __setitem__(self, idx, value):
-        self._a[_unwrap(idx)] = _unwrap(value)
+        self._a[_unwrap(idx, host_ok=True)] = _unwrap(value)
 
 
 def _method(name):

@@ -7,9 +7,10 @@ import pytest
 
 import nbgrad
 from device_double import MESSAGE, DeviceArray, install
+import test_ops_ext
 from test_ops import CASES, check_on_device
 
-# rows whose path still calls numpy on device data: {case name: the bug}
+# rows whose path still calls numpy on device data: {case name: the bug} (none left open)
 XFAIL = {}
 
 
@@ -36,9 +37,13 @@ def test_double_is_strict(double):
     with pytest.raises(TypeError, match=MESSAGE.split(".")[0]):
         np.asarray(a._data)
     np.testing.assert_array_equal(a.cpu().numpy(), np.ones(3))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        a + nbgrad.ones(3)  # the hot path of operators: cupy's TypeError becomes torch's text
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        a + nbgrad.ones(2, 3)
     assert float(a.sum()) == 3.0
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+@pytest.mark.parametrize("case", [_param(c) for c in CASES + test_ops_ext.CASES])
 def test_case_on_double(case, double):
     check_on_device(case, "cuda")

@@ -670,7 +670,7 @@ class _OnDevice:
     """`nbgrad` as seen by a case, with tensor factories defaulting to `device`."""
 
     _FACTORIES = ("tensor", "ones", "zeros", "arange", "full", "empty", "randn", "rand",
-                  "ones_like", "zeros_like")
+                  "ones_like", "zeros_like", "eye")
 
     def __init__(self, device):
         self._device = device

@@ -188,13 +188,13 @@ op("xlogy_scalar_self", lambda other, self: _xp(other).where(
     (self == 0) & ~_xp(other).isnan(other), 0.0, self * _xp(other).log(other)),
    node="XlogyBackward1",
    other=lambda g, other, self: g * self / other)
-op("floor", _keep_ints(np.floor),
+op("floor", _keep_ints(_ufunc(np.floor)),
    self=lambda g: g * 0)
-op("ceil", _keep_ints(np.ceil),
+op("ceil", _keep_ints(_ufunc(np.ceil)),
    self=lambda g: g * 0)
-op("trunc", _keep_ints(np.trunc),
+op("trunc", _keep_ints(_ufunc(np.trunc)),
    self=lambda g: g * 0)
-op("round", _keep_ints(np.round),
+op("round", _keep_ints(lambda self: _xp(self).round(self)),
    self=lambda g: g * 0)
 op("round_decimals", lambda self, decimals: _xp(self).round(self, decimals), node="RoundBackward1",
    self=lambda g: g * 0)

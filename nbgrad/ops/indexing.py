@@ -50,7 +50,7 @@ def _index_add(a, s, dim, index):
 # Formulas run on arrays or, under create_graph, on Tensors: through `xp` (formulas.py) only.
 def _scatter_fwd(self, src, dim, index):
     out = self.copy()
-    if np.ndim(src):
+    if getattr(src, "ndim", 0):
         src = src[tuple(slice(0, n) for n in index.shape)]
     _xp(out).put_along_axis(out, index, src, axis=dim)
     return out
@@ -66,13 +66,17 @@ def _scatter_count(shape, dim, index, start):
     return count
 
 
+def _maximum(a, b):
+    return _xp(a).maximum(a, b)
+
+
 def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self, xp):
     """PyTorch's scatter_reduce backward (sum, prod, mean, amax, amin)."""
     shape = tuple(self.shape)
     if reduce == "sum":
         gself, gsrc = g, xp.gather(g, dim, index)
     elif reduce == "mean":
-        n = xp.constant(np.maximum(_scatter_count(shape, dim, index, 1 if include_self else 0),
+        n = xp.constant(_maximum(_scatter_count(shape, dim, index, 1 if include_self else 0),
                                    1).astype(xp.dtype(g)))
         gself = g / n
         gsrc = xp.gather(g, dim, index) / xp.gather(n, dim, index)

@@ -168,7 +168,7 @@ def _at_indices(g, shape, dim, indices, keepdim, xp, add=False):
 def _cum_extreme(a, dim, ufunc):
     """cummax / cummin: running extreme and the index where it was (last) reached."""
     xp = backend.get_array_module(a)
-    vals = ufunc.accumulate(a, axis=dim)
+    vals = getattr(xp, ufunc.__name__).accumulate(a, axis=dim)
     shape = [1] * a.ndim
     shape[dim] = a.shape[dim]
     pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
@@ -255,7 +255,7 @@ op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
 op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp, add=True))
-op("logcumsumexp", lambda self, dim: np.logaddexp.accumulate(self, axis=dim), float_op=True,
+op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=dim), float_op=True,
    self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
 
 

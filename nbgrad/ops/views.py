@@ -9,7 +9,7 @@ import numpy as np
 from .. import backend, dtypes
 from ..autograd import apply
 from ..backend import get_array_module as _xp
-from .formulas import NUMPY, _along, _cat_grads, _reduce_to, _unpermute, _zeros_for
+from .formulas import _along, array_formulas, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
 
 # ---- joining (a list of inputs) -----------------------------------------------------------------
@@ -122,7 +122,7 @@ def _block_diag(arrays, shapes):
     """Matrices (as 2-D: () -> (1, 1), (n,) -> (1, n)) along the diagonal of one matrix."""
     xp = backend.get_array_module(arrays[0]) if arrays else np
     mats = [a.reshape(s) for a, s in zip(arrays, shapes)]
-    dt = np.result_type(*arrays) if arrays else np.float32
+    dt = np.result_type(*(a.dtype for a in arrays)) if arrays else np.float32
     out = xp.zeros((sum(s[0] for s in shapes), sum(s[1] for s in shapes)), dt)
     r = c = 0
     for m, (h, w) in zip(mats, shapes):
@@ -139,9 +139,9 @@ def _block_diag_grads(g, shapes, in_shapes):
     return out
 
 
-op("roll", lambda self, shifts, dims: NUMPY.roll(self, shifts, dims),
+op("roll", lambda self, shifts, dims: array_formulas(self).roll(self, shifts, dims),
    self=lambda g, shifts, dims, xp: xp.roll(g, _neg(shifts), dims))
-op("rot90", lambda self, k, dims: NUMPY.rot90(self, k, dims),
+op("rot90", lambda self, k, dims: array_formulas(self).rot90(self, k, dims),
    self=lambda g, k, dims, xp: xp.rot90(g, -k, dims))
 op("block_diag", lambda tensors, shapes, in_shapes: _block_diag(tensors, shapes),
    tensors=lambda g, shapes, in_shapes: _block_diag_grads(g, shapes, in_shapes))

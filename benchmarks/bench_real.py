@@ -85,6 +85,7 @@ def lm_data(n_words=4000, seed=0):
 
 
 def lm_params(seed=0):
+    """C, W1, b1, W2, b2 as float32 arrays (makemore's scaled initialisation), one seed."""
     g = np.random.default_rng(seed)
     return [g.standard_normal(s).astype(np.float32) * k for s, k in (
         ((VOCAB, EMB), 1.0), ((CONTEXT * EMB, HIDDEN), (5 / 3) / (CONTEXT * EMB) ** 0.5),
@@ -92,7 +93,7 @@ def lm_params(seed=0):
 
 
 def make_mlp_lm(lib, data, batches):
-    """makemore-style MLP LM step on ``lib``; returns step() -> loss (a float)."""
+    """makemore-style MLP LM on ``lib``; returns step() -> the loss (a 0-d tensor)."""
     F = lib.nn.functional
     Xtr, Ytr = lib.tensor(data[0]), lib.tensor(data[1])
     C, W1, b1, W2, b2 = (lib.tensor(p.copy()) for p in lm_params())

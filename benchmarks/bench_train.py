@@ -1,7 +1,7 @@
 """Training speed and memory: nbgrad vs PyTorch CPU vs hand-written numpy, in one process.
 
     python benchmarks/bench_train.py                 # everything (about a minute)
-    python benchmarks/bench_train.py --only mlp      # mlp | cnn | memory | loader | profile
+    python benchmarks/bench_train.py --only mlp      # mlp|cnn|memory|loader|profile|kernels
 
 Workload: scikit-learn's digits, 1437 training images, batch 64 (23 batches per epoch), the
 MLP 64-128-64-10 and the CNN of examples/train_digits.py, cross entropy, SGD with momentum.
@@ -354,6 +354,76 @@ def phases(kind, x, y, steps=300):
     print(f"  {'total':15s} {tt:8.1f} {tn:8.1f} {tn / tt:6.2f}x")
 
 
+def bench_kernels(reps=200):
+    """CPU us per call of nbgrad's conv/pool array kernels on the CNN's shapes (batch 64), next
+    to torch's forward+backward of the same layer through autograd (one thread)."""
+    from nbgrad.ops import kernels as K
+
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    x1 = rng.standard_normal((BATCH, 1, 8, 8)).astype(f32)
+    w1, b1 = rng.standard_normal((16, 1, 3, 3)).astype(f32), np.zeros(16, f32)
+    a1 = np.maximum(rng.standard_normal((BATCH, 16, 8, 8)), 0).astype(f32)  # ReLU'd: ties
+    p1 = rng.standard_normal((BATCH, 16, 4, 4)).astype(f32)
+    w2, b2 = rng.standard_normal((32, 16, 3, 3)).astype(f32), np.zeros(32, f32)
+    a2 = np.maximum(rng.standard_normal((BATCH, 32, 4, 4)), 0).astype(f32)
+    c1, c2 = K.conv2d_forward(x1, w1, b1, 1, 1)[1], K.conv2d_forward(p1, w2, b2, 1, 1)[1]
+    q1, q2 = K.max_pool2d_forward(a1, 2)[1], K.max_pool2d_forward(a2, 2)[1]
+    g1, g2 = np.ones_like(a1), np.ones_like(a2)
+    gp1, gp2 = np.ones((BATCH, 16, 4, 4), f32), np.ones((BATCH, 32, 2, 2), f32)
+    TF = torch.nn.functional
+
+    def t_(a, grad=True):
+        return torch.tensor(a, requires_grad=grad)
+
+    def torch_fb(fn, *args):
+        def run():
+            y = fn(*args)
+            y.backward(torch.ones_like(y))
+        return run
+
+    rows = [
+        ("conv1 forward", lambda: K.conv2d_forward(x1, w1, b1, 1, 1), None),
+        ("conv1 backward (weight, bias)",
+         lambda: K.conv2d_backward(g1, c1, (False, True, True)),
+         torch_fb(lambda a, w, b: TF.conv2d(a, w, b, padding=1), t_(x1, False), t_(w1),
+                  t_(b1))),
+        ("conv2 forward", lambda: K.conv2d_forward(p1, w2, b2, 1, 1), None),
+        ("conv2 backward", lambda: K.conv2d_backward(g2, c2),
+         torch_fb(lambda a, w, b: TF.conv2d(a, w, b, padding=1), t_(p1), t_(w2), t_(b2))),
+        ("pool1 forward", lambda: K.max_pool2d_forward(a1, 2), None),
+        ("pool1 backward", lambda: K.max_pool2d_backward(gp1, q1),
+         torch_fb(lambda a: TF.max_pool2d(a, 2), t_(a1))),
+        ("pool2 forward", lambda: K.max_pool2d_forward(a2, 2), None),
+        ("pool2 backward", lambda: K.max_pool2d_backward(gp2, q2),
+         torch_fb(lambda a: TF.max_pool2d(a, 2), t_(a2))),
+    ]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    print("\nconv/pool kernels on the CNN's shapes, CPU us per call (torch: the layer's forward"
+          " + backward):")
+    total = 0.0
+    for name, fn, th in rows:
+        us = _cpu_us(fn, reps)
+        total += us
+        tus = f"{_cpu_us(th, reps):8.1f}" if th else ""
+        print(f"  {name:30s} {us:8.1f}  {tus}")
+    print(f"  {'total per training step':30s} {total:8.1f}")
+    torch.set_num_threads(threads)
+
+
+def _cpu_us(fn, reps):
+    """Best of 5 rounds of the CPU time per call."""
+    fn()
+    best = float("inf")
+    for _ in range(5):
+        c0 = time.process_time()
+        for _ in range(reps):
+            fn()
+        best = min(best, (time.process_time() - c0) / reps)
+    return best * 1e6
+
+
 def profile(kind, x, y):
     import cProfile
     import pstats
@@ -372,7 +442,7 @@ def profile(kind, x, y):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--only", choices=["mlp", "cnn", "memory", "loader", "profile"])
+    p.add_argument("--only", choices=["mlp", "cnn", "memory", "loader", "profile", "kernels"])
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     p.add_argument("--blas-threads", type=int, default=1,
@@ -397,6 +467,8 @@ def main():
     if args.only in (None, "memory"):
         bench_memory("mlp", x, y)
         bench_memory("cnn", x, y)
+    if args.only in (None, "kernels"):
+        bench_kernels()
     if args.only in (None, "profile"):
         phases("mlp", x, y)
         phases("cnn", x, y)

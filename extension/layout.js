@@ -37,7 +37,10 @@ function nbgradTell(model, ok) {
 
 // Called when a panel is first drawn: load viz.js (once per page) and tell the kernel.
 function nbgradAnnounce(model) {
-  nbgradVizInstance(model).then(() => nbgradTell(model, true), () => nbgradTell(model, false));
+  nbgradVizInstance(model).then(() => nbgradTell(model, true), (e) => {
+    console.warn("nbgrad: viz.js did not load:", e);
+    nbgradTell(model, false);
+  });
 }
 
 const nbgradLaidOut = new WeakMap(); // model -> {dot, svg}: a tab switch costs no new layout
@@ -54,13 +57,16 @@ async function nbgradLayout(model, body) {
       const viz = await nbgradVizInstance(model);
       done = { dot, svg: viz.renderString(dot, { format: "svg" }) };
     } catch (e) {
+      console.warn("nbgrad: the browser could not lay the graph out:", e);
       nbgradTell(model, false);
       nbgradLaidOut.set(model, { dot, svg: null });
       return false;
     }
     nbgradLaidOut.set(model, done);
   }
-  if (!done.svg || !host.isConnected) return false;
+  // the host may not be in the document yet (a view is rendered before it is attached): what
+  // matters is that no later draw replaced it
+  if (!done.svg || !body.contains(host)) return false;
   const i = done.svg.indexOf("<svg");
   host.innerHTML = i >= 0 ? done.svg.slice(i) : done.svg;
   host.removeAttribute("data-layout");

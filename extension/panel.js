@@ -180,9 +180,8 @@ function render({ model, el: root }) {
       const title = g.querySelector("text");
       if (!title) continue;
       title.addEventListener("click", (ev) => { ev.stopPropagation(); setFolded(path, true); });
-      const hint = document.createElementNS("http://www.w3.org/2000/svg", "title");
-      hint.textContent = `${path}: click to fold to one box`;
-      title.append(hint);
+      const tip = g.querySelector(":scope > title");  // graphviz's tooltip: the cluster id
+      if (tip) tip.textContent = `${path}: click its title to fold it to one box`;
     }
   }
 
@@ -197,7 +196,11 @@ function render({ model, el: root }) {
         continue;
       }
       g.addEventListener("mouseenter", () => showDetails(g.id, false));
-      g.addEventListener("mouseleave", () => showDetails(model.get("selected"), true));
+      // leaving a node keeps its details until another is hovered or selected: hiding them would
+      // change the panel's height, re-fit the graph under the pointer, and hover it again
+      g.addEventListener("mouseleave", () => {
+        if (model.get("selected")) showDetails(model.get("selected"), true);
+      });
       g.addEventListener("click", (ev) => {
         ev.stopPropagation();
         const key = model.get("selected") === g.id ? "" : g.id;

@@ -62,7 +62,7 @@ def lab(request, tmp_path):
         yield url, tmp_path, app
 
 
-def rerun_until_laid_out_in_the_browser(page, tries=6):
+def rerun_until_laid_out_in_the_browser(page, console, tries=6):
     """Run the last cell again until its panel's graph is laid out by viz.js in the browser (the
     kernel switches once a panel told it viz.js works here; Run All queued the cells before)."""
     cell = page.locator(".jp-Notebook .jp-CodeCell").last
@@ -75,7 +75,13 @@ def rerun_until_laid_out_in_the_browser(page, tries=6):
             return cell
         except sync_api.TimeoutError:
             continue
-    raise AssertionError("no panel was laid out in the browser")
+    state = page.evaluate("""() => Promise.race([
+        globalThis.__nbgradViz ? globalThis.__nbgradViz.then(() => 'viz ok', (e) => 'viz err ' + e)
+                               : Promise.resolve('no viz promise'),
+        new Promise((r) => setTimeout(() => r('viz pending'), 3000))])""")
+    hosts = page.evaluate("() => Array.from(document.querySelectorAll('.nbgrad-svg')).map("
+                          "e => JSON.stringify(e.dataset)).join(' ')")
+    raise AssertionError(f"no panel was laid out in the browser: {state}; {hosts}; {console}")
 
 
 def test_panel_renders_in_the_browser(lab):
@@ -85,10 +91,13 @@ def test_panel_renders_in_the_browser(lab):
         browser = launch_chromium(p)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            console = []
+            page.on("console", lambda m: console.append(m.text)
+                    if "nbgrad" in m.text or m.type == "error" else None)
             open_and_run_all(page, url, "panel.ipynb", app)
             # the third cell's panel (the second cell's one may render first)
             panel = page.locator(".nbgrad-panel", has_text="stale saved tensor").first
-            panel.wait_for(timeout=90_000)
+            panel.wait_for(timeout=180_000)  # a loaded CI machine: the kernel starts slowly
             page.locator(".nbgrad-panel", has_text="ExpBackward0").first.wait_for(timeout=90_000)
             assert page.locator(".nbgrad-panel").count() == 3
             svg_node = panel.locator("svg g.node")
@@ -99,6 +108,9 @@ def test_panel_renders_in_the_browser(lab):
             stale = panel.locator("svg g.node polygon[fill='#ff9e9e']")
             assert stale.count() >= 1
             tanh = panel.locator("svg g.node", has_text="TanhBackward0").first
+            # hover first: the details box appearing may re-fit the graph (a scrollbar comes or
+            # goes), and a click whose press and release land on different elements selects none
+            tanh.hover()
             tanh.click()
             details = panel.locator(".nbgrad-details")
             details.wait_for(state="visible", timeout=10_000)
@@ -107,6 +119,7 @@ def test_panel_renders_in_the_browser(lab):
             assert "nbgrad-selected" in (tanh.get_attribute("class") or "")
             # double-click collapses everything upstream of a node, and expands it again
             add = panel.locator("svg g.node", has_text="AddBackward0").first
+            add.hover()
             add.dblclick()
             assert "nbgrad-hidden" in (tanh.get_attribute("class") or "")
             assert not tanh.is_visible()
@@ -118,6 +131,7 @@ def test_panel_renders_in_the_browser(lab):
             assert not panel.locator(".nbgrad-body").is_visible()
             panel.locator(".nbgrad-fold").click()
             panel.locator(".nbgrad-tab", has_text="Graph").click()
+            tanh.hover()
             tanh.click()
             panel.scroll_into_view_if_needed()
             shots.mkdir(parents=True, exist_ok=True)
@@ -126,7 +140,7 @@ def test_panel_renders_in_the_browser(lab):
             assert shot.stat().st_size > 10_000
 
             # later panels: DOT only, laid out here by viz.js (the kernel does no layout)
-            cell = rerun_until_laid_out_in_the_browser(page)
+            cell = rerun_until_laid_out_in_the_browser(page, console)
             graph = cell.locator(".nbgrad-panel svg")
             assert graph.locator("g.node", has_text="ExpBackward0").count() == 1
             assert graph.locator("g.node", has_text="AccumulateGrad").count() == 1

@@ -86,6 +86,19 @@ def test_conv2d_float32_and_frozen_input(xs, ws, kw):
     same(bn.grad, bt.grad, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("xs,ws", [((0, 1, 8, 8), (4, 1, 3, 3)), ((0, 16, 4, 4), (8, 16, 3, 3))],
+                         ids=["cf", "cl"])
+def test_conv2d_empty_batch(xs, ws):
+    xn, xt = both(np.zeros(xs))
+    wn, wt = both(np.ones(ws))
+    yn, yt = F.conv2d(xn, wn, padding=1), TF.conv2d(xt, wt, padding=1)
+    assert tuple(yn.shape) == tuple(yt.shape)
+    yt.sum().backward()
+    yn.sum().backward()
+    same(xn.grad, xt.grad)
+    same(wn.grad, wt.grad)
+
+
 def test_conv2d_noncontiguous_input():
     rng = np.random.default_rng(0)
     base = rng.standard_normal((2, 8, 1, 9))

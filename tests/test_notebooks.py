@@ -285,7 +285,7 @@ def test_04_memory(executed):
     # the memory panel under the cell that built the graph: the saved exp output
     (p,) = panels(cell_with(nb, 'mem("loss (graph alive)")'))
     memory = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", p.data["text/html"]))
-    assert re.search(r"saved for backward 4(\.0)? MiB", memory), memory[-1500:]
+    assert re.search(r"saved for backward 1 saved tensor holds 4(\.0)? MiB", memory), memory[-1500:]
 
 
 def test_05_function(executed):
@@ -454,7 +454,9 @@ def test_run_all_in_jupyterlab(tmp_path):
                 saved = nbformat.read(root / name, as_version=4)
                 if code_cells(saved)[-1].execution_count is not None:
                     break
-            n_panels = page.locator(".nbgrad-panel").count()
+            # the last 8 panels are live widgets; older ones were replaced by their static copy
+            n_live = page.locator(".nbgrad-panel").count()
+            n_panels = n_live + page.locator(".nbgrad-static").count()
         finally:
             browser.close()
     cells = code_cells(saved)
@@ -464,4 +466,4 @@ def test_run_all_in_jupyterlab(tmp_path):
         errors = [o for o in c.outputs if o.output_type == "error"]
         assert bool(errors) == ("raises-exception" in c.metadata.get("tags", [])), c.source
     assert sum(1 for c in cells if panels(c)) >= 10
-    assert n_panels >= 10
+    assert n_panels >= 10 and 1 <= n_live <= 8

@@ -28,6 +28,7 @@ class Focus:
     previous: dict = field(default_factory=dict)  # {name: (id, version, ...)} before this cell
     relevant: bool = False  # False: nothing autograd-related changed, no panel
     unchanged: list = field(default_factory=list)  # [(name, id of grad_fn)] of earlier graphs
+    leaves: dict = field(default_factory=dict)  # id -> name of earlier leaves that need grad
 
 
 def _signature(t) -> tuple:
@@ -79,6 +80,8 @@ class Tracker:
                 if sig is prev:
                     if sig[5]:
                         unchanged.append((name, t, sig))
+                    elif sig[4]:
+                        focus.leaves.setdefault(sig[0], name)
                     continue
                 changed.append((name, t))
                 relevant = True  # an old tensor modified in place, or its .grad changed
@@ -128,6 +131,11 @@ class Tracker:
             elif name not in node.outputs:
                 node.outputs.append(name)
         snap.earlier = sorted(earlier)
+        for t in snap.tensors:  # an earlier leaf the drawn graph reaches (x under y = x.tanh())
+            if not t.named:
+                name = focus.leaves.get(int(t.key[1:]))
+                if name is not None:
+                    t.name, t.named = name, True
 
 
 def _graphs_with(entries, test) -> set:

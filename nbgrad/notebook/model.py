@@ -33,6 +33,7 @@ HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
 MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
 WATCH_BACKWARDS = 1  # a cell's module hooks stay on until this many backward calls were seen
+WATCH_CALLS = 16  # ... or this many top-level module calls (an evaluation loop)
 SAMPLE_EVERY = 50  # training steps between two gradient samples after that
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
@@ -83,14 +84,16 @@ class ParamStat:
     armed: object = None  # the handle of its one-shot gradient hook, while armed
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
+    summed_into: object = None  # weakref to the .grad a watched backward summed into
+    summed_at: int = 0  # the training step of that backward
     hook: object = None  # its gradient hook function (made once)
 
 
 class ModelTracker:
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
-    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen
-    (the first training steps are *watched*: module calls and their node-number ranges,
+    Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
+    ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls and their node-number ranges,
     provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
     at the next step). After that a step costs one forward pre-hook on each trained model
     (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
@@ -200,7 +203,7 @@ class ModelTracker:
     def _pre(self, module, args):
         d = self.depth = self.depth + 1
         if d == 1:
-            if self.watched_backwards >= WATCH_BACKWARDS:
+            if self.watched_backwards >= WATCH_BACKWARDS or self.roots_seen >= WATCH_CALLS:
                 self._disable()  # the first steps are done: counting hooks take over
                 self._start_counting()
                 return
@@ -230,8 +233,8 @@ class ModelTracker:
         if depth == 1:
             if grad_on != module.training:
                 self._mode_check(module, frame, grad_on)
-            if grad_on and self._arm(module):
-                self.steps[id(module)] = self.steps.get(id(module), 0) + 1
+            if grad_on and self._arm(module) and id(module) not in self.roots:
+                self.steps[id(module)] = self.steps.get(id(module), 0) + 1  # (else its hook)
         self.frames.append(frame)
 
     def _broadcast_check(self, module, args) -> None:
@@ -252,8 +255,8 @@ class ModelTracker:
             self.eval_forward[id(module)] = (weakref.ref(module), frame.where)
             return
         self.note(("train-nograd", id(module)), (module, type(module).__name__),
-                  "was evaluated under no_grad in train mode at {where}: its {layers} still "
-                  "act as in training; call .eval() before evaluating",
+                  "was evaluated under no_grad in train mode at {where}: {layers} as in "
+                  "training; call .eval() before evaluating",
                   where=frame.where, layers=_mode_layer_names(module))
 
     def _post(self, module, args, output):
@@ -308,6 +311,10 @@ class ModelTracker:
             if not self.enabled:
                 self._step(n, {k: weakref.ref(module)})
 
+    def step_count(self) -> int:
+        """Training steps counted this cell (loss modules with grad, or the models' calls)."""
+        return max(self.loss_steps, *self.steps.values(), 0)
+
     def _step(self, n, models) -> None:
         """A training step once watching is over: the update ratio of the last gradient sample
         is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
@@ -348,7 +355,8 @@ class ModelTracker:
                 continue
             if not self.loss_steps and k not in self.roots:
                 self.roots[k] = mod.register_forward_pre_hook(self._root_pre)
-                self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now
+                n = self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now
+                self._step(n, {k: ref})
             for sub in _submodules(mod):
                 if type(sub).__name__ in _MODE_LAYERS and id(sub) not in self.mode_layers:
                     self.mode_layers[id(sub)] = weakref.ref(mod)
@@ -415,8 +423,9 @@ class ModelTracker:
                 st.accumulated, st.missed = 1, False
             else:
                 st.accumulated += 1
-                st.missed = st.missed or max(tracker.loss_steps, *tracker.steps.values(), 0) > \
-                    st.hits + 1
+                step = tracker.step_count()
+                st.missed = st.missed or step > st.hits + 1
+                st.summed_into, st.summed_at = weakref.ref(old), step
             st.max_accumulated = max(st.max_accumulated, st.accumulated)
             st.hits += 1
             tracker.backward_seen = True
@@ -470,8 +479,8 @@ class ModelTracker:
             mod = mref()
             if mod is not None and not mod.training:
                 self.note(("eval-train", key), (mod, type(mod).__name__),
-                          "ran its forward in eval mode at {where} and was then trained: its "
-                          "{layers} act as at test time; call .train() before training",
+                          "ran its forward in eval mode at {where} and was then trained: "
+                          "{layers} as at test time; call .train() before training",
                           where=where, layers=_mode_layer_names(mod))
         self.eval_forward.clear()
 
@@ -596,9 +605,11 @@ def _submodules(top):
 
 
 def _mode_layer_names(module) -> str:
+    """ "its Dropout layer behaves", "its Dropout and BatchNorm1d layers behave"."""
     names = sorted({type(m).__name__ for m in _submodules(module)
                     if type(m).__name__ in _MODE_LAYERS})
-    return "/".join(names) + (" layers" if len(names) > 1 else " layer")
+    count = sum(1 for m in _submodules(module) if type(m).__name__ in _MODE_LAYERS)
+    return "its " + " and ".join(names) + (" layers behave" if count > 1 else " layer behaves")
 
 
 def _has_mode_layers(module) -> bool:
@@ -690,6 +701,7 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
     backward_models = set()
+    summed: dict = {}  # ("at least " or "", backward calls) -> parameters summed into
     for pid, st in tracker.params.items():
         name = pnames.get(pid)
         p = st.ref()
@@ -702,13 +714,19 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
             st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms),
             st.max_accumulated, st.nonfinite))
         if st.max_accumulated >= 2 and st.hits:
-            least = "at least " if st.missed else ""
-            rep.notes.append(f"{name}.grad accumulated from {least}{st.max_accumulated} backward "
-                             "calls "
-                             "since zero_grad (fine if you meant to accumulate gradients)")
+            n, least = st.max_accumulated, "at least " if st.missed else ""
+            later = tracker.step_count() - st.summed_at
+            if st.summed_into is not None and st.summed_into() is p._grad and later > 0:
+                # the same .grad still: the steps since were summed into it too
+                n, least = st.accumulated + later, ""
+            summed.setdefault((least, n), []).append(name)
         if st.nonfinite and st.hits:
             rep.notes.append(f"{name}.grad has NaN or Inf values")
     rep.params.sort(key=lambda r: r.name)
+    for (least, n), names in summed.items():
+        grads = ", ".join(f"{x}.grad" for x in sorted(names))
+        rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
+                         "(fine if you meant to accumulate gradients)")
     # parameters of a model that had a backward this cell but got no gradient
     if backward_models:
         by_module = {}
@@ -733,7 +751,12 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
     """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
     tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
     rep = rep or ModelReport()
-    mods = module_names(ns, skip)[0]
+    mods, pnames, _tops = module_names(ns, skip)
+    for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
+        if not t.name:
+            path = pnames.get(int(t.key[1:]))
+            if path is not None:
+                t.name = path
     rep.clusters = clusters(snap, tracker.recent_calls(snap), mods)
     changed = {n for t in snap.tensors if t.named and t.version_delta != 0
                for n in t.name.split(" = ")}
@@ -743,6 +766,8 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
         rep.notes.insert(0, f"{n['tensor']} has {n['kind']}: the first op that produced it is "
                          f"{n['op']}" + (f" at {n['where']}" if n["where"] else "")
                          + (f" ({n['source']})" if n["source"] else ""))
+    if not any(n.startswith("a loss target") or "target broadcasts" in n for n in rep.notes):
+        rep.notes += broadcast_losses(snap)
     rep.kept_alive = kept_alive(ns, skip)
     before, tracker.kept = tracker.kept, {k[0]: k[1] for k in rep.kept_alive}
     for name, graphs, nbytes, kind, _nodes in rep.kept_alive:
@@ -813,8 +838,8 @@ def clusters(snap, calls, mods: dict) -> dict:
         for c in near:
             if c.start < s <= c.end:
                 path = cluster_of(c)
-                if path is not None:
-                    out[path]["keys"].append(key)
+                if path is not None:  # the node, and the tensors it saved
+                    out[path]["keys"] += [key] + [sv.key for sv in snap.nodes[key].saved]
                 break
     # outer modules of the ones found (``model`` around ``model.0``), even with no node of their own
     for c in near:
@@ -927,6 +952,29 @@ def cluster_dot(rep: ModelReport, shown: set, folded=()) -> list:
 
     for root in kids.get(None, []):
         emit(root, "  ")
+    return out
+
+
+_LOSS_NODES = ("MseLossBackward0", "L1LossBackward0", "SmoothL1LossBackward0",
+                "HuberLossBackward0")
+
+
+def broadcast_losses(snap) -> list:
+    """Notes for loss nodes of the snapshot whose target was broadcast against the input (seen
+    in their saved tensors' shapes: a warning caught by the user, or shown once, still shows)."""
+    out = []
+    for n in snap.nodes.values():
+        if n.name not in _LOSS_NODES:
+            continue
+        shapes = {s.name: s.shape for s in n.saved if not s.released}
+        a, b = shapes.get("self"), shapes.get("target")
+        if a is not None and b is not None and tuple(a) != tuple(b):
+            out.append(f"a loss target broadcasts against its input at {n.where or '?'}: "
+                       f"\u201cUsing a target size (nbgrad.Size({list(b)})) that is different to "
+                       f"the input size (nbgrad.Size({list(a)})). This will likely lead to "
+                       "incorrect results due to broadcasting. Please ensure they have the same "
+                       "size.\u201d (PyTorch's warning)")
+            break
     return out
 
 

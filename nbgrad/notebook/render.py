@@ -146,6 +146,7 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         style = "filled,rounded" if t.named else "filled,rounded,dashed"
         out.append(f"  {t.key} [id={t.key}, shape=box, style={_q(style)}, fillcolor={_q(fill)},"
                    f" label={_q(tensor_label(t))}];")
+    saved_drawn: set = set()  # keys of the saved tensors drawn as boxes of their own
     for n in snap.nodes.values():
         if n.folded:  # a folded module: one box for its ops (click to expand)
             attrs = (f'shape=box3d, fillcolor="{C_MODULE}", '
@@ -182,6 +183,7 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
                           f' fontcolor="#600000"')
             else:
                 sattrs = f'style=filled, fillcolor="{C_SAVED}", color="#c58a2c"'
+            saved_drawn.add(s.key)
             out.append(f"  {s.key} [id={s.key}, shape=note, fontsize=9, {sattrs},"
                        f" label={_q(saved_label(s))}];")
             ecol = C_RED if s.is_stale and not s.released else "#c58a2c"
@@ -224,7 +226,8 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
             out.append(f'  {t.base_key} -> {t.key} [style=dashed, color="{C_VIEW}",'
                        f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
     if rep is not None and rep.clusters:
-        out.extend(_model.cluster_dot(rep, set(snap.nodes) | set(shown_tensors), folded))
+        out.extend(_model.cluster_dot(rep, set(snap.nodes) | set(shown_tensors) | saved_drawn,
+                                      folded))
     out.append("}")
     return "\n".join(out)
 

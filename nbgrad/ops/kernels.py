@@ -6,14 +6,15 @@ On small images numpy's cost is the number of contiguous runs a copy or an eleme
 not the number of values, so the layouts are chosen to make runs long:
 
 - convolution: im2col into one matrix product, the columns taken channels-last (runs of ``kw*C``
-  values) or channels-first (runs of ``Wo`` values), whichever runs are longer; every product
-  leaves its result (O, N*Ho*Wo), so the bias is added along rows and the move back to NCHW copies
-  runs of ``Ho*Wo``. Backward is two products (and, for channels-last at stride 1, the input
-  gradient is a full correlation with the flipped kernel: one more im2col and product).
+  values) or channels-first (runs of ``Wo`` values), whichever runs are longer. The bias rides in
+  the product as one more column (row) of ones, so its gradient comes out of the weight's.
+  Backward is two products; for channels-last at stride 1 the input gradient is a full
+  correlation with the flipped kernel (one more im2col and product, a few images at a time).
 - max pooling: a ``(kh*kw, N*C*Ho*Wo)`` boolean mask of the chosen maxima (torch's choice: the
   first maximum in raster order, the last NaN) is all backward needs. Non-overlapping windows
   (kernel == stride, the usual ``MaxPool2d(2)``) are read as whole rows: the ``kh`` rows of each
-  window are moved apart in one copy and every window offset is then a 1-D strided view.
+  window are moved apart in one copy (:func:`_swap_rows`), each window offset's values are then
+  made contiguous, and backward writes through 1-D strided views of the same row layout.
 """
 
 import numpy as np
@@ -45,16 +46,15 @@ def _swap_rows(a):
     return np.ascontiguousarray(rows.T).view(a.dtype).reshape(n_b, n_a, w)
 
 
-def _to_nchw(out, n):
+def _to_nchw(out, n, length):
     """(O, N*L) product result -> (N, O, L) C-contiguous (a copy of runs of L values)."""
-    o = out.shape[0]
-    return _swap_rows(out.reshape(o, n, -1))
+    return _swap_rows(out.reshape(out.shape[0], n, length))
 
 
 def _from_nchw(gy):
     """(N, O, Ho, Wo) -> (O, N*Ho*Wo) C-contiguous, the layout of the products' results."""
-    n, o = gy.shape[:2]
-    return _swap_rows(_xp(gy).ascontiguousarray(gy).reshape(n, o, -1)).reshape(o, -1)
+    n, o, ho, wo = gy.shape
+    return _swap_rows(_xp(gy).ascontiguousarray(gy).reshape(n, o, ho * wo)).reshape(o, n * ho * wo)
 
 
 # ---------------------------------------------------------------------------- convolution
@@ -121,7 +121,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0, dilation=1, groups=1):
         if b is not None:
             cols[:, kk] = 1
             wm[:, :, kk] = b.reshape(g, og)
-        y = _to_nchw((wm @ cols).reshape(o, m), n)
+        y = _to_nchw((wm @ cols).reshape(o, m), n, ho * wo)
     return y.reshape(n, o, ho, wo), (cols, wm, geo)
 
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 import nbgrad
+from nbgrad import backend
 from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
 
@@ -126,7 +127,7 @@ def pad(input, pad, mode="constant", value=0.0):
 
     def padder(fill):
         def fwd(a):
-            return np.pad(a[crop], grow, constant_values=fill)
+            return backend.get_array_module(a).pad(a[crop], grow, constant_values=fill)
         return fwd
 
     shrink = tuple(slice(lo, n - hi) for (lo, hi), n in
@@ -134,7 +135,7 @@ def pad(input, pad, mode="constant", value=0.0):
     regrow = [(max(-lo, 0), max(-hi, 0)) for lo, hi in pairs]
 
     def adj(g):
-        return np.pad(g[shrink], regrow)
+        return backend.get_array_module(g).pad(g[shrink], regrow)
 
     return apply(ROWS["constant_pad_nd"], (input,), (Ctx((padder(value), adj, padder(0))),))
 
@@ -340,7 +341,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                for i in range(kh) for j in range(kw)]
 
     def fwd(a):  # the sum of kh*kw strided views: elementwise, as fast as numpy goes
-        a = np.pad(a, grow)
+        a = backend.get_array_module(a).pad(a, grow)
         total = a[..., windows[0][0], windows[0][1]].copy()
         for wh, ww in windows[1:]:
             total += a[..., wh, ww]
@@ -473,7 +474,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_mean.mul_(1 - m).add_(_const(mean), alpha=m)
                 running_var.mul_(1 - m).add_(_const(var), alpha=m * count / (count - 1))
         return out
-    invstd = 1 / np.sqrt(running_var._data + eps)
+    invstd = 1 / backend.get_array_module(running_var._data).sqrt(running_var._data + eps)
     return apply(ROWS["native_batch_norm"], (input, weight, bias),
                  (False, running_mean._data.copy(), invstd, eps, ctx))
 
@@ -1318,7 +1319,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             add = fm if add is None else add + fm
         dead = None
         if add is not None:
-            dead = np.isneginf(add).all(-1, keepdims=True)
+            dead = backend.get_array_module(add).isneginf(add).all(-1, keepdims=True)
             if dead.any():
                 add = np.where(dead, np.zeros((), dt), add)
             else:
@@ -1581,16 +1582,18 @@ def _pad_by_index(input, pad, mode):
         shape = tuple(input.shape)
 
         def fwd(a):
+            xp = backend.get_array_module(a)
             for d, idx in gathers:
-                a = np.take(a, idx, axis=d)
+                a = xp.take(a, xp.asarray(idx), axis=d)
             return a
 
         def adj(g):
+            xp = backend.get_array_module(g)
             for d, idx in reversed(gathers):
-                z = np.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], g.dtype)
+                z = xp.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], g.dtype)
                 index = [slice(None)] * g.ndim
-                index[d] = idx
-                np.add.at(z, tuple(index), g)
+                index[d] = xp.asarray(idx)
+                xp.add.at(z, tuple(index), g)
                 g = z
             return g
 
@@ -1610,9 +1613,10 @@ def _linear(name, input, fwd, adj):
 def _mat_fwd(mh, mw):
     """x -> mh @ x @ mw.T over the last two dims (either matrix may be None: identity)."""
     def fwd(a):
+        xp = backend.get_array_module(a)  # the matrices are made on the host
         if mw is not None:
-            a = a @ mw.T
-        return mh @ a if mh is not None else np.ascontiguousarray(a)
+            a = a @ xp.asarray(mw).T
+        return xp.asarray(mh) @ a if mh is not None else xp.ascontiguousarray(a)
     return fwd
 
 
@@ -1979,10 +1983,12 @@ def _shuffle(lead, c, h, w, r, up):
         if up:
             a = a.reshape(lead + (c, r, r, h, w)).transpose(
                 tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
-            return np.ascontiguousarray(a).reshape(lead + (c, h * r, w * r))
+            return backend.get_array_module(a).ascontiguousarray(a).reshape(
+                lead + (c, h * r, w * r))
         a = a.reshape(lead + (c, h, r, w, r)).transpose(
             tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-        return np.ascontiguousarray(a).reshape(lead + (c * r * r, h, w))
+        return backend.get_array_module(a).ascontiguousarray(a).reshape(
+            lead + (c * r * r, h, w))
     return fwd
 
 
@@ -2044,7 +2050,7 @@ def _im2col(geo):
     n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
 
     def fwd(a):
-        a = np.pad(a, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        a = backend.get_array_module(a).pad(a, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
         return a.reshape(n, -1)[:, flat].reshape(n, -1, L)
     return fwd
 
@@ -2053,9 +2059,10 @@ def _col2im(geo):
     n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
 
     def fwd(cols):
-        z = np.zeros((n, c * hp * wp), cols.dtype)
-        np.add.at(z, (slice(None), flat), cols.reshape(n, -1))
-        return np.ascontiguousarray(z.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w])
+        xp = backend.get_array_module(cols)
+        z = xp.zeros((n, c * hp * wp), cols.dtype)
+        xp.add.at(z, (slice(None), xp.asarray(flat)), cols.reshape(n, -1))
+        return xp.ascontiguousarray(z.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w])
     return fwd
 
 

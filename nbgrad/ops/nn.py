@@ -562,13 +562,14 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`."""
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
-    xl = _xp(x).moveaxis(x, cdim, -1).reshape(-1, c)
+    xp = _xp(x)
+    xl = xp.moveaxis(x, cdim, -1).reshape(-1, c)
     t = target.reshape(-1)
     keep = t != ignore_index
-    ts = _xp(keep).where(keep, t, 0)
-    w = np.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
-    w = _xp(keep).where(keep, w, x.dtype.type(0))
-    rows = np.arange(len(t))
+    ts = xp.where(keep, t, 0)
+    w = xp.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
+    w = xp.where(keep, w, x.dtype.type(0))
+    rows = xp.arange(len(t))
     losses = -w * xl[rows, ts]
     if reduction == "none":
         ctx.value = (rows, ts, w, 1.0)
@@ -588,7 +589,7 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
     cdim = 0 if ndim == 1 else 1
     c = self_shape[cdim]
     dt = np.float64 if xp is _TX else g.dtype
-    coef = np.zeros((len(rows), c), dt)
+    coef = _xp(w).zeros((len(rows), c), dt)
     coef[rows, ts] = -w / total if total != 0 else 0.0
     moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
     if reduction == "none":

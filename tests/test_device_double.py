@@ -20,15 +20,11 @@ NN_XFAIL = {  # found by the double, not fixed yet (nbgrad/...: what still reach
     "conv_transpose2d": "ops/kernels.py conv2d forward picks xp from a host `x` on the "
                         "transposed path, so the device weight is copied into a numpy buffer",
     "conv_transpose1d": "ops/kernels.py conv2d forward: as conv_transpose2d",
-    "avg_pool2d": "nn/functional.py avg_pool2d: the divisor `div` (count_include_pad=False) is "
-                  "built with numpy on the host",
     "adaptive_max_pool2d": "nn/functional.py adaptive_max_pool2d: argmax indices gathered into a "
                            "host `idx` array from device windows",
     "embedding_bag": "nn/functional.py embedding_bag: np.searchsorted on device offsets",
     "embedding_bag_max": "nn/functional.py embedding_bag max mode: per-bag loop writes device "
                          "values into host arrays",
-    "sdpa_flash_causal": "nn/functional.py scaled_dot_product_attention: the causal mask is a "
-                         "host array added to device scores (ops/nn.py _sdpa_probs)",
 }
 
 

@@ -332,8 +332,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             hs, ws = np.maximum(hs, 0), np.maximum(ws, 0)
             he, we = np.minimum(he, h), np.minimum(we, w)
         counts = (he - hs)[:, None] * (we - ws)[None, :]
-        div = float(kh * kw) if (counts == kh * kw).all() else \
-            counts.astype(input._data.dtype)
+        div = float(kh * kw) if (counts == kh * kw).all() else backend.to_device(
+            counts.astype(input._data.dtype), input.device)
     extra_h = max(0, (ho - 1) * sh + kh - h - 2 * ph)
     extra_w = max(0, (wo - 1) * sw + kw - w - 2 * pw)
     grow = ((0, 0),) * len(lead) + ((ph, ph + extra_h), (pw, pw + extra_w))
@@ -348,11 +348,12 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         return total / div
 
     def adj(g):
+        xp = backend.get_array_module(g)
         g = g / div
-        z = np.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
+        z = xp.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
         for wh, ww in windows:
             z[..., wh, ww] += g
-        return np.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
+        return xp.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
 
     return _linear("avg_pool2d", input, fwd, adj)
 
@@ -1300,7 +1301,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     # the additive mask: bool masks and causality as 0 / -inf constants
-    blocked = np.triu(np.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
+    xp = backend.get_array_module(q._data)
+    blocked = xp.triu(xp.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
     float_mask = None
     if attn_mask is not None:
         if attn_mask.dtype == nbgrad.bool:
@@ -1308,7 +1310,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         else:
             float_mask = attn_mask
     dt = q._data.dtype
-    add = None if blocked is None else np.where(blocked, -np.inf, 0.0).astype(dt)
+    add = None if blocked is None else xp.where(blocked, -np.inf, 0.0).astype(dt)
     if (q.ndim == 4 and q.shape[:1] == k.shape[:1] == v.shape[:1] and k.shape[1] == v.shape[1]
             and v.shape[-1] == q.shape[-1] and dropout_p == 0.0
             and (float_mask is None or not float_mask.requires_grad)):

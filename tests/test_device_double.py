@@ -22,9 +22,6 @@ NN_XFAIL = {  # found by the double, not fixed yet (nbgrad/...: what still reach
     "conv_transpose1d": "ops/kernels.py conv2d forward: as conv_transpose2d",
     "adaptive_max_pool2d": "nn/functional.py adaptive_max_pool2d: argmax indices gathered into a "
                            "host `idx` array from device windows",
-    "embedding_bag": "nn/functional.py embedding_bag: np.searchsorted on device offsets",
-    "embedding_bag_max": "nn/functional.py embedding_bag max mode: per-bag loop writes device "
-                         "values into host arrays",
 }
 
 

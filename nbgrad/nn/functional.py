@@ -2174,24 +2174,27 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
-    """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``."""
+    """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``.
+    The bags are worked out on the host (``ids``, ``bag``, ``keep``, ``psw`` are numpy)."""
     w = weight._data
+    xp = backend.get_array_module(w)
     n, dim = len(ids), w.shape[1]
     if mode in ("sum", "mean"):
         m = np.zeros((nb, n), w.dtype)
         m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
         if mode == "mean":
             m = m / np.maximum((m != 0).sum(1, keepdims=True), 1)
+        m, ids = xp.asarray(m), xp.asarray(ids)
 
         def fwd(a):
             return m @ a[ids]
 
         def adj(g):
-            z = np.zeros(w.shape, g.dtype)
-            np.add.at(z, ids, m.T @ g)
+            z = xp.zeros(w.shape, g.dtype)
+            xp.add.at(z, ids, m.T @ g)
             return z
     elif mode == "max":
-        vals = w[ids]
+        vals = backend.to_device(w, backend.CPU)[ids]
         pick = np.zeros((nb, dim), np.int64)
         filled = np.zeros(nb, bool)
         for i in range(nb):
@@ -2199,14 +2202,14 @@ def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
             if len(sel):
                 pick[i] = ids[sel[vals[sel].argmax(0)]]
                 filled[i] = True
-        cols = np.arange(dim)
+        pick, filled, cols = xp.asarray(pick), xp.asarray(filled), xp.asarray(np.arange(dim))
 
         def fwd(a):
-            return np.where(filled[:, None], a[pick, cols], 0)
+            return xp.where(filled[:, None], a[pick, cols], 0)
 
         def adj(g):
-            z = np.zeros(w.shape, g.dtype)
-            np.add.at(z, (pick[filled], cols), g[filled])
+            z = xp.zeros(w.shape, g.dtype)
+            xp.add.at(z, (pick[filled], cols), g[filled])
             return z
     else:
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
@@ -2239,15 +2242,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                              f"of type {type(offsets)}")
         b, L = input.shape
         offs = np.arange(0, b * L, L)
-        ids = input._data.reshape(-1)
+        ids = backend.to_device(input._data, backend.CPU).reshape(-1)  # bags: host bookkeeping
         psw = None if per_sample_weights is None else per_sample_weights.reshape(-1)
     elif input.ndim == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
-        offs = offsets._data.astype(np.int64)
+        offs = backend.to_device(offsets._data, backend.CPU).astype(np.int64)
         if include_last_offset:
             offs = offs[:-1]
-        ids = input._data
+        ids = backend.to_device(input._data, backend.CPU)
         psw = per_sample_weights
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
@@ -2265,7 +2268,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         _embedding_renorm_(weight, ids, max_norm, norm_type)
     if psw is None or not psw.requires_grad:
         return _embedding_bag_row(weight, ids.astype(np.int64), bag, keep, nb, mode,
-                                  None if psw is None else psw._data)
+                                  None if psw is None else backend.to_device(psw._data,
+                                                                             backend.CPU))
     rows = embedding(_const(ids.astype(np.int64)), weight)
     rows = rows * psw.unsqueeze(-1)
     if mode in ("sum", "mean"):

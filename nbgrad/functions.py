@@ -36,8 +36,14 @@ def _t(x, like=None):
     if like is not None and isinstance(x, (int, float, bool)):
         kind = like._data.dtype.kind
         if kind == "f" or (kind in "iu" and type(x) is not float) or type(x) is bool:
-            return Tensor._make_fresh(np.asarray(x, dtype=like._data.dtype))
+            return _filled_like(x, like)
     return creation.tensor(x)
+
+
+def _filled_like(value, like):
+    """`value` (a number or array-like) as a tensor of `like`'s dtype, on `like`'s device."""
+    return Tensor._make_fresh(backend.get_array_module(like._data).asarray(value,
+                                                                             like._data.dtype))
 
 
 def _check_tensor(x, fname, arg="input"):
@@ -353,7 +359,7 @@ def masked_fill(input, mask, value):
         return apply(R["masked_fill"], (input, value), (m,))
     if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
         raise _broadcast_error(input._data.shape, m.shape)
-    value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+    value = _filled_like(value, input)
     return apply(R["masked_fill"], (input, value), (m,))
 
 
@@ -402,7 +408,9 @@ bitwise_xor = _ints_only(_cmp(np.bitwise_xor, "bitwise_xor"))
 
 def _nograd_unary(fn, name):
     def f(input):
-        return _fresh(_arr(fn(input._data)))
+        d = input._data
+        return _fresh(_arr(fn(d) if type(d) is np.ndarray else
+                           getattr(backend.get_array_module(d), fn.__name__)(d)))
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (torch.{name}); no gradient."
     return f
@@ -1254,6 +1262,16 @@ def _is_basic(idx):
     return True
 
 
+def _index_arrays(input, idx):
+    """The index arrays of `idx` (a tuple) on `input`'s device: lists and host arrays or CPU
+    index tensors for a device tensor are copied there (PyTorch accepts CPU indices too)."""
+    index = tuple(_to_index_array(i) for i in idx)
+    xp = backend.get_array_module(input._data)
+    if xp is np:
+        return index
+    return tuple(xp.asarray(i) if isinstance(i, np.ndarray) else i for i in index)
+
+
 def _to_index_array(i):
     if isinstance(i, float):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
@@ -1290,7 +1308,7 @@ def getitem(input, idx):
         idx = (idx,)
     if _is_basic(idx):
         return _basic_index(input, idx)
-    index = tuple(_to_index_array(i) for i in idx)
+    index = _index_arrays(input, idx)
     _check_masks(input, index)
     _torch_errors.check_index(input._data.ndim, index)
     try:
@@ -1370,15 +1388,15 @@ def setitem(input, idx, value):
                 copy_(input, _unshared(value, input, input._data.shape))
             else:
                 v = value if isinstance(value, Tensor) else \
-                    Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+                    _filled_like(value, input)
                 apply(R["fill_tensor"], (input, v), (), inplace="fill_")
             return None
         view_ = _basic_index(input, idx)
         copy_(view_, _unshared(value, input, view_._data.shape), _op_name="copy_")
         return None
-    index = tuple(_to_index_array(i) for i in idx)
+    index = _index_arrays(input, idx)
     if not isinstance(value, Tensor):
-        value = Tensor._make_fresh(np.asarray(value, dtype=input._data.dtype))
+        value = _filled_like(value, input)
     elif value._data.dtype != input._data.dtype:
         value = value.to(input.dtype)
     index_put_(input, index, value)
@@ -1403,7 +1421,7 @@ def _strip_leading_ones(value, input, idx):
         k += 1
     if not _is_basic(idx):
         return view(value, tuple(shape[k:]))
-    target = np.shape(input._data[idx])
+    target = tuple(input._data[idx].shape)
     if target == shape:
         return value
     value = view(value, tuple(shape[k:]))
@@ -1431,11 +1449,10 @@ def _whole(input, idx):
 
 def index_put_(input, indices, values, accumulate=False):
     """input[indices] = values (or += with accumulate) in place (torch.Tensor.index_put_)."""
-    index = tuple(_to_index_array(i) for i in (indices if isinstance(indices, tuple)
-                                                 else (indices,)))
+    index = _index_arrays(input, indices if isinstance(indices, tuple) else (indices,))
     _torch_errors.check_index(input._data.ndim, index)
     if not isinstance(values, Tensor):
-        values = Tensor._make_fresh(np.asarray(values, dtype=input._data.dtype))
+        values = _filled_like(values, input)
     if values._data.dtype != input._data.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
@@ -1585,7 +1602,7 @@ def fill_(self, value):
 def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
     """Copy `src` (broadcast, cast) into self (torch.Tensor.copy_); bumps _version by 1."""
     if not isinstance(src, Tensor):
-        src = Tensor._make_fresh(np.asarray(src, dtype=self._data.dtype))
+        src = _filled_like(src, self)
     elif type(src._data) is not type(self._data):
         src = src.to(self.device)
     if src._data.shape != self._data.shape:
@@ -1599,8 +1616,7 @@ def masked_fill_(self, mask, value):
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")
-    v = value if isinstance(value, Tensor) else Tensor._make_fresh(
-        np.asarray(value, dtype=self._data.dtype))
+    v = value if isinstance(value, Tensor) else _filled_like(value, self)
     return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
 
 
@@ -1670,7 +1686,7 @@ def _sumproduct_pair(left, right, sum_dims):
         operm[d] = k
     left = reshape(permute(left, *lperm), lro_size, lo_size, sum_size)
     right = reshape(permute(right, *rperm), lro_size, sum_size, ro_size)
-    return permute(view(bmm(left, right), *out_size), *operm)
+    return permute(view(bmm(left, right), tuple(out_size)), *operm)
 
 
 _ELLIPSIS = "..."
@@ -1902,7 +1918,7 @@ def tensordot(a, b, dims=2, out=None):
         r = reshape(dot(flatten(t1), flatten(t2)), ())
     else:
         size1, size2 = math.prod(rsizes[:len(p1)]), math.prod(rsizes[len(p1):])
-        r = reshape(mm(reshape(t1, size1, csize), reshape(t2, csize, size2)), *rsizes)
+        r = reshape(mm(reshape(t1, size1, csize), reshape(t2, csize, size2)), tuple(rsizes))
     if out is not None:
         return _out("tensordot", lambda: r, (a, b), out)
     return r
@@ -2491,7 +2507,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation != "linear":
         raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
     scalar_q = not isinstance(q, Tensor)
-    qa = np.asarray(q._data if not scalar_q else q, dtype=input._data.dtype)
+    qa = np.asarray(q if scalar_q else backend.to_device(q._data, backend.CPU),
+                    dtype=input._data.dtype)  # the ranks are worked out on the host
     if ((qa < 0) | (qa > 1)).any():
         raise RuntimeError("quantile() q values must be in the range [0, 1]" if not scalar_q else
                            f"quantile() q must be in the range [0, 1] but got {q}")
@@ -2506,7 +2523,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
         out_shape = [1 if i == d else n for i, n in enumerate(input._data.shape)
                      if keepdim or i != d]
     n = srt._data.shape[-1]
-    srt = view(srt, *(out_shape + [n]))  # (..., n), keepdim's size-1 dims included
+    srt = view(srt, tuple(out_shape + [n]))  # (..., n), keepdim's size-1 dims included
     nan = np.isnan(backend.to_device(srt._data, backend.CPU))  # NaN sorts last
     qv = qa.reshape(-1)
     if ignore_nan:  # the quantile of the non-NaN values; all NaN: the last (NaN) one
@@ -2644,13 +2661,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if r.size != input._data.shape[d] and r.size != 1:
             raise RuntimeError("repeats must have the same size as input along dim")
         n = input._data.shape[d]
-        idx = np.repeat(np.arange(n), np.broadcast_to(r, (n,)))
-        return index_select(input, d, _fresh(idx.astype(np.int64)))
+        r = backend.to_device(r, backend.CPU)  # the output's size: known on the host only
+        idx = np.repeat(np.arange(n), np.broadcast_to(r, (n,))).astype(np.int64)
+        return index_select(input, d, _fresh(backend.to_device(idx, input.device)))
     shape = list(input._data.shape)
     x = unsqueeze(input, d + 1)
     x = expand(x, *(shape[:d + 1] + [repeats] + shape[d + 1:]))
     shape[d] *= repeats
-    return view(contiguous(x), *shape)
+    return view(contiguous(x), tuple(shape))
 
 
 # ---- rows of issue 9: triangles, diagonals, fused products -------------------------------------

@@ -670,7 +670,7 @@ class _OnDevice:
     """`nbgrad` as seen by a case, with tensor factories defaulting to `device`."""
 
     _FACTORIES = ("tensor", "ones", "zeros", "arange", "full", "empty", "randn", "rand",
-                  "ones_like", "zeros_like")
+                  "ones_like", "zeros_like", "eye")
 
     def __init__(self, device):
         self._device = device
@@ -698,6 +698,11 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
 @pytest.mark.parametrize("case", FORWARD)
 def test_on_device(case, device):
     """Forward values, grad_fn names and gradients with every tensor on `device`."""
+    check_on_device(case, device)
+
+
+def check_on_device(case, device):
+    """The body of test_on_device (tests/test_device_double.py runs it on a strict cupy double)."""
     T = _OnDevice(device)
     nb, th = _inputs(case)
     nb = [x.to(device).detach().requires_grad_(x.requires_grad) if isinstance(x, nbgrad.Tensor)

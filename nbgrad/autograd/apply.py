@@ -61,6 +61,10 @@ def apply(row, inputs, args=(), inplace=None):
                     out = row.fwd(ad, bd, *args)
                 except ValueError:
                     raise _broadcast_error(ad.shape, bd.shape) from None
+                except TypeError:  # a host and a device array (cupy refuses to mix them)
+                    if type(ad) is not type(bd):
+                        raise _device_error(ad, bd) from None
+                    raise
                 if type(out) is not _ND:
                     out = _arr(out)
                 r = _fresh(out)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 import nbgrad
+from nbgrad import backend
 from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
 
@@ -126,7 +127,7 @@ def pad(input, pad, mode="constant", value=0.0):
 
     def padder(fill):
         def fwd(a):
-            return np.pad(a[crop], grow, constant_values=fill)
+            return backend.get_array_module(a).pad(a[crop], grow, constant_values=fill)
         return fwd
 
     shrink = tuple(slice(lo, n - hi) for (lo, hi), n in
@@ -134,7 +135,7 @@ def pad(input, pad, mode="constant", value=0.0):
     regrow = [(max(-lo, 0), max(-hi, 0)) for lo, hi in pairs]
 
     def adj(g):
-        return np.pad(g[shrink], regrow)
+        return backend.get_array_module(g).pad(g[shrink], regrow)
 
     return apply(ROWS["constant_pad_nd"], (input,), (Ctx((padder(value), adj, padder(0))),))
 
@@ -331,8 +332,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
             hs, ws = np.maximum(hs, 0), np.maximum(ws, 0)
             he, we = np.minimum(he, h), np.minimum(we, w)
         counts = (he - hs)[:, None] * (we - ws)[None, :]
-        div = float(kh * kw) if (counts == kh * kw).all() else \
-            counts.astype(input._data.dtype)
+        div = float(kh * kw) if (counts == kh * kw).all() else backend.to_device(
+            counts.astype(input._data.dtype), input.device)
     extra_h = max(0, (ho - 1) * sh + kh - h - 2 * ph)
     extra_w = max(0, (wo - 1) * sw + kw - w - 2 * pw)
     grow = ((0, 0),) * len(lead) + ((ph, ph + extra_h), (pw, pw + extra_w))
@@ -340,18 +341,19 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                for i in range(kh) for j in range(kw)]
 
     def fwd(a):  # the sum of kh*kw strided views: elementwise, as fast as numpy goes
-        a = np.pad(a, grow)
+        a = backend.get_array_module(a).pad(a, grow)
         total = a[..., windows[0][0], windows[0][1]].copy()
         for wh, ww in windows[1:]:
             total += a[..., wh, ww]
         return total / div
 
     def adj(g):
+        xp = backend.get_array_module(g)
         g = g / div
-        z = np.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
+        z = xp.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
         for wh, ww in windows:
             z[..., wh, ww] += g
-        return np.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
+        return xp.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
 
     return _linear("avg_pool2d", input, fwd, adj)
 
@@ -473,7 +475,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_mean.mul_(1 - m).add_(_const(mean), alpha=m)
                 running_var.mul_(1 - m).add_(_const(var), alpha=m * count / (count - 1))
         return out
-    invstd = 1 / np.sqrt(running_var._data + eps)
+    invstd = 1 / backend.get_array_module(running_var._data).sqrt(running_var._data + eps)
     return apply(ROWS["native_batch_norm"], (input, weight, bias),
                  (False, running_mean._data.copy(), invstd, eps, ctx))
 
@@ -1299,7 +1301,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     # the additive mask: bool masks and causality as 0 / -inf constants
-    blocked = np.triu(np.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
+    xp = backend.get_array_module(q._data)
+    blocked = xp.triu(xp.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
     float_mask = None
     if attn_mask is not None:
         if attn_mask.dtype == nbgrad.bool:
@@ -1307,7 +1310,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         else:
             float_mask = attn_mask
     dt = q._data.dtype
-    add = None if blocked is None else np.where(blocked, -np.inf, 0.0).astype(dt)
+    add = None if blocked is None else xp.where(blocked, -np.inf, 0.0).astype(dt)
     if (q.ndim == 4 and q.shape[:1] == k.shape[:1] == v.shape[:1] and k.shape[1] == v.shape[1]
             and v.shape[-1] == q.shape[-1] and dropout_p == 0.0
             and (float_mask is None or not float_mask.requires_grad)):
@@ -1318,7 +1321,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             add = fm if add is None else add + fm
         dead = None
         if add is not None:
-            dead = np.isneginf(add).all(-1, keepdims=True)
+            dead = backend.get_array_module(add).isneginf(add).all(-1, keepdims=True)
             if dead.any():
                 add = np.where(dead, np.zeros((), dt), add)
             else:
@@ -1581,16 +1584,18 @@ def _pad_by_index(input, pad, mode):
         shape = tuple(input.shape)
 
         def fwd(a):
+            xp = backend.get_array_module(a)
             for d, idx in gathers:
-                a = np.take(a, idx, axis=d)
+                a = xp.take(a, xp.asarray(idx), axis=d)
             return a
 
         def adj(g):
+            xp = backend.get_array_module(g)
             for d, idx in reversed(gathers):
-                z = np.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], g.dtype)
+                z = xp.zeros(g.shape[:d] + (shape[d],) + g.shape[d + 1:], g.dtype)
                 index = [slice(None)] * g.ndim
-                index[d] = idx
-                np.add.at(z, tuple(index), g)
+                index[d] = xp.asarray(idx)
+                xp.add.at(z, tuple(index), g)
                 g = z
             return g
 
@@ -1610,9 +1615,10 @@ def _linear(name, input, fwd, adj):
 def _mat_fwd(mh, mw):
     """x -> mh @ x @ mw.T over the last two dims (either matrix may be None: identity)."""
     def fwd(a):
+        xp = backend.get_array_module(a)  # the matrices are made on the host
         if mw is not None:
-            a = a @ mw.T
-        return mh @ a if mh is not None else np.ascontiguousarray(a)
+            a = a @ xp.asarray(mw).T
+        return xp.asarray(mh) @ a if mh is not None else xp.ascontiguousarray(a)
     return fwd
 
 
@@ -1979,10 +1985,12 @@ def _shuffle(lead, c, h, w, r, up):
         if up:
             a = a.reshape(lead + (c, r, r, h, w)).transpose(
                 tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
-            return np.ascontiguousarray(a).reshape(lead + (c, h * r, w * r))
+            return backend.get_array_module(a).ascontiguousarray(a).reshape(
+                lead + (c, h * r, w * r))
         a = a.reshape(lead + (c, h, r, w, r)).transpose(
             tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-        return np.ascontiguousarray(a).reshape(lead + (c * r * r, h, w))
+        return backend.get_array_module(a).ascontiguousarray(a).reshape(
+            lead + (c * r * r, h, w))
     return fwd
 
 
@@ -2044,7 +2052,7 @@ def _im2col(geo):
     n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
 
     def fwd(a):
-        a = np.pad(a, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        a = backend.get_array_module(a).pad(a, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
         return a.reshape(n, -1)[:, flat].reshape(n, -1, L)
     return fwd
 
@@ -2053,9 +2061,10 @@ def _col2im(geo):
     n, c, h, w, ph, pw, hp, wp, flat, bh, bw, L = geo
 
     def fwd(cols):
-        z = np.zeros((n, c * hp * wp), cols.dtype)
-        np.add.at(z, (slice(None), flat), cols.reshape(n, -1))
-        return np.ascontiguousarray(z.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w])
+        xp = backend.get_array_module(cols)
+        z = xp.zeros((n, c * hp * wp), cols.dtype)
+        xp.add.at(z, (slice(None), xp.asarray(flat)), cols.reshape(n, -1))
+        return xp.ascontiguousarray(z.reshape(n, c, hp, wp)[:, :, ph:ph + h, pw:pw + w])
     return fwd
 
 
@@ -2165,24 +2174,27 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
-    """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``."""
+    """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``.
+    The bags are worked out on the host (``ids``, ``bag``, ``keep``, ``psw`` are numpy)."""
     w = weight._data
+    xp = backend.get_array_module(w)
     n, dim = len(ids), w.shape[1]
     if mode in ("sum", "mean"):
         m = np.zeros((nb, n), w.dtype)
         m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
         if mode == "mean":
             m = m / np.maximum((m != 0).sum(1, keepdims=True), 1)
+        m, ids = xp.asarray(m), xp.asarray(ids)
 
         def fwd(a):
             return m @ a[ids]
 
         def adj(g):
-            z = np.zeros(w.shape, g.dtype)
-            np.add.at(z, ids, m.T @ g)
+            z = xp.zeros(w.shape, g.dtype)
+            xp.add.at(z, ids, m.T @ g)
             return z
     elif mode == "max":
-        vals = w[ids]
+        vals = backend.to_device(w, backend.CPU)[ids]
         pick = np.zeros((nb, dim), np.int64)
         filled = np.zeros(nb, bool)
         for i in range(nb):
@@ -2190,14 +2202,14 @@ def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
             if len(sel):
                 pick[i] = ids[sel[vals[sel].argmax(0)]]
                 filled[i] = True
-        cols = np.arange(dim)
+        pick, filled, cols = xp.asarray(pick), xp.asarray(filled), xp.asarray(np.arange(dim))
 
         def fwd(a):
-            return np.where(filled[:, None], a[pick, cols], 0)
+            return xp.where(filled[:, None], a[pick, cols], 0)
 
         def adj(g):
-            z = np.zeros(w.shape, g.dtype)
-            np.add.at(z, (pick[filled], cols), g[filled])
+            z = xp.zeros(w.shape, g.dtype)
+            xp.add.at(z, (pick[filled], cols), g[filled])
             return z
     else:
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
@@ -2230,15 +2242,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                              f"of type {type(offsets)}")
         b, L = input.shape
         offs = np.arange(0, b * L, L)
-        ids = input._data.reshape(-1)
+        ids = backend.to_device(input._data, backend.CPU).reshape(-1)  # bags: host bookkeeping
         psw = None if per_sample_weights is None else per_sample_weights.reshape(-1)
     elif input.ndim == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
-        offs = offsets._data.astype(np.int64)
+        offs = backend.to_device(offsets._data, backend.CPU).astype(np.int64)
         if include_last_offset:
             offs = offs[:-1]
-        ids = input._data
+        ids = backend.to_device(input._data, backend.CPU)
         psw = per_sample_weights
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
@@ -2256,7 +2268,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         _embedding_renorm_(weight, ids, max_norm, norm_type)
     if psw is None or not psw.requires_grad:
         return _embedding_bag_row(weight, ids.astype(np.int64), bag, keep, nb, mode,
-                                  None if psw is None else psw._data)
+                                  None if psw is None else backend.to_device(psw._data,
+                                                                             backend.CPU))
     rows = embedding(_const(ids.astype(np.int64)), weight)
     rows = rows * psw.unsqueeze(-1)
     if mode in ("sum", "mean"):

@@ -10,10 +10,21 @@ import math
 import numpy as np
 
 from .. import backend
+from ..backend import get_array_module as _xp
 from .formulas import _in_range, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
+
+
+def _ufunc(f):
+    """The forward `f(self)` for a numpy ufunc, on the array's own module when not numpy's."""
+    name = f.__name__
+
+    def fwd(self):
+        return f(self) if type(self) is np.ndarray else getattr(_xp(self), name)(self)
+    fwd.__name__ = name
+    return fwd
 
 # ---- binary (broadcasting) --------------------------------------------------------------------
 op("add", lambda self, other, alpha: self + other if alpha == 1 else self + alpha * other,
@@ -43,60 +54,61 @@ op("pow_tt", lambda self, exponent: self ** exponent, node="PowBackward1", broad
                                                            g * result * xp.log(self)))
 op("rpow", lambda exponent, base: base ** exponent, node="PowBackward2",
    exponent=lambda g, result, base: g * 0 if base == 0 else g * result * math.log(base))
-op("maximum", lambda self, other: np.maximum(self, other), broadcast=True,
+op("maximum", lambda self, other: _xp(self).maximum(self, other), broadcast=True,
    self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)),
    other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)))
-op("minimum", lambda self, other: np.minimum(self, other), broadcast=True,
+op("minimum", lambda self, other: _xp(self).minimum(self, other), broadcast=True,
    self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)),
    other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)))
-op("where", lambda self, other, condition: np.where(condition, self, other), broadcast=True,
+op("where", lambda self, other, condition: _xp(condition).where(condition, self, other),
+   broadcast=True,
    self=lambda g, condition, xp: xp.where(condition, g, 0),
    other=lambda g, condition, xp: xp.where(condition, 0, g))
 
 # ---- unary ------------------------------------------------------------------------------------
 op("neg", lambda self: -self,
    self=lambda g: -g)
-op("exp", np.exp, float_op=True,
+op("exp", _ufunc(np.exp), float_op=True,
    self=lambda g, result: g * result)
-op("log", np.log, float_op=True,
+op("log", _ufunc(np.log), float_op=True,
    self=lambda g, self: g / self)
-op("log1p", np.log1p, float_op=True, node="Log1PBackward0",
+op("log1p", _ufunc(np.log1p), float_op=True, node="Log1PBackward0",
    self=lambda g, self: g / (self + 1))
-op("sqrt", np.sqrt, float_op=True,
+op("sqrt", _ufunc(np.sqrt), float_op=True,
    self=lambda g, result: g / (2 * result))
-op("rsqrt", lambda self: 1 / np.sqrt(self), float_op=True,
+op("rsqrt", lambda self: 1 / _xp(self).sqrt(self), float_op=True,
    self=lambda g, result: -0.5 * g * result * result * result)
 op("reciprocal", lambda self: 1 / self, float_op=True,
    self=lambda g, result: -g * result * result)
-op("abs", np.abs,
+op("abs", _ufunc(np.abs),
    self=lambda g, self, xp: g * xp.sign(self))
-op("sign", lambda self: np.nan_to_num(np.sign(self), nan=0.0),
+op("sign", lambda self: _xp(self).nan_to_num(_xp(self).sign(self), nan=0.0),
    self=lambda g: g * 0)
-op("sin", np.sin, float_op=True,
+op("sin", _ufunc(np.sin), float_op=True,
    self=lambda g, self, xp: g * xp.cos(self))
-op("cos", np.cos, float_op=True,
+op("cos", _ufunc(np.cos), float_op=True,
    self=lambda g, self, xp: -g * xp.sin(self))
-op("tanh", np.tanh, float_op=True,
+op("tanh", _ufunc(np.tanh), float_op=True,
    self=lambda g, result: g * (1 - result * result))
-op("sigmoid", lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, float_op=True,
+op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True,
    self=lambda g, result: g * result * (1 - result))
-op("relu", lambda self: np.maximum(self, 0),
+op("relu", lambda self: _xp(self).maximum(self, 0),
    self=lambda g, result, xp: xp.masked(g, result > 0))
 op("erf", lambda self: backend.erf(self), float_op=True,
    self=lambda g, self, xp: g * _SQRT_2_OVER_PI * xp.exp(-(self * self)))
-op("clamp", lambda self, min, max: np.clip(self, min, max), node="ClampBackward1",
+op("clamp", lambda self, min, max: _xp(self).clip(self, min, max), node="ClampBackward1",
    self=lambda g, self, min, max, xp: xp.masked(g, _in_range(self, min, max)))
-op("clamp_min", lambda self, min: np.maximum(self, min),
+op("clamp_min", lambda self, min: _xp(self).maximum(self, min),
    self=lambda g, self, min, xp: xp.masked(g, self >= min))
-op("clamp_max", lambda self, max: np.minimum(self, max),
+op("clamp_max", lambda self, max: _xp(self).minimum(self, max),
    self=lambda g, self, max, xp: xp.masked(g, self <= max))
 
 # ---- copies, casts, fills ---------------------------------------------------------------------
-op("flip", lambda self, dims: np.flip(self, dims).copy(),
+op("flip", lambda self, dims: _xp(self).flip(self, dims).copy(),
    self=lambda g, dims, xp: xp.flip(g, dims))
-op("repeat", lambda self, repeats: np.tile(self, repeats),
+op("repeat", lambda self, repeats: _xp(self).tile(self, repeats),
    self=lambda g, self_shape, repeats: _repeat_backward(g, self_shape, repeats))
-op("clone", lambda self, contiguous: np.ascontiguousarray(self) if contiguous
+op("clone", lambda self, contiguous: _xp(self).ascontiguousarray(self) if contiguous
    else self.copy(order="K"),
    self=lambda g: g)
 op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
@@ -104,18 +116,18 @@ op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
 # device: where `self` was, `to`: where it goes (the gradient goes back)
 op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
    self=lambda g, device, xp: xp.to_device(g, device))
-op("masked_fill", lambda self, value, mask: np.where(mask, value, self), broadcast=True,
+op("masked_fill", lambda self, value, mask: _xp(mask).where(mask, value, self), broadcast=True,
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    value=lambda g, mask, xp: xp.where(mask, g, 0).sum())
-op("fill", lambda self, value: np.full_like(self, value), node="FillBackward2",
+op("fill", lambda self, value: _xp(self).full_like(self, value), node="FillBackward2",
    self=lambda g, xp: xp.new_zeros(g, g.shape))  # zeros, not g * 0 (NaN * 0)
-op("fill_tensor", lambda self, value: np.broadcast_to(value, self.shape).astype(self.dtype),
+op("fill_tensor", lambda self, value: _xp(value).broadcast_to(value, self.shape).astype(self.dtype),
    node="FillBackward3", broadcast=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape),
    value=lambda g: g.sum())
-op("zero", lambda self: np.zeros_like(self),
+op("zero", lambda self: _xp(self).zeros_like(self),
    self=lambda g, xp: xp.new_zeros(g, g.shape))
-op("copy", lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype, copy=False),
+op("copy", lambda self, src: _xp(src).broadcast_to(src, self.shape).astype(self.dtype, copy=False),
    node="CopyBackwards", broadcast=True,
    self=lambda g: g * 0,
    src=lambda g: g)
@@ -132,79 +144,84 @@ def _keep_ints(f):
     return lambda self: f(self) if self.dtype.kind == "f" else self.copy()
 
 
-op("log10", np.log10, float_op=True,
+op("log10", _ufunc(np.log10), float_op=True,
    self=lambda g, self: g / (self * _LN10))
-op("log2", np.log2, float_op=True,
+op("log2", _ufunc(np.log2), float_op=True,
    self=lambda g, self: g / (self * _LN2))
-op("exp2", np.exp2, float_op=True,
+op("exp2", _ufunc(np.exp2), float_op=True,
    self=lambda g, result: g * result * _LN2)
-op("expm1", np.expm1, float_op=True,
+op("expm1", _ufunc(np.expm1), float_op=True,
    self=lambda g, result: g * (result + 1))
-op("sinh", np.sinh, float_op=True,
+op("sinh", _ufunc(np.sinh), float_op=True,
    self=lambda g, self, xp: g * xp.cosh(self))
-op("cosh", np.cosh, float_op=True,
+op("cosh", _ufunc(np.cosh), float_op=True,
    self=lambda g, self, xp: g * xp.sinh(self))
-op("asin", np.arcsin, float_op=True,
+op("asin", _ufunc(np.arcsin), float_op=True,
    self=lambda g, self: g * (1 - self * self) ** -0.5)
-op("acos", np.arccos, float_op=True,
+op("acos", _ufunc(np.arccos), float_op=True,
    self=lambda g, self: -g * (1 - self * self) ** -0.5)
-op("atan", np.arctan, float_op=True,
+op("atan", _ufunc(np.arctan), float_op=True,
    self=lambda g, self: g / (1 + self * self))
 op("erfinv", lambda self: backend.erfinv(self), float_op=True,
    self=lambda g, result, xp: g * _SQRT_PI_OVER_2 * xp.exp(result * result))
-op("atan2", lambda self, other: np.arctan2(self, other), broadcast=True,
+op("atan2", lambda self, other: _xp(self).arctan2(self, other), broadcast=True,
    self=lambda g, self, other: g * other / (self * self + other * other),
    other=lambda g, self, other: -g * self / (self * self + other * other))
-op("hypot", lambda self, other: np.hypot(self, other), broadcast=True,
+op("hypot", lambda self, other: _xp(self).hypot(self, other), broadcast=True,
    self=lambda g, self, result: g * self / result,
    other=lambda g, other, result: g * other / result)
-op("logaddexp", lambda self, other: np.logaddexp(self, other), broadcast=True,
+op("logaddexp", lambda self, other: _xp(self).logaddexp(self, other), broadcast=True,
    self=lambda g, self, other, xp: g / (1 + xp.exp(other - self)),
    other=lambda g, self, other, xp: g / (1 + xp.exp(self - other)))
-op("logaddexp2", lambda self, other: np.logaddexp2(self, other), broadcast=True,
+op("logaddexp2", lambda self, other: _xp(self).logaddexp2(self, other), broadcast=True,
    self=lambda g, self, other: g / (1 + 2.0 ** (other - self)),
    other=lambda g, self, other: g / (1 + 2.0 ** (self - other)))
-op("xlogy", lambda self, other: np.where((self == 0) & ~np.isnan(other), 0.0,
-                                         self * np.log(other)), broadcast=True,
+op("xlogy", lambda self, other: _xp(other).where((self == 0) & ~_xp(other).isnan(other), 0.0,
+                                         self * _xp(other).log(other)), broadcast=True,
    self=lambda g, self, other, xp: xp.where((self == 0) & (other <= 0), 0, g * xp.log(other)),
    other=lambda g, self, other: g * self / other)
-op("xlogy_scalar_other", lambda self, other: np.where(self == 0, 0.0, self * math.log(other)),
+op("xlogy_scalar_other", lambda self, other: _xp(self).where(self == 0, 0.0,
+                                                             self * math.log(other)),
    node="XlogyBackward2",
    self=lambda g, other: g * math.log(other) if other > 0 else g * float("nan"))
-op("xlogy_scalar_self", lambda other, self: np.where(
-    (self == 0) & ~np.isnan(other), 0.0, self * np.log(other)), node="XlogyBackward1",
+op("xlogy_scalar_self", lambda other, self: _xp(other).where(
+    (self == 0) & ~_xp(other).isnan(other), 0.0, self * _xp(other).log(other)),
+   node="XlogyBackward1",
    other=lambda g, other, self: g * self / other)
-op("floor", _keep_ints(np.floor),
+op("floor", _keep_ints(_ufunc(np.floor)),
    self=lambda g: g * 0)
-op("ceil", _keep_ints(np.ceil),
+op("ceil", _keep_ints(_ufunc(np.ceil)),
    self=lambda g: g * 0)
-op("trunc", _keep_ints(np.trunc),
+op("trunc", _keep_ints(_ufunc(np.trunc)),
    self=lambda g: g * 0)
-op("round", _keep_ints(np.round),
+op("round", _keep_ints(lambda self: _xp(self).round(self)),
    self=lambda g: g * 0)
-op("round_decimals", lambda self, decimals: np.round(self, decimals), node="RoundBackward1",
+op("round_decimals", lambda self, decimals: _xp(self).round(self, decimals), node="RoundBackward1",
    self=lambda g: g * 0)
-op("frac", lambda self: self - np.trunc(self),
+op("frac", lambda self: self - _xp(self).trunc(self),
    self=lambda g: g)
-op("sgn", lambda self: np.nan_to_num(np.sign(self), nan=0.0),
+op("sgn", lambda self: _xp(self).nan_to_num(_xp(self).sign(self), nan=0.0),
    self=lambda g: g * 0)
-op("fmod", lambda self, other: np.fmod(self, other),
+op("fmod", lambda self, other: _xp(self).fmod(self, other),
    self=lambda g: g)
-op("fmod_tensor", lambda self, other: np.fmod(self, other), node="FmodBackward1", broadcast=True,
+op("fmod_tensor", lambda self, other: _xp(self).fmod(self, other), node="FmodBackward1",
+   broadcast=True,
    self=lambda g: g,
    other=lambda g, self, other, xp: -g * xp.trunc(self / other))
-op("remainder", lambda self, other: np.remainder(self, other),
+op("remainder", lambda self, other: _xp(self).remainder(self, other),
    self=lambda g: g)
-op("remainder_tensor", lambda self, other: np.remainder(self, other), node="RemainderBackward1",
+op("remainder_tensor", lambda self, other: _xp(self).remainder(self, other),
+   node="RemainderBackward1",
    broadcast=True,
    self=lambda g: g,
    other=lambda g, self, other, xp: -g * xp.floor(self / other))
-op("clamp_tensor", lambda self, min, max: np.minimum(np.maximum(self, min), max),
+op("clamp_tensor", lambda self, min, max: _xp(self).minimum(_xp(self).maximum(self, min), max),
    node="ClampBackward0", broadcast=True,
    self=lambda g, self, min, max, xp: xp.where((self >= min) & (self <= max), g, 0),
    min=lambda g, self, min, max, xp: xp.where((self < min) & ~(max < min), g, 0),
    max=lambda g, self, min, max, xp: xp.where((self > max) | (max < min), g, 0))
-op("nan_to_num", lambda self, nan, posinf, neginf: np.nan_to_num(self, nan=nan, posinf=posinf,
+op("nan_to_num", lambda self, nan, posinf, neginf: _xp(self).nan_to_num(self, nan=nan,
+                                                                        posinf=posinf,
                                                                  neginf=neginf),
    self=lambda g, self, xp: xp.where(xp.isfinite(self), g, 0))
 op("lerp", lambda self, end, weight: self + weight * (end - self), broadcast=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from ..backend import get_array_module as _xp
 from .formulas import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
@@ -20,9 +21,9 @@ op("index_put", lambda self, values, index, accumulate: _index_put(self, values,
 op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, index),
    self=lambda g: g,
    source=lambda g, dim, index, source_shape: g[_along(dim, index)].reshape(source_shape))
-op("index_select", lambda self, dim, index: np.take(self, index, axis=dim),
+op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
    self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape, _along(dim, index)))
-op("gather", lambda self, dim, index: np.take_along_axis(self, index, axis=dim),
+op("gather", lambda self, dim, index: _xp(self).take_along_axis(self, index, axis=dim),
    self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape,
                                                              xp.index_grid(index, dim)))
 
@@ -31,7 +32,7 @@ op("gather", lambda self, dim, index: np.take_along_axis(self, index, axis=dim),
 def _index_put(a, v, index, accumulate):
     out = a.copy()
     if accumulate:
-        np.add.at(out, index, v)
+        _xp(out).add.at(out, index, v)
     else:
         out[index] = v
     return out
@@ -41,7 +42,7 @@ def _index_add(a, s, dim, index):
     out = a.copy()
     idx = [slice(None)] * a.ndim
     idx[dim] = index
-    np.add.at(out, tuple(idx), s)
+    _xp(out).add.at(out, tuple(idx), s)
     return out
 
 
@@ -49,9 +50,9 @@ def _index_add(a, s, dim, index):
 # Formulas run on arrays or, under create_graph, on Tensors: through `xp` (formulas.py) only.
 def _scatter_fwd(self, src, dim, index):
     out = self.copy()
-    if np.ndim(src):
+    if getattr(src, "ndim", 0):
         src = src[tuple(slice(0, n) for n in index.shape)]
-    np.put_along_axis(out, index, src, axis=dim)
+    _xp(out).put_along_axis(out, index, src, axis=dim)
     return out
 
 
@@ -65,13 +66,17 @@ def _scatter_count(shape, dim, index, start):
     return count
 
 
+def _maximum(a, b):
+    return _xp(a).maximum(a, b)
+
+
 def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self, xp):
     """PyTorch's scatter_reduce backward (sum, prod, mean, amax, amin)."""
     shape = tuple(self.shape)
     if reduce == "sum":
         gself, gsrc = g, xp.gather(g, dim, index)
     elif reduce == "mean":
-        n = xp.constant(np.maximum(_scatter_count(shape, dim, index, 1 if include_self else 0),
+        n = xp.constant(_maximum(_scatter_count(shape, dim, index, 1 if include_self else 0),
                                    1).astype(xp.dtype(g)))
         gself = g / n
         gsrc = xp.gather(g, dim, index) / xp.gather(n, dim, index)
@@ -134,14 +139,14 @@ op("index_fill_tensor", lambda self, value, dim, index: _index_copy_fwd(self, va
 
 def _masked_scatter_fwd(self, source, mask):
     out = self.copy()
-    m = np.broadcast_to(mask, self.shape)
+    m = _xp(mask).broadcast_to(mask, self.shape)
     out[m] = source.reshape(-1)[:int(m.sum())]
     return out
 
 
 def _masked_scatter_source_grad(g, mask, source_shape, xp):
     """The first mask.sum() elements of source got g where mask is True; the rest nothing."""
-    m = np.broadcast_to(mask, tuple(g.shape))
+    m = _xp(mask).broadcast_to(mask, tuple(g.shape))
     k, n = int(m.sum()), int(np.prod(source_shape))
     sel = g[m]
     if n > k:
@@ -150,10 +155,10 @@ def _masked_scatter_source_grad(g, mask, source_shape, xp):
 
 
 def _broadcast_mask(self_shape, mask):
-    return np.broadcast_to(mask, np.broadcast_shapes(tuple(self_shape), mask.shape))
+    return _xp(mask).broadcast_to(mask, np.broadcast_shapes(tuple(self_shape), mask.shape))
 
 
-op("masked_select", lambda self, mask: np.broadcast_to(
+op("masked_select", lambda self, mask: _xp(self).broadcast_to(
     self, np.broadcast_shapes(self.shape, mask.shape))[_broadcast_mask(self.shape, mask)],
    self=lambda g, self_shape, mask, xp: xp.put(g, _broadcast_mask(self_shape, mask).shape,
                                                _broadcast_mask(self_shape, mask)))

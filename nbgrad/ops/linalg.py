@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
+from ..backend import get_array_module as _xp
 from .formulas import _mT
 from .registry import op
 
@@ -84,8 +85,8 @@ def _as_matrix_rhs(b, a):
 
 def _solve_fwd(a, b):
     if _as_matrix_rhs(b, a):
-        return np.linalg.solve(a, b[..., None])[..., 0]
-    return np.linalg.solve(a, b)
+        return _xp(a).linalg.solve(a, b[..., None])[..., 0]
+    return _xp(a).linalg.solve(a, b)
 
 
 def _solve_grads(g, A, B, result, xp, needs):
@@ -201,16 +202,16 @@ def _pinv_backward(g, result, A):
     return -_mT(k @ p) + ((gh - A @ k) @ p) @ ph + phk - (phk @ p) @ A
 
 
-op("tril", lambda self, diagonal: np.tril(self, diagonal),
+op("tril", lambda self, diagonal: _xp(self).tril(self, diagonal),
    self=lambda g, diagonal, xp: xp.tril(g, diagonal))
-op("triu", lambda self, diagonal: np.triu(self, diagonal),
+op("triu", lambda self, diagonal: _xp(self).triu(self, diagonal),
    self=lambda g, diagonal, xp: xp.triu(g, diagonal))
 op("diag_embed", lambda self, offset, dim1, dim2: _diag_embed(self, offset, dim1, dim2),
    self=lambda g, offset, dim1, dim2, xp: xp.diagonal(g, offset, dim1, dim2))
-op("diag_copy", lambda self, diagonal: np.diagonal(self, diagonal).copy(),
+op("diag_copy", lambda self, diagonal: self.diagonal(diagonal).copy(),
    node="DiagonalBackward0_copy",
    self=lambda g, self_shape, diagonal, xp: _diag_put(g, self_shape, diagonal, xp))
-op("trace", lambda self: np.trace(self),
+op("trace", lambda self: self.trace(),
    self=lambda g, self_shape, xp: _diag_put(
        xp.filled(g, (min(self_shape),)), self_shape, 0, xp))
 op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
@@ -236,22 +237,23 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
    self=lambda g, beta: _scaled(g, beta),
    vec1=lambda g, vec2, alpha: _scaled(g @ vec2, alpha),
    vec2=lambda g, vec1, alpha: _scaled(_mT(g) @ vec1, alpha))
-op("linalg_inv", lambda A: np.linalg.inv(A), node="LinalgInvExBackward0",
+op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
-op("linalg_det", lambda A: np.linalg.det(A),
+op("linalg_det", lambda A: _xp(A).linalg.det(A),
    A=lambda g, A, result, xp: (g * result)[..., None, None] * _mT(xp.inv(A)))
-op("linalg_slogdet", lambda A: np.linalg.slogdet(A), n_out=2,
+op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
    A=lambda g, A, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
-op("linalg_cholesky", lambda A: np.linalg.cholesky(A), node="LinalgCholeskyExBackward0",
+op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
-op("linalg_qr", lambda A: np.linalg.qr(A, mode="reduced"), n_out=2,
+op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
-op("linalg_eigh", lambda A, UPLO: np.linalg.eigh(A, UPLO=UPLO), n_out=2,
+op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
-op("linalg_svd", lambda A, full_matrices: np.linalg.svd(A, full_matrices=full_matrices), n_out=3,
+op("linalg_svd", lambda A, full_matrices: tuple(_xp(A).linalg.svd(
+    A, full_matrices=full_matrices)), n_out=3,
    A=lambda g, result, result1, result2, full_matrices, xp: _svd_backward(
        g, result, result1, result2, full_matrices, xp))
-op("linalg_pinv", lambda A: np.linalg.pinv(A),
+op("linalg_pinv", lambda A: _xp(A).linalg.pinv(A),
    A=lambda g, A, result: _pinv_backward(g, result, A))

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
 from .formulas import _TX, _zeros_for
@@ -58,43 +59,45 @@ def _with_indices(y_ctx):
 
 
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
-op("gelu", lambda self, approximate: _gelu(self, approximate, np), float_op=True,
+op("gelu", lambda self, approximate: _gelu(self, approximate, _xp(self)), float_op=True,
    self=lambda g, self, approximate, xp: g * _gelu_grad(self, approximate, xp))
-op("silu", lambda self: self / (1 + np.exp(-self)), float_op=True,
+op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
    self=lambda g, self, xp: g * _silu_grad(self, xp))
-op("mish", lambda self: self * np.tanh(np.log1p(np.exp(self))), float_op=True,
+op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
    self=lambda g, self, xp: g * _mish_grad(self, xp))
-op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, np),
+op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, _xp(self)),
    float_op=True,
    self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
                                                                      input_scale, xp))
-op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, np), float_op=True,
+op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
    self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
-op("leaky_relu", lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
+op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
+                                                              self * negative_slope),
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
-op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, np), float_op=True,
+op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
+   float_op=True,
    self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
-op("hardtanh", lambda self, min_val, max_val: np.clip(self, min_val, max_val),
+op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
-op("hardswish", lambda self: self * np.clip(self + 3, 0, 6) / 6,
+op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: xp.where(self <= -3, 0,
                                      xp.where(self < 3, g * (self / 3 + 0.5), g)))
-op("hardsigmoid", lambda self: np.clip(self + 3, 0, 6) / 6,
+op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
-op("log_sigmoid", lambda self: np.minimum(self, 0) - np.log1p(np.exp(-np.abs(self))),
+op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
    float_op=True, node="LogSigmoidBackward0",
    self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
-op("threshold", lambda self, threshold, value: np.where(self > threshold, self, value),
+op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
-op("hardshrink", lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self),
+op("hardshrink", lambda self, lambd: _xp(self).where((self >= -lambd) & (self <= lambd), 0, self),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
-op("softshrink", lambda self, lambd: np.where(self > lambd, self - lambd,
-                                              np.where(self < -lambd, self + lambd, 0)),
+op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
+                                              _xp(self).where(self < -lambd, self + lambd, 0)),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
-op("glu", lambda self, dim: _glu(self, dim, np), float_op=True,
+op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
-op("_prelu_kernel", lambda self, weight: np.where(self > 0, self, weight * self),
+op("_prelu_kernel", lambda self, weight: _xp(self).where(self > 0, self, weight * self),
    broadcast=True, node="PreluKernelBackward0",
    self=lambda g, self, weight, xp: xp.where(self > 0, g, weight * g),
    weight=lambda g, self, xp: xp.where(self > 0, 0, self * g))
@@ -106,37 +109,37 @@ op("mse_loss", lambda self, target, reduction: _reduce((self - target) ** 2, red
    target=lambda g, self, target, reduction: _norm(g, self, target, reduction) * -2
    * (self - target))
 op("smooth_l1_loss", lambda self, target, reduction, beta: _reduce(
-    _smooth_l1(self - target, beta, np), reduction),
+    _smooth_l1(self - target, beta, _xp(self)), reduction),
    self=lambda g, self, target, reduction, beta, xp: _smooth_l1_grad(
        _norm(g, self, target, reduction), self - target, beta, xp),
    target=lambda g, self, target, reduction, beta, xp: -_smooth_l1_grad(
        _norm(g, self, target, reduction), self - target, beta, xp))
 op("huber_loss", lambda self, target, reduction, delta: _reduce(
-    _huber(self - target, delta, np), reduction),
+    _huber(self - target, delta, _xp(self)), reduction),
    self=lambda g, self, target, reduction, delta, xp: _huber_grad(
        _norm(g, self, target, reduction), self - target, delta, xp),
    target=lambda g, self, target, reduction, delta, xp: -_huber_grad(
        _norm(g, self, target, reduction), self - target, delta, xp))
 op("soft_margin_loss", lambda self, target, reduction: _reduce(
-    np.log1p(np.exp(-target * self)), reduction),
+    _xp(self).log1p(_xp(self).exp(-target * self)), reduction),
    self=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -target
    * _soft_margin_grad(self, target, xp),
    target=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -self
    * _soft_margin_grad(self, target, xp))
 op("binary_cross_entropy", lambda self, target, weight, reduction: _reduce(
-    _bce(self, target, weight, np), reduction),
+    _bce(self, target, weight, _xp(self)), reduction),
    self=lambda g, self, target, weight, reduction, xp: _bce_grad(
        _norm(g, self, target, reduction), self, target, weight, xp),
    target=lambda g, self, target, weight, reduction, xp: _bce_target_grad(
        _norm(g, self, target, reduction), self, weight, xp))
 op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, reduction:
-   _reduce(_bce_logits(self, target, weight, pos_weight, np), reduction),
+   _reduce(_bce_logits(self, target, weight, pos_weight, _xp(self)), reduction),
    self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_grad(
        _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
    target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
        _norm(g, self, target, reduction), self, weight, pos_weight, xp))
 op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _reduce(
-    _multi_margin(self, target, p, margin, weight, np)[0], reduction),
+    _multi_margin(self, target, p, margin, weight, _xp(self))[0], reduction),
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
        g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
@@ -164,7 +167,7 @@ op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group
       _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
 
 # ---- F.bilinear's kernel: out[b, o] = sum_ij i1[b, i] i2[o, i, j] i3[b, j] --------------------
-op("_trilinear", lambda i1, i2, i3: np.einsum("bi,oij,bj->bo", i1, i2, i3),
+op("_trilinear", lambda i1, i2, i3: _xp(i1).einsum("bi,oij,bj->bo", i1, i2, i3),
    **{"i1, i2, i3": lambda g, i1, i2, i3, needs, xp: _trilinear_grads(g, i1, i2, i3, needs, xp)})
 
 # ---- transposed convolution: the input-gradient of conv2d, one ConvolutionBackward0 as torch --
@@ -239,13 +242,13 @@ op("unsafe_split", lambda self, sizes, dim: _pieces(self, sizes, dim), n_out=-1,
 def _pieces(a, sizes, dim):
     pre, out, start = (slice(None),) * dim, [], 0
     for n in sizes:  # plain slicing: np.split costs more than the copies on gate-sized arrays
-        out.append(np.ascontiguousarray(a[pre + (slice(start, start + n),)]))
+        out.append(_xp(a).ascontiguousarray(a[pre + (slice(start, start + n),)]))
         start += n
     return out
 
 
 # ---- packed sequences: input (T, B, *) or (B, T, *) -> data (sum of batch_sizes, *) -------------
-op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: np.concatenate(
+op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: _xp(input).concatenate(
     [(input[:, t] if batch_first else input[t])[:n] for t, n in enumerate(batch_sizes)]),
    node="PackPaddedSequenceBackward0",
    input=lambda g, input_shape, batch_sizes, batch_first, xp: _unpack_grad(
@@ -272,7 +275,7 @@ def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
 # groups: query heads per key/value head (grouped-query attention; 1 otherwise)
 op("scaled_dot_product_flash_attention_for_cpu",
    lambda query, key, value, bias, dead, scale, groups: _like(query, _sdpa_probs(
-       query, key, bias, dead, scale, groups, np) @ _heads(value, groups, np)),
+       query, key, bias, dead, scale, groups, _xp(query)) @ _heads(value, groups, _xp(query))),
    node="ScaledDotProductFlashAttentionForCpuBackward0",
    **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, needs, xp:
       _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
@@ -281,7 +284,7 @@ op("scaled_dot_product_flash_attention_for_cpu",
 def _like(query, out):
     """``out`` laid out in memory as ``query`` is, as torch's kernel writes it: the usual
     ``out.transpose(1, 2).reshape(N, L, H * E)`` after heads split by a view is then a view."""
-    res = np.empty_like(query)  # numpy keeps query's stride order
+    res = _xp(query).empty_like(query)  # numpy keeps query's stride order
     res[...] = out
     return res
 
@@ -318,13 +321,13 @@ def _sdpa_grads(g, q, k, v, bias, dead, scale, groups, needs, xp):
 
 def _safe_softmax(a, dim):
     m = a.max(axis=dim, keepdims=True)
-    e = np.exp(a - np.where(np.isfinite(m), m, np.zeros((), m.dtype)))
+    e = _xp(a).exp(a - _xp(m).where(_xp(m).isfinite(m), m, 0))
     total = e.sum(axis=dim, keepdims=True)
-    return e / np.where(total == 0, np.ones((), total.dtype), total)
+    return e / _xp(total).where(total == 0, total.dtype.type(1), total)
 
 
 def _softmax(a, dim):
-    e = np.exp(a - a.max(axis=dim, keepdims=True))
+    e = _xp(a).exp(a - a.max(axis=dim, keepdims=True))
     e /= e.sum(axis=dim, keepdims=True)
     return e
 
@@ -390,7 +393,7 @@ def _elu_grad(x, alpha, scale, input_scale, xp):
 
 def _softplus(x, beta, threshold, xp):
     bx = x * beta
-    soft = np.log1p(np.exp(np.minimum(bx, threshold))) / beta
+    soft = _xp(bx).log1p(_xp(bx).exp(_xp(bx).minimum(bx, threshold))) / beta
     return xp.where(bx > threshold, x, soft)
 
 
@@ -398,6 +401,10 @@ def _softplus_grad(x, beta, threshold, xp):
     bx = x * beta
     z = _f("exp", xp.where(bx > threshold, 0, bx), xp)
     return xp.where(bx > threshold, 1, z / (z + 1))
+
+
+def _log_sigmoid(x, xp):
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
 
 def _log_sigmoid_grad(x, xp):
@@ -424,7 +431,7 @@ def _glu_grad(g, x, dim, xp):
     a, b = _halves(x, dim)
     sig = 1 / (1 + _f("exp", -b, xp))
     parts = [g * sig, g * a * sig * (1 - sig)]
-    return xp.concatenate(parts, dim) if xp is _TX else np.concatenate(parts, dim)
+    return xp.concatenate(parts, dim) if xp is _TX else _xp(parts[0]).concatenate(parts, dim)
 
 
 def _reduce(loss, reduction):
@@ -471,7 +478,7 @@ def _multi_margin(x, t, p, margin, w, xp):
     rows = np.arange(n)
     z = margin - x[rows, t][:, None] + x
     z[rows, t] = 0
-    h = np.maximum(z, 0)
+    h = _xp(z).maximum(z, 0)
     h = h * h if p == 2 else h
     if w is not None:
         h = h * w[t][:, None]
@@ -483,7 +490,7 @@ def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
         raise RuntimeError("nbgrad: double backward through MultiMarginLossBackward0 is not "
                            "supported yet")
     n, c = x.shape
-    _, z = _multi_margin(x, t, p, margin, w, np)
+    _, z = _multi_margin(x, t, p, margin, w, _xp(x))
     d = (z > 0) * (2 * z if p == 2 else 1.0) / c
     if w is not None:
         d = d * w[t][:, None]
@@ -555,13 +562,14 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`."""
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
-    xl = np.moveaxis(x, cdim, -1).reshape(-1, c)
+    xp = _xp(x)
+    xl = xp.moveaxis(x, cdim, -1).reshape(-1, c)
     t = target.reshape(-1)
     keep = t != ignore_index
-    ts = np.where(keep, t, 0)
-    w = np.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
-    w = np.where(keep, w, np.zeros((), x.dtype))
-    rows = np.arange(len(t))
+    ts = xp.where(keep, t, 0)
+    w = xp.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
+    w = xp.where(keep, w, x.dtype.type(0))
+    rows = xp.arange(len(t))
     losses = -w * xl[rows, ts]
     if reduction == "none":
         ctx.value = (rows, ts, w, 1.0)
@@ -572,7 +580,7 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
         return losses.sum()
     ctx.value = (rows, ts, w, total)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(losses.sum() / total, x.dtype)
+        return _xp(x).asarray(losses.sum() / total, x.dtype)
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):
@@ -581,7 +589,7 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
     cdim = 0 if ndim == 1 else 1
     c = self_shape[cdim]
     dt = np.float64 if xp is _TX else g.dtype
-    coef = np.zeros((len(rows), c), dt)
+    coef = _xp(w).zeros((len(rows), c), dt)
     coef[rows, ts] = -w / total if total != 0 else 0.0
     moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
     if reduction == "none":
@@ -598,7 +606,7 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     axes = tuple(range(x.ndim - k, x.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     xc = x - mean
-    rstd = 1 / np.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
+    rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
     xhat = xc * rstd
     ctx.value = (xhat, rstd)
     out = xhat if weight is None else xhat * weight
@@ -641,7 +649,7 @@ def _batch_norm(x, weight, bias, training, mean, invstd, eps, ctx):
         m = x.mean(axis=axes)
         xc = x - m.reshape(shape)
         var = (xc * xc).mean(axis=axes)
-        inv = 1 / np.sqrt(var + eps)
+        inv = 1 / _xp(var).sqrt(var + eps)
         ctx.value = (xc * inv.reshape(shape), inv, m, var)
     else:
         inv = invstd
@@ -689,7 +697,7 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
     xg = x.reshape(n, num_groups, -1)
     mean = xg.mean(axis=2, keepdims=True)
     xc = xg - mean
-    rstd = 1 / np.sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
+    rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
     xhat = (xc * rstd).reshape(x.shape)
     ctx.value = (xhat, rstd)
     shape = (1, c) + (1,) * (x.ndim - 2)
@@ -729,9 +737,9 @@ def _trilinear_grads(g, i1, i2, i3, needs, xp):
     if xp is _TX:
         raise RuntimeError("nbgrad: double backward through TrilinearBackward0 is not "
                            "supported yet")
-    return (np.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
-            np.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
-            np.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
+    return (xp.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
+            xp.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
+            xp.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
 
 
 def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
@@ -740,7 +748,7 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
     if x.ndim == 3:
         y, ctx = conv_transpose2d_forward(x[:, :, None], w[:, :, None], b, stride, padding,
                                           output_padding, dilation, groups)
-        return np.ascontiguousarray(y[:, :, 0]), ctx
+        return _xp(y).ascontiguousarray(y[:, :, 0]), ctx
     n, _, h, wd = x.shape
     _, cg, kh, kw = w.shape
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
@@ -751,7 +759,7 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
     y = kernels.conv2d_backward(x, cctx, (True, False, False))[0]
     if b is not None:
         y = y + b.reshape(1, -1, 1, 1)
-    return np.ascontiguousarray(y), None
+    return _xp(y).ascontiguousarray(y), None
 
 
 def _conv_transpose_grads(g, x, w, stride, padding, dilation, groups, needs, xp):
@@ -776,7 +784,7 @@ def _conv_transpose_grads(g, x, w, stride, padding, dilation, groups, needs, xp)
 def _conv1d(x, w, b, stride, padding, dilation, groups):
     y, ctx = kernels.conv2d_forward(x[:, :, None], w[:, :, None], b, stride, padding, dilation,
                                     groups)
-    return np.ascontiguousarray(y[:, :, 0]), ctx
+    return _xp(y).ascontiguousarray(y[:, :, 0]), ctx
 
 
 def _height1_grads(grads):
@@ -790,12 +798,13 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
     g2 = g.reshape((len(flat), d))
     if padding_idx is not None and padding_idx >= 0:
         keep = (flat != padding_idx)[:, None]
-        g2 = xp.where(_const(keep, xp), g2, 0) if xp is _TX else np.where(keep, g2, 0)
+        g2 = xp.where(_const(keep, xp), g2, 0) if xp is _TX else _xp(keep).where(keep, g2, 0)
     if xp is _TX:
         from ..creation import zeros
-        return zeros(weight_shape, dtype=g.dtype).index_add(0, Tensor._make_fresh(flat), g2)
-    out = np.zeros(weight_shape, g.dtype)
-    np.add.at(out, flat, g2)
+        return zeros(weight_shape, dtype=g.dtype, device=g.device).index_add(
+            0, Tensor._make_fresh(flat), g2)
+    out = xp.zeros(weight_shape, g.dtype)
+    xp.add.at(out, flat, g2)
     return out
 
 

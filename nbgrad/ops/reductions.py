@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..backend import get_array_module as _xp
 from .formulas import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                        _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
                        _var_grad)
@@ -36,17 +37,17 @@ op("max", lambda self: self.max(), node="MaxBackward1",
    self=lambda g, self, result, xp: _evenly(g, self, result, xp))
 op("min", lambda self: self.min(), node="MinBackward1",
    self=lambda g, self, result, xp: _evenly(g, self, result, xp))
-op("max_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, np.argmax),
+op("max_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, "argmax"),
    node="MaxBackward0", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _select_grad(g[0], self_shape, dim,
                                                                       result1, keepdim, xp))
-op("min_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, np.argmin),
+op("min_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, "argmin"),
    node="MinBackward0", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _select_grad(g[0], self_shape, dim,
                                                                       result1, keepdim, xp))
-op("amax", lambda self, dim, keepdim: np.max(self, axis=dim, keepdims=keepdim),
+op("amax", lambda self, dim, keepdim: _xp(self).max(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
-op("amin", lambda self, dim, keepdim: np.min(self, axis=dim, keepdims=keepdim),
+op("amin", lambda self, dim, keepdim: _xp(self).min(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
 op("var", lambda self, dim, correction, keepdim: self.var(axis=dim, ddof=correction,
                                                           keepdims=keepdim),
@@ -63,14 +64,15 @@ op("norm", lambda self, p, dim, keepdim: _vector_norm(self, p, dim, keepdim),
 op("logsumexp", lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), float_op=True,
    self=lambda g, self, result, dim, keepdim, xp: _logsumexp_grad(g, self, result, dim, keepdim,
                                                                   xp))
-op("cumsum", lambda self, dim: np.cumsum(self, axis=dim),
+op("cumsum", lambda self, dim: _xp(self).cumsum(self, axis=dim),
    self=lambda g, dim, xp: xp.flip(xp.cumsum(xp.flip(g, (dim,)), axis=dim), (dim,)))
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------
 def _vals_idx(a, dim, keepdim, argf):
-    idx = argf(a, axis=dim, keepdims=True)
-    vals = np.take_along_axis(a, idx, axis=dim)
+    xp = _xp(a)
+    idx = getattr(xp, argf)(a, axis=dim, keepdims=True)
+    vals = xp.take_along_axis(a, idx, axis=dim)
     if not keepdim:
         vals = vals.squeeze(dim)
         idx = idx.squeeze(dim)
@@ -78,9 +80,9 @@ def _vals_idx(a, dim, keepdim, argf):
 
 
 def _vector_norm(a, p, dim, keepdim):
-    x = np.abs(a)
+    x = _xp(a).abs(a)
     if p == 2:
-        return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+        return _xp(x).sqrt((x * x).sum(axis=dim, keepdims=keepdim))
     if p == 1:
         return x.sum(axis=dim, keepdims=keepdim)
     if p == float("inf"):
@@ -92,8 +94,9 @@ def _vector_norm(a, p, dim, keepdim):
 
 def _logsumexp(a, dim, keepdim):
     m = a.max(axis=dim, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    r = np.log(np.exp(a - m).sum(axis=dim, keepdims=True)) + m
+    xp = _xp(a)
+    m = xp.where(xp.isfinite(m), m, 0)
+    r = xp.log(xp.exp(a - m).sum(axis=dim, keepdims=True)) + m
     return r if keepdim else (r.squeeze(dim) if dim is not None else r.reshape(()))
 
 
@@ -165,7 +168,7 @@ def _at_indices(g, shape, dim, indices, keepdim, xp, add=False):
 def _cum_extreme(a, dim, ufunc):
     """cummax / cummin: running extreme and the index where it was (last) reached."""
     xp = backend.get_array_module(a)
-    vals = ufunc.accumulate(a, axis=dim)
+    vals = getattr(xp, ufunc.__name__).accumulate(a, axis=dim)
     shape = [1] * a.ndim
     shape[dim] = a.shape[dim]
     pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
@@ -213,7 +216,7 @@ op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,
 op("kthvalue", lambda self, k, dim, keepdim: _pick(self, k - 1, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp))
-op("median", lambda self: np.sort(self.reshape(-1))[(self.size - 1) // 2],
+op("median", lambda self: _xp(self).sort(self.reshape(-1))[(self.size - 1) // 2],
    self=lambda g, self, result, xp: _evenly(g, self, result, xp))
 op("median_dim", lambda self, dim, keepdim: _pick(self, (self.shape[dim] - 1) // 2, dim,
                                                   keepdim), node="MedianBackward1", n_out=2,
@@ -222,7 +225,7 @@ op("median_dim", lambda self, dim, keepdim: _pick(self, (self.shape[dim] - 1) //
 op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp))
-op("nansum", lambda self, dim, keepdim: np.nansum(self, axis=dim, keepdims=keepdim),
+op("nansum", lambda self, dim, keepdim: _xp(self).nansum(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, dim, keepdim, xp: xp.where(
        self != self, 0, _expand_grad(g, tuple(self.shape), dim, keepdim, xp)))
 op("std_mean", lambda self, dim, correction, keepdim: (
@@ -239,12 +242,12 @@ op("var_mean", lambda self, dim, correction, keepdim: (
        g, lambda g0: _var_grad(g0, self, dim, correction, keepdim, xp),
        lambda g1: _expand_grad(g1 / _count(tuple(self.shape), dim), tuple(self.shape), dim,
                                keepdim, xp)))
-op("aminmax", lambda self, dim, keepdim: (np.min(self, axis=dim, keepdims=keepdim),
-                                          np.max(self, axis=dim, keepdims=keepdim)), n_out=2,
+op("aminmax", lambda self, dim, keepdim: (_xp(self).min(self, axis=dim, keepdims=keepdim),
+                                          _xp(self).max(self, axis=dim, keepdims=keepdim)), n_out=2,
    self=lambda g, self, result, result1, dim, keepdim, xp: _paired(
        g, lambda g0: _amax_grad(g0, self, result, dim, keepdim, xp),
        lambda g1: _amax_grad(g1, self, result1, dim, keepdim, xp)))
-op("cumprod", lambda self, dim: np.cumprod(self, axis=dim),
+op("cumprod", lambda self, dim: _xp(self).cumprod(self, axis=dim),
    self=lambda g, self, result, dim, xp: _cumprod_backward(g, self, result, dim, xp))
 op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
@@ -252,7 +255,7 @@ op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
 op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp, add=True))
-op("logcumsumexp", lambda self, dim: np.logaddexp.accumulate(self, axis=dim), float_op=True,
+op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=dim), float_op=True,
    self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
 
 

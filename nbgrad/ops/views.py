@@ -8,13 +8,14 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..autograd import apply
-from .formulas import NUMPY, _along, _cat_grads, _reduce_to, _unpermute, _zeros_for
+from ..backend import get_array_module as _xp
+from .formulas import _along, array_formulas, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
 
 # ---- joining (a list of inputs) -----------------------------------------------------------------
 op("cat", lambda tensors, sizes, dim, dtypes: _cat(tensors, dim),
    tensors=lambda g, sizes, dim, dtypes, xp: _cat_grads(g, sizes, dim, dtypes, xp))
-op("stack", lambda tensors, n, dim: np.stack(tensors, axis=dim),
+op("stack", lambda tensors, n, dim: _xp(tensors[0]).stack(tensors, axis=dim),
    tensors=lambda g, n, dim: [g[_along(dim, i)] for i in range(n)])
 
 # ---- reshaping views ----------------------------------------------------------------------------
@@ -30,7 +31,7 @@ op("t", lambda self: self.T, node="TBackward0", view=True,
    self=lambda g: g.T)
 op("permute", lambda self, dims: self.transpose(dims), view=True,
    self=lambda g, dims, xp: _unpermute(g, dims, xp))
-op("expand", lambda self, shape: np.broadcast_to(self, shape), view=True,
+op("expand", lambda self, shape: _xp(self).broadcast_to(self, shape), view=True,
    self=lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp))
 op("squeeze", lambda self: self.squeeze(), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
@@ -43,7 +44,7 @@ op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.ndim and self.shap
    else self.view(),
    node="SqueezeBackward1", view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
-op("unsqueeze", lambda self, dim: np.expand_dims(self, dim), view=True,
+op("unsqueeze", lambda self, dim: _xp(self).expand_dims(self, dim), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
 
 # ---- slicing views ------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ apply.AS_STRIDED[0] = ROWS["as_strided"]  # the node of a view whose base change
 
 def _view_reshape(a, shape):
     try:
-        return np.reshape(a, shape, copy=False)
+        return _xp(a).reshape(a, shape, copy=False)
     except ValueError as e:
         raise _ViewImpossible(str(e)) from None
 
@@ -92,7 +93,7 @@ def _cat(arrays, dim):
     rt = arrays[0].dtype
     for a in arrays[1:]:
         rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
-    return np.concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
+    return _xp(arrays[0]).concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
 
 
 def _unfold(a, dim, size, step):
@@ -121,7 +122,7 @@ def _block_diag(arrays, shapes):
     """Matrices (as 2-D: () -> (1, 1), (n,) -> (1, n)) along the diagonal of one matrix."""
     xp = backend.get_array_module(arrays[0]) if arrays else np
     mats = [a.reshape(s) for a, s in zip(arrays, shapes)]
-    dt = np.result_type(*arrays) if arrays else np.float32
+    dt = np.result_type(*(a.dtype for a in arrays)) if arrays else np.float32
     out = xp.zeros((sum(s[0] for s in shapes), sum(s[1] for s in shapes)), dt)
     r = c = 0
     for m, (h, w) in zip(mats, shapes):
@@ -138,9 +139,9 @@ def _block_diag_grads(g, shapes, in_shapes):
     return out
 
 
-op("roll", lambda self, shifts, dims: NUMPY.roll(self, shifts, dims),
+op("roll", lambda self, shifts, dims: array_formulas(self).roll(self, shifts, dims),
    self=lambda g, shifts, dims, xp: xp.roll(g, _neg(shifts), dims))
-op("rot90", lambda self, k, dims: NUMPY.rot90(self, k, dims),
+op("rot90", lambda self, k, dims: array_formulas(self).rot90(self, k, dims),
    self=lambda g, k, dims, xp: xp.rot90(g, -k, dims))
 op("block_diag", lambda tensors, shapes, in_shapes: _block_diag(tensors, shapes),
    tensors=lambda g, shapes, in_shapes: _block_diag_grads(g, shapes, in_shapes))

@@ -48,7 +48,8 @@ __version__ = "0.1.0"
 backend._init_threads()
 tracebacks.install()
 
-FloatTensor = DoubleTensor = LongTensor = Tensor  # isinstance checks in tutorials
+from .tensortypes import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
+                          HalfTensor, IntTensor, LongTensor, ShortTensor)
 
 
 def is_tensor(obj):

@@ -1118,7 +1118,7 @@ print({name: p.grad is not None for name, p in net.named_parameters()})
 
 `backward()` **adds** into `.grad` (that is what lets two losses share parameters). A loop without
 `opt.zero_grad()` steps with the sum of all gradients so far: the step grows every iteration.
-The panel notes a `.grad` accumulated by several `backward()` calls since the last `zero_grad` —
+The panel notes it — *model.0.weight.grad ... accumulated from 3 backward calls since zero_grad* —
 a note, not an error, since accumulating over micro-batches is sometimes what you want.
 """),
     code("""
@@ -1209,8 +1209,9 @@ print("three evaluations in eval mode:", [round(a, 3) for a in accs])
 
 A regression head returns `(N, 1)`; the targets are `(N,)`. `mse_loss` broadcasts them to
 `(N, N)` — every prediction compared with every target — and trains towards the mean. PyTorch
-only warns, and the warning scrolls away in a training loop; the panel keeps it as a note on the
-cell.
+only warns, and the warning scrolls away in a training loop (here it is even caught); the panel
+keeps it as a note on the cell, found from what `MseLossBackward0` saved: *a loss target
+broadcasts against its input*.
 """),
     code("""
 torch.manual_seed(0)

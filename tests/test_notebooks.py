@@ -348,13 +348,18 @@ def test_07_debugging(executed):
     # bug 6: the history holds megabytes, the numbers nothing
     held = float(re.search(r"history of 20 losses: ([\d.]+) MiB", all_text(nb)).group(1))
     # the panel's notes name each bug in the cell that made it
-    def note(source):
-        return " ".join(p.data["text/plain"] for p in panels(cell_with(nb, source)))
+    def note(source):  # the header line and the full notes (the static copy's HTML)
+        return " ".join(p.data["text/plain"] + p.data.get("text/html", "")
+                        for p in panels(cell_with(nb, source)))
     cut = note("h = h.detach()                  # BUG")
     assert "body.0.weight" in cut and "got no gradient" in cut and "detach" in cut
     nan = note("torch.log(probs)")
     assert "NaN" in nan and "LogBackward0" in nan and "cell [" in nan
     assert "train mode" in note("BUG: still in training mode")
+    acc = note("BUG: no opt.zero_grad()")
+    assert "model.0.weight.grad" in acc and "accumulated from 3 backward calls" in acc
+    bc = note("BUG: (64, 1) against (64,)")
+    assert "broadcasts" in bc and "Using a target size" in bc
     kept = note("history.append(loss)")
     assert "history" in kept and "graphs alive" in kept
     still = float(re.search(r"only numbers: ([\d.]+) MiB", all_text(nb)).group(1))

@@ -196,3 +196,33 @@ def test_seed_everything_function_runs_under_the_alias():
     finally:
         nbgrad.backends.cudnn.deterministic = False
         as_torch.disable()
+
+
+# -- the legacy tensor types (torch.LongTensor(...) in old tutorials) ---------------------------
+
+LEGACY = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+          "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_legacy_tensor_types_construct_and_check_like_torch(name):
+    import torch
+    import nbgrad
+    T, N = getattr(torch, name), getattr(nbgrad, name)
+    data = [[1, 0], [3, 4]] if name != "BoolTensor" else [[True, False], [False, True]]
+    t, n = T(data), N(data)
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    assert n.tolist() == t.tolist()
+    assert tuple(N(2, 3).shape) == tuple(T(2, 3).shape)
+    assert tuple(N().shape) == tuple(T().shape)
+    for maker in ("zeros", "ones"):
+        for dt in ("float32", "float64", "int64", "bool"):
+            assert isinstance(getattr(nbgrad, maker)(2, dtype=getattr(nbgrad, dt)), N) == \
+                isinstance(getattr(torch, maker)(2, dtype=getattr(torch, dt)), T)
+
+
+def test_legacy_long_tensor_truncates_floats_like_torch():
+    import torch
+    import nbgrad
+    data = [1.5, 2.7, -1.5]
+    assert nbgrad.LongTensor(data).tolist() == torch.LongTensor(data).tolist()

@@ -93,7 +93,8 @@ class ModelTracker:
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
-    ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls and their node-number ranges,
+    ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls
+    and their node-number ranges,
     provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
     at the next step). After that a step costs one forward pre-hook on each trained model
     (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot

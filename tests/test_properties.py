@@ -518,9 +518,6 @@ from _fuzz_programs import CATEGORIES, run  # noqa: E402
 # the disagreements still open (issue 9), each matched on the first difference's text; a program
 # whose first difference is one of these is skipped, any other difference fails
 KNOWN = {
-    # torch: retain_grad() on an unbind output raises "Output 0 of Select ... is being modified
-    # inplace" (torch implements unbind's outputs as selects); nbgrad retains
-    "retain_grad_on_unbind_output": re.compile(r"Output 0 of Select is a view and is being"),
     # torch: a second backward that reaches a released graph only through a node whose
     # gradient for that input is zeros (FillBackward3's self) still fails; nbgrad does not go on
     "backward_twice_through_zero_grad": re.compile(r"\('RuntimeError', 'Trying to backward "

@@ -177,8 +177,8 @@ class SavedTensor:
     def _stale_error(self, node):
         fn = node if self.is_output else self._tensor.grad_fn
         desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
-        owner = (f", which is output {self._output_nr} of {_SUFFIX.sub(lambda m: m.group(1) or '', fn.name())},"
-                 if fn is not None else "")
+        op_name = _SUFFIX.sub(lambda m: m.group(1) or "", fn.name()) if fn is not None else ""
+        owner = f", which is output {self._output_nr} of {op_name}," if fn is not None else ""
         now = self._storage.version
         msg = ("one of the variables needed for gradient computation has been modified by an "
                f"inplace operation: {desc}{owner} is at version {now}; expected version "

@@ -83,9 +83,7 @@ class Graph:
 
             if not layout.available():
                 raise RuntimeError(DOT_MISSING)
-            import pygraphviz
-
-            data = pygraphviz.AGraph(string=self.source).draw(format=fmt, prog="dot")
+            data = layout.render(self.source, fmt)
         with open(path, "wb") as f:
             f.write(data)
         return path

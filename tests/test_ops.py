@@ -42,7 +42,7 @@ class Case:
         self.check = check    # finite-difference gradcheck
         self.atol = atol
         # {test kind ("forward", "grad_fn", "grad", "gradcheck") or "all": reason} for core bugs
-        # reported in /work/coord/requests.md and not fixed yet
+        # reported to the core and not fixed yet
         self.xfail = xfail or {}
 
     def param(self, kind):
@@ -128,7 +128,7 @@ def _mask(rows):
     return lambda T: T.tensor(rows, dtype=T.bool)
 
 
-# core bugs reported in /work/coord/requests.md: set Case(xfail={kind: reason}) while open
+# core bugs reported and still open: set Case(xfail={kind: reason}) while open
 
 M23 = [[True, False, True, False], [False, False, True, True], [True, True, False, False]]
 

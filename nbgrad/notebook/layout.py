@@ -78,14 +78,20 @@ def svg(source: str, *, nodes: int | None = None, timeout: float = DEFAULT_TIMEO
     return out
 
 
-def _layout(source: str) -> bytes:
+def _layout(source: str, fmt: str = "svg") -> bytes:
     import pygraphviz
 
     try:
         graph = pygraphviz.AGraph(string=source)
     except Exception as exc:  # noqa: BLE001
         raise ValueError(f"graphviz could not read the graph: {exc}") from None
-    return graph.draw(format="svg", prog="dot")
+    return graph.draw(format=fmt, prog="dot")
+
+
+def render(source: str, fmt: str) -> bytes:
+    """DOT ``source`` laid out by Graphviz ``dot`` in any of its output formats (svg, png, pdf,
+    ...), in-process, for ``nbgrad.viz.Graph.render``."""
+    return _layout(source, fmt)
 
 
 def _forked(source: str, timeout: float) -> bytes:

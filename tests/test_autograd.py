@@ -746,6 +746,41 @@ def test_custom_function_needs_input_grad_and_non_tensor_args():
         assert seen == [(True, False, False)]
 
 
+def test_custom_function_non_tensor_argument_first():
+    """A non-tensor argument before the tensors: each tensor still gets its gradient, and a
+    gradient of the wrong shape is named by its index among the tensor inputs, as torch."""
+    results = {}
+    for T in (torch, nbgrad):
+        class Scale(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, k, x, w):
+                ctx.k = k
+                ctx.save_for_backward(x, w)
+                return x * w * k
+
+            @staticmethod
+            def backward(ctx, g):
+                x, w = ctx.saved_tensors
+                return None, g * w * ctx.k, g * x * ctx.k
+
+        class Bad(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, k, x):
+                return x * k
+
+            @staticmethod
+            def backward(ctx, g):
+                return None, T.ones(4)
+
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        w = T.tensor([3.0, 4.0], requires_grad=True)
+        Scale.apply(2.0, x, w).sum().backward()
+        with pytest.raises(RuntimeError) as err:
+            Bad.apply(2.0, T.ones(3, requires_grad=True)).sum().backward()
+        results[T] = (x.grad.tolist(), w.grad.tolist(), str(err.value))
+    assert results[nbgrad] == results[torch]
+
+
 def test_custom_function_mark_dirty():
     for T in (torch, nbgrad):
         class AddOne(T.autograd.Function):

@@ -89,9 +89,11 @@ class BackwardCFunction(Node, FunctionCtx):
                 raise RuntimeError(f"function {type(self).__name__} returned an incorrect number "
                                    f"of gradients (expected {n_args}, got {len(res)})")
         out = []
-        for is_t, r, meta in zip(self._arg_is_tensor, res, self._in_meta):
+        metas = iter(self._in_meta)  # one entry per TENSOR argument
+        for is_t, r in zip(self._arg_is_tensor, res):
             if not is_t:
                 continue
+            meta = next(metas)
             if r is None:
                 out.append(None)
                 continue

@@ -309,6 +309,22 @@ def _zeros_state(st, pd, *names):
         st[name] = _tensor_of(np.zeros_like(pd))
 
 
+def _with_grads(opt, group, *state_names):
+    """Each parameter of ``group`` that has a gradient, as ``(p, g, pd, st, step)``: the
+    gradient array (negated under ``maximize``), the parameter's array, its state — created
+    with a float32 ``step`` and zero buffers ``state_names`` on first use — and the step count
+    after this step. The loop every Adam-like optimizer below shares."""
+    for p in group["params"]:
+        g = _grad_array(p, group["maximize"])
+        if g is None:
+            continue
+        pd = p._data
+        st = opt.state[p]
+        if not st:
+            _zeros_state(st, pd, *state_names)
+        yield p, g, pd, st, _step_count(st)
+
+
 def _updated(p):
     p._bump_version("add_")
 
@@ -391,15 +407,7 @@ class Adadelta(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                g = _grad_array(p, group["maximize"])
-                if g is None:
-                    continue
-                pd = p._data
-                st = self.state[p]
-                if not st:
-                    _zeros_state(st, pd, "square_avg", "acc_delta")
-                _step_count(st)
+            for p, g, pd, st, _ in _with_grads(self, group, "square_avg", "acc_delta"):
                 if wd != 0:
                     g = g + wd * pd
                 v = st["square_avg"]._data
@@ -442,15 +450,7 @@ class Adamax(Optimizer):
         for group in self.param_groups:
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], \
                 group["weight_decay"]
-            for p in group["params"]:
-                g = _grad_array(p, group["maximize"])
-                if g is None:
-                    continue
-                pd = p._data
-                st = self.state[p]
-                if not st:
-                    _zeros_state(st, pd, "exp_avg", "exp_inf")
-                step = _step_count(st)
+            for p, g, pd, st, step in _with_grads(self, group, "exp_avg", "exp_inf"):
                 if wd != 0:
                     g = g + wd * pd
                 m = st["exp_avg"]._data
@@ -569,15 +569,7 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], \
                 group["weight_decay"]
-            for p in group["params"]:
-                g = _grad_array(p, group["maximize"])
-                if g is None:
-                    continue
-                pd = p._data
-                st = self.state[p]
-                if not st:
-                    _zeros_state(st, pd, "exp_avg", "exp_avg_sq")
-                step = _step_count(st)
+            for p, g, pd, st, step in _with_grads(self, group, "exp_avg", "exp_avg_sq"):
                 if wd != 0:
                     if group["decoupled_weight_decay"]:
                         pd *= 1 - lr * wd

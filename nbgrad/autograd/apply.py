@@ -20,7 +20,7 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedScalar, SavedTensor
+from .graph import Node, SavedTensor
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -259,8 +259,8 @@ def _save(row, plan, src, args, outs, ctx):
             x = src[k]
             if isinstance(x, Tensor):
                 saved[j] = SavedTensor(names[j], x)
-            else:  # a number PyTorch would wrap as a tensor: released like one
-                saved[j] = SavedScalar(x) if type(x) in _NUMBERS else x
+            else:  # a number PyTorch would wrap as a tensor: FREED by OpNode._release
+                saved[j] = x
         elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
             saved[j] = SavedTensor(names[j], outs[k], True)
@@ -270,7 +270,7 @@ def _save(row, plan, src, args, outs, ctx):
             saved[j] = tuple(src[k]._data.shape)
         else:
             saved[j] = _Ctx(ctx)
-    return saved
+    return tuple(saved)
 
 
 def _node_for(row, n):

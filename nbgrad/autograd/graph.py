@@ -222,27 +222,25 @@ class Ctx:
         return self.value
 
 
-class SavedScalar:
-    """A Python number input a formula needs (`x * 2` keeps `other`): PyTorch saves it as a
-    wrapped-number tensor, so a second backward through the node fails after release."""
+class _Freed:
+    """What a saved Python number becomes once backward released it (x * 2's `other`: PyTorch
+    saves it as a tensor, so a second backward through the node fails)."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def release(self):
-        self.value = None
+    __slots__ = ()
 
     def unpack(self, node, as_tensor=False):
-        if self.value is None:
-            raise backward_twice_error()
-        return self.value
+        raise backward_twice_error()
+
+    def __repr__(self):
+        return "FREED"
+
+
+FREED = _Freed()
 
 
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = (SavedTensor, Ctx, SavedScalar)  # what Node._release frees
-UNPACKED = (SavedTensor, SavedScalar)  # what a node unpacks before its formulas run
+RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 

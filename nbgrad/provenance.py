@@ -41,6 +41,18 @@ def set_enabled(on: bool) -> None:
     ENABLED[0] = bool(on)
 
 
+SITES = {}  # (code, lasti) -> that same tuple: nodes made at one place share one
+_MAX_SITES = 1 << 16
+
+
+def site(key):
+    """The shared `(code, lasti)` tuple equal to `key` (a loop's nodes keep one, not one each;
+    forgotten all at once when the table grows past 65536 places, as notebooks recompile)."""
+    if len(SITES) >= _MAX_SITES:
+        SITES.clear()
+    return SITES.setdefault(key, key)
+
+
 def capture():
     """`(code, lasti)` of the innermost frame outside nbgrad, or None when disabled."""
     if not ENABLED[0]:
@@ -51,7 +63,8 @@ def capture():
         f = f.f_back
     if f is None:
         return None
-    return (f.f_code, f.f_lasti)
+    key = (f.f_code, f.f_lasti)
+    return SITES.get(key) or site(key)
 
 
 _INPUT_RE = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")

@@ -151,7 +151,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             gs = pop(node, None)
             out = None
             if gs is not None:
-                if node._prehooks:
+                hooks = node._hooks
+                if hooks is not None and hooks.pre:
                     gs = _run_prehooks(node, gs, node._n_out > 1, create_graph)
                 if captures is not None:
                     _capture(captures, captured, node, gs)
@@ -164,7 +165,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             out = anomaly.run_node(node, gs, create_graph, check_nan)
                         else:
                             out = node._backward(gs, create_graph)
-                        if node._hooks:
+                        if hooks is not None and hooks.post:
                             out = _run_posthooks(node, out, gs)
                 if release and node._saved is not None:
                     node._release()
@@ -259,7 +260,7 @@ def _accumulate(buffers, node, nr, g):
 
 def _run_prehooks(node, gs, multi, create_graph):
     gl = list(gs) if multi else [gs]
-    for nr, fn in list(node._prehooks):
+    for nr, fn in list(node._hooks.pre):
         if nr is not None:   # a tensor hook on output nr (or retain_grad)
             if gl[nr] is not None:
                 gl[nr] = _run_tensor_hooks([fn], gl[nr])
@@ -294,7 +295,7 @@ def _run_posthooks(node, out, gs):
                                              else _tm.Tensor._make_fresh(as_array(g))) for g in seq)
     gin = wrap(out)
     gout = wrap(gs if node._n_out > 1 else (gs,))
-    for fn in list(node._hooks):
+    for fn in list(node._hooks.post):
         r = fn(gin, gout)
         if r is not None:
             _check_hook_result(fn, gin, tuple(r))

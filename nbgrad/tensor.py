@@ -339,10 +339,14 @@ class Tensor:
 
     @data.setter
     def data(self, value):
+        """PyTorch's set_data: this tensor now shows `value`'s memory. `p.data += u` (manual SGD)
+        gives back p's own memory: p keeps its Storage, so its version counter (the in-place op
+        bumped `.data`'s counter, not p's, as in PyTorch) and its counted bytes."""
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor")
         self._data = value._data
-        self._storage = value._storage
+        if value._storage._root is not self._storage._root:
+            self._storage = value._storage
 
     # ---- conversion ----
     def numpy(self, force=False):

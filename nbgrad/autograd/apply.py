@@ -27,7 +27,6 @@ _NONE_EDGE = (None, 0)
 _fresh = Tensor._make_fresh
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-_NUMBERS = (int, float, bool)
 _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
@@ -212,19 +211,20 @@ def _edge(x):
     """(node, input_nr) through which a gradient reaches `x` (None for constants)."""
     if not isinstance(x, Tensor) or not x._requires_grad:
         return _NONE_EDGE
+    fn = x._grad_fn
     v = x._view
-    fn = x._grad_fn if v is None else x.grad_fn
+    if v is not None:
+        fn = x.grad_fn  # (regenerated when the base was modified in place since)
+        if fn is None and v.base._requires_grad:
+            return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     if fn is not None:
         return (fn, x._output_nr)
-    if v is not None and v.base._requires_grad:
-        return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     e = x._extra
     if e is not None and e.accum is not None:
         acc = e.accum()
         if acc is not None:
             return (acc, 0)
     return (x._grad_accumulator(), 0)
-
 
 
 def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
@@ -237,9 +237,15 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
         if plan else None
     if edges is None:
-        edges = tuple([_edge(x) for x in inputs])
+        edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
     _init_node(node, edges, saved, meta)  # Node.__init__, without type.__call__'s ~0.1 us
+    if len(outs) == 1:
+        o = outs[0]
+        o._output_nr = 0
+        o._requires_grad = True
+        o._grad_fn = node
+        return node
     nr = 0
     for o in outs:
         o._output_nr = nr
@@ -250,20 +256,18 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 
 def _save(row, plan, src, args, outs, ctx):
-    names = row.names
     sources = row.sources
-    saved = [None] * len(names)
+    saved = [None] * len(sources)
     for j in plan:
         kind, k = sources[j]
         if kind == 0:
             x = src[k]
-            if isinstance(x, Tensor):
-                saved[j] = SavedTensor(names[j], x)
-            else:  # a number PyTorch would wrap as a tensor: FREED by OpNode._release
-                saved[j] = x
+            # a Python number PyTorch would wrap as a tensor is kept as is: OpNode._release
+            # turns it into FREED
+            saved[j] = SavedTensor(row.names[j], x) if isinstance(x, Tensor) else x
         elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
-            saved[j] = SavedTensor(names[j], outs[k], True)
+            saved[j] = SavedTensor(row.names[j], outs[k], True)
         elif kind == 2:
             saved[j] = args[k]
         elif kind == 3:

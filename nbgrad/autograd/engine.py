@@ -133,7 +133,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     # that node runs next without going through the heap.
     ready = []
     for node, _, _ in root_edges:
-        if deps[node] == 0 and all(n is not node for _, n in ready):
+        if deps[node] == 0:
+            deps[node] = -1  # queued (the same root may come twice)
             heappush(ready, (-node._seq, node))
 
     captured = [None] * (len(inputs) if inputs is not None else 0)

@@ -310,8 +310,8 @@ class Node:
             if f is None:
                 self._where = None
             else:
-                key = (f.f_code, f.f_lasti)
-                self._where = _SITES.get(key) or _site(key)
+                code, lasti = f.f_code, f.f_lasti
+                self._where = _SITES.get((id(code), lasti)) or _site(code, lasti)
         else:
             self._where = None
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward

@@ -256,18 +256,16 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 
 def _save(row, plan, src, args, outs, ctx):
-    sources = row.sources
-    saved = [None] * len(sources)
-    for j in plan:
-        kind, k = sources[j]
+    saved = [None] * len(row.sources)
+    for j, kind, k, name in plan:
         if kind == 0:
             x = src[k]
             # a Python number PyTorch would wrap as a tensor is kept as is: OpNode._release
             # turns it into FREED
-            saved[j] = SavedTensor(row.names[j], x) if isinstance(x, Tensor) else x
+            saved[j] = SavedTensor(name, x) if isinstance(x, Tensor) else x
         elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
-            saved[j] = SavedTensor(row.names[j], outs[k], True)
+            saved[j] = SavedTensor(name, outs[k], True)
         elif kind == 2:
             saved[j] = args[k]
         elif kind == 3:
@@ -520,7 +518,7 @@ def _apply_inplace(row, inputs, args, op_name):
         if mask:
             edges = tuple([_edge(x) for x in inputs])
             plan = row.plan(mask)
-            if any(row.sources[j] == (0, 0) for j in plan):  # backward needs the old value
+            if any(e[1:3] == (0, 0) for e in plan):  # backward needs the old value
                 old = t._data.copy()
                 self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
                     edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)

@@ -171,6 +171,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if release and node._saved is not None:
                     node._release()
             single = None  # the one node this one made ready, while the heap is empty
+            gi = None
             for (c, nr), gi in zip(node._next, out) if out is not None else \
                     ((e, None) for e in node._next):
                 if c is None:
@@ -191,6 +192,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             heappush(ready, (-single._seq, single))
                             single = None
                         heappush(ready, (-c._seq, c))
+            # drop this node's references to the gradients it passed on: AccumulateGrad keeps
+            # a gradient array as .grad without a copy only when nothing else holds it
+            out = gi = gs = None
             node = single if single is not None else heappop(ready)[1] if ready else None
     finally:
         STATE.enabled = prev

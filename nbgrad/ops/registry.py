@@ -233,7 +233,8 @@ class Row:
         raise NameError(f"formula of {self.name} uses unknown name {n!r}")
 
     def plan(self, mask):
-        """Indices of the names to save when the inputs in bitmask `mask` require grad."""
+        """What to save when the inputs in bitmask `mask` require grad: per name to save,
+        `(index, kind, k, name)` with `(kind, k)` from `sources`."""
         p = self.plans.get(mask)
         if p is None:
             need = set()
@@ -243,7 +244,8 @@ class Row:
                 for i, used in enumerate(self.uses):
                     if mask >> i & 1:
                         need.update(used)
-            p = self.plans[mask] = tuple(self.index[n] for n in self.names if n in need)
+            p = self.plans[mask] = tuple((j, *self.sources[j], n)
+                                         for j, n in enumerate(self.names) if n in need)
         return p
 
     def __repr__(self):

@@ -22,7 +22,7 @@ from .. import backend
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
-from .formulas import _TX, _zeros_for
+from .formulas import TENSORS, _TX, _add_reduce, _zeros_for
 from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
@@ -559,7 +559,19 @@ def _bce_logits_target_grad(g, x, w, pw, xp):
 
 
 def _nll(x, target, weight, reduction, ignore_index, ctx):
-    """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`."""
+    """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`:
+    (rows, classes, per-row weight or None for all ones, divisor)."""
+    if x.ndim == 2 and weight is None and reduction != "none":
+        # the common case (classification / language-model batches), in 3 array calls
+        # when no target is ignored: the picked log-probabilities, their sum
+        t = target
+        if len(t) and not (t == ignore_index).any():
+            rows = _xp(x).arange(len(t))
+            total = _add_reduce(x[rows, t], None, x.dtype)
+            n = len(t) if reduction == "mean" else 1
+            ctx.value = (rows, t, None, n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return _xp(x).asarray(-total / n if n else total * np.nan, x.dtype)
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
     xp = _xp(x)
@@ -585,12 +597,16 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):
     rows, ts, w, total = ctx.get()
+    if w is None and xp is not TENSORS:  # the forward's fast path: g / N at the targets
+        out = xp.zeros(self_shape, g.dtype)
+        out[rows, ts] = -g / total if total else 0.0
+        return out
     ndim = len(self_shape)
     cdim = 0 if ndim == 1 else 1
     c = self_shape[cdim]
-    dt = np.float64 if xp is _TX else g.dtype
-    coef = _xp(w).zeros((len(rows), c), dt)
-    coef[rows, ts] = -w / total if total != 0 else 0.0
+    dt = np.float64 if xp is TENSORS else g.dtype
+    coef = _xp(rows).zeros((len(rows), c), dt)
+    coef[rows, ts] = (-1.0 if w is None else -w) / total if total != 0 else 0.0
     moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
     if reduction == "none":
         g = g.reshape((len(rows), 1))

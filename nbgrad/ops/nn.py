@@ -247,6 +247,19 @@ def _pieces(a, sizes, dim):
     return out
 
 
+# ---- a whole LSTM layer: one node, as torch's oneDNN kernel records it on CPU -----------------
+# input (T, B, I), time first; weight0..3: w_ih (4H, I), w_hh (4H, H), b_ih, b_hh (4H,) or None;
+# hx_, cx_ (B, H). Outputs: output (T, B, H) in the input's time order, hy, cy (B, H). Gates
+# i, f, g, o as torch's. ctx: every step's activations, which the backward through time reads.
+op("mkldnn_rnn_layer", lambda input, weight0, weight1, weight2, weight3, hx_, cx_, reverse:
+   kernels.lstm_layer_forward(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse),
+   n_out=3, ctx=True,
+   **{"input, weight0, weight1, weight2, weight3, hx_, cx_":
+      lambda g, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, result, ctx, needs,
+      xp: xp.lstm_layer_backward(g, ctx, input, weight0, weight1, weight2, weight3, hx_, cx_,
+                                 reverse, result, needs)})
+
+
 # ---- packed sequences: input (T, B, *) or (B, T, *) -> data (sum of batch_sizes, *) -------------
 op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: _xp(input).concatenate(
     [(input[:, t] if batch_first else input[t])[:n] for t, n in enumerate(batch_sizes)]),

@@ -59,8 +59,9 @@ def _with_indices(y_ctx):
 
 
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
-op("gelu", lambda self, approximate: _gelu(self, approximate, _xp(self)), float_op=True,
-   self=lambda g, self, approximate, xp: g * _gelu_grad(self, approximate, xp))
+# ctx: the forward's cdf (or tanh term), which the backward reuses (recomputed on Tensors)
+op("gelu", lambda self, approximate: _gelu_forward(self, approximate), float_op=True, ctx=True,
+   self=lambda g, self, approximate, ctx, xp: _gelu_backward(g, self, approximate, ctx, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
    self=lambda g, self, xp: g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
@@ -358,7 +359,7 @@ def _f(name, x, xp):
     """``xp.name(x)`` on arrays, ``x.name()`` on Tensors (create_graph)."""
     if xp is _TX:
         return getattr(x, name)()
-    return backend.erf(x) if name == "erf" else getattr(xp, name)(x)
+    return _erf(x) if name == "erf" else getattr(xp, name)(x)
 
 
 def _const(a, xp):
@@ -366,11 +367,38 @@ def _const(a, xp):
     return Tensor._make_fresh(a) if xp is _TX else a
 
 
-def _gelu(x, approximate, xp):
+def _erf(x):
+    """erf of an array: the vectorised float32 kernel for numpy float32, backend's otherwise."""
+    if type(x) is np.ndarray and x.dtype == np.float32:
+        return kernels.erf_float32(x)
+    return backend.erf(x)
+
+
+def _gelu_forward(x, approximate):
+    """(gelu(x), ctx): ctx is the cdf 0.5 (1 + erf(x / sqrt 2)), or tanh(inner) for "tanh"."""
     if approximate == "tanh":
-        inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x)
-        return 0.5 * x * (1 + _f("tanh", inner, xp))
-    return x * 0.5 * (1 + _f("erf", x * _SQRT1_2, xp))
+        t = _xp(x).tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x))
+        return 0.5 * x * (1 + t), t
+    cdf = _erf(x * x.dtype.type(_SQRT1_2))
+    cdf += 1
+    cdf *= 0.5
+    return x * cdf, cdf
+
+
+def _gelu_backward(g, x, approximate, ctx, xp):
+    if xp is TENSORS:  # recompute from x, so that the second derivative is taken too
+        return g * _gelu_grad(x, approximate, xp)
+    t = ctx.get()
+    if approximate == "tanh":
+        x_sq = x * x
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_TANH_BETA * (
+            1 + 3 * _GELU_TANH_KAPPA * x_sq))
+    pdf = xp.exp(x * x * x.dtype.type(-0.5))
+    pdf *= x
+    pdf *= x.dtype.type(_GELU_PDF)
+    pdf += t
+    pdf *= g
+    return pdf
 
 
 def _gelu_grad(x, approximate, xp):

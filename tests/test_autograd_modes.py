@@ -518,3 +518,52 @@ def test_raw_saved_tensors_of_custom_function():
         y.sum().backward()
         return len(raw), type(raw[0]).__name__, log, x.grad.tolist()
     same_outcome(f)
+
+
+# ================================================================================================
+# 4. gradcheck's failure text: the Jacobians printed as torch prints tensors
+# ================================================================================================
+def _wrong_backward(T, kind):
+    class Wrong(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(x, w)
+            return x.exp() * 2 if kind == "exp" else w @ x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            if kind == "exp":
+                return g * x.exp() * 3, None
+            return w.t() @ g * 1.5, g.unsqueeze(-1) @ x.unsqueeze(0)  # wrong for x only
+    return Wrong
+
+
+# (float32 finite differences of a matmul differ with the summation order: elementwise only)
+@pytest.mark.parametrize("kind,dtype", [("exp", "float64"), ("matvec", "float64"),
+                                        ("exp", "float32")])
+def test_gradcheck_failure_text(kind, dtype):
+    def f(T):
+        dt = getattr(T, dtype)
+        x = T.tensor([0.5, -1.0, 2.0], dtype=dt, requires_grad=True)
+        w = T.tensor([[1.0, 2.0, 0.5], [-3.0, 0.25, 4.0]], dtype=dt, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (float32: PyTorch's precision warning)
+            return T.autograd.gradcheck(_wrong_backward(T, kind).apply, (x, w),
+                                        atol=1e-2 if dtype == "float32" else 1e-5)
+    et = pytest.raises(Exception, f, torch).value
+    en = pytest.raises(Exception, f, nbgrad).value
+    assert type(et).__name__ == type(en).__name__ == "GradcheckError"
+    assert isinstance(en, RuntimeError)
+    assert str(en) == str(et).replace("torch.float64", "nbgrad.float64")
+
+
+def test_gradcheck_raise_exception_false_and_no_input():
+    def f(T):
+        x = T.tensor([0.5, -1.0], dtype=T.float64, requires_grad=True)
+        w = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64)
+        return T.autograd.gradcheck(_wrong_backward(T, "matvec").apply, (x, w),
+                                    raise_exception=False)
+    assert both(f) == (False, False)
+    same_error(lambda T: T.autograd.gradcheck(lambda a: a * 2, (T.ones(2, dtype=T.float64),)),
+               exc=ValueError)

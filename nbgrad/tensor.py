@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from . import backend, dtypes
+from . import storage as _storage
 from .storage import Storage
 
 _NONLEAF_GRAD_WARNING = (
@@ -217,7 +218,14 @@ class Tensor:
     @property
     def _version(self):
         """The version counter (int): +1 per in-place op on this tensor or any view of it."""
-        return self._storage.version
+        st = self._storage
+        if st.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return st.version
+
+    def is_inference(self):
+        """True for a tensor made under `inference_mode` (torch.Tensor.is_inference)."""
+        return self._storage.inference
 
     def _bump_version(self, op_name="inplace"):
         """Record an in-place modification made directly on `_data` (nn/optim internals)."""
@@ -249,6 +257,9 @@ class Tensor:
         if flag and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
+        if flag and self._storage.inference and not _storage.INFERENCE[0]:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(flag) or self._grad_fn is not None
         if flag and self._view is None and self._storage._views is not None:
             wake_views(self)

@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..storage import Storage
-from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta, wake_views
+from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
+                      wake_views)
 from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
@@ -150,7 +151,7 @@ def _apply_view(row, x, args):
     grad = _GRAD.enabled
     out = row.fwd(x._data, *args)
     if row.n_out == 1:
-        r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
+        r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
                 _record(row, (r,), (x,), args, 1)
@@ -158,7 +159,8 @@ def _apply_view(row, x, args):
                 r._requires_grad = True        # grad when its base does
         return r
     creator = _strip(row.node.__name__)  # none of several views may be modified in place
-    rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
+    mode = MULTI_OUTPUT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE
+    rs = tuple(_view_of(x, o, mode, creator) for o in out)
     if x._requires_grad:
         if grad:
             _record(row, rs, (x,), args, 1)
@@ -423,10 +425,13 @@ def view_modified_text(t, itself):
         creator = v.creator or _strip(t._grad_fn.name())  # (a view of one: its own node)
         return f"Output {t._output_nr} of {creator} is a view and {obj} modified inplace." + \
             _MULTI_VIEW
-    if v.creation == NO_GRAD_MODE and t._grad_fn is not None:  # a view of such a view
+    if v.creation in (NO_GRAD_MODE, INFERENCE) and t._grad_fn is not None:  # a view of such a view
         who = f"Output {t._output_nr} of {_strip(t._grad_fn.name())} is a view of a view which was"
     else:
         who = "A view was"
+    if v.creation == INFERENCE:
+        return f"{who} created in inference mode and {obj} modified inplace in normal mode." + \
+            _NO_GRAD_AMBIGUOUS.replace("no_grad block", "inference_mode block")
     msg = f"{who} created in no_grad mode and {obj} modified inplace with grad mode enabled."
     return msg + (_MULTI_VIEW if v.creation == MULTI_OUTPUT else _NO_GRAD_AMBIGUOUS)
 
@@ -450,7 +455,8 @@ def check_inplace(t, op_name="inplace", others_require=False):
     base = v.base
     if v.creation == MULTI_OUTPUT and (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
-    if v.creation == NO_GRAD_MODE and (base._requires_grad or others_require):
+    if (v.creation == NO_GRAD_MODE or v.creation == INFERENCE) and \
+            (base._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if t._requires_grad and base._grad_fn is None:  # (torch: requires_grad and base is a leaf)
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)

@@ -102,7 +102,18 @@ class OpNode(Node):
                 self._saved = tuple(freed)
                 return
 
+    def __dir__(self):
+        row = type(self)._row
+        return sorted(set(super().__dir__()) | {f"_saved_{n}" for n in row.names} |
+                      {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources) if src[0] < 2})
+
     def __getattr__(self, name):
+        if name.startswith("_raw_saved_"):  # the SavedTensor object itself (torch's)
+            row = type(self)._row
+            key = name[11:]
+            if key in row.index and row.sources[row.index[key]][0] < 2:  # an input or output
+                s = self._saved[row.index[key]] if self._saved else None
+                return SavedTensor._undefined(key) if s is None else s
         if name.startswith("_saved_"):
             row = type(self)._row
             key = name[7:]

@@ -487,14 +487,17 @@ def _check_overlap(d, s, full_ok=True):
         return
     lo_d, hi_d = _bounds(d)
     lo_s, hi_s = _bounds(s)
-    if full_ok and lo_d == lo_s and hi_d == hi_s and \
-            [x for x in zip(d.shape, d.strides) if x[0] != 1] == \
-            [x for x in zip(s.shape, s.strides) if x[0] != 1]:
-        return  # the very same elements (x.add_(x), x[None] = x)
+    if full_ok and lo_d == lo_s and hi_d == hi_s and d.strides == s.strides:
+        return  # the very same elements (x.add_(x), x[None] = x: torch compares strides)
     if lo_d < hi_s and lo_s < hi_d:
         raise RuntimeError("unsupported operation: some elements of the input tensor and the "
                            "written-to tensor refer to a single memory location. Please clone() "
                            "the tensor before performing the operation.")
+
+
+def _same_data(a, b):
+    return a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype and \
+        backend.data_ptr(a) == backend.data_ptr(b)
 
 
 def _np_name(dt):
@@ -521,10 +524,13 @@ def _apply_inplace(row, inputs, args, op_name):
                 self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
                     edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
     d = t._data
+    same = False  # copy_ from the very same elements returns early in PyTorch (no checks)
     for x in others:  # (fill_ reads its 0-d value before writing)
         if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d and \
                 op_name != "fill_":
-            _check_overlap(d, x._data)
+            same = row.name == "copy" and _same_data(d, x._data)
+            if not same:
+                _check_overlap(d, x._data)
     arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
@@ -539,17 +545,36 @@ def _apply_inplace(row, inputs, args, op_name):
     if res.dtype != d.dtype and not np.can_cast(res.dtype, d.dtype, "same_kind"):
         raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
                            f"output type {_np_name(d.dtype)}")
-    try:
-        d[...] = res
-    except ValueError:  # a read-only (expanded / broadcast) view
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the tensor "
-                           "before performing the operation.") from None
+    if not same:
+        _write(t, d, res, row.name)
     t._storage.bump(op_name)
     if mask:
         meta = _meta_for(inputs, d) if row.broadcast else None
         _rebase(row, t, inputs, args, mask, edges, self_copy, meta)
     return t
+
+
+# rows PyTorch writes without checking the target for internal overlap (fill_, zero_, ...)
+_UNCHECKED_WRITE = frozenset(("fill", "zero", "masked_fill", "index_fill", "index_fill_tensor",
+                              "index_put"))
+
+
+def _write(t, d, res, row_name):
+    """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
+    and size > 1: an expand) except for the rows above; an expand without one is written
+    (numpy's broadcast views are read-only: write through the storage's array instead)."""
+    overlap = any(s == 0 and n > 1 for n, s in zip(d.shape, d.strides))
+    if overlap and row_name not in _UNCHECKED_WRITE:
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor "
+                           "before performing the operation.")
+    if not getattr(d.flags, "writeable", True):
+        d = backend.as_strided(t._storage._root, *_geom(t))
+    if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
+        changed = ~((res == d) | ((res != res) & (d != d)))
+        d[changed] = res[changed]
+    else:
+        d[...] = res
 
 
 def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):

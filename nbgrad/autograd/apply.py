@@ -20,7 +20,7 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedScalar, SavedTensor
+from .graph import Node, SavedScalar, SavedTensor, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -265,12 +265,20 @@ def _save(row, plan, src, args, outs, ctx):
             outs[k]._output_nr = k
             saved[j] = SavedTensor(names[j], outs[k], True)
         elif kind == 2:
-            saved[j] = args[k]
+            x = args[k]  # an index or mask array is a tensor PyTorch saves: released like one
+            saved[j] = SavedScalar(x) if _array_arg(x) else x
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:
             saved[j] = _Ctx(ctx)
     return saved
+
+
+def _array_arg(x):
+    t = type(x)
+    if t is tuple:
+        return any(type(i) is _ND or hasattr(i, "__cuda_array_interface__") for i in x)
+    return t is _ND or hasattr(x, "__cuda_array_interface__")
 
 
 def _node_for(row, n):
@@ -627,8 +635,9 @@ class CopySlices(Node):
     __slots__ = ("fn", "_base_geom", "_view_geom")
 
     def __init__(self, base_edge, fn, base_geom, view_geom):
-        # fn's saved values are what backward unpacks (released through fn)
-        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]), fn._saved)
+        # fn's saved values are what backward unpacks (released through fn); never None, so
+        # the engine releases it: PyTorch drops fn then, a second backward through it fails
+        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]), fn._saved or ())
         self.fn = fn
         self._base_geom = base_geom
         self._view_geom = view_geom
@@ -637,15 +646,19 @@ class CopySlices(Node):
         return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
 
     def _saved_tensors(self):
-        return self.fn._saved_tensors()
+        return () if self.fn is None else self.fn._saved_tensors()
 
     def _release(self):
-        self.fn._release()
+        if self.fn is not None:
+            self.fn._release()
+            self.fn = None
 
     def _backward(self, g, create_graph):
         """The base's gradient, its view part replaced by what the op's node makes of it. Done
         by the positions of the view's elements within the base, so the same steps serve arrays
         and, under create_graph, Tensors."""
+        if self.fn is None:
+            raise backward_twice_error()
         pos = self._positions()
         flat = g.reshape(-1)
         if not create_graph and type(g) is not _ND:

@@ -21,6 +21,9 @@ op("stack", lambda tensors, n, dim: _xp(tensors[0]).stack(tensors, axis=dim),
 # ---- reshaping views ----------------------------------------------------------------------------
 op("view", lambda self, shape: _view_reshape(self, shape), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
+op("reshape_alias", lambda self, shape: _view_reshape(self, shape), view=True,
+   node="ReshapeAliasBackward0",  # reshape of a non-contiguous tensor the strides allow
+   self=lambda g, self_shape: g.reshape(self_shape))
 op("unsafe_view", lambda self, shape: self.reshape(shape),
    self=lambda g, self_shape: g.reshape(self_shape))
 op("alias", lambda self: self.view(), view=True,

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from . import _torch_errors, creation, dtypes
-from .autograd.apply import (_arr, _broadcast_error, _check_overlap, _device_error, _fresh,
+from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
@@ -1458,8 +1458,6 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
-    if values._storage is input._storage:
-        _check_overlap(input._data, values._data, full_ok=False)
     return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
 
 

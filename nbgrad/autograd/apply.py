@@ -503,6 +503,15 @@ def _check_overlap(d, s, full_ok=True):
                            "the tensor before performing the operation.")
 
 
+def _masked_fill_put(value, args):
+    """index_put_ of one value through one bool mask: PyTorch runs masked_fill_ with the value
+    read first, without the overlap check."""
+    index, accumulate = args
+    arrays = [i for i in index if hasattr(i, "dtype")]
+    return not accumulate and value._data.size == 1 and len(arrays) == 1 and \
+        arrays[0].dtype.kind in "bu"
+
+
 def _same_data(a, b):
     return a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype and \
         backend.data_ptr(a) == backend.data_ptr(b)
@@ -534,11 +543,14 @@ def _apply_inplace(row, inputs, args, op_name):
     d = t._data
     same = False  # copy_ from the very same elements returns early in PyTorch (no checks)
     for x in others:  # (fill_ reads its 0-d value before writing)
-        if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d and \
-                op_name != "fill_":
-            same = row.name == "copy" and _same_data(d, x._data)
-            if not same:
-                _check_overlap(d, x._data)
+        if isinstance(x, Tensor) and x._storage is t._storage and op_name != "fill_":
+            if row.name == "index_put":  # refuses the very same elements too
+                if not _masked_fill_put(x, args):
+                    _check_overlap(d, x._data, False)
+            elif x._data is not d:
+                same = row.name == "copy" and _same_data(d, x._data)
+                if not same:
+                    _check_overlap(d, x._data)
     arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
@@ -571,11 +583,9 @@ def _write(t, d, res, row_name):
     """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
     and size > 1: an expand) except for the rows above; an expand without one is written
     (numpy's broadcast views are read-only: write through the storage's array instead)."""
-    overlap = any(s == 0 and n > 1 for n, s in zip(d.shape, d.strides))
+    overlap = _overlapping(d.shape, d.strides)
     if overlap and row_name not in _UNCHECKED_WRITE:
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the tensor "
-                           "before performing the operation.")
+        _write_overlap_error()
     if not getattr(d.flags, "writeable", True):
         d = backend.as_strided(t._storage._root, *_geom(t))
     if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
@@ -583,6 +593,17 @@ def _write(t, d, res, row_name):
         d[changed] = res[changed]
     else:
         d[...] = res
+
+
+def _overlapping(shape, strides):
+    """PyTorch's has_internal_overlap == YES: a stride-0 dim of size > 1."""
+    return any(s == 0 and n > 1 for n, s in zip(shape, strides))
+
+
+def _write_overlap_error():
+    raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                       "refers to a single memory location. Please clone() the tensor before "
+                       "performing the operation.")
 
 
 def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
@@ -665,6 +686,8 @@ class CopySlices(Node):
             pos = backend.get_array_module(g).asarray(pos)
         res = self.fn._backward(flat[pos].reshape(self._view_geom[0]), create_graph)
         r0 = res[0]
+        if self._next[0][0] is not None and _overlapping(*self._view_geom[:2]):
+            _write_overlap_error()  # PyTorch copies the result into the gradient's view slice
         if create_graph:
             new = flat.index_put((pos,), flat.new_zeros(()) if r0 is None else r0.reshape(-1))
         else:

@@ -96,11 +96,11 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
     Stale saved tensors always get a red box of their own; the others too when
     ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes). With a model
     report (``snap.model``), nodes are grouped in one cluster per module and the modules in
-    ``folded`` (default: ``model.default_folded``) are drawn as one box each.
+    ``folded`` (default: ``model_report.default_folded``) are drawn as one box each.
     """
     rep = getattr(snap, "model", None)
     if rep is not None and rep.clusters:
-        from . import model as _model
+        from . import model_report as _model
 
         if folded is None:
             folded = _model.default_folded(rep, len(snap.nodes))

@@ -97,7 +97,7 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
     Stale saved tensors always get a red box of their own; the others too when
     ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes). With a model
     report (``snap.model``), nodes are grouped in one cluster per module and the modules in
-    ``folded`` (default: ``model.default_folded``) are drawn as one box each. Copies of one
+    ``folded`` (default: ``model_report.default_folded``) are drawn as one box each. Copies of one
     sub-graph (a loop body: :mod:`repeats`) are drawn once in a cluster titled "50 x <source>",
     except the repeats whose keys are in ``expanded``.
     """
@@ -227,7 +227,7 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
             out.append(f'  {t.base_key} -> {t.key} [style=dashed, color="{C_VIEW}",'
                        f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
     if rep is not None and rep.clusters:
-        from . import model as _model
+        from . import model_report as _model
 
         out.extend(_model.cluster_dot(rep, set(snap.nodes) | set(shown_tensors) | saved_drawn,
                                       folded))
@@ -243,7 +243,7 @@ def drawn(snap, folded=None, expanded=()) -> tuple:
     rep = getattr(snap, "model", None)
     in_modules = frozenset()
     if rep is not None and rep.clusters:
-        from . import model as _model
+        from . import model_report as _model
 
         if folded is None:
             folded = _model.default_folded(rep, len(snap.nodes))

@@ -39,7 +39,7 @@ def graph_data(snap, folded=(), expanded=()) -> dict:
     modules = {}
     rep = getattr(snap, "model", None)
     if rep is not None and rep.clusters:
-        from . import model
+        from . import model_report as model
 
         for path, c in rep.clusters.items():
             modules[model.cluster_id(path)] = path

@@ -178,11 +178,30 @@ class NbgradExtension:
             svg = self.layout(dot, snap)
         panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
                           theme=self.theme, layout_fn=self.layout if not self.frontend_renders
-                          else None)
+                          else None, earlier_fn=self.with_earlier)
         handle = display(panel, display_id=True)
         self._live.append((panel, getattr(handle, "display_id", None)))
         while len(self._live) > self.keep_live:
             self._retire(*self._live.popleft())
+
+    def with_earlier(self, snap):
+        """A snapshot of ``snap``'s named tensors and of the earlier graphs it folded to a line,
+        read now (a panel's "show" button); None when none of them is bound any more."""
+        want = set(snap.earlier)
+        want.update(n for t in snap.tensors if t.named for n in t.name.split(" = "))
+        named = [(n, t) for n, t in _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
+                 if n in want]
+        if not named:
+            return None
+        out = _inspect.snapshot(named, max_nodes=self.max_nodes, show_saved=self.show_saved)
+        if snap.model is not None and self.models is not None:
+            from dataclasses import replace
+
+            from . import model_report
+
+            out.model = replace(snap.model, clusters=model_report.graph_clusters(
+                self.models, self.ip.user_ns, out, skip=self._hidden()))
+        return out
 
     def _rendered(self, ok: bool):
         self.frontend_renders = bool(ok)

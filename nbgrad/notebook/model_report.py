@@ -157,13 +157,7 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
     """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
     tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
     rep = rep or ModelReport()
-    mods, pnames, _tops = module_names(ns, skip)
-    for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
-        if not t.name:
-            path = pnames.get(int(t.key[1:]))
-            if path is not None:
-                t.name = path
-    rep.clusters = clusters(snap, tracker.recent_calls(snap), mods)
+    rep.clusters = graph_clusters(tracker, ns, snap, skip)
     changed = {n for t in snap.tensors if t.named and t.version_delta != 0
                for n in t.name.split(" = ")}
     rep.nan = nan_origin(ns, skip, only=changed)
@@ -184,6 +178,18 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
                              f"{_in_bytes(nbytes)} (see Memory): append loss.item() to keep "
                              "only the number")
     return None if rep.is_empty() else rep
+
+
+def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=()) -> dict:
+    """The module clusters of ``snap`` (:func:`clusters`); the parameters its graph reaches get
+    their module path as name."""
+    mods, pnames, _tops = module_names(ns, skip)
+    for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
+        if not t.name:
+            path = pnames.get(int(t.key[1:]))
+            if path is not None:
+                t.name = path
+    return clusters(snap, tracker.recent_calls(snap), mods)
 
 
 def _named_params(ns, top_names):

@@ -98,6 +98,8 @@ class OpNode(Node):
         mask array (gather's `index`) become FREED, so a second backward fails as PyTorch's does
         (it saves both as tensors)."""
         saved = self._saved
+        if saved is None:
+            return
         for s in saved:
             if type(s) in RELEASABLE:
                 s.release()

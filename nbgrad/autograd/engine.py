@@ -12,6 +12,11 @@ from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 
+# Callbacks `cb(outputs, api)` told of each backward / autograd.grad call before it runs
+# (`outputs`: the root tensors; `api`: "backward" or "grad"). Empty unless a tool (the notebook
+# panel) observes: then one list check per call.
+BACKWARD_OBSERVERS: list = []
+
 
 def _root_edge(t):
     """(node, output_nr) where the gradient of `t` enters the graph."""
@@ -87,6 +92,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
                                "grad_fn")
         root_edges.append((node, nr, g))
+    if BACKWARD_OBSERVERS:
+        for cb in tuple(BACKWARD_OBSERVERS):
+            cb(outputs, api)
 
     # capture targets: (node, output_nr) -> index in inputs
     captures = None

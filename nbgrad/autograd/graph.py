@@ -11,10 +11,12 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 import re
 import sys
+import weakref
 
 from ..backend import as_array
 from .. import provenance
 from . import anomaly
+from .grad_mode import _restore_grad, _set_grad
 
 _ANOMALY = anomaly.STATE
 
@@ -26,6 +28,9 @@ _BACKWARD_TWICE = (
     "backward.")
 _HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its "
          "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+_HINT_ANOMALY = ("Hint: the backtrace further above shows the operation that failed to compute its "
+                 "gradient. The variable in question was changed in there or anywhere later. Good "
+                 "luck!")
 _getrefcount = sys.getrefcount
 _getframe = sys._getframe
 _PROV = provenance.ENABLED
@@ -102,21 +107,85 @@ class SavedTensor:
                  "is_output", "_packed", "_unpack_hook", "__weakref__")
 
     def __init__(self, name, t, is_output=False, data=None):
+        st = t._storage
+        if st.inference:
+            raise RuntimeError(_INFERENCE_SAVE)
         self.name = name
         self._data = t._data if data is None else data
-        self._storage = t._storage
-        self.saved_version = t._storage.version
+        self._storage = st
+        self.saved_version = st.version
         self.is_output = is_output
         self._output_nr = t._output_nr
         # an input is kept as the tensor itself (as PyTorch does); an output only as its array,
         # since the tensor owns the node that saves it (no reference cycle)
         self._tensor = None if is_output else t
         self._packed = None
-        hooks = _SAVED_HOOKS
-        if hooks:
-            pack, self._unpack_hook = hooks[-1]
-            self._packed = pack(t)
-            self._data = None
+        if _SAVED_HOOKS:
+            self._pack(t, *_SAVED_HOOKS[-1])
+
+    def _pack(self, t, pack_hook, unpack_hook):
+        """Store what `pack_hook(t)` returns instead of the tensor (PyTorch calls the hook
+        with grad mode off, and refuses a hook that modified `t` in place)."""
+        st = t._storage
+        version = st.version
+        prev = _set_grad(False)
+        try:
+            packed = pack_hook(t)
+        finally:
+            _restore_grad(prev)
+        if st.version != version:
+            raise RuntimeError(_PACK_INPLACE)
+        self._packed = _PACKED_NONE if packed is None else packed
+        self._unpack_hook = unpack_hook
+        self._data = None
+        # an input keeps only where its gradient goes, so that what unpack_hook returns is
+        # differentiable again under create_graph (PyTorch restores grad_fn or accumulator)
+        self._tensor = None if self.is_output or not t._requires_grad else (
+            t.grad_fn, t._output_nr, t._grad_accumulator() if t.grad_fn is None else None)
+
+    @classmethod
+    def _undefined(cls, name):
+        """What a node holds for a tensor it did not need to save (`_raw_saved_other` of
+        `x * 2`): a SavedTensor whose value is None, as PyTorch's."""
+        s = cls.__new__(cls)
+        s.name, s._data, s._storage, s._tensor, s._packed = name, None, None, None, None
+        s.saved_version, s.is_output, s._output_nr = 0, False, -1  # -1: never saved
+        return s
+
+    # ---- torch._C._autograd.SavedTensor's API (node._raw_saved_<name>) ----
+    def register_hooks(self, *hooks):
+        """Pack the saved tensor now with `pack_hook`, and unpack it in backward with
+        `unpack_hook` (torch's SavedTensor.register_hooks).
+
+        Raises:
+            TypeError: not exactly two callables.
+            RuntimeError: PyTorch's texts for a value None, hooks already set, a saved tensor
+                already freed, or a pack hook that modified its input in place.
+        """
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError(
+                "register_hooks(): incompatible function arguments. The following argument types "
+                "are supported:\n    1. (self: nbgrad.autograd.graph.SavedTensor, arg0: "
+                "collections.abc.Callable, arg1: collections.abc.Callable) -> None\n\nInvoked "
+                f"with: {self!r}, " + ", ".join(repr(h) for h in hooks))
+        if self._packed is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        if self._storage is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden" if self._output_nr == -1 else _REGISTER_FREED)
+        t = self._tensor if self._tensor is not None else \
+            _tm.Tensor._make(self._data, self._storage, None, 0, False)
+        self._pack(t, *hooks)
+
+    @property
+    def data(self):
+        """The saved tensor (None for a value that was not saved)."""
+        return self.unpack()
+
+    @property
+    def unpack_hook(self):
+        return None if self._packed is None else self._unpack_hook
 
     # ---- read-only introspection for the notebook layer ----
     @property
@@ -159,12 +228,32 @@ class SavedTensor:
         self._data = self._packed = self._tensor = self._storage = None
 
     # ---- backward ----
-    def unpack(self, node, as_tensor=False):
-        """The saved value (array, or Tensor when `as_tensor`), after the version check."""
+    def unpack(self, node=None, as_tensor=False):
+        """The saved value (array, or Tensor when `as_tensor`), after the version check.
+        Called with no argument (torch's SavedTensor.unpack()): the Tensor, or None."""
         __tracebackhide__ = True
-        if self._packed is not None:
-            t = self._unpack_hook(self._packed)
-            return t if as_tensor else (t._data if isinstance(t, _tm.Tensor) else t)
+        if node is None:
+            if self._output_nr == -1:
+                return None
+            as_tensor = True
+        packed = self._packed
+        if packed is not None:
+            t = self._unpack_hook(None if packed is _PACKED_NONE else packed)
+            if not isinstance(t, _tm.Tensor):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(t).__name__}")
+            if not as_tensor:
+                return t._data
+            if self.is_output:
+                return _tm.Tensor._make(t._data, t._storage, node, self._output_nr,
+                                        node is not None)
+            if self._tensor is None:
+                return t
+            fn, nr, acc = self._tensor
+            r = _tm.Tensor._make(t._data, t._storage, fn, nr, True)
+            if acc is not None:
+                r._x().accum = weakref.ref(acc)
+            return r
         data = self._data
         if data is None:
             raise backward_twice_error()
@@ -174,7 +263,7 @@ class SavedTensor:
             return data
         if not self.is_output:
             return self._tensor
-        return _tm.Tensor._make(data, self._storage, node, self._output_nr, True)
+        return _tm.Tensor._make(data, self._storage, node, self._output_nr, node is not None)
 
     def _stale_error(self, node):
         fn = node if self.is_output else self._tensor.grad_fn
@@ -184,7 +273,7 @@ class SavedTensor:
         now = self._storage.version
         msg = ("one of the variables needed for gradient computation has been modified by an "
                f"inplace operation: {desc}{owner} is at version {now}; expected version "
-               f"{self.saved_version} instead. {_HINT}")
+               f"{self.saved_version} instead. {_HINT_ANOMALY if _ANOMALY.enabled else _HINT}")
         where = provenance.Location.of(node._where)
         mods = self.modified_by()
         lines = [f"nbgrad: this tensor ({self.name!r}) was saved by {node.name()}"
@@ -240,6 +329,21 @@ class _Freed:
 FREED = _Freed()
 
 
+_INFERENCE_SAVE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a clone "
+    "to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`.")
+_PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook cannot be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook.")
+_REGISTER_FREED = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+    "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to "
+    "access saved variables after calling backward.")
+_PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
 RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
 UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
@@ -262,7 +366,7 @@ class saved_tensors_hooks:
         return self
 
     def __exit__(self, *exc):
-        _SAVED_HOOKS.remove(self.hooks)
+        _SAVED_HOOKS.pop()
         return False
 
 

@@ -42,6 +42,14 @@ _ND = np.ndarray
 _NUMBERS = (int, float, bool)
 
 
+def _array_arg(x):
+    """Whether a saved argument is an index or mask array (or a tuple holding one)."""
+    t = type(x)
+    if t is tuple:
+        return any(type(i) is _ND or hasattr(i, "__cuda_array_interface__") for i in x)
+    return t is _ND or hasattr(x, "__cuda_array_interface__")
+
+
 class OpNode(Node):
     """A node made by a table row; its class (e.g. MulBackward0) carries the row."""
 
@@ -86,23 +94,40 @@ class OpNode(Node):
         return outs
 
     def _release(self):
-        """Free the saved tensors; a saved Python number (x * 2's `other`) becomes FREED, so a
-        second backward fails as PyTorch's does (it saves such a number as a tensor)."""
+        """Free the saved tensors. A saved Python number (x * 2's `other`) and a saved index or
+        mask array (gather's `index`) become FREED, so a second backward fails as PyTorch's does
+        (it saves both as tensors)."""
         saved = self._saved
+        if saved is None:
+            return
         for s in saved:
             if type(s) in RELEASABLE:
                 s.release()
-        slots = self._row.input_slots
-        for j in slots:
+        row = self._row
+        freed = None
+        for j in row.input_slots:
             if type(saved[j]) in _NUMBERS:
-                freed = list(saved)
-                for k in slots:
-                    if type(freed[k]) in _NUMBERS:
-                        freed[k] = FREED
-                self._saved = tuple(freed)
-                return
+                freed = freed or list(saved)
+                freed[j] = FREED
+        for j in row.arg_slots:
+            if _array_arg(saved[j]):
+                freed = freed or list(saved)
+                freed[j] = FREED
+        if freed is not None:
+            self._saved = tuple(freed)
+
+    def __dir__(self):
+        row = type(self)._row
+        return sorted(set(super().__dir__()) | {f"_saved_{n}" for n in row.names} |
+                      {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources) if src[0] < 2})
 
     def __getattr__(self, name):
+        if name.startswith("_raw_saved_"):  # the SavedTensor object itself (torch's)
+            row = type(self)._row
+            key = name[11:]
+            if key in row.index and row.sources[row.index[key]][0] < 2:  # an input or output
+                s = self._saved[row.index[key]] if self._saved else None
+                return SavedTensor._undefined(key) if s is None else s
         if name.startswith("_saved_"):
             row = type(self)._row
             key = name[7:]
@@ -213,6 +238,7 @@ class Row:
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
         self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
+        self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
         self.plans = {}
         self.node = type(node or node_name(name), (OpNode,),
                          {"__slots__": (), "_row": self, "_n_out": n_out})

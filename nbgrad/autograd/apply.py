@@ -552,7 +552,9 @@ def _apply_inplace(row, inputs, args, op_name):
                 same = row.name == "copy" and _same_data(d, x._data)
                 if not same:
                     _check_overlap(d, x._data)
-    arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
+    arrays = [d]
+    for x in others:
+        arrays.append(x._data if isinstance(x, Tensor) else x)
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
     try:
@@ -584,16 +586,21 @@ def _write(t, d, res, row_name):
     """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
     and size > 1: an expand) except for the rows above; an expand without one is written
     (numpy's broadcast views are read-only: write through the storage's array instead)."""
-    overlap = _overlapping(d.shape, d.strides)
+    overlap = 0 in d.strides and _overlapping(d.shape, d.strides)
     if overlap and row_name not in _UNCHECKED_WRITE:
         _write_overlap_error()
-    if not getattr(d.flags, "writeable", True):
-        d = backend.as_strided(t._storage._root, *_geom(t))
     if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
+        if not getattr(d.flags, "writeable", True):
+            d = backend.as_strided(t._storage._root, *_geom(t))
         changed = ~((res == d) | ((res != res) & (d != d)))
         d[changed] = res[changed]
-    else:
+        return
+    try:
         d[...] = res
+    except ValueError:
+        if getattr(d.flags, "writeable", True):
+            raise
+        backend.as_strided(t._storage._root, *_geom(t))[...] = res
 
 
 def _overlapping(shape, strides):

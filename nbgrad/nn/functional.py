@@ -78,6 +78,22 @@ def linear(input, weight, bias=None):
         Tensor: (*, out_features); with a bias, on 2-D or contiguous input, one
         ``AddmmBackward0`` node (N-d input viewed to 2-D and back), as torch.
     """
+    x, w = input._data, weight._data
+    if (x.ndim >= 2 and w.ndim == 2 and x.shape[-1] == w.shape[1] and x.dtype is w.dtype
+            and type(x) is type(w) and x.flags.c_contiguous
+            and (bias is None or (bias._data.shape == w.shape[:1] and bias._data.dtype is x.dtype
+                                  and type(bias._data) is type(x)))):
+        # the usual case, checked: torch's nodes (TBackward0, [ViewBackward0,] MmBackward0 /
+        # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]) applied directly
+        wt = apply(ROWS["t"], (weight,))
+        x2 = input if x.ndim == 2 else apply(ROWS["view"], (input,), ((x.size // x.shape[-1],
+                                                                       x.shape[-1]),))
+        if bias is None:
+            out = apply(ROWS["mm"], (x2, wt))
+            return out if x.ndim == 2 else apply(ROWS["unsafe_view"], (out,),
+                                                 (x.shape[:-1] + w.shape[:1],))
+        out = apply(ROWS["addmm"], (bias, x2, wt), (1, 1))
+        return out if x.ndim == 2 else apply(ROWS["view"], (out,), (x.shape[:-1] + w.shape[:1],))
     if bias is not None and input.ndim == 2:
         return nbgrad.addmm(bias, input, weight.t())
     if bias is not None and input.ndim > 2 and bias.ndim == 1 and input.is_contiguous():

@@ -74,6 +74,11 @@ class ArrayFormulas:
 
     def scatter_add(self, g, shape, index):
         """zeros(shape) with `g` added at `index` (repeated positions add up)."""
+        rows = index[0] if type(index) is tuple and len(index) == 1 else index
+        if type(rows) is np.ndarray and rows.dtype.kind in "iu" and rows.size >= 32 and \
+                type(g) is np.ndarray and g.dtype.kind == "f" and \
+                g.shape == rows.shape + tuple(shape[1:]):
+            return _add_rows(g, shape, rows)
         z = self.m.zeros(shape, g.dtype)
         self.m.add.at(z, index, g)
         return z
@@ -148,6 +153,18 @@ class ArrayFormulas:
     def lstm_layer_backward(g, ctx, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, out, needs):
         return kernels.lstm_layer_backward(*g, ctx.get(), x, w_ih, w_hh, h0, c0, out, reverse,
                                            needs)
+
+
+def _add_rows(g, shape, rows):
+    """zeros(shape) with g's rows added at `rows` (an int array indexing dim 0: embedding and
+    ``C[X]`` lookups): one bincount over the flat positions ``row * D + column``, which sums in
+    float64; np.add.at, the general scatter, pays per index row: 2x slower from ~32 rows on."""
+    n, d = shape[0], math.prod(shape[1:])
+    flat = rows.reshape(-1) % n if n else rows.reshape(-1)  # negative indices count from the end
+    if d != 1:
+        flat = (flat[:, None] * d + np.arange(d)).reshape(-1)
+    out = np.bincount(flat, weights=g.reshape(-1), minlength=n * d)
+    return out.astype(g.dtype, copy=False).reshape(shape)
 
 
 NUMPY = ArrayFormulas(np)

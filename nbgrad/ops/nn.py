@@ -897,9 +897,7 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
         from ..creation import zeros
         return zeros(weight_shape, dtype=g.dtype, device=g.device).index_add(
             0, Tensor._make_fresh(flat), g2)
-    out = xp.zeros(weight_shape, g.dtype)
-    xp.add.at(out, flat, g2)
-    return out
+    return xp.scatter_add(g2, tuple(weight_shape), flat)
 
 
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------

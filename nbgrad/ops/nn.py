@@ -23,7 +23,7 @@ from .. import backend
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
-from .formulas import TENSORS, _add_reduce, _zeros_for, array_formulas
+from .formulas import TENSORS, _sum_all, _zeros_for, array_formulas
 from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
@@ -619,7 +619,7 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
         t = target
         if len(t) and not (t == ignore_index).any():
             rows = _xp(x).arange(len(t))
-            total = _add_reduce(x[rows, t], None, x.dtype)
+            total = _sum_all(x[rows, t], x.dtype)
             n = len(t) if reduction == "mean" else 1
             ctx.value = (rows, t, None, n)
             with np.errstate(invalid="ignore", divide="ignore"):

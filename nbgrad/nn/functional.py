@@ -1862,23 +1862,25 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     ho, wo = _out_sizes(output_size, (h, w))
     (hs, he), (ws, we) = _adaptive_windows(h, ho), _adaptive_windows(w, wo)
     lead = x.shape[:-2]
+    xp = backend.get_array_module(x)  # the input's module: indices stay on its device
     flat = x.reshape(-1, h, w)
-    idx = np.empty((flat.shape[0], ho, wo), np.int64)
+    idx = xp.empty((flat.shape[0], ho, wo), np.int64)
     for i in range(ho):
         for j in range(wo):
             win = flat[:, hs[i]:he[i], ws[j]:we[j]]
             k = win.reshape(len(flat), -1).argmax(1)
             kw_ = we[j] - ws[j]
             idx[:, i, j] = (hs[i] + k // kw_) * w + ws[j] + k % kw_
-    rows = np.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
+    rows = xp.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
     out_shape = lead + (ho, wo)
 
     def fwd(a):
         return a.reshape(-1)[rows].reshape(out_shape)
 
     def adj(g):
-        z = np.zeros(x.size, g.dtype)
-        np.add.at(z, rows.reshape(-1), g.reshape(-1))
+        m = backend.get_array_module(g)
+        z = m.zeros(x.size, g.dtype)
+        m.add.at(z, rows.reshape(-1), g.reshape(-1))
         return z.reshape(x.shape)
 
     out = _linear("adaptive_max_pool2d", input, fwd, adj)

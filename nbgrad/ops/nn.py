@@ -829,7 +829,7 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
     ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
     wo = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
-    probe = np.zeros((n, cg * groups, ho, wo), x.dtype)
+    probe = _xp(x).zeros((n, cg * groups, ho, wo), x.dtype)
     _, cctx = kernels.conv2d_forward(probe, w, None, stride, padding, dilation, groups)
     y = kernels.conv2d_backward(x, cctx, (True, False, False))[0]
     if b is not None:

@@ -567,3 +567,165 @@ def test_gradcheck_raise_exception_false_and_no_input():
     assert both(f) == (False, False)
     same_error(lambda T: T.autograd.gradcheck(lambda a: a * 2, (T.ones(2, dtype=T.float64),)),
                exc=ValueError)
+
+
+# ================================================================================================
+# 5. gradients accumulated into .grad: node, _version; autograd.grad results' _version
+# ================================================================================================
+def _grad_state(t):
+    g = t.grad
+    if g is None:
+        return None
+    fn = g.grad_fn
+    return (g.tolist(), g._version, g.requires_grad,
+            None if fn is None else (type(fn).__name__, tuple(
+                (None if f is None else type(f).__name__, nr) for f, nr in fn.next_functions)))
+
+
+ACCUMULATE = [  # (program, create_graph) of each backward in turn
+    ("x*x", (True, True, True, False)),
+    ("x*x", (False, True, False)),
+    ("x*2", (True, True)),
+    ("x*2", (False, False, False)),
+    ("x.exp()", (True, False)),
+    ("x*x*x", (False, False)),
+    pytest.param("x.tanh()", (True,), marks=pytest.mark.xfail(
+        strict=True, reason="gradients built under create_graph are named by the ops of the "
+        "formula (MulBackward0), PyTorch's by the formula (TanhBackwardBackward0)")),
+    ("x[0]+x[1]", (False, True)),
+    ("(x*3)+(x*4)", (False, False)),
+    ("x.pow(2)+x.exp()", (False,)),
+]
+
+
+@pytest.mark.parametrize("prog,modes", ACCUMULATE)
+def test_grad_accumulation_node_and_version(prog, modes):
+    def f(T):
+        x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+        states = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (backward with create_graph: the cycle warning)
+            for cg in modes:
+                eval(prog, {"x": x}).sum().backward(create_graph=cg)
+                states.append(_grad_state(x))
+        return states
+    same_outcome(f)
+
+
+def test_grad_accumulated_in_place_keeps_the_tensor():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward(create_graph=True)
+        (x * x).sum().backward(create_graph=True)
+        g = x.grad
+        (x * 2).sum().backward()  # without create_graph: added in place, grad_fn kept
+        return x.grad is g, _grad_state(x)
+    same_outcome(f)
+
+
+@pytest.mark.parametrize("prog", ["(x*x).sum()", "(x*2).sum()", "x.exp().sum()",
+                                  "(x*x*x).sum()", "x[0]+x[1]", "(x*3).sum()+(x*4).sum()",
+                                  "x.exp().sum()+x.pow(2).sum()"])
+@pytest.mark.parametrize("cg", [False, True])
+def test_autograd_grad_result_version(prog, cg):
+    def f(T):
+        x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+        g, = T.autograd.grad(eval(prog, {"x": x}), x, create_graph=cg)
+        return g.tolist(), g._version, g.requires_grad, \
+            None if g.grad_fn is None else type(g.grad_fn).__name__
+    same_outcome(f)
+
+
+def test_autograd_grad_same_input_twice_same_tensor():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        g1, g2 = T.autograd.grad((x * x).sum(), [x, x])
+        return g1 is g2, g1._version, g1.tolist()
+    same_outcome(f)
+
+
+def test_grad_of_output_itself_leaves_its_node_alone():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        g, = T.autograd.grad(y.sum(), y)
+        g2, = T.autograd.grad(y, y, T.ones(2))  # y's node did not run: nothing was freed
+        y.sum().backward()
+        return g.tolist(), g2.tolist(), x.grad.tolist()
+    same_outcome(f)
+
+
+def test_backward_inputs_accumulates_like_accumulate_grad_or_retain_grad():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward(inputs=[x])
+        v1 = x.grad._version
+        (x * x).sum().backward(inputs=[x])
+        y = x * 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (y * y).sum().backward(inputs=[y], create_graph=True)
+            return v1, _grad_state(x), y._grad.tolist(), y._grad._version, \
+                type(y._grad.grad_fn).__name__
+    same_outcome(f)
+
+
+@pytest.mark.parametrize("case", ["plain", "reenabled", "hook", "existing", "create_graph"])
+def test_leaf_requires_grad_turned_off_after_use(case):
+    def f(T):
+        x = T.ones(2, requires_grad=True)
+        log = []
+        if case == "hook":
+            x.register_hook(lambda g: log.append(g.tolist()))
+        if case == "existing":
+            (x * 2).sum().backward()
+        y = (x * x).sum()
+        x.requires_grad_(False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y.backward(retain_graph=True, create_graph=case == "create_graph")
+        out = [None if x.grad is None else x.grad.tolist(), log, x.is_leaf,
+               type(y.grad_fn.next_functions[0][0].next_functions[0][0]).__name__]
+        if case == "reenabled":
+            x.requires_grad_(True)
+            y.backward()
+            out.append(x.grad.tolist())
+        return out
+    same_outcome(f)
+
+
+def test_create_graph_backward_warns_once_about_the_cycle():
+    import subprocess
+    import sys
+    code = ("import warnings, {0} as T\n"
+            "warnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    x = T.ones(2, requires_grad=True)\n"
+            "    T.autograd.grad((x * x).sum(), x, create_graph=True)\n"
+            "    (x * x).sum().backward(create_graph=True)\n"
+            "    (x * x).sum().backward(create_graph=True)\n"
+            "print(repr([str(m.message) for m in w]))\n")
+    out = [subprocess.run([sys.executable, "-c", code.format(lib)], capture_output=True,
+                          text=True, check=True).stdout for lib in ("torch", "nbgrad")]
+    internal = " (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/engine.cpp:1307.)"
+    assert out[1] == out[0].replace(internal, "")
+    assert out[1].count("Using backward() with create_graph=True") == 1
+
+
+@pytest.mark.parametrize("cg", [False, True])
+def test_retain_grad_accumulation(cg):
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(2):
+                (y * y).sum().backward(create_graph=cg, retain_graph=True)
+                g = y.grad
+                out.append((g.tolist(), g._version, None if g.grad_fn is None else
+                            type(g.grad_fn).__name__))
+        return out
+    same_outcome(f)

@@ -7,10 +7,15 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 from . import anomaly
 from heapq import heappop, heappush
+from sys import getrefcount as _getrefcount
+
+import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
+
+_ND = np.ndarray
 
 
 def _root_edge(t):
@@ -135,6 +140,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             heappush(ready, (-node._seq, node))
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
+    versions = captured[:]
+    bumps = {}  # node -> in-place additions into its gradient buffer (its version)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
     anomaly_on = anomaly.STATE.enabled
@@ -158,10 +165,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             gk = gs[key_nr] if multi else gs
                             for k in ks:
                                 captured[k] = gk
+                                versions[k] = bumps.get(node, 0) if bumps else 0
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:
                         if accumulate:
                             node._backward(gs, create_graph)
+                            if bumps and node in bumps:  # .grad took the buffer: its version
+                                _set_version(node.variable._grad, gs, bumps[node])
                     else:
                         if anomaly_on:
                             out = anomaly.run_node(node, gs, create_graph, check_nan)
@@ -169,8 +179,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             out = node._backward(gs, create_graph)
                         if node._hooks:
                             out = _run_posthooks(node, out, gs)
-                if release and node._saved is not None:
-                    node._release()
+                    if release and node._saved is not None:  # (a node that did not run keeps
+                        node._release()                      # them, as PyTorch's)
             if out is None:
                 for c, nr in node._next:
                     if c is not None:
@@ -185,13 +195,27 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if gi is not None:
                     if c._n_out == 1:
                         old = buffers.get(c)
-                        buffers[c] = gi if old is None else old + gi
+                        if old is None:
+                            buffers[c] = gi
+                        elif type(old) is _ND and old.base is None and old.flags.writeable \
+                                and old.dtype is gi.dtype and old.shape == gi.shape and \
+                                _getrefcount(old) == 3 + sum(o is old for o in out):
+                            # PyTorch adds into a buffer only it holds, in place (the dict,
+                            # `old`, getrefcount's argument, and this node's outputs): the
+                            # gradient's _version counts these additions
+                            old += gi
+                            bumps[c] = bumps.get(c, 0) + 1
+                        else:
+                            buffers[c] = old + gi
+                            if bumps:
+                                bumps.pop(c, None)
                     else:
                         _accumulate(buffers, c, nr, gi)
                 d = deps[c] - 1
                 deps[c] = d
                 if d == 0:
                     heappush(ready, (-c._seq, c))
+            old = gi = None  # no stale reference: .grad takes a buffer nothing else holds
     finally:
         STATE.enabled = prev
         loud(token)
@@ -199,16 +223,28 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if inputs is None:
         return None
     result = []
+    made = {}  # one Tensor per captured array: the same input twice gets the same object
     for k, t in enumerate(inputs):
         g = captured[k]
         if g is not None and not isinstance(g, _tm.Tensor):
-            g = _tm.Tensor._make_fresh(as_array(g))
+            arr = g
+            g = made.get(id(arr))
+            if g is None:
+                g = made[id(arr)] = _tm.Tensor._make_fresh(as_array(arr))
+                if versions[k]:
+                    g._storage.version = versions[k]
         if g is None and not allow_unused:
             raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been "
                                "used in the graph. Set allow_unused=True if this is the desired "
                                "behavior.")
         result.append(g)
     return result
+
+
+def _set_version(t, arr, version):
+    """The version of `.grad` when it is the engine's buffer `arr` itself (not a copy)."""
+    if t is not None and t._data is arr:
+        t._storage.version = version
 
 
 def _needed(deps, targets):
@@ -231,8 +267,8 @@ def _needed(deps, targets):
             else:
                 stack.pop()
                 order.append(n)
-    for n in order:  # post-order: children first
-        if n in targets or any(c in needed for c, _ in n._next if c is not None):
+    for n in order:  # post-order: children first; a capture target itself need not run
+        if any(c in needed or c in targets for c, _ in n._next if c is not None):
             needed.add(n)
     return needed
 

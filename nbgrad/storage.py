@@ -55,7 +55,7 @@ class Storage:
         """Record one in-place modification by `op_name` (adds exactly 1 to the version)."""
         self.version = v = self.version + 1
         provenance.BUMPS[0] += 1
-        where = provenance.capture()
+        where = provenance.capture(4)  # user -> op -> apply -> _apply_inplace -> here
         b = self._bumps
         if b is None:
             self._bumps = [(v, op_name, where)]

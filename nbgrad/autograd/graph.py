@@ -39,6 +39,8 @@ _getframe = sys._getframe
 _PROV = provenance.ENABLED
 _LIB = provenance.LIB_FILES
 _NODES = provenance.NODES
+_SITES = provenance.SITES
+_site = provenance.site
 _SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, FillBackward3 -> Fill3
 
 
@@ -314,22 +316,20 @@ class Ctx:
         return self.value
 
 
-class SavedScalar:
-    """A Python number input a formula needs (`x * 2` keeps `other`): PyTorch saves it as a
-    wrapped-number tensor, so a second backward through the node fails after release."""
+class _Freed:
+    """What a saved Python number becomes once backward released it (x * 2's `other`: PyTorch
+    saves it as a tensor, so a second backward through the node fails)."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def release(self):
-        self.value = None
+    __slots__ = ()
 
     def unpack(self, node, as_tensor=False):
-        if self.value is None:
-            raise backward_twice_error()
-        return self.value
+        raise backward_twice_error()
+
+    def __repr__(self):
+        return "FREED"
+
+
+FREED = _Freed()
 
 
 _INFERENCE_SAVE = (
@@ -348,8 +348,8 @@ _REGISTER_FREED = (
     "access saved variables after calling backward.")
 _PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = (SavedTensor, Ctx, SavedScalar)  # what Node._release frees
-UNPACKED = (SavedTensor, SavedScalar)  # what a node unpacks before its formulas run
+RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -374,24 +374,32 @@ class saved_tensors_hooks:
 
 
 # ------------------------------------------------------------------------------------------------
+class _Hooks:
+    """A node's rarely used parts, kept out of every node: hooks, pre-hooks, metadata."""
+
+    __slots__ = ("post", "pre", "metadata")
+
+    def __init__(self):
+        self.post = self.pre = self.metadata = None
+
+
 class Node:
     """Base class of every `grad_fn` (torch.autograd.graph.Node).
 
     Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
     """
 
-    # where the node was made is kept as two slots, not a (code, lasti) tuple: 64 bytes less per
-    # node; `_where` rebuilds the pair when the notebook or an error message asks
-    __slots__ = ("_next", "_saved", "_meta", "_code", "_lasti", "_hooks", "_prehooks", "_extra",
-                 "_seq", "__weakref__")
+    __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
     _n_out = 1
 
     def __init__(self, next_functions=(), saved=None, meta=None):
         """The one constructor of every node: its edges, what it saved, per input the (shape,
-        dtype) to reduce its gradient to (or None), where it was made, its sequence number."""
+        dtype) to reduce its gradient to (or None), where it was made (`_where`: the user's
+        `(code, lasti)`, shared by every node made at that place), its sequence number."""
         self._next = next_functions
         self._saved = saved
         self._meta = meta
+        self._hooks = None
         if _PROV[0]:  # provenance.capture(), inlined (hot): the first frame outside nbgrad
             # On the common paths (user -> op -> apply -> _record -> here) the user's frame is
             # 4 up. sys._getframe(n) makes a frame object for frame n only, where walking f_back
@@ -407,22 +415,15 @@ class Node:
             except ValueError:  # a shallower stack
                 f = _first_outside()
             if f is None:
-                self._code = None
+                self._where = None
             else:
-                self._code = f.f_code
-                self._lasti = f.f_lasti
+                code, lasti = f.f_code, f.f_lasti
+                self._where = _SITES.get((id(code), lasti)) or _site(code, lasti)
         else:
-            self._code = None
-        self._hooks = self._prehooks = self._extra = None
+            self._where = None
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
-
-    @property
-    def _where(self):
-        """`(code, lasti)` of the user's code that made this node, or None."""
-        code = self._code
-        return None if code is None else (code, self._lasti)
 
     def name(self) -> str:
         """The node's class name, e.g. 'MulBackward0' (torch Node.name())."""
@@ -436,12 +437,16 @@ class Node:
     @property
     def metadata(self) -> dict:
         """A dict for user data, kept with the node (torch Node.metadata)."""
-        if self._extra is None:
-            self._extra = {}
-        md = self._extra.get("metadata")
-        if md is None:
-            md = self._extra["metadata"] = {}
-        return md
+        h = self._x()
+        if h.metadata is None:
+            h.metadata = {}
+        return h.metadata
+
+    def _x(self):
+        h = self._hooks
+        if h is None:
+            h = self._hooks = _Hooks()
+        return h
 
     def _saved_tensors(self):
         """The SavedTensor objects this node holds (for introspection)."""
@@ -449,30 +454,33 @@ class Node:
 
     def register_hook(self, fn):
         """`fn(grad_inputs, grad_outputs)` after this node runs; may return new grad_inputs."""
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(fn)
-        return RemovableHandle(self._hooks, fn)
+        h = self._x()
+        if h.post is None:
+            h.post = []
+        h.post.append(fn)
+        return RemovableHandle(h.post, fn)
 
     def register_prehook(self, fn):
         """`fn(grad_outputs)` before this node runs; may return new grad_outputs."""
-        if self._prehooks is None:
-            self._prehooks = []
+        h = self._x()
+        if h.pre is None:
+            h.pre = []
         item = (None, fn)
-        self._prehooks.append(item)
-        return RemovableHandle(self._prehooks, item)
+        h.pre.append(item)
+        return RemovableHandle(h.pre, item)
 
     def _add_tensor_prehook(self, output_nr, fn):
-        if self._prehooks is None:
-            self._prehooks = []
+        h = self._x()
+        if h.pre is None:
+            h.pre = []
         item = (output_nr, fn)
         # tensor hooks run before the node's own pre-hooks, in registration order, and
         # retain_grad's hook after all other tensor hooks (PyTorch's order)
         retain = getattr(fn, "_nbgrad_retain", False)
-        n = sum(1 for nr, f in self._prehooks
+        n = sum(1 for nr, f in h.pre
                 if nr is not None and (retain or not getattr(f, "_nbgrad_retain", False)))
-        self._prehooks.insert(n, item)
-        return RemovableHandle(self._prehooks, item)
+        h.pre.insert(n, item)
+        return RemovableHandle(h.pre, item)
 
     def _release(self):
         for s in self._saved or ():

@@ -348,8 +348,68 @@ _REGISTER_FREED = (
     "access saved variables after calling backward.")
 _PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
-UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
+def _is_array(x):
+    return isinstance(x, _ND) or hasattr(x, "__cuda_array_interface__")
+
+
+class SavedArray:
+    """An index or mask array (or a tuple holding some) that a node keeps while
+    saved_tensors_hooks are on: PyTorch saves these as tensors, so each goes through the pack
+    hook when saved and the unpack hook in backward (plain arrays otherwise)."""
+
+    __slots__ = ("name", "value", "_unpack_hook")
+
+    def __init__(self, name, value, pack_hook, unpack_hook):
+        self.name = name
+        self._unpack_hook = unpack_hook
+        prev = _set_grad(False)
+        try:
+            if type(value) is tuple:
+                self.value = tuple(_Packed(pack_hook(_tm.Tensor._make_fresh(v)))
+                                   if _is_array(v) else v for v in value)
+            else:
+                self.value = _Packed(pack_hook(_tm.Tensor._make_fresh(value)))
+        finally:
+            _restore_grad(prev)
+
+    def release(self):
+        self.value = None
+
+    def unpack(self, node=None, as_tensor=False):
+        """The arrays, each from the unpack hook (formulas index with arrays, also under
+        create_graph)."""
+        value = self.value
+        if value is None:
+            raise backward_twice_error()
+        if type(value) is tuple:
+            return tuple(self._array(v) if type(v) is _Packed else v for v in value)
+        return self._array(value)
+
+    def _array(self, p):
+        t = self._unpack_hook(p.packed)
+        if not isinstance(t, _tm.Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        return t._data
+
+
+class _Packed:
+    __slots__ = ("packed",)
+
+    def __init__(self, packed):
+        self.packed = packed
+
+
+def saved_arg(name, value):
+    """What a node keeps of an argument while saved_tensors_hooks are on: a SavedArray for an
+    index or mask array (or a tuple holding one), the value itself otherwise."""
+    if _is_array(value) or (type(value) is tuple and any(_is_array(v) for v in value)):
+        return SavedArray(name, value, *_SAVED_HOOKS[-1])
+    return value
+
+
+RELEASABLE = (SavedTensor, Ctx, SavedArray)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed, SavedArray)  # what a node unpacks before its formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 

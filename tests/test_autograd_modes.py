@@ -327,6 +327,20 @@ def test_anomaly_nan_names_the_node(which):
     assert _first_line(wn) == _first_line(wt)
 
 
+def test_anomaly_names_the_node_whose_backward_made_the_failing_one():
+    def f(T):
+        with T.autograd.detect_anomaly():
+            x = T.tensor([0.0, 1.0], requires_grad=True)
+            y = x.pow(1.5)
+            g, = T.autograd.grad(y.sum(), x, create_graph=True)
+            (g * 0).sum().backward()
+    (ot, wt), (on, wn) = warned(f, torch), warned(f, nbgrad)
+    assert on == ot
+    heads = [[line for line in w.splitlines() if not line.startswith(" ")] for w in wt[1:]]
+    assert [[line for line in w.splitlines() if not line.startswith(" ")] for w in wn[1:]] == heads
+    assert len(wn) == 3 and "y = x.pow(1.5)" in wn[2] and "create_graph=True" in wn[1]
+
+
 # ================================================================================================
 # 3. saved_tensors_hooks and _raw_saved_<name>
 # ================================================================================================

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import nbgrad
-from test_autograd import LIBS, both, same_error, torch_text
+from test_autograd import both, same_error, torch_text
 
 LIB_PAIR = (torch, nbgrad)
 
@@ -201,7 +201,8 @@ def test_inference_mode_decorator():
         x = T.ones(2, requires_grad=True)
         y, on = g(x)
         z = h(x)
-        return on, y.is_inference(), y.requires_grad, z.is_inference(), T.is_inference_mode_enabled()
+        return (on, y.is_inference(), y.requires_grad, z.is_inference(),
+                T.is_inference_mode_enabled())
     assert same_outcome(f)[0] == "ok"
 
 
@@ -731,7 +732,8 @@ def test_create_graph_backward_warns_once_about_the_cycle():
             "print(repr([str(m.message) for m in w]))\n")
     out = [subprocess.run([sys.executable, "-c", code.format(lib)], capture_output=True,
                           text=True, check=True).stdout for lib in ("torch", "nbgrad")]
-    internal = " (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/engine.cpp:1307.)"
+    internal = (" (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/"
+                "engine.cpp:1307.)")
     assert out[1] == out[0].replace(internal, "")
     assert out[1].count("Using backward() with create_graph=True") == 1
 

@@ -25,8 +25,8 @@ def is_anomaly_enabled() -> bool:
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    """True when anomaly detection also checks gradients for NaN (torch.is_anomaly_check_nan_enabled;
-    True by default, even while anomaly detection is off)."""
+    """True when anomaly detection also checks gradients for NaN
+    (torch.is_anomaly_check_nan_enabled; True by default, even while detection is off)."""
     return STATE.check_nan
 
 

@@ -348,6 +348,8 @@ _REGISTER_FREED = (
     "access saved variables after calling backward.")
 _PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
+
+
 def _is_array(x):
     return isinstance(x, _ND) or hasattr(x, "__cuda_array_interface__")
 

@@ -197,9 +197,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         if old is None:
                             buffers[c] = gi
                         elif type(old) is _ND and type(gi) is _ND and old.base is None and \
-                                old.flags.writeable and old.dtype is gi.dtype and \
-                                old.shape == gi.shape and \
-                                _getrefcount(old) == 3 + sum(o is old for o in out):
+                                old.dtype is gi.dtype and old.shape == gi.shape and \
+                                (_getrefcount(old) == 3 or _getrefcount(old) == 3 + sum(
+                                    o is old for o in out)) and old.flags.writeable:
                             # PyTorch adds into a buffer only it holds, in place (the dict,
                             # `old`, getrefcount's argument, and this node's outputs): the
                             # gradient's _version counts these additions

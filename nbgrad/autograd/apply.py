@@ -21,7 +21,7 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedTensor, backward_twice_error
+from .graph import _SAVED_HOOKS, Node, SavedTensor, saved_arg, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -259,6 +259,8 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 def _save(row, plan, src, args, outs, ctx):
     saved = [None] * len(row.sources)
+    if _SAVED_HOOKS:  # pack in PyTorch's order: saved inputs by name, then outputs
+        plan = sorted(plan, key=lambda p: (p[1] == 1, p[3]))
     for j, kind, k, name in plan:
         if kind == 0:
             x = src[k]
@@ -269,8 +271,9 @@ def _save(row, plan, src, args, outs, ctx):
             outs[k]._output_nr = k
             saved[j] = SavedTensor(name, outs[k], True)
         elif kind == 2:
-            # an index or mask array is a tensor PyTorch saves: OpNode._release frees it
-            saved[j] = args[k]
+            # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
+            # under saved_tensors_hooks it is packed, as PyTorch packs it)
+            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k])
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:

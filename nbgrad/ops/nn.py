@@ -29,8 +29,10 @@ from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
+   double="SoftmaxBackwardDataBackward0",
    self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
 op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
+   double="LogSoftmaxBackwardDataBackward0",
    self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
@@ -62,33 +64,37 @@ def _with_indices(y_ctx):
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
 # ctx: the forward's cdf (or tanh term), which the backward reuses (recomputed on Tensors)
 op("gelu", lambda self, approximate: _gelu_forward(self, approximate), float_op=True, ctx=True,
+   double="GeluBackwardBackward0",
    self=lambda g, self, approximate, ctx, xp: _gelu_backward(g, self, approximate, ctx, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
    self=lambda g, self, xp: g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
    self=lambda g, self, xp: g * _mish_grad(self, xp))
 op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, _xp(self)),
-   float_op=True,
+   float_op=True, double="EluBackwardBackward0",
    self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
                                                                      input_scale, xp))
 op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
    self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
 op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
                                                               self * negative_slope),
+   double="LeakyReluBackwardBackward0",
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
 op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
-   float_op=True,
+   float_op=True, double="SoftplusBackwardBackward0",
    self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
 op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
+   double="HardtanhBackwardBackward0",
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
 op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
+   double="HardswishBackwardBackward0",
    self=lambda g, self, xp: xp.where(self <= -3, 0,
                                      xp.where(self < 3, g * (self / 3 + 0.5), g)))
 op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
 op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
-   float_op=True, node="LogSigmoidBackward0",
+   float_op=True, node="LogSigmoidBackward0", double="LogSigmoidBackwardBackward0",
    self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
 op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))

@@ -216,7 +216,7 @@ def _edge(x):
     fn = x._grad_fn if v is None else x.grad_fn
     if fn is not None:
         return (fn, x._output_nr)
-    if v is not None and v.base._requires_grad:
+    if v is not None and v.base._requires_grad and not v.own:
         return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     e = x._extra
     if e is not None and e.accum is not None:
@@ -454,7 +454,7 @@ def check_inplace(t, op_name="inplace", others_require=False):
     base = v.base
     if v.creation == MULTI_OUTPUT and (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
-    if v.creation == NO_GRAD_MODE and (base._requires_grad or others_require):
+    if v.creation == NO_GRAD_MODE and (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if t._requires_grad and base._grad_fn is None:  # (torch: requires_grad and base is a leaf)
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)

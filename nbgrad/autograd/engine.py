@@ -18,7 +18,8 @@ def _root_edge(t):
     fn = t.grad_fn
     if fn is not None:
         return fn, t._output_nr
-    if t._requires_grad and (t._view is None or not t._view.base._requires_grad):
+    v = t._view
+    if t._requires_grad and (v is None or v.own or not v.base._requires_grad):
         return t._grad_accumulator(), 0
     return None, 0  # (a view made under no_grad has no grad accumulator, as in PyTorch)
 

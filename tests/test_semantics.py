@@ -546,6 +546,21 @@ def view_of_own_flag_view_regenerated(T, e):
     e["u"] = w[::2]  # w's grad_fn: AsStridedBackward0 to its base, which needs no grad
 
 
+@pytest.mark.parametrize("code", [
+    "v.mul_(2); v.sum().backward()", "v.mul_(2); v.sum().backward(retain_graph=True)",
+    "x.mul_(2); x.sum().backward()", "v.exp_(); x.sum().backward()"])
+def test_version_error_names_the_view_node_while_it_lives(code):
+    # an output saved by an in-place op on a view: PyTorch names the view's node made by the
+    # op (AsStrided) while something holds it, else the node that saved it (Relu)
+    def prog(T, e):
+        e["a"] = a = _leaf(T, [1., 2., 3.])
+        x = a * 1
+        v = x[:2]
+        v.relu_()
+        exec(code)
+    assert_same(prog)
+
+
 def test_expand_and_unsqueeze_strides():
     out = {}
     for T in (torch, nbgrad):

@@ -625,6 +625,9 @@ def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
     _move_retain_grad(base)
     wake_views(base)
     t._grad_fn = make_as_strided_node(base, t)
+    for s in fn._saved or ():  # PyTorch's version error names this node while it lives
+        if type(s) is SavedTensor and s.is_output:
+            s._tensor = weakref.ref(t._grad_fn)
     t._output_nr = 0
     t._requires_grad = True
     v.version = t._storage.version

@@ -107,7 +107,8 @@ class SavedTensor:
         self.is_output = is_output
         self._output_nr = t._output_nr
         # an input is kept as the tensor itself (as PyTorch does); an output only as its array,
-        # since the tensor owns the node that saves it (no reference cycle)
+        # since the tensor owns the node that saves it (no reference cycle); for an output of
+        # an in-place op on a view, _tensor is later a weak reference to the view's new node
         self._tensor = None if is_output else t
         self._packed = None
         hooks = _SAVED_HOOKS
@@ -175,7 +176,11 @@ class SavedTensor:
         return _tm.Tensor._make(data, self._storage, node, self._output_nr, True)
 
     def _stale_error(self, node):
-        fn = node if self.is_output else self._tensor.grad_fn
+        if self.is_output:
+            fn = self._tensor() if self._tensor is not None else None
+            fn = node if fn is None else fn
+        else:
+            fn = self._tensor.grad_fn
         desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
         op_name = _SUFFIX.sub(lambda m: m.group(1) or "", fn.name()) if fn is not None else ""
         owner = f", which is output {self._output_nr} of {op_name}," if fn is not None else ""

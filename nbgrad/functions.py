@@ -944,8 +944,8 @@ def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
-    try:  # PyTorch: view when contiguous, else _reshape_alias when the strides allow
-        return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
+    try:
+        return apply(R["view"], (input,), (shape,))
     except _ViewImpossible:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "

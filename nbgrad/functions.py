@@ -2537,8 +2537,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     values = gather(srt, -1, at(below))
     lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
           at((ranks - below).astype(input._data.dtype)))
-    if not scalar_q:  # the quantiles first
-        values = transpose(unsqueeze(values, 0), 0, -1)
+    if not scalar_q:  # the quantiles first (PyTorch: unsqueeze_(0).transpose_(0, -1))
+        values = apply(R["unsqueeze_"], (values,), (0,))
+        values = apply(R["transpose_"], (values,), (0, values._data.ndim - 1))
     return apply(R["squeeze_dims_"], (values,), ((values._data.ndim - 1,),))
 
 

@@ -365,11 +365,6 @@ ROWS = [
 ]
 CASES += ROWS
 
-# Open here (ops): with a tensor q PyTorch moves the quantiles first with in-place view ops
-# (unsqueeze_, transpose_), which record no node of their own; nbgrad's out-of-place ones do
-for _c in CASES:
-    if _c.name.startswith("quantile_q"):
-        _c.xfail["graph"] = "quantile with a tensor q: in-place view ops of PyTorch's decomposition"
 
 
 assert len({c.name for c in CASES}) == len(CASES), "duplicate case names"

@@ -15,19 +15,19 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..storage import Storage
-from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta, wake_views
+from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
+                      wake_views)
 from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedScalar, SavedTensor, backward_twice_error
+from .graph import Node, SavedTensor, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
 _fresh = Tensor._make_fresh
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-_NUMBERS = (int, float, bool)
 _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
@@ -151,7 +151,7 @@ def _apply_view(row, x, args):
     grad = _GRAD.enabled
     out = row.fwd(x._data, *args)
     if row.n_out == 1:
-        r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
+        r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
                 _record(row, (r,), (x,), args, 1)
@@ -159,7 +159,8 @@ def _apply_view(row, x, args):
                 r._requires_grad = True        # grad when its base does
         return r
     creator = _strip(row.node.__name__)  # none of several views may be modified in place
-    rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
+    mode = MULTI_OUTPUT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE
+    rs = tuple(_view_of(x, o, mode, creator) for o in out)
     if x._requires_grad:
         if grad:
             _record(row, rs, (x,), args, 1)
@@ -212,19 +213,20 @@ def _edge(x):
     """(node, input_nr) through which a gradient reaches `x` (None for constants)."""
     if not isinstance(x, Tensor) or not x._requires_grad:
         return _NONE_EDGE
+    fn = x._grad_fn
     v = x._view
-    fn = x._grad_fn if v is None else x.grad_fn
+    if v is not None:
+        fn = x.grad_fn  # (regenerated when the base was modified in place since)
+        if fn is None and v.base._requires_grad and not v.own:
+            return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     if fn is not None:
         return (fn, x._output_nr)
-    if v is not None and v.base._requires_grad and not v.own:
-        return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     e = x._extra
     if e is not None and e.accum is not None:
         acc = e.accum()
         if acc is not None:
             return (acc, 0)
     return (x._grad_accumulator(), 0)
-
 
 
 def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
@@ -237,9 +239,15 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
         if plan else None
     if edges is None:
-        edges = tuple([_edge(x) for x in inputs])
+        edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
     _init_node(node, edges, saved, meta)  # Node.__init__, without type.__call__'s ~0.1 us
+    if len(outs) == 1:
+        o = outs[0]
+        o._output_nr = 0
+        o._requires_grad = True
+        o._grad_fn = node
+        return node
     nr = 0
     for o in outs:
         o._output_nr = nr
@@ -250,35 +258,26 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 
 def _save(row, plan, src, args, outs, ctx):
-    names = row.names
     sources = row.sources
-    saved = [None] * len(names)
+    saved = [None] * len(sources)
     for j in plan:
         kind, k = sources[j]
         if kind == 0:
             x = src[k]
-            if isinstance(x, Tensor):
-                saved[j] = SavedTensor(names[j], x)
-            else:  # a number PyTorch would wrap as a tensor: released like one
-                saved[j] = SavedScalar(x) if type(x) in _NUMBERS else x
+            # a Python number PyTorch would wrap as a tensor is kept as is: OpNode._release
+            # turns it into FREED
+            saved[j] = SavedTensor(row.names[j], x) if isinstance(x, Tensor) else x
         elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
-            saved[j] = SavedTensor(names[j], outs[k], True)
+            saved[j] = SavedTensor(row.names[j], outs[k], True)
         elif kind == 2:
-            x = args[k]  # an index or mask array is a tensor PyTorch saves: released like one
-            saved[j] = SavedScalar(x) if _array_arg(x) else x
+            # an index or mask array is a tensor PyTorch saves: OpNode._release frees it
+            saved[j] = args[k]
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:
             saved[j] = _Ctx(ctx)
-    return saved
-
-
-def _array_arg(x):
-    t = type(x)
-    if t is tuple:
-        return any(type(i) is _ND or hasattr(i, "__cuda_array_interface__") for i in x)
-    return t is _ND or hasattr(x, "__cuda_array_interface__")
+    return tuple(saved)
 
 
 def _node_for(row, n):
@@ -427,10 +426,13 @@ def view_modified_text(t, itself):
         creator = v.creator or _strip(t._grad_fn.name())  # (a view of one: its own node)
         return f"Output {t._output_nr} of {creator} is a view and {obj} modified inplace." + \
             _MULTI_VIEW
-    if v.creation == NO_GRAD_MODE and t._grad_fn is not None:  # a view of such a view
+    if v.creation in (NO_GRAD_MODE, INFERENCE) and t._grad_fn is not None:  # a view of such a view
         who = f"Output {t._output_nr} of {_strip(t._grad_fn.name())} is a view of a view which was"
     else:
         who = "A view was"
+    if v.creation == INFERENCE:
+        return f"{who} created in inference mode and {obj} modified inplace in normal mode." + \
+            _NO_GRAD_AMBIGUOUS.replace("no_grad block", "inference_mode block")
     msg = f"{who} created in no_grad mode and {obj} modified inplace with grad mode enabled."
     return msg + (_MULTI_VIEW if v.creation == MULTI_OUTPUT else _NO_GRAD_AMBIGUOUS)
 
@@ -454,7 +456,8 @@ def check_inplace(t, op_name="inplace", others_require=False):
     base = v.base
     if v.creation == MULTI_OUTPUT and (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
-    if v.creation == NO_GRAD_MODE and (t._requires_grad or others_require):
+    if (v.creation == NO_GRAD_MODE or v.creation == INFERENCE) and \
+            (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if t._requires_grad and base._grad_fn is None:  # (torch: requires_grad and base is a leaf)
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
@@ -627,7 +630,7 @@ def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
     t._grad_fn = make_as_strided_node(base, t)
     for s in fn._saved or ():  # PyTorch's version error names this node while it lives
         if type(s) is SavedTensor and s.is_output:
-            s._tensor = weakref.ref(t._grad_fn)
+            s._view_node = weakref.ref(t._grad_fn)
     t._output_nr = 0
     t._requires_grad = True
     v.version = t._storage.version

@@ -562,6 +562,20 @@ def test_version_error_names_the_view_node_while_it_lives(code):
     assert_same(prog)
 
 
+@pytest.mark.parametrize("code", ["t.squeeze(0)", "t.squeeze()", "t.unsqueeze(0)", "t[0:1]",
+                                  "t.t()", "t.expand(2, 1)", "t.view(-1)"])
+def test_view_of_nograd_view_error_names_node(code):
+    # "Output 0 of Squeeze1 is a view of a view ...": the node's name keeps a number but 0
+    def prog(T, e):
+        e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]]) * 1
+        with T.no_grad():
+            t = x[0].narrow(0, 0, 1)
+        e["v"] = eval(code)
+        with T.no_grad():
+            x.mul_(2)
+    assert_same(prog)
+
+
 def test_expand_and_unsqueeze_strides():
     out = {}
     for T in (torch, nbgrad):

@@ -21,7 +21,7 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedTensor, backward_twice_error
+from .graph import _SUFFIX, Node, SavedTensor, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -171,7 +171,8 @@ def _apply_view(row, x, args):
 
 
 def _strip(name):
-    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+    """A node's name as PyTorch's view error texts give it: SqueezeBackward1 -> Squeeze1."""
+    return _SUFFIX.sub(lambda m: m.group(1) or "", name)
 
 
 def _meta(row, inputs, out):

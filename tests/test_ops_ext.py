@@ -215,6 +215,10 @@ ROWS = [
     Case("sort_stable", lambda T, a: T.sort(a, stable=True), ("grid", (2, 5))),
     Case("topk", lambda T, a: T.topk(a, 2), ("grid", (3, 4))),
     Case("topk_smallest_dim0", lambda T, a: a.topk(2, 0, largest=False), ("grid", (3, 4))),
+    # k <= n / 4: found by a partition, then a sort of the k candidates
+    Case("topk_partition", lambda T, a: T.topk(a, 3), ("grid", (4, 16))),
+    Case("topk_partition_smallest_dim0", lambda T, a: a.topk(4, 0, largest=False),
+         ("grid", (17, 3))),
     Case("kthvalue", lambda T, a: T.kthvalue(a, 2), ("grid", (3, 4))),
     Case("kthvalue_keepdim", lambda T, a: a.kthvalue(3, 0, keepdim=True), ("grid", (3, 4))),
     Case("median", lambda T, a: T.median(a), ("grid", (3, 4))),

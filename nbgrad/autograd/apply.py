@@ -587,7 +587,8 @@ def _write(t, d, res, row_name):
     """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
     and size > 1: an expand) except for the rows above; an expand without one is written
     (numpy's broadcast views are read-only: write through the storage's array instead)."""
-    overlap = _overlapping(d.shape, d.strides)
+    strides = d.strides
+    overlap = 0 in strides and _overlapping(d.shape, strides)
     if overlap and row_name not in _UNCHECKED_WRITE:
         _write_overlap_error()
     if not getattr(d.flags, "writeable", True):
@@ -693,7 +694,8 @@ class CopySlices(Node):
             pos = backend.get_array_module(g).asarray(pos)
         res = self.fn._backward(flat[pos].reshape(self._view_geom[0]), create_graph)
         r0 = res[0]
-        if self._next[0][0] is not None and _overlapping(*self._view_geom[:2]):
+        if self._next[0][0] is not None and 0 in self._view_geom[1] and \
+                _overlapping(*self._view_geom[:2]):
             _write_overlap_error()  # PyTorch copies the result into the gradient's view slice
         if create_graph:
             new = flat.index_put((pos,), flat.new_zeros(()) if r0 is None else r0.reshape(-1))

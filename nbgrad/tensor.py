@@ -357,7 +357,7 @@ class Tensor:
 
     def detach_(self):
         """Detach this tensor from the graph in place."""
-        if self._view is not None and self._requires_grad:
+        if self._view is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are "
                                "using DistributedDataParallel (DDP) for training, and "
                                "gradient_as_bucket_view is set as True, gradients are views of "

@@ -165,6 +165,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if hooks is not None and hooks.pre:
                     gs = _run_prehooks(node, gs, node._n_out > 1, create_graph)
                 if captures is not None:
+                    if not accumulate and type(node) is AccumulateGrad and \
+                            node.variable._hooks and (node, 0) in captures:
+                        # a captured leaf's tensor hooks run before its gradient is taken
+                        gs = _run_tensor_hooks(node.variable._hooks, gs)
                     _capture(captures, captured, node, gs)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:

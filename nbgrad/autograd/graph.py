@@ -521,6 +521,8 @@ class AccumulateGrad(Node):
         var = self.variable
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
+        if not var._requires_grad:  # (detach_ or requires_grad_(False) since: PyTorch skips)
+            return ()
         hooks = var._hooks
         if hooks:
             g = _run_tensor_hooks(hooks, g)
@@ -531,7 +533,9 @@ class AccumulateGrad(Node):
         old = var._grad
         if old is None:
             if isinstance(g, _tm.Tensor):
-                var._grad = g if create_graph else g.detach()
+                # create_graph: PyTorch copies it into a new dense tensor (CopyBackwards,
+                # version 1), never keeping a gradient that may be an expand of shared memory
+                var._grad = g.new_empty(tuple(g.shape)).copy_(g) if create_graph else g.detach()
             else:
                 # a grad may be shared (AddBackward0 hands one array to both inputs), and later
                 # accumulations add into .grad in place: keep the array only when nothing else

@@ -21,7 +21,7 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import _SAVED_HOOKS, Node, SavedTensor, saved_arg, backward_twice_error
+from .graph import _SAVED_HOOKS, _SUFFIX, Node, SavedTensor, saved_arg, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -171,7 +171,8 @@ def _apply_view(row, x, args):
 
 
 def _strip(name):
-    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+    """A node's name as PyTorch's view error texts give it: SqueezeBackward1 -> Squeeze1."""
+    return _SUFFIX.sub(lambda m: m.group(1) or "", name)
 
 
 def _meta(row, inputs, out):
@@ -217,7 +218,7 @@ def _edge(x):
     v = x._view
     if v is not None:
         fn = x.grad_fn  # (regenerated when the base was modified in place since)
-        if fn is None and v.base._requires_grad:
+        if fn is None and v.base._requires_grad and not v.own:
             return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     if fn is not None:
         return (fn, x._output_nr)
@@ -458,7 +459,7 @@ def check_inplace(t, op_name="inplace", others_require=False):
     if v.creation == MULTI_OUTPUT and (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
     if (v.creation == NO_GRAD_MODE or v.creation == INFERENCE) and \
-            (base._requires_grad or others_require):
+            (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if t._requires_grad and base._grad_fn is None:  # (torch: requires_grad and base is a leaf)
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
@@ -589,7 +590,8 @@ def _write(t, d, res, row_name):
     """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
     and size > 1: an expand) except for the rows above; an expand without one is written
     (numpy's broadcast views are read-only: write through the storage's array instead)."""
-    overlap = 0 in d.strides and _overlapping(d.shape, d.strides)
+    strides = d.strides
+    overlap = 0 in strides and _overlapping(d.shape, strides)
     if overlap and row_name not in _UNCHECKED_WRITE:
         _write_overlap_error()
     if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
@@ -636,6 +638,9 @@ def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
     _move_retain_grad(base)
     wake_views(base)
     t._grad_fn = make_as_strided_node(base, t)
+    for s in fn._saved or ():  # PyTorch's version error names this node while it lives
+        if type(s) is SavedTensor and s.is_output:
+            s._view_node = weakref.ref(t._grad_fn)
     t._output_nr = 0
     t._requires_grad = True
     v.version = t._storage.version
@@ -697,7 +702,8 @@ class CopySlices(Node):
             pos = backend.get_array_module(g).asarray(pos)
         res = self.fn._backward(flat[pos].reshape(self._view_geom[0]), create_graph)
         r0 = res[0]
-        if self._next[0][0] is not None and _overlapping(*self._view_geom[:2]):
+        if self._next[0][0] is not None and 0 in self._view_geom[1] and \
+                _overlapping(*self._view_geom[:2]):
             _write_overlap_error()  # PyTorch copies the result into the gradient's view slice
         if create_graph:
             new = flat.index_put((pos,), flat.new_zeros(()) if r0 is None else r0.reshape(-1))

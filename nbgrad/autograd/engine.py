@@ -27,7 +27,8 @@ def _root_edge(t):
     fn = t.grad_fn
     if fn is not None:
         return fn, t._output_nr
-    if t._requires_grad and (t._view is None or not t._view.base._requires_grad):
+    v = t._view
+    if t._requires_grad and (v is None or v.own or not v.base._requires_grad):
         return t._grad_accumulator(), 0
     return None, 0  # (a view made under no_grad has no grad accumulator, as in PyTorch)
 
@@ -170,6 +171,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if hooks is not None and hooks.pre:
                     gs = _run_prehooks(node, gs, node._n_out > 1, create_graph)
                 if captures is not None:
+                    if not accumulate and type(node) is AccumulateGrad and \
+                            node.variable._hooks and (node, 0) in captures:
+                        # a captured leaf's tensor hooks run before its gradient is taken
+                        gs = _run_tensor_hooks(node.variable._hooks, gs)
                     _capture(captures, captured, node, gs, versions, bumps)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:

@@ -107,6 +107,7 @@ class SavedTensor:
     """
 
     __slots__ = ("name", "_data", "_storage", "saved_version", "_tensor", "_output_nr",
+                 "_view_node",
                  "is_output", "_packed", "_unpack_hook", "__weakref__")
 
     def __init__(self, name, t, is_output=False, data=None):
@@ -122,6 +123,7 @@ class SavedTensor:
         # an input is kept as the tensor itself (as PyTorch does); an output only as its array,
         # since the tensor owns the node that saves it (no reference cycle)
         self._tensor = None if is_output else t
+        self._view_node = None  # an output of an in-place op on a view: its new node, weakly
         self._packed = None
         if _SAVED_HOOKS:
             self._pack(t, *_SAVED_HOOKS[-1])
@@ -152,6 +154,7 @@ class SavedTensor:
         `x * 2`): a SavedTensor whose value is None, as PyTorch's."""
         s = cls.__new__(cls)
         s.name, s._data, s._storage, s._tensor, s._packed = name, None, None, None, None
+        s._view_node = None
         s.saved_version, s.is_output, s._output_nr = 0, False, -1  # -1: never saved
         return s
 
@@ -269,7 +272,11 @@ class SavedTensor:
         return _tm.Tensor._make(data, self._storage, node, self._output_nr, node is not None)
 
     def _stale_error(self, node):
-        fn = node if self.is_output else self._tensor.grad_fn
+        if self.is_output:  # PyTorch names the view's node while it lives (its weak grad_fn)
+            fn = self._view_node() if self._view_node is not None else None
+            fn = node if fn is None else fn
+        else:
+            fn = self._tensor.grad_fn
         desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
         op_name = _SUFFIX.sub(lambda m: m.group(1) or "", fn.name()) if fn is not None else ""
         owner = f", which is output {self._output_nr} of {op_name}," if fn is not None else ""

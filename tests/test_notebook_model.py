@@ -348,3 +348,40 @@ def test_a_module_folds_to_one_box_and_the_widget_redraws():
 
     assert not m._global_forward_pre_hooks and not m._global_forward_hooks
     assert all(not (p._hooks or []) for p in net.parameters())
+
+
+@pytest.mark.parametrize("order, note", [
+    ("zero_grad first", False),  # the usual loop: no gradient is left at the second step
+    ("zero_grad after the forward", False),  # gradients still there at the second forward
+    ("no zero_grad", True),
+])
+def test_accumulation_is_noted_whatever_the_loop_order(order, note):
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        nbgrad.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1))
+        mse = nn.MSELoss()
+        opt = nbgrad.optim.SGD(net.parameters(), lr=0.01)
+        x, y = nbgrad.randn(8, 4), nbgrad.randn(8, 1)
+        tracker.reset_cell()
+        for _ in range(6):
+            if order == "zero_grad first":
+                opt.zero_grad()
+            loss = mse(net(x), y)
+            if order == "zero_grad after the forward":
+                opt.zero_grad()
+            loss.backward()
+            opt.step()
+        rep = model_report.report(tracker, {"net": net, "mse": mse})
+        assert rep.steps == 6 and len(rep.losses) == 6
+        accumulated = [n for n in rep.notes if "accumulated from" in n]
+        assert bool(accumulated) == note, rep.notes
+        if note:  # the second step's backward summed into the first's .grad
+            assert "net.0.weight.grad" in accumulated[0]
+    finally:
+        tracker.uninstall()

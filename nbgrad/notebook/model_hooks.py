@@ -114,6 +114,7 @@ class ModelTracker:
         self.global_hooks = False
         self.cell = 0
         self.kept: dict = {}  # container name -> graphs it kept alive at the last report
+        self.kept_walks: dict = {}  # model_report.kept_alive's cache of walked containers
         self.reset_cell()
 
     # -- lifecycle ----------------------------------------------------------------------------

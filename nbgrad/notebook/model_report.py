@@ -217,7 +217,7 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap, s
                          + (f" ({n['source']})" if n["source"] else ""))
     if not any(n.startswith("a loss target") or "target broadcasts" in n for n in rep.notes):
         rep.notes += broadcast_losses(snap)
-    rep.kept_alive = kept_alive(ns, skip, scanned.containers)
+    rep.kept_alive = kept_alive(ns, skip, scanned.containers, tracker.kept_walks)
     before, tracker.kept = tracker.kept, {k[0]: k[1] for k in rep.kept_alive}
     for name, graphs, nbytes, kind, _nodes in rep.kept_alive:
         if graphs >= KEEP_NOTE and graphs > before.get(name, 0):
@@ -530,16 +530,21 @@ def _input_node(node, saved_name, nxt):
     return nxt[0] if len(nxt) == 1 else None
 
 
-def kept_alive(ns: dict, skip=(), containers=None) -> list:
+def kept_alive(ns: dict, skip=(), containers=None, cache: dict | None = None) -> list:
     """``[(variable, graphs, bytes, container type, nodes)]``: the lists / tuples / dicts /
     deques of the namespace holding two or more tensors with a ``grad_fn``
     (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
     tensors. ``containers``: ``[(name, container)]`` of ``ns`` when already listed
-    (:func:`scan`)."""
+    (:func:`scan`). ``cache`` (kept by the caller from one cell to the next): a container
+    holding the same graphs as last time, all of whose saved tensors were already released, is
+    not walked again (a graph never changes, and a released saved tensor stays released)."""
     out = []
     budget = [_WALK_NODES]
     if containers is None:
         containers = scan(ns, skip).containers
+    old = dict(cache) if cache is not None else {}
+    if cache is not None:
+        cache.clear()
     for name, v in containers:
         try:
             items = list(islice(v.values() if type(v) is dict else v, _CONTAINER_ITEMS))
@@ -549,21 +554,33 @@ def kept_alive(ns: dict, skip=(), containers=None) -> list:
         if len(held) < 2:
             continue
         roots = [A.grad_fn(t) for t in held]
+        key = (id(v), tuple(map(id, roots)))
+        hit = old.get(name)
+        if hit is not None and hit[0] == key:
+            cache[name] = hit
+            out.append(hit[1])
+            continue
         seen: set = set()
         buffers: set = set()  # a saved tensor shared by several graphs counts once
         nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
         queue = list(roots)
         seen.update(id(r) for r in roots)
+        final = True  # every saved tensor released, the whole graph walked
         while queue and budget[0] > 0:
             node = queue.pop()
             budget[0] -= 1
             for st in A.saved_tensors(node):
-                if not st.released and (st.data_ptr, st.shape) not in buffers:
-                    buffers.add((st.data_ptr, st.shape))
-                    nbytes += int(st.nbytes or 0)
+                if not st.released:
+                    final = False
+                    if (st.data_ptr, st.shape) not in buffers:
+                        buffers.add((st.data_ptr, st.shape))
+                        nbytes += int(st.nbytes or 0)
             for nf in A.next_nodes(node):
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)
-        out.append((name, len(roots), nbytes, type(v).__name__, len(seen)))
+        entry = (name, len(roots), nbytes, type(v).__name__, len(seen))
+        if cache is not None and final and not queue:
+            cache[name] = (key, entry)
+        out.append(entry)
     return out

@@ -274,8 +274,10 @@ def test_training_loop_cell_gets_one_summary_panel(nb):
         "history (list) keeps 12 graphs alive" in text(train)
     # the last step's graph, its modules folded
     assert {"model.0", "model.1", "model.2"} <= set(st["folded"])
-    assert 'class="cluster"' not in st["tabs"]["Graph"]
+    assert "<title>cluster_model" not in st["tabs"]["Graph"]  # (boxes, not module clusters)
     assert ">model.0 (Linear)<" in st["tabs"]["Graph"]
+    # the 12 steps' graphs kept in `history`: one step drawn, in a cluster with the count
+    assert ">12 x l = mse(model(x), y)<" in st["tabs"]["Graph"]
 
 
 def test_graphs_kept_alive_by_a_list_named_in_memory(nb):

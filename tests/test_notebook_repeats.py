@@ -133,3 +133,32 @@ def test_in_a_real_kernel_the_panel_folds_the_loop():
         assert svg.count(">MulBackward0<") == 2
     else:
         assert want in html.unescape(h)
+
+
+def test_an_unrolled_rnn_is_one_step_with_its_layers_as_boxes():
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        rnn_in, rnn_h = nn.Linear(3, 5), nn.Linear(5, 5)
+        x = nbgrad.randn(2, 8, 3)
+        h = nbgrad.zeros(2, 5)
+        for row in range(8):
+            h = nbgrad.tanh(rnn_in(x[:, row]) + rnn_h(h))
+        snap = nbi.snapshot([("h", h)])
+        snap.model = model_report.with_graph(None, tracker, {"rnn_in": rnn_in, "rnn_h": rnn_h,
+                                                             "h": h}, snap)
+    finally:
+        tracker.uninstall()
+    (r,) = snap.repeats
+    assert r.count == 8 and r.label == "h = nbgrad.tanh(rnn_in(x[:, row]) + rnn_h(h))"
+    dot = render.to_dot(snap, folded=[])  # modules inside the folded loop: boxes all the same
+    assert dot.count('label="rnn_in (Linear)') == 1 and dot.count("shape=box3d") == 2
+    assert dot.count('label="TanhBackward0') == 1 and dot.count('label="AddmmBackward0') == 0
+    cluster = next(line for line in dot.splitlines() if "8 x h = " in line)
+    assert '"m_rnn_in"' in cluster and '"m_rnn_h"' in cluster  # the boxes are in the loop's box
+    full = render.to_dot(snap, folded=[], expanded=[r.key])  # expanded: every step, clusters
+    assert full.count('label="AddmmBackward0') == 16 and "shape=box3d" not in full

@@ -9,13 +9,12 @@ models written here:
 Values are checked against what the same kernel prints, never against constants.
 """
 
-import html
 import json
-import re
 
 import pytest
 
-from test_notebook_kernel import WIDGET, execute, panel_outputs
+from test_notebook_kernel import execute
+from test_notebook_model import printed, state, static, text
 
 from nbgrad.notebook import render_model
 
@@ -95,73 +94,39 @@ def nb(tmp_path_factory):
     return {k: out.cells[i] for i, k in enumerate(names)}, out
 
 
-def _state(notebook, cell):
-    (p,) = panel_outputs(cell)
-    mid = p.data[WIDGET]["model_id"]
-    return notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"][
-        "state"][mid]["state"]
-
-
-def _printed(cell, tag):
-    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-    m = re.search(tag + r" (.+)", text)
-    assert m, text
-    return m.group(1)
-
-
-def _text(h):
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", h)).split())
-
-
-def _static(cell):
-    (h,) = [o.data["text/html"] for o in cell.outputs if o.output_type == "display_data"
-            and "nbgrad-static" in o.data.get("text/html", "")]
-    return _text(h)
-
-
 @pytest.mark.parametrize("name", ["functional_loop", "val_loop"])
 def test_a_loop_gets_the_curve_of_what_backward_started_from(nb, name):
     cells, notebook = nb
-    st = _state(notebook, cells[name])
-    losses = json.loads(_printed(cells[name], "LOSSES"))
+    st = state(notebook, cells[name])
+    losses = json.loads(printed(cells[name], "LOSSES"))
     assert st["active"] == "Training"
-    train = _text(st["tabs"]["Training"])
+    train = text(st["tabs"]["Training"])
     assert (f"loss first {render_model._num(losses[0])}, last {render_model._num(losses[-1])}, "
             f"min {render_model._num(min(losses))}, max {render_model._num(max(losses))} "
             f"over {len(losses)} steps") in train
     assert "nothing to plot" not in train
 
 
-def test_data_cut_named_with_its_line(nb):
+@pytest.mark.parametrize("made, ran, note", [
+    ("data_cut", "data_cut", "model.0.weight, model.0.bias got no gradient: its output was taken "
+     "out of the graph through .data at cell [{n}] line 1, before model.1 (ReLU) used it"),
+    ("enc_cls", "enc_run", "enc.fc.weight, enc.fc.bias got no gradient: the output of enc (Enc) "
+     "was detached inside its forward at cell [{n}] line 6"),
+    ("np_cls", "np_run", "npnet.fc1.weight, npnet.fc1.bias got no gradient: its output was turned "
+     "into numpy and back (from_numpy) at cell [{n}] line 8, before npnet.fc2 (Linear) used it"),
+])
+def test_a_cut_is_named_with_the_line_it_ran_at(nb, made, ran, note):
     cells, _ = nb
-    n = cells["data_cut"].execution_count
-    assert ("model.0.weight, model.0.bias got no gradient: its output was taken out of the graph "
-            f"through .data at cell [{n}] line 1, before model.1 (ReLU) used it"
-            ) in _static(cells["data_cut"])
-
-
-def test_detach_inside_a_forward_named_with_its_line(nb):
-    cells, _ = nb
-    n = cells["enc_cls"].execution_count
-    assert ("enc.fc.weight, enc.fc.bias got no gradient: the output of enc (Enc) was detached "
-            f"inside its forward at cell [{n}] line 6") in _static(cells["enc_run"])
-
-
-def test_numpy_round_trip_named_with_its_line(nb):
-    cells, _ = nb
-    n = cells["np_cls"].execution_count
-    assert ("npnet.fc1.weight, npnet.fc1.bias got no gradient: its output was turned into numpy "
-            f"and back (from_numpy) at cell [{n}] line 8, before npnet.fc2 (Linear) used it"
-            ) in _static(cells["np_run"])
+    assert note.format(n=cells[made].execution_count) in text(static(cells[ran]))
 
 
 def test_without_provenance_the_note_still_says_what_cut_it(nb):
     cells, _ = nb
-    t = _static(cells["prov_off"])
+    t = text(static(cells["prov_off"]))
     assert ("m2.0.weight, m2.0.bias got no gradient: its output was detached (.detach() or .data) "
             "before m2.1 (ReLU) used it at ?") in t
 
 
 def test_unloading_removes_the_backward_observer(nb):
     cells, _ = nb
-    assert _printed(cells["unload"], "OBSERVERS") == "0"
+    assert printed(cells["unload"], "OBSERVERS") == "0"

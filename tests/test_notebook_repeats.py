@@ -162,3 +162,20 @@ def test_an_unrolled_rnn_is_one_step_with_its_layers_as_boxes():
     assert '"m_rnn_in"' in cluster and '"m_rnn_h"' in cluster  # the boxes are in the loop's box
     full = render.to_dot(snap, folded=[], expanded=[r.key])  # expanded: every step, clusters
     assert full.count('label="AddmmBackward0') == 16 and "shape=box3d" not in full
+
+
+def test_an_expansion_too_big_to_sync_is_the_text_tree():
+    from nbgrad.notebook import widgets
+
+    x, total = _loop(n=300)
+    snap = nbi.snapshot([("total", total), ("x", x)], max_nodes=1200)
+    key = snap.repeats[0].key
+    panel = widgets.NbgradPanel(snap, None, dot=render.to_dot(snap), layout_fn=lambda d, s: None)
+    try:
+        panel.expanded = [key]
+        assert len(render.to_dot(snap, expanded=[key])) > widgets.MAX_DOT_ASKED
+        assert panel.dot == "" and "AddBackward0" in panel.tabs["Graph"]  # (the tree)
+        panel.expanded = []
+        assert 0 < len(panel.dot) < widgets.MAX_DOT
+    finally:
+        panel.close()

@@ -92,6 +92,7 @@ MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, deta
 MAX_TABS = 36_000  # bytes of tab HTML per panel: long tables are cut to fit
 MAX_SVG = 24_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
 MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
+MAX_DOT_ASKED = 64_000  # ... when the user asked for more (expanded a repeat, showed earlier graphs)
 
 
 def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
@@ -240,6 +241,8 @@ class NbgradPanel(anywidget.AnyWidget):
             return
         if svg is not None and len(svg) > MAX_SVG:
             svg = None
+        if svg is None and len(dot) > MAX_DOT_ASKED:
+            dot = ""  # too big to sync even when asked for: the text tree
         with self.hold_sync():
             self.tabs = {**self.tabs, "Graph": self._graph_tab(svg if svg is not None else "",
                                                                snap)}

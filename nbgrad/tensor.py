@@ -9,6 +9,7 @@ from sys import _getframe
 import numpy as np
 
 from . import backend, dtypes, provenance
+from . import storage as _storage
 from .storage import Storage
 
 _NONLEAF_GRAD_WARNING = (
@@ -236,7 +237,14 @@ class Tensor:
     @property
     def _version(self):
         """The version counter (int): +1 per in-place op on this tensor or any view of it."""
-        return self._storage.version
+        st = self._storage
+        if st.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return st.version
+
+    def is_inference(self):
+        """True for a tensor made under `inference_mode` (torch.Tensor.is_inference)."""
+        return self._storage.inference
 
     def _bump_version(self, op_name="inplace"):
         """Record an in-place modification made directly on `_data` (nn/optim internals)."""
@@ -268,6 +276,9 @@ class Tensor:
         if flag and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
+        if flag and self._storage.inference and not _storage.INFERENCE[0]:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(flag) or self._grad_fn is not None
         if flag and self._view is None and self._storage._views is not None:
             wake_views(self)
@@ -367,10 +378,14 @@ class Tensor:
 
     @data.setter
     def data(self, value):
+        """PyTorch's set_data: this tensor now shows `value`'s memory. `p.data += u` (manual SGD)
+        gives back p's own memory: p keeps its Storage, so its version counter (the in-place op
+        bumped `.data`'s counter, not p's, as in PyTorch) and its counted bytes."""
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor")
         self._data = value._data
-        self._storage = value._storage
+        if value._storage._root is not self._storage._root:
+            self._storage = value._storage
 
     # ---- conversion ----
     def numpy(self, force=False):

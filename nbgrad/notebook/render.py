@@ -688,7 +688,7 @@ def tensor_html(t) -> str:
             ["device", str(t.device)], ["requires_grad", str(t.requires_grad)],
             ["is_leaf", str(t.is_leaf)],
             ["grad_fn", t.grad_fn.name() if t.grad_fn is not None else "None"],
-            ["_version", str(t._version)]]
+            ["_version", "none (inference tensor)" if t.is_inference() else str(t._version)]]
     if t._is_view():
         rows.append(["view", f"offset {t.storage_offset()}, strides {tuple(t.stride())}"])
     try:

@@ -350,3 +350,72 @@ def test_a_module_folds_to_one_box_and_the_widget_redraws():
 
     assert not m._global_forward_pre_hooks and not m._global_forward_hooks
     assert all(not (p._hooks or []) for p in net.parameters())
+
+
+@pytest.mark.parametrize("order, note", [
+    ("zero_grad first", False),  # the usual loop: no gradient is left at the second step
+    ("zero_grad after the forward", False),  # gradients still there at the second forward
+    ("no zero_grad", True),
+])
+def test_accumulation_is_noted_whatever_the_loop_order(order, note):
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        nbgrad.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1))
+        mse = nn.MSELoss()
+        opt = nbgrad.optim.SGD(net.parameters(), lr=0.01)
+        x, y = nbgrad.randn(8, 4), nbgrad.randn(8, 1)
+        tracker.reset_cell()
+        for _ in range(6):
+            if order == "zero_grad first":
+                opt.zero_grad()
+            loss = mse(net(x), y)
+            if order == "zero_grad after the forward":
+                opt.zero_grad()
+            loss.backward()
+            opt.step()
+        rep = model_report.report(tracker, {"net": net, "mse": mse})
+        assert rep.steps == 6 and len(rep.losses) == 6
+        accumulated = [n for n in rep.notes if "accumulated from" in n]
+        assert bool(accumulated) == note, rep.notes
+        if note:  # the second step's backward summed into the first's .grad
+            assert "net.0.weight.grad" in accumulated[0]
+    finally:
+        tracker.uninstall()
+
+
+def test_a_container_of_released_graphs_is_walked_once(monkeypatch):
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import adapter, model_report
+
+    net, mse = nn.Linear(4, 1), nn.MSELoss()
+    x, y = nbgrad.randn(8, 4), nbgrad.randn(8, 1)
+    history = []
+    for _ in range(5):
+        loss = mse(net(x), y)
+        loss.backward()  # its saved tensors are released
+        history.append(loss)
+    held = [mse(net(x), y) for _ in range(2)]  # saved tensors still held
+    ns = {"history": history, "held": held}
+    walked = []
+    real = adapter.saved_tensors
+    monkeypatch.setattr(adapter, "saved_tensors", lambda node: walked.append(node) or real(node))
+    cache: dict = {}
+    first = model_report.kept_alive(ns, cache=cache)
+    assert [r[:2] for r in first] == [("history", 5), ("held", 2)]
+    assert first == model_report.kept_alive(ns)  # the same figures as without the cache
+    walked.clear()
+    assert model_report.kept_alive(ns, cache=cache) == first
+    # only the unreleased graphs were walked again, not the history's
+    assert walked and not {id(n) for n in walked} & {id(h.grad_fn) for h in history}
+    n_held = len(walked)
+    walked.clear()
+    history.append(mse(net(x), y))  # a new graph, not released: walked again, counted
+    again = model_report.kept_alive(ns, cache=cache)
+    assert again[0][1] == 6 and again[0][2] > first[0][2] and len(walked) > n_held

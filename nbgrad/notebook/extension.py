@@ -66,7 +66,7 @@ class NbgradExtension:
                 if not self.models.global_hooks:
                     from . import model_report
 
-                    self.models.watch(model_report.module_names(self.ip.user_ns, self._hidden())[2])
+                    self.models.watch(model_report.scan(self.ip.user_ns, self._hidden()).tops)
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -98,11 +98,12 @@ class NbgradExtension:
                                        skip=getattr(self.ip, "user_ns_hidden", ()))
         focus = self.tracker.update(named, error=autograd_err is not None,
                                     bumped=delta is None or delta[1] > 0)
-        rep = None
+        rep = scanned = None
         if self.models is not None:
             from . import model_report
 
-            rep = model_report.report(self.models, self.ip.user_ns, skip=self._hidden())
+            scanned = model_report.scan(self.ip.user_ns, self._hidden())
+            rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned)
             if not rep.has_news():
                 rep = None
         if not focus.relevant and rep is None:
@@ -115,7 +116,7 @@ class NbgradExtension:
             from . import model_report
 
             snap.model = model_report.with_graph(rep, self.models, self.ip.user_ns, snap,
-                                          skip=self._hidden())
+                                                 scanned=scanned, named=named)
         if snap.is_empty() and snap.model is None:
             return
         if delta is not None:

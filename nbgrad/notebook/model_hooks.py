@@ -118,6 +118,7 @@ class ModelTracker:
         self.global_hooks = False
         self.cell = 0
         self.kept: dict = {}  # container name -> graphs it kept alive at the last report
+        self.kept_walks: dict = {}  # model_report.kept_alive's cache of walked containers
         self.reset_cell()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -293,7 +294,8 @@ class ModelTracker:
             return
         if _is_loss(module) and id(module) not in self.loss_hooks:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
-            self._loss_hook(module, args, output)
+            if not self.global_hooks:  # (a global hook runs before the module's own hooks are
+                self._loss_hook(module, args, output)  # read: then the new one runs anyway)
         tpl = self.templates.get(id(module))
         if tpl is None or tpl[0] != end - frame.start:  # a new structure: remember it
             k = min(self.n_calls - frame.calls_before, len(self.calls))
@@ -318,7 +320,7 @@ class ModelTracker:
         if type(output) in _TENSOR_TYPES:
             a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
-                self.losses.append(float(a.reshape(-1)[0]))
+                self.losses.append(float(a.item()))
             if output.requires_grad:
                 self.loss_steps += 1
                 if not self.enabled:
@@ -341,11 +343,25 @@ class ModelTracker:
         is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
         if self.pending_ratio:
             self._ratios()
-        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into?
+        if n % SAMPLE_EVERY == 0 or (n == 2 and self._grads_kept(models)):
             for ref in list(models.values()):
                 mod = ref()
                 if mod is not None:
                     self._arm(mod)
+
+    @staticmethod
+    def _grads_kept(models) -> bool:
+        """Whether a parameter of ``models`` still has a ``.grad`` at the second step: then
+        its backward may sum into it (no ``zero_grad``), which arming the hooks tells. A loop
+        that calls ``zero_grad()`` before its forward has none left: nothing to arm."""
+        for ref in models.values():
+            mod = ref()
+            if mod is None:
+                continue
+            for p in mod.parameters():
+                if A.version_and_grad(p)[1] is not None:
+                    return True
+        return False
 
     def _mode_pre(self, module, args):
         """On each Dropout / BatchNorm layer of a trained model, once watching is over: train
@@ -436,10 +452,10 @@ class ModelTracker:
             a = A.array(grad).reshape(-1)
             sq = float(a @ a) if a.dtype.kind == "f" else float((a * a).sum())
             st.norms.append(math.sqrt(sq) if sq == sq else float("nan"))
-            st.zeros = 1.0 - np.count_nonzero(a) / max(a.size, 1)
+            st.zeros = np.count_nonzero(a == 0) / max(a.size, 1)  # (-0.0 included)
             if not math.isfinite(sq):
                 st.nonfinite = True
-            old = A.grad(p)  # the hook runs before the new gradient is summed in
+            old = A.version_and_grad(p)[1]  # runs before the new gradient is summed in
             if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
                 st.accumulated, st.missed = 1, False
             else:
@@ -486,7 +502,8 @@ class ModelTracker:
             if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
                 continue
             w = A.array(p).reshape(-1)
-            d = w - st.prev.reshape(-1)
+            d = st.prev.reshape(-1)  # our own copy: the difference is made in it
+            d -= w
             dn = float(d @ d)
             if dn:  # the weights moved: an optimizer step
                 wn = float(w @ w)

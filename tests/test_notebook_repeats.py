@@ -179,3 +179,26 @@ def test_an_expansion_too_big_to_sync_is_the_text_tree():
         assert 0 < len(panel.dot) < widgets.MAX_DOT
     finally:
         panel.close()
+
+
+def test_a_module_box_inside_a_folded_loop_says_how_to_open_it():
+    import json
+
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report, widgets
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        cell = nn.Linear(5, 5)
+        h = nbgrad.zeros(2, 5)
+        for _ in range(6):
+            h = cell(h).tanh()
+        snap = nbi.snapshot([("h", h)])
+        snap.model = model_report.with_graph(None, tracker, {"cell": cell, "h": h}, snap)
+    finally:
+        tracker.uninstall()
+    data = json.loads(widgets.graph_json(snap))
+    assert data["nodes"]["m_cell"]["details"] == [
+        "4 ops of one copy of 6: click the loop's title to draw every copy"]

@@ -59,8 +59,11 @@ def graph_data(snap, folded=(), expanded=()) -> dict:
             + ([f"view of {t.view_of}"] if t.view_of else [])
             + ([f"grad {t.grad}"] if t.grad else [])}
     for n in snap.nodes.values():
-        if n.folded:
-            continue  # a folded module's box: described above
+        if n.folded:  # a folded module's box: described above
+            if n.repeat in counts and n.key in nodes:  # inside a loop body drawn once
+                nodes[n.key]["details"] = [f"{n.folded} ops of one copy of {counts[n.repeat].count}"
+                                           ": click the loop's title to draw every copy"]
+            continue
         details = [f"at {n.where}"] if n.where else []
         if n.source:
             details.append(n.source)

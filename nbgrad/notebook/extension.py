@@ -187,12 +187,13 @@ class NbgradExtension:
 
     def with_earlier(self, snap):
         """A snapshot of ``snap``'s named tensors and of the earlier graphs it folded to a line,
-        read now (a panel's "show" button); None when none of them is bound any more."""
+        read now (a panel's "show" button), the named leaves with them (drawn where a graph
+        reaches them); None when none of them is bound any more."""
         want = set(snap.earlier)
         want.update(n for t in snap.tensors if t.named for n in t.name.split(" = "))
         named = [(n, t) for n, t in _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
-                 if n in want]
-        if not named:
+                 if n in want or (A.grad_fn(t) is None and t.requires_grad)]  # (leaves: named)
+        if not any(n in want for n, _ in named):
             return None
         out = _inspect.snapshot(named, max_nodes=self.max_nodes, show_saved=self.show_saved)
         if snap.model is not None and self.models is not None:

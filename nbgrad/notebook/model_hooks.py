@@ -58,7 +58,11 @@ class Call:
     grad_on: bool
     out_requires_grad: bool
     cell: int
-    cut: tuple | None = None  # (where raw, "shared" | "copy"): an input cut from a sibling's graph
+    # an input cut from a sibling's graph: (where raw, how, sure). how: "shared" / "copy" (seen
+    # from storages; where: this call) or "detach" / "data" / "detach_" / "from_numpy" (the cut
+    # recorded it; where: the cut); sure: the storages say so (else only the record does)
+    cut: tuple | None = None
+    out_cut: tuple | None = None  # (how, where raw): its output was cut inside its forward
 
 
 @dataclass
@@ -124,6 +128,7 @@ class ModelTracker:
         self._grad_on = A.grad_enabled()
         self.global_hooks = hasattr(_module_api(), "register_module_forward_pre_hook")
         self._install_warnings()
+        A.observe_backward(self._on_backward)
         self._enable()
 
     def watch(self, modules) -> None:
@@ -170,6 +175,7 @@ class ModelTracker:
         self.mode_layers.clear()
         self.loss_hooks.clear()
         self._uninstall_warnings()
+        A.unobserve_backward(self._on_backward)
         self.params.clear()
         self.calls.clear()
 
@@ -186,6 +192,7 @@ class ModelTracker:
         self.last_sample = 0
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
         self.losses: list = []  # the loss of every step (loss modules' outputs)
+        self.backward_losses: list = []  # the scalar each backward call started from
         self.step_norms: list = []  # [(top-level call index, total squared grad norm)]
         self.notes: dict = {}  # key -> text, in order
         self.eval_forward: dict = {}  # id(model) -> (weakref, where): forward in eval, grad on
@@ -222,9 +229,13 @@ class ModelTracker:
                 if a.requires_grad or id(a) in parent.inputs:
                     continue
                 shared = _storage_ptr(a) in parent.child_outputs
+                rec = A.cut_of(a)  # where a .detach() / .data / from_numpy made it, if recorded
                 if shared or parent.depth > 0:  # the cell's own frame: only a shared storage
-                    frame.cut = (frame.where, "shared" if shared else "copy")
+                    frame.cut = ((rec[1], rec[0], True) if rec is not None else
+                                 (frame.where, "shared" if shared else "copy", True))
                     break
+                if rec is not None and rec[0] != "from_numpy" and frame.cut is None:
+                    frame.cut = (rec[1], rec[0], False)  # a detach somewhere: a weaker lead
         frame.depth = depth
         frame.calls_before = self.n_calls
         if depth == 1:
@@ -269,8 +280,10 @@ class ModelTracker:
             out = None
         out_rg = bool(out is not None and out.requires_grad)
         end = self._counter()
+        out_cut = A.cut_of(out) if out is not None and not out_rg and frame.grad_on else None
         self.calls.append(Call(frame.start, end, weakref.ref(module), type(module).__name__,
-                               frame.where, frame.grad_on, out_rg, self.cell, frame.cut))
+                               frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
+                               out_cut))
         self.n_calls += 1
         if out_rg:
             parent = self.frames[-1]
@@ -288,6 +301,18 @@ class ModelTracker:
             k = min(self.n_calls - frame.calls_before, len(self.calls))
             mine = [self.calls[-i] for i in range(k, 0, -1)]
             self.templates[id(module)] = _template(mine, frame.start, end, out)
+
+    def _on_backward(self, outputs, api) -> None:
+        """The engine's observer: before each ``backward()``, the scalar it starts from (a
+        functional loss, ``F.cross_entropy(...).backward()``, has no module to hook)."""
+        if api != "backward" or len(outputs) != 1 or len(self.backward_losses) >= MAX_STEPS:
+            return
+        try:
+            a = A.array(outputs[0])
+            if a.size == 1:
+                self.backward_losses.append(float(a.reshape(-1)[0]))
+        except Exception:  # noqa: BLE001 - the backward runs whatever happens here
+            pass
 
     def _loss_hook(self, module, args, output):
         """On each loss module seen, every call: its value (the Training tab's curve); a loss

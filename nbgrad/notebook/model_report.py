@@ -143,7 +143,9 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
     counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
     rep.steps = max(counted if tracker.backward_seen else 0,
                     max((st.hits for st in tracker.params.values()), default=0))
-    rep.losses = list(tracker.losses)
+    # the values backward started from (what is optimised: a functional loss too), else the
+    # loss modules' outputs
+    rep.losses = list(tracker.backward_losses) or list(tracker.losses)
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
     backward_models = set()
@@ -173,17 +175,27 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
         grads = ", ".join(f"{x}.grad" for x in sorted(names))
         rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
                          "(fine if you meant to accumulate gradients)")
-    # parameters of a model that had a backward this cell but got no gradient
+    # parameters of a model that had a backward this cell but got no gradient, and of the other
+    # models trained this cell when a cut (a .detach() of their output) explains it
+    others = set()
+    if backward_models:
+        others = {mods[k].split(".", 1)[0] for k in tracker.trained if k in mods} - backward_models
     if backward_models:
         by_module = {}
-        for name, p in _named_params(ns, backward_models):
+        for name, p in _named_params(ns, backward_models | others):
             if p.requires_grad and id(p) in tracker.params and \
                     tracker.params[id(p)].hits == 0:
                 by_module.setdefault(name.rsplit(".", 1)[0], []).append(name)
         mod_of = {path: mid for mid, path in mods.items()}
         for path, names in by_module.items():
-            why = _why_no_grad(mod_of.get(path), calls, mods)
-            rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
+            why, cut = _why_no_grad(mod_of.get(path), calls, mods)
+            outer = path
+            while not cut and "." in outer:  # cut around it: in a module that holds it
+                outer = outer.rsplit(".", 1)[0]
+                why2, cut = _why_no_grad(mod_of.get(outer), calls, mods, who=outer)
+                why = why2 if cut else why
+            if cut or path.split(".", 1)[0] in backward_models:
+                rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
         m = mref() if mref is not None else None
         path = mods.get(id(m)) if m is not None else None
@@ -226,7 +238,7 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap, s
 def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=(),
                    scanned: Scan | None = None) -> dict:
     """The module clusters of ``snap`` (:func:`clusters`); the parameters its graph reaches get
-    their module path as name. ``scanned``: this cell's :func:`scan`, made here when not given."""
+    their module path as name. ``scanned``: the namespace's :func:`scan`, made here if None."""
     scanned = scanned or scan(ns, skip)
     mods, pnames = scanned.mods, scanned.params
     for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
@@ -247,26 +259,42 @@ def _named_params(ns, top_names):
             continue
 
 
-def _why_no_grad(module_id, calls, mods) -> str:
-    """Where the path from a module's parameters to the loss was cut."""
+_CUT_HOW = {"detach": "detached", "detach_": "detached in place (.detach_())",
+            "data": "taken out of the graph through .data",
+            "from_numpy": "turned into numpy and back (from_numpy)"}
+
+
+def _why_no_grad(module_id, calls, mods, who=None) -> tuple[str, bool]:
+    """Where the path from a module's parameters to the loss was cut: where the ``.detach()``,
+    ``.data`` or numpy round trip ran when the core recorded it (provenance on), else where the
+    next module used the cut tensor. ``(text, whether a cut was found)``; ``who``: the path of an
+    outer module asked about instead (the text then names it)."""
     mine = [c for c in calls if module_id is not None and id(c.ref()) == module_id]
     if not mine:
-        return "its module was not called since the panel was loaded"
+        return "its module was not called since the panel was loaded", False
     last = mine[-1]
+    mod = f"{who} ({last.cls})" if who else "its module"
     if not last.grad_on:
-        return f"its module ran under no_grad at {_where_str(last.where) or '?'}"
+        return f"{mod} ran under no_grad at {_where_str(last.where) or '?'}", True
+    out = f"the output of {mod}" if who else "its module's output"
     if not last.out_requires_grad:
-        return "its module's output did not require grad (detached inside its forward)"
-    for c in calls:
-        if c.start >= last.end and c.cut is not None:
-            how = ("detached (.detach() or .data)" if c.cut[1] == "shared"
-                   else "cut from the graph (a .detach(), .data or a numpy round trip)")
-            m = c.ref()
-            user = f"{mods.get(id(m), 'a')} ({c.cls})"
-            return (f"its output was {how} before {user} used it at "
-                    f"{_where_str(c.cut[0]) or '?'}")
+        if last.out_cut is not None and last.out_cut[0] in _CUT_HOW:
+            return (f"{out} was {_CUT_HOW[last.out_cut[0]]} inside its forward at "
+                    f"{_where_str(last.out_cut[1]) or '?'}"), True
+        return f"{out} did not require grad (detached inside its forward)", True
+    out = f"the output of {mod}" if who else "its output"
+    later = [c for c in calls if c.start >= last.end and c.cut is not None]
+    for c in sorted(later, key=lambda c: not c.cut[2])[:1]:  # what the storages confirm first
+        where, how = _where_str(c.cut[0]) or "?", c.cut[1]
+        m = c.ref()
+        user = f"{mods.get(id(m), 'a')} ({c.cls})"
+        if how in _CUT_HOW:
+            return f"{out} was {_CUT_HOW[how]} at {where}, before {user} used it", True
+        how = ("detached (.detach() or .data)" if how == "shared"
+               else "cut from the graph (a .detach(), .data or a numpy round trip)")
+        return f"{out} was {how} before {user} used it at {where}", True
     return ("its output never reached the loss (a .detach(), .data, a numpy round trip or an "
-            "unused layer)")
+            "unused layer)"), False
 
 
 def clusters(snap, calls, mods: dict) -> dict:

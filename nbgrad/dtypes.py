@@ -51,6 +51,26 @@ _BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int
 _DEFAULT = [float32]
 
 
+class _unsupported_dtype:
+    """A PyTorch dtype that nbgrad names but cannot store (numpy and cupy lack it): scripts that
+    only mention it (``{'bfloat16': torch.bfloat16, ...}[dtype]``) run; making a tensor of it
+    raises TypeError saying so."""
+
+    __slots__ = ("name", "is_floating_point", "is_signed", "itemsize")
+
+    def __init__(self, name, itemsize):
+        self.name, self.itemsize = name, itemsize
+        self.is_floating_point = self.is_signed = True
+
+    is_complex = False
+
+    def __repr__(self):
+        return f"nbgrad.{self.name}"
+
+
+bfloat16 = _unsupported_dtype("bfloat16", 2)
+
+
 def from_name(name):
     return _BY_NAME[name]
 
@@ -71,6 +91,9 @@ def to_np(d):
         return None
     if type(d) is dtype:
         return d.np
+    if type(d) is _unsupported_dtype:
+        raise TypeError(f"nbgrad does not support {d!r} tensors: numpy has no {d.name} type "
+                        "(use float32 or float16)")
     if d is builtins.float:
         return _DEFAULT[0].np
     if d is builtins.int:

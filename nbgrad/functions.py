@@ -801,6 +801,65 @@ def outer(input, vec2):
     return mul(reshape(input, -1, 1), vec2)
 
 
+def linalg_cross(input, other, *, dim=-1):
+    """Cross product of 3-vectors along ``dim`` (torch.linalg.cross): input, other (..., 3, ...)
+    broadcast against each other; one LinalgCrossBackward0 node.
+
+    Raises:
+        RuntimeError: ``dim`` of length other than 3 (PyTorch's text), or shapes that do not
+            broadcast.
+    """
+    a, b = input._data, other._data
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = _dim(dim, a.ndim)
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[d]} and {b.shape[d]}")
+    return apply(R["linalg_cross"], (input, other), (d,))
+
+
+def cross(input, other, dim=None):
+    """Cross product of 3-vectors (torch.cross): along ``dim``, or, when it is None (deprecated
+    in PyTorch, with its warning), along the first dimension of size 3. LinalgCrossBackward0.
+
+    Raises:
+        RuntimeError: no dimension of size 3 (PyTorch's text); see :func:`linalg_cross`.
+    """
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                      "The default value of dim will change to agree with that of linalg.cross "
+                      "in a future release.", UserWarning, stacklevel=2)
+        shape = input._data.shape
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return linalg_cross(input, other, dim=dim)
+
+
+_svd_result = collections.namedtuple("svd", ["U", "S", "V"])
+
+
+def svd(input, some=True, compute_uv=True):
+    """Singular value decomposition, PyTorch's older form (torch.svd): (U, S, V) with
+    input = U diag(S) V^T for input (..., m, n). ``some`` gives the reduced U (m, k) and V (n, k),
+    k = min(m, n); ``some=False`` the full U (m, m) and V (n, n). ``compute_uv=False`` gives
+    zero U (m, m) and V (n, n), as PyTorch does. U and S come from one LinalgSvdBackward0 node, V through TransposeBackward0, as in
+    PyTorch (which recommends torch.linalg.svd, whose third output is V^T).
+    """
+    from . import linalg
+    if not compute_uv:
+        s = linalg.svdvals(input)
+        m, n = input._data.shape[-2:]
+        batch = tuple(input._data.shape[:-2])
+        return _svd_result(creation.zeros(*batch, m, m, dtype=input.dtype), s,
+                           creation.zeros(*batch, n, n, dtype=input.dtype))
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    return _svd_result(U, S, transpose(Vh, -2, -1))
+
+
 # ================================================================================================
 # convolution and pooling
 # ================================================================================================
@@ -865,6 +924,9 @@ def cat(tensors, dim=0, *, out=None):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     if out is not None:
         return _out("cat", lambda: cat(tensors, dim), tuple(tensors), out)
+    for i, t in enumerate(tensors):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     ts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     nd = ts[0]._data.ndim
     d = _dim(dim, nd)
@@ -2123,7 +2185,7 @@ def histc(input, bins=100, min=0, max=0):
 _histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """(hist, bin_edges) of a float tensor (torch.histogram): `bins` an int (equal bins over
     `range`, default the data's min..max) or a 1-D tensor of increasing edges; `weight` sums
     weights instead of counts; density normalises to integrate to 1."""
@@ -2953,7 +3015,7 @@ def _bind_composed():
                  "baddbmm_ addbmm addbmm_ addmv addmv_ addr addr_ det inverse logdet slogdet "
                  "matrix_power pinverse roll rot90 clamp_min_ clamp_max_ absolute_ negative_ "
                  "subtract_ multiply_ divide_ true_divide_ cumsum_ cumprod_ addmm_ index_add_ "
-                 "bitwise_and bitwise_or bitwise_xor bitwise_not").split():
+                 "bitwise_and bitwise_or bitwise_xor bitwise_not cross svd").split():
         setattr(T, name, globals()[name])
 
 
@@ -3087,10 +3149,14 @@ def _bind():
     T.half = lambda s: to_dtype(s, dtypes.float16)
     T.long = lambda s: to_dtype(s, dtypes.int64)
     T.int = lambda s: to_dtype(s, dtypes.int32)
+    T.short = lambda s: to_dtype(s, dtypes.int16)
+    T.char = lambda s: to_dtype(s, dtypes.int8)
+    T.byte = lambda s: to_dtype(s, dtypes.uint8)
     T.bool = lambda s: to_dtype(s, dtypes.bool_)
     T.cpu = lambda s: _to_device(s, backend.CPU)
     T.cuda = lambda s, device=None: _to_device(s, backend.device("cuda", device or 0))
-    T.type = lambda s, dtype=None: (s.type_name() if dtype is None else to_dtype(s, dtype))
+    T.type = _type
+    T.new = _new
     T.type_name = lambda s: type_name(s._data.dtype, s._data)
     T.new_zeros = _new_like("zeros")
     T.new_ones = _new_like("ones")
@@ -3105,6 +3171,49 @@ def _bind():
             requires_grad=requires_grad)
     T.repeat = lambda s, *sizes: _repeat(s, _shape_arg(sizes))
     T.sum_to_size = lambda s, *size: _sum_to_size(s, _shape_arg(size))
+
+
+def _type(self, dtype=None, non_blocking=False):
+    """Tensor.type: the type string ('torch.FloatTensor' style) without an argument; with one
+    (a dtype, a legacy type such as ``torch.LongTensor``, or its name as a string, 'torch.' or
+    'nbgrad.' prefixed) the tensor converted to it.
+
+    Raises:
+        ValueError: a string that names no tensor type (PyTorch's "invalid type" text).
+    """
+    if dtype is None:
+        return self.type_name()
+    if isinstance(dtype, str):
+        from . import tensortypes
+        name = dtype.split(".")[-1]
+        legacy = getattr(tensortypes, name, None)
+        if legacy is None or not dtype.startswith(("torch.", "nbgrad.")):
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = legacy
+    return to_dtype(self, getattr(dtype, "dtype", dtype))
+
+
+def _new(self, *args, device=None):
+    """Tensor.new (legacy constructor): ``t.new(data)`` a tensor of the data, ``t.new(*sizes)``
+    an uninitialised one (sizes or a Size), ``t.new()`` an empty one, all of ``t``'s dtype and
+    device; mirrors ``torch.Tensor.new``. A Tensor of the same dtype comes back as an alias.
+
+    Raises:
+        TypeError: arguments that are neither data nor sizes (PyTorch's wording), or a Tensor
+            of another dtype.
+    """
+    device = self.device if device is None else device
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype is not self.dtype:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype}, got {args[0].dtype}")
+        return args[0].detach()  # an alias, as PyTorch's
+    if not args or (len(args) == 1 and isinstance(args[0], Size)):
+        return creation.empty(*(args[0] if args else (0,)), dtype=self.dtype, device=device)
+    if len(args) == 1 and not isinstance(args[0], int):
+        return creation.tensor(args[0], dtype=self.dtype, device=device)
+    if not builtins.all(isinstance(a, int) for a in args):
+        raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+    return creation.empty(*args, dtype=self.dtype, device=device)
 
 
 def _repeat(self, sizes):

@@ -257,3 +257,7 @@ op("linalg_svd", lambda A, full_matrices: tuple(_xp(A).linalg.svd(
        g, result, result1, result2, full_matrices, xp))
 op("linalg_pinv", lambda A: _xp(A).linalg.pinv(A),
    A=lambda g, A, result: _pinv_backward(g, result, A))
+op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=dim),
+   node="LinalgCrossBackward0", broadcast=True,
+   self=lambda g, other, dim, xp: xp.cross(other, g, dim),
+   other=lambda g, self, dim, xp: xp.cross(g, self, dim))

@@ -1,0 +1,285 @@
+"""What real PyTorch programs stopped on (docs/real_programs.md), each checked against torch.
+
+Row-level cases (cross) join test_ops.py's harness through ``CASES`` (values, grad_fn names,
+gradients, gradcheck, second order, float32); the rest compare values, dtypes, shapes, node names
+and error texts with torch 2.13 directly.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+import test_ops as base
+from test_ops import Case
+
+REPO = Path(__file__).resolve().parents[1]
+
+CASES = [
+    Case("linalg_cross", lambda T, a, b: T.linalg.cross(a, b), (4, 3), (4, 3)),
+    Case("linalg_cross_dim0_bcast", lambda T, a, b: T.linalg.cross(a, b, dim=0), (3, 4), (3, 1)),
+    Case("cross_dim", lambda T, a, b: T.cross(a, b, dim=1), (2, 3), (2, 3)),
+    Case("cross_method", lambda T, a, b: a.cross(b, dim=-1), (3,), (3,)),
+    Case("svd_legacy", lambda T, a: _abs_cols(T.svd(a)), (4, 3)),
+    Case("svd_legacy_full_U", lambda T, a: T.svd(a, some=False).S, (3, 4)),
+    Case("normalize", lambda T, a: T.nn.functional.normalize(a, dim=1), (3, 4)),
+    Case("normalize_p1_dim0", lambda T, a: T.nn.functional.normalize(a, 1, 0), ("away", (3, 4))),
+]
+
+
+def _abs_cols(r):
+    """U, S and V with the sign of each singular vector fixed (U's and V's columns)."""
+    sign = (r.U[0:1, :] >= 0) * 2 - 1  # a column's sign is arbitrary; fix it by U's first row
+    return r.U * sign, r.S, r.V * sign
+
+
+@pytest.mark.parametrize("case", [c.param("forward") for c in CASES])
+def test_forward(case):
+    base.test_forward(case)
+
+
+@pytest.mark.parametrize("case", [c.param("grad_fn") for c in CASES])
+def test_grad_fn_name(case):
+    base.test_grad_fn_name(case)
+
+
+@pytest.mark.parametrize("case", [c.param("grad") for c in CASES])
+def test_grad(case):
+    base.test_grad(case)
+
+
+@pytest.mark.parametrize("case", [c.param("gradcheck") for c in CASES])
+def test_gradcheck(case):
+    base.test_gradcheck(case)
+
+
+@pytest.mark.parametrize("case", [c.param("second") for c in CASES])
+def test_second_order_vs_torch(case):
+    base.test_second_order_vs_torch(case)
+
+
+def _both(fn):
+    """fn(torch) and fn(nbgrad): their results, or (exception type name, message)."""
+    out = []
+    for T in (torch, nbgrad):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out.append(fn(T))
+        except Exception as e:  # noqa: BLE001 (the error itself is compared)
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+def _np(x):
+    return x.detach().numpy() if hasattr(x, "detach") else x
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.cross(T.ones(2, 4), T.ones(2, 4)),
+    lambda T: T.linalg.cross(T.ones(2, 4), T.ones(2, 4)),
+    lambda T: T.linalg.cross(T.ones(2, 3), T.ones(3)),
+    lambda T: T.cat([T.tensor(1.0), T.tensor(2.0)]),
+    lambda T: T.cat([T.ones(2), T.tensor(2.0)]),
+    lambda T: T.ones(2).type("torch.NoSuchTensor"),
+    lambda T: T.ones(2).new("text"),
+], ids=["cross_no_dim_of_3", "linalg_cross_len", "linalg_cross_ndim", "cat_0d_first",
+        "cat_0d_second", "type_bad_name", "new_bad_data"])
+def test_errors_as_torch(fn):
+    t, n = _both(fn)
+    assert isinstance(t, tuple) and n == t
+
+
+def test_cross_without_dim_takes_the_first_dim_of_size_3_and_warns():
+    a, b = np.random.default_rng(0).normal(size=(2, 3, 3, 2))
+    with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg"):
+        y = nbgrad.cross(nbgrad.tensor(a), nbgrad.tensor(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.cross(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_allclose(y.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("some", [True, False])
+def test_svd_shapes_and_compute_uv(some):
+    a = np.random.default_rng(1).normal(size=(2, 4, 3))
+    for uv in (True, False):
+        t = torch.svd(torch.tensor(a), some=some, compute_uv=uv)
+        n = nbgrad.svd(nbgrad.tensor(a), some=some, compute_uv=uv)
+        assert [tuple(x.shape) for x in n] == [tuple(x.shape) for x in t]
+        np.testing.assert_allclose(n.S.numpy(), t.S.numpy())
+        if not uv:
+            assert not n.U.numpy().any() and not n.V.numpy().any()
+        assert type(n).__name__ == "svd" and n._fields == ("U", "S", "V")
+
+
+def test_histogram_bins_default_to_100():
+    a = np.random.default_rng(2).normal(size=50).astype(np.float32)
+    t = torch.histogram(torch.tensor(a), density=True)
+    n = nbgrad.histogram(nbgrad.tensor(a), density=True)
+    np.testing.assert_allclose(n.hist.numpy(), t.hist.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(n.bin_edges.numpy(), t.bin_edges.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["short", "char", "byte", "half", "int", "long", "bool"])
+def test_dtype_methods(method):
+    x = [[-1.5, 0.0], [2.7, 300.0]]
+    t = getattr(torch.tensor(x), method)()
+    n = getattr(nbgrad.tensor(x), method)()
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    if method not in ("byte", "char"):  # out-of-range float -> small int casts are undefined
+        np.testing.assert_array_equal(n.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("arg", ["torch.LongTensor", "torch.DoubleTensor", "LEGACY_INT",
+                                 "DTYPE_F64"])
+def test_type_converts_like_torch(arg):
+    def f(T):
+        a = {"LEGACY_INT": T.IntTensor, "DTYPE_F64": T.float64}.get(arg, arg)
+        y = T.tensor([1.5, -2.0]).type(a)
+        return str(y.dtype).split(".")[1], y.tolist(), y.type().split(".")[1]
+    t, n = _both(f)
+    assert n == t
+
+
+@pytest.mark.parametrize("args", [([1, 2],), (2, 3), ((2, 3),), (), ("SIZE",)],
+                         ids=["data", "sizes", "tuple_is_data", "empty", "size"])
+def test_new_like_torch(args):
+    def f(T):
+        a = [T.Size([2, 1]) if x == "SIZE" else x for x in args]
+        y = T.ones(2, dtype=T.float64).new(*a)
+        return str(y.dtype).split(".")[1], tuple(y.shape), y.tolist() if "data" in str(a) or \
+            (len(a) == 1 and isinstance(a[0], (list, tuple)) and not isinstance(a[0], T.Size)) \
+            else None
+    t, n = _both(f)
+    assert n == t
+
+
+def test_new_of_a_tensor_is_an_alias():
+    x = nbgrad.ones(3)
+    y = x.new(x)
+    y[0] = 5
+    assert x[0].item() == 5 and not y.requires_grad
+
+
+def test_mse_loss_keeps_the_float_dtype_against_an_int_target():
+    """torch promotes float32 with int64 to float32 (the blitz tutorial's MSELoss against
+    torch.arange); numpy's float64 would give a float64 loss and float64 .grad for a float32
+    parameter."""
+    out = {}
+    for T in (torch, nbgrad):
+        o = T.tensor([[0.5, 1.5, 2.0]], requires_grad=True)
+        loss = T.nn.MSELoss()(o, T.arange(1, 4).view(1, -1))
+        loss.backward()
+        out[T.__name__] = (str(loss.dtype).split(".")[1], type(loss.grad_fn).__name__,
+                           str(o.grad.dtype).split(".")[1], round(loss.item(), 6),
+                           o.grad.tolist())
+    assert out["nbgrad"] == out["torch"]
+
+
+def test_gradcheck_takes_a_list_of_inputs():
+    """The numpy-extensions tutorial calls gradcheck(module, [input])."""
+    lin = nbgrad.nn.Linear(3, 2).double()
+    x = nbgrad.randn(4, 3, dtype=nbgrad.float64, requires_grad=True)
+    assert nbgrad.autograd.gradcheck(lin, [x])
+    assert nbgrad.autograd.gradgradcheck(lambda t: (t * t).sum(), [x])
+
+
+def test_bfloat16_is_named_and_refused_clearly():
+    assert repr(nbgrad.bfloat16) == "nbgrad.bfloat16" and nbgrad.bfloat16.is_floating_point
+    for make in (lambda: nbgrad.zeros(2, dtype=nbgrad.bfloat16),
+                 lambda: nbgrad.ones(2).to(nbgrad.bfloat16)):
+        with pytest.raises(TypeError, match="does not support nbgrad.bfloat16 tensors"):
+            make()
+
+
+def test_cuda_switches_scripts_set():
+    assert nbgrad.cuda.is_bf16_supported() is False
+    nbgrad.backends.cuda.matmul.allow_tf32 = True
+    assert nbgrad.backends.cuda.matmul.allow_tf32 is True
+    nbgrad.backends.cuda.matmul.allow_tf32 = False
+    assert nbgrad.backends.cuda.is_built() is False
+
+
+def test_grad_scaler_runs_as_a_disabled_one():
+    w = nbgrad.nn.Parameter(nbgrad.tensor([1.0, 2.0]))
+    opt = nbgrad.optim.SGD([w], lr=0.5)
+    with pytest.warns(UserWarning, match="CUDA is not available.  Disabling."):
+        scaler = nbgrad.cuda.amp.GradScaler(enabled=True)
+    quiet = nbgrad.amp.GradScaler(enabled=False)
+    for s in (scaler, quiet):
+        loss = (w * w).sum()
+        assert s.scale(loss) is loss
+        s.scale(loss).backward()
+        s.unscale_(opt)
+        s.step(opt)
+        s.update()
+        opt.zero_grad()
+        assert not s.is_enabled() and s.get_scale() == 1.0 and s.state_dict() == {}
+    # two plain SGD steps: w <- w - 0.5 * 2w each time
+    np.testing.assert_allclose(w.detach().numpy(), [0.0, 0.0])
+
+
+def test_data_parallel_without_gpus_is_the_module():
+    lin = nbgrad.nn.Linear(2, 3)
+    dp = nbgrad.nn.DataParallel(lin)
+    tdp = torch.nn.DataParallel(torch.nn.Linear(2, 3))
+    assert list(dp.state_dict()) == list(tdp.state_dict()) == ["module.weight", "module.bias"]
+    x = nbgrad.ones(4, 2)
+    np.testing.assert_allclose(dp(x).detach().numpy(), lin(x).detach().numpy())
+    assert dp.device_ids == tdp.device_ids == []
+
+
+def test_distributed_reports_no_process_group_as_torch():
+    assert nbgrad.distributed.is_available() is False
+    assert nbgrad.distributed.is_initialized() is torch.distributed.is_initialized() is False
+    t, n = _both(lambda T: T.distributed.get_rank())
+    assert n[0] == t[0] == "ValueError" and n[1].startswith(t[1][:60])
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        nbgrad.nn.parallel.DistributedDataParallel(nbgrad.nn.Linear(2, 2))
+    with pytest.raises(RuntimeError, match="single process"):
+        nbgrad.distributed.init_process_group("gloo")
+
+
+def test_a_training_script_with_ddp_imports_and_grad_scaler_runs_unchanged(tmp_path):
+    """The shape of nanoGPT's train.py on a CPU: DDP/process-group imports at the top, the TF32
+    switches, a dtype table naming bfloat16, a GradScaler created unconditionally."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.distributed import init_process_group, destroy_process_group
+        dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() \\
+            else 'float16'
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16,
+                   'float16': torch.float16}[dtype]
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+        scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))
+        x = torch.ones(4, 3)
+        for _ in range(3):
+            loss = model(x).pow(2).mean()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+        print(dtype, ptdtype is torch.float16, torch.distributed.is_initialized())
+    """))
+    import os
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-m", "nbgrad", str(script)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["float16", "True", "False"]

@@ -3157,6 +3157,9 @@ def _bind():
     T.cuda = lambda s, device=None: _to_device(s, backend.device("cuda", device or 0))
     T.type = _type
     T.new = _new
+    T.unsqueeze_, T.squeeze_, T.transpose_, T.t_, T.resize_ = (
+        unsqueeze_, squeeze_, transpose_, t_, resize_)
+    T.swapdims_ = T.swapaxes_ = transpose_
     T.type_name = lambda s: type_name(s._data.dtype, s._data)
     T.new_zeros = _new_like("zeros")
     T.new_ones = _new_like("ones")
@@ -3214,6 +3217,73 @@ def _new(self, *args, device=None):
     if not builtins.all(isinstance(a, int) for a in args):
         raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
     return creation.empty(*args, dtype=self.dtype, device=device)
+
+
+def _reshape_in_place(self, name, make):
+    """An in-place op that changes only the shape of ``self`` (unsqueeze_, squeeze_, t_,
+    transpose_, swapdims_): ``self`` becomes the view ``make(self)`` of the same memory and its
+    version goes up by one, as PyTorch's. Not recorded by autograd: on a tensor that requires
+    grad with grad mode on, a leaf gets PyTorch's leaf error and a non-leaf a RuntimeError
+    naming the out-of-place form to use instead."""
+    if self._requires_grad and _GRAD.enabled:
+        if self._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise RuntimeError(f"nbgrad does not implement {name} on a tensor that requires grad "
+                           f"yet: use the out-of-place form, y = y.{name[:-1]}(...)")
+    with no_grad():
+        new = make(self)._data
+    self._data = new
+    self._bump_version(name)
+    return self
+
+
+def unsqueeze_(self, dim):
+    """In place: ``self`` gains a size-1 dimension at ``dim`` (torch.Tensor.unsqueeze_)."""
+    return _reshape_in_place(self, "unsqueeze_", lambda t: unsqueeze(t, dim))
+
+
+def squeeze_(self, dim=None):
+    """In place: size-1 dimensions (or ``dim``) removed (torch.Tensor.squeeze_)."""
+    return _reshape_in_place(self, "squeeze_", lambda t: squeeze(t, dim))
+
+
+def transpose_(self, dim0, dim1):
+    """In place: dims ``dim0`` and ``dim1`` swapped (torch.Tensor.transpose_)."""
+    return _reshape_in_place(self, "transpose_", lambda t: transpose(t, dim0, dim1))
+
+
+def t_(self):
+    """In place: a matrix (or vector) transposed (torch.Tensor.t_)."""
+    return _reshape_in_place(self, "t_", t)
+
+
+def resize_(self, *sizes):
+    """torch.Tensor.resize_: ``self`` takes the shape ``sizes``, keeping its first elements in
+    row-major order; growing it appends uninitialised (here zero) elements in a new buffer.
+    Bumps the version by one.
+
+    Raises:
+        RuntimeError: ``self`` requires grad ("cannot resize variables that require grad"), or
+            is not contiguous.
+    """
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    sizes = tuple(_shape_arg(sizes))
+    n = math.prod(sizes)
+    if not self._data.flags.c_contiguous:
+        raise RuntimeError("nbgrad does not implement resize_ of a non-contiguous tensor yet")
+    flat = self._data.reshape(-1)
+    if n <= flat.size:
+        self._data = flat[:n].reshape(sizes)
+    else:
+        xp = backend.get_array_module(self._data)
+        grown = xp.zeros(n, dtype=self._data.dtype)
+        grown[:flat.size] = flat
+        fresh = _fresh(grown.reshape(sizes))
+        self._data, self._storage = fresh._data, fresh._storage
+    self._bump_version("resize_")
+    return self
 
 
 def _repeat(self, sizes):

@@ -283,3 +283,42 @@ def test_a_training_script_with_ddp_imports_and_grad_scaler_runs_unchanged(tmp_p
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["float16", "True", "False"]
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: x.unsqueeze_(1), lambda x: x.squeeze_(), lambda x: x.squeeze_(0),
+    lambda x: x.t_(), lambda x: x.transpose_(0, 1), lambda x: x.swapdims_(1, 0),
+    lambda x: x.resize_(3, 2), lambda x: x.resize_(2), lambda x: x.resize_(1, 2, 3),
+], ids=["unsqueeze_", "squeeze_", "squeeze_dim", "t_", "transpose_", "swapdims_",
+        "resize_same", "resize_smaller", "resize_view_sizes"])
+def test_shape_changing_inplace_ops(op):
+    """In-place unsqueeze_/squeeze_/t_/transpose_/resize_ (the intro tutorials): the same object,
+    its new shape and values, one version bump, and a view of it sees writes through it."""
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.arange(6.0).view(2, 3)
+        y = op(x)
+        y[(0,) * y.dim()] = 100.0
+        out[T.__name__] = (y is x, tuple(x.shape), x.tolist(), x._version)
+    assert out["nbgrad"] == out["torch"]
+
+
+def test_resize_grows_and_refuses_grad():
+    x = nbgrad.arange(4.0)
+    x.resize_(2, 3)
+    assert tuple(x.shape) == (2, 3) and x.view(-1)[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    t, n = _both(lambda T: T.ones(2, requires_grad=True).resize_(3))
+    assert n == t
+
+
+def test_shape_changing_inplace_ops_and_autograd():
+    # a leaf that requires grad: PyTorch's leaf error; under no_grad it works
+    t, n = _both(lambda T: T.ones(2, 3, requires_grad=True).unsqueeze_(0))
+    assert n == t
+    x = nbgrad.ones(2, 3, requires_grad=True)
+    with nbgrad.no_grad():
+        x.unsqueeze_(0)
+    assert tuple(x.shape) == (1, 2, 3) and x.requires_grad
+    # a non-leaf: not recorded by nbgrad, so refused with a way out
+    with pytest.raises(RuntimeError, match=r"nbgrad does not implement t_ .*y = y.t\(\.\.\.\)"):
+        (x * 2).t_()

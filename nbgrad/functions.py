@@ -64,8 +64,36 @@ def _out(name, fn, inputs, out):
 # ================================================================================================
 # elementwise arithmetic
 # ================================================================================================
-def add(input, other, *, alpha=1, out=None):
-    """input + alpha * other, broadcasting (torch.add)."""
+_ALPHA_FIRST_WARNED = []
+
+
+def _alpha_first(name, other, rest):
+    """PyTorch's deprecated overload ``add(Number alpha, Tensor other)`` (and sub, add_, sub_),
+    still in old tutorials (``p.data.add_(-lr, d_p)``): returns (other, alpha), with PyTorch's
+    UserWarning, given once per process as PyTorch gives it.
+
+    Raises:
+        TypeError: other extra arguments (PyTorch's count).
+    """
+    if len(rest) != 1 or isinstance(other, Tensor) or not isinstance(rest[0], (Tensor, int, float)):
+        if name.endswith("_"):  # the method's count (without self), as PyTorch words it
+            raise TypeError(f"{name}() takes 1 positional argument but {1 + len(rest)} were given")
+        raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(rest)} were given")
+    if _ALPHA_FIRST_WARNED:
+        return rest[0], other
+    _ALPHA_FIRST_WARNED.append(True)
+    import warnings
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)"
+                  f"\nConsider using one of the following signatures instead:\n\t{name}(Tensor "
+                  "other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+    return rest[0], other
+
+
+def add(input, other, *rest, alpha=1, out=None):
+    """input + alpha * other, broadcasting (torch.add). ``add(input, alpha, other)``, PyTorch's
+    deprecated overload, is accepted with its warning."""
+    if rest:
+        other, alpha = _alpha_first("add", other, rest)
     if out is not None:
         return _out("add", lambda: add(input, other, alpha=alpha), (input, other), out)
     if not isinstance(input, Tensor):
@@ -73,8 +101,10 @@ def add(input, other, *, alpha=1, out=None):
     return apply(R["add"], (input, other), (alpha,))
 
 
-def sub(input, other, *, alpha=1, out=None):
-    """input - alpha * other, broadcasting (torch.sub)."""
+def sub(input, other, *rest, alpha=1, out=None):
+    """input - alpha * other, broadcasting (torch.sub); ``sub(input, alpha, other)`` as add."""
+    if rest:
+        other, alpha = _alpha_first("sub", other, rest)
     if out is not None:
         return _out("sub", lambda: sub(input, other, alpha=alpha), (input, other), out)
     _check_bool_sub(input, other)
@@ -1587,7 +1617,9 @@ def take_along_dim(input, indices, dim=None):
 def _ip_binary(row_name, op_name, alpha=False):
     row = R[row_name]
     if alpha:
-        def f(self, other, *, alpha=1):
+        def f(self, other, *rest, alpha=1):
+            if rest:
+                other, alpha = _alpha_first(op_name, other, rest)
             return apply(row, (self, other), (alpha,), inplace=op_name)
     else:
         def f(self, other):

@@ -322,3 +322,42 @@ def test_shape_changing_inplace_ops_and_autograd():
     # a non-leaf: not recorded by nbgrad, so refused with a way out
     with pytest.raises(RuntimeError, match=r"nbgrad does not implement t_ .*y = y.t\(\.\.\.\)"):
         (x * 2).t_()
+
+
+@pytest.mark.parametrize("data", [
+    [np.float64(1.0), np.float64(2.0)], [np.float32(1.0), 2.0], [np.float64(1.0), 2],
+    [1.0, np.float16(2)], [np.int32(1), np.int32(2)], [np.int64(1), 2.5], np.float64(3.0),
+    [[np.float64(1)], [2.0]], (np.float64(1.0), 2.0), [np.int16(1), np.int8(2)], np.int32(4),
+    [1.0, 2.0], [1, 2], [[1, 2.5]],
+], ids=lambda d: repr(d)[:40])
+def test_tensor_infers_dtype_from_numpy_scalars(data):
+    """torch.tensor keeps a numpy scalar's dtype (the Deep Learning course's optimisation
+    notebook builds torch.tensor([x, y]) from float64 meshgrid values and multiplies by a
+    float32 matrix, which PyTorch refuses); Python floats stay the default dtype."""
+    t, n = torch.tensor(data), nbgrad.tensor(data)
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    np.testing.assert_array_equal(n.numpy(), t.numpy())
+
+
+def test_add_with_alpha_first_the_deprecated_overload():
+    """``p.data.add_(-lr, d_p)`` from old optimiser code: PyTorch's values, and its warning."""
+    out = {}
+    for T in (torch, nbgrad):
+        p, d = T.ones(3), T.full((3,), 2.0)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            p.add_(-0.5, d)
+            p.sub_(2.0, d)
+            r = [p.tolist(), p.add(-0.5, d).tolist(), T.add(p, 2, d).tolist(),
+                 T.sub(p, 2, d).tolist()]
+        out[T.__name__] = r
+        if T is nbgrad and not nbgrad.functions._ALPHA_FIRST_WARNED[1:]:
+            msgs = [str(x.message) for x in w]
+            assert not msgs or msgs[0].startswith("This overload of add_ is deprecated:\n\t"
+                                                  "add_(Number alpha, Tensor other)")
+    assert out["nbgrad"] == out["torch"]
+    for f in (lambda T: T.ones(2).add_(1, 2).tolist(),
+              lambda T: T.ones(2).add_(T.ones(2), 2), lambda T: T.add(T.ones(2), T.ones(2), 2),
+              lambda T: T.ones(2).sub_(T.ones(2), T.ones(2))):
+        t, n = _both(f)
+        assert n == t

@@ -1055,6 +1055,13 @@ def reshape(input, *shape):
         return apply(R["unsafe_view"], (clone(input),), (shape,))
 
 
+def ravel(input):
+    """The elements of ``input`` as a contiguous 1-D tensor (torch.ravel): a view
+    (ViewBackward0) when ``input`` is contiguous, else a copy (CloneBackward0 then
+    ViewBackward0), as PyTorch's."""
+    return view(contiguous(input), -1)
+
+
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim (torch.flatten); a view when possible."""
     s = input._data.shape
@@ -3047,7 +3054,7 @@ def _bind_composed():
                  "baddbmm_ addbmm addbmm_ addmv addmv_ addr addr_ det inverse logdet slogdet "
                  "matrix_power pinverse roll rot90 clamp_min_ clamp_max_ absolute_ negative_ "
                  "subtract_ multiply_ divide_ true_divide_ cumsum_ cumprod_ addmm_ index_add_ "
-                 "bitwise_and bitwise_or bitwise_xor bitwise_not cross svd").split():
+                 "bitwise_and bitwise_or bitwise_xor bitwise_not cross svd ravel").split():
         setattr(T, name, globals()[name])
 
 

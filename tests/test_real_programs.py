@@ -29,6 +29,8 @@ CASES = [
     Case("cross_method", lambda T, a, b: a.cross(b, dim=-1), (3,), (3,)),
     Case("svd_legacy", lambda T, a: _abs_cols(T.svd(a)), (4, 3)),
     Case("svd_legacy_full_U", lambda T, a: T.svd(a, some=False).S, (3, 4)),
+    Case("ravel", lambda T, a: T.ravel(a), (3, 4)),
+    Case("ravel_of_transpose", lambda T, a: a.t().ravel(), (3, 4)),
     Case("normalize", lambda T, a: T.nn.functional.normalize(a, dim=1), (3, 4)),
     Case("normalize_p1_dim0", lambda T, a: T.nn.functional.normalize(a, 1, 0), ("away", (3, 4))),
 ]

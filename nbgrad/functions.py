@@ -869,6 +869,32 @@ def cross(input, other, dim=None):
     return linalg_cross(input, other, dim=dim)
 
 
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distance between each pair of rows (torch.cdist): x1 (B, P, M), x2 (B, R, M)
+    (or without the batch dims, broadcast) -> (B, P, R). Its graph is PyTorch's: one
+    CdistBackward0 node, or for p = 2 with more than 25 rows on either side (or
+    compute_mode='use_mm_for_euclid_dist') EuclideanDistBackward0 then ViewBackward0.
+
+    Raises:
+        RuntimeError: fewer than 2 dims, different M, or p < 0 (PyTorch's texts).
+    """
+    a, b = x1._data, x2._data
+    if a.ndim < 2 or b.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D")
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} "
+                           f"X2: {b.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    rows1, rows2 = a.shape[-2], b.shape[-2]
+    mm = compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == "use_mm_for_euclid_dist_if_necessary" and (rows1 > 25 or rows2 > 25))
+    if p == 2 and mm:
+        d = apply(R["euclidean_dist"], (x1, x2), ())
+        return view(d, *d._data.shape)
+    return apply(R["cdist"], (x1, x2), (float(p),))
+
+
 _svd_result = collections.namedtuple("svd", ["U", "S", "V"])
 
 

@@ -29,6 +29,12 @@ CASES = [
     Case("cross_method", lambda T, a, b: a.cross(b, dim=-1), (3,), (3,)),
     Case("svd_legacy", lambda T, a: _abs_cols(T.svd(a)), (4, 3)),
     Case("svd_legacy_full_U", lambda T, a: T.svd(a, some=False).S, (3, 4)),
+    Case("cdist", lambda T, a, b: T.cdist(a, b), (1, 4, 3), (1, 5, 3)),
+    Case("cdist_p1", lambda T, a, b: T.cdist(a, b, p=1), ("grid", (4, 3)), ("grid", (5, 3), 0.1)),
+    Case("cdist_p3", lambda T, a, b: T.cdist(a, b, p=3), (2, 4, 3), (2, 5, 3)),
+    Case("cdist_euclidean_mm", lambda T, a, b: T.cdist(a, b), (27, 3), (4, 3)),
+    Case("cdist_mm_mode", lambda T, a, b: T.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+         (3, 2), (4, 2)),
     Case("ravel", lambda T, a: T.ravel(a), (3, 4)),
     Case("ravel_of_transpose", lambda T, a: a.t().ravel(), (3, 4)),
     Case("normalize", lambda T, a: T.nn.functional.normalize(a, dim=1), (3, 4)),
@@ -62,9 +68,23 @@ def test_gradcheck(case):
     base.test_gradcheck(case)
 
 
-@pytest.mark.parametrize("case", [c.param("second") for c in CASES])
+# torch has no double backward through CdistBackward0 ("the derivative for '_cdist_backward' is
+# not implemented"); nbgrad's is checked by finite differences below instead
+NO_SECOND_IN_TORCH = {"cdist", "cdist_p1", "cdist_p3"}
+
+
+@pytest.mark.parametrize("case", [c.param("second") for c in CASES
+                                  if c.name not in NO_SECOND_IN_TORCH])
 def test_second_order_vs_torch(case):
     base.test_second_order_vs_torch(case)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
+def test_cdist_second_order_by_finite_differences(p):
+    rng = np.random.default_rng(3)
+    a = nbgrad.tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    b = nbgrad.tensor(rng.normal(size=(5, 3)) + 0.05, requires_grad=True)
+    assert nbgrad.autograd.gradgradcheck(lambda x, y: nbgrad.cdist(x, y, p=p), (a, b))
 
 
 def _both(fn):
@@ -92,8 +112,12 @@ def _np(x):
     lambda T: T.cat([T.ones(2), T.tensor(2.0)]),
     lambda T: T.ones(2).type("torch.NoSuchTensor"),
     lambda T: T.ones(2).new("text"),
+    lambda T: T.cdist(T.ones(3), T.ones(2, 3)),
+    lambda T: T.cdist(T.ones(2, 3), T.ones(2, 4)),
+    lambda T: T.cdist(T.ones(2, 3), T.ones(2, 3), p=-1),
 ], ids=["cross_no_dim_of_3", "linalg_cross_len", "linalg_cross_ndim", "cat_0d_first",
-        "cat_0d_second", "type_bad_name", "new_bad_data"])
+        "cat_0d_second", "type_bad_name", "new_bad_data", "cdist_1d", "cdist_columns",
+        "cdist_negative_p"])
 def test_errors_as_torch(fn):
     t, n = _both(fn)
     assert isinstance(t, tuple) and n == t

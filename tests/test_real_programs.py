@@ -387,3 +387,73 @@ def test_add_with_alpha_first_the_deprecated_overload():
               lambda T: T.ones(2).sub_(T.ones(2), T.ones(2))):
         t, n = _both(f)
         assert n == t
+
+
+def _nested_np(x):
+    if isinstance(x, (tuple, list)):
+        return type(x)(_nested_np(y) for y in x)
+    return x.detach().numpy() if hasattr(x, "detach") else x
+
+
+def _assert_nested_close(a, b):
+    assert type(a) is type(b) or not isinstance(a, (tuple, list))
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_nested_close(x, y)
+    else:
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+_X = [0.1, 0.5, 0.9]
+_Y = [0.3, 0.2, 0.8]
+
+
+def _xy(T):
+    return T.tensor(_X, dtype=T.float64), T.tensor(_Y, dtype=T.float64)
+
+
+FUNCTIONAL = {
+    "jacobian_two_inputs": lambda T, F: F.jacobian(lambda a, b: 2 * a.exp() + 3 * b, _xy(T)),
+    "jacobian_one_input": lambda T, F: F.jacobian(lambda a: a ** 2, _xy(T)[0]),
+    "jacobian_two_outputs": lambda T, F: F.jacobian(lambda a, b: (a * b, a.sum()), _xy(T)),
+    "jacobian_matrix_in_out": lambda T, F: F.jacobian(
+        lambda a: a.view(3, 1) * a.view(1, 3), _xy(T)[0]),
+    "jacobian_unused_input": lambda T, F: F.jacobian(lambda a, b: a * 2, _xy(T)),
+    "vjp": lambda T, F: F.vjp(lambda a: a * 2 * a, _xy(T)[0], v=_xy(T)[1]),
+    "vjp_scalar_no_v": lambda T, F: F.vjp(lambda a: (a ** 3).sum(), _xy(T)[0]),
+    "jvp": lambda T, F: F.jvp(lambda a, b: a ** 3 * b, _xy(T), v=_xy(T)),
+    "hessian_one": lambda T, F: F.hessian(lambda a: (a ** 3).sum(), _xy(T)[0]),
+    "hessian_two": lambda T, F: F.hessian(lambda a, b: (a ** 2 * b).sum() + a.prod(), _xy(T)),
+    "hvp": lambda T, F: F.hvp(lambda a: (a ** 3).sum() * a.sum(), _xy(T)[0], _xy(T)[1]),
+    "vhp_two": lambda T, F: F.vhp(lambda a, b: (a ** 2 * b).sum(), _xy(T), _xy(T)),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONAL))
+def test_autograd_functional_as_torch(name):
+    """torch.autograd.functional (the autograd tutorial's jacobian/vjp): values, shapes,
+    nesting and dtypes against torch, results detached without create_graph."""
+    t = FUNCTIONAL[name](torch, torch.autograd.functional)
+    n = FUNCTIONAL[name](nbgrad, nbgrad.autograd.functional)
+    _assert_nested_close(_nested_np(n), _nested_np(t))
+    flat = [n] if not isinstance(n, tuple) else [y for x in n for y in
+                                                   (x if isinstance(x, tuple) else (x,))]
+    assert not any(x.requires_grad for x in flat)
+
+
+def test_autograd_functional_create_graph_and_errors():
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.tensor(_X, dtype=T.float64, requires_grad=True)
+        J = T.autograd.functional.jacobian(lambda a: a ** 3, x, create_graph=True)
+        J.sum().backward()
+        out[T.__name__] = (J.requires_grad, x.grad.tolist())
+    assert out["nbgrad"] == out["torch"]
+    for f in (lambda T: T.autograd.functional.vjp(lambda a: a * 2, _xy(T)[0]),
+              lambda T: T.autograd.functional.jvp(lambda a: a * 2, _xy(T)[0]),
+              lambda T: T.autograd.functional.hessian(lambda a: a * 2, _xy(T)[0]),
+              lambda T: T.autograd.functional.jacobian(lambda a, b: a * 2, _xy(T), strict=True)):
+        t, n = _both(f)
+        assert isinstance(t, tuple) and n == t

@@ -45,7 +45,7 @@ def make(x, y):
 def hook_overhead(epochs, repeats):
     """Two identical models trained side by side, epoch by epoch (ABAB..., so the shared
     machine's drift hits both): A under the tracker (as one cell of ``epochs`` epochs), B not."""
-    from nbgrad.notebook.model import ModelTracker
+    from nbgrad.notebook.model_hooks import ModelTracker
 
     x, y = load()
     model_a, loss_a, epoch_a = make(x, y)

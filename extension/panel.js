@@ -4,6 +4,8 @@
 // Here: tabs, hover details, click to select (synced back as `selected`), double-click on a node
 // to collapse / expand everything upstream of it, folding the panel to its header, folding a
 // module's cluster to one box (synced back as `folded`: the kernel lays the graph out again),
+// expanding a repeated sub-graph drawn once ("50 x ...", synced back as `expanded`), drawing
+// the earlier cells' graphs on demand (the "show" button, synced back as `earlier_shown`),
 // and fitting the graph to the output width with zoom and pan.
 
 function el(tag, cls, text) {
@@ -185,8 +187,35 @@ function render({ model, el: root }) {
     }
   }
 
+  function setExpanded(key, on) {
+    const now = (model.get("expanded") || []).filter((k) => k !== key);
+    if (on) now.push(key);
+    model.set("expanded", now);
+    model.save_changes();
+  }
+
+  function wireRepeats() {
+    // a loop body drawn once ("50 x ..."): click its title to draw every copy; click the title
+    // of the expanded cluster to fold it again
+    const reps = graphOf().repeats || {};
+    for (const g of body.querySelectorAll("svg g.cluster")) {
+      const rep = reps[g.id];
+      if (!rep) continue;
+      const [key, expanded] = rep;
+      g.classList.add("nbgrad-repeat");
+      const title = g.querySelector("text");
+      if (!title) continue;
+      title.classList.add("nbgrad-repeat-title");
+      title.addEventListener("click", (ev) => { ev.stopPropagation(); setExpanded(key, !expanded); });
+      const tip = g.querySelector(":scope > title");
+      if (tip) tip.textContent = expanded ? "click the title to draw one copy"
+        : "click the title to draw every copy";
+    }
+  }
+
   function wireGraph() {
     wireModules();
+    wireRepeats();
     for (const g of body.querySelectorAll("svg g.node")) {
       const info = (graphOf().nodes || {})[base(g.id)];
       if (info && info.kind === "module") {
@@ -212,6 +241,15 @@ function render({ model, el: root }) {
         ev.stopPropagation();
         if (collapsedNodes.has(g.id)) collapsedNodes.delete(g.id); else collapsedNodes.add(g.id);
         applyCollapse();
+      });
+    }
+    for (const b of body.querySelectorAll(".nbgrad-show-earlier")) {
+      // "3 earlier graphs: loss, y, c — show": the kernel draws them in this panel (or hides them)
+      b.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        b.disabled = true;
+        model.set("earlier_shown", !model.get("earlier_shown"));
+        model.save_changes();
       });
     }
     for (const tr of body.querySelectorAll("tr[data-key]")) {

@@ -39,7 +39,8 @@ from .printing import set_printoptions
 from .typeinfo import finfo, iinfo
 from . import accelerator, amp, autograd, backends, cuda, distributed
 from .autograd.function import Function  # noqa: F401
-from .autograd.anomaly import is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
+                               set_anomaly_enabled, set_detect_anomaly)
 from . import nn, optim, utils, viz
 from .serialization import load, save
 
@@ -50,6 +51,11 @@ tracebacks.install()
 
 from .tensortypes import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
                           HalfTensor, IntTensor, LongTensor, ShortTensor)
+
+
+def is_inference(input):
+    """True for a tensor made under `inference_mode` (torch.is_inference)."""
+    return input.is_inference()
 
 
 def is_tensor(obj):

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _torch_errors, backend, dtypes
 from .storage import Storage
-from .tensor import Size, Tensor, _init
+from .tensor import _PROV, Size, Tensor, _init, _mark_cut
 
 
 def _size(size):
@@ -111,7 +111,10 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dtypes.from_np(ndarray.dtype)
-    return Tensor._make_fresh(ndarray)
+    t = Tensor._make_fresh(ndarray)
+    if _PROV[0]:  # a numpy round trip may have cut a graph: where (the notebook names it)
+        _mark_cut(t, "from_numpy")
+    return t
 
 
 def from_dlpack(ext):

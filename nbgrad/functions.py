@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from . import _torch_errors, creation, dtypes
-from .autograd.apply import (_arr, _broadcast_error, _check_overlap, _device_error, _fresh,
+from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
@@ -1062,8 +1062,8 @@ def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
-    try:
-        return apply(R["view"], (input,), (shape,))
+    try:  # PyTorch: view when contiguous, else _reshape_alias when the strides allow
+        return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
     except _ViewImpossible:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
@@ -1075,8 +1075,8 @@ def reshape(input, *shape):
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     shape = _infer(_shape_arg(shape), input._data.size)
-    try:
-        return apply(R["view"], (input,), (shape,))
+    try:  # PyTorch: view when contiguous, else _reshape_alias when the strides allow
+        return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
     except _ViewImpossible:
         return apply(R["unsafe_view"], (clone(input),), (shape,))
 
@@ -1503,22 +1503,30 @@ def setitem(input, idx, value):
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
-        value = _strip_leading_ones(value, input, idx)
     if _is_basic(idx):
-        if _whole(input, idx):
+        whole = _whole(input, idx)
+        dst = input if whole else _basic_index(input, idx)
+        if isinstance(value, Tensor) and value._data.ndim and \
+                value._data.shape != dst._data.shape:
+            value = _expanded_value(value, dst._data.shape)
+        if whole:
             # the whole tensor: PyTorch fills / copies into it directly (no view, no CopySlices);
             # a 0-d tensor gets copy_ (CopyBackwards)
             if isinstance(value, Tensor) and value._data.ndim or input._data.ndim == 0:
-                copy_(input, _unshared(value, input, input._data.shape))
+                copy_(input, value)
             else:
                 v = value if isinstance(value, Tensor) else \
                     _filled_like(value, input)
                 apply(R["fill_tensor"], (input, v), (), inplace="fill_")
             return None
-        view_ = _basic_index(input, idx)
-        copy_(view_, _unshared(value, input, view_._data.shape), _op_name="copy_")
+        if isinstance(value, Tensor) and not value._data.ndim and dst._data.ndim:
+            # a 0-d value fills the target (read before writing: no overlap check)
+            apply(R["fill_tensor"], (dst, value), (), inplace="fill_")
+        else:
+            copy_(dst, value, _op_name="copy_")
         return None
+    if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
+        value = _strip_leading_ones(value)
     index = _index_arrays(input, idx)
     if not isinstance(value, Tensor):
         value = _filled_like(value, input)
@@ -1528,29 +1536,22 @@ def setitem(input, idx, value):
     return None
 
 
-def _unshared(value, input, shape):
-    """PyTorch expands the value of `t[i] = value` to the target's shape before copying, so a
-    value broadcast from `t`'s own memory is not refused as overlapping: copy it first."""
-    if isinstance(value, Tensor) and value._storage is input._storage and \
-            value._data.shape != shape:
-        return value.clone()
-    return value
+def _expanded_value(value, shape):
+    """The value of `t[i] = value` as PyTorch's copy_to makes it: viewed without its leading
+    size-1 dims (ViewBackward0), then expanded to the target's shape (ExpandBackward0) unless
+    it has it already; copy_ then judges any overlap with the target on these strides."""
+    value = _strip_leading_ones(value)
+    return value if value._data.shape == shape else expand(value, *shape)
 
 
-def _strip_leading_ones(value, input, idx):
-    """`z[i] = v` with v of extra leading size-1 dims, (1, n) into an (n,) row: PyTorch views v
-    without its leading 1s (ViewBackward0) unless it already has the target's shape."""
+def _strip_leading_ones(value):
+    """`value` viewed without its leading size-1 dims ((1, n) -> (n,)), as PyTorch views the
+    value of a setitem (ViewBackward0, also when there are none to strip)."""
     shape = value._data.shape
     k = 0
     while k < len(shape) and shape[k] == 1:
         k += 1
-    if not _is_basic(idx):
-        return view(value, tuple(shape[k:]))
-    target = tuple(input._data[idx].shape)
-    if target == shape:
-        return value
-    value = view(value, tuple(shape[k:]))
-    return value if value._data.shape == target else expand(value, *target)
+    return view(value, tuple(shape[k:]))
 
 
 def _whole(input, idx):
@@ -1582,8 +1583,6 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
-    if values._storage is input._storage:
-        _check_overlap(input._data, values._data, full_ok=False)
     return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
 
 

@@ -11,6 +11,9 @@ from . import provenance
 
 _C = backend.COUNTERS
 _HISTORY = 8  # in-place modifications remembered per storage, for error messages and the panel
+# inference mode on (set by nbgrad.autograd.grad_mode.inference_mode): the storages made meanwhile
+# are InferenceStorage, the memory of inference tensors
+INFERENCE = [False]
 
 
 class Storage:
@@ -21,6 +24,7 @@ class Storage:
     """
 
     __slots__ = ("_root", "version", "_bumps", "_counted", "_ptr", "_views", "__weakref__")
+    inference = False  # True for the memory of inference tensors (InferenceStorage)
 
     def __init__(self, root, alias=False):
         self._root = root          # the array whose buffer this is (numpy or cupy)
@@ -37,6 +41,8 @@ class Storage:
             c.live_bytes = b = c.live_bytes + n
             if b > c.peak_bytes:
                 c.peak_bytes = b
+            if INFERENCE[0]:
+                self.__class__ = InferenceStorage
 
     def __del__(self):
         n = self._counted
@@ -49,7 +55,7 @@ class Storage:
         """Record one in-place modification by `op_name` (adds exactly 1 to the version)."""
         self.version = v = self.version + 1
         provenance.BUMPS[0] += 1
-        where = provenance.capture()
+        where = provenance.capture(4)  # user -> op -> apply -> _apply_inplace -> here
         b = self._bumps
         if b is None:
             self._bumps = [(v, op_name, where)]
@@ -89,3 +95,21 @@ class Storage:
     def __repr__(self):
         return (f"<nbgrad.UntypedStorage of {self.nbytes()} bytes on {self.device}, "
                 f"version {self.version}>")
+
+
+_INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+    "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+    "for more details.")
+
+
+class InferenceStorage(Storage):
+    """The memory of inference tensors (made under `inference_mode`): no version counter, and
+    no in-place update outside inference mode (PyTorch checks it after the write, as here)."""
+
+    __slots__ = ()
+    inference = True
+
+    def bump(self, op_name):
+        if not INFERENCE[0]:
+            raise RuntimeError(_INFERENCE_INPLACE)

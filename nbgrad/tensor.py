@@ -4,10 +4,12 @@ nbgrad/functions.py, over the op table in nbgrad/ops/."""
 from __future__ import annotations
 
 import warnings
+from sys import _getframe
 
 import numpy as np
 
-from . import backend, dtypes
+from . import backend, dtypes, provenance
+from . import storage as _storage
 from .storage import Storage
 
 _NONLEAF_GRAD_WARNING = (
@@ -75,13 +77,31 @@ def wake_views(base):
 class _Extra:
     """Rarely used per-tensor state, kept out of the common path."""
 
-    __slots__ = ("hooks", "accum", "retains_grad", "name")
+    __slots__ = ("hooks", "accum", "retains_grad", "name", "cut")
 
     def __init__(self):
         self.hooks = None
         self.accum = None
         self.retains_grad = False
         self.name = None
+        self.cut = None  # (how, where): made by .detach() / .data / from_numpy of a graph
+
+
+_PROV = provenance.ENABLED
+
+
+def _mark_cut(t, how):
+    """Record on `t` where a graph was cut (provenance on only): the notebook panel names it
+    ("its output was detached at cell [3] line 1"). Called by .detach(), .data, from_numpy: the
+    user's frame is usually their caller's (no walk through the frames between)."""
+    f = _getframe(2)
+    lib = provenance.LIB_FILES
+    while f is not None and f.f_code.co_filename in lib:
+        f = f.f_back
+    e = t._extra
+    if e is None:
+        e = t._extra = _Extra()
+    e.cut = (how, None if f is None else (f.f_code, f.f_lasti))
 
 
 class Tensor:
@@ -217,7 +237,14 @@ class Tensor:
     @property
     def _version(self):
         """The version counter (int): +1 per in-place op on this tensor or any view of it."""
-        return self._storage.version
+        st = self._storage
+        if st.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return st.version
+
+    def is_inference(self):
+        """True for a tensor made under `inference_mode` (torch.Tensor.is_inference)."""
+        return self._storage.inference
 
     def _bump_version(self, op_name="inplace"):
         """Record an in-place modification made directly on `_data` (nn/optim internals)."""
@@ -249,6 +276,9 @@ class Tensor:
         if flag and self._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
+        if flag and self._storage.inference and not _storage.INFERENCE[0]:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(flag) or self._grad_fn is not None
         if flag and self._view is None and self._storage._views is not None:
             wake_views(self)
@@ -315,7 +345,10 @@ class Tensor:
 
     def detach(self):
         """A new tensor sharing storage and version counter, outside the graph."""
-        return Tensor._make(self._data, self._storage, None, 0, False)
+        t = Tensor._make(self._data, self._storage, None, 0, False)
+        if self._requires_grad and _PROV[0]:
+            _mark_cut(t, "detach")
+        return t
 
     def detach_(self):
         """Detach this tensor from the graph in place."""
@@ -327,22 +360,32 @@ class Tensor:
                                "gradients. To fix this error, please refer to the Optimizer."
                                "zero_grad() function in torch/optim/optimizer.py as the "
                                "solution.")
+        cut = self._requires_grad and _PROV[0]
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
+        if cut:
+            _mark_cut(self, "detach_")
         return self
 
     @property
     def data(self):
         """A tensor sharing memory but not the version counter, outside the graph."""
-        return Tensor._make(self._data, Storage(self._storage._root, alias=True), None, 0, False)
+        t = Tensor._make(self._data, Storage(self._storage._root, alias=True), None, 0, False)
+        if self._requires_grad and _PROV[0]:
+            _mark_cut(t, "data")
+        return t
 
     @data.setter
     def data(self, value):
+        """PyTorch's set_data: this tensor now shows `value`'s memory. `p.data += u` (manual SGD)
+        gives back p's own memory: p keeps its Storage, so its version counter (the in-place op
+        bumped `.data`'s counter, not p's, as in PyTorch) and its counted bytes."""
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor")
         self._data = value._data
-        self._storage = value._storage
+        if value._storage._root is not self._storage._root:
+            self._storage = value._storage
 
     # ---- conversion ----
     def numpy(self, force=False):

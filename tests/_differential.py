@@ -2,7 +2,8 @@
 
 A program is a function `prog(T, env)` where `T` is the library (torch or nbgrad) and `env` a dict
 it may fill with tensors to observe. `observe(T, prog)` returns a description: for every tensor
-in `env` its values, `.grad`, grad_fn name, requires_grad, is_leaf and `_version`; or the error's
+in `env` its values, `.grad`, grad_fn name, requires_grad, is_leaf, `_version` and the node
+names of its graph three levels down; or the error's
 type and text when the program raised. `assert_same(prog)` runs both and compares.
 """
 from __future__ import annotations
@@ -31,9 +32,20 @@ def _describe(t):
         fn = t.grad_fn
         name = None if fn is None else fn.name().split("::")[-1]
         leaf = t.is_leaf
+        graph = _graph(fn, 3)
     except RuntimeError as e:  # a view whose grad_fn PyTorch refuses to regenerate
-        name = leaf = ("RuntimeError", str(e).split("\n")[0])
-    return ("tensor", _arr(t), _arr(g), name, t.requires_grad, leaf, t._version)
+        name = leaf = graph = ("RuntimeError", str(e).split("\n")[0])
+    return ("tensor", _arr(t), _arr(g), name, t.requires_grad, leaf, t._version, graph)
+
+
+def _graph(fn, depth):
+    """The node names of the graph below `fn`, `depth` levels of next_functions deep."""
+    if fn is None:
+        return None
+    name = fn.name().split("::")[-1]
+    if depth == 0:
+        return name
+    return (name,) + tuple((_graph(f, depth - 1), nr) for f, nr in fn.next_functions)
 
 
 def observe(T, prog):
@@ -71,7 +83,8 @@ def differences(prog):
         if k not in te or k not in ne:
             out.append((k, "missing", te.get(k), ne.get(k)))
             continue
-        fields = ("kind", "value", "grad", "grad_fn", "requires_grad", "is_leaf", "version")
+        fields = ("kind", "value", "grad", "grad_fn", "requires_grad", "is_leaf", "version",
+                  "graph")
         for f, a, b in zip(fields, te[k], ne[k]):
             if not _same(a, b):
                 out.append((k, f, a, b))

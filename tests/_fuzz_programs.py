@@ -1,10 +1,13 @@
 """Random autograd programs for the differential fuzzer (tests/test_properties.py,
-tools: `python tests/_fuzz_programs.py N` prints agreement counts per category).
+tools: `python tests/_fuzz_programs.py N [START]` prints agreement counts per category,
+`python tests/_fuzz_programs.py show CATEGORY SEED` prints one program's source).
 
 A program is (category, seed): the interpreter draws each step from random.Random(seed) given
-the shapes of the tensors made so far, so torch and nbgrad run the same steps. Steps mix views
-(slices, select, chunk/split/unbind), in-place ops (mul_, add_, fill_ with a 0-d tensor, relu_,
-clamp_, copy_ through setitem), no_grad blocks, retain_grad, requires_grad_ on plain tensors, and
+the shapes of the tensors made so far, writes it as one line of Python and runs that line, so
+torch and nbgrad run the same lines and a disagreement prints as a program to paste into a test.
+Steps mix views (slices, select, transpose, unsqueeze, expand, views of views, chunk/split/unbind),
+in-place ops (mul_, add_, fill_ with a 0-d tensor, relu_, clamp_, copy_ through setitem, setitem
+of a broadcast value), no_grad blocks, retain_grad, detach, requires_grad_ on plain tensors, and
 end in backward (with NaN/inf in the incoming gradient for the nan_grad category). Every tensor
 made is observed (values, grad, grad_fn, flags, version), and the error if any.
 """
@@ -14,7 +17,7 @@ import random
 import sys
 
 CATEGORIES = ("views_inplace", "no_grad", "retain_grad", "fill_tensor", "chunk", "nan_grad",
-              "mixed")
+              "mixed", "expand", "setitem_bcast", "deep_views", "mixed2")
 
 _WEIGHTS = {  # step kind -> weight, per category
     "views_inplace": dict(view=4, unary=2, inplace=4, setitem=2, backward=1),
@@ -25,7 +28,17 @@ _WEIGHTS = {  # step kind -> weight, per category
     "nan_grad": dict(unary=4, view=1, inplace=1, backward=2),
     "mixed": dict(view=3, unary=2, inplace=3, setitem=1, no_grad=2, retain=2, fill=2, chunk=2,
                   requires_grad=1, backward=1),
+    # the wider shapes of programs (issue 9): expand, broadcast setitem, views of views,
+    # several steps in one no_grad block, detach
+    "expand": dict(expand=4, view=1, unary=2, inplace=3, setitem=1, backward=1),
+    "setitem_bcast": dict(setitem2=5, view=2, unary=1, inplace=1, no_grad=1, backward=1),
+    "deep_views": dict(view2=5, view=2, inplace=3, unary=1, retain=1, no_grad_block=1,
+                       backward=1),
+    "mixed2": dict(view=2, view2=2, expand=2, unary=2, inplace=3, setitem=1, setitem2=2, fill=1,
+                   chunk=1, retain=1, detach=1, no_grad=1, no_grad_block=1, requires_grad=1,
+                   backward=1),
 }
+_NOT_IN_NO_GRAD = ("no_grad", "no_grad_block", "backward")
 
 
 def _pick(rng, weights):
@@ -33,116 +46,203 @@ def _pick(rng, weights):
     return rng.choices(kinds, [weights[k] for k in kinds])[0]
 
 
-def run(T, category, seed, env):
-    """Run program (category, seed) with library T, putting every tensor made into env."""
+class _Program:
+    """The state of one program being drawn and run: its namespace and its source lines."""
+
+    def __init__(self, T, rng, env, nan_g, lines):
+        self.T, self.rng, self.env, self.nan_g, self.lines = T, rng, env, nan_g, lines
+        self.ns = {"T": T, "dt": T.float64}
+        self.names = []
+        self.indent = ""
+
+    def exec(self, code, shown=None):
+        """Run one line (shown in the source as `shown` when given)."""
+        self.lines.append(self.indent + (code if shown is None else shown))
+        exec(code, self.ns)  # noqa: S102 - the program is ours
+
+    def add(self, expr):
+        """Run `tN = expr` for the next N."""
+        name = f"t{len(self.names)}"
+        self.exec(f"{name} = {expr}")
+        self.names.append(name)
+        self.env[name] = self.ns[name]
+
+    def add_many(self, expr, count):
+        names = [f"t{len(self.names) + i}" for i in range(count)]
+        self.exec(f"{', '.join(names)} = {expr}")
+        self.names.extend(names)
+        for n in names:
+            self.env[n] = self.ns[n]
+
+
+def run(T, category, seed, env, lines=None):
+    """Run program (category, seed) with library T, putting every tensor made into env (and
+    each line of its source into `lines` when given)."""
     rng = random.Random(f"{category}:{seed}")
     weights = _WEIGHTS[category]
-    dt = T.float64
-    pool = []
-
-    def add(t):
-        env[f"t{len(pool)}"] = t
-        pool.append(t)
-        return t
-
-    add(T.tensor([[0.5, -1.0, 2.0], [3.0, -0.25, 1.5]], dtype=dt, requires_grad=True))
-    add(T.tensor([1.0, -2.0, 0.0, 4.0], dtype=dt, requires_grad=rng.random() < 0.5))
-    add(T.zeros(2, 3, dtype=dt))
-    if rng.random() < 0.7:
-        add(pool[0] * 1)
-    scal = T.tensor(rng.choice([2.0, -1.5]), dtype=dt, requires_grad=True)
-    env["scalar"] = scal
     nan_g = category == "nan_grad"
+    p = _Program(T, rng, env, nan_g, [] if lines is None else lines)
+    p.add("T.tensor([[0.5, -1.0, 2.0], [3.0, -0.25, 1.5]], dtype=dt, requires_grad=True)")
+    p.add(f"T.tensor([1.0, -2.0, 0.0, 4.0], dtype=dt, requires_grad={rng.random() < 0.5})")
+    p.add("T.zeros(2, 3, dtype=dt)")
+    if rng.random() < 0.7:
+        p.add("t0 * 1")
+    p.exec(f"scalar = T.tensor({rng.choice([2.0, -1.5])}, dtype=dt, requires_grad=True)")
+    env["scalar"] = p.ns["scalar"]
     for _ in range(rng.randint(2, 8)):
         kind = _pick(rng, weights)
-        t = rng.choice(pool)
-        if kind == "no_grad":
-            with T.no_grad():
-                _step(T, rng, _pick(rng, {k: w for k, w in weights.items()
-                                          if k not in ("no_grad", "backward")}), t, pool, add,
-                      scal, nan_g)
+        t = rng.choice(p.names)
+        if kind in ("no_grad", "no_grad_block"):  # one step, or several, under no_grad
+            inner = {k: w for k, w in weights.items() if k not in _NOT_IN_NO_GRAD}
+            p.exec("_ng = T.no_grad(); _ng.__enter__()", "with T.no_grad():")
+            p.indent = "    "
+            try:
+                if kind == "no_grad":
+                    _step(p, _pick(rng, inner), t)
+                else:
+                    for _ in range(rng.randint(2, 3)):
+                        _step(p, _pick(rng, inner), rng.choice(p.names))
+            finally:
+                p.indent = ""
+                p.ns["_ng"].__exit__(None, None, None)
         else:
-            _step(T, rng, kind, t, pool, add, scal, nan_g)
-    last = rng.choice(pool)
-    _backward(T, rng, last, nan_g or rng.random() < 0.15)
+            _step(p, kind, t)
+    _backward(p, rng.choice(p.names), nan_g or rng.random() < 0.15)
 
 
-def _step(T, rng, kind, t, pool, add, scal, nan_g):
+def _step(p, kind, name):
+    rng, t = p.rng, p.ns[name]
     if kind == "view":
         if t.dim() == 0:
-            add(t[...])
+            p.add(f"{name}[...]")
             return
         r = rng.randrange(6)
         n = t.shape[0]
-        if r == 0:
-            add(t[1:])
-        elif r == 1:
-            add(t[: max(1, n - 1)])
-        elif r == 2:
-            add(t[rng.randrange(n)])
-        elif r == 3:
-            add(t[::2])
-        elif r == 4:
-            add(t.view(-1) if t.is_contiguous() else t.t() if t.dim() == 2 else t[:])
+        p.add([f"{name}[1:]", f"{name}[:{max(1, n - 1)}]", None, f"{name}[::2]",
+               f"{name}.view(-1)" if t.is_contiguous() else
+               f"{name}.t()" if t.dim() == 2 else f"{name}[:]", f"{name}[:]"][r]
+              or f"{name}[{rng.randrange(n)}]")
+    elif kind == "view2":  # views of views beyond slicing
+        choices = [f"{name}.unsqueeze(0)", f"{name}[None]", f"{name}.reshape(-1)"]
+        if t.dim() >= 1:
+            choices += [f"{name}.unsqueeze(-1)", f"{name}.narrow(0, 0, 1)", f"{name}[..., :1]"]
+            if t.shape[0] == 1:
+                choices.append(f"{name}.squeeze(0)")
+        if t.dim() >= 2:
+            choices += [f"{name}.transpose(0, 1)", f"{name}.permute(1, 0)", f"{name}.diagonal()",
+                        f"{name}[:, 1:]", f"{name}[:, 0]", f"{name}.view(-1)[1:]"
+                        if t.is_contiguous() else f"{name}.t()[0]"]
+        p.add(rng.choice(choices))
+    elif kind == "expand":
+        if t.dim() == 0:
+            p.add(rng.choice([f"{name}.expand(3)", f"{name}.expand(2, 1)"]))
         else:
-            add(t[:])
+            shape = tuple(t.shape)
+            choices = [f"{name}.unsqueeze(0).expand(2, {', '.join(map(str, shape))})",
+                       f"{name}.expand({', '.join(map(str, shape))})",
+                       f"{name}[:1].expand({', '.join(['2'] + list(map(str, shape[1:])))})",
+                       f"{name}.unsqueeze(-1).expand({', '.join(map(str, shape))}, 2)",
+                       f"{name}[None].expand(1, {', '.join(map(str, shape))})"]
+            p.add(rng.choice(choices))
     elif kind == "chunk":
         if t.dim() == 0 or t.shape[0] < 2:
             return
         r = rng.randrange(3)
-        outs = t.chunk(2) if r == 0 else t.split(1) if r == 1 else t.unbind()
-        for o in outs:
-            add(o)
+        count = 2 if r == 0 else t.shape[0]
+        p.add_many([f"{name}.chunk(2)", f"{name}.split(1)", f"{name}.unbind()"][r], count)
     elif kind == "unary":
         r = rng.randrange(6)
-        add([lambda: t * 2, lambda: t.exp(), lambda: t.relu(), lambda: t.clamp(-1, 1),
-             lambda: t * scal, lambda: t.sum(-1) if t.dim() else t.sum()][r]())
+        p.add([f"{name} * 2", f"{name}.exp()", f"{name}.relu()", f"{name}.clamp(-1, 1)",
+               f"{name} * scalar", f"{name}.sum(-1)" if t.dim() else f"{name}.sum()"][r])
     elif kind == "inplace":
         r = rng.randrange(6)
-        [lambda: t.mul_(2), lambda: t.add_(scal), lambda: t.relu_(), lambda: t.clamp_(-1, 1),
-         lambda: t.mul_(scal), lambda: t.exp_()][r]()
+        p.exec([f"{name}.mul_(2)", f"{name}.add_(scalar)", f"{name}.relu_()",
+                f"{name}.clamp_(-1, 1)", f"{name}.mul_(scalar)", f"{name}.exp_()"][r])
     elif kind == "setitem":
         if t.dim() == 0:
-            t[...] = scal
+            p.exec(f"{name}[...] = scalar")
             return
         r = rng.randrange(3)
-        if r == 0:
-            t[0] = scal
-        elif r == 1:
-            t[:] = t[0] if t.dim() else t
-        else:
-            t[0] = 7.0
+        p.exec([f"{name}[0] = scalar", f"{name}[:] = {name}[0]", f"{name}[0] = 7.0"][r])
+    elif kind == "setitem2":  # values that broadcast, from other tensors, through index lists
+        _setitem2(p, name, t)
     elif kind == "fill":
-        t.fill_(scal if rng.random() < 0.7 else T.tensor(3.0, dtype=T.float64))
+        p.exec(f"{name}.fill_(scalar)" if rng.random() < 0.7 else
+               f"{name}.fill_(T.tensor(3.0, dtype=dt))")
     elif kind == "retain":
-        t.retain_grad()
+        p.exec(f"{name}.retain_grad()")
     elif kind == "requires_grad":
-        t.requires_grad_()
+        p.exec(f"{name}.requires_grad_()")
+    elif kind == "detach":
+        r = rng.randrange(3)
+        if r == 0:
+            p.add(f"{name}.detach()")
+        elif r == 1:
+            p.add(f"{name}.data")
+        else:
+            p.exec(f"{name}.detach().mul_(2)")
     elif kind == "backward":
-        _backward(T, rng, t, nan_g, retain=rng.random() < 0.5)
+        retain = rng.random() < 0.5
+        _backward(p, name, p.nan_g, retain=retain)
 
 
-def _backward(T, rng, t, nan_g, retain=False):
+def _setitem2(p, name, t):
+    rng = p.rng
+    if t.dim() == 0:
+        p.exec(rng.choice([f"{name}[...] = scalar * 2", f"{name}[None] = scalar",
+                           f"{name}.copy_(scalar.expand(()))"]))
+        return
+    shape = tuple(t.shape)
+    others = [n for n in p.names if n != name]
+    row = shape[1:]
+    # a value of the row's shape, or one with extra leading size-1 dimensions, or a 0-d one
+    sources = [n for n in others if tuple(p.ns[n].shape) in (row, (1,) + row, ())]
+    src = rng.choice(sources + ["scalar"]) if sources else "scalar"
+    targets = [f"{name}[0]", f"{name}[-1]", f"{name}[:1]", f"{name}[[0]]"]
+    if p.ns[src].dim() == 0:  # a mask selects any number of elements
+        targets.append(f"{name}[{name} > 0]")
+    target = rng.choice(targets)
+    value = rng.choice([src, f"{src} * 2", f"{src}.detach()"])
+    p.exec(f"{target} = {value}")
+
+
+def _backward(p, name, nan_g, retain=False):
+    rng, t = p.rng, p.ns[name]
     if not nan_g:
-        t.sum().backward(retain_graph=retain)
+        p.exec(f"{name}.sum().backward(retain_graph={retain})")
         return
     vals = [rng.choice([1.0, float("nan"), float("inf"), -2.0]) for _ in range(t.numel())]
-    g = T.tensor(vals, dtype=T.float64).reshape(t.shape)
-    t.backward(g, retain_graph=retain)
+    text = ", ".join(f"float('{v}')" if v != v or abs(v) == float("inf") else repr(v)
+                     for v in vals)
+    p.exec(f"{name}.backward(T.tensor([{text}], dtype=dt).reshape({tuple(t.shape)}), "
+           f"retain_graph={retain})")
 
 
-def tally(n, categories=CATEGORIES):
-    """{category: (agreed, ran, {first difference: count})} over seeds 0..n-1."""
+def source(category, seed):
+    """The program's lines as torch runs them (up to the line that raised, if one did)."""
+    import torch  # noqa: PLC0415
+    lines = []
+    try:
+        run(torch, category, seed, {}, lines)
+    except Exception as e:  # noqa: BLE001
+        lines.append(f"# torch raised {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    return "\n".join(lines)
+
+
+def tally(n, categories=CATEGORIES, start=0):
+    """{category: (agreed, ran, {first difference: (count, first seed)})} over seeds
+    start..start+n-1."""
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
     from _differential import differences  # noqa: PLC0415
     out = {}
     for c in categories:
         agree, classes = 0, {}
-        for seed in range(n):
+        for seed in range(start, start + n):
             d = differences(lambda T, e: run(T, c, seed, e))
             if d:
                 key = str(d[0])[:160]
-                classes[key] = classes.get(key, 0) + 1
+                count, first = classes.get(key, (0, seed))
+                classes[key] = (count + 1, first)
             else:
                 agree += 1
         out[c] = (agree, n, classes)
@@ -152,7 +252,13 @@ def tally(n, categories=CATEGORIES):
 if __name__ == "__main__":
     import warnings
     warnings.simplefilter("ignore")
-    for cat, (a, n, classes) in tally(int(sys.argv[1]) if len(sys.argv) > 1 else 100).items():
+    if sys.argv[1:2] == ["show"]:
+        print(source(sys.argv[2], int(sys.argv[3])))
+        sys.exit()
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    start = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    cats = sys.argv[3].split(",") if len(sys.argv) > 3 else CATEGORIES
+    for cat, (a, n, classes) in tally(n, cats, start=start).items():
         print(f"{cat}: {a}/{n} agree")
-        for k, v in sorted(classes.items(), key=lambda kv: -kv[1])[:8]:
-            print(f"   {v:4d}  {k}")
+        for k, (v, first) in sorted(classes.items(), key=lambda kv: -kv[1][0])[:8]:
+            print(f"   {v:4d}  (seed {first})  {k}")

@@ -1756,8 +1756,6 @@ def test_detect_anomaly_warns_forward_trace():
     assert got[nbgrad][0].splitlines()[0] == got[torch][0].splitlines()[0]
 
 
-@pytest.mark.xfail(reason="core bug: no inference tensors (is_inference, their errors)",
-                   strict=True)
 def test_inference_tensors():
     def make(T):
         with T.inference_mode():

@@ -363,3 +363,30 @@ def test_retain_graph_then_drop_frees_everything(nogc):
     assert all(r() is None for r in saved)
     del params
     assert live() == base
+
+
+def test_data_inplace_keeps_the_parameter_storage_and_version(nogc):
+    """`p.data += u` (manual SGD) writes p's memory: p keeps its version counter (torch: 0, the
+    in-place op bumped `.data`'s own counter) and its bytes stay counted while p lives."""
+    import torch
+    versions = {}
+    for lib in (torch, nbgrad):
+        p = lib.ones(1000, requires_grad=True)
+        p.data += 1
+        p.data.mul_(2)
+        versions[lib.__name__] = (p._version, p.data._version, float(p.detach().sum()))
+    assert versions["nbgrad"] == versions["torch"] == (0, 0, 4000.0)
+    del p
+    before = live()
+    p = nbgrad.ones(1000, requires_grad=True)
+    assert live() - before == 4000
+    st = p.untyped_storage()
+    for _ in range(3):
+        p.data += 1
+    assert p.untyped_storage() is st and live() - before == 4000
+    assert p.detach().sum().item() == 4000.0
+    del p, st
+    assert live() == before
+    q = nbgrad.ones(3, requires_grad=True)
+    q.data = nbgrad.zeros(5)  # another tensor's memory: q now shows it, as torch
+    assert q.shape == (5,) and q.sum().item() == 0.0

@@ -4,7 +4,9 @@ Each case builds the layer in both libraries, copies torch's parameters into nbg
 ``load_state_dict``, runs the same input (and initial state), back-propagates the same random
 upstream gradients into every output, and compares outputs, final states, the gradients of the
 input, of the initial states and of every parameter (float64; one float32 case with a
-tolerance), and the grad_fn graph against torch's CPU graph (mkldnn off).
+tolerance), and the grad_fn graph against torch's CPU graph (mkldnn off in both libraries).
+The fused float32 LSTM layer (one MkldnnRnnLayerBackward0 per layer and direction, mkldnn on)
+is compared with torch's oneDNN path at the end.
 """
 
 import warnings
@@ -20,14 +22,17 @@ ATOL = 1e-10
 tnn, nnn = torch.nn, nbgrad.nn
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_mkldnn():
-    # torch's mkldnn LSTM records one fused node; its plain CPU path records the per-step graph
-    # nbgrad reproduces
-    old = torch.backends.mkldnn.enabled
-    torch.backends.mkldnn.enabled = False
+@pytest.fixture(autouse=True)
+def _no_mkldnn(request):
+    # torch's mkldnn LSTM records one fused node (so does nbgrad's, tested at the end); its
+    # plain CPU path records the per-step graph, which both libraries record with mkldnn off
+    if "fused" in request.node.name:
+        yield
+        return
+    old = torch.backends.mkldnn.enabled, nbgrad.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = nbgrad.backends.mkldnn.enabled = False
     yield
-    torch.backends.mkldnn.enabled = old
+    torch.backends.mkldnn.enabled, nbgrad.backends.mkldnn.enabled = old
 
 
 # torch's C++ layers transpose batch-first output in place; nbgrad records the same graph
@@ -464,3 +469,76 @@ def test_finite_differences():
     cell = nnn.GRUCell(3, 4).double()
     assert gradcheck(lambda x, h: cell(x, h), (to_ng(rnd(2, 3), requires_grad=True),
                                                to_ng(rnd(2, 4, seed=2), requires_grad=True)))
+
+
+# ---------------------------------------------------------------------------- the fused layer
+FUSED = [  # float32 LSTMs that torch runs through oneDNN: one MkldnnRnnLayerBackward0 each
+    ("lstm", lambda nn: nn.LSTM(4, 5), (6, 3, 4), ()),
+    ("batch_first", lambda nn: nn.LSTM(4, 5, batch_first=True), (3, 6, 4), ()),
+    ("2layers_bidir_h0_c0", lambda nn: nn.LSTM(4, 5, num_layers=2, bidirectional=True),
+     (6, 3, 4), ((4, 3, 5), (4, 3, 5))),
+    ("nobias", lambda nn: nn.LSTM(4, 5, bias=False), (6, 3, 4), ((1, 3, 5), (1, 3, 5))),
+    ("unbatched", lambda nn: nn.LSTM(4, 5, num_layers=2), (6, 4), ()),
+    ("eval_dropout", lambda nn: nn.LSTM(4, 5, num_layers=2, dropout=0.5), (6, 3, 4), ()),
+]
+
+
+@pytest.mark.parametrize("name,make,shape,hx", FUSED, ids=[c[0] for c in FUSED])
+def test_fused_layer_like_torch_onednn(name, make, shape, hx):
+    assert torch.backends.mkldnn.enabled and nbgrad.backends.mkldnn.enabled
+    compare(make, rnd(*shape), tuple(rnd(*s, seed=i + 1) for i, s in enumerate(hx)),
+            dtype="float32", atol=2e-6, rtol=1e-5, train=name != "eval_dropout")
+
+
+def _fused_inputs(bias=True, seed=3):
+    r = np.random.default_rng(seed)
+    t, b, i, h = 4, 2, 3, 5
+    shapes = [(t, b, i), (4 * h, i), (4 * h, h), (4 * h,), (4 * h,), (b, h), (b, h)]
+    return [nbgrad.tensor(r.standard_normal(s) * 0.7, requires_grad=True)
+            if bias or k not in (3, 4) else None for k, s in enumerate(shapes)]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_layer_row_first_and_second_order(reverse, bias):
+    """The row against finite differences (float64), first and second order: its backward
+    through time, and under create_graph the recomputed Tensor formula."""
+    from nbgrad.autograd import gradcheck, gradgradcheck
+    from nbgrad.autograd.apply import apply
+    from nbgrad.ops import ROWS
+    ins = _fused_inputs(bias)
+    diff = [t for t in ins if t is not None]
+
+    def f(*xs):
+        it = iter(xs)
+        return apply(ROWS["mkldnn_rnn_layer"], [None if t is None else next(it) for t in ins],
+                     (reverse,))
+
+    assert gradcheck(f, tuple(diff))
+    assert gradgradcheck(f, tuple(diff))
+
+
+def test_fused_layer_only_the_gradients_asked_for():
+    """Inputs that do not require grad get none (and the rest are unchanged)."""
+    from nbgrad.autograd.apply import apply
+    from nbgrad.ops import ROWS
+    full = _fused_inputs()
+    out = apply(ROWS["mkldnn_rnn_layer"], full, (False,))
+    sum(o.sum() for o in out).backward()
+    part = [t.detach().requires_grad_(k in (1, 6)) for k, t in enumerate(_fused_inputs())]
+    out = apply(ROWS["mkldnn_rnn_layer"], part, (False,))
+    sum(o.sum() for o in out).backward()
+    for k, (a, b) in enumerate(zip(full, part)):
+        if k in (1, 6):
+            np.testing.assert_allclose(npy(b.grad), npy(a.grad), rtol=1e-12)
+        else:
+            assert b.grad is None
+
+
+def row_cases():
+    """(name, thunk giving nbgrad outputs) reaching the fused layer's row, for
+    test_ops.test_every_row_has_a_case (its checks against torch and finite differences are
+    the tests above)."""
+    from nbgrad.autograd.apply import apply
+    from nbgrad.ops import ROWS
+    yield "mkldnn_rnn_layer", lambda: apply(ROWS["mkldnn_rnn_layer"], _fused_inputs(), (False,))

@@ -208,11 +208,15 @@ def test_large_graph_is_capped_and_summarised():
     snap = snap_of({"x": x, "y": y}, max_nodes=50)
     assert len(snap.nodes) == 50 and snap.truncated
     assert snap.hidden_nodes >= 951  # 1000 muls + AccumulateGrad, 50 shown
-    dot = render.to_dot(snap)
+    dot = render.to_dot(snap, expanded=[r.key for r in snap.repeats])
     assert "... 951 more nodes (cap 50)" in dot
     assert "MulBackward0 x950, AccumulateGrad x1" in dot
     assert dot.count('label="MulBackward0') == 50
     assert "more nodes (cap 50)" in render.text_tree(snap)
+    # the loop's copies are drawn once, the count a lower bound (the cap hid the older ones)
+    folded = render.to_dot(snap)
+    assert folded.count('label="MulBackward0') == 1
+    assert 'label="50+ x y = y * 1.0001"' in folded
 
 
 def test_named_tensors_looks_into_containers_and_skips_private_names():

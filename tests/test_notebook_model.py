@@ -316,18 +316,18 @@ def test_a_module_folds_to_one_box_and_the_widget_redraws():
     import nbgrad
     from nbgrad import nn
     from nbgrad.notebook import inspect as nbi
-    from nbgrad.notebook import model as nbm
+    from nbgrad.notebook import model_hooks, model_report
     from nbgrad.notebook import render
     from nbgrad.notebook.widgets import NbgradPanel
 
-    tracker = nbm.ModelTracker()
+    tracker = model_hooks.ModelTracker()
     tracker.install()
     try:
         net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1))
         tracker.reset_cell()
         out = net(nbgrad.randn(2, 4)).sum()
         snap = nbi.snapshot([("out", out)])
-        snap.model = nbm.with_graph(None, tracker, {"net": net, "out": out}, snap)
+        snap.model = model_report.with_graph(None, tracker, {"net": net, "out": out}, snap)
         assert set(snap.model.clusters) == {"net", "net.0", "net.1", "net.2"}
         expanded = render.to_dot(snap, folded=[])
         assert 'label="net.0 (Linear)"' in expanded and "box3d" not in expanded

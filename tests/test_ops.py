@@ -1066,6 +1066,8 @@ def _all_cases():
                                                                               grad)[1][0]
     import test_random  # the random rows: their cases compare nodes, not values
     yield from test_random.row_cases()
+    import test_nn_rnn  # the fused LSTM layer: compared with torch's oneDNN path there
+    yield from test_nn_rnn.row_cases()
 
 
 def test_every_row_has_a_case():

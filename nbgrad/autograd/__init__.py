@@ -5,7 +5,8 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 from . import graph
 from .engine import run_backward
-from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                      set_detect_anomaly)
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
@@ -15,7 +16,8 @@ from ._variable import Variable  # torch.autograd.Variable, the deprecated alias
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled", "graph", "Variable", "functional"]
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "graph", "Variable",
+           "functional"]
 
 
 def _seq(x):

@@ -20,43 +20,60 @@ _TRACES = weakref.WeakKeyDictionary()  # node -> formatted forward stack
 
 
 def is_anomaly_enabled() -> bool:
+    """True while anomaly detection is on (torch.is_anomaly_enabled)."""
     return STATE.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """True when anomaly detection also checks gradients for NaN (torch.is_anomaly_check_nan_enabled;
+    True by default, even while anomaly detection is off)."""
     return STATE.check_nan
 
 
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection on or off, and its NaN check (torch.set_anomaly_enabled)."""
+    STATE.enabled, STATE.check_nan = bool(enabled), bool(check_nan)
+
+
 class set_detect_anomaly:
-    """Turn anomaly detection on or off; also a context manager restoring the previous state."""
+    """Turn anomaly detection on or off now (torch.autograd.set_detect_anomaly(mode, check_nan));
+    used as a context manager, the previous state is back on exit.
+
+    Args:
+        mode: anomaly detection on (True) or off (False).
+        check_nan: while on, raise when a node's backward returns NaN (default True).
+    """
 
     def __init__(self, mode: bool, check_nan: bool = True):
         self.prev = (STATE.enabled, STATE.check_nan)
-        STATE.enabled, STATE.check_nan = bool(mode), bool(check_nan)
+        set_anomaly_enabled(mode, check_nan)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.check_nan = self.prev
+        set_anomaly_enabled(*self.prev)
         return False
 
 
 class detect_anomaly:
-    """Enable anomaly detection inside the block (torch.autograd.detect_anomaly)."""
+    """Anomaly detection inside the block (torch.autograd.detect_anomaly): every node keeps the
+    traceback of its forward call, shown as a warning when its backward fails; with `check_nan`
+    (default True), a backward returning NaN raises. Warns that it is on when made, as PyTorch."""
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan
-
-    def __enter__(self):
+        self.prev = (STATE.enabled, STATE.check_nan)
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
                       "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+
+    def __enter__(self):
         self.prev = (STATE.enabled, STATE.check_nan)
-        STATE.enabled, STATE.check_nan = True, self.check_nan
+        set_anomaly_enabled(True, self.check_nan)
         return self
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.check_nan = self.prev
+        set_anomaly_enabled(*self.prev)
         return False
 
 

@@ -15,19 +15,19 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..storage import Storage
-from ..tensor import DEFAULT, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta, wake_views
+from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
+                      wake_views)
 from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import Node, SavedScalar, SavedTensor
+from .graph import Node, SavedTensor, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
 _fresh = Tensor._make_fresh
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
-_NUMBERS = (int, float, bool)
 _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
@@ -151,7 +151,7 @@ def _apply_view(row, x, args):
     grad = _GRAD.enabled
     out = row.fwd(x._data, *args)
     if row.n_out == 1:
-        r = _view_of(x, out, DEFAULT if grad else NO_GRAD_MODE)
+        r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
                 _record(row, (r,), (x,), args, 1)
@@ -159,7 +159,8 @@ def _apply_view(row, x, args):
                 r._requires_grad = True        # grad when its base does
         return r
     creator = _strip(row.node.__name__)  # none of several views may be modified in place
-    rs = tuple(_view_of(x, o, MULTI_OUTPUT if grad else NO_GRAD_MODE, creator) for o in out)
+    mode = MULTI_OUTPUT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE
+    rs = tuple(_view_of(x, o, mode, creator) for o in out)
     if x._requires_grad:
         if grad:
             _record(row, rs, (x,), args, 1)
@@ -212,19 +213,20 @@ def _edge(x):
     """(node, input_nr) through which a gradient reaches `x` (None for constants)."""
     if not isinstance(x, Tensor) or not x._requires_grad:
         return _NONE_EDGE
+    fn = x._grad_fn
     v = x._view
-    fn = x._grad_fn if v is None else x.grad_fn
+    if v is not None:
+        fn = x.grad_fn  # (regenerated when the base was modified in place since)
+        if fn is None and v.base._requires_grad:
+            return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     if fn is not None:
         return (fn, x._output_nr)
-    if v is not None and v.base._requires_grad:
-        return _NONE_EDGE  # a view made under no_grad (PyTorch: no grad accumulator)
     e = x._extra
     if e is not None and e.accum is not None:
         acc = e.accum()
         if acc is not None:
             return (acc, 0)
     return (x._grad_accumulator(), 0)
-
 
 
 def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
@@ -237,9 +239,15 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
         if plan else None
     if edges is None:
-        edges = tuple([_edge(x) for x in inputs])
+        edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
     _init_node(node, edges, saved, meta)  # Node.__init__, without type.__call__'s ~0.1 us
+    if len(outs) == 1:
+        o = outs[0]
+        o._output_nr = 0
+        o._requires_grad = True
+        o._grad_fn = node
+        return node
     nr = 0
     for o in outs:
         o._output_nr = nr
@@ -250,27 +258,26 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 
 def _save(row, plan, src, args, outs, ctx):
-    names = row.names
     sources = row.sources
-    saved = [None] * len(names)
+    saved = [None] * len(sources)
     for j in plan:
         kind, k = sources[j]
         if kind == 0:
             x = src[k]
-            if isinstance(x, Tensor):
-                saved[j] = SavedTensor(names[j], x)
-            else:  # a number PyTorch would wrap as a tensor: released like one
-                saved[j] = SavedScalar(x) if type(x) in _NUMBERS else x
+            # a Python number PyTorch would wrap as a tensor is kept as is: OpNode._release
+            # turns it into FREED
+            saved[j] = SavedTensor(row.names[j], x) if isinstance(x, Tensor) else x
         elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
-            saved[j] = SavedTensor(names[j], outs[k], True)
+            saved[j] = SavedTensor(row.names[j], outs[k], True)
         elif kind == 2:
+            # an index or mask array is a tensor PyTorch saves: OpNode._release frees it
             saved[j] = args[k]
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:
             saved[j] = _Ctx(ctx)
-    return saved
+    return tuple(saved)
 
 
 def _node_for(row, n):
@@ -419,10 +426,13 @@ def view_modified_text(t, itself):
         creator = v.creator or _strip(t._grad_fn.name())  # (a view of one: its own node)
         return f"Output {t._output_nr} of {creator} is a view and {obj} modified inplace." + \
             _MULTI_VIEW
-    if v.creation == NO_GRAD_MODE and t._grad_fn is not None:  # a view of such a view
+    if v.creation in (NO_GRAD_MODE, INFERENCE) and t._grad_fn is not None:  # a view of such a view
         who = f"Output {t._output_nr} of {_strip(t._grad_fn.name())} is a view of a view which was"
     else:
         who = "A view was"
+    if v.creation == INFERENCE:
+        return f"{who} created in inference mode and {obj} modified inplace in normal mode." + \
+            _NO_GRAD_AMBIGUOUS.replace("no_grad block", "inference_mode block")
     msg = f"{who} created in no_grad mode and {obj} modified inplace with grad mode enabled."
     return msg + (_MULTI_VIEW if v.creation == MULTI_OUTPUT else _NO_GRAD_AMBIGUOUS)
 
@@ -446,7 +456,8 @@ def check_inplace(t, op_name="inplace", others_require=False):
     base = v.base
     if v.creation == MULTI_OUTPUT and (t._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "multi_output_view_inplace", t, op_name)
-    if v.creation == NO_GRAD_MODE and (base._requires_grad or others_require):
+    if (v.creation == NO_GRAD_MODE or v.creation == INFERENCE) and \
+            (base._requires_grad or others_require):
         raise _inplace_error(view_modified_text(t, True), "no_grad_view_inplace", t, op_name)
     if t._requires_grad and base._grad_fn is None:  # (torch: requires_grad and base is a leaf)
         raise _inplace_error(_VIEW_LEAF_INPLACE, "view_of_leaf_inplace", t, op_name)
@@ -487,14 +498,26 @@ def _check_overlap(d, s, full_ok=True):
         return
     lo_d, hi_d = _bounds(d)
     lo_s, hi_s = _bounds(s)
-    if full_ok and lo_d == lo_s and hi_d == hi_s and \
-            [x for x in zip(d.shape, d.strides) if x[0] != 1] == \
-            [x for x in zip(s.shape, s.strides) if x[0] != 1]:
-        return  # the very same elements (x.add_(x), x[None] = x)
+    if full_ok and lo_d == lo_s and hi_d == hi_s and d.strides == s.strides:
+        return  # the very same elements (x.add_(x), x[None] = x: torch compares strides)
     if lo_d < hi_s and lo_s < hi_d:
         raise RuntimeError("unsupported operation: some elements of the input tensor and the "
                            "written-to tensor refer to a single memory location. Please clone() "
                            "the tensor before performing the operation.")
+
+
+def _masked_fill_put(value, args):
+    """index_put_ of one value through one bool mask: PyTorch runs masked_fill_ with the value
+    read first, without the overlap check."""
+    index, accumulate = args
+    arrays = [i for i in index if hasattr(i, "dtype")]
+    return not accumulate and value._data.size == 1 and len(arrays) == 1 and \
+        arrays[0].dtype.kind in "bu"
+
+
+def _same_data(a, b):
+    return a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype and \
+        backend.data_ptr(a) == backend.data_ptr(b)
 
 
 def _np_name(dt):
@@ -521,10 +544,16 @@ def _apply_inplace(row, inputs, args, op_name):
                 self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
                     edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
     d = t._data
+    same = False  # copy_ from the very same elements returns early in PyTorch (no checks)
     for x in others:  # (fill_ reads its 0-d value before writing)
-        if isinstance(x, Tensor) and x._storage is t._storage and x._data is not d and \
-                op_name != "fill_":
-            _check_overlap(d, x._data)
+        if isinstance(x, Tensor) and x._storage is t._storage and op_name != "fill_":
+            if row.name == "index_put":  # refuses the very same elements too
+                if not _masked_fill_put(x, args):
+                    _check_overlap(d, x._data, False)
+            elif x._data is not d:
+                same = row.name == "copy" and _same_data(d, x._data)
+                if not same:
+                    _check_overlap(d, x._data)
     arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
@@ -539,17 +568,45 @@ def _apply_inplace(row, inputs, args, op_name):
     if res.dtype != d.dtype and not np.can_cast(res.dtype, d.dtype, "same_kind"):
         raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
                            f"output type {_np_name(d.dtype)}")
-    try:
-        d[...] = res
-    except ValueError:  # a read-only (expanded / broadcast) view
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the tensor "
-                           "before performing the operation.") from None
+    if not same:
+        _write(t, d, res, row.name)
     t._storage.bump(op_name)
     if mask:
         meta = _meta_for(inputs, d) if row.broadcast else None
         _rebase(row, t, inputs, args, mask, edges, self_copy, meta)
     return t
+
+
+# rows PyTorch writes without checking the target for internal overlap (fill_, zero_, ...)
+_UNCHECKED_WRITE = frozenset(("fill", "zero", "masked_fill", "index_fill", "index_fill_tensor",
+                              "index_put"))
+
+
+def _write(t, d, res, row_name):
+    """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
+    and size > 1: an expand) except for the rows above; an expand without one is written
+    (numpy's broadcast views are read-only: write through the storage's array instead)."""
+    overlap = _overlapping(d.shape, d.strides)
+    if overlap and row_name not in _UNCHECKED_WRITE:
+        _write_overlap_error()
+    if not getattr(d.flags, "writeable", True):
+        d = backend.as_strided(t._storage._root, *_geom(t))
+    if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
+        changed = ~((res == d) | ((res != res) & (d != d)))
+        d[changed] = res[changed]
+    else:
+        d[...] = res
+
+
+def _overlapping(shape, strides):
+    """PyTorch's has_internal_overlap == YES: a stride-0 dim of size > 1."""
+    return any(s == 0 and n > 1 for n, s in zip(shape, strides))
+
+
+def _write_overlap_error():
+    raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                       "refers to a single memory location. Please clone() the tensor before "
+                       "performing the operation.")
 
 
 def _rebase(row, t, inputs, args, mask, edges, self_copy, meta):
@@ -602,8 +659,9 @@ class CopySlices(Node):
     __slots__ = ("fn", "_base_geom", "_view_geom")
 
     def __init__(self, base_edge, fn, base_geom, view_geom):
-        # fn's saved values are what backward unpacks (released through fn)
-        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]), fn._saved)
+        # fn's saved values are what backward unpacks (released through fn); never None, so
+        # the engine releases it: PyTorch drops fn then, a second backward through it fails
+        Node.__init__(self, (base_edge,) + tuple(fn._next[1:]), fn._saved or ())
         self.fn = fn
         self._base_geom = base_geom
         self._view_geom = view_geom
@@ -612,21 +670,27 @@ class CopySlices(Node):
         return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
 
     def _saved_tensors(self):
-        return self.fn._saved_tensors()
+        return () if self.fn is None else self.fn._saved_tensors()
 
     def _release(self):
-        self.fn._release()
+        if self.fn is not None:
+            self.fn._release()
+            self.fn = None
 
     def _backward(self, g, create_graph):
         """The base's gradient, its view part replaced by what the op's node makes of it. Done
         by the positions of the view's elements within the base, so the same steps serve arrays
         and, under create_graph, Tensors."""
+        if self.fn is None:
+            raise backward_twice_error()
         pos = self._positions()
         flat = g.reshape(-1)
         if not create_graph and type(g) is not _ND:
             pos = backend.get_array_module(g).asarray(pos)
         res = self.fn._backward(flat[pos].reshape(self._view_geom[0]), create_graph)
         r0 = res[0]
+        if self._next[0][0] is not None and _overlapping(*self._view_geom[:2]):
+            _write_overlap_error()  # PyTorch copies the result into the gradient's view slice
         if create_graph:
             new = flat.index_put((pos,), flat.new_zeros(()) if r0 is None else r0.reshape(-1))
         else:

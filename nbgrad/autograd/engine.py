@@ -12,6 +12,11 @@ from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 
+# Callbacks `cb(outputs, api)` told of each backward / autograd.grad call before it runs
+# (`outputs`: the root tensors; `api`: "backward" or "grad"). Empty unless a tool (the notebook
+# panel) observes: then one list check per call.
+BACKWARD_OBSERVERS: list = []
+
 
 def _root_edge(t):
     """(node, output_nr) where the gradient of `t` enters the graph."""
@@ -87,6 +92,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
                                "grad_fn")
         root_edges.append((node, nr, g))
+    if BACKWARD_OBSERVERS:
+        for cb in tuple(BACKWARD_OBSERVERS):
+            cb(outputs, api)
 
     # capture targets: (node, output_nr) -> index in inputs
     captures = None
@@ -128,10 +136,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     for node, nr, g in root_edges:
         _accumulate(buffers, node, nr, g)
     # ready nodes run highest sequence number first (the most recently created), as in PyTorch;
-    # this decides hook order and which error a broken graph reports first
+    # this decides hook order and which error a broken graph reports first. `ready` is a heap of
+    # (-seq, node); when a node leaves exactly one node ready and the heap is empty (a chain),
+    # that node runs next without going through the heap.
     ready = []
     for node, _, _ in root_edges:
-        if deps[node] == 0 and all(n is not node for _, n in ready):
+        if deps[node] == 0:
+            deps[node] = -1  # queued (the same root may come twice)
             heappush(ready, (-node._seq, node))
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
@@ -141,23 +152,19 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     check_nan = anomaly.STATE.check_nan if anomaly_on else False
     release = not retain_graph
     pop = buffers.pop
+    get = buffers.get
     token = quiet()  # NaN and Inf are values: formulas run with numpy's warnings off
     try:
-        while ready:
-            node = heappop(ready)[1]
+        node = heappop(ready)[1] if ready else None
+        while node is not None:
             gs = pop(node, None)
             out = None
             if gs is not None:
-                if node._prehooks:
+                hooks = node._hooks
+                if hooks is not None and hooks.pre:
                     gs = _run_prehooks(node, gs, node._n_out > 1, create_graph)
                 if captures is not None:
-                    multi = node._n_out > 1
-                    for key_nr in range(node._n_out):
-                        ks = captures.get((node, key_nr))
-                        if ks:
-                            gk = gs[key_nr] if multi else gs
-                            for k in ks:
-                                captured[k] = gk
+                    _capture(captures, captured, node, gs)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:
                         if accumulate:
@@ -167,31 +174,32 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             out = anomaly.run_node(node, gs, create_graph, check_nan)
                         else:
                             out = node._backward(gs, create_graph)
-                        if node._hooks:
+                        if hooks is not None and hooks.post:
                             out = _run_posthooks(node, out, gs)
                 if release and node._saved is not None:
                     node._release()
-            if out is None:
-                for c, nr in node._next:
-                    if c is not None:
-                        d = deps[c] - 1
-                        deps[c] = d
-                        if d == 0:
-                            heappush(ready, (-c._seq, c))
-                continue
-            for (c, nr), gi in zip(node._next, out):
+            single = None  # the one node this one made ready, while the heap is empty
+            for (c, nr), gi in zip(node._next, out) if out is not None else \
+                    ((e, None) for e in node._next):
                 if c is None:
                     continue
                 if gi is not None:
                     if c._n_out == 1:
-                        old = buffers.get(c)
+                        old = get(c)
                         buffers[c] = gi if old is None else old + gi
                     else:
                         _accumulate(buffers, c, nr, gi)
                 d = deps[c] - 1
                 deps[c] = d
                 if d == 0:
-                    heappush(ready, (-c._seq, c))
+                    if single is None and not ready:
+                        single = c
+                    else:
+                        if single is not None:
+                            heappush(ready, (-single._seq, single))
+                            single = None
+                        heappush(ready, (-c._seq, c))
+            node = single if single is not None else heappop(ready)[1] if ready else None
     finally:
         STATE.enabled = prev
         loud(token)
@@ -209,6 +217,17 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                "behavior.")
         result.append(g)
     return result
+
+
+def _capture(captures, captured, node, gs):
+    """autograd.grad: keep the gradients arriving at the requested inputs' edges."""
+    multi = node._n_out > 1
+    for nr in range(node._n_out):
+        ks = captures.get((node, nr))
+        if ks:
+            gk = gs[nr] if multi else gs
+            for k in ks:
+                captured[k] = gk
 
 
 def _needed(deps, targets):
@@ -250,7 +269,7 @@ def _accumulate(buffers, node, nr, g):
 
 def _run_prehooks(node, gs, multi, create_graph):
     gl = list(gs) if multi else [gs]
-    for nr, fn in list(node._prehooks):
+    for nr, fn in list(node._hooks.pre):
         if nr is not None:   # a tensor hook on output nr (or retain_grad)
             if gl[nr] is not None:
                 gl[nr] = _run_tensor_hooks([fn], gl[nr])
@@ -285,7 +304,7 @@ def _run_posthooks(node, out, gs):
                                              else _tm.Tensor._make_fresh(as_array(g))) for g in seq)
     gin = wrap(out)
     gout = wrap(gs if node._n_out > 1 else (gs,))
-    for fn in list(node._hooks):
+    for fn in list(node._hooks.post):
         r = fn(gin, gout)
         if r is not None:
             _check_hook_result(fn, gin, tuple(r))

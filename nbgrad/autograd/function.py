@@ -52,6 +52,13 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_variables(self):
         return self.saved_tensors
 
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects themselves (torch's `_raw_saved_tensors`), with
+        `register_hooks`."""
+        return tuple(SavedTensor._undefined("saved") if s is None else s
+                     for s in self._saved or ())
+
     def _release(self):
         for s in self._saved or ():
             if s is not None:

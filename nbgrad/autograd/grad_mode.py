@@ -4,26 +4,51 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .. import storage as _storage
+
 
 class _State:
-    __slots__ = ("enabled", "inference")
+    """`enabled`: ops record the graph (read on every op). `inference`: inference mode is on.
+    `asked`: the grad mode `is_grad_enabled()` reports while inference mode is on — PyTorch keeps
+    the two modes apart, and under inference mode nothing is recorded whatever grad mode says."""
+
+    __slots__ = ("enabled", "inference", "asked")
 
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.asked = False
 
 
 STATE = _State()  # read on every op; a plain attribute is the cheapest global flag
 
 
 def is_grad_enabled() -> bool:
-    """torch.is_grad_enabled."""
-    return STATE.enabled
+    """True when gradients are recorded (torch.is_grad_enabled); under inference mode, the grad
+    mode set by no_grad / enable_grad inside it (nothing is recorded either way)."""
+    return STATE.asked if STATE.inference else STATE.enabled
 
 
 def is_inference_mode_enabled() -> bool:
-    """torch.is_inference_mode_enabled."""
+    """True inside `inference_mode()` (torch.is_inference_mode_enabled)."""
     return STATE.inference
+
+
+def _set_grad(mode):
+    """Set grad mode to `mode`; returns what restores the previous one (`_restore_grad`)."""
+    st = STATE
+    if st.inference:
+        prev, st.asked = (True, st.asked), mode
+    else:
+        prev, st.enabled = (False, st.enabled), mode
+    return prev
+
+
+def _restore_grad(prev):
+    if prev[0]:
+        STATE.asked = prev[1]
+    else:
+        STATE.enabled = prev[1]
 
 
 def _decorate(fn, make_ctx):
@@ -62,11 +87,10 @@ class _Mode:
         return cls()(orig_func)  # bare @no_grad on a function
 
     def __enter__(self):
-        self._prev = STATE.enabled
-        STATE.enabled = self._value
+        self._prev = _set_grad(self._value)
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        _restore_grad(self._prev)
         return False
 
     def __call__(self, fn):
@@ -89,9 +113,8 @@ class set_grad_enabled(_Mode):
     """Set grad mode to `mode` now and, used as a context manager, restore it on exit."""
 
     def __init__(self, mode: bool):
-        self._prev = STATE.enabled
         self._value = bool(mode)
-        STATE.enabled = self._value
+        self._prev = _set_grad(self._value)
 
     def __enter__(self):
         pass
@@ -100,13 +123,18 @@ class set_grad_enabled(_Mode):
         return object.__new__(cls)
 
     def __call__(self, fn):
-        STATE.enabled = self._prev
+        _restore_grad(self._prev)
         mode = self._value
         return _decorate(fn, lambda: set_grad_enabled(mode))
 
 
 class inference_mode(_Mode):
-    """Like no_grad, for inference (torch.inference_mode); `inference_mode(False)` is a no-op."""
+    """Inference mode (torch.inference_mode): nothing is recorded, and the tensors made inside
+    are inference tensors (`Tensor.is_inference()`): they have no version counter, cannot be
+    saved for backward, and cannot be updated in place outside inference mode. Views of normal
+    tensors made inside stay normal tensors, but may not be modified in place under grad mode
+    later. `inference_mode(False)` turns it off (and grad mode on) inside an enclosing one.
+    Also a decorator, with or without parentheses."""
 
     def __new__(cls, mode=True):
         if isinstance(mode, bool):
@@ -117,16 +145,18 @@ class inference_mode(_Mode):
         self._mode = bool(mode)
 
     def __enter__(self):
-        self._prev = STATE.enabled
-        self._prev_inf = STATE.inference
+        st = STATE
+        self._prev = (st.enabled, st.inference, st.asked)
         # as PyTorch's InferenceMode guard: grad mode is set to `not mode`, so
         # inference_mode(False) inside no_grad turns gradients back on
-        STATE.enabled = not self._mode
-        STATE.inference = self._mode
+        st.enabled = not self._mode
+        st.inference = _storage.INFERENCE[0] = self._mode
+        st.asked = False
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
-        STATE.inference = self._prev_inf
+        st = STATE
+        st.enabled, st.inference, st.asked = self._prev
+        _storage.INFERENCE[0] = st.inference
         return False
 
     def __call__(self, fn):

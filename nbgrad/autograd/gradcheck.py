@@ -79,23 +79,35 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     import warnings
     from ..tensor import Tensor
     inputs = _as_tuple(inputs)
-    for x in inputs:
+    for k, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.requires_grad and x._data.dtype != np.float64:
-            warnings.warn(f"Input #{inputs.index(x)} requires gradient and is not a double "
+            warnings.warn(f"Input #{k} requires gradient and is not a double "
                           "precision floating point or complex. This check will likely fail if "
                           "all the inputs are not of double precision floating point or "
                           "complex. ", UserWarning, stacklevel=2)
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of them have requires_grad=True.")
     diff, outs, num = _numerical_jacobians(func, inputs, eps)
     ana = _analytical_jacobians(func, inputs, diff)
     for (i, j), n in num.items():
         a = ana[(i, j)]
         if not np.allclose(a, n, rtol=rtol, atol=atol):
-            msg = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
-                   f"numerical:{n}\nanalytical:{a}\n")
             if raise_exception:
-                raise GradcheckError(msg)
+                raise GradcheckError(_mismatch_text(i, j, n.astype(outs[j]._data.dtype),
+                                                    a.astype(inputs[i]._data.dtype)))
             return False
     return True
+
+
+def _mismatch_text(i, j, numerical, analytical):
+    """PyTorch's GradcheckError text: both Jacobians (rows: input elements, columns: output
+    elements) printed as tensors, the numerical one in the output's dtype, the analytical one in
+    the input's."""
+    from ..tensor import Tensor
+    return (f"Jacobian mismatch for output {j} with respect to input {i},\n"
+            f"numerical:{Tensor._make_fresh(numerical)!r}\n"
+            f"analytical:{Tensor._make_fresh(analytical)!r}\n")
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,

@@ -11,10 +11,12 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 import re
 import sys
+import weakref
 
 from ..backend import as_array
 from .. import provenance
 from . import anomaly
+from .grad_mode import _restore_grad, _set_grad
 
 _ANOMALY = anomaly.STATE
 
@@ -26,11 +28,16 @@ _BACKWARD_TWICE = (
     "backward.")
 _HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its "
          "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+_HINT_ANOMALY = ("Hint: the backtrace further above shows the operation that failed to compute its "
+                 "gradient. The variable in question was changed in there or anywhere later. Good "
+                 "luck!")
 _getrefcount = sys.getrefcount
 _getframe = sys._getframe
 _PROV = provenance.ENABLED
 _LIB = provenance.LIB_FILES
 _NODES = provenance.NODES
+_SITES = provenance.SITES
+_site = provenance.site
 _SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, FillBackward3 -> Fill3
 
 
@@ -100,21 +107,85 @@ class SavedTensor:
                  "is_output", "_packed", "_unpack_hook", "__weakref__")
 
     def __init__(self, name, t, is_output=False, data=None):
+        st = t._storage
+        if st.inference:
+            raise RuntimeError(_INFERENCE_SAVE)
         self.name = name
         self._data = t._data if data is None else data
-        self._storage = t._storage
-        self.saved_version = t._storage.version
+        self._storage = st
+        self.saved_version = st.version
         self.is_output = is_output
         self._output_nr = t._output_nr
         # an input is kept as the tensor itself (as PyTorch does); an output only as its array,
         # since the tensor owns the node that saves it (no reference cycle)
         self._tensor = None if is_output else t
         self._packed = None
-        hooks = _SAVED_HOOKS
-        if hooks:
-            pack, self._unpack_hook = hooks[-1]
-            self._packed = pack(t)
-            self._data = None
+        if _SAVED_HOOKS:
+            self._pack(t, *_SAVED_HOOKS[-1])
+
+    def _pack(self, t, pack_hook, unpack_hook):
+        """Store what `pack_hook(t)` returns instead of the tensor (PyTorch calls the hook
+        with grad mode off, and refuses a hook that modified `t` in place)."""
+        st = t._storage
+        version = st.version
+        prev = _set_grad(False)
+        try:
+            packed = pack_hook(t)
+        finally:
+            _restore_grad(prev)
+        if st.version != version:
+            raise RuntimeError(_PACK_INPLACE)
+        self._packed = _PACKED_NONE if packed is None else packed
+        self._unpack_hook = unpack_hook
+        self._data = None
+        # an input keeps only where its gradient goes, so that what unpack_hook returns is
+        # differentiable again under create_graph (PyTorch restores grad_fn or accumulator)
+        self._tensor = None if self.is_output or not t._requires_grad else (
+            t.grad_fn, t._output_nr, t._grad_accumulator() if t.grad_fn is None else None)
+
+    @classmethod
+    def _undefined(cls, name):
+        """What a node holds for a tensor it did not need to save (`_raw_saved_other` of
+        `x * 2`): a SavedTensor whose value is None, as PyTorch's."""
+        s = cls.__new__(cls)
+        s.name, s._data, s._storage, s._tensor, s._packed = name, None, None, None, None
+        s.saved_version, s.is_output, s._output_nr = 0, False, -1  # -1: never saved
+        return s
+
+    # ---- torch._C._autograd.SavedTensor's API (node._raw_saved_<name>) ----
+    def register_hooks(self, *hooks):
+        """Pack the saved tensor now with `pack_hook`, and unpack it in backward with
+        `unpack_hook` (torch's SavedTensor.register_hooks).
+
+        Raises:
+            TypeError: not exactly two callables.
+            RuntimeError: PyTorch's texts for a value None, hooks already set, a saved tensor
+                already freed, or a pack hook that modified its input in place.
+        """
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError(
+                "register_hooks(): incompatible function arguments. The following argument types "
+                "are supported:\n    1. (self: nbgrad.autograd.graph.SavedTensor, arg0: "
+                "collections.abc.Callable, arg1: collections.abc.Callable) -> None\n\nInvoked "
+                f"with: {self!r}, " + ", ".join(repr(h) for h in hooks))
+        if self._packed is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already "
+                               "been set. Hint: only one pair of hooks is allowed at a time.")
+        if self._storage is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden" if self._output_nr == -1 else _REGISTER_FREED)
+        t = self._tensor if self._tensor is not None else \
+            _tm.Tensor._make(self._data, self._storage, None, 0, False)
+        self._pack(t, *hooks)
+
+    @property
+    def data(self):
+        """The saved tensor (None for a value that was not saved)."""
+        return self.unpack()
+
+    @property
+    def unpack_hook(self):
+        return None if self._packed is None else self._unpack_hook
 
     # ---- read-only introspection for the notebook layer ----
     @property
@@ -157,12 +228,32 @@ class SavedTensor:
         self._data = self._packed = self._tensor = self._storage = None
 
     # ---- backward ----
-    def unpack(self, node, as_tensor=False):
-        """The saved value (array, or Tensor when `as_tensor`), after the version check."""
+    def unpack(self, node=None, as_tensor=False):
+        """The saved value (array, or Tensor when `as_tensor`), after the version check.
+        Called with no argument (torch's SavedTensor.unpack()): the Tensor, or None."""
         __tracebackhide__ = True
-        if self._packed is not None:
-            t = self._unpack_hook(self._packed)
-            return t if as_tensor else (t._data if isinstance(t, _tm.Tensor) else t)
+        if node is None:
+            if self._output_nr == -1:
+                return None
+            as_tensor = True
+        packed = self._packed
+        if packed is not None:
+            t = self._unpack_hook(None if packed is _PACKED_NONE else packed)
+            if not isinstance(t, _tm.Tensor):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(t).__name__}")
+            if not as_tensor:
+                return t._data
+            if self.is_output:
+                return _tm.Tensor._make(t._data, t._storage, node, self._output_nr,
+                                        node is not None)
+            if self._tensor is None:
+                return t
+            fn, nr, acc = self._tensor
+            r = _tm.Tensor._make(t._data, t._storage, fn, nr, True)
+            if acc is not None:
+                r._x().accum = weakref.ref(acc)
+            return r
         data = self._data
         if data is None:
             raise backward_twice_error()
@@ -172,7 +263,7 @@ class SavedTensor:
             return data
         if not self.is_output:
             return self._tensor
-        return _tm.Tensor._make(data, self._storage, node, self._output_nr, True)
+        return _tm.Tensor._make(data, self._storage, node, self._output_nr, node is not None)
 
     def _stale_error(self, node):
         fn = node if self.is_output else self._tensor.grad_fn
@@ -182,7 +273,7 @@ class SavedTensor:
         now = self._storage.version
         msg = ("one of the variables needed for gradient computation has been modified by an "
                f"inplace operation: {desc}{owner} is at version {now}; expected version "
-               f"{self.saved_version} instead. {_HINT}")
+               f"{self.saved_version} instead. {_HINT_ANOMALY if _ANOMALY.enabled else _HINT}")
         where = provenance.Location.of(node._where)
         mods = self.modified_by()
         lines = [f"nbgrad: this tensor ({self.name!r}) was saved by {node.name()}"
@@ -222,27 +313,40 @@ class Ctx:
         return self.value
 
 
-class SavedScalar:
-    """A Python number input a formula needs (`x * 2` keeps `other`): PyTorch saves it as a
-    wrapped-number tensor, so a second backward through the node fails after release."""
+class _Freed:
+    """What a saved Python number becomes once backward released it (x * 2's `other`: PyTorch
+    saves it as a tensor, so a second backward through the node fails)."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def release(self):
-        self.value = None
+    __slots__ = ()
 
     def unpack(self, node, as_tensor=False):
-        if self.value is None:
-            raise backward_twice_error()
-        return self.value
+        raise backward_twice_error()
+
+    def __repr__(self):
+        return "FREED"
 
 
+FREED = _Freed()
+
+
+_INFERENCE_SAVE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a clone "
+    "to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`.")
+_PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook cannot be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook.")
+_REGISTER_FREED = (
+    "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+    "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+    "retain_graph=True if you need to backward through the graph a second time or if you need to "
+    "access saved variables after calling backward.")
+_PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = (SavedTensor, Ctx, SavedScalar)  # what Node._release frees
-UNPACKED = (SavedTensor, SavedScalar)  # what a node unpacks before its formulas run
+RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -262,29 +366,37 @@ class saved_tensors_hooks:
         return self
 
     def __exit__(self, *exc):
-        _SAVED_HOOKS.remove(self.hooks)
+        _SAVED_HOOKS.pop()
         return False
 
 
 # ------------------------------------------------------------------------------------------------
+class _Hooks:
+    """A node's rarely used parts, kept out of every node: hooks, pre-hooks, metadata."""
+
+    __slots__ = ("post", "pre", "metadata")
+
+    def __init__(self):
+        self.post = self.pre = self.metadata = None
+
+
 class Node:
     """Base class of every `grad_fn` (torch.autograd.graph.Node).
 
     Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
     """
 
-    # where the node was made is kept as two slots, not a (code, lasti) tuple: 64 bytes less per
-    # node; `_where` rebuilds the pair when the notebook or an error message asks
-    __slots__ = ("_next", "_saved", "_meta", "_code", "_lasti", "_hooks", "_prehooks", "_extra",
-                 "_seq", "__weakref__")
+    __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
     _n_out = 1
 
     def __init__(self, next_functions=(), saved=None, meta=None):
         """The one constructor of every node: its edges, what it saved, per input the (shape,
-        dtype) to reduce its gradient to (or None), where it was made, its sequence number."""
+        dtype) to reduce its gradient to (or None), where it was made (`_where`: the user's
+        `(code, lasti)`, shared by every node made at that place), its sequence number."""
         self._next = next_functions
         self._saved = saved
         self._meta = meta
+        self._hooks = None
         if _PROV[0]:  # provenance.capture(), inlined (hot): the first frame outside nbgrad
             # On the common paths (user -> op -> apply -> _record -> here) the user's frame is
             # 4 up. sys._getframe(n) makes a frame object for frame n only, where walking f_back
@@ -300,22 +412,15 @@ class Node:
             except ValueError:  # a shallower stack
                 f = _first_outside()
             if f is None:
-                self._code = None
+                self._where = None
             else:
-                self._code = f.f_code
-                self._lasti = f.f_lasti
+                code, lasti = f.f_code, f.f_lasti
+                self._where = _SITES.get((id(code), lasti)) or _site(code, lasti)
         else:
-            self._code = None
-        self._hooks = self._prehooks = self._extra = None
+            self._where = None
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
-
-    @property
-    def _where(self):
-        """`(code, lasti)` of the user's code that made this node, or None."""
-        code = self._code
-        return None if code is None else (code, self._lasti)
 
     def name(self) -> str:
         """The node's class name, e.g. 'MulBackward0' (torch Node.name())."""
@@ -329,12 +434,16 @@ class Node:
     @property
     def metadata(self) -> dict:
         """A dict for user data, kept with the node (torch Node.metadata)."""
-        if self._extra is None:
-            self._extra = {}
-        md = self._extra.get("metadata")
-        if md is None:
-            md = self._extra["metadata"] = {}
-        return md
+        h = self._x()
+        if h.metadata is None:
+            h.metadata = {}
+        return h.metadata
+
+    def _x(self):
+        h = self._hooks
+        if h is None:
+            h = self._hooks = _Hooks()
+        return h
 
     def _saved_tensors(self):
         """The SavedTensor objects this node holds (for introspection)."""
@@ -342,30 +451,33 @@ class Node:
 
     def register_hook(self, fn):
         """`fn(grad_inputs, grad_outputs)` after this node runs; may return new grad_inputs."""
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(fn)
-        return RemovableHandle(self._hooks, fn)
+        h = self._x()
+        if h.post is None:
+            h.post = []
+        h.post.append(fn)
+        return RemovableHandle(h.post, fn)
 
     def register_prehook(self, fn):
         """`fn(grad_outputs)` before this node runs; may return new grad_outputs."""
-        if self._prehooks is None:
-            self._prehooks = []
+        h = self._x()
+        if h.pre is None:
+            h.pre = []
         item = (None, fn)
-        self._prehooks.append(item)
-        return RemovableHandle(self._prehooks, item)
+        h.pre.append(item)
+        return RemovableHandle(h.pre, item)
 
     def _add_tensor_prehook(self, output_nr, fn):
-        if self._prehooks is None:
-            self._prehooks = []
+        h = self._x()
+        if h.pre is None:
+            h.pre = []
         item = (output_nr, fn)
         # tensor hooks run before the node's own pre-hooks, in registration order, and
         # retain_grad's hook after all other tensor hooks (PyTorch's order)
         retain = getattr(fn, "_nbgrad_retain", False)
-        n = sum(1 for nr, f in self._prehooks
+        n = sum(1 for nr, f in h.pre
                 if nr is not None and (retain or not getattr(f, "_nbgrad_retain", False)))
-        self._prehooks.insert(n, item)
-        return RemovableHandle(self._prehooks, item)
+        h.pre.insert(n, item)
+        return RemovableHandle(h.pre, item)
 
     def _release(self):
         for s in self._saved or ():

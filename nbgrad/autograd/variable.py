@@ -34,7 +34,7 @@ def retain_grad(self):
     """Populate `.grad` for this non-leaf tensor during backward (torch.Tensor.retain_grad)."""
     if not self._requires_grad:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-    if self.grad_fn is None:
+    if self._grad_fn is None:  # a leaf by the stored field, as PyTorch (no view regeneration)
         return
     e = self._x()
     if e.retains_grad:

@@ -53,7 +53,8 @@ def grad_fn(t):
 
 
 def version(t) -> int:
-    return int(t._version)
+    """``t._version`` (0 for an inference tensor, which has no version counter)."""
+    return 0 if t.is_inference() else int(t._version)
 
 
 def base(t):
@@ -72,7 +73,7 @@ def grad(t):
 def version_and_grad(t) -> tuple:
     """``(t._version, raw .grad)``: the two things an in-place op or a backward changes on a
     tensor that stays bound to its name (the cheap per-cell check)."""
-    return int(t._version), getattr(t, "_grad", None)
+    return version(t), getattr(t, "_grad", None)
 
 
 def shape(t) -> tuple:

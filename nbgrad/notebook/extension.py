@@ -49,7 +49,7 @@ class NbgradExtension:
         self.frontend_renders = False  # a widget reported a layout done in the browser
         self.tracker = _focus.Tracker()
         self.theme = "light"  # "projector": larger fonts, high contrast
-        self.models = None  # model.ModelTracker (module calls, gradients) while loaded
+        self.models = None  # model_hooks.ModelTracker (module calls, gradients) while loaded
         self._activity_before = None
         self._memory_before = None
         self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
@@ -64,9 +64,9 @@ class NbgradExtension:
             if self.models is not None:
                 self.models.reset_cell()
                 if not self.models.global_hooks:
-                    from . import model
+                    from . import model_report
 
-                    self.models.watch(model.module_names(self.ip.user_ns, self._hidden())[2])
+                    self.models.watch(model_report.module_names(self.ip.user_ns, self._hidden())[2])
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -100,9 +100,9 @@ class NbgradExtension:
                                     bumped=delta is None or delta[1] > 0)
         rep = None
         if self.models is not None:
-            from . import model
+            from . import model_report
 
-            rep = model.report(self.models, self.ip.user_ns, skip=self._hidden())
+            rep = model_report.report(self.models, self.ip.user_ns, skip=self._hidden())
             if not rep.has_news():
                 rep = None
         if not focus.relevant and rep is None:
@@ -112,9 +112,9 @@ class NbgradExtension:
                                  show_saved=self.show_saved, memory_before=self._memory_before)
         self.tracker.fold(focus, snap)
         if rep is not None or (self.models is not None and snap.nodes):
-            from . import model
+            from . import model_report
 
-            snap.model = model.with_graph(rep, self.models, self.ip.user_ns, snap,
+            snap.model = model_report.with_graph(rep, self.models, self.ip.user_ns, snap,
                                           skip=self._hidden())
         if snap.is_empty() and snap.model is None:
             return
@@ -153,9 +153,10 @@ class NbgradExtension:
 
         folded = None
         if snap.model is not None:
-            from . import model
+            from . import model_report
 
-            folded = model.default_folded(snap.model, len(snap.nodes), loop=snap.model.is_loop)
+            folded = model_report.default_folded(snap.model, len(snap.nodes),
+                                                 loop=snap.model.is_loop)
         dot = render.to_dot(snap, folded=folded) if (snap.nodes or snap.tensors) else ""
         panel_cls = None
         if self.widget and _has_comm(self.ip):
@@ -177,11 +178,30 @@ class NbgradExtension:
             svg = self.layout(dot, snap)
         panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
                           theme=self.theme, layout_fn=self.layout if not self.frontend_renders
-                          else None)
+                          else None, earlier_fn=self.with_earlier)
         handle = display(panel, display_id=True)
         self._live.append((panel, getattr(handle, "display_id", None)))
         while len(self._live) > self.keep_live:
             self._retire(*self._live.popleft())
+
+    def with_earlier(self, snap):
+        """A snapshot of ``snap``'s named tensors and of the earlier graphs it folded to a line,
+        read now (a panel's "show" button); None when none of them is bound any more."""
+        want = set(snap.earlier)
+        want.update(n for t in snap.tensors if t.named for n in t.name.split(" = "))
+        named = [(n, t) for n, t in _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
+                 if n in want]
+        if not named:
+            return None
+        out = _inspect.snapshot(named, max_nodes=self.max_nodes, show_saved=self.show_saved)
+        if snap.model is not None and self.models is not None:
+            from dataclasses import replace
+
+            from . import model_report
+
+            out.model = replace(snap.model, clusters=model_report.graph_clusters(
+                self.models, self.ip.user_ns, out, skip=self._hidden()))
+        return out
 
     def _rendered(self, ok: bool):
         self.frontend_renders = bool(ok)
@@ -354,7 +374,7 @@ def load_ipython_extension(ip):
     except Exception as exc:  # noqa: BLE001
         warnings.warn(f"nbgrad: no HTML repr for tensors ({exc})", stacklevel=2)
     try:
-        from .model import ModelTracker
+        from .model_hooks import ModelTracker
 
         ext.models = ModelTracker()
         ext.models.install()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from . import adapter as A
+from . import repeats as _repeats
 
 # What a snapshot shows at most, unless told otherwise.
 DEFAULT_MAX_NODES = 300
@@ -54,6 +55,8 @@ class NodeInfo:
     stale: bool = False  # one of its saved tensors was modified in place since it was saved
     failing: bool = False  # the node named by the autograd error this cell raised
     seq: int = 0  # the core's creation sequence number (``node._seq``): which module call made it
+    site: int = 0  # the code that made it (same op, same line and instruction: same site), or 0
+    repeat: str = ""  # a folded repeat's key: this node stands for its copies (``repeats``)
     module: str = ""  # a folded module's path: this box stands for its ``folded`` nodes
     folded: int = 0
 
@@ -121,6 +124,7 @@ class Snapshot:
     earlier: list = field(default_factory=list)  # names of graphs earlier cells made, folded
     skipped: int = 0  # tensors that could not be read (an odd subclass), left out
     model: object = None  # a ``model.ModelReport`` when the namespace holds nn.Modules
+    repeats: list = field(default_factory=list)  # [repeats.Repeat]: copies of one sub-graph
 
     @property
     def stale_saved(self) -> list:
@@ -137,7 +141,11 @@ _WHERE_CACHE: dict = {}  # raw (code, lasti) capture -> (str, source): a line ne
 
 
 def _where(obj) -> tuple[str, str]:
-    raw = A.raw_where(obj)
+    return _where_of(A.raw_where(obj))
+
+
+def _where_of(raw) -> tuple[str, str]:
+    """("cell [3] line 1", its source line) of a raw provenance capture."""
     if raw is None:
         return "", ""
     hit = _WHERE_CACHE.get(raw) if isinstance(raw, tuple) else None
@@ -389,13 +397,16 @@ def snapshot(
             seen.add(id(n))
             queue.append(n)
     head = 0
+    sites: dict = {}  # raw provenance -> a small int: nodes made by the same code share one
     while head < len(queue) and len(nodes) < max_nodes:
         node = queue[head]
         head += 1
         key = f"n{id(node)}"
-        where, source = _where(node)
+        raw = A.raw_where(node)
+        where, source = _where_of(raw)
         info = NodeInfo(key=key, name=A.node_name(node), where=where,
-                        source=short(source, _MAX_SOURCE), seq=A.sequence_number(node))
+                        source=short(source, _MAX_SOURCE), seq=A.sequence_number(node),
+                        site=sites.setdefault(raw, len(sites) + 1) if raw is not None else 0)
         nodes[key] = info
         live_nodes[key] = node
         for nf in A.next_nodes(node):
@@ -493,6 +504,7 @@ def snapshot(
     snap.storages = sorted({id(s): s for s in storages.values()}.values(), key=lambda s: s.key)
     snap.tensors = sorted(tinfos.values(), key=lambda x: (not x.named, x.name))
     snap.memory = memory_info(snap, memory_before)
+    snap.repeats = _repeats.find(snap)
     return snap
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import html
 
-from . import layout
+from . import layout, repeats
 
 DOT_MISSING = ("pygraphviz is not installed: the graph is shown as text "
                "(pip install 'nbgrad[notebook]' to see it as a picture).")
@@ -26,6 +26,7 @@ C_RED = "#d00000"
 C_VIEW = "#7a5fb5"
 C_FREED = "#bbbbbb"
 C_MODULE = "#e8e4f5"
+C_REPEAT = "#1a4d8f"
 
 
 def _q(s: str) -> str:
@@ -89,22 +90,19 @@ FANOUT_SPLIT = 4
 
 
 def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None,
-           folded=None) -> str:
+           folded=None, expanded=()) -> str:
     """The graph of a snapshot as DOT source: data flows top to bottom (inputs first).
 
     Every element carries an ``id`` (the snapshot key) so the front end can find it in the SVG.
     Stale saved tensors always get a red box of their own; the others too when
     ``separate_saved`` (default: graphs of at most ``SEPARATE_SAVED_UP_TO`` nodes). With a model
     report (``snap.model``), nodes are grouped in one cluster per module and the modules in
-    ``folded`` (default: ``model.default_folded``) are drawn as one box each.
+    ``folded`` (default: ``model_report.default_folded``) are drawn as one box each. Copies of one
+    sub-graph (a loop body: :mod:`repeats`) are drawn once in a cluster titled "50 x <source>",
+    except the repeats whose keys are in ``expanded``.
     """
     rep = getattr(snap, "model", None)
-    if rep is not None and rep.clusters:
-        from . import model as _model
-
-        if folded is None:
-            folded = _model.default_folded(rep, len(snap.nodes))
-        snap = _model.fold(snap, rep, folded)
+    snap, folded, reps = drawn(snap, folded, expanded)
     if separate_saved is None:
         separate_saved = len(snap.nodes) <= SEPARATE_SAVED_UP_TO
     out = ["digraph nbgrad {",
@@ -166,11 +164,11 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         if n.where and not n.is_accumulate:
             label += "\n" + n.where
         if not separate_saved:
-            folded = [s for s in n.saved if not s.is_stale or s.released]
-            if folded:
+            inline = [s for s in n.saved if not s.is_stale or s.released]
+            if inline:
                 label += "\nsaves " + ", ".join(
                     f"{s.name} " + ("freed" if s.released else f"v{s.saved_version}")
-                    for s in folded)
+                    for s in inline)
         out.append(f"  {n.key} [id={n.key}, shape=box, style=filled, {attrs}, label={_q(label)}];")
         for s in n.saved:
             if not separate_saved and (not s.is_stale or s.released):
@@ -203,6 +201,9 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         for nxt in n.next:
             if nxt not in snap.nodes:
                 continue
+            if nxt == n.key:  # a repeat's copy feeding the next copy (drawn once)
+                out.append(f'  {nxt} -> {n.key} [style=dashed, color="{C_REPEAT}"];')
+                continue
             if fanout[nxt] <= FANOUT_SPLIT:
                 out.append(f"  {nxt} -> {n.key};")
                 continue
@@ -226,10 +227,30 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
             out.append(f'  {t.base_key} -> {t.key} [style=dashed, color="{C_VIEW}",'
                        f' fontcolor="{C_VIEW}", label="view", arrowhead=empty];')
     if rep is not None and rep.clusters:
+        from . import model_report as _model
+
         out.extend(_model.cluster_dot(rep, set(snap.nodes) | set(shown_tensors) | saved_drawn,
                                       folded))
+    out.extend(repeats.cluster_dot(snap, reps, expanded))
     out.append("}")
     return "\n".join(out)
+
+
+def drawn(snap, folded=None, expanded=()) -> tuple:
+    """``(snapshot as the graph draws it, modules folded, repeats folded)``: the modules in
+    ``folded`` (default: ``model.default_folded``) as one box each, then every repeat
+    (:mod:`repeats`) outside the module clusters and not in ``expanded`` drawn once."""
+    rep = getattr(snap, "model", None)
+    in_modules = frozenset()
+    if rep is not None and rep.clusters:
+        from . import model_report as _model
+
+        if folded is None:
+            folded = _model.default_folded(rep, len(snap.nodes))
+        in_modules = frozenset(k for c in rep.clusters.values() for k in c["keys"])
+        snap = _model.fold(snap, rep, folded)
+    reps = repeats.active(snap, expanded, in_modules)
+    return repeats.fold(snap, reps), folded or [], reps
 
 
 def hidden_summary(snap, sep: str = "; ") -> str:
@@ -267,10 +288,18 @@ def text_tree(snap) -> str:
     """The graph as an indented tree, outputs first (the order backward walks it)."""
     lines = []
     done = set()
+    reps = repeats.active(snap)
+    snap = repeats.fold(snap, reps)
+    by_rep = {r.key: r for r in reps}
+    for r in reps:
+        lines.append(f"{r.title}: one copy drawn, marked [x{r.count}]")
     tensors = {t.key: t for t in snap.tensors}
 
     def node_line(n) -> str:
         s = n.name
+        if n.repeat in by_rep:
+            s += f"  [x{by_rep[n.repeat].count}" + (", each copy feeds the next]"
+                                                     if n.key in n.next else "]")
         if n.is_accumulate and n.variable in tensors:
             v = tensors[n.variable]
             s += f"  ({v.name or 'leaf'} {_shape_str(v.shape)})"
@@ -313,7 +342,7 @@ def text_tree(snap) -> str:
             lines.append(prefix + branch + node_line(n))
             sub = prefix if chained else prefix + ("   " if last else "|  ")
             saved_lines(n, sub)
-            nxt = list(n.next)
+            nxt = [x for x in n.next if x != key]  # (a repeat's copy feeding the next copy)
             if len(nxt) == 1:
                 stack.append((nxt[0], sub, True, True))
             else:
@@ -572,20 +601,31 @@ def _head_lines(text: str, limit: int = 200) -> str:
     return "\n".join(lines[:limit] + [f"... {len(lines) - limit} more lines"])
 
 
-def earlier_html(snap) -> str:
-    """The graphs earlier cells made, folded to one line: "3 earlier graphs: loss, y, c"."""
-    names = getattr(snap, "earlier", None) or []
+def earlier_html(snap, live: bool = False, shown=None) -> str:
+    """The graphs earlier cells made, folded to one line: "3 earlier graphs: loss, y, c".
+
+    ``live`` (the widget): ends with a "show" button that draws them in the panel; ``shown``: the
+    names of the earlier graphs drawn now (the line then offers to hide them). Static: the
+    ``%nbgrad graph NAME`` hint."""
+    names = list(shown) if shown else (getattr(snap, "earlier", None) or [])
     if not names:
         return ""
-    shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
+    listed = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
     n = len(names)
-    return (f'<div class="nbgrad-earlier" style="color:#666">{n} earlier graph'
-            f'{"s" if n > 1 else ""}: {html.escape(shown)} &mdash; '
-            f'<code>%nbgrad graph NAME</code> shows one</div>')
+    head = f'{n} earlier graph{"s" if n > 1 else ""}{" shown" if shown else ""}: '
+    if live:
+        tail = (f'<button class="nbgrad-show-earlier" title="'
+                + ("draw this cell's graph alone" if shown else "draw them in this panel")
+                + f'">{"hide" if shown else "show"}</button>')
+    else:
+        tail = "<code>%nbgrad graph NAME</code> shows one"
+    return (f'<div class="nbgrad-earlier" style="color:#666">{head}{html.escape(listed)} '
+            f'&mdash; {tail}</div>')
 
 
-def tabs(snap, svg: str | None) -> dict:
-    """The panel's tab contents as HTML strings, in display order (error first when present)."""
+def tabs(snap, svg: str | None, live: bool = False) -> dict:
+    """The panel's tab contents as HTML strings, in display order (error first when present);
+    ``live``: for the widget (its earlier-graphs line has a "show" button)."""
     out = {}
     if snap.error:
         out["Error"] = error_html(snap.error)
@@ -594,7 +634,7 @@ def tabs(snap, svg: str | None) -> dict:
         from .render_model import training_html
 
         out["Training"] = training_html(rep)
-    out["Graph"] = graph_html(svg, snap) + earlier_html(snap)
+    out["Graph"] = graph_html(svg, snap) + earlier_html(snap, live)
     if rep is not None and (rep.params or rep.notes):
         from .render_model import gradients_html
 
@@ -636,7 +676,7 @@ def tensor_html(t) -> str:
             ["device", str(t.device)], ["requires_grad", str(t.requires_grad)],
             ["is_leaf", str(t.is_leaf)],
             ["grad_fn", t.grad_fn.name() if t.grad_fn is not None else "None"],
-            ["_version", str(t._version)]]
+            ["_version", "none (inference tensor)" if t.is_inference() else str(t._version)]]
     if t._is_view():
         rows.append(["view", f"offset {t.storage_offset()}, strides {tuple(t.stride())}"])
     try:

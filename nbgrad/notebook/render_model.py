@@ -1,4 +1,4 @@
-"""Draw a :class:`~nbgrad.notebook.model.ModelReport`: the Gradients and Training tabs, the notes.
+"""Draw a :class:`~nbgrad.notebook.model_report.ModelReport`: Gradients and Training tabs, notes.
 
 Static HTML with inline SVG sparklines and curves (no script), like the rest of ``render``.
 """

@@ -14,6 +14,7 @@ import anywidget
 import traitlets
 
 from . import render
+from . import repeats as repeats_mod
 
 
 def _asset(name: str) -> str:
@@ -30,20 +31,24 @@ def _asset(name: str) -> str:
         raise FileNotFoundError(f"nbgrad front-end file {name!r} is missing") from None
 
 
-def graph_data(snap, folded=()) -> dict:
-    """What the front end needs to know about each graph element (hover text, edges), and the
-    module clusters (SVG id -> module path) it can fold."""
+def graph_data(snap, folded=(), expanded=()) -> dict:
+    """What the front end needs to know about each graph element (hover text, edges), the
+    module clusters (SVG id -> module path) it can fold, and the repeats (SVG id of the cluster
+    -> [repeat key, expanded?]) it can expand or fold."""
     nodes = {}
     modules = {}
     rep = getattr(snap, "model", None)
     if rep is not None and rep.clusters:
-        from . import model
+        from . import model_report as model
 
         for path, c in rep.clusters.items():
             modules[model.cluster_id(path)] = path
             nodes[model.box_id(path)] = {"kind": "module", "title": c["title"], "path": path,
                                          "details": ["folded: click to expand"]}
-        snap = model.fold(snap, rep, folded)
+    repeats = {repeats_mod.cluster_id(r.key): [r.key, r.key in expanded]
+               for r in getattr(snap, "repeats", None) or ()}
+    snap, _folded, shown = render.drawn(snap, list(folded), expanded)
+    counts = {r.key: r for r in shown}
     for t in snap.tensors:
         if t.named and not (t.requires_grad or t.grad_fn or t.is_view):
             continue  # not drawn: a plain tensor is only a row of the Tensors tab
@@ -72,11 +77,15 @@ def graph_data(snap, folded=()) -> dict:
                             + [f"modified by {op} at {w or '?'} (-> v{v})"
                                for v, op, w in s.modified_by]}
         if n.outputs:
-            details.append("grad_fn of " + ", ".join(n.outputs))
+            details.append("grad_fn of " + ", ".join(n.outputs[:8])
+                           + (f", ... ({len(n.outputs) - 8} more)" if len(n.outputs) > 8 else ""))
+        if n.repeat in counts:
+            details.insert(0, f"one of {counts[n.repeat].count} copies "
+                              f"({counts[n.repeat].label}): click the title to draw them all")
         nodes[n.key] = {"kind": "node", "title": n.name, "details": details,
                         "next": list(n.next), "stale": n.stale, "failing": n.failing}
     return {"nodes": nodes, "truncated": snap.truncated, "hidden": snap.hidden_nodes,
-            "modules": modules}
+            "modules": modules, "repeats": repeats}
 
 
 MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, details are dropped
@@ -93,14 +102,14 @@ def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
         svg = None
     if svg is None and len(dot) > MAX_DOT:
         dot = ""
-    tab_html = render.tabs(snap, svg if svg is not None or not dot else "")
+    tab_html = render.tabs(snap, svg if svg is not None or not dot else "", live=True)
     tab_html = render.fit_tabs(tab_html, MAX_TABS, MAX_SVG + 2000)
     return tab_html, (dot if svg is None else "")
 
 
-def graph_json(snap, folded=()) -> str:
+def graph_json(snap, folded=(), expanded=()) -> str:
     """:func:`graph_data` as compact JSON, capped at :data:`MAX_GRAPH_JSON` (titles kept)."""
-    data = graph_data(snap, folded)
+    data = graph_data(snap, folded, expanded)
     text = json.dumps(data, separators=(",", ":"))
     if len(text) > MAX_GRAPH_JSON:
         for info in data["nodes"].values():
@@ -172,48 +181,76 @@ class NbgradPanel(anywidget.AnyWidget):
     folded = traitlets.List([], help="module paths drawn as one box each; the front end folds a "
                             "module (click its cluster title) or expands one (click its box)"
                             ).tag(sync=True)
+    expanded = traitlets.List([], help="keys of the repeats drawn in full (every copy of a loop "
+                              "body); the front end expands one (click its cluster title) or "
+                              "folds it again").tag(sync=True)
+    earlier_shown = traitlets.Bool(False, help="the graphs of earlier cells drawn in this panel "
+                                   "too (the front end's show / hide button)").tag(sync=True)
     theme = traitlets.Unicode("light", help="light | projector (larger type, high contrast)"
                               ).tag(sync=True)
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
-                 layout_fn=None, **kwargs):
+                 layout_fn=None, earlier_fn=None, **kwargs):
         """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
-        browser lays it out)."""
+        browser lays it out); ``earlier_fn(snap) -> snapshot or None``: ``snap`` with the
+        earlier graphs it folded to a line drawn too (the "show" button)."""
         self._static = {"text/html": "", "text/plain": ""}
         self._on_rendered = on_rendered
         self._snap = None  # plain data, kept to redraw when the user folds or expands a module
+        self._own = None  # this cell's snapshot (``_snap`` adds the earlier graphs once shown)
         self._layout_fn = layout_fn
+        self._earlier_fn = earlier_fn
         kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
         self.on_msg(self._front_end_msg)
         if snap is not None:
             self.update_from(snap, svg, dot)
 
-    @traitlets.observe("folded")
+    @traitlets.observe("earlier_shown")
+    def _show_earlier(self, change) -> None:
+        """The user asked for the earlier graphs (or to hide them): the Graph tab drawn again
+        from a snapshot that adds them (taken now), or from this cell's own."""
+        own = self._own
+        if own is None:
+            return
+        snap = own
+        if change["new"] and self._earlier_fn is not None and own.earlier:
+            try:
+                snap = self._earlier_fn(own) or own
+            except Exception:  # noqa: BLE001 - keep the picture shown
+                snap = own
+        self._snap = snap
+        self._refold(None)
+
+    def _graph_tab(self, svg, snap) -> str:
+        shown = self._own.earlier if self._own is not None and snap is not self._own else None
+        return render.graph_html(svg, snap) + render.earlier_html(self._own or snap, True, shown)
+
+    @traitlets.observe("folded", "expanded")
     def _refold(self, change) -> None:
-        """The user folded or expanded a module: the graph drawn again (DOT for the browser,
-        or laid out here)."""
+        """The user folded or expanded a module or a repeat: the graph drawn again (DOT for the
+        browser, or laid out here)."""
         snap = self._snap
-        if snap is None or getattr(snap, "model", None) is None:
+        if snap is None:
             return
         try:
-            dot = render.to_dot(snap, folded=list(change["new"]))
+            dot = render.to_dot(snap, folded=list(self.folded), expanded=list(self.expanded))
             svg = self._layout_fn(dot, snap) if self._layout_fn is not None else None
         except Exception:  # noqa: BLE001 - keep the picture shown
             return
         if svg is not None and len(svg) > MAX_SVG:
             svg = None
         with self.hold_sync():
-            self.tabs = {**self.tabs, "Graph": render.graph_html(svg if svg is not None else "",
-                                                                 snap) + render.earlier_html(snap)}
-            self.graph = graph_json(snap, change["new"])
+            self.tabs = {**self.tabs, "Graph": self._graph_tab(svg if svg is not None else "",
+                                                               snap)}
+            self.graph = graph_json(snap, self.folded, self.expanded)
             self.dot = dot if svg is None else ""
 
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
         """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
         from .extension import static_bundle
 
-        self._snap = snap
+        self._snap = self._own = snap
         tab_html, dot = fit_tabs(snap, svg, dot)
         self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
@@ -221,7 +258,7 @@ class NbgradPanel(anywidget.AnyWidget):
             self.tab_order = list(tab_html)
             self.tabs = tab_html
             self.active = render.first_tab(tab_html)
-            self.graph = graph_json(snap, self.folded)
+            self.graph = graph_json(snap, self.folded, self.expanded)
             self.dot = dot
 
     @property

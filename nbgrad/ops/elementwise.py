@@ -129,7 +129,7 @@ op("zero", lambda self: _xp(self).zeros_like(self),
    self=lambda g, xp: xp.new_zeros(g, g.shape))
 op("copy", lambda self, src: _xp(src).broadcast_to(src, self.shape).astype(self.dtype, copy=False),
    node="CopyBackwards", broadcast=True,
-   self=lambda g: g * 0,
+   self=lambda g, xp: xp.new_zeros(g, g.shape),  # zeros_like(grad), not g * 0 (NaN * 0)
    src=lambda g: g)
 ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
 

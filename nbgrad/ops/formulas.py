@@ -144,6 +144,11 @@ class ArrayFormulas:
     def max_pool2d_backward(g, ctx, self_shape):
         return kernels.max_pool2d_backward(g, ctx.get())
 
+    @staticmethod
+    def lstm_layer_backward(g, ctx, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, out, needs):
+        return kernels.lstm_layer_backward(*g, ctx.get(), x, w_ih, w_hh, h0, c0, out, reverse,
+                                           needs)
+
 
 NUMPY = ArrayFormulas(np)
 _BY_TYPE = {np.ndarray: NUMPY}
@@ -329,6 +334,49 @@ class TensorFormulas:
         z = g.new_zeros((n * c * h * w,)).index_put_((flat.reshape(-1),), g.reshape(-1),
                                                       accumulate=True)
         return z.reshape(self_shape)
+
+
+    @staticmethod
+    def lstm_layer_backward(g, ctx, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, out, needs):
+        """Back through time on Tensors: the layer's steps recomputed from its inputs (so that
+        they are differentiated too), then the gradients step by step, last step first."""
+        g_out, dh, dc = g
+        n, hidden = x.shape[0], w_hh.shape[1]
+        g0, g1 = 2 * hidden, 3 * hidden
+        proj = x @ w_ih.T
+        if b_ih is not None:
+            proj = proj + (b_ih + b_hh)
+        order = range(n - 1, -1, -1) if reverse else range(n)
+        h, c, steps = h0, c0, [None] * n
+        for t in order:  # the forward: what each step read and made
+            z = proj[t] + h @ w_hh.T
+            s, gg = z.sigmoid(), z[:, g0:g1].tanh()
+            c_in, h_in = c, h
+            c = s[:, hidden:g0] * c + s[:, :hidden] * gg
+            tc = c.tanh()
+            h = s[:, g1:] * tc
+            steps[t] = (s, gg, c_in, h_in, tc)
+        dh = h0.new_zeros(tuple(h0.shape)) if dh is None else dh
+        dc = h0.new_zeros(tuple(h0.shape)) if dc is None else dc
+        dzs, h_ins = [None] * n, [None] * n
+        for t in reversed(order):
+            s, gg, c_in, h_ins[t], tc = steps[t]
+            i, f, o = s[:, :hidden], s[:, hidden:g0], s[:, g1:]
+            if g_out is not None:
+                dh = dh + g_out[t]
+            dc = dc + dh * o * (1 - tc * tc)
+            dzs[t] = dz = TensorFormulas.concatenate(
+                [dc * gg * i * (1 - i), dc * c_in * f * (1 - f), dc * i * (1 - gg * gg),
+                 dh * tc * o * (1 - o)], 1)
+            dc = dc * f
+            dh = dz @ w_hh
+        flat = TensorFormulas.concatenate(dzs, 0)  # (T * B, 4H)
+        gb = flat.sum(0) if needs[3] or needs[4] else None
+        return ((flat @ w_ih).reshape(tuple(x.shape)) if needs[0] else None,
+                flat.T @ x.reshape(-1, x.shape[2]) if needs[1] else None,
+                flat.T @ TensorFormulas.concatenate(h_ins, 0) if needs[2] else None,
+                gb if needs[3] else None, gb + 0 if needs[4] else None,
+                dh if needs[5] else None, dc if needs[6] else None)
 
 
 for _name in ("exp", "log", "sign", "cos", "sin", "abs"):  # xp.exp(t) -> t.exp(), ...

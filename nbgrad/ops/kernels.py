@@ -1,5 +1,5 @@
-"""Array kernels behind the core's convolution and max_pool2d rows (ops/nn.py): forward and the
-pieces of backward, on numpy or cupy arrays. No tensors, no autograd here — the derivative
+"""Array kernels behind the core's convolution, max_pool2d and LSTM-layer rows (ops/nn.py):
+forward and the pieces of backward, on numpy or cupy arrays. No tensors, no autograd here — the derivative
 formulas stay in the op table, which calls these.
 
 On small images numpy's cost is the number of contiguous runs a copy or an elementwise op walks,
@@ -15,6 +15,11 @@ not the number of values, so the layouts are chosen to make runs long:
   (kernel == stride, the usual ``MaxPool2d(2)``) are read as whole rows: the ``kh`` rows of each
   window are moved apart in one copy (:func:`_swap_rows`), each window offset's values are then
   made contiguous, and backward writes through 1-D strided views of the same row layout.
+- LSTM layer: a time step is one (B, H) @ (H, 4H) product and a few elementwise ops on its
+  (B, 4H) result, so the cost is the number of array calls per step. The sigmoid of gates i, f, o
+  is ``0.5 * tanh(z / 2) + 0.5``: the weights of those gates are halved once per call, so one
+  tanh covers all four gates; the biases ride in the input projection as a column of ones; every
+  step writes into preallocated (T, B, *) buffers, which backward reads.
 """
 
 import numpy as np
@@ -27,7 +32,8 @@ from ..backend import get_array_module as _xp
 _BLOCK_ROWS = 128
 
 __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
-           "max_pool2d_indices", "pool_out_size"]
+           "max_pool2d_indices", "pool_out_size", "lstm_layer_forward", "lstm_layer_backward",
+           "erf_float32"]
 
 
 def _pair(v):
@@ -372,3 +378,135 @@ def max_pool2d_backward(gy, ctx):
     if gx.shape != (n, c, h, w):
         gx = xp.ascontiguousarray(gx[:, :, ph:ph + h, pw:pw + w])
     return gx
+
+
+# ---------------------------------------------------------------------------------- LSTM layer
+def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
+    """One LSTM layer over the whole sequence (torch's gate order i, f, g, o).
+
+    Args: x (T, B, I); w_ih (4H, I); w_hh (4H, H); b_ih, b_hh (4H,) or None; h, c (B, H);
+    reverse: run from the last step to the first (output stays in input time order).
+    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, B, 4H): sigmoid of i, f,
+    o and tanh of g; cell states (T, B, H); their tanh (T, B, H)) for the backward.
+    """
+    m = _xp(x)
+    n, batch, size = x.shape
+    hidden = w_hh.shape[1]
+    g0, g1 = 2 * hidden, 3 * hidden
+    scale = m.full((4 * hidden,), 0.5, x.dtype)  # sigmoid(z) = 0.5 * tanh(z / 2) + 0.5
+    scale[g0:g1] = 1
+    wx = m.empty((size + 1, 4 * hidden), x.dtype)  # [w_ih.T; bias], gates of i, f, o halved
+    m.multiply(w_ih.T, scale, out=wx[:size])
+    if b_ih is None:
+        wx[size] = 0
+    else:
+        m.multiply(b_ih + b_hh, scale, out=wx[size])
+    x1 = m.empty((n * batch, size + 1), x.dtype)
+    x1[:, :size] = x.reshape(n * batch, size)
+    x1[:, size] = 1
+    proj = (x1 @ wx).reshape(n, batch, 4 * hidden)
+    wh = m.multiply(w_hh.T, scale, order="C")  # (H, 4H), contiguous: a faster right operand
+    out = m.empty((n, batch, hidden), x.dtype)
+    gates = m.empty((n, batch, 4 * hidden), x.dtype)
+    cells = m.empty((n, batch, hidden), x.dtype)
+    tanh_c = m.empty((n, batch, hidden), x.dtype)
+    z = m.empty((batch, 4 * hidden), x.dtype)
+    for t in range(n - 1, -1, -1) if reverse else range(n):
+        m.matmul(h, wh, out=z)
+        z += proj[t]
+        m.tanh(z, out=z)
+        s = gates[t]
+        m.multiply(z, 0.5, out=s)
+        s += 0.5
+        s[:, g0:g1] = z[:, g0:g1]
+        ct = cells[t]
+        m.multiply(s[:, hidden:g0], c, out=ct)
+        ct += s[:, :hidden] * s[:, g0:g1]
+        m.tanh(ct, out=tanh_c[t])
+        m.multiply(s[:, g1:], tanh_c[t], out=out[t])
+        h, c = out[t], ct
+    return (out, h.copy(), c.copy()), (gates, cells, tanh_c)
+
+
+def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse, needs):
+    """Back through time for :func:`lstm_layer_forward`: the gradients of (x, w_ih, w_hh, b_ih,
+    b_hh, h0, c0) (None where ``needs`` says no), from those of (output, hy, cy) (None: zero)."""
+    m = _xp(w_hh)
+    gates, cells, tanh_c = ctx
+    n, batch, four = gates.shape
+    hidden = four // 4
+    g0, g1 = 2 * hidden, 3 * hidden
+    if dh is None:
+        dh = m.zeros((batch, hidden), w_hh.dtype)
+    if dc is None:
+        dc = m.zeros((batch, hidden), w_hh.dtype)
+    dz = m.empty(gates.shape, gates.dtype)
+    steps = range(n) if reverse else range(n - 1, -1, -1)  # the last step first
+    for t in steps:
+        s, tc, dzt = gates[t], tanh_c[t], dz[t]
+        prev = t + 1 if reverse else t - 1
+        c_in = c0 if prev < 0 or prev >= n else cells[prev]
+        if g_out is not None:
+            dh = dh + g_out[t]
+        dc = dc + dh * s[:, g1:] * (1 - tc * tc)
+        m.multiply(dc, s[:, g0:g1], out=dzt[:, :hidden])  # through i
+        m.multiply(dc, c_in, out=dzt[:, hidden:g0])  # through f
+        m.multiply(dc, s[:, :hidden], out=dzt[:, g0:g1])  # through g
+        m.multiply(dh, tc, out=dzt[:, g1:])  # through o
+        slope = s - s * s  # sigmoid' of i, f, o; tanh' of g:
+        gate_g = slope[:, g0:g1]
+        m.multiply(s[:, g0:g1], s[:, g0:g1], out=gate_g)
+        m.subtract(1, gate_g, out=gate_g)
+        dzt *= slope
+        dc = dc * s[:, hidden:g0]
+        dh = dzt @ w_hh
+    flat = dz.reshape(n * batch, four)
+    gx = gw_ih = gw_hh = gb = None
+    if needs[0]:
+        gx = (flat @ w_ih).reshape(x.shape)
+    if needs[1]:
+        gw_ih = flat.T @ x.reshape(n * batch, x.shape[2])
+    if needs[2]:
+        h_in = m.empty(out.shape, out.dtype)  # the hidden state each step read
+        if reverse:
+            h_in[:-1], h_in[-1] = out[1:], h0
+        else:
+            h_in[1:], h_in[0] = out[:-1], h0
+        gw_hh = flat.T @ h_in.reshape(n * batch, hidden)
+    if needs[3] or needs[4]:
+        gb = m.add.reduce(flat, 0)
+    return (gx, gw_ih, gw_hh, gb if needs[3] else None, gb.copy() if needs[4] else None,
+            dh if needs[5] else None, dc if needs[6] else None)
+
+
+# ---------------------------------------------------------------------------------- erf, float32
+# erf(x) = x P(x^2) / Q(x^2) on [-4, 4] (erf(+-4) rounds to +-1 in float32): a rational
+# approximation fitted for this file (iteratively reweighted least squares for relative error
+# against scipy's erf in float64; 8e-8 in exact arithmetic, under 4e-7 evaluated in float32 —
+# a few ulps, as torch's float32 erf). scipy's erf walks the array one element at a time (11 ns
+# per value); these 24 vectorised passes take ~3.5 ns.
+_ERF_P = (1.1283791500831628, 0.189910977441955, 0.05266610893007854, 0.003741297441349257,
+          0.00028374378275829854, 2.0446964198243883e-06)
+_ERF_Q = (1.0, 0.501637056570612, 0.11388914486356408, 0.014918948717641482,
+          0.0011556761365464135, 3.7979990724421985e-05)
+
+
+def erf_float32(x):
+    """erf of a float32 array (NaN stays NaN, +-inf gives +-1), as a new float32 array."""
+    m = _xp(x)
+    f32 = np.float32
+    xc = m.clip(x, f32(-4), f32(4))
+    u = xc * xc
+    p = u * f32(_ERF_P[-1])
+    for k in _ERF_P[-2:0:-1]:
+        p += f32(k)
+        p *= u
+    p += f32(_ERF_P[0])
+    p *= xc
+    q = u * f32(_ERF_Q[-1])
+    for k in _ERF_Q[-2:0:-1]:
+        q += f32(k)
+        q *= u
+    q += f32(1)
+    p /= q
+    return p

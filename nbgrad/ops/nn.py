@@ -22,7 +22,7 @@ from .. import backend
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
-from .formulas import _TX, _zeros_for
+from .formulas import TENSORS, _TX, _add_reduce, _zeros_for
 from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
@@ -59,8 +59,9 @@ def _with_indices(y_ctx):
 
 
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
-op("gelu", lambda self, approximate: _gelu(self, approximate, _xp(self)), float_op=True,
-   self=lambda g, self, approximate, xp: g * _gelu_grad(self, approximate, xp))
+# ctx: the forward's cdf (or tanh term), which the backward reuses (recomputed on Tensors)
+op("gelu", lambda self, approximate: _gelu_forward(self, approximate), float_op=True, ctx=True,
+   self=lambda g, self, approximate, ctx, xp: _gelu_backward(g, self, approximate, ctx, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
    self=lambda g, self, xp: g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
@@ -247,6 +248,19 @@ def _pieces(a, sizes, dim):
     return out
 
 
+# ---- a whole LSTM layer: one node, as torch's oneDNN kernel records it on CPU -----------------
+# input (T, B, I), time first; weight0..3: w_ih (4H, I), w_hh (4H, H), b_ih, b_hh (4H,) or None;
+# hx_, cx_ (B, H). Outputs: output (T, B, H) in the input's time order, hy, cy (B, H). Gates
+# i, f, g, o as torch's. ctx: every step's activations, which the backward through time reads.
+op("mkldnn_rnn_layer", lambda input, weight0, weight1, weight2, weight3, hx_, cx_, reverse:
+   kernels.lstm_layer_forward(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse),
+   n_out=3, ctx=True,
+   **{"input, weight0, weight1, weight2, weight3, hx_, cx_":
+      lambda g, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, result, ctx, needs,
+      xp: xp.lstm_layer_backward(g, ctx, input, weight0, weight1, weight2, weight3, hx_, cx_,
+                                 reverse, result, needs)})
+
+
 # ---- packed sequences: input (T, B, *) or (B, T, *) -> data (sum of batch_sizes, *) -------------
 op("_pack_padded_sequence", lambda input, batch_sizes, batch_first: _xp(input).concatenate(
     [(input[:, t] if batch_first else input[t])[:n] for t, n in enumerate(batch_sizes)]),
@@ -345,7 +359,7 @@ def _f(name, x, xp):
     """``xp.name(x)`` on arrays, ``x.name()`` on Tensors (create_graph)."""
     if xp is _TX:
         return getattr(x, name)()
-    return backend.erf(x) if name == "erf" else getattr(xp, name)(x)
+    return _erf(x) if name == "erf" else getattr(xp, name)(x)
 
 
 def _const(a, xp):
@@ -353,11 +367,38 @@ def _const(a, xp):
     return Tensor._make_fresh(a) if xp is _TX else a
 
 
-def _gelu(x, approximate, xp):
+def _erf(x):
+    """erf of an array: the vectorised float32 kernel for numpy float32, backend's otherwise."""
+    if type(x) is np.ndarray and x.dtype == np.float32:
+        return kernels.erf_float32(x)
+    return backend.erf(x)
+
+
+def _gelu_forward(x, approximate):
+    """(gelu(x), ctx): ctx is the cdf 0.5 (1 + erf(x / sqrt 2)), or tanh(inner) for "tanh"."""
     if approximate == "tanh":
-        inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x)
-        return 0.5 * x * (1 + _f("tanh", inner, xp))
-    return x * 0.5 * (1 + _f("erf", x * _SQRT1_2, xp))
+        t = _xp(x).tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x))
+        return 0.5 * x * (1 + t), t
+    cdf = _erf(x * x.dtype.type(_SQRT1_2))
+    cdf += 1
+    cdf *= 0.5
+    return x * cdf, cdf
+
+
+def _gelu_backward(g, x, approximate, ctx, xp):
+    if xp is TENSORS:  # recompute from x, so that the second derivative is taken too
+        return g * _gelu_grad(x, approximate, xp)
+    t = ctx.get()
+    if approximate == "tanh":
+        x_sq = x * x
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_TANH_BETA * (
+            1 + 3 * _GELU_TANH_KAPPA * x_sq))
+    pdf = xp.exp(x * x * x.dtype.type(-0.5))
+    pdf *= x
+    pdf *= x.dtype.type(_GELU_PDF)
+    pdf += t
+    pdf *= g
+    return pdf
 
 
 def _gelu_grad(x, approximate, xp):
@@ -559,7 +600,19 @@ def _bce_logits_target_grad(g, x, w, pw, xp):
 
 
 def _nll(x, target, weight, reduction, ignore_index, ctx):
-    """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`."""
+    """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`:
+    (rows, classes, per-row weight or None for all ones, divisor)."""
+    if x.ndim == 2 and weight is None and reduction != "none":
+        # the common case (classification / language-model batches), in 3 array calls
+        # when no target is ignored: the picked log-probabilities, their sum
+        t = target
+        if len(t) and not (t == ignore_index).any():
+            rows = _xp(x).arange(len(t))
+            total = _add_reduce(x[rows, t], None, x.dtype)
+            n = len(t) if reduction == "mean" else 1
+            ctx.value = (rows, t, None, n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return _xp(x).asarray(-total / n if n else total * np.nan, x.dtype)
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
     xp = _xp(x)
@@ -585,12 +638,16 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):
     rows, ts, w, total = ctx.get()
+    if w is None and xp is not TENSORS:  # the forward's fast path: g / N at the targets
+        out = xp.zeros(self_shape, g.dtype)
+        out[rows, ts] = -g / total if total else 0.0
+        return out
     ndim = len(self_shape)
     cdim = 0 if ndim == 1 else 1
     c = self_shape[cdim]
-    dt = np.float64 if xp is _TX else g.dtype
-    coef = _xp(w).zeros((len(rows), c), dt)
-    coef[rows, ts] = -w / total if total != 0 else 0.0
+    dt = np.float64 if xp is TENSORS else g.dtype
+    coef = _xp(rows).zeros((len(rows), c), dt)
+    coef[rows, ts] = (-1.0 if w is None else -w) / total if total != 0 else 0.0
     moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
     if reduction == "none":
         g = g.reshape((len(rows), 1))

@@ -33,12 +33,21 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import UNPACKED, Ctx, Node, SavedScalar, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
 from ..tensor import Tensor
 from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
 
 ROWS = {}
 _ND = np.ndarray
+_NUMBERS = (int, float, bool)
+
+
+def _array_arg(x):
+    """Whether a saved argument is an index or mask array (or a tuple holding one)."""
+    t = type(x)
+    if t is tuple:
+        return any(type(i) is _ND or hasattr(i, "__cuda_array_interface__") for i in x)
+    return t is _ND or hasattr(x, "__cuda_array_interface__")
 
 
 class OpNode(Node):
@@ -50,31 +59,33 @@ class OpNode(Node):
     def _backward(self, g, create_graph):
         __tracebackhide__ = True
         row = self._row
-        saved = self._saved
+        multi = self._n_out != 1
         if create_graph:
             xp = TENSORS
-            v = [s.unpack(self, True) if type(s) in UNPACKED else s for s in saved] \
-                if saved else [None] * len(row.names)
+        elif not multi:
+            xp = NUMPY if type(g) is _ND else array_formulas(g)
         else:
-            if self._n_out == 1:
-                xp = NUMPY if type(g) is _ND else array_formulas(g)
-            else:
-                g = list(g)
-                xp = array_formulas(next(x for x in g if x is not None))
-            v = [s.unpack(self) if type(s) in UNPACKED else s for s in saved] if saved else \
-                [None] * len(row.names)
-        if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
+            g = list(g)
+            xp = array_formulas(next(x for x in g if x is not None))
+        # what the formulas index: xp, needs, then the saved values in the row's order
+        needs = tuple(c is not None for c, _ in self._next) if row.joint is not None else None
+        saved = self._saved
+        if saved is None:
+            v = (xp, needs)
+        else:
+            v = [xp, needs]
+            for s in saved:
+                v.append(s.unpack(self, create_graph) if type(s) in UNPACKED else s)
+        if row.n_out == -1 and not multi:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
-            v += (xp, tuple(e[0] is not None for e in self._next))
             outs = list(row.joint_call(row.joint, g, v))
         elif row.single:  # one input: no loop
-            v.append(xp)
             outs = [row.calls[0](row.formulas[0], g, v)]
         else:
-            v.append(xp)
-            outs = [None if e[0] is None or c is None else c(f, g, v)
-                    for e, c, f in zip(self._next, row.calls, row.formulas)]
+            outs = []
+            for (c, _), call, f in zip(self._next, row.calls, row.formulas):
+                outs.append(None if c is None or call is None else call(f, g, v))
         meta = self._meta
         if meta is not None:
             for i, m in enumerate(meta):
@@ -82,7 +93,41 @@ class OpNode(Node):
                     outs[i] = _reduce_to(outs[i], m[0], m[1], xp)
         return outs
 
+    def _release(self):
+        """Free the saved tensors. A saved Python number (x * 2's `other`) and a saved index or
+        mask array (gather's `index`) become FREED, so a second backward fails as PyTorch's does
+        (it saves both as tensors)."""
+        saved = self._saved
+        if saved is None:
+            return
+        for s in saved:
+            if type(s) in RELEASABLE:
+                s.release()
+        row = self._row
+        freed = None
+        for j in row.input_slots:
+            if type(saved[j]) in _NUMBERS:
+                freed = freed or list(saved)
+                freed[j] = FREED
+        for j in row.arg_slots:
+            if _array_arg(saved[j]):
+                freed = freed or list(saved)
+                freed[j] = FREED
+        if freed is not None:
+            self._saved = tuple(freed)
+
+    def __dir__(self):
+        row = type(self)._row
+        return sorted(set(super().__dir__()) | {f"_saved_{n}" for n in row.names} |
+                      {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources) if src[0] < 2})
+
     def __getattr__(self, name):
+        if name.startswith("_raw_saved_"):  # the SavedTensor object itself (torch's)
+            row = type(self)._row
+            key = name[11:]
+            if key in row.index and row.sources[row.index[key]][0] < 2:  # an input or output
+                s = self._saved[row.index[key]] if self._saved else None
+                return SavedTensor._undefined(key) if s is None else s
         if name.startswith("_saved_"):
             row = type(self)._row
             key = name[7:]
@@ -92,8 +137,8 @@ class OpNode(Node):
                 s = self._saved[row.index[key]] if self._saved else None
                 if type(s) is SavedTensor:
                     return s.unpack(self, True)
-                if type(s) is SavedScalar:
-                    s = s.unpack(self)
+                if s is FREED:
+                    s.unpack(self)
                 if isinstance(s, np.ndarray) or (key in row.inputs and s is not None):
                     return Tensor._make_fresh(np.asarray(s))
                 return s
@@ -185,12 +230,15 @@ class Row:
         self.names = tuple(names)
         self.index = {n: i for i, n in enumerate(names)}
         self.sources = tuple(self._source(n) for n in names)
-        pos = dict(self.index, xp=len(names), needs=len(names) + 1)
+        pos = {n: i + 2 for i, n in enumerate(names)}  # OpNode._backward's list: xp, needs, saved
+        pos.update(xp=0, needs=1)
         self.calls = tuple(_caller([pos[n] for n in u]) if f else None
                            for f, u in zip(self.formulas, uses))
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
+        self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
+        self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
         self.plans = {}
         self.node = type(node or node_name(name), (OpNode,),
                          {"__slots__": (), "_row": self, "_n_out": n_out})

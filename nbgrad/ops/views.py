@@ -21,6 +21,9 @@ op("stack", lambda tensors, n, dim: _xp(tensors[0]).stack(tensors, axis=dim),
 # ---- reshaping views ----------------------------------------------------------------------------
 op("view", lambda self, shape: _view_reshape(self, shape), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
+op("reshape_alias", lambda self, shape: _view_reshape(self, shape), view=True,
+   node="ReshapeAliasBackward0",  # reshape of a non-contiguous tensor the strides allow
+   self=lambda g, self_shape: g.reshape(self_shape))
 op("unsafe_view", lambda self, shape: self.reshape(shape),
    self=lambda g, self_shape: g.reshape(self_shape))
 op("alias", lambda self: self.view(), view=True,
@@ -31,7 +34,7 @@ op("t", lambda self: self.T, node="TBackward0", view=True,
    self=lambda g: g.T)
 op("permute", lambda self, dims: self.transpose(dims), view=True,
    self=lambda g, dims, xp: _unpermute(g, dims, xp))
-op("expand", lambda self, shape: _xp(self).broadcast_to(self, shape), view=True,
+op("expand", lambda self, shape: _expand(self, shape), view=True,
    self=lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp))
 op("squeeze", lambda self: self.squeeze(), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
@@ -44,7 +47,7 @@ op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.ndim and self.shap
    else self.view(),
    node="SqueezeBackward1", view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
-op("unsqueeze", lambda self, dim: _xp(self).expand_dims(self, dim), view=True,
+op("unsqueeze", lambda self, dim: _unsqueeze(self, dim), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
 
 # ---- slicing views ------------------------------------------------------------------------------
@@ -75,6 +78,37 @@ for _name, _node in (("split", "SplitBackward0"), ("split_sizes", "SplitWithSize
            axis=dim))
 
 apply.AS_STRIDED[0] = ROWS["as_strided"]  # the node of a view whose base changed in place
+
+
+def _expand(a, shape):
+    """`a` broadcast to `shape` with PyTorch's strides (its inferExpandGeometry: an expanded
+    dim gets stride 0, a new size-1 dim the stride that keeps it contiguous with the next), and
+    writable: PyTorch refuses an in-place op on it only where a stride-0 dim has size > 1."""
+    shape = tuple(shape)
+    if a.shape == shape:
+        return a.view()
+    n, k = len(shape), a.ndim
+    strides = [0] * n
+    for i in range(n - 1, -1, -1):
+        d = k - n + i
+        size = a.shape[d] if d >= 0 else 1
+        if d >= 0:
+            st = a.strides[d]
+        else:  # a 0-d tensor's new dims have stride 0 in PyTorch
+            st = shape[i + 1] * strides[i + 1] if k and i + 1 < n else 0
+        strides[i] = 0 if size != shape[i] else st
+    return _xp(a).lib.stride_tricks.as_strided(a, shape, tuple(strides))
+
+
+def _unsqueeze(a, dim):
+    """A new size-1 dim at `dim` with PyTorch's stride (1 at the end, else the size times the
+    stride of the dim it goes before)."""
+    r = _xp(a).expand_dims(a, dim)
+    st = a.itemsize if dim >= a.ndim else a.shape[dim] * a.strides[dim]
+    strides = a.strides[:dim] + (st,) + a.strides[dim:]
+    if r.strides != strides:  # (numpy's may differ in size-1 dims)
+        r = _xp(a).lib.stride_tricks.as_strided(a, r.shape, strides)
+    return r
 
 
 def _view_reshape(a, shape):

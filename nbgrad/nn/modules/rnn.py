@@ -1,9 +1,11 @@
 """Recurrent layers: RNN, LSTM, GRU and their cells (mirrors ``torch.nn.modules.rnn``).
 
-Each layer is composed of the core's differentiable ops, one time step at a time, in the order
-torch's CPU kernels record them, so the graph a notebook draws is torch's, unrolled (torch's
-LSTM on a oneDNN build records one ``MkldnnRnnLayerBackward0`` per layer instead; with
-``torch.backends.mkldnn.enabled = False`` it records this graph, node for node): the
+A float32 LSTM layer (no projection, unpacked input) is one ``MkldnnRnnLayerBackward0`` node per
+layer and direction, as torch's oneDNN path records it (nbgrad's own kernel: ops/kernels.py,
+row ``mkldnn_rnn_layer``). Every other layer, and that one with
+``nbgrad.backends.mkldnn.enabled = False`` (torch: ``torch.backends.mkldnn.enabled = False``), is
+composed of the core's differentiable ops, one time step at a time, in the order torch's plain
+CPU kernels record them, so the graph a notebook draws is torch's, unrolled: the
 input projection of the whole sequence as one ``AddmmBackward0`` -> ``ViewBackward0`` ->
 ``UnbindBackward0``; per step an ``AddmmBackward0`` for the hidden projection, the gates
 (``SigmoidBackward0``, ``TanhBackward0``, ``MulBackward0``, ``AddBackward0``), and the outputs
@@ -19,6 +21,9 @@ import numbers
 import warnings
 
 import nbgrad
+from nbgrad.autograd.apply import apply
+from nbgrad.backends import mkldnn
+from nbgrad.ops import ROWS
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -368,13 +373,29 @@ class RNNBase(Module):
         is_lstm = self.mode == "LSTM"
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
-        h0 = states[0].unbind(0)
-        c0 = states[1].unbind(0) if is_lstm else None
+        fused = (is_lstm and mkldnn.enabled and batch_sizes is None and not self.proj_size
+                 and x.dtype == nbgrad.float32)
+        if fused:  # torch's oneDNN path: one node per layer and direction, states by select
+            x = x.contiguous()  # a transposed (batch-first) input is copied: CloneBackward0
+            h0 = [states[0][k] for k in range(len(states[0]))] if hx is not None else None
+            c0 = [states[1][k] for k in range(len(states[1]))] if hx is not None else None
+        else:
+            h0 = states[0].unbind(0)
+            c0 = states[1].unbind(0) if is_lstm else None
         for layer in range(self.num_layers):
             outs = []
             for direction in range(num_directions):
                 k = layer * num_directions + direction
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
+                if fused:
+                    zero = states[0][0].detach() if hx is None else None
+                    out, h, c = apply(ROWS["mkldnn_rnn_layer"], (
+                        x, w_ih, w_hh, b_ih, b_hh, zero if h0 is None else h0[k],
+                        zero if c0 is None else c0[k]), (direction == 1,))
+                    outs.append(out)
+                    h_n.append(h)
+                    c_n.append(c)
+                    continue
                 gis = self._project(x, w_ih, b_ih, batch_sizes)
                 out, h, c = self._direction(gis, h0[k], c0[k] if is_lstm else None, w_hh, b_hh,
                                             w_hr, batch_sizes, direction == 1)

@@ -7,7 +7,10 @@ scale ``max_norm / (total + 1e-6)`` is clamped at 1 and multiplied into every gr
 
 import math
 
+import numpy as np
+
 import nbgrad
+from nbgrad.backend import get_array_module
 from nbgrad.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
@@ -23,8 +26,28 @@ def _grads(parameters):
     return [p.grad for p in _as_list(parameters) if p.grad is not None]
 
 
+def _norm(d, p, xp):
+    """The p-norm of array ``d`` as one vector, a 0-d array of its dtype."""
+    if p == 2:
+        flat = d.reshape(-1)
+        return xp.sqrt(xp.dot(flat, flat))
+    a = xp.abs(d)
+    if p == math.inf:
+        return a.max() if a.size else xp.zeros((), d.dtype)
+    if p == -math.inf:
+        return a.min() if a.size else xp.asarray(math.inf, d.dtype)
+    if p == 0:
+        return xp.asarray((d != 0).sum(), d.dtype)
+    if p == 1:
+        return a.sum()
+    return (a ** p).sum() ** (1 / p)
+
+
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The ``norm_type``-norm of all ``tensors`` seen as one vector (mirrors torch's).
+
+    Computed as torch does, one norm per tensor then the norm of those norms, on the arrays
+    (no graph is recorded, as under torch's ``no_grad``).
 
     Args:
         tensors (Tensor | iterable of Tensor): usually the gradients.
@@ -41,9 +64,13 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return nbgrad.tensor(0.0)
-    with nbgrad.no_grad():
-        norms = [t.detach().norm(norm_type) for t in tensors]
-        total = nbgrad.stack(norms).norm(norm_type)
+    arrays = [t._data for t in tensors]
+    xp = get_array_module(arrays[0])
+    dtype = xp.result_type(*arrays)
+    with np.errstate(all="ignore"):
+        norms = xp.stack([_norm(d, norm_type, xp).astype(dtype) for d in arrays])
+        total = _norm(norms, norm_type, xp)
+    total = Tensor._make_fresh(xp.asarray(total, dtype))
     if error_if_nonfinite and not math.isfinite(float(total.item())):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
@@ -53,14 +80,17 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
-    """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place (as torch)."""
+    """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place (as torch:
+    each ``.grad``'s version goes up by one)."""
     grads = _grads(parameters)
     if not grads:
         return
-    with nbgrad.no_grad():
-        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.to(g.dtype))
+    total = total_norm._data if isinstance(total_norm, Tensor) else total_norm
+    coef = min(float(max_norm) / (total + 1e-6), 1.0)
+    for g in grads:
+        d = g._data
+        d *= d.dtype.type(coef)
+        g._bump_version("mul_")
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,

@@ -1,4 +1,4 @@
-"""What the panel shows for a model: module structure, gradient flow, the bugs models have.
+"""What the model panel observes while a cell runs: hooks on nn.Modules and on parameters.
 
 A :class:`ModelTracker` lives while the extension is loaded. It records, as plain numbers and weak
 references only:
@@ -13,8 +13,8 @@ references only:
   gradients accumulated by a second backward without ``zero_grad``;
 - per loss module call: the loss value, and a target that broadcasts against the input.
 
-:func:`report` turns that, the namespace and a snapshot into a :class:`ModelReport` after a cell;
-:func:`fold` rewrites a snapshot with modules folded to one box each. Nothing here holds a tensor.
+``model_report`` turns what it saw into the panel's :class:`~.model_report.ModelReport` after a
+cell. Nothing here holds a tensor.
 """
 
 from __future__ import annotations
@@ -35,11 +35,6 @@ MAX_STEPS = 5000  # per-step loss / grad-norm values kept for one cell's curves
 WATCH_BACKWARDS = 1  # a cell's module hooks stay on until this many backward calls were seen
 WATCH_CALLS = 16  # ... or this many top-level module calls (an evaluation loop)
 SAMPLE_EVERY = 50  # training steps between two gradient samples after that
-LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
-KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
-FOLD_ABOVE = 40  # graphs with more nodes start with their modules folded
-_CONTAINER_ITEMS = 10000  # items of one list / dict looked at for graphs kept alive
-_WALK_NODES = 50000  # graph nodes walked per cell for the bytes those graphs hold
 _BROADCAST_LOSSES = ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss")
 _MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "BatchNorm1d",
                 "BatchNorm2d", "BatchNorm3d")
@@ -296,7 +291,7 @@ class ModelTracker:
         """On each loss module seen, every call: its value (the Training tab's curve); a loss
         with grad is a training step (see :meth:`_step`)."""
         if type(output) in _TENSOR_TYPES:
-            a = output._data
+            a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
                 self.losses.append(float(a.reshape(-1)[0]))
             if output.requires_grad:
@@ -385,7 +380,7 @@ class ModelTracker:
                 st.sample = self.samples
         if new:  # which module owns each parameter (the eval-mode note asks it)
             for mod in _submodules(module):
-                for p in mod._parameters.values():
+                for p in mod.parameters(recurse=False):
                     if p is not None and id(p) in self.params:
                         self.params[id(p)].module = weakref.ref(mod)
         if trained:
@@ -413,14 +408,14 @@ class ModelTracker:
             p = st.ref()
             if p is None:
                 return None
-            a = grad._data.reshape(-1)
+            a = A.array(grad).reshape(-1)
             sq = float(a @ a) if a.dtype.kind == "f" else float((a * a).sum())
             st.norms.append(math.sqrt(sq) if sq == sq else float("nan"))
             st.zeros = 1.0 - np.count_nonzero(a) / max(a.size, 1)
             if not math.isfinite(sq):
                 st.nonfinite = True
-            old = p._grad  # the hook runs before the new gradient is summed in
-            if old is None or not old._data.any():  # zero_grad: None, or zeroed in place
+            old = A.grad(p)  # the hook runs before the new gradient is summed in
+            if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
                 st.accumulated, st.missed = 1, False
             else:
                 st.accumulated += 1
@@ -434,7 +429,7 @@ class ModelTracker:
                 tracker.last_sample = st.sample
                 tracker.watched_backwards += 1
             tracker._step_norm(st.sample, sq)
-            st.prev = p._data.copy()  # the update ratio is read at the next step
+            st.prev = A.array(p).copy()  # the update ratio is read at the next step
             st.prev_nodes = tracker._counter()
             tracker.pending_ratio.append(st)
             if tracker.eval_forward:
@@ -463,9 +458,9 @@ class ModelTracker:
                 later.append(st)
                 continue
             p = st.ref()
-            if p is None or st.prev is None or st.prev.shape != p._data.shape:
+            if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
                 continue
-            w = p._data.reshape(-1)
+            w = A.array(p).reshape(-1)
             d = w - st.prev.reshape(-1)
             dn = float(d @ d)
             if dn:  # the weights moved: an optimizer step
@@ -615,504 +610,3 @@ def _mode_layer_names(module) -> str:
 
 def _has_mode_layers(module) -> bool:
     return any(type(m).__name__ in _MODE_LAYERS for m in _submodules(module))
-
-
-def _where_str(raw) -> str:
-    from . import inspect as _inspect
-
-    return _inspect._loc_str(raw) if raw is not None else ""
-
-
-# --- the report --------------------------------------------------------------------------------
-
-
-@dataclass
-class ParamRow:
-    """One row of the Gradients tab."""
-
-    name: str
-    shape: tuple
-    norm: float | None
-    ratio: float | None
-    zeros: float
-    history: list
-    accumulated: int
-    nonfinite: bool
-
-
-@dataclass
-class ModelReport:
-    """Everything model-specific one panel shows. Plain data."""
-
-    clusters: dict = field(default_factory=dict)  # path -> {"title", "parent", "keys": [...]}
-    params: list = field(default_factory=list)  # [ParamRow]
-    notes: list = field(default_factory=list)  # one sentence each
-    losses: list = field(default_factory=list)  # per step of this cell
-    grad_norms: list = field(default_factory=list)  # total gradient norm of each watched step
-    grad_norm_steps: list = field(default_factory=list)  # the top-level call index of each
-    steps: int = 0  # backward calls this cell
-    kept_alive: list = field(default_factory=list)  # [(variable, graphs, saved bytes, items)]
-    nan: dict | None = None
-
-    @property
-    def is_loop(self) -> bool:
-        return self.steps >= LOOP_STEPS
-
-    def is_empty(self) -> bool:
-        return not (self.clusters or self.params or self.notes or self.kept_alive or self.nan)
-
-    def has_news(self) -> bool:
-        """Something for a panel even when the cell drew no graph: a backward, or a note."""
-        return bool(self.steps or self.notes)
-
-
-def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
-    """``({id(module): path}, {id(param): path}, [top-level modules])`` of the namespace."""
-    mods, params, tops = {}, {}, []
-    for name, v in list(ns.items()):
-        if name[:1] == "_" or name in skip:
-            continue
-        try:
-            if not A.is_module(v):
-                continue
-            tops.append(v)
-            for i, (sub, m) in enumerate(v.named_modules()):
-                if i > 500:
-                    break
-                mods.setdefault(id(m), f"{name}.{sub}" if sub else name)
-            for i, (pname, p) in enumerate(v.named_parameters()):
-                if i > 2000:
-                    break
-                params.setdefault(id(p), f"{name}.{pname}")
-        except Exception:  # noqa: BLE001 - one odd object never silences the panel
-            continue
-    return mods, params, tops
-
-
-def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
-    """What this cell did to the namespace's models: gradients after its backward calls and the
-    notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot."""
-    rep = ModelReport()
-    mods, pnames, _tops = module_names(ns, skip)
-    calls = tracker.recent_calls()
-    counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
-    rep.steps = max(counted if tracker.backward_seen else 0,
-                    max((st.hits for st in tracker.params.values()), default=0))
-    rep.losses = list(tracker.losses)
-    rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
-    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
-    backward_models = set()
-    summed: dict = {}  # ("at least " or "", backward calls) -> parameters summed into
-    for pid, st in tracker.params.items():
-        name = pnames.get(pid)
-        p = st.ref()
-        if name is None or p is None or not rep.steps:
-            continue
-        if st.hits:
-            backward_models.add(name.split(".", 1)[0])
-        rep.params.append(ParamRow(
-            name, tuple(int(s) for s in p.shape), st.norms[-1] if st.norms else None,
-            st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms),
-            st.max_accumulated, st.nonfinite))
-        if st.max_accumulated >= 2 and st.hits:
-            n, least = st.max_accumulated, "at least " if st.missed else ""
-            later = tracker.step_count() - st.summed_at
-            if st.summed_into is not None and st.summed_into() is p._grad and later > 0:
-                # the same .grad still: the steps since were summed into it too
-                n, least = st.accumulated + later, ""
-            summed.setdefault((least, n), []).append(name)
-        if st.nonfinite and st.hits:
-            rep.notes.append(f"{name}.grad has NaN or Inf values")
-    rep.params.sort(key=lambda r: r.name)
-    for (least, n), names in summed.items():
-        grads = ", ".join(f"{x}.grad" for x in sorted(names))
-        rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
-                         "(fine if you meant to accumulate gradients)")
-    # parameters of a model that had a backward this cell but got no gradient
-    if backward_models:
-        by_module = {}
-        for name, p in _named_params(ns, backward_models):
-            if p.requires_grad and id(p) in tracker.params and \
-                    tracker.params[id(p)].hits == 0:
-                by_module.setdefault(name.rsplit(".", 1)[0], []).append(name)
-        mod_of = {path: mid for mid, path in mods.items()}
-        for path, names in by_module.items():
-            why = _why_no_grad(mod_of.get(path), calls, mods)
-            rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
-    for _key, (mref, cls, text, where, kw) in tracker.notes.items():
-        m = mref() if mref is not None else None
-        path = mods.get(id(m)) if m is not None else None
-        who = (f"{path} ({cls}) " if path else f"a {cls} ") if cls else ""
-        rep.notes.append(who + text.format(where=_where_str(where) or "?", **kw))
-    return rep
-
-
-def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
-               skip=()) -> ModelReport | None:
-    """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
-    tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
-    rep = rep or ModelReport()
-    mods, pnames, _tops = module_names(ns, skip)
-    for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
-        if not t.name:
-            path = pnames.get(int(t.key[1:]))
-            if path is not None:
-                t.name = path
-    rep.clusters = clusters(snap, tracker.recent_calls(snap), mods)
-    changed = {n for t in snap.tensors if t.named and t.version_delta != 0
-               for n in t.name.split(" = ")}
-    rep.nan = nan_origin(ns, skip, only=changed)
-    if rep.nan:
-        n = rep.nan
-        rep.notes.insert(0, f"{n['tensor']} has {n['kind']}: the first op that produced it is "
-                         f"{n['op']}" + (f" at {n['where']}" if n["where"] else "")
-                         + (f" ({n['source']})" if n["source"] else ""))
-    if not any(n.startswith("a loss target") or "target broadcasts" in n for n in rep.notes):
-        rep.notes += broadcast_losses(snap)
-    rep.kept_alive = kept_alive(ns, skip)
-    before, tracker.kept = tracker.kept, {k[0]: k[1] for k in rep.kept_alive}
-    for name, graphs, nbytes, kind, _nodes in rep.kept_alive:
-        if graphs >= KEEP_NOTE and graphs > before.get(name, 0):
-            from .render import _in_bytes
-
-            rep.notes.append(f"{name} ({kind}) keeps {graphs} graphs alive, "
-                             f"{_in_bytes(nbytes)} (see Memory): append loss.item() to keep "
-                             "only the number")
-    return None if rep.is_empty() else rep
-
-
-def _named_params(ns, top_names):
-    for top in top_names:
-        m = ns.get(top)
-        try:
-            for pname, p in m.named_parameters():
-                yield f"{top}.{pname}", p
-        except Exception:  # noqa: BLE001
-            continue
-
-
-def _why_no_grad(module_id, calls, mods) -> str:
-    """Where the path from a module's parameters to the loss was cut."""
-    mine = [c for c in calls if module_id is not None and id(c.ref()) == module_id]
-    if not mine:
-        return "its module was not called since the panel was loaded"
-    last = mine[-1]
-    if not last.grad_on:
-        return f"its module ran under no_grad at {_where_str(last.where) or '?'}"
-    if not last.out_requires_grad:
-        return "its module's output did not require grad (detached inside its forward)"
-    for c in calls:
-        if c.start >= last.end and c.cut is not None:
-            how = ("detached (.detach() or .data)" if c.cut[1] == "shared"
-                   else "cut from the graph (a .detach(), .data or a numpy round trip)")
-            m = c.ref()
-            user = f"{mods.get(id(m), 'a')} ({c.cls})"
-            return (f"its output was {how} before {user} used it at "
-                    f"{_where_str(c.cut[0]) or '?'}")
-    return ("its output never reached the loss (a .detach(), .data, a numpy round trip or an "
-            "unused layer)")
-
-
-def clusters(snap, calls, mods: dict) -> dict:
-    """``{path: {"title", "parent", "keys"}}``: the snapshot's nodes grouped by the innermost
-    module call that made them, and each parameter's box with its module."""
-    seqs = {k: n.seq for k, n in snap.nodes.items()
-            if getattr(n, "seq", 0) and not n.is_accumulate}
-    if not seqs:
-        return {}
-    lo, hi = min(seqs.values()), max(seqs.values())
-    near = [c for c in calls if c.end >= lo and c.start < hi]
-    out: dict = {}
-
-    def cluster_of(c):
-        m = c.ref()
-        path = mods.get(id(m)) if m is not None else None
-        if path is None:
-            return None
-        if path not in out:
-            out[path] = {"title": f"{path} ({c.cls})", "parent": None, "keys": []}
-        return path
-
-    # innermost first: the narrowest call containing a node wins
-    near.sort(key=lambda c: c.end - c.start)
-    for key, s in seqs.items():
-        for c in near:
-            if c.start < s <= c.end:
-                path = cluster_of(c)
-                if path is not None:  # the node, and the tensors it saved
-                    out[path]["keys"] += [key] + [sv.key for sv in snap.nodes[key].saved]
-                break
-    # outer modules of the ones found (``model`` around ``model.0``), even with no node of their own
-    for c in near:
-        cluster_of(c)
-    by_tensor = {t.key: t for t in snap.tensors}
-    for n in snap.nodes.values():
-        t = by_tensor.get(n.variable) if n.variable else None
-        if t is not None and t.name:
-            owner = t.name.split(" = ")[0].rsplit(".", 1)[0]
-            if owner in out:
-                out[owner]["keys"] += [n.key, t.key]
-    for path, c in out.items():
-        parent = path.rsplit(".", 1)[0] if "." in path else None
-        while parent is not None and parent not in out:
-            parent = parent.rsplit(".", 1)[0] if "." in parent else None
-        c["parent"] = parent
-    return {p: c for p, c in out.items() if c["keys"] or any(
-        o["parent"] == p for o in out.values())}
-
-
-def default_folded(rep: ModelReport, n_nodes: int, loop: bool = False) -> list:
-    """Modules folded when a panel first shows: none for a small graph (unless it is the last
-    step of a training loop), else every module one level inside the outermost (torchvista's
-    view of a model)."""
-    if (n_nodes <= FOLD_ABOVE and not loop) or not rep.clusters:
-        return []
-    roots = [p for p, c in rep.clusters.items() if c["parent"] is None]
-    out = []
-    for r in roots:
-        kids = [p for p, c in rep.clusters.items() if c["parent"] == r]
-        out += kids or [r]
-    return out
-
-
-def fold(snap, rep: ModelReport, folded) -> object:
-    """A copy of ``snap`` where each module in ``folded`` is one box (its nodes and parameters
-    inside): what the graph draws; the other tabs keep the full snapshot."""
-    from .inspect import NodeInfo
-
-    folded = [p for p in folded if p in rep.clusters]
-    if not folded:
-        return snap
-    owner: dict = {}  # key -> folded path
-    for path in sorted(folded, key=len, reverse=True):  # outer folds win
-        for p, c in rep.clusters.items():
-            if p == path or p.startswith(path + "."):
-                for k in c["keys"]:
-                    owner[k] = path
-
-    box = box_id
-
-    def remap(k):
-        return box(owner[k]) if k in owner else k
-
-    nodes: dict = {}
-    boxes: dict = {}
-    for key, n in snap.nodes.items():
-        if key in owner:
-            path = owner[key]
-            b = boxes.get(path)
-            if b is None:
-                b = boxes[path] = NodeInfo(key=box(path), name=rep.clusters[path]["title"],
-                                           where="", source="", module=path)
-                nodes[b.key] = b
-            b.folded += 1
-            b.stale = b.stale or n.stale
-            b.failing = b.failing or n.failing
-            b.saved += [s for s in n.saved if s.is_stale and not s.released]
-            for x in n.next:
-                x = remap(x)
-                if x != b.key and x not in b.next:
-                    b.next.append(x)
-            continue
-        nn = replace(n, next=list(dict.fromkeys(remap(x) for x in n.next)))
-        nodes[key] = nn
-    for b in boxes.values():
-        b.where = f"{b.folded} ops folded"
-    tensors = [t if t.grad_fn_key not in owner else replace(t, grad_fn_key=remap(t.grad_fn_key))
-               for t in snap.tensors if t.key not in owner]
-    return replace(snap, nodes=nodes, tensors=tensors)
-
-
-def cluster_dot(rep: ModelReport, shown: set, folded=()) -> list:
-    """DOT ``subgraph cluster_...`` blocks (nested as the modules are) naming the shown keys."""
-    if not rep.clusters:
-        return []
-    folded = set(folded)
-    kids: dict = {}
-    for p, c in rep.clusters.items():
-        kids.setdefault(c["parent"], []).append(p)
-    out = []
-
-    def emit(path, pad):
-        c = rep.clusters[path]
-        if any(path == f or path.startswith(f + ".") for f in folded):
-            return
-        keys = [k for k in c["keys"] if k in shown]
-        sub = kids.get(path, [])
-        if not keys and not sub:
-            return
-        cid = cluster_id(path)
-        out.append(f'{pad}subgraph "{cid}" {{')
-        out.append(f'{pad}  id="{cid}"; label="{_esc(c["title"])}"; labeljust=l; fontsize=10; '
-                   'style="rounded,dashed"; color="#8a8aa8"; fontcolor="#44446a";')
-        if keys:
-            out.append(pad + "  " + "; ".join(f'"{k}"' for k in dict.fromkeys(keys)) + ";")
-        for s in sub:
-            emit(s, pad + "  ")
-        out.append(pad + "}")
-
-    for root in kids.get(None, []):
-        emit(root, "  ")
-    return out
-
-
-_LOSS_NODES = ("MseLossBackward0", "L1LossBackward0", "SmoothL1LossBackward0",
-                "HuberLossBackward0")
-
-
-def broadcast_losses(snap) -> list:
-    """Notes for loss nodes of the snapshot whose target was broadcast against the input (seen
-    in their saved tensors' shapes: a warning caught by the user, or shown once, still shows)."""
-    out = []
-    for n in snap.nodes.values():
-        if n.name not in _LOSS_NODES:
-            continue
-        shapes = {s.name: s.shape for s in n.saved if not s.released}
-        a, b = shapes.get("self"), shapes.get("target")
-        if a is not None and b is not None and tuple(a) != tuple(b):
-            out.append(f"a loss target broadcasts against its input at {n.where or '?'}: "
-                       f"\u201cUsing a target size (nbgrad.Size({list(b)})) that is different to "
-                       f"the input size (nbgrad.Size({list(a)})). This will likely lead to "
-                       "incorrect results due to broadcasting. Please ensure they have the same "
-                       "size.\u201d (PyTorch's warning)")
-            break
-    return out
-
-
-def box_id(path: str) -> str:
-    """The graph id of a folded module's box."""
-    return "m_" + "".join(ch if ch.isalnum() else "_" for ch in path)
-
-
-def cluster_id(path: str) -> str:
-    """The graph id of a module's cluster (graphviz needs the ``cluster`` prefix)."""
-    return "cluster_" + "".join(ch if ch.isalnum() else "_" for ch in path)
-
-
-def _esc(s: str) -> str:
-    return str(s).replace("\\", "\\\\").replace('"', '\\"')
-
-
-# --- NaN origin and graphs kept alive ----------------------------------------------------------
-
-
-def _nonfinite_kind(a) -> str | None:
-    try:
-        if a.dtype.kind not in "fc" or np.isfinite(a).all():
-            return None
-        return "NaN" if np.isnan(a).any() else "Inf"
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
-    """The first op (lowest sequence number) whose output holds NaN/Inf, found from a named
-    non-finite tensor (of the names in ``only``, when given) through the saved tensors of its
-    graph (no anomaly mode needed)."""
-    from . import inspect as _inspect
-
-    for name, t in _inspect.named_tensors(ns, skip=skip):
-        if only is not None and name not in only:
-            continue
-        fn = t.grad_fn
-        if fn is None or t.numel() > 1_000_000:
-            continue
-        kind = _nonfinite_kind(A.array(t))
-        if kind is None:
-            continue
-        best = fn
-        queue, seen = [fn], {id(fn)}
-        head = 0
-        while head < len(queue) and head < 5000:
-            node = queue[head]
-            head += 1
-            nxt = A.next_nodes(node)
-            saved = {}
-            for st in A.saved_tensors(node):
-                if st.released:
-                    continue
-                try:
-                    data = saved[st.name] = A.saved_value(node, st.name)
-                except Exception:  # noqa: BLE001
-                    continue
-                if _nonfinite_kind(data) is None:
-                    continue
-                src = node if st.is_output else _input_node(node, st.name, nxt)
-                if src is not None and A.sequence_number(src) < A.sequence_number(best):
-                    best = src
-            if A.sequence_number(node) < A.sequence_number(best) and \
-                    _out_of_domain(A.node_name(node), saved):
-                best = node
-            for nf in nxt:
-                if id(nf) not in seen:
-                    seen.add(id(nf))
-                    queue.append(nf)
-        where, source = _inspect._where(best)
-        return {"tensor": name, "kind": kind, "op": A.node_name(best), "where": where,
-                "source": source}
-    return None
-
-
-_LOGS = {"LogBackward0": 0.0, "Log2Backward0": 0.0, "Log10Backward0": 0.0,
-         "Log1PBackward0": -1.0}
-
-
-def _out_of_domain(name: str, saved: dict) -> bool:
-    """Whether an op whose output was not kept made NaN/Inf from finite inputs it saved: a log
-    of 0 or less, a division by 0 (the common ways a model makes its first NaN)."""
-    try:
-        if name in _LOGS and "self" in saved:
-            return bool((saved["self"] <= _LOGS[name]).any())
-        if name == "DivBackward0" and "other" in saved:
-            return bool((saved["other"] == 0).any())
-    except Exception:  # noqa: BLE001
-        return False
-    return False
-
-
-def _input_node(node, saved_name, nxt):
-    """The node that made the input a saved tensor called ``saved_name`` came from."""
-    real = [nf for nf, _ in node.next_functions]
-    if saved_name in ("self", "input") and real and real[0] is not None:
-        return real[0]
-    if saved_name == "other" and len(real) > 1 and real[1] is not None:
-        return real[1]
-    return nxt[0] if len(nxt) == 1 else None
-
-
-def kept_alive(ns: dict, skip=()) -> list:
-    """``[(variable, graphs, bytes, container type, nodes)]``: the lists / tuples / dicts /
-    deques of the namespace holding two or more tensors with a ``grad_fn``
-    (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
-    tensors."""
-    out = []
-    budget = [_WALK_NODES]
-    for name, v in list(ns.items()):
-        if name[:1] == "_" or name in skip or type(v) not in (list, tuple, dict, deque):
-            continue
-        try:
-            items = list(v.values() if type(v) is dict else v)[:_CONTAINER_ITEMS]
-        except Exception:  # noqa: BLE001
-            continue
-        held = [t for t in items if A.is_tensor(t) and A.grad_fn(t) is not None]
-        if len(held) < 2:
-            continue
-        roots = [A.grad_fn(t) for t in held]
-        seen: set = set()
-        buffers: set = set()  # a saved tensor shared by several graphs counts once
-        nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
-        queue = list(roots)
-        seen.update(id(r) for r in roots)
-        while queue and budget[0] > 0:
-            node = queue.pop()
-            budget[0] -= 1
-            for st in A.saved_tensors(node):
-                if not st.released and (st.data_ptr, st.shape) not in buffers:
-                    buffers.add((st.data_ptr, st.shape))
-                    nbytes += int(st.nbytes or 0)
-            for nf in A.next_nodes(node):
-                if id(nf) not in seen:
-                    seen.add(id(nf))
-                    queue.append(nf)
-        out.append((name, len(roots), nbytes, type(v).__name__, len(seen)))
-    return out

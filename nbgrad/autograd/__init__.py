@@ -18,7 +18,8 @@ from ._variable import Variable  # torch.autograd.Variable, the deprecated alias
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "graph", "Variable"]
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "graph", "Variable",
+           "functional"]
 
 
 _CYCLE_WARNING = (
@@ -94,3 +95,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         from ..creation import zeros_like
         res = [zeros_like(t) if g is None else g for t, g in zip(ins, res)]
     return tuple(res)
+
+
+from . import functional  # noqa: E402  (torch.autograd.functional; needs grad above)

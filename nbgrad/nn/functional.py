@@ -586,10 +586,22 @@ def mse_loss(input, target, reduction="mean", weight=None):
     """
     _warn_target_size(input, target)
     _check_reduction(reduction, "mse_loss")
+    input, target = _promoted(input, target)
     if weight is not None:
         d = input - target
         return _reduce(d * d * weight, reduction, "mse_loss")
     return apply(ROWS["mse_loss"], (input, target), (reduction,))
+
+
+def _promoted(input, target):
+    """``input`` and ``target`` in their common dtype by PyTorch's promotion (a float32 output
+    against an int64 target computes in float32, as torch's loss kernels do, not numpy's
+    float64); tensors already of that dtype are returned as they are."""
+    if input.dtype is target.dtype:
+        return input, target
+    common = nbgrad.dtypes.from_np(nbgrad.dtypes.result_type(input._data, target._data))
+    return (input if input.dtype is common else input.to(common),
+            target if target.dtype is common else target.to(common))
 
 
 def l1_loss(input, target, reduction="mean"):
@@ -1099,6 +1111,20 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     Shapes: (N, D) and (N, D) (or broadcastable; (D,) unbatched) -> (N,).
     """
     return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim`` (mirrors ``F.normalize``; the graph is
+    PyTorch's: LinalgVectorNormBackward0, ClampMinBackward0, ExpandBackward0, DivBackward0).
+
+    Shapes: any (*); the norm is taken over ``dim`` and broadcast back. With ``out``, the result
+    is written there and nothing is recorded, as PyTorch's ``out=`` forms.
+    """
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    with nbgrad.no_grad():
+        return out.copy_(input / denom)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

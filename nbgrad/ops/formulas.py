@@ -678,6 +678,8 @@ _PAIRS = {
     "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
     "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),
              lambda x, shifts, dims: x.roll(shifts, dims)),
+    "cross": (lambda self, a, b, dim: self.m.cross(a, b, axis=dim),
+              lambda a, b, dim: a.cross(b, dim=dim)),
     "rot90": (lambda self, x, k, dims: self.m.rot90(x, k, axes=dims).copy(),
               lambda x, k, dims: x.rot90(k, dims)),
     "scatter_prod": (lambda self, z, src, dim, index, include_self: _scatter_reduce_prod(

@@ -259,3 +259,39 @@ op("linalg_svd", lambda A, full_matrices: tuple(_xp(A).linalg.svd(
        g, result, result1, result2, full_matrices, xp))
 op("linalg_pinv", lambda A: _xp(A).linalg.pinv(A),
    A=lambda g, A, result: _pinv_backward(g, result, A))
+op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=dim),
+   node="LinalgCrossBackward0", broadcast=True,
+   self=lambda g, other, dim, xp: xp.cross(other, g, dim),
+   other=lambda g, self, dim, xp: xp.cross(g, self, dim))
+
+
+def _cdist_fwd(x1, x2, p):
+    """(..., P, M), (..., R, M) -> (..., P, R) p-norm distances."""
+    from .reductions import _vector_norm
+    return _vector_norm(x1[..., :, None, :] - x2[..., None, :, :], p, -1, False)
+
+
+def _cdist_grads(g, x1, x2, result, p, xp):
+    """(d/dx1, d/dx2) of the p-norm distances: each pair's gradient is
+    sign(diff) |diff|^(p-1) / dist^(p-1) (diff / dist for p = 2, sign(diff) for p = 1, the
+    entries at the maximum for p = inf), weighted by g and summed over the other set."""
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    dist = result[..., None]
+    if p == 0:
+        d = diff * 0
+    elif p == 1:
+        d = xp.sign(diff)
+    elif p == 2:
+        d = diff / (dist + (dist == 0))
+    elif p == float("inf"):
+        d = xp.sign(diff) * (abs(diff) == dist)
+    else:
+        d = xp.sign(diff) * abs(diff) ** (p - 1) / (dist + (dist == 0)) ** (p - 1)
+    gd = g[..., None] * d
+    return gd.sum(-2), -gd.sum(-3)
+
+
+op("cdist", lambda x1, x2, p: _cdist_fwd(x1, x2, p), node="CdistBackward0",
+   **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)})
+op("euclidean_dist", lambda x1, x2: _cdist_fwd(x1, x2, 2.0), node="EuclideanDistBackward0",
+   **{"x1, x2": lambda g, x1, x2, result, xp: _cdist_grads(g, x1, x2, result, 2.0, xp)})

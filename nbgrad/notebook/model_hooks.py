@@ -90,12 +90,13 @@ class ModelTracker:
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
     ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls
-    and their node-number ranges,
-    provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
-    at the next step). After that a step costs one forward pre-hook on each trained model
-    (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
-    gradient hooks again) and one forward hook on each loss module (its value). Module clusters
-    of a later step come from the watched step's, matched by node names.
+    and their node-number ranges, provenance, cut inputs, modes, one-shot gradient hooks on every
+    parameter, the update ratio at the next step). After that a step costs one forward hook on
+    each loss module (its value; without one, a forward pre-hook on each trained model counts
+    the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
+    ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
+    weights). Module clusters of a later step come from the watched step's, matched by node
+    names. Measured by ``benchmarks/bench_model_panel.py``.
     """
 
     def __init__(self):

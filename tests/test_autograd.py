@@ -1617,8 +1617,6 @@ def _lineno():
     return sys._getframe(1).f_lineno
 
 
-@pytest.mark.xfail(reason="core bug: saved view output named by its old node, torch by AsStrided",
-                   strict=True)
 def test_version_error_names_regenerated_view_node():
     def f(T):
         leaf = T.arange(6.0).reshape(2, 3).requires_grad_()
@@ -2638,8 +2636,6 @@ def test_identity_of_no_op_conversions():
     assert f(nbgrad) == f(torch)
 
 
-@pytest.mark.xfail(reason="core bug: Tensor.type('nbgrad.DoubleTensor') (a type string) refused",
-                   strict=True)
 def test_type_with_a_type_string():
     for T in (torch, nbgrad):
         x = T.ones(2)

@@ -343,25 +343,11 @@ class ModelTracker:
         is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
         if self.pending_ratio:
             self._ratios()
-        if n % SAMPLE_EVERY == 0 or (n == 2 and self._grads_kept(models)):
-            for ref in list(models.values()):
+        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
+            for ref in list(models.values()):  # a second point for each sparkline)
                 mod = ref()
                 if mod is not None:
                     self._arm(mod)
-
-    @staticmethod
-    def _grads_kept(models) -> bool:
-        """Whether a parameter of ``models`` still has a ``.grad`` at the second step: then
-        its backward may sum into it (no ``zero_grad``), which arming the hooks tells. A loop
-        that calls ``zero_grad()`` before its forward has none left: nothing to arm."""
-        for ref in models.values():
-            mod = ref()
-            if mod is None:
-                continue
-            for p in mod.parameters():
-                if A.version_and_grad(p)[1] is not None:
-                    return True
-        return False
 
     def _mode_pre(self, module, args):
         """On each Dropout / BatchNorm layer of a trained model, once watching is over: train

@@ -170,7 +170,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 hooks = node._hooks
                 if hooks is not None and hooks.pre:
                     new = _run_prehooks(node, gs, node._n_out > 1, create_graph)
-                    if new is not gs and bumps:  # a hook's gradient: not the buffer added into
+                    if bumps and new is not gs:  # a hook's result: its own version
                         bumps.pop(node, None)
                     gs = new
                 if captures is not None:
@@ -178,7 +178,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             node.variable._hooks and (node, 0) in captures:
                         # a captured leaf's tensor hooks run before its gradient is taken
                         new = _run_tensor_hooks(node.variable._hooks, gs)
-                        if new is not gs and bumps:
+                        if bumps and new is not gs:
                             bumps.pop(node, None)
                         gs = new
                     _capture(captures, captured, node, gs, versions, bumps)

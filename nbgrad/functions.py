@@ -1062,8 +1062,8 @@ def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
-    try:  # PyTorch: view when contiguous, else _reshape_alias when the strides allow
-        return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
+    try:
+        return apply(R["view"], (input,), (shape,))
     except _ViewImpossible:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
@@ -2664,8 +2664,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     values = gather(srt, -1, at(below))
     lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
           at((ranks - below).astype(input._data.dtype)))
-    if not scalar_q:  # the quantiles first
-        values = transpose(unsqueeze(values, 0), 0, -1)
+    if not scalar_q:  # the quantiles first (PyTorch: unsqueeze_(0).transpose_(0, -1))
+        values = apply(R["unsqueeze_"], (values,), (0,))
+        values = apply(R["transpose_"], (values,), (0, values._data.ndim - 1))
     return apply(R["squeeze_dims_"], (values,), ((values._data.ndim - 1,),))
 
 

@@ -46,13 +46,14 @@ def type_name(np_dtype, arr=None):
 class _ViewMeta:
     """What a view remembers: its base, the version its grad_fn was made at, why it was made."""
 
-    __slots__ = ("base", "version", "creation", "creator")
+    __slots__ = ("base", "version", "creation", "creator", "own")
 
     def __init__(self, base, version, creation, creator=None):
         self.base = base
         self.version = version
         self.creation = creation
         self.creator = creator  # node name for MULTI_OUTPUT views
+        self.own = False  # requires_grad_() was called on it (PyTorch's own flag: an accumulator)
 
 
 def wake_views(base):
@@ -279,7 +280,11 @@ class Tensor:
         if flag and self._storage.inference and not _storage.INFERENCE[0]:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
-        self._requires_grad = bool(flag) or self._grad_fn is not None
+        v = self._view
+        if v is not None:  # a view also requires grad through its base
+            v.own = bool(flag)
+        self._requires_grad = bool(flag) or self._grad_fn is not None or \
+            (v is not None and v.base._requires_grad)
         if flag and self._view is None and self._storage._views is not None:
             wake_views(self)
 
@@ -352,7 +357,7 @@ class Tensor:
 
     def detach_(self):
         """Detach this tensor from the graph in place."""
-        if self._view is not None and self._requires_grad:
+        if self._view is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are "
                                "using DistributedDataParallel (DDP) for training, and "
                                "gradient_as_bucket_view is set as True, gradients are views of "

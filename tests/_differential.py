@@ -2,9 +2,8 @@
 
 A program is a function `prog(T, env)` where `T` is the library (torch or nbgrad) and `env` a dict
 it may fill with tensors to observe. `observe(T, prog)` returns a description: for every tensor
-in `env` its values, `.grad`, grad_fn name, requires_grad, is_leaf, `_version` and the node
-names of its graph three levels down; or the error's
-type and text when the program raised. `assert_same(prog)` runs both and compares.
+in `env` its values, `.grad`, grad_fn name, requires_grad, is_leaf, `_version` and the node names
+of its graph three levels down; or the error's type and text when the program raised. `assert_same(prog)` runs both and compares.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import random
 import sys
 
 CATEGORIES = ("views_inplace", "no_grad", "retain_grad", "fill_tensor", "chunk", "nan_grad",
-              "mixed", "expand", "setitem_bcast", "deep_views", "mixed2")
+              "mixed", "expand", "setitem_bcast", "deep_views", "mixed2", "grad_api")
 
 _WEIGHTS = {  # step kind -> weight, per category
     "views_inplace": dict(view=4, unary=2, inplace=4, setitem=2, backward=1),
@@ -37,8 +37,11 @@ _WEIGHTS = {  # step kind -> weight, per category
     "mixed2": dict(view=2, view2=2, expand=2, unary=2, inplace=3, setitem=1, setitem2=2, fill=1,
                    chunk=1, retain=1, detach=1, no_grad=1, no_grad_block=1, requires_grad=1,
                    backward=1),
+    # autograd.grad (allow_unused, create_graph), double backward, tensor hooks, detach_
+    "grad_api": dict(grad=3, hook=2, unary=2, view=2, inplace=2, detach_=1, retain=1,
+                     backward=1),
 }
-_NOT_IN_NO_GRAD = ("no_grad", "no_grad_block", "backward")
+_NOT_IN_NO_GRAD = ("no_grad", "no_grad_block", "backward", "grad")
 
 
 def _pick(rng, weights):
@@ -69,7 +72,7 @@ class _Program:
 
     def add_many(self, expr, count):
         names = [f"t{len(self.names) + i}" for i in range(count)]
-        self.exec(f"{', '.join(names)} = {expr}")
+        self.exec(f"{', '.join(names)}{',' if count == 1 else ''} = {expr}")
         self.names.extend(names)
         for n in names:
             self.env[n] = self.ns[n]
@@ -184,6 +187,23 @@ def _step(p, kind, name):
     elif kind == "backward":
         retain = rng.random() < 0.5
         _backward(p, name, p.nan_g, retain=retain)
+    elif kind == "grad":
+        r = rng.randrange(3)
+        retain = rng.random() < 0.5
+        if r == 0:
+            p.add_many(f"T.autograd.grad({name}.sum(), (t0, scalar), allow_unused=True, "
+                       f"retain_graph={retain})", 2)
+        elif r == 1:  # a gradient with a graph of its own, then used
+            p.add_many(f"T.autograd.grad(({name} * {name}).sum(), (t0,), allow_unused=True, "
+                       f"create_graph=True)", 1)
+        else:
+            p.exec(f"{name}.sum().backward(create_graph=True, retain_graph={retain})")
+    elif kind == "hook":
+        if t.requires_grad:
+            p.exec(f"{name}.register_hook(lambda g: g * 2)" if rng.random() < 0.5 else
+                   f"{name}.register_hook(lambda g: None)")
+    elif kind == "detach_":
+        p.exec(f"{name}.detach_()")
 
 
 def _setitem2(p, name, t):

@@ -1617,8 +1617,6 @@ def _lineno():
     return sys._getframe(1).f_lineno
 
 
-@pytest.mark.xfail(reason="core bug: saved view output named by its old node, torch by AsStrided",
-                   strict=True)
 def test_version_error_names_regenerated_view_node():
     def f(T):
         leaf = T.arange(6.0).reshape(2, 3).requires_grad_()

@@ -506,37 +506,3 @@ def test_setitem_with_grad_random_basic_index(case, scalar):
     for k in range(3):
         np.testing.assert_allclose(res[nbgrad][k], res[torch][k], rtol=1e-12, atol=1e-12)
     assert res[nbgrad][3:] == res[torch][3:]
-
-
-# ------------------------------------------------------------------------------------------------
-# random autograd programs (views, in-place ops, no_grad blocks, retain_grad, fill_ with tensors,
-# chunk/split/unbind outputs, NaN gradients, backward) replayed in torch: tests/_fuzz_programs.py
-# ------------------------------------------------------------------------------------------------
-from _differential import differences  # noqa: E402
-from _fuzz_programs import CATEGORIES, run  # noqa: E402
-
-# the disagreements still open (issue 9), each matched on the first difference's text; a program
-# whose first difference is one of these is skipped, any other difference fails
-KNOWN = {
-    # torch: a second backward that reaches a released graph only through a node whose
-    # gradient for that input is zeros (FillBackward3's self) still fails; nbgrad does not go on
-    "backward_twice_through_zero_grad": re.compile(r"\('RuntimeError', 'Trying to backward "
-                                                   r"through the graph a second time.*None\)"),
-    # `t[:] = t[0]` where t is a strided (1, n) view: torch expands the value with the strides
-    # its expand infers and finds a partial overlap; nbgrad copies the value first
-    "setitem_expanded_value_overlap": re.compile(r"\('RuntimeError', 'unsupported operation: "
-                                                 r"some elements.*'\), (None|\('RuntimeError', "
-                                                 r"'Trying)"),
-    # the version error names a saved output that is a view modified since by its regenerated
-    # node (AsStrided), nbgrad by the node that saved it (test_autograd's xfail)
-    "saved_view_output_node_name": re.compile(r"which is output 0 of AsStrided, is at version"),
-}
-
-
-@settings(max_examples=300, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(category=st.sampled_from(CATEGORIES), seed=st.integers(0, 10 ** 6))
-def test_random_autograd_programs_agree_with_torch(category, seed):
-    d = differences(lambda T, e: run(T, category, seed, e))
-    assume(not (d and any(k.search(str(d[0])) for k in KNOWN.values())))  # a known one
-    assert not d, (category, seed, d)

@@ -3,9 +3,14 @@ observable is compared (values, .grad, grad_fn names, requires_grad, is_leaf, ve
 type and text); see tests/_differential.py."""
 from __future__ import annotations
 
-import pytest
+import re
 
-from _differential import assert_same
+import pytest
+import torch
+
+import nbgrad
+from _differential import assert_same, differences
+from _fuzz_programs import CATEGORIES, run
 
 
 def _leaf(T, v):
@@ -385,7 +390,243 @@ def nograd_view_of_own_flag_view(T, e):
         e["w"] = v[1:]  # its base does not require grad: neither does it
 
 
-PROGRAMS = [own_flag_view_of_plain_base_written, nograd_view_of_own_flag_view,
+# ---- session 14: expand, setitem of expanded values, second backward, own flags -------------
+def inplace_on_expand_of_size1_dims(T, e):
+    e["z"] = z = T.zeros(1, 3, dtype=T.float64)
+    e["e"] = z.expand(1, 3).add_(1)  # no stride-0 dim of size > 1: allowed
+    e["w"] = w = T.zeros(3, dtype=T.float64)
+    w.expand(2, 3)[0].add_(1)  # a row of an expand: allowed
+    e["f"] = T.zeros(3, dtype=T.float64).expand(2, 3).fill_(2.)  # fill_ is not checked
+    T.zeros(3).expand(2, 3).add_(1)
+
+
+def inplace_on_expand_of_leaf(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    x.unsqueeze(0).expand(2, 3)[0] = 7.  # the leaf check first
+
+
+def setitem_expanded_value_partial_overlap(T, e):
+    e["z"] = z = T.zeros(2, 3, dtype=T.float64)
+    t = z[::2]  # (1, 3) with stride 6: its row expanded has stride 3, a partial overlap
+    t[:] = t[0]
+
+
+def setitem_expanded_value_same_elements(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    e["t"] = t = (x * 1)[:1].expand(2, 3)
+    t[:] = t[0]  # the value expanded is the very same elements: copy_ returns early
+
+
+def copy_into_expand_from_its_row(T, e):
+    t = T.zeros(1, 3, dtype=T.float64).expand(2, 3)
+    t.copy_(t[0])
+
+
+def backward_through_expand_written(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    t = (x * 1)[:1].expand(2, 3)
+    t[:] = t[0]
+    (t * 1).sum().backward()  # CopySlices copies into a slice with stride 0: refused
+
+
+def setitem_broadcast_value_graph(T, e):
+    e["a"] = a = _leaf(T, [1., 2., 3.])
+    e["x"] = x = T.zeros(2, 3, dtype=T.float64)
+    x[0:1] = a  # ViewBackward0 then ExpandBackward0 under CopySlices
+    e["y"] = y = T.zeros(2, 3, dtype=T.float64)
+    y[:] = a[None]
+    (x * 2 + y).sum().backward()
+
+
+def second_backward_through_copyslices(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["t"] = t = T.zeros(3, dtype=T.float64)
+    t[:2].add_(x[:2])
+    t.sum().backward()
+    t.sum().backward()
+
+
+def second_backward_through_zero_gradient(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    e["s"] = s = _leaf(T, 2.)
+    e["t"] = t = T.zeros(3, dtype=T.float64)
+    t[:2].add_(x[:2])
+    t.sum().backward()
+    t.fill_(s)  # FillBackward3 gives t's history zeros, still reached
+    t.sum().backward()
+
+
+@pytest.mark.parametrize("code", [
+    "x.gather(0, T.tensor([0, 1]))", "x[[0, 1]]", "x.index_select(0, T.tensor([0, 1]))",
+    "x * 1", "x[1]"])
+def test_second_backward_through_saved_indices(code):
+    def prog(T, e):
+        e["x"] = x = _leaf(T, [1., 2., 3.])
+        e["y"] = y = eval(code)
+        y.sum().backward()
+        y.sum().backward()
+    assert_same(prog)
+
+
+def second_backward_through_index_put(T, e):
+    e["s"] = s = _leaf(T, 2.)
+    e["t"] = t = T.zeros(3, dtype=T.float64)
+    t[[0]] = s
+    t.sum().backward()
+    t.sum().backward()
+
+
+def reshape_node_names(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    y = x * 1
+    e["a"], e["b"], e["c"] = y.reshape(-1), y[:, 0].reshape(2, 1), y.t().reshape(3, 2)
+    e["d"], e["f"] = y.t().reshape(-1), y[0].reshape(3, 1)
+
+
+def masked_setitem_from_own_element(T, e):
+    e["x"] = x = T.tensor([[1., -2., 3.], [1., 2., 3.]], dtype=T.float64)
+    x[x > 0] = x[1, 1]  # one value through one mask: masked_fill_, the value read first
+
+
+def index_put_own_element_by_index(T, e):
+    e["x"] = x = T.tensor([1., -2., 3.], dtype=T.float64)
+    x[T.tensor([0])] = x[1]
+
+
+def index_put_on_leaf_from_itself(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    x[[0]] = x[0]  # the leaf error, not the overlap one
+
+
+def setitem_constant_with_nan_gradient(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    t = x * 1
+    t[0] = 7.
+    t.backward(T.tensor([[1., float("nan"), float("inf")], [1., 2., 3.]], dtype=T.float64))
+
+
+def retain_grad_on_nograd_view_written(T, e):
+    e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]])
+    d = x.diagonal()
+    with T.no_grad():
+        v = d[None]
+        v.mul_(2)
+        v.retain_grad()  # a leaf by its stored grad_fn: nothing to do
+    v.clamp_(-1, 1)
+
+
+def requires_grad_on_nograd_view(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3., 4.])
+    with T.no_grad():
+        e["v"] = v = x[:3]
+    v.requires_grad_()  # its own flag: a grad accumulator
+    e["w"] = w = v.relu()
+    w.sum().backward()
+
+
+def requires_grad_false_on_nograd_view(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    with T.no_grad():
+        e["v"] = v = x[:2]
+    v.requires_grad_(False)  # still requires grad through its base
+
+
+def own_flag_nograd_view_written(T, e):
+    e["z"] = z = T.tensor([1., 2., 3., 4.], dtype=T.float64)
+    with T.no_grad():
+        v = z[::2]
+        v.requires_grad_()
+    v.mul_(2)
+
+
+def view_of_own_flag_view_regenerated(T, e):
+    z = T.tensor([1., 2., 3., 4.], dtype=T.float64)
+    v = z[1:]
+    v.requires_grad_()
+    e["w"] = w = v[::2]
+    with T.no_grad():
+        v.mul_(2)
+    e["u"] = w[::2]  # w's grad_fn: AsStridedBackward0 to its base, which needs no grad
+
+
+@pytest.mark.parametrize("code", [
+    "v.mul_(2); v.sum().backward()", "v.mul_(2); v.sum().backward(retain_graph=True)",
+    "x.mul_(2); x.sum().backward()", "v.exp_(); x.sum().backward()"])
+def test_version_error_names_the_view_node_while_it_lives(code):
+    # an output saved by an in-place op on a view: PyTorch names the view's node made by the
+    # op (AsStrided) while something holds it, else the node that saved it (Relu)
+    def prog(T, e):
+        e["a"] = a = _leaf(T, [1., 2., 3.])
+        x = a * 1
+        v = x[:2]
+        v.relu_()
+        exec(code)
+    assert_same(prog)
+
+
+@pytest.mark.parametrize("code", ["t.squeeze(0)", "t.squeeze()", "t.unsqueeze(0)", "t[0:1]",
+                                  "t.t()", "t.expand(2, 1)", "t.view(-1)"])
+def test_view_of_nograd_view_error_names_node(code):
+    # "Output 0 of Squeeze1 is a view of a view ...": the node's name keeps a number but 0
+    def prog(T, e):
+        e["x"] = x = _leaf(T, [[1., 2., 3.], [4., 5., 6.]]) * 1
+        with T.no_grad():
+            t = x[0].narrow(0, 0, 1)
+        e["v"] = eval(code)
+        with T.no_grad():
+            x.mul_(2)
+    assert_same(prog)
+
+
+def grad_of_leaf_with_hook(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    x.register_hook(lambda g: g * 2)
+    e["g"], = T.autograd.grad((x * x).sum(), (x,))  # the leaf's hook runs before capture
+
+
+def leaf_detached_after_use(T, e):
+    e["x"] = x = _leaf(T, [1., 2., 3.])
+    y = x * 2
+    x.detach_()
+    y.sum().backward()  # x no longer requires grad: AccumulateGrad skips it
+
+
+def detach_view_of_plain_tensor(T, e):
+    e["z"] = z = T.zeros(3, dtype=T.float64)
+    z[1:].detach_()
+
+
+def create_graph_grad_then_accumulate(T, e):
+    e["x"] = x = _leaf(T, [1., -2., 0., 4.])
+    x.sum().backward(create_graph=True)  # .grad: a dense copy (not an expand of ones)
+    x[::2].sum().backward()
+    e["y"] = y = _leaf(T, [1., 2.])
+    (y * y).sum().backward(create_graph=True)  # CopyBackwards, version 1
+    e["gy"] = y.grad
+
+
+def test_expand_and_unsqueeze_strides():
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.zeros(3, 4)
+        out[T] = [t.stride() for t in (
+            x[0].expand(1, 4), x[:, :1].expand(3, 1), x[:1].expand(2, 1, 4), T.tensor(1.).expand(1),
+            x[:, :1].unsqueeze(2), x[0, ::2].unsqueeze(-1), x[:1].unsqueeze(0), x.unsqueeze(1))]
+    assert out[nbgrad] == out[torch]
+
+
+PROGRAMS = [grad_of_leaf_with_hook, leaf_detached_after_use, detach_view_of_plain_tensor,
+            create_graph_grad_then_accumulate, inplace_on_expand_of_size1_dims, inplace_on_expand_of_leaf,
+            setitem_expanded_value_partial_overlap, setitem_expanded_value_same_elements,
+            copy_into_expand_from_its_row, backward_through_expand_written,
+            setitem_broadcast_value_graph, second_backward_through_copyslices,
+            second_backward_through_zero_gradient, second_backward_through_index_put,
+            reshape_node_names, masked_setitem_from_own_element, index_put_own_element_by_index,
+            index_put_on_leaf_from_itself, setitem_constant_with_nan_gradient,
+            retain_grad_on_nograd_view_written, requires_grad_on_nograd_view,
+            requires_grad_false_on_nograd_view, own_flag_nograd_view_written,
+            view_of_own_flag_view_regenerated,
+            own_flag_view_of_plain_base_written, nograd_view_of_own_flag_view,
             view_of_unbind_output_written, view_of_nograd_view_written,
             view_of_nograd_view_base_written, fill_with_nan_gradient,
             stale_view_written_is_leaf_error,
@@ -410,3 +651,34 @@ PROGRAMS = [own_flag_view_of_plain_base_written, nograd_view_of_own_flag_view,
 @pytest.mark.parametrize("prog", PROGRAMS, ids=lambda p: p.__name__)
 def test_same_as_torch(prog):
     assert_same(prog)
+
+
+# ---- random programs (tests/_fuzz_programs.py), replayed in torch: zero disagreements ----------
+# seeds far from those the classes above were found with; `python tests/_fuzz_programs.py N START`
+# runs more (its `show CATEGORY SEED` prints a program)
+FUZZ_SEEDS = range(10 ** 6, 10 ** 6 + 400)
+
+
+# the classes still open in "grad_api" (issue 9), matched on the first difference; any other fails
+KNOWN = {
+    # under create_graph PyTorch's gradients of slicing and summing are their own nodes
+    # (SliceBackwardBackward0, SelectBackwardBackward0; sum's unsqueeze + expand): nbgrad's
+    # formulas record IndexPutBackward0 / ViewBackward0 instead
+    "create_graph_nodes": re.compile(r"BackwardBackward0|\('ExpandBackward0', \(\('Unsqueeze"),
+    # a gradient autograd.grad returns is, in PyTorch, often an expand made in no_grad mode
+    # (sum's backward): in-place ops and detach_ on it raise; nbgrad's is a fresh tensor
+    "grad_result_is_a_view": re.compile(r"^\('error', \('RuntimeError', \"(Can't detach views|A "
+                                        r"view was created in no_grad)|^\('error', \('Runtime"
+                                        r"Error', 'unsupported operation: more than one"),
+}
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_random_programs_agree_with_torch(category):
+    bad = []
+    for seed in FUZZ_SEEDS:
+        d = differences(lambda T, e: run(T, category, seed, e))
+        if d and not (category == "grad_api" and
+                      any(k.search(str(d[0])) for k in KNOWN.values())):
+            bad.append((seed, d[0]))
+    assert not bad, (category, len(bad), bad[:3])

@@ -13,7 +13,9 @@ import re
 import sys
 import weakref
 
-from ..backend import as_array
+import numpy as np
+
+from ..backend import as_array, get_array_module
 from .. import provenance
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
@@ -32,6 +34,7 @@ _HINT_ANOMALY = ("Hint: the backtrace further above shows the operation that fai
                  "gradient. The variable in question was changed in there or anywhere later. Good "
                  "luck!")
 _getrefcount = sys.getrefcount
+_ND = np.ndarray
 _getframe = sys._getframe
 _PROV = provenance.ENABLED
 _LIB = provenance.LIB_FILES
@@ -104,6 +107,7 @@ class SavedTensor:
     """
 
     __slots__ = ("name", "_data", "_storage", "saved_version", "_tensor", "_output_nr",
+                 "_view_node",
                  "is_output", "_packed", "_unpack_hook", "__weakref__")
 
     def __init__(self, name, t, is_output=False, data=None):
@@ -119,6 +123,7 @@ class SavedTensor:
         # an input is kept as the tensor itself (as PyTorch does); an output only as its array,
         # since the tensor owns the node that saves it (no reference cycle)
         self._tensor = None if is_output else t
+        self._view_node = None  # an output of an in-place op on a view: its new node, weakly
         self._packed = None
         if _SAVED_HOOKS:
             self._pack(t, *_SAVED_HOOKS[-1])
@@ -149,6 +154,7 @@ class SavedTensor:
         `x * 2`): a SavedTensor whose value is None, as PyTorch's."""
         s = cls.__new__(cls)
         s.name, s._data, s._storage, s._tensor, s._packed = name, None, None, None, None
+        s._view_node = None
         s.saved_version, s.is_output, s._output_nr = 0, False, -1  # -1: never saved
         return s
 
@@ -266,7 +272,11 @@ class SavedTensor:
         return _tm.Tensor._make(data, self._storage, node, self._output_nr, node is not None)
 
     def _stale_error(self, node):
-        fn = node if self.is_output else self._tensor.grad_fn
+        if self.is_output:  # PyTorch names the view's node while it lives (its weak grad_fn)
+            fn = self._view_node() if self._view_node is not None else None
+            fn = node if fn is None else fn
+        else:
+            fn = self._tensor.grad_fn
         desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
         op_name = _SUFFIX.sub(lambda m: m.group(1) or "", fn.name()) if fn is not None else ""
         owner = f", which is output {self._output_nr} of {op_name}," if fn is not None else ""
@@ -345,8 +355,70 @@ _REGISTER_FREED = (
     "access saved variables after calling backward.")
 _PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
-UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
+
+
+def _is_array(x):
+    return isinstance(x, _ND) or hasattr(x, "__cuda_array_interface__")
+
+
+class SavedArray:
+    """An index or mask array (or a tuple holding some) that a node keeps while
+    saved_tensors_hooks are on: PyTorch saves these as tensors, so each goes through the pack
+    hook when saved and the unpack hook in backward (plain arrays otherwise)."""
+
+    __slots__ = ("name", "value", "_unpack_hook")
+
+    def __init__(self, name, value, pack_hook, unpack_hook):
+        self.name = name
+        self._unpack_hook = unpack_hook
+        prev = _set_grad(False)
+        try:
+            if type(value) is tuple:
+                self.value = tuple(_Packed(pack_hook(_tm.Tensor._make_fresh(v)))
+                                   if _is_array(v) else v for v in value)
+            else:
+                self.value = _Packed(pack_hook(_tm.Tensor._make_fresh(value)))
+        finally:
+            _restore_grad(prev)
+
+    def release(self):
+        self.value = None
+
+    def unpack(self, node=None, as_tensor=False):
+        """The arrays, each from the unpack hook (formulas index with arrays, also under
+        create_graph)."""
+        value = self.value
+        if value is None:
+            raise backward_twice_error()
+        if type(value) is tuple:
+            return tuple(self._array(v) if type(v) is _Packed else v for v in value)
+        return self._array(value)
+
+    def _array(self, p):
+        t = self._unpack_hook(p.packed)
+        if not isinstance(t, _tm.Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        return t._data
+
+
+class _Packed:
+    __slots__ = ("packed",)
+
+    def __init__(self, packed):
+        self.packed = packed
+
+
+def saved_arg(name, value):
+    """What a node keeps of an argument while saved_tensors_hooks are on: a SavedArray for an
+    index or mask array (or a tuple holding one), the value itself otherwise."""
+    if _is_array(value) or (type(value) is tuple and any(_is_array(v) for v in value)):
+        return SavedArray(name, value, *_SAVED_HOOKS[-1])
+    return value
+
+
+RELEASABLE = (SavedTensor, Ctx, SavedArray)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed, SavedArray)  # what a node unpacks before its formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -517,31 +589,53 @@ class AccumulateGrad(Node):
         hooks = var._hooks
         if hooks:
             g = _run_tensor_hooks(hooks, g)
-        if g is None:
+        if g is None or not var._requires_grad:  # (turned off since: its hooks ran, no .grad)
             return ()
         if not isinstance(g, _tm.Tensor):
             g = as_array(g)
-        old = var._grad
-        if old is None:
-            if isinstance(g, _tm.Tensor):
-                var._grad = g if create_graph else g.detach()
-            else:
-                # a grad may be shared (AddBackward0 hands one array to both inputs), and later
-                # accumulations add into .grad in place: keep the array only when nothing else
-                # holds it (engine local + parameter + getrefcount's own), as PyTorch does
-                if g.base is None and _getrefcount(g) <= 3 and g.flags.writeable:
-                    var._grad = _tm.Tensor._make_fresh(g)
-                else:
-                    var._grad = _tm.Tensor._make_fresh(g.copy())
-        elif create_graph:
-            var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
-        else:
-            gd = g._data if isinstance(g, _tm.Tensor) else g
-            if old._grad_fn is None and not old._requires_grad:
-                old._data += gd   # in place, as torch does when the grad is not part of a graph
-            else:
-                var._grad = _tm.Tensor._make_fresh(old._data + gd)
+        accumulate_into(var, g, create_graph)
         return ()
+
+
+def accumulate_into(var, g, create_graph):
+    """Add gradient `g` (array or Tensor) into `var.grad` as PyTorch's AccumulateGrad does: the
+    first one is taken as is when nothing else holds it (else copied: version 1), or under
+    create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in place
+    (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
+    old = var._grad
+    if old is None:
+        if create_graph:
+            var._grad = _copy_in_grad_mode(g)
+        elif isinstance(g, _tm.Tensor):
+            var._grad = g.detach()
+        # a grad may be shared (AddBackward0 hands one array to both inputs), and later
+        # accumulations add into .grad in place: keep the array only when nothing else holds it
+        # (the engine's local, AccumulateGrad's and our parameter, getrefcount's own), as PyTorch
+        elif g.base is None and _getrefcount(g) <= 4 and g.flags.writeable:
+            var._grad = _tm.Tensor._make_fresh(g)
+        else:  # PyTorch copies into a new tensor (empty, then copy_: version 1)
+            var._grad = _tm.Tensor._make_fresh(g.copy())
+            var._grad._storage.version = 1
+    elif create_graph:
+        var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
+    else:
+        gd = g._data if isinstance(g, _tm.Tensor) else g
+        od = old._data
+        if od.flags.writeable if type(od) is _ND else True:
+            od += gd  # in place, as PyTorch (under no_grad, so a grad with grad_fn keeps it)
+            old._storage.version += 1
+        else:
+            var._grad = _tm.Tensor._make_fresh(od + gd)
+
+
+def _copy_in_grad_mode(g):
+    """The first gradient accumulated under create_graph, as PyTorch makes it: a new tensor
+    written by copy_ (version 1; CopyBackwards when the gradient requires grad)."""
+    if not isinstance(g, _tm.Tensor):
+        g = _tm.Tensor._make_fresh(g)
+    d = g._data
+    new = _tm.Tensor._make_fresh(get_array_module(d).empty_like(d))
+    return new.copy_(g)
 
 
 def _check_same_meta(name, a, b):

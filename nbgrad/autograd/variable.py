@@ -17,8 +17,8 @@ def grad_fn(self):
     """The node that made this tensor (None for a leaf). A view whose storage was modified in
     place since gets AsStridedBackward0 to its base's current grad_fn, as PyTorch does."""
     v = self._view
-    if v is not None and v.version != self._storage.version and self._requires_grad and \
-            v.base._requires_grad:
+    if v is not None and v.version != self._storage.version and (
+            self._grad_fn is not None or self._requires_grad and v.base._requires_grad):
         if v.creation != DEFAULT:  # made under no_grad, or one of several views: PyTorch refuses
             raise RuntimeError(view_modified_text(self, False))
         node = make_as_strided_node(v.base, self)
@@ -49,7 +49,8 @@ def retain_grad(self):
         # gradient of the current version only (PyTorch)
         if t is not None and t._grad_fn is node():
             if t._grad is None:
-                t._grad = g if _GRAD.enabled else Tensor._make_fresh(g._data.copy())
+                # a clone, as PyTorch (CloneBackward0 under create_graph)
+                t._grad = g.clone() if _GRAD.enabled else Tensor._make_fresh(g._data.copy())
             else:
                 t._grad = t._grad + g
         return None

@@ -9,14 +9,14 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import _mT
+from .formulas import _mT, array_formulas
 from .registry import op
 
-op("mm", lambda self, mat2: self @ _contiguous(mat2),
-   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2)),
+op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
+   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2), g.shape[-2]),
    mat2=lambda g, self: _mT(self) @ g)
 op("bmm", lambda self, mat2: self @ mat2,
-   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2)),
+   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2), g.shape[-2]),
    mat2=lambda g, self: _mT(self) @ g)
 op("dot", lambda self, other: self @ other,
    self=lambda g, other: g * other,
@@ -27,17 +27,18 @@ op("mv", lambda self, vec: self @ vec,
 op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    broadcast=True,
    self=lambda g, beta: g if beta == 1 else g * beta,
-   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2))) * alpha,
+   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2), g.shape[-2])) * alpha,
    mat2=lambda g, mat1, alpha: (_mT(mat1) @ g) * alpha)
 
 
-def _contiguous(b):
-    # numpy's matmul is several times slower on a transposed (F-ordered) right operand
-    return b if b.flags.c_contiguous else backend.get_array_module(b).ascontiguousarray(b)
+def _contiguous(b, rows):
+    """The right operand of a product with ``rows`` rows, copied C-contiguous where that pays
+    (the rule: formulas.ArrayFormulas.contiguous)."""
+    return b if b.flags.c_contiguous else array_formulas(b).contiguous(b, rows)
 
 
 def _addmm(c, a, b, beta, alpha):
-    out = a @ _contiguous(b)  # a fresh array: scaled and added into in place
+    out = a @ _contiguous(b, a.shape[-2])  # a fresh array: scaled and added into in place
     if alpha != 1:
         out *= alpha
     out += c if beta == 1 else beta * c
@@ -218,7 +219,8 @@ op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled(batch1 @ batch2, alpha),
    broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
-   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2)), alpha),
+   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2), g.shape[-2]),
+                                                alpha),
    batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
 op("addbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),

@@ -101,18 +101,22 @@ def _logsumexp(a, dim, keepdim):
 
 
 # ---- issue 9: sorting and selection, nan-reductions, paired reductions, scans -------------------
+def _sort_key(a, descending):
+    """What an ascending sort orders to give `a` in the requested order; descending puts NaN
+    first (it sorts as the largest)."""
+    if not descending:
+        return a
+    xp = backend.get_array_module(a)
+    if a.dtype.kind == "b":
+        return ~a
+    if a.dtype.kind == "f":
+        return xp.where(xp.isnan(a), -xp.inf, -a)
+    return -a.astype(np.int64)
+
+
 def _sorted_idx(a, dim, descending):
     """Stable argsort along `dim`; descending puts NaN first (it sorts as the largest)."""
-    xp = backend.get_array_module(a)
-    key = a
-    if descending:
-        if a.dtype.kind == "b":
-            key = ~a
-        elif a.dtype.kind == "f":
-            key = xp.where(xp.isnan(a), -xp.inf, -a)
-        else:
-            key = -a.astype(np.int64)
-    return xp.argsort(key, axis=dim, kind="stable")
+    return backend.get_array_module(a).argsort(_sort_key(a, descending), axis=dim, kind="stable")
 
 
 def _sort(a, dim, descending):
@@ -121,8 +125,23 @@ def _sort(a, dim, descending):
 
 
 def _topk(a, k, dim, largest):
+    """The first k of a stable sort along `dim`, found by a partition (O(n)) and a sort of the
+    k candidates; a full sort when k is large, a NaN could be picked or a tie straddles the
+    k-th place (the partition would not say which of the tied elements come first)."""
     xp = backend.get_array_module(a)
-    idx = xp.take(_sorted_idx(a, dim, largest), xp.arange(k), axis=dim)
+    n = a.shape[dim]
+    idx = None
+    if 0 < k and 4 * k <= n and not (a.dtype.kind == "f" and not largest and
+                                     xp.isnan(a).any()):
+        key = _sort_key(a, largest)
+        first = xp.arange(k)
+        cand = xp.sort(xp.take(xp.argpartition(key, k - 1, axis=dim), first, axis=dim), axis=dim)
+        ck = xp.take_along_axis(key, cand, axis=dim)
+        kth = ck.max(axis=dim, keepdims=True)
+        if ((key == kth).sum(axis=dim) == (ck == kth).sum(axis=dim)).all():
+            idx = xp.take_along_axis(cand, xp.argsort(ck, axis=dim, kind="stable"), axis=dim)
+    if idx is None:
+        idx = xp.take(_sorted_idx(a, dim, largest), xp.arange(k), axis=dim)
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
 
 

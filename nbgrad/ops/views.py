@@ -49,6 +49,13 @@ op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.ndim and self.shap
    self=lambda g, self_shape: g.reshape(self_shape))
 op("unsqueeze", lambda self, dim: _unsqueeze(self, dim), view=True,
    self=lambda g, self_shape: g.reshape(self_shape))
+# PyTorch's decompositions (quantile) move dims with in-place unsqueeze_ / transpose_ on a fresh
+# result: the same views, under the in-place ops' node names
+op("unsqueeze_", lambda self, dim: _unsqueeze(self, dim), node="UnsqueezeBackward1", view=True,
+   self=lambda g, self_shape: g.reshape(self_shape))
+op("transpose_", lambda self, dim0, dim1: self.swapaxes(dim0, dim1), node="TransposeBackward1",
+   view=True,
+   self=lambda g, dim0, dim1: g.swapaxes(dim0, dim1))
 
 # ---- slicing views ------------------------------------------------------------------------------
 op("slice", lambda self, index: self[index], view=True,

@@ -97,4 +97,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(res)
 
 
-from . import functional  # noqa: E402  (torch.autograd.functional; needs grad above)
+def __getattr__(name):
+    # torch.autograd.functional is built on the torch.* surface (stack, zeros_like), a layer
+    # above autograd: loaded on first use, so autograd itself does not import it (no cycle)
+    if name == "functional":
+        import importlib
+        return importlib.import_module(__name__ + ".functional")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

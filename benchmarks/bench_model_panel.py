@@ -1,6 +1,6 @@
 """What the model panel costs a training loop: the digits MLP of bench_train.py, one process.
 
-    python benchmarks/bench_model_panel.py [--epochs 3] [--repeats 7]
+    python benchmarks/bench_model_panel.py [--epochs 3] [--repeats 7] [--calibrate]
 
 Per step, the panel's hooks run: module forward pre/post hooks (a few counters, one provenance
 capture) and one gradient hook per parameter (norm, zero count, update/weight ratio against a
@@ -42,19 +42,21 @@ def make(x, y):
     return model, loss_fn, epoch
 
 
-def hook_overhead(epochs, repeats):
-    """Two identical models trained side by side, epoch by epoch (ABAB..., so the shared
-    machine's drift hits both): A under the tracker (as one cell of ``epochs`` epochs), B not."""
+def hook_overhead(epochs, repeats, hooks=True):
+    """Two identical models trained side by side, epoch by epoch (AB BA AB ..., so the shared
+    machine's drift and the order hit both): A under the tracker (as one cell of ``epochs``
+    epochs), B not. ``hooks=False``: the tracker is not installed (the measure's own bias)."""
     from nbgrad.notebook.model_hooks import ModelTracker
 
     x, y = load()
     model_a, loss_a, epoch_a = make(x, y)
     _model_b, _loss_b, epoch_b = make(x, y)
     tracker = ModelTracker()
-    tracker.install()
-    # with nn's global module hooks, B's calls would be seen too while a cell's first step is
-    # watched: each cell starts right before A's epoch, and watching ends at A's second step
-    tracker.watch([model_a, loss_a])
+    if hooks:
+        tracker.install()
+        # with nn's global module hooks, B's calls would be seen too while a cell's first step
+        # is watched: each cell starts with A's epoch, and watching ends at A's second step
+        tracker.watch([model_a, loss_a])
     rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
     epoch_a(rng_a)
     epoch_b(rng_b)
@@ -63,24 +65,30 @@ def hook_overhead(epochs, repeats):
     for _ in range(repeats):
         tracker.reset_cell()  # one cell: its first steps are watched in full
         a = b = 0.0
-        for _ in range(epochs):
-            t = clock()
-            epoch_a(rng_a)
-            a += clock() - t
-            t = clock()
-            epoch_b(rng_b)
-            b += clock() - t
+        for e in range(epochs):
+            for which in ("ab" if e % 2 == 0 else "ba"):
+                t = clock()
+                if which == "a":
+                    epoch_a(rng_a)
+                    a += clock() - t
+                else:
+                    epoch_b(rng_b)
+                    b += clock() - t
         ratios.append(a / b)
         ta.append(a / epochs)
         tb.append(b / epochs)
     steps = len(x) // BATCH
     p, h = statistics.median(tb), statistics.median(ta)
-    print(f"digits MLP 64-128-64-10, batch {BATCH}, {steps} steps/epoch, "
-          f"global module hooks: {tracker.global_hooks}")
-    print(f"  epoch without the panel's hooks: {p * 1e3:8.2f} ms  ({p / steps * 1e3:.3f} ms/step)")
-    print(f"  epoch with the panel's hooks:    {h * 1e3:8.2f} ms  ({h / steps * 1e3:.3f} ms/step)")
+    if hooks:
+        print(f"digits MLP 64-128-64-10, batch {BATCH}, {steps} steps/epoch, "
+              f"global module hooks: {tracker.global_hooks}")
+        print(f"  epoch without the panel's hooks: {p * 1e3:8.2f} ms  "
+              f"({p / steps * 1e3:.3f} ms/step)")
+        print(f"  epoch with the panel's hooks:    {h * 1e3:8.2f} ms  "
+              f"({h / steps * 1e3:.3f} ms/step)")
     q = sorted(ratios)
-    print(f"  overhead: {100 * (statistics.median(ratios) - 1):+.1f} %  (median of {repeats} cells "
+    label = "overhead" if hooks else "the measure's own bias (no hooks on A either)"
+    print(f"  {label}: {100 * (statistics.median(ratios) - 1):+.1f} %  (median of {repeats} cells "
           f"of {epochs * steps} steps, CPU time; quartiles {100 * (q[len(q) // 4] - 1):+.1f} / "
           f"{100 * (q[3 * len(q) // 4] - 1):+.1f} %)")
     tracker.uninstall()
@@ -127,6 +135,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--calibrate", action="store_true",
+                    help="also run the same measure without the tracker (its bias)")
     a = ap.parse_args()
     hook_overhead(a.epochs, a.repeats)
+    if a.calibrate:
+        hook_overhead(a.epochs, a.repeats, hooks=False)
     cell_cost(a.repeats)

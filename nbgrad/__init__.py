@@ -15,8 +15,8 @@ _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
 from . import backend, dtypes, tracebacks  # noqa: E402
 from .backend import (device, get_default_device, get_num_threads, set_default_device,
                       set_num_threads)
-from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,
-                     int16, int32, int64, set_default_dtype, uint8)
+from .dtypes import (bfloat16, bool_ as bool, dtype, float16, float32, float64,
+                     get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
 from .dtypes import float16 as half, float32 as float, float64 as double, int64 as long
 from .dtypes import int32 as int, int16 as short
 from .tensor import Size, Tensor
@@ -37,7 +37,7 @@ from .random import (Generator, default_generator, get_rng_state, initial_seed, 
 from .sampling import bernoulli, normal
 from .printing import set_printoptions
 from .typeinfo import finfo, iinfo
-from . import accelerator, autograd, backends, cuda
+from . import accelerator, amp, autograd, backends, cuda, distributed
 from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                                set_anomaly_enabled, set_detect_anomaly)

@@ -5,12 +5,17 @@ functions raise RuntimeError naming the cause.
 """
 from __future__ import annotations
 
-from . import backend
+from . import amp, backend  # noqa: F401  (amp: torch.cuda.amp.GradScaler)
 
 
 def is_available() -> bool:
     """True when cupy imports and a CUDA device is present (torch.cuda.is_available)."""
     return backend.cuda_available()
+
+
+def is_bf16_supported(including_emulation=True) -> bool:
+    """False: nbgrad's arrays (numpy, cupy) have no bfloat16 (torch.cuda.is_bf16_supported)."""
+    return False
 
 
 def device_count() -> int:

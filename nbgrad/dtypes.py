@@ -51,6 +51,26 @@ _BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int
 _DEFAULT = [float32]
 
 
+class _unsupported_dtype:
+    """A PyTorch dtype that nbgrad names but cannot store (numpy and cupy lack it): scripts that
+    only mention it (``{'bfloat16': torch.bfloat16, ...}[dtype]``) run; making a tensor of it
+    raises TypeError saying so."""
+
+    __slots__ = ("name", "is_floating_point", "is_signed", "itemsize")
+
+    def __init__(self, name, itemsize):
+        self.name, self.itemsize = name, itemsize
+        self.is_floating_point = self.is_signed = True
+
+    is_complex = False
+
+    def __repr__(self):
+        return f"nbgrad.{self.name}"
+
+
+bfloat16 = _unsupported_dtype("bfloat16", 2)
+
+
 def from_name(name):
     return _BY_NAME[name]
 
@@ -71,6 +91,9 @@ def to_np(d):
         return None
     if type(d) is dtype:
         return d.np
+    if type(d) is _unsupported_dtype:
+        raise TypeError(f"nbgrad does not support {d!r} tensors: numpy has no {d.name} type "
+                        "(use float32 or float16)")
     if d is builtins.float:
         return _DEFAULT[0].np
     if d is builtins.int:
@@ -104,10 +127,50 @@ def default_np():
     return _DEFAULT[0].np
 
 
+def _leaf_types(data, found):
+    """The types of the leaves of nested lists/tuples, added to the set ``found``."""
+    kinds = set(map(type, data))
+    for t in kinds:
+        if t is list or t is tuple:
+            for x in data:
+                if type(x) is t:
+                    _leaf_types(x, found)
+        else:
+            found.add(t)
+    return found
+
+
+def _scalars_dtype(types):
+    """torch.tensor's dtype for leaves of these types when some are numpy scalars: a numpy
+    scalar keeps its dtype, a Python float is the default dtype, a Python int int64; then
+    PyTorch's promotion (a float beats any int: [np.int64(1), 2.5] is float32)."""
+    dts = [np.dtype(t) if issubclass(t, np.generic) else
+           _DEFAULT[0].np if t is builtins.float else
+           np.dtype(np.int64) if t is builtins.int else np.dtype(np.bool_) for t in types]
+    for kinds in ("f", "iu", "b"):
+        picked = [d for d in dts if d.kind in kinds]
+        if picked:
+            out = picked[0]
+            for d in picked[1:]:
+                out = np.promote_types(out, d)
+            return out
+    return None
+
+
 def infer_np_dtype(data):
-    """numpy dtype for Python data as torch.tensor infers it (floats -> default, ints -> int64)."""
+    """numpy dtype for Python data as torch.tensor infers it (floats -> default, ints -> int64,
+    numpy scalars their own dtype: torch.tensor([np.float64(1.0), 2.0]) is float64)."""
     arr = np.asarray(data)
     k = arr.dtype.kind
+    if k in "fiu" and not isinstance(data, np.ndarray):
+        if isinstance(data, np.generic):
+            return data.dtype
+        if isinstance(data, (list, tuple)):
+            types = _leaf_types(data, set())
+            if any(issubclass(t, np.generic) for t in types):
+                dt = _scalars_dtype(types)
+                if dt is not None and dt in _BY_NP:
+                    return dt
     if k == "f":
         return _DEFAULT[0].np if not isinstance(data, np.ndarray) else arr.dtype
     if k in "iu":

@@ -64,8 +64,36 @@ def _out(name, fn, inputs, out):
 # ================================================================================================
 # elementwise arithmetic
 # ================================================================================================
-def add(input, other, *, alpha=1, out=None):
-    """input + alpha * other, broadcasting (torch.add)."""
+_ALPHA_FIRST_WARNED = []
+
+
+def _alpha_first(name, other, rest):
+    """PyTorch's deprecated overload ``add(Number alpha, Tensor other)`` (and sub, add_, sub_),
+    still in old tutorials (``p.data.add_(-lr, d_p)``): returns (other, alpha), with PyTorch's
+    UserWarning, given once per process as PyTorch gives it.
+
+    Raises:
+        TypeError: other extra arguments (PyTorch's count).
+    """
+    if len(rest) != 1 or isinstance(other, Tensor) or not isinstance(rest[0], (Tensor, int, float)):
+        if name.endswith("_"):  # the method's count (without self), as PyTorch words it
+            raise TypeError(f"{name}() takes 1 positional argument but {1 + len(rest)} were given")
+        raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(rest)} were given")
+    if _ALPHA_FIRST_WARNED:
+        return rest[0], other
+    _ALPHA_FIRST_WARNED.append(True)
+    import warnings
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)"
+                  f"\nConsider using one of the following signatures instead:\n\t{name}(Tensor "
+                  "other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+    return rest[0], other
+
+
+def add(input, other, *rest, alpha=1, out=None):
+    """input + alpha * other, broadcasting (torch.add). ``add(input, alpha, other)``, PyTorch's
+    deprecated overload, is accepted with its warning."""
+    if rest:
+        other, alpha = _alpha_first("add", other, rest)
     if out is not None:
         return _out("add", lambda: add(input, other, alpha=alpha), (input, other), out)
     if not isinstance(input, Tensor):
@@ -73,8 +101,10 @@ def add(input, other, *, alpha=1, out=None):
     return apply(R["add"], (input, other), (alpha,))
 
 
-def sub(input, other, *, alpha=1, out=None):
-    """input - alpha * other, broadcasting (torch.sub)."""
+def sub(input, other, *rest, alpha=1, out=None):
+    """input - alpha * other, broadcasting (torch.sub); ``sub(input, alpha, other)`` as add."""
+    if rest:
+        other, alpha = _alpha_first("sub", other, rest)
     if out is not None:
         return _out("sub", lambda: sub(input, other, alpha=alpha), (input, other), out)
     _check_bool_sub(input, other)
@@ -801,6 +831,91 @@ def outer(input, vec2):
     return mul(reshape(input, -1, 1), vec2)
 
 
+def linalg_cross(input, other, *, dim=-1):
+    """Cross product of 3-vectors along ``dim`` (torch.linalg.cross): input, other (..., 3, ...)
+    broadcast against each other; one LinalgCrossBackward0 node.
+
+    Raises:
+        RuntimeError: ``dim`` of length other than 3 (PyTorch's text), or shapes that do not
+            broadcast.
+    """
+    a, b = input._data, other._data
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = _dim(dim, a.ndim)
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[d]} and {b.shape[d]}")
+    return apply(R["linalg_cross"], (input, other), (d,))
+
+
+def cross(input, other, dim=None):
+    """Cross product of 3-vectors (torch.cross): along ``dim``, or, when it is None (deprecated
+    in PyTorch, with its warning), along the first dimension of size 3. LinalgCrossBackward0.
+
+    Raises:
+        RuntimeError: no dimension of size 3 (PyTorch's text); see :func:`linalg_cross`.
+    """
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                      "The default value of dim will change to agree with that of linalg.cross "
+                      "in a future release.", UserWarning, stacklevel=2)
+        shape = input._data.shape
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return linalg_cross(input, other, dim=dim)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distance between each pair of rows (torch.cdist): x1 (B, P, M), x2 (B, R, M)
+    (or without the batch dims, broadcast) -> (B, P, R). Its graph is PyTorch's: one
+    CdistBackward0 node, or for p = 2 with more than 25 rows on either side (or
+    compute_mode='use_mm_for_euclid_dist') EuclideanDistBackward0 then ViewBackward0.
+
+    Raises:
+        RuntimeError: fewer than 2 dims, different M, or p < 0 (PyTorch's texts).
+    """
+    a, b = x1._data, x2._data
+    if a.ndim < 2 or b.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D")
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} "
+                           f"X2: {b.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    rows1, rows2 = a.shape[-2], b.shape[-2]
+    mm = compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == "use_mm_for_euclid_dist_if_necessary" and (rows1 > 25 or rows2 > 25))
+    if p == 2 and mm:
+        d = apply(R["euclidean_dist"], (x1, x2), ())
+        return view(d, *d._data.shape)
+    return apply(R["cdist"], (x1, x2), (float(p),))
+
+
+_svd_result = collections.namedtuple("svd", ["U", "S", "V"])
+
+
+def svd(input, some=True, compute_uv=True):
+    """Singular value decomposition, PyTorch's older form (torch.svd): (U, S, V) with
+    input = U diag(S) V^T for input (..., m, n). ``some`` gives the reduced U (m, k) and V (n, k),
+    k = min(m, n); ``some=False`` the full U (m, m) and V (n, n). ``compute_uv=False`` gives
+    zero U (m, m) and V (n, n), as PyTorch does. U and S come from one LinalgSvdBackward0 node, V through TransposeBackward0, as in
+    PyTorch (which recommends torch.linalg.svd, whose third output is V^T).
+    """
+    from . import linalg
+    if not compute_uv:
+        s = linalg.svdvals(input)
+        m, n = input._data.shape[-2:]
+        batch = tuple(input._data.shape[:-2])
+        return _svd_result(creation.zeros(*batch, m, m, dtype=input.dtype), s,
+                           creation.zeros(*batch, n, n, dtype=input.dtype))
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    return _svd_result(U, S, transpose(Vh, -2, -1))
+
+
 # ================================================================================================
 # convolution and pooling
 # ================================================================================================
@@ -865,6 +980,9 @@ def cat(tensors, dim=0, *, out=None):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     if out is not None:
         return _out("cat", lambda: cat(tensors, dim), tuple(tensors), out)
+    for i, t in enumerate(tensors):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     ts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     nd = ts[0]._data.ndim
     d = _dim(dim, nd)
@@ -961,6 +1079,13 @@ def reshape(input, *shape):
         return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
     except _ViewImpossible:
         return apply(R["unsafe_view"], (clone(input),), (shape,))
+
+
+def ravel(input):
+    """The elements of ``input`` as a contiguous 1-D tensor (torch.ravel): a view
+    (ViewBackward0) when ``input`` is contiguous, else a copy (CloneBackward0 then
+    ViewBackward0), as PyTorch's."""
+    return view(contiguous(input), -1)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -1524,7 +1649,9 @@ def take_along_dim(input, indices, dim=None):
 def _ip_binary(row_name, op_name, alpha=False):
     row = R[row_name]
     if alpha:
-        def f(self, other, *, alpha=1):
+        def f(self, other, *rest, alpha=1):
+            if rest:
+                other, alpha = _alpha_first(op_name, other, rest)
             return apply(row, (self, other), (alpha,), inplace=op_name)
     else:
         def f(self, other):
@@ -2122,7 +2249,7 @@ def histc(input, bins=100, min=0, max=0):
 _histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """(hist, bin_edges) of a float tensor (torch.histogram): `bins` an int (equal bins over
     `range`, default the data's min..max) or a 1-D tensor of increasing edges; `weight` sums
     weights instead of counts; density normalises to integrate to 1."""
@@ -2953,7 +3080,7 @@ def _bind_composed():
                  "baddbmm_ addbmm addbmm_ addmv addmv_ addr addr_ det inverse logdet slogdet "
                  "matrix_power pinverse roll rot90 clamp_min_ clamp_max_ absolute_ negative_ "
                  "subtract_ multiply_ divide_ true_divide_ cumsum_ cumprod_ addmm_ index_add_ "
-                 "bitwise_and bitwise_or bitwise_xor bitwise_not").split():
+                 "bitwise_and bitwise_or bitwise_xor bitwise_not cross svd ravel").split():
         setattr(T, name, globals()[name])
 
 
@@ -3087,10 +3214,17 @@ def _bind():
     T.half = lambda s: to_dtype(s, dtypes.float16)
     T.long = lambda s: to_dtype(s, dtypes.int64)
     T.int = lambda s: to_dtype(s, dtypes.int32)
+    T.short = lambda s: to_dtype(s, dtypes.int16)
+    T.char = lambda s: to_dtype(s, dtypes.int8)
+    T.byte = lambda s: to_dtype(s, dtypes.uint8)
     T.bool = lambda s: to_dtype(s, dtypes.bool_)
     T.cpu = lambda s: _to_device(s, backend.CPU)
     T.cuda = lambda s, device=None: _to_device(s, backend.device("cuda", device or 0))
-    T.type = lambda s, dtype=None: (s.type_name() if dtype is None else to_dtype(s, dtype))
+    T.type = _type
+    T.new = _new
+    T.unsqueeze_, T.squeeze_, T.transpose_, T.t_, T.resize_ = (
+        unsqueeze_, squeeze_, transpose_, t_, resize_)
+    T.swapdims_ = T.swapaxes_ = transpose_
     T.type_name = lambda s: type_name(s._data.dtype, s._data)
     T.new_zeros = _new_like("zeros")
     T.new_ones = _new_like("ones")
@@ -3105,6 +3239,116 @@ def _bind():
             requires_grad=requires_grad)
     T.repeat = lambda s, *sizes: _repeat(s, _shape_arg(sizes))
     T.sum_to_size = lambda s, *size: _sum_to_size(s, _shape_arg(size))
+
+
+def _type(self, dtype=None, non_blocking=False):
+    """Tensor.type: the type string ('torch.FloatTensor' style) without an argument; with one
+    (a dtype, a legacy type such as ``torch.LongTensor``, or its name as a string, 'torch.' or
+    'nbgrad.' prefixed) the tensor converted to it.
+
+    Raises:
+        ValueError: a string that names no tensor type (PyTorch's "invalid type" text).
+    """
+    if dtype is None:
+        return self.type_name()
+    if isinstance(dtype, str):
+        from . import tensortypes
+        name = dtype.split(".")[-1]
+        legacy = getattr(tensortypes, name, None)
+        if legacy is None or not dtype.startswith(("torch.", "nbgrad.")):
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = legacy
+    return to_dtype(self, getattr(dtype, "dtype", dtype))
+
+
+def _new(self, *args, device=None):
+    """Tensor.new (legacy constructor): ``t.new(data)`` a tensor of the data, ``t.new(*sizes)``
+    an uninitialised one (sizes or a Size), ``t.new()`` an empty one, all of ``t``'s dtype and
+    device; mirrors ``torch.Tensor.new``. A Tensor of the same dtype comes back as an alias.
+
+    Raises:
+        TypeError: arguments that are neither data nor sizes (PyTorch's wording), or a Tensor
+            of another dtype.
+    """
+    device = self.device if device is None else device
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype is not self.dtype:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype}, got {args[0].dtype}")
+        return args[0].detach()  # an alias, as PyTorch's
+    if not args or (len(args) == 1 and isinstance(args[0], Size)):
+        return creation.empty(*(args[0] if args else (0,)), dtype=self.dtype, device=device)
+    if len(args) == 1 and not isinstance(args[0], int):
+        return creation.tensor(args[0], dtype=self.dtype, device=device)
+    if not builtins.all(isinstance(a, int) for a in args):
+        raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+    return creation.empty(*args, dtype=self.dtype, device=device)
+
+
+def _reshape_in_place(self, name, make):
+    """An in-place op that changes only the shape of ``self`` (unsqueeze_, squeeze_, t_,
+    transpose_, swapdims_): ``self`` becomes the view ``make(self)`` of the same memory and its
+    version goes up by one, as PyTorch's. Not recorded by autograd: on a tensor that requires
+    grad with grad mode on, a leaf gets PyTorch's leaf error and a non-leaf a RuntimeError
+    naming the out-of-place form to use instead."""
+    if self._requires_grad and _GRAD.enabled:
+        if self._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        raise RuntimeError(f"nbgrad does not implement {name} on a tensor that requires grad "
+                           f"yet: use the out-of-place form, y = y.{name[:-1]}(...)")
+    with no_grad():
+        new = make(self)._data
+    self._data = new
+    self._bump_version(name)
+    return self
+
+
+def unsqueeze_(self, dim):
+    """In place: ``self`` gains a size-1 dimension at ``dim`` (torch.Tensor.unsqueeze_)."""
+    return _reshape_in_place(self, "unsqueeze_", lambda t: unsqueeze(t, dim))
+
+
+def squeeze_(self, dim=None):
+    """In place: size-1 dimensions (or ``dim``) removed (torch.Tensor.squeeze_)."""
+    return _reshape_in_place(self, "squeeze_", lambda t: squeeze(t, dim))
+
+
+def transpose_(self, dim0, dim1):
+    """In place: dims ``dim0`` and ``dim1`` swapped (torch.Tensor.transpose_)."""
+    return _reshape_in_place(self, "transpose_", lambda t: transpose(t, dim0, dim1))
+
+
+def t_(self):
+    """In place: a matrix (or vector) transposed (torch.Tensor.t_)."""
+    return _reshape_in_place(self, "t_", t)
+
+
+def resize_(self, *sizes):
+    """torch.Tensor.resize_: ``self`` takes the shape ``sizes``, keeping its first elements in
+    row-major order; growing it appends uninitialised (here zero) elements in a new buffer.
+    Bumps the version by one.
+
+    Raises:
+        RuntimeError: ``self`` requires grad ("cannot resize variables that require grad"), or
+            is not contiguous.
+    """
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    sizes = tuple(_shape_arg(sizes))
+    n = math.prod(sizes)
+    if not self._data.flags.c_contiguous:
+        raise RuntimeError("nbgrad does not implement resize_ of a non-contiguous tensor yet")
+    flat = self._data.reshape(-1)
+    if n <= flat.size:
+        self._data = flat[:n].reshape(sizes)
+    else:
+        xp = backend.get_array_module(self._data)
+        grown = xp.zeros(n, dtype=self._data.dtype)
+        grown[:flat.size] = flat
+        fresh = _fresh(grown.reshape(sizes))
+        self._data, self._storage = fresh._data, fresh._storage
+    self._bump_version("resize_")
+    return self
 
 
 def _repeat(self, sizes):

@@ -10,12 +10,13 @@ import collections
 from .autograd.apply import apply
 from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
 from .functions import inverse as inv
+from .functions import linalg_cross as cross
 from .functions import pinverse as pinv
 from .ops import ROWS as R
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
-           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power"]
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross"]
 
 _qr = collections.namedtuple("qr", ["Q", "R"])
 _eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])

@@ -192,7 +192,7 @@ def tensor_repr(t):
         body = format_array(a, indent)
     fn = t._grad_fn
     if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name()}>")
+        suffixes.append(f"grad_fn=<{type(fn).__name__}>")  # (torch: CopySlices, not its name())
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -982,6 +982,20 @@ print({name: float(p.grad.abs().mean()) for name, p in mlp.named_parameters()})
 print({name: p._version for name, p in mlp.named_parameters()})
 """),
     md("""
+A loop that builds the same piece of graph again and again — an RNN reading the 8 rows of each
+image, one step per row — is drawn **once**, in a blue box titled with the count and the line
+that built it (*8 x h = torch.tanh(...)*); its layers are boxes inside, and the dashed arrow is
+`h` going from one step to the next. Click the title to draw all 8 copies, click it again to
+fold them (`%nbgrad graph h` draws the same folded graph without the widget).
+"""),
+    code("""
+torch.manual_seed(0)
+rnn_in, rnn_h = nn.Linear(8, 16), nn.Linear(16, 16)
+h = torch.zeros(32, 16)
+for row in range(8):                      # one step per row of the 8x8 image
+    h = torch.tanh(rnn_in(xb[:, 0, row]) + rnn_h(h))
+"""),
+    md("""
 ## 3. A small CNN
 
 `Conv2d` (im2col over strided windows), `MaxPool2d`, Adam; a few epochs only.
@@ -1067,9 +1081,10 @@ print(X.shape, Y.shape)
 `detach()` (or `.data`, a trip through numpy, a `with torch.no_grad():` block) returns a tensor
 with **no history**: backward stops there. Everything before it gets no gradient and never
 learns, silently — the loss still goes down, a little, thanks to the layers after the cut.
-The panel under the backward cell says it in one line — *net.body.0.weight, net.body.0.bias got
-no gradient: its output was detached* — and its *Gradients* tab lists every parameter by its
-module path with its gradient norm.
+The panel under the backward cell says it in one line, with the line of the cut — *net.body.0.weight,
+net.body.0.bias got no gradient: its output was detached at cell [N] line 10* (`.detach()`, `.data`
+and `torch.from_numpy` record where they ran) — and its *Gradients* tab lists every parameter by
+its module path with its gradient norm.
 """),
     code("""
 class Net(nn.Module):
@@ -1182,7 +1197,8 @@ in training mode drops random units (the accuracy changes from one call to the n
 training a model left in evaluation mode never drops them and never updates BatchNorm's running
 statistics. `no_grad()` does **not** switch the mode: it only stops recording the graph. The
 panel notes it: *model (Sequential) was evaluated under no_grad in train mode*. (The training
-loop above gets one summary panel for its 60 steps, not 60 graphs.)
+loop above gets one summary panel for its 60 steps, not 60 graphs: its *Training* tab draws the
+loss each `backward()` started from, `F.cross_entropy` included, and the gradient norm.)
 """),
     code("""
 torch.manual_seed(0)

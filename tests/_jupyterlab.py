@@ -35,6 +35,18 @@ def has_app(app: str) -> bool:
     return importlib.util.find_spec(MODULE[app]) is not None
 
 
+def _data_path(env) -> str:
+    """JUPYTER_PATH with the base Python's share/jupyter added: a venv made with
+    --system-site-packages imports the base's jupyterlab_widgets and anywidget but does not look
+    in the base's data directory for their labextensions (JupyterLab then has no widget manager:
+    "Exception opening new comm" and text/plain outputs)."""
+    paths = [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    base = os.path.join(sys.base_prefix, "share", "jupyter")
+    if sys.prefix != sys.base_prefix and os.path.isdir(base) and base not in paths:
+        paths.append(base)
+    return os.pathsep.join(paths)
+
+
 @contextlib.contextmanager
 def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=(), app="lab"):
     """Start JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``) on `root` (empty
@@ -49,7 +61,7 @@ def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=(), app="lab"):
         path = tmp_path / "settings" / "@jupyterlab" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
-    env = {**env, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    env = {**env, "JUPYTER_PATH": _data_path(env), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
     port = free_port()

@@ -2636,8 +2636,6 @@ def test_identity_of_no_op_conversions():
     assert f(nbgrad) == f(torch)
 
 
-@pytest.mark.xfail(reason="core bug: Tensor.type('nbgrad.DoubleTensor') (a type string) refused",
-                   strict=True)
 def test_type_with_a_type_string():
     for T in (torch, nbgrad):
         x = T.ones(2)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import nbgrad
-from test_autograd import LIBS, both, same_error, torch_text
+from test_autograd import both, same_error, torch_text
 
 LIB_PAIR = (torch, nbgrad)
 
@@ -201,7 +201,8 @@ def test_inference_mode_decorator():
         x = T.ones(2, requires_grad=True)
         y, on = g(x)
         z = h(x)
-        return on, y.is_inference(), y.requires_grad, z.is_inference(), T.is_inference_mode_enabled()
+        return (on, y.is_inference(), y.requires_grad, z.is_inference(),
+                T.is_inference_mode_enabled())
     assert same_outcome(f)[0] == "ok"
 
 
@@ -327,6 +328,20 @@ def test_anomaly_nan_names_the_node(which):
     assert _first_line(wn) == _first_line(wt)
 
 
+def test_anomaly_names_the_node_whose_backward_made_the_failing_one():
+    def f(T):
+        with T.autograd.detect_anomaly():
+            x = T.tensor([0.0, 1.0], requires_grad=True)
+            y = x.pow(1.5)
+            g, = T.autograd.grad(y.sum(), x, create_graph=True)
+            (g * 0).sum().backward()
+    (ot, wt), (on, wn) = warned(f, torch), warned(f, nbgrad)
+    assert on == ot
+    heads = [[line for line in w.splitlines() if not line.startswith(" ")] for w in wt[1:]]
+    assert [[line for line in w.splitlines() if not line.startswith(" ")] for w in wn[1:]] == heads
+    assert len(wn) == 3 and "y = x.pow(1.5)" in wn[2] and "create_graph=True" in wn[1]
+
+
 # ================================================================================================
 # 3. saved_tensors_hooks and _raw_saved_<name>
 # ================================================================================================
@@ -352,6 +367,16 @@ PACK_CASES = {
     "norm": lambda T, a, b, c: a.norm(),
     "var": lambda T, a, b, c: a.var(),
     "custom": lambda T, a, b, c: _Save.get(T).apply(a, b),
+    # saved index and mask tensors are packed too, and in PyTorch's order (inputs by name)
+    "index": lambda T, a, b, c: a[T.tensor([1, 0, 1])],
+    "index2d": lambda T, a, b, c: a.view(1, 2)[T.tensor([0]), T.tensor([1])],
+    "where": lambda T, a, b, c: T.where(c > 3.5, a, b),
+    "addmm": lambda T, a, b, c: T.addmm(a.view(1, 2), a.view(1, 2), b.view(2, 1).expand(2, 2)),
+    "mv": lambda T, a, b, c: T.mv(b.view(2, 1).expand(2, 2) * a, a),
+    "outer_mul": lambda T, a, b, c: b.view(2, 1) * a,
+    "pow_tensor_bcast": lambda T, a, b, c: b.view(2, 1) ** a,
+    "atan2": lambda T, a, b, c: T.atan2(a, b.view(2, 1)),
+    "masked_fill": lambda T, a, b, c: a.masked_fill(c > 3.5, 0.0),
 }
 
 
@@ -391,7 +416,7 @@ def test_pack_hook_called_once_per_saved_tensor(case):
         with T.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             y = PACK_CASES[case](T, a, b, c)
         y.sum().backward()
-        return packed, modes, a.grad.tolist()
+        return packed, modes, np.round(a.grad.tolist(), 12).tolist()
     same_outcome(f)
 
 
@@ -567,3 +592,223 @@ def test_gradcheck_raise_exception_false_and_no_input():
     assert both(f) == (False, False)
     same_error(lambda T: T.autograd.gradcheck(lambda a: a * 2, (T.ones(2, dtype=T.float64),)),
                exc=ValueError)
+
+
+# ================================================================================================
+# 5. gradients accumulated into .grad: node, _version; autograd.grad results' _version
+# ================================================================================================
+def _grad_state(t):
+    g = t.grad
+    if g is None:
+        return None
+    fn = g.grad_fn
+    return (g.tolist(), g._version, g.requires_grad,
+            None if fn is None else (type(fn).__name__, tuple(
+                (None if f is None else type(f).__name__, nr) for f, nr in fn.next_functions)))
+
+
+ACCUMULATE = [  # (program, create_graph) of each backward in turn
+    ("x*x", (True, True, True, False)),
+    ("x*x", (False, True, False)),
+    ("x*2", (True, True)),
+    ("x*2", (False, False, False)),
+    ("x.exp()", (True, False)),
+    ("x*x*x", (False, False)),
+    ("x.tanh()", (True,)),
+    ("x.sigmoid()*x", (True, False)),
+    ("x[0]+x[1]", (False, True)),
+    ("(x*3)+(x*4)", (False, False)),
+    ("x.pow(2)+x.exp()", (False,)),
+]
+
+
+@pytest.mark.parametrize("prog,modes", ACCUMULATE)
+def test_grad_accumulation_node_and_version(prog, modes):
+    def f(T):
+        x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+        states = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (backward with create_graph: the cycle warning)
+            for cg in modes:
+                eval(prog, {"x": x}).sum().backward(create_graph=cg)
+                states.append(_grad_state(x))
+        return states
+    same_outcome(f)
+
+
+def test_grad_accumulated_in_place_keeps_the_tensor():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward(create_graph=True)
+        (x * x).sum().backward(create_graph=True)
+        g = x.grad
+        (x * 2).sum().backward()  # without create_graph: added in place, grad_fn kept
+        return x.grad is g, _grad_state(x)
+    same_outcome(f)
+
+
+@pytest.mark.parametrize("prog", ["(x*x).sum()", "(x*2).sum()", "x.exp().sum()",
+                                  "(x*x*x).sum()", "x[0]+x[1]", "(x*3).sum()+(x*4).sum()",
+                                  "x.exp().sum()+x.pow(2).sum()"])
+@pytest.mark.parametrize("cg", [False, True])
+def test_autograd_grad_result_version(prog, cg):
+    def f(T):
+        x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+        g, = T.autograd.grad(eval(prog, {"x": x}), x, create_graph=cg)
+        return g.tolist(), g._version, g.requires_grad, \
+            None if g.grad_fn is None else type(g.grad_fn).__name__
+    same_outcome(f)
+
+
+def test_autograd_grad_same_input_twice_same_tensor():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        g1, g2 = T.autograd.grad((x * x).sum(), [x, x])
+        return g1 is g2, g1._version, g1.tolist()
+    same_outcome(f)
+
+
+def test_grad_of_output_itself_leaves_its_node_alone():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        g, = T.autograd.grad(y.sum(), y)
+        g2, = T.autograd.grad(y, y, T.ones(2))  # y's node did not run: nothing was freed
+        y.sum().backward()
+        return g.tolist(), g2.tolist(), x.grad.tolist()
+    same_outcome(f)
+
+
+def test_backward_inputs_accumulates_like_accumulate_grad_or_retain_grad():
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward(inputs=[x])
+        v1 = x.grad._version
+        (x * x).sum().backward(inputs=[x])
+        y = x * 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (y * y).sum().backward(inputs=[y], create_graph=True)
+            return v1, _grad_state(x), y._grad.tolist(), y._grad._version, \
+                type(y._grad.grad_fn).__name__
+    same_outcome(f)
+
+
+@pytest.mark.parametrize("case", ["plain", "reenabled", "hook", "existing", "create_graph"])
+def test_leaf_requires_grad_turned_off_after_use(case):
+    def f(T):
+        x = T.ones(2, requires_grad=True)
+        log = []
+        if case == "hook":
+            x.register_hook(lambda g: log.append(g.tolist()))
+        if case == "existing":
+            (x * 2).sum().backward()
+        y = (x * x).sum()
+        x.requires_grad_(False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y.backward(retain_graph=True, create_graph=case == "create_graph")
+        out = [None if x.grad is None else x.grad.tolist(), log, x.is_leaf,
+               type(y.grad_fn.next_functions[0][0].next_functions[0][0]).__name__]
+        if case == "reenabled":
+            x.requires_grad_(True)
+            y.backward()
+            out.append(x.grad.tolist())
+        return out
+    same_outcome(f)
+
+
+def test_create_graph_backward_warns_once_about_the_cycle():
+    import subprocess
+    import sys
+    code = ("import warnings, {0} as T\n"
+            "warnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    x = T.ones(2, requires_grad=True)\n"
+            "    T.autograd.grad((x * x).sum(), x, create_graph=True)\n"
+            "    (x * x).sum().backward(create_graph=True)\n"
+            "    (x * x).sum().backward(create_graph=True)\n"
+            "print(repr([str(m.message) for m in w]))\n")
+    out = [subprocess.run([sys.executable, "-c", code.format(lib)], capture_output=True,
+                          text=True, check=True).stdout for lib in ("torch", "nbgrad")]
+    internal = (" (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/"
+                "engine.cpp:1307.)")
+    assert out[1] == out[0].replace(internal, "")
+    assert out[1].count("Using backward() with create_graph=True") == 1
+
+
+@pytest.mark.parametrize("cg", [False, True])
+def test_retain_grad_accumulation(cg):
+    def f(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(2):
+                (y * y).sum().backward(create_graph=cg, retain_graph=True)
+                g = y.grad
+                out.append((g.tolist(), g._version, None if g.grad_fn is None else
+                            type(g.grad_fn).__name__))
+        return out
+    same_outcome(f)
+
+
+# ================================================================================================
+# 6. gradients built under create_graph carry PyTorch's nodes (TanhBackwardBackward0, ...)
+# ================================================================================================
+DOUBLE = {
+    "tanh": lambda T, F, x: x.tanh(),
+    "sigmoid": lambda T, F, x: x.sigmoid(),
+    "relu": lambda T, F, x: x.relu() * x,
+    "gelu": lambda T, F, x: F.gelu(x),
+    "gelu_tanh": lambda T, F, x: F.gelu(x, approximate="tanh"),
+    "elu": lambda T, F, x: F.elu(x),
+    "leaky_relu": lambda T, F, x: F.leaky_relu(x, 0.1) * x,
+    "softplus": lambda T, F, x: F.softplus(x),
+    "hardtanh": lambda T, F, x: F.hardtanh(x) * x,
+    "hardswish": lambda T, F, x: F.hardswish(x),
+    "logsigmoid": lambda T, F, x: F.logsigmoid(x),
+    "softmax": lambda T, F, x: x.softmax(0) * x,
+    "log_softmax": lambda T, F, x: x.log_softmax(0) * x,
+    "exp": lambda T, F, x: x.exp(),  # composite formulas stay composite: MulBackward0
+    "chain": lambda T, F, x: (x.tanh() * 2).sigmoid().tanh() + F.gelu(x).relu(),
+}
+
+
+def _graph(fn, depth=3):
+    if fn is None or depth == 0:
+        return None if fn is None else type(fn).__name__
+    return (type(fn).__name__, tuple(_graph(f, depth - 1) for f, _ in fn.next_functions))
+
+
+@pytest.mark.parametrize("name", list(DOUBLE))
+def test_create_graph_node_names_and_higher_derivatives(name):
+    def f(T):
+        F = T.nn.functional
+        x = T.tensor([0.3, -1.2, 2.5, -0.4], dtype=T.float64, requires_grad=True)
+        y = DOUBLE[name](T, F, x).sum()
+        g, = T.autograd.grad(y, x, create_graph=True)
+        h, = T.autograd.grad((g * g).sum(), x, create_graph=True)
+        t3, = T.autograd.grad(h.sum(), x)
+        # (the second order's nodes differ: PyTorch's tanh_backward has derivative formulas of
+        # its own, nbgrad differentiates the formula's ops; the values agree)
+        return [_graph(g.grad_fn)] + \
+            [np.round(t.tolist(), 9).tolist() for t in (g, h, t3)]
+    same_outcome(f)
+
+
+def test_create_graph_double_node_saved_and_second_backward():
+    def f(T):
+        x = T.tensor([0.3, -1.2], dtype=T.float64, requires_grad=True)
+        y = x.tanh()
+        g, = T.autograd.grad(y.sum(), x, create_graph=True)
+        node = g.grad_fn
+        out = [node.name(), np.round(node._saved_grad_output.tolist(), 9).tolist()]
+        (g.sum() * 2).backward()
+        out.append(np.round(x.grad.tolist(), 9).tolist())
+        out.append(_outcome(lambda T: g.sum().backward(), T)[0])  # freed: a second one fails
+        return out
+    same_outcome(f)

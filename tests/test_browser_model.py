@@ -30,8 +30,11 @@ CELLS = (
     "loss = loss_fn(model(x), y)",
     "for step in range(8):\n    opt.zero_grad()\n    loss = loss_fn(model(x), y)\n"
     "    loss.backward()\n    opt.step()",
+    # twelve different branches (twelve copies of one would be drawn once: notebook/repeats)
     "w = nbgrad.ones(3, requires_grad=True)\n"
-    "wide = sum((w * float(i)).tanh() * float(i) for i in range(12))",
+    "fs = ['tanh', 'sigmoid', 'exp', 'sin', 'cos', 'relu', 'abs', 'neg', 'atan', 'erf', 'sqrt',\n"
+    "      'log1p']\n"
+    "wide = sum(getattr(w * float(i), f)() * float(i) for i, f in enumerate(fs))",
     "a = nbgrad.ones(3, requires_grad=True)\nb = a.sigmoid()\nb.mul_(2)",
 )
 

@@ -16,13 +16,8 @@ from test_ops import CASES, check_on_device
 
 # rows whose path still calls numpy on device data: {case name: the bug} (none left open)
 XFAIL = {}
-NN_XFAIL = {  # found by the double, not fixed yet (nbgrad/...: what still reaches numpy)
-    "conv_transpose2d": "ops/kernels.py conv2d forward picks xp from a host `x` on the "
-                        "transposed path, so the device weight is copied into a numpy buffer",
-    "conv_transpose1d": "ops/kernels.py conv2d forward: as conv_transpose2d",
-    "adaptive_max_pool2d": "nn/functional.py adaptive_max_pool2d: argmax indices gathered into a "
-                           "host `idx` array from device windows",
-}
+# nn rows found by the double, not fixed yet {case name: what still reaches numpy} (none left)
+NN_XFAIL = {}
 
 
 @pytest.fixture

@@ -187,16 +187,16 @@ def test_detached_layer_named_with_where_it_was_cut(nb):
     cells, _ = nb
     n = cells["detached_cls"].execution_count
     t = text(static(cells["detached_run"]))
-    # detached after a function (relu) of its output: where it was cut, not how
-    assert ("net.fc1.weight, net.fc1.bias got no gradient: its output was cut from the graph "
-            "(a .detach(), .data or a numpy round trip) before net.fc2 (Linear) used it at "
-            f"cell [{n}] line 8") in t
+    # detached after a function (relu) of its output: the line of the .detach() (the core
+    # records where a graph was cut)
+    assert ("net.fc1.weight, net.fc1.bias got no gradient: its output was detached at "
+            f"cell [{n}] line 7, before net.fc2 (Linear) used it") in t
     assert "net.fc2.weight" in t  # fc2 did get its gradient: a row, no note
     assert "net.fc2.weight, " not in t
     n = cells["detached_top"].execution_count
     t = text(static(cells["detached_top"]))
-    assert ("model.0.weight, model.0.bias got no gradient: its output was detached (.detach() or "
-            f".data) before model.1 (ReLU) used it at cell [{n}] line 2") in t
+    assert ("model.0.weight, model.0.bias got no gradient: its output was detached at "
+            f"cell [{n}] line 1, before model.1 (ReLU) used it") in t
 
 
 def test_nan_named_with_its_first_op(nb):
@@ -274,8 +274,10 @@ def test_training_loop_cell_gets_one_summary_panel(nb):
         "history (list) keeps 12 graphs alive" in text(train)
     # the last step's graph, its modules folded
     assert {"model.0", "model.1", "model.2"} <= set(st["folded"])
-    assert 'class="cluster"' not in st["tabs"]["Graph"]
+    assert "<title>cluster_model" not in st["tabs"]["Graph"]  # (boxes, not module clusters)
     assert ">model.0 (Linear)<" in st["tabs"]["Graph"]
+    # the 12 steps' graphs kept in `history`: one step drawn, in a cluster with the count
+    assert ">12 x l = mse(model(x), y)<" in st["tabs"]["Graph"]
 
 
 def test_graphs_kept_alive_by_a_list_named_in_memory(nb):
@@ -348,3 +350,72 @@ def test_a_module_folds_to_one_box_and_the_widget_redraws():
 
     assert not m._global_forward_pre_hooks and not m._global_forward_hooks
     assert all(not (p._hooks or []) for p in net.parameters())
+
+
+@pytest.mark.parametrize("order, note", [
+    ("zero_grad first", False),  # the usual loop: no gradient is left at the second step
+    ("zero_grad after the forward", False),  # gradients still there at the second forward
+    ("no zero_grad", True),
+])
+def test_accumulation_is_noted_whatever_the_loop_order(order, note):
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        nbgrad.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1))
+        mse = nn.MSELoss()
+        opt = nbgrad.optim.SGD(net.parameters(), lr=0.01)
+        x, y = nbgrad.randn(8, 4), nbgrad.randn(8, 1)
+        tracker.reset_cell()
+        for _ in range(6):
+            if order == "zero_grad first":
+                opt.zero_grad()
+            loss = mse(net(x), y)
+            if order == "zero_grad after the forward":
+                opt.zero_grad()
+            loss.backward()
+            opt.step()
+        rep = model_report.report(tracker, {"net": net, "mse": mse})
+        assert rep.steps == 6 and len(rep.losses) == 6
+        accumulated = [n for n in rep.notes if "accumulated from" in n]
+        assert bool(accumulated) == note, rep.notes
+        if note:  # the second step's backward summed into the first's .grad
+            assert "net.0.weight.grad" in accumulated[0]
+    finally:
+        tracker.uninstall()
+
+
+def test_a_container_of_released_graphs_is_walked_once(monkeypatch):
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import adapter, model_report
+
+    net, mse = nn.Linear(4, 1), nn.MSELoss()
+    x, y = nbgrad.randn(8, 4), nbgrad.randn(8, 1)
+    history = []
+    for _ in range(5):
+        loss = mse(net(x), y)
+        loss.backward()  # its saved tensors are released
+        history.append(loss)
+    held = [mse(net(x), y) for _ in range(2)]  # saved tensors still held
+    ns = {"history": history, "held": held}
+    walked = []
+    real = adapter.saved_tensors
+    monkeypatch.setattr(adapter, "saved_tensors", lambda node: walked.append(node) or real(node))
+    cache: dict = {}
+    first = model_report.kept_alive(ns, cache=cache)
+    assert [r[:2] for r in first] == [("history", 5), ("held", 2)]
+    assert first == model_report.kept_alive(ns)  # the same figures as without the cache
+    walked.clear()
+    assert model_report.kept_alive(ns, cache=cache) == first
+    # only the unreleased graphs were walked again, not the history's
+    assert walked and not {id(n) for n in walked} & {id(h.grad_fn) for h in history}
+    n_held = len(walked)
+    walked.clear()
+    history.append(mse(net(x), y))  # a new graph, not released: walked again, counted
+    again = model_report.kept_alive(ns, cache=cache)
+    assert again[0][1] == 6 and again[0][2] > first[0][2] and len(walked) > n_held

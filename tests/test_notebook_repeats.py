@@ -133,3 +133,72 @@ def test_in_a_real_kernel_the_panel_folds_the_loop():
         assert svg.count(">MulBackward0<") == 2
     else:
         assert want in html.unescape(h)
+
+
+def test_an_unrolled_rnn_is_one_step_with_its_layers_as_boxes():
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        rnn_in, rnn_h = nn.Linear(3, 5), nn.Linear(5, 5)
+        x = nbgrad.randn(2, 8, 3)
+        h = nbgrad.zeros(2, 5)
+        for row in range(8):
+            h = nbgrad.tanh(rnn_in(x[:, row]) + rnn_h(h))
+        snap = nbi.snapshot([("h", h)])
+        snap.model = model_report.with_graph(None, tracker, {"rnn_in": rnn_in, "rnn_h": rnn_h,
+                                                             "h": h}, snap)
+    finally:
+        tracker.uninstall()
+    (r,) = snap.repeats
+    assert r.count == 8 and r.label == "h = nbgrad.tanh(rnn_in(x[:, row]) + rnn_h(h))"
+    dot = render.to_dot(snap, folded=[])  # modules inside the folded loop: boxes all the same
+    assert dot.count('label="rnn_in (Linear)') == 1 and dot.count("shape=box3d") == 2
+    assert dot.count('label="TanhBackward0') == 1 and dot.count('label="AddmmBackward0') == 0
+    cluster = next(line for line in dot.splitlines() if "8 x h = " in line)
+    assert '"m_rnn_in"' in cluster and '"m_rnn_h"' in cluster  # the boxes are in the loop's box
+    full = render.to_dot(snap, folded=[], expanded=[r.key])  # expanded: every step, clusters
+    assert full.count('label="AddmmBackward0') == 16 and "shape=box3d" not in full
+
+
+def test_an_expansion_too_big_to_sync_is_the_text_tree():
+    from nbgrad.notebook import widgets
+
+    x, total = _loop(n=300)
+    snap = nbi.snapshot([("total", total), ("x", x)], max_nodes=1200)
+    key = snap.repeats[0].key
+    panel = widgets.NbgradPanel(snap, None, dot=render.to_dot(snap), layout_fn=lambda d, s: None)
+    try:
+        panel.expanded = [key]
+        assert len(render.to_dot(snap, expanded=[key])) > widgets.MAX_DOT_ASKED
+        assert panel.dot == "" and "AddBackward0" in panel.tabs["Graph"]  # (the tree)
+        panel.expanded = []
+        assert 0 < len(panel.dot) < widgets.MAX_DOT
+    finally:
+        panel.close()
+
+
+def test_a_module_box_inside_a_folded_loop_says_how_to_open_it():
+    import json
+
+    from nbgrad import nn
+    from nbgrad.notebook import model_hooks, model_report, widgets
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        cell = nn.Linear(5, 5)
+        h = nbgrad.zeros(2, 5)
+        for _ in range(6):
+            h = cell(h).tanh()
+        snap = nbi.snapshot([("h", h)])
+        snap.model = model_report.with_graph(None, tracker, {"cell": cell, "h": h}, snap)
+    finally:
+        tracker.uninstall()
+    data = json.loads(widgets.graph_json(snap))
+    assert data["nodes"]["m_cell"]["details"] == [
+        "4 ops of one copy of 6: click the loop's title to draw every copy"]

@@ -13,6 +13,7 @@ text, the panel's prediction before backward, ...).
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -320,6 +321,10 @@ def test_06_model(executed):
     bug = [c for c in code_cells(nb) if "raises-exception" in c.metadata.get("tags", [])][0]
     assert "which is output 0 of Sigmoid" in text_of(bug) and "relu_" in text_of(bug)
     assert "backward OK" in t
+    # the RNN over the image rows: one step drawn, with the count and the line that built it
+    (p,) = panels(cell_with(nb, "for row in range(8)"))
+    assert "8 x h = torch.tanh(rnn_in(xb[:, 0, row]) + rnn_h(h))" in html.unescape(
+        p.data["text/html"])
 
 
 def test_07_debugging(executed):
@@ -356,6 +361,8 @@ def test_07_debugging(executed):
     nan = note("torch.log(probs)")
     assert "NaN" in nan and "LogBackward0" in nan and "cell [" in nan
     assert "train mode" in note("BUG: still in training mode")
+    # its 60-step loop (F.cross_entropy, no loss module) gets a loss curve
+    assert "<b>loss</b>" in note("BUG: still in training mode")
     acc = note("BUG: no opt.zero_grad()")
     assert "model.0.weight.grad" in acc and "accumulated from 3 backward calls" in acc
     bc = note("BUG: (64, 1) against (64,)")

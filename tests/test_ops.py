@@ -1058,7 +1058,8 @@ def _all_cases():
     (test_ops_ext.py), the nn rows' (test_nn_rows.py) and the random rows' (test_random.py)."""
     import test_nn_rows
     import test_ops_ext
-    for case in CASES + test_ops_ext.CASES:
+    import test_real_programs
+    for case in CASES + test_ops_ext.CASES + test_real_programs.CASES:
         yield case.name, lambda case=case: case.f(nbgrad, *_inputs(case)[0])
     for name, fn, arrays, grad, *_ in test_nn_rows.CASES:
         yield name, lambda fn=fn, arrays=arrays, grad=grad: test_nn_rows.both(fn, arrays,

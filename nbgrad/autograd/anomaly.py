@@ -25,8 +25,8 @@ def is_anomaly_enabled() -> bool:
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    """True when anomaly detection also checks gradients for NaN (torch.is_anomaly_check_nan_enabled;
-    True by default, even while anomaly detection is off)."""
+    """True when anomaly detection also checks gradients for NaN
+    (torch.is_anomaly_check_nan_enabled; True by default, even while detection is off)."""
     return STATE.check_nan
 
 
@@ -77,15 +77,25 @@ class detect_anomaly:
         return False
 
 
+_RUNNING = [None]  # the node whose backward is running (nodes it makes under create_graph)
+_PARENTS = weakref.WeakKeyDictionary()  # node made in a backward -> the node that ran it
+
+
 def record(node):
-    """Called for each new node while anomaly mode is on: keep the user's part of the stack."""
+    """Called for each new node while anomaly mode is on: keep the user's part of the stack,
+    and, for a node made by a backward under create_graph, the node whose backward made it."""
     from ..provenance import _PKG
     frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PKG)]
     _TRACES[node] = "".join(traceback.format_list(frames))
+    if _RUNNING[0] is not None:
+        _PARENTS[node] = _RUNNING[0]
 
 
 def run_node(node, gs, create_graph, check_nan):
-    """Run one node's backward; on failure, show where its forward ran (and check for NaN)."""
+    """Run one node's backward; on failure, show where its forward ran (and check for NaN),
+    then, as PyTorch, where the forward of each node whose backward made it ran."""
+    prev = _RUNNING[0]
+    _RUNNING[0] = node
     try:
         out = node._backward(gs, create_graph)
         if check_nan:
@@ -95,7 +105,17 @@ def run_node(node, gs, create_graph, check_nan):
         if tb is not None:
             warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
                           f"the error:\n{tb}", UserWarning, stacklevel=2)
+            parent = _PARENTS.get(node)
+            while parent is not None:
+                tb = _TRACES.get(parent)
+                if tb is not None:
+                    warnings.warn(f"\n\nPrevious calculation was induced by {parent.name()}. "
+                                  "Traceback of forward call that induced the previous "
+                                  f"calculation:\n{tb}", UserWarning, stacklevel=2)
+                parent = _PARENTS.get(parent)
         raise
+    finally:
+        _RUNNING[0] = prev
     return out
 
 

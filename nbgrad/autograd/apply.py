@@ -21,7 +21,7 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import _SUFFIX, Node, SavedTensor, backward_twice_error
+from .graph import _SAVED_HOOKS, _SUFFIX, Node, SavedTensor, saved_arg, backward_twice_error
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -259,21 +259,22 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 
 def _save(row, plan, src, args, outs, ctx):
-    sources = row.sources
-    saved = [None] * len(sources)
-    for j in plan:
-        kind, k = sources[j]
+    saved = [None] * len(row.sources)
+    if _SAVED_HOOKS:  # pack in PyTorch's order: saved inputs by name, then outputs
+        plan = sorted(plan, key=lambda p: (p[1] == 1, p[3]))
+    for j, kind, k, name in plan:
         if kind == 0:
             x = src[k]
             # a Python number PyTorch would wrap as a tensor is kept as is: OpNode._release
             # turns it into FREED
-            saved[j] = SavedTensor(row.names[j], x) if isinstance(x, Tensor) else x
+            saved[j] = SavedTensor(name, x) if isinstance(x, Tensor) else x
         elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
-            saved[j] = SavedTensor(row.names[j], outs[k], True)
+            saved[j] = SavedTensor(name, outs[k], True)
         elif kind == 2:
-            # an index or mask array is a tensor PyTorch saves: OpNode._release frees it
-            saved[j] = args[k]
+            # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
+            # under saved_tensors_hooks it is packed, as PyTorch packs it)
+            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k])
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:
@@ -540,7 +541,7 @@ def _apply_inplace(row, inputs, args, op_name):
         if mask:
             edges = tuple([_edge(x) for x in inputs])
             plan = row.plan(mask)
-            if any(row.sources[j] == (0, 0) for j in plan):  # backward needs the old value
+            if any(e[1:3] == (0, 0) for e in plan):  # backward needs the old value
                 old = t._data.copy()
                 self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
                     edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
@@ -555,7 +556,9 @@ def _apply_inplace(row, inputs, args, op_name):
                 same = row.name == "copy" and _same_data(d, x._data)
                 if not same:
                     _check_overlap(d, x._data)
-    arrays = [d] + [x._data if isinstance(x, Tensor) else x for x in others]
+    arrays = [d]
+    for x in others:
+        arrays.append(x._data if isinstance(x, Tensor) else x)
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
     try:
@@ -591,13 +594,18 @@ def _write(t, d, res, row_name):
     overlap = 0 in strides and _overlapping(d.shape, strides)
     if overlap and row_name not in _UNCHECKED_WRITE:
         _write_overlap_error()
-    if not getattr(d.flags, "writeable", True):
-        d = backend.as_strided(t._storage._root, *_geom(t))
     if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
+        if not getattr(d.flags, "writeable", True):
+            d = backend.as_strided(t._storage._root, *_geom(t))
         changed = ~((res == d) | ((res != res) & (d != d)))
         d[changed] = res[changed]
-    else:
+        return
+    try:
         d[...] = res
+    except ValueError:
+        if getattr(d.flags, "writeable", True):
+            raise
+        backend.as_strided(t._storage._root, *_geom(t))[...] = res
 
 
 def _overlapping(shape, strides):
@@ -710,47 +718,3 @@ class CopySlices(Node):
         where = np.full(int(base.max()) + 1 if base.size else 1, -1, np.int64)
         where[base] = np.arange(base.size)
         return where[positions(self._view_geom).reshape(-1)]
-
-
-
-
-# ------------------------------------------------------------------------------------------------
-# The M1 entry points, kept so that branches written against the M1 layout merge without
-# breaking; each is one call of `apply`. Delete once those branches are merged and moved.
-# ------------------------------------------------------------------------------------------------
-def _unary(row, x, *args):
-    return apply(row, (x,), args)
-
-
-def _binary(row, a, b, args=()):
-    return apply(row, (a, b), args)
-
-
-def binary_op(row, args=()):
-    return lambda a, b: apply(row, (a, b), args)
-
-
-def _view_op(row, x, args=(), out=None):
-    return apply(row, (x,), args)
-
-
-def _multi_view_op(row, x, outs, args):
-    return apply(row, (x,), args)
-
-
-def _inplace(row, t, others, args, op_name, broadcast_meta=False):
-    __tracebackhide__ = True
-    return apply(row, (t,) + tuple(others), args, inplace=op_name)
-
-
-def _apply(row, inputs, args=(), out=None, meta_inputs=False):
-    """M1's general path, which could take a forward computed by the caller (`out`)."""
-    if out is None:
-        return apply(row, inputs, args)
-    r = _fresh(_arr(out))
-    if _GRAD.enabled:
-        mask = _mask(inputs)
-        if mask:
-            _record(row, (r,), inputs, args, mask, _meta_for(inputs, out) if meta_inputs
-                    else None)
-    return r

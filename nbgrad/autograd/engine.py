@@ -7,11 +7,15 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 from . import anomaly
 from heapq import heappop, heappush
+from sys import getrefcount as _getrefcount
+
+import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 
+_ND = np.ndarray
 # Callbacks `cb(outputs, api)` told of each backward / autograd.grad call before it runs
 # (`outputs`: the root tensors; `api`: "backward" or "grad"). Empty unless a tool (the notebook
 # panel) observes: then one list check per call.
@@ -147,6 +151,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             heappush(ready, (-node._seq, node))
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
+    versions = captured[:]
+    bumps = {}  # node -> in-place additions into its gradient buffer (its version)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
     anomaly_on = anomaly.STATE.enabled
@@ -169,11 +175,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             node.variable._hooks and (node, 0) in captures:
                         # a captured leaf's tensor hooks run before its gradient is taken
                         gs = _run_tensor_hooks(node.variable._hooks, gs)
-                    _capture(captures, captured, node, gs)
+                    _capture(captures, captured, node, gs, versions, bumps)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:
                         if accumulate:
                             node._backward(gs, create_graph)
+                            if bumps and node in bumps:  # .grad took the buffer: its version
+                                _set_version(node.variable._grad, gs, bumps[node])
                     else:
                         if anomaly_on:
                             out = anomaly.run_node(node, gs, create_graph, check_nan)
@@ -181,9 +189,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             out = node._backward(gs, create_graph)
                         if hooks is not None and hooks.post:
                             out = _run_posthooks(node, out, gs)
-                if release and node._saved is not None:
-                    node._release()
+                    if release and node._saved is not None:  # (a node that did not run keeps
+                        node._release()                      # them, as PyTorch's)
             single = None  # the one node this one made ready, while the heap is empty
+            gi = None
             for (c, nr), gi in zip(node._next, out) if out is not None else \
                     ((e, None) for e in node._next):
                 if c is None:
@@ -191,7 +200,21 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if gi is not None:
                     if c._n_out == 1:
                         old = get(c)
-                        buffers[c] = gi if old is None else old + gi
+                        if old is None:
+                            buffers[c] = gi
+                        elif type(old) is _ND and type(gi) is _ND and old.base is None and \
+                                old.dtype is gi.dtype and old.shape == gi.shape and \
+                                (_getrefcount(old) == 3 or _getrefcount(old) == 3 + sum(
+                                    o is old for o in out)) and old.flags.writeable:
+                            # PyTorch adds into a buffer only it holds, in place (the dict,
+                            # `old`, getrefcount's argument, and this node's outputs): the
+                            # gradient's _version counts these additions
+                            old += gi
+                            bumps[c] = bumps.get(c, 0) + 1
+                        else:
+                            buffers[c] = old + gi
+                            if bumps:
+                                bumps.pop(c, None)
                     else:
                         _accumulate(buffers, c, nr, gi)
                 d = deps[c] - 1
@@ -204,6 +227,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             heappush(ready, (-single._seq, single))
                             single = None
                         heappush(ready, (-c._seq, c))
+            # drop this node's references to the gradients it passed on: AccumulateGrad keeps
+            # a gradient array as .grad without a copy only when nothing else holds it
+            out = gi = gs = old = None
             node = single if single is not None else heappop(ready)[1] if ready else None
     finally:
         STATE.enabled = prev
@@ -212,10 +238,16 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if inputs is None:
         return None
     result = []
+    made = {}  # one Tensor per captured array: the same input twice gets the same object
     for k, t in enumerate(inputs):
         g = captured[k]
         if g is not None and not isinstance(g, _tm.Tensor):
-            g = _tm.Tensor._make_fresh(as_array(g))
+            arr = g
+            g = made.get(id(arr))
+            if g is None:
+                g = made[id(arr)] = _tm.Tensor._make_fresh(as_array(arr))
+                if versions[k]:
+                    g._storage.version = versions[k]
         if g is None and not allow_unused:
             raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been "
                                "used in the graph. Set allow_unused=True if this is the desired "
@@ -224,8 +256,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     return result
 
 
-def _capture(captures, captured, node, gs):
-    """autograd.grad: keep the gradients arriving at the requested inputs' edges."""
+def _set_version(t, arr, version):
+    """The version of `.grad` when it is the engine's buffer `arr` itself (not a copy)."""
+    if t is not None and t._data is arr:
+        t._storage.version = version
+
+
+def _capture(captures, captured, node, gs, versions, bumps):
+    """autograd.grad: keep the gradients arriving at the requested inputs' edges (and their
+    version: the in-place additions into the buffer)."""
     multi = node._n_out > 1
     for nr in range(node._n_out):
         ks = captures.get((node, nr))
@@ -233,6 +272,7 @@ def _capture(captures, captured, node, gs):
             gk = gs[nr] if multi else gs
             for k in ks:
                 captured[k] = gk
+                versions[k] = bumps.get(node, 0) if bumps else 0
 
 
 def _needed(deps, targets):
@@ -255,8 +295,8 @@ def _needed(deps, targets):
             else:
                 stack.pop()
                 order.append(n)
-    for n in order:  # post-order: children first
-        if n in targets or any(c in needed for c, _ in n._next if c is not None):
+    for n in order:  # post-order: children first; a capture target itself need not run
+        if any(c in needed or c in targets for c, _ in n._next if c is not None):
             needed.add(n)
     return needed
 

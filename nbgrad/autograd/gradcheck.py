@@ -9,6 +9,9 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x):
+    """A tuple of the inputs: a tuple as it is, a list as a tuple, one tensor alone (as torch)."""
+    if isinstance(x, list):
+        return tuple(x)
     return x if isinstance(x, tuple) else (x,)
 
 

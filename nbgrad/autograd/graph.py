@@ -13,7 +13,9 @@ import re
 import sys
 import weakref
 
-from ..backend import as_array
+import numpy as np
+
+from ..backend import as_array, get_array_module
 from .. import provenance
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
@@ -32,6 +34,7 @@ _HINT_ANOMALY = ("Hint: the backtrace further above shows the operation that fai
                  "gradient. The variable in question was changed in there or anywhere later. Good "
                  "luck!")
 _getrefcount = sys.getrefcount
+_ND = np.ndarray
 _getframe = sys._getframe
 _PROV = provenance.ENABLED
 _LIB = provenance.LIB_FILES
@@ -352,8 +355,70 @@ _REGISTER_FREED = (
     "access saved variables after calling backward.")
 _PACKED_NONE = object()  # a pack hook returned None (a valid packed value)
 _ACC_SEQ = 1 << 62  # above every other node's sequence number, still unique
-RELEASABLE = (SavedTensor, Ctx)  # what Node._release frees
-UNPACKED = (SavedTensor, _Freed)  # what a node unpacks before its formulas run
+
+
+def _is_array(x):
+    return isinstance(x, _ND) or hasattr(x, "__cuda_array_interface__")
+
+
+class SavedArray:
+    """An index or mask array (or a tuple holding some) that a node keeps while
+    saved_tensors_hooks are on: PyTorch saves these as tensors, so each goes through the pack
+    hook when saved and the unpack hook in backward (plain arrays otherwise)."""
+
+    __slots__ = ("name", "value", "_unpack_hook")
+
+    def __init__(self, name, value, pack_hook, unpack_hook):
+        self.name = name
+        self._unpack_hook = unpack_hook
+        prev = _set_grad(False)
+        try:
+            if type(value) is tuple:
+                self.value = tuple(_Packed(pack_hook(_tm.Tensor._make_fresh(v)))
+                                   if _is_array(v) else v for v in value)
+            else:
+                self.value = _Packed(pack_hook(_tm.Tensor._make_fresh(value)))
+        finally:
+            _restore_grad(prev)
+
+    def release(self):
+        self.value = None
+
+    def unpack(self, node=None, as_tensor=False):
+        """The arrays, each from the unpack hook (formulas index with arrays, also under
+        create_graph)."""
+        value = self.value
+        if value is None:
+            raise backward_twice_error()
+        if type(value) is tuple:
+            return tuple(self._array(v) if type(v) is _Packed else v for v in value)
+        return self._array(value)
+
+    def _array(self, p):
+        t = self._unpack_hook(p.packed)
+        if not isinstance(t, _tm.Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        return t._data
+
+
+class _Packed:
+    __slots__ = ("packed",)
+
+    def __init__(self, packed):
+        self.packed = packed
+
+
+def saved_arg(name, value):
+    """What a node keeps of an argument while saved_tensors_hooks are on: a SavedArray for an
+    index or mask array (or a tuple holding one), the value itself otherwise."""
+    if _is_array(value) or (type(value) is tuple and any(_is_array(v) for v in value)):
+        return SavedArray(name, value, *_SAVED_HOOKS[-1])
+    return value
+
+
+RELEASABLE = (SavedTensor, Ctx, SavedArray)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed, SavedArray)  # what a node unpacks before its formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -521,38 +586,56 @@ class AccumulateGrad(Node):
         var = self.variable
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
-        if not var._requires_grad:  # (detach_ or requires_grad_(False) since: PyTorch skips)
-            return ()
         hooks = var._hooks
         if hooks:
             g = _run_tensor_hooks(hooks, g)
-        if g is None:
+        if g is None or not var._requires_grad:  # (turned off since: its hooks ran, no .grad)
             return ()
         if not isinstance(g, _tm.Tensor):
             g = as_array(g)
-        old = var._grad
-        if old is None:
-            if isinstance(g, _tm.Tensor):
-                # create_graph: PyTorch copies it into a new dense tensor (CopyBackwards,
-                # version 1), never keeping a gradient that may be an expand of shared memory
-                var._grad = g.new_empty(tuple(g.shape)).copy_(g) if create_graph else g.detach()
-            else:
-                # a grad may be shared (AddBackward0 hands one array to both inputs), and later
-                # accumulations add into .grad in place: keep the array only when nothing else
-                # holds it (engine local + parameter + getrefcount's own), as PyTorch does
-                if g.base is None and _getrefcount(g) <= 3 and g.flags.writeable:
-                    var._grad = _tm.Tensor._make_fresh(g)
-                else:
-                    var._grad = _tm.Tensor._make_fresh(g.copy())
-        elif create_graph:
-            var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
-        else:
-            gd = g._data if isinstance(g, _tm.Tensor) else g
-            if old._grad_fn is None and not old._requires_grad:
-                old._data += gd   # in place, as torch does when the grad is not part of a graph
-            else:
-                var._grad = _tm.Tensor._make_fresh(old._data + gd)
+        accumulate_into(var, g, create_graph)
         return ()
+
+
+def accumulate_into(var, g, create_graph):
+    """Add gradient `g` (array or Tensor) into `var.grad` as PyTorch's AccumulateGrad does: the
+    first one is taken as is when nothing else holds it (else copied: version 1), or under
+    create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in place
+    (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
+    old = var._grad
+    if old is None:
+        if create_graph:
+            var._grad = _copy_in_grad_mode(g)
+        elif isinstance(g, _tm.Tensor):
+            var._grad = g.detach()
+        # a grad may be shared (AddBackward0 hands one array to both inputs), and later
+        # accumulations add into .grad in place: keep the array only when nothing else holds it
+        # (the engine's local, AccumulateGrad's and our parameter, getrefcount's own), as PyTorch
+        elif g.base is None and _getrefcount(g) <= 4 and g.flags.writeable:
+            var._grad = _tm.Tensor._make_fresh(g)
+        else:  # PyTorch copies into a new tensor (empty, then copy_: version 1)
+            var._grad = _tm.Tensor._make_fresh(g.copy())
+            var._grad._storage.version = 1
+    elif create_graph:
+        var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
+    else:
+        gd = g._data if isinstance(g, _tm.Tensor) else g
+        od = old._data
+        if od.flags.writeable if type(od) is _ND else True:
+            od += gd  # in place, as PyTorch (under no_grad, so a grad with grad_fn keeps it)
+            old._storage.version += 1
+        else:
+            var._grad = _tm.Tensor._make_fresh(od + gd)
+
+
+def _copy_in_grad_mode(g):
+    """The first gradient accumulated under create_graph, as PyTorch makes it: a new tensor
+    written by copy_ (version 1; CopyBackwards when the gradient requires grad)."""
+    if not isinstance(g, _tm.Tensor):
+        g = _tm.Tensor._make_fresh(g)
+    d = g._data
+    new = _tm.Tensor._make_fresh(get_array_module(d).empty_like(d))
+    return new.copy_(g)
 
 
 def _check_same_meta(name, a, b):

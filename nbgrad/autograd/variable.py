@@ -49,7 +49,8 @@ def retain_grad(self):
         # gradient of the current version only (PyTorch)
         if t is not None and t._grad_fn is node():
             if t._grad is None:
-                t._grad = g if _GRAD.enabled else Tensor._make_fresh(g._data.copy())
+                # a clone, as PyTorch (CloneBackward0 under create_graph)
+                t._grad = g.clone() if _GRAD.enabled else Tensor._make_fresh(g._data.copy())
             else:
                 t._grad = t._grad + g
         return None

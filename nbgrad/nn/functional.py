@@ -78,6 +78,22 @@ def linear(input, weight, bias=None):
         Tensor: (*, out_features); with a bias, on 2-D or contiguous input, one
         ``AddmmBackward0`` node (N-d input viewed to 2-D and back), as torch.
     """
+    x, w = input._data, weight._data
+    if (x.ndim >= 2 and w.ndim == 2 and x.shape[-1] == w.shape[1] and x.dtype is w.dtype
+            and type(x) is type(w) and x.flags.c_contiguous
+            and (bias is None or (bias._data.shape == w.shape[:1] and bias._data.dtype is x.dtype
+                                  and type(bias._data) is type(x)))):
+        # the usual case, checked: torch's nodes (TBackward0, [ViewBackward0,] MmBackward0 /
+        # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]) applied directly
+        wt = apply(ROWS["t"], (weight,))
+        x2 = input if x.ndim == 2 else apply(ROWS["view"], (input,), ((x.size // x.shape[-1],
+                                                                       x.shape[-1]),))
+        if bias is None:
+            out = apply(ROWS["mm"], (x2, wt))
+            return out if x.ndim == 2 else apply(ROWS["unsafe_view"], (out,),
+                                                 (x.shape[:-1] + w.shape[:1],))
+        out = apply(ROWS["addmm"], (bias, x2, wt), (1, 1))
+        return out if x.ndim == 2 else apply(ROWS["view"], (out,), (x.shape[:-1] + w.shape[:1],))
     if bias is not None and input.ndim == 2:
         return nbgrad.addmm(bias, input, weight.t())
     if bias is not None and input.ndim > 2 and bias.ndim == 1 and input.is_contiguous():
@@ -570,10 +586,22 @@ def mse_loss(input, target, reduction="mean", weight=None):
     """
     _warn_target_size(input, target)
     _check_reduction(reduction, "mse_loss")
+    input, target = _promoted(input, target)
     if weight is not None:
         d = input - target
         return _reduce(d * d * weight, reduction, "mse_loss")
     return apply(ROWS["mse_loss"], (input, target), (reduction,))
+
+
+def _promoted(input, target):
+    """``input`` and ``target`` in their common dtype by PyTorch's promotion (a float32 output
+    against an int64 target computes in float32, as torch's loss kernels do, not numpy's
+    float64); tensors already of that dtype are returned as they are."""
+    if input.dtype is target.dtype:
+        return input, target
+    common = nbgrad.dtypes.from_np(nbgrad.dtypes.result_type(input._data, target._data))
+    return (input if input.dtype is common else input.to(common),
+            target if target.dtype is common else target.to(common))
 
 
 def l1_loss(input, target, reduction="mean"):
@@ -1083,6 +1111,20 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     Shapes: (N, D) and (N, D) (or broadcastable; (D,) unbatched) -> (N,).
     """
     return (x1 - x2 + eps).norm(p, dim=-1, keepdim=keepdim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim`` (mirrors ``F.normalize``; the graph is
+    PyTorch's: LinalgVectorNormBackward0, ClampMinBackward0, ExpandBackward0, DivBackward0).
+
+    Shapes: any (*); the norm is taken over ``dim`` and broadcast back. With ``out``, the result
+    is written there and nothing is recorded, as PyTorch's ``out=`` forms.
+    """
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    with nbgrad.no_grad():
+        return out.copy_(input / denom)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
@@ -1846,23 +1888,25 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     ho, wo = _out_sizes(output_size, (h, w))
     (hs, he), (ws, we) = _adaptive_windows(h, ho), _adaptive_windows(w, wo)
     lead = x.shape[:-2]
+    xp = backend.get_array_module(x)  # the input's module: indices stay on its device
     flat = x.reshape(-1, h, w)
-    idx = np.empty((flat.shape[0], ho, wo), np.int64)
+    idx = xp.empty((flat.shape[0], ho, wo), np.int64)
     for i in range(ho):
         for j in range(wo):
             win = flat[:, hs[i]:he[i], ws[j]:we[j]]
             k = win.reshape(len(flat), -1).argmax(1)
             kw_ = we[j] - ws[j]
             idx[:, i, j] = (hs[i] + k // kw_) * w + ws[j] + k % kw_
-    rows = np.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
+    rows = xp.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
     out_shape = lead + (ho, wo)
 
     def fwd(a):
         return a.reshape(-1)[rows].reshape(out_shape)
 
     def adj(g):
-        z = np.zeros(x.size, g.dtype)
-        np.add.at(z, rows.reshape(-1), g.reshape(-1))
+        m = backend.get_array_module(g)
+        z = m.zeros(x.size, g.dtype)
+        m.add.at(z, rows.reshape(-1), g.reshape(-1))
         return z.reshape(x.shape)
 
     out = _linear("adaptive_max_pool2d", input, fwd, adj)

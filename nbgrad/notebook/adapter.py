@@ -202,6 +202,30 @@ def capture_where(skip=()):
     return None if f is None else (f.f_code, f.f_lasti)
 
 
+def observe_backward(cb) -> None:
+    """Have ``cb(outputs, api)`` called before each ``backward`` (``api="backward"``) or
+    ``autograd.grad`` (``"grad"``) call, ``outputs`` being the tensors it starts from."""
+    from nbgrad.autograd import engine
+
+    if cb not in engine.BACKWARD_OBSERVERS:
+        engine.BACKWARD_OBSERVERS.append(cb)
+
+
+def unobserve_backward(cb) -> None:
+    from nbgrad.autograd import engine
+
+    while cb in engine.BACKWARD_OBSERVERS:
+        engine.BACKWARD_OBSERVERS.remove(cb)
+
+
+def cut_of(t):
+    """``(how, raw where)`` when ``t`` was made by cutting a graph (``"detach"``, ``"data"``,
+    ``"detach_"``, ``"from_numpy"``) while provenance was on, else None (:func:`location`
+    reads the place)."""
+    e = getattr(t, "_extra", None)
+    return getattr(e, "cut", None) if e is not None else None
+
+
 def leaf_variable(node):
     """The leaf tensor of an ``AccumulateGrad`` node, else None."""
     return getattr(node, "variable", None)

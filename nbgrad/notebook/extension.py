@@ -66,7 +66,7 @@ class NbgradExtension:
                 if not self.models.global_hooks:
                     from . import model_report
 
-                    self.models.watch(model_report.module_names(self.ip.user_ns, self._hidden())[2])
+                    self.models.watch(model_report.scan(self.ip.user_ns, self._hidden()).tops)
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
@@ -98,11 +98,12 @@ class NbgradExtension:
                                        skip=getattr(self.ip, "user_ns_hidden", ()))
         focus = self.tracker.update(named, error=autograd_err is not None,
                                     bumped=delta is None or delta[1] > 0)
-        rep = None
+        rep = scanned = None
         if self.models is not None:
             from . import model_report
 
-            rep = model_report.report(self.models, self.ip.user_ns, skip=self._hidden())
+            scanned = model_report.scan(self.ip.user_ns, self._hidden())
+            rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned)
             if not rep.has_news():
                 rep = None
         if not focus.relevant and rep is None:
@@ -115,7 +116,7 @@ class NbgradExtension:
             from . import model_report
 
             snap.model = model_report.with_graph(rep, self.models, self.ip.user_ns, snap,
-                                          skip=self._hidden())
+                                                 scanned=scanned, named=named)
         if snap.is_empty() and snap.model is None:
             return
         if delta is not None:
@@ -186,12 +187,13 @@ class NbgradExtension:
 
     def with_earlier(self, snap):
         """A snapshot of ``snap``'s named tensors and of the earlier graphs it folded to a line,
-        read now (a panel's "show" button); None when none of them is bound any more."""
+        read now (a panel's "show" button), the named leaves with them (drawn where a graph
+        reaches them); None when none of them is bound any more."""
         want = set(snap.earlier)
         want.update(n for t in snap.tensors if t.named for n in t.name.split(" = "))
         named = [(n, t) for n, t in _inspect.named_tensors(self.ip.user_ns, skip=self._hidden())
-                 if n in want]
-        if not named:
+                 if n in want or (A.grad_fn(t) is None and t.requires_grad)]  # (leaves: named)
+        if not any(n in want for n, _ in named):
             return None
         out = _inspect.snapshot(named, max_nodes=self.max_nodes, show_saved=self.show_saved)
         if snap.model is not None and self.models is not None:

@@ -123,9 +123,12 @@ class Tracker:
         """Name the old tensors whose grad_fn the drawn graph reaches (``y`` on the TanhBackward0
         node under ``z = y * 2``); the rest are the earlier graphs, folded to one line."""
         earlier = []
-        nodes = snap.nodes
+        drawn = {}  # id of a drawn grad_fn -> its node ("n<id>" keys: a few, not a string each)
+        for key, node in (snap.nodes or {}).items():
+            if key[:1] == "n" and key[1:].isdigit():
+                drawn[int(key[1:])] = node
         for name, fn_id in focus.unchanged:
-            node = nodes.get(f"n{fn_id}") if nodes else None
+            node = drawn.get(fn_id)
             if node is None:
                 earlier.append(name)
             elif name not in node.outputs:

@@ -58,7 +58,11 @@ class Call:
     grad_on: bool
     out_requires_grad: bool
     cell: int
-    cut: tuple | None = None  # (where raw, "shared" | "copy"): an input cut from a sibling's graph
+    # an input cut from a sibling's graph: (where raw, how, sure). how: "shared" / "copy" (seen
+    # from storages; where: this call) or "detach" / "data" / "detach_" / "from_numpy" (the cut
+    # recorded it; where: the cut); sure: the storages say so (else only the record does)
+    cut: tuple | None = None
+    out_cut: tuple | None = None  # (how, where raw): its output was cut inside its forward
 
 
 @dataclass
@@ -114,6 +118,7 @@ class ModelTracker:
         self.global_hooks = False
         self.cell = 0
         self.kept: dict = {}  # container name -> graphs it kept alive at the last report
+        self.kept_walks: dict = {}  # model_report.kept_alive's cache of walked containers
         self.reset_cell()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -123,6 +128,7 @@ class ModelTracker:
         self._grad_on = A.grad_enabled()
         self.global_hooks = hasattr(_module_api(), "register_module_forward_pre_hook")
         self._install_warnings()
+        A.observe_backward(self._on_backward)
         self._enable()
 
     def watch(self, modules) -> None:
@@ -169,6 +175,7 @@ class ModelTracker:
         self.mode_layers.clear()
         self.loss_hooks.clear()
         self._uninstall_warnings()
+        A.unobserve_backward(self._on_backward)
         self.params.clear()
         self.calls.clear()
 
@@ -185,6 +192,7 @@ class ModelTracker:
         self.last_sample = 0
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
         self.losses: list = []  # the loss of every step (loss modules' outputs)
+        self.backward_losses: list = []  # the scalar each backward call started from
         self.step_norms: list = []  # [(top-level call index, total squared grad norm)]
         self.notes: dict = {}  # key -> text, in order
         self.eval_forward: dict = {}  # id(model) -> (weakref, where): forward in eval, grad on
@@ -221,9 +229,13 @@ class ModelTracker:
                 if a.requires_grad or id(a) in parent.inputs:
                     continue
                 shared = _storage_ptr(a) in parent.child_outputs
+                rec = A.cut_of(a)  # where a .detach() / .data / from_numpy made it, if recorded
                 if shared or parent.depth > 0:  # the cell's own frame: only a shared storage
-                    frame.cut = (frame.where, "shared" if shared else "copy")
+                    frame.cut = ((rec[1], rec[0], True) if rec is not None else
+                                 (frame.where, "shared" if shared else "copy", True))
                     break
+                if rec is not None and rec[0] != "from_numpy" and frame.cut is None:
+                    frame.cut = (rec[1], rec[0], False)  # a detach somewhere: a weaker lead
         frame.depth = depth
         frame.calls_before = self.n_calls
         if depth == 1:
@@ -268,8 +280,10 @@ class ModelTracker:
             out = None
         out_rg = bool(out is not None and out.requires_grad)
         end = self._counter()
+        out_cut = A.cut_of(out) if out is not None and not out_rg and frame.grad_on else None
         self.calls.append(Call(frame.start, end, weakref.ref(module), type(module).__name__,
-                               frame.where, frame.grad_on, out_rg, self.cell, frame.cut))
+                               frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
+                               out_cut))
         self.n_calls += 1
         if out_rg:
             parent = self.frames[-1]
@@ -280,12 +294,25 @@ class ModelTracker:
             return
         if _is_loss(module) and id(module) not in self.loss_hooks:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
-            self._loss_hook(module, args, output)
+            if not self.global_hooks:  # (a global hook runs before the module's own hooks are
+                self._loss_hook(module, args, output)  # read: then the new one runs anyway)
         tpl = self.templates.get(id(module))
         if tpl is None or tpl[0] != end - frame.start:  # a new structure: remember it
             k = min(self.n_calls - frame.calls_before, len(self.calls))
             mine = [self.calls[-i] for i in range(k, 0, -1)]
             self.templates[id(module)] = _template(mine, frame.start, end, out)
+
+    def _on_backward(self, outputs, api) -> None:
+        """The engine's observer: before each ``backward()``, the scalar it starts from (a
+        functional loss, ``F.cross_entropy(...).backward()``, has no module to hook)."""
+        if api != "backward" or len(outputs) != 1 or len(self.backward_losses) >= MAX_STEPS:
+            return
+        try:
+            a = A.array(outputs[0])
+            if a.size == 1:
+                self.backward_losses.append(float(a.reshape(-1)[0]))
+        except Exception:  # noqa: BLE001 - the backward runs whatever happens here
+            pass
 
     def _loss_hook(self, module, args, output):
         """On each loss module seen, every call: its value (the Training tab's curve); a loss
@@ -293,7 +320,7 @@ class ModelTracker:
         if type(output) in _TENSOR_TYPES:
             a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
-                self.losses.append(float(a.reshape(-1)[0]))
+                self.losses.append(float(a.item()))
             if output.requires_grad:
                 self.loss_steps += 1
                 if not self.enabled:
@@ -316,8 +343,8 @@ class ModelTracker:
         is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
         if self.pending_ratio:
             self._ratios()
-        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into?
-            for ref in list(models.values()):
+        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
+            for ref in list(models.values()):  # a second point for each sparkline)
                 mod = ref()
                 if mod is not None:
                     self._arm(mod)
@@ -411,10 +438,10 @@ class ModelTracker:
             a = A.array(grad).reshape(-1)
             sq = float(a @ a) if a.dtype.kind == "f" else float((a * a).sum())
             st.norms.append(math.sqrt(sq) if sq == sq else float("nan"))
-            st.zeros = 1.0 - np.count_nonzero(a) / max(a.size, 1)
+            st.zeros = np.count_nonzero(a == 0) / max(a.size, 1)  # (-0.0 included)
             if not math.isfinite(sq):
                 st.nonfinite = True
-            old = A.grad(p)  # the hook runs before the new gradient is summed in
+            old = A.version_and_grad(p)[1]  # runs before the new gradient is summed in
             if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
                 st.accumulated, st.missed = 1, False
             else:
@@ -461,7 +488,8 @@ class ModelTracker:
             if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
                 continue
             w = A.array(p).reshape(-1)
-            d = w - st.prev.reshape(-1)
+            d = st.prev.reshape(-1)  # our own copy: the difference is made in it
+            d -= w
             dn = float(d @ d)
             if dn:  # the weights moved: an optimizer step
                 wn = float(w @ w)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from itertools import islice
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -71,16 +72,48 @@ class ModelReport:
         return bool(self.steps or self.notes)
 
 
-def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
-    """``({id(module): path}, {id(param): path}, [top-level modules])`` of the namespace."""
-    mods, params, tops = {}, {}, []
-    for name, v in list(ns.items()):
-        if name[:1] == "_" or name in skip:
+@dataclass
+class Scan:
+    """One pass over the namespace after a cell: what the model report reads from it."""
+
+    mods: dict = field(default_factory=dict)  # id(module) -> its path ("model.0")
+    params: dict = field(default_factory=dict)  # id(parameter) -> its path ("model.0.weight")
+    tops: list = field(default_factory=list)  # the top-level modules
+    containers: list = field(default_factory=list)  # [(name, list / tuple / dict / deque)]
+
+
+_CONTAINERS = (list, tuple, dict, deque)
+
+
+def scan(ns: dict, skip=()) -> Scan:
+    """The namespace's modules (with their submodules' and parameters' paths) and containers, in
+    one pass that judges each value by its type once per type (the cost per name is a dict
+    lookup: a session of thousands of names pays little for it)."""
+    out = Scan()
+    kinds: dict = {}  # type -> "module" | "container" | None
+    for _ in range(3):
+        try:
+            entries = list(ns.items())
+            break
+        except RuntimeError:  # another thread changed the namespace mid-copy
+            entries = []
+    for name, v in entries:
+        cls = type(v)
+        kind = kinds.get(cls, 0)
+        if kind == 0:
+            try:
+                kind = ("container" if cls in _CONTAINERS
+                        else "module" if A.is_module(v) else None)
+            except Exception:  # noqa: BLE001 - one odd object never silences the panel
+                kind = None
+            kinds[cls] = kind
+        if kind is None or type(name) is not str or name[:1] == "_" or name in skip:
+            continue
+        if kind == "container":
+            out.containers.append((name, v))
             continue
         try:
-            if not A.is_module(v):
-                continue
-            tops.append(v)
+            mods, params = {}, {}
             for i, (sub, m) in enumerate(v.named_modules()):
                 if i > 500:
                     break
@@ -91,19 +124,28 @@ def module_names(ns: dict, skip=()) -> tuple[dict, dict, list]:
                 params.setdefault(id(p), f"{name}.{pname}")
         except Exception:  # noqa: BLE001 - one odd object never silences the panel
             continue
-    return mods, params, tops
+        out.tops.append(v)
+        for k, path in mods.items():
+            out.mods.setdefault(k, path)
+        for k, path in params.items():
+            out.params.setdefault(k, path)
+    return out
 
 
-def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
+def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None) -> ModelReport:
     """What this cell did to the namespace's models: gradients after its backward calls and the
-    notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot."""
+    notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot. ``scanned``:
+    this cell's :func:`scan` of ``ns`` (made here when not given)."""
     rep = ModelReport()
-    mods, pnames, _tops = module_names(ns, skip)
+    scanned = scanned or scan(ns, skip)
+    mods, pnames = scanned.mods, scanned.params
     calls = tracker.recent_calls()
     counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
     rep.steps = max(counted if tracker.backward_seen else 0,
                     max((st.hits for st in tracker.params.values()), default=0))
-    rep.losses = list(tracker.losses)
+    # the values backward started from (what is optimised: a functional loss too), else the
+    # loss modules' outputs
+    rep.losses = list(tracker.backward_losses) or list(tracker.losses)
     rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
     rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
     backward_models = set()
@@ -133,17 +175,27 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
         grads = ", ".join(f"{x}.grad" for x in sorted(names))
         rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
                          "(fine if you meant to accumulate gradients)")
-    # parameters of a model that had a backward this cell but got no gradient
+    # parameters of a model that had a backward this cell but got no gradient, and of the other
+    # models trained this cell when a cut (a .detach() of their output) explains it
+    others = set()
+    if backward_models:
+        others = {mods[k].split(".", 1)[0] for k in tracker.trained if k in mods} - backward_models
     if backward_models:
         by_module = {}
-        for name, p in _named_params(ns, backward_models):
+        for name, p in _named_params(ns, backward_models | others):
             if p.requires_grad and id(p) in tracker.params and \
                     tracker.params[id(p)].hits == 0:
                 by_module.setdefault(name.rsplit(".", 1)[0], []).append(name)
         mod_of = {path: mid for mid, path in mods.items()}
         for path, names in by_module.items():
-            why = _why_no_grad(mod_of.get(path), calls, mods)
-            rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
+            why, cut = _why_no_grad(mod_of.get(path), calls, mods)
+            outer = path
+            while not cut and "." in outer:  # cut around it: in a module that holds it
+                outer = outer.rsplit(".", 1)[0]
+                why2, cut = _why_no_grad(mod_of.get(outer), calls, mods, who=outer)
+                why = why2 if cut else why
+            if cut or path.split(".", 1)[0] in backward_models:
+                rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
         m = mref() if mref is not None else None
         path = mods.get(id(m)) if m is not None else None
@@ -152,15 +204,18 @@ def report(tracker: ModelTracker, ns: dict, skip=()) -> ModelReport:
     return rep
 
 
-def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
-               skip=()) -> ModelReport | None:
+def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap, skip=(),
+               scanned: Scan | None = None, named=None) -> ModelReport | None:
     """``rep`` (or a new report) with the snapshot's module clusters, the origin of a NaN in a
-    tensor this cell made or changed, and the containers keeping graphs alive; None if empty."""
+    tensor this cell made or changed, and the containers keeping graphs alive; None if empty.
+    ``scanned`` (this cell's :func:`scan`) and ``named`` (its named tensors) are made here when
+    not given."""
     rep = rep or ModelReport()
-    rep.clusters = graph_clusters(tracker, ns, snap, skip)
+    scanned = scanned or scan(ns, skip)
+    rep.clusters = graph_clusters(tracker, ns, snap, skip, scanned)
     changed = {n for t in snap.tensors if t.named and t.version_delta != 0
                for n in t.name.split(" = ")}
-    rep.nan = nan_origin(ns, skip, only=changed)
+    rep.nan = nan_origin(ns, skip, only=changed, named=named)
     if rep.nan:
         n = rep.nan
         rep.notes.insert(0, f"{n['tensor']} has {n['kind']}: the first op that produced it is "
@@ -168,7 +223,7 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
                          + (f" ({n['source']})" if n["source"] else ""))
     if not any(n.startswith("a loss target") or "target broadcasts" in n for n in rep.notes):
         rep.notes += broadcast_losses(snap)
-    rep.kept_alive = kept_alive(ns, skip)
+    rep.kept_alive = kept_alive(ns, skip, scanned.containers, tracker.kept_walks)
     before, tracker.kept = tracker.kept, {k[0]: k[1] for k in rep.kept_alive}
     for name, graphs, nbytes, kind, _nodes in rep.kept_alive:
         if graphs >= KEEP_NOTE and graphs > before.get(name, 0):
@@ -180,10 +235,12 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap,
     return None if rep.is_empty() else rep
 
 
-def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=()) -> dict:
+def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=(),
+                   scanned: Scan | None = None) -> dict:
     """The module clusters of ``snap`` (:func:`clusters`); the parameters its graph reaches get
-    their module path as name."""
-    mods, pnames, _tops = module_names(ns, skip)
+    their module path as name. ``scanned``: the namespace's :func:`scan`, made here if None."""
+    scanned = scanned or scan(ns, skip)
+    mods, pnames = scanned.mods, scanned.params
     for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
         if not t.name:
             path = pnames.get(int(t.key[1:]))
@@ -202,26 +259,42 @@ def _named_params(ns, top_names):
             continue
 
 
-def _why_no_grad(module_id, calls, mods) -> str:
-    """Where the path from a module's parameters to the loss was cut."""
+_CUT_HOW = {"detach": "detached", "detach_": "detached in place (.detach_())",
+            "data": "taken out of the graph through .data",
+            "from_numpy": "turned into numpy and back (from_numpy)"}
+
+
+def _why_no_grad(module_id, calls, mods, who=None) -> tuple[str, bool]:
+    """Where the path from a module's parameters to the loss was cut: where the ``.detach()``,
+    ``.data`` or numpy round trip ran when the core recorded it (provenance on), else where the
+    next module used the cut tensor. ``(text, whether a cut was found)``; ``who``: the path of an
+    outer module asked about instead (the text then names it)."""
     mine = [c for c in calls if module_id is not None and id(c.ref()) == module_id]
     if not mine:
-        return "its module was not called since the panel was loaded"
+        return "its module was not called since the panel was loaded", False
     last = mine[-1]
+    mod = f"{who} ({last.cls})" if who else "its module"
     if not last.grad_on:
-        return f"its module ran under no_grad at {_where_str(last.where) or '?'}"
+        return f"{mod} ran under no_grad at {_where_str(last.where) or '?'}", True
+    out = f"the output of {mod}" if who else "its module's output"
     if not last.out_requires_grad:
-        return "its module's output did not require grad (detached inside its forward)"
-    for c in calls:
-        if c.start >= last.end and c.cut is not None:
-            how = ("detached (.detach() or .data)" if c.cut[1] == "shared"
-                   else "cut from the graph (a .detach(), .data or a numpy round trip)")
-            m = c.ref()
-            user = f"{mods.get(id(m), 'a')} ({c.cls})"
-            return (f"its output was {how} before {user} used it at "
-                    f"{_where_str(c.cut[0]) or '?'}")
+        if last.out_cut is not None and last.out_cut[0] in _CUT_HOW:
+            return (f"{out} was {_CUT_HOW[last.out_cut[0]]} inside its forward at "
+                    f"{_where_str(last.out_cut[1]) or '?'}"), True
+        return f"{out} did not require grad (detached inside its forward)", True
+    out = f"the output of {mod}" if who else "its output"
+    later = [c for c in calls if c.start >= last.end and c.cut is not None]
+    for c in sorted(later, key=lambda c: not c.cut[2])[:1]:  # what the storages confirm first
+        where, how = _where_str(c.cut[0]) or "?", c.cut[1]
+        m = c.ref()
+        user = f"{mods.get(id(m), 'a')} ({c.cls})"
+        if how in _CUT_HOW:
+            return f"{out} was {_CUT_HOW[how]} at {where}, before {user} used it", True
+        how = ("detached (.detach() or .data)" if how == "shared"
+               else "cut from the graph (a .detach(), .data or a numpy round trip)")
+        return f"{out} was {how} before {user} used it at {where}", True
     return ("its output never reached the loss (a .detach(), .data, a numpy round trip or an "
-            "unused layer)")
+            "unused layer)"), False
 
 
 def clusters(snap, calls, mods: dict) -> dict:
@@ -416,15 +489,17 @@ def _nonfinite_kind(a) -> str | None:
         return None
 
 
-def nan_origin(ns: dict, skip=(), only=None) -> dict | None:
+def nan_origin(ns: dict, skip=(), only=None, named=None) -> dict | None:
     """The first op (lowest sequence number) whose output holds NaN/Inf, found from a named
     non-finite tensor (of the names in ``only``, when given) through the saved tensors of its
-    graph (no anomaly mode needed)."""
+    graph (no anomaly mode needed). ``named``: ``ns``'s named tensors, when already listed."""
     from . import inspect as _inspect
 
-    for name, t in _inspect.named_tensors(ns, skip=skip):
-        if only is not None and name not in only:
-            continue
+    if named is None:
+        named = _inspect.named_tensors(ns, skip=skip)
+    if only is not None:
+        named = [(name, t) for name, t in named if name in only] if only else []
+    for name, t in named:
         fn = t.grad_fn
         if fn is None or t.numel() > 1_000_000:
             continue
@@ -491,39 +566,57 @@ def _input_node(node, saved_name, nxt):
     return nxt[0] if len(nxt) == 1 else None
 
 
-def kept_alive(ns: dict, skip=()) -> list:
+def kept_alive(ns: dict, skip=(), containers=None, cache: dict | None = None) -> list:
     """``[(variable, graphs, bytes, container type, nodes)]``: the lists / tuples / dicts /
     deques of the namespace holding two or more tensors with a ``grad_fn``
     (``history.append(loss)``); bytes: the tensors' own and their graphs' unreleased saved
-    tensors."""
+    tensors. ``containers``: ``[(name, container)]`` of ``ns`` when already listed
+    (:func:`scan`). ``cache`` (kept by the caller from one cell to the next): a container
+    holding the same graphs as last time, all of whose saved tensors were already released, is
+    not walked again (a graph never changes, and a released saved tensor stays released)."""
     out = []
     budget = [_WALK_NODES]
-    for name, v in list(ns.items()):
-        if name[:1] == "_" or name in skip or type(v) not in (list, tuple, dict, deque):
-            continue
+    if containers is None:
+        containers = scan(ns, skip).containers
+    old = dict(cache) if cache is not None else {}
+    if cache is not None:
+        cache.clear()
+    for name, v in containers:
         try:
-            items = list(v.values() if type(v) is dict else v)[:_CONTAINER_ITEMS]
+            items = list(islice(v.values() if type(v) is dict else v, _CONTAINER_ITEMS))
         except Exception:  # noqa: BLE001
             continue
         held = [t for t in items if A.is_tensor(t) and A.grad_fn(t) is not None]
         if len(held) < 2:
             continue
         roots = [A.grad_fn(t) for t in held]
+        key = (id(v), tuple(map(id, roots)))
+        hit = old.get(name)
+        if hit is not None and hit[0] == key:
+            cache[name] = hit
+            out.append(hit[1])
+            continue
         seen: set = set()
         buffers: set = set()  # a saved tensor shared by several graphs counts once
         nbytes = sum(int(t.numel()) * int(t.element_size()) for t in held)
         queue = list(roots)
         seen.update(id(r) for r in roots)
+        final = True  # every saved tensor released, the whole graph walked
         while queue and budget[0] > 0:
             node = queue.pop()
             budget[0] -= 1
             for st in A.saved_tensors(node):
-                if not st.released and (st.data_ptr, st.shape) not in buffers:
-                    buffers.add((st.data_ptr, st.shape))
-                    nbytes += int(st.nbytes or 0)
+                if not st.released:
+                    final = False
+                    if (st.data_ptr, st.shape) not in buffers:
+                        buffers.add((st.data_ptr, st.shape))
+                        nbytes += int(st.nbytes or 0)
             for nf in A.next_nodes(node):
                 if id(nf) not in seen:
                     seen.add(id(nf))
                     queue.append(nf)
-        out.append((name, len(roots), nbytes, type(v).__name__, len(seen)))
+        entry = (name, len(roots), nbytes, type(v).__name__, len(seen))
+        if cache is not None and final and not queue:
+            cache[name] = (key, entry)
+        out.append(entry)
     return out

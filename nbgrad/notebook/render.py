@@ -237,20 +237,32 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
 
 
 def drawn(snap, folded=None, expanded=()) -> tuple:
-    """``(snapshot as the graph draws it, modules folded, repeats folded)``: the modules in
-    ``folded`` (default: ``model.default_folded``) as one box each, then every repeat
-    (:mod:`repeats`) outside the module clusters and not in ``expanded`` drawn once."""
+    """``(snapshot as the graph draws it, modules folded, repeats folded)``: every repeat
+    (:mod:`repeats`) not in ``expanded`` drawn once, then the modules in ``folded`` (default:
+    ``model_report.default_folded``) and those called inside a folded repeat as one box each
+    (an RNN cell unrolled 8 times: one copy, its layers as boxes, in a cluster "8 x ...")."""
+    reps = repeats.active(snap, expanded)
     rep = getattr(snap, "model", None)
-    in_modules = frozenset()
+    full = snap
+    snap = repeats.fold(snap, reps)
     if rep is not None and rep.clusters:
         from . import model_report as _model
 
         if folded is None:
-            folded = _model.default_folded(rep, len(snap.nodes))
-        in_modules = frozenset(k for c in rep.clusters.values() for k in c["keys"])
+            folded = _model.default_folded(rep, len(full.nodes))
+        inside = {k for r in reps for c in r.copies for k in c}
+        folded = list(folded) + [p for p, c in rep.clusters.items()
+                                 if p not in folded and inside.intersection(c["keys"])]
         snap = _model.fold(snap, rep, folded)
-    reps = repeats.active(snap, expanded, in_modules)
-    return repeats.fold(snap, reps), folded or [], reps
+        kept = {k: r.key for r in reps for k in r.copies[r.keep]}
+        for n in snap.nodes.values():  # a module box made of a kept copy's nodes: in its cluster
+            if n.module and not n.repeat:
+                keys = {k for p, c in rep.clusters.items()
+                        if p == n.module or p.startswith(n.module + ".") for k in c["keys"]}
+                mine = {kept[k] for k in keys if k in kept}
+                if len(mine) == 1:
+                    n.repeat = mine.pop()
+    return snap, folded or [], reps
 
 
 def hidden_summary(snap, sep: str = "; ") -> str:

@@ -90,8 +90,8 @@ def training_html(rep) -> str:
     if rep.losses:
         parts.append(curve("loss", rep.losses, "#c0392b"))
     else:
-        parts.append("<div><i>loss: computed without an nn loss module (nothing to plot)</i>"
-                     "</div>")
+        parts.append("<div><i>loss: no backward call started from a scalar (nothing to "
+                     "plot)</i></div>")
     if rep.grad_norms:
         parts.append(curve("total gradient norm", rep.grad_norms, "#1a73e8",
                            unit=f"of the {len(rep.grad_norms)} steps watched"))

@@ -107,13 +107,11 @@ def _repeat(copies, nodes) -> Repeat:
                   keep=keep)
 
 
-def active(snap, expanded=(), skip=frozenset()) -> list:
-    """The repeats of ``snap`` drawn folded: not in ``expanded`` (keys), none of whose nodes is in
-    ``skip`` (nodes a module cluster already groups)."""
+def active(snap, expanded=()) -> list:
+    """The repeats of ``snap`` drawn folded: those whose key is not in ``expanded``."""
     expanded = set(expanded)
     return [r for r in getattr(snap, "repeats", None) or ()
-            if r.key not in expanded and r.copies[r.keep][0] in snap.nodes
-            and not any(k in skip for c in r.copies for k in c)]
+            if r.key not in expanded and r.copies[r.keep][0] in snap.nodes]
 
 
 def fold(snap, repeats) -> object:
@@ -158,8 +156,8 @@ def cluster_dot(snap, repeats, expanded=()) -> list:
     from .render import _q
 
     out = []
-    for r in repeats:
-        keys = [k for k in r.copies[r.keep] if k in snap.nodes]
+    for r in repeats:  # the kept copy's nodes, and the module boxes made of them
+        keys = [k for k, n in snap.nodes.items() if n.repeat == r.key]
         if keys:
             out.append(f'  subgraph "{cluster_id(r.key)}" {{ id="{cluster_id(r.key)}"; '
                        f'label={_q(r.title)}; labeljust=l; fontsize=11; fontcolor="#1a4d8f"; '

@@ -59,8 +59,11 @@ def graph_data(snap, folded=(), expanded=()) -> dict:
             + ([f"view of {t.view_of}"] if t.view_of else [])
             + ([f"grad {t.grad}"] if t.grad else [])}
     for n in snap.nodes.values():
-        if n.folded:
-            continue  # a folded module's box: described above
+        if n.folded:  # a folded module's box: described above
+            if n.repeat in counts and n.key in nodes:  # inside a loop body drawn once
+                nodes[n.key]["details"] = [f"{n.folded} ops of one copy of {counts[n.repeat].count}"
+                                           ": click the loop's title to draw every copy"]
+            continue
         details = [f"at {n.where}"] if n.where else []
         if n.source:
             details.append(n.source)
@@ -92,6 +95,7 @@ MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, deta
 MAX_TABS = 36_000  # bytes of tab HTML per panel: long tables are cut to fit
 MAX_SVG = 24_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
 MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
+MAX_DOT_ASKED = 64_000  # ... when the user asked for more (expanded a repeat, showed earlier graphs)
 
 
 def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
@@ -240,6 +244,8 @@ class NbgradPanel(anywidget.AnyWidget):
             return
         if svg is not None and len(svg) > MAX_SVG:
             svg = None
+        if svg is None and len(dot) > MAX_DOT_ASKED:
+            dot = ""  # too big to sync even when asked for: the text tree
         with self.hold_sync():
             self.tabs = {**self.tabs, "Graph": self._graph_tab(svg if svg is not None else "",
                                                                snap)}

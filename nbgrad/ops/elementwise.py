@@ -88,11 +88,12 @@ op("sin", _ufunc(np.sin), float_op=True,
    self=lambda g, self, xp: g * xp.cos(self))
 op("cos", _ufunc(np.cos), float_op=True,
    self=lambda g, self, xp: -g * xp.sin(self))
-op("tanh", _ufunc(np.tanh), float_op=True,
+op("tanh", _ufunc(np.tanh), float_op=True, double="TanhBackwardBackward0",
    self=lambda g, result: g * (1 - result * result))
 op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True,
+   double="SigmoidBackwardBackward0",
    self=lambda g, result: g * result * (1 - result))
-op("relu", lambda self: _xp(self).maximum(self, 0),
+op("relu", lambda self: _xp(self).maximum(self, 0), double="ThresholdBackwardBackward0",
    self=lambda g, result, xp: xp.masked(g, result > 0))
 op("erf", lambda self: backend.erf(self), float_op=True,
    self=lambda g, self, xp: g * _SQRT_2_OVER_PI * xp.exp(-(self * self)))

@@ -52,10 +52,15 @@ class ArrayFormulas:
     def permute(x, dims):
         return x.transpose(dims)
 
-    def contiguous(self, b):
-        """The right operand of a matrix product, C-contiguous: numpy's matmul is several times
-        slower on a transposed right operand at these sizes, and the copy is cheap next to it."""
-        return b if b.flags.c_contiguous else self.m.ascontiguousarray(b)
+    def contiguous(self, b, rows=None):
+        """The right operand of a matrix product with ``rows`` rows, C-contiguous where that pays
+        (one BLAS thread, this machine): the product on a transposed operand is 1-2 us slower
+        once the result has 4096 values, while copying the operand costs ~1 us up to ~12800
+        values and then 10-60 us (a transposing copy leaving the cache). Otherwise as it is."""
+        if b.flags.c_contiguous or (rows is not None and (
+                b.size > 12800 or rows * b.shape[-1] < 4096)):
+            return b
+        return self.m.ascontiguousarray(b)
 
     def filled(self, g, shape):
         """A 0-d gradient spread over `shape` (cheaper than broadcast_to for small shapes)."""
@@ -66,6 +71,13 @@ class ArrayFormulas:
     def new_zeros(self, like, shape):
         return self.m.zeros(shape, like.dtype)
 
+    @staticmethod
+    def erf(x):
+        """numpy has no erf: the vectorised float32 kernel for float32, backend's otherwise."""
+        if type(x) is np.ndarray and x.dtype == np.float32:
+            return kernels.erf_float32(x)
+        return backend.erf(x)
+
     def put(self, g, shape, index):
         """zeros(shape) with `g` written at `index` (basic or advanced)."""
         z = self.m.zeros(shape, g.dtype)
@@ -74,6 +86,11 @@ class ArrayFormulas:
 
     def scatter_add(self, g, shape, index):
         """zeros(shape) with `g` added at `index` (repeated positions add up)."""
+        rows = index[0] if type(index) is tuple and len(index) == 1 else index
+        if type(rows) is np.ndarray and rows.dtype.kind in "iu" and rows.size >= 32 and \
+                type(g) is np.ndarray and g.dtype.kind == "f" and \
+                g.shape == rows.shape + tuple(shape[1:]):
+            return _add_rows(g, shape, rows)
         z = self.m.zeros(shape, g.dtype)
         self.m.add.at(z, index, g)
         return z
@@ -150,6 +167,18 @@ class ArrayFormulas:
                                            needs)
 
 
+def _add_rows(g, shape, rows):
+    """zeros(shape) with g's rows added at `rows` (an int array indexing dim 0: embedding and
+    ``C[X]`` lookups): one bincount over the flat positions ``row * D + column``, which sums in
+    float64; np.add.at, the general scatter, pays per index row: 2x slower from ~32 rows on."""
+    n, d = shape[0], math.prod(shape[1:])
+    flat = rows.reshape(-1) % n if n else rows.reshape(-1)  # negative indices count from the end
+    if d != 1:
+        flat = (flat[:, None] * d + np.arange(d)).reshape(-1)
+    out = np.bincount(flat, weights=g.reshape(-1), minlength=n * d)
+    return out.astype(g.dtype, copy=False).reshape(shape)
+
+
 NUMPY = ArrayFormulas(np)
 _BY_TYPE = {np.ndarray: NUMPY}
 
@@ -187,6 +216,19 @@ class TensorFormulas:
         return x.sum(dim=axis, keepdim=keepdims)
 
     @staticmethod
+    def maximum(a, b):
+        """Elementwise maximum; against a number, a clamp (ClampMinBackward0)."""
+        if not isinstance(b, Tensor):
+            return a.clamp(min=b)
+        return b.clamp(min=a) if not isinstance(a, Tensor) else a.maximum(b)
+
+    @staticmethod
+    def minimum(a, b):
+        if not isinstance(b, Tensor):
+            return a.clamp(max=b)
+        return b.clamp(max=a) if not isinstance(a, Tensor) else a.minimum(b)
+
+    @staticmethod
     def broadcast_to(x, shape):
         return x.expand(*shape) if isinstance(x, Tensor) else x
 
@@ -217,7 +259,7 @@ class TensorFormulas:
         return x.permute(*dims)
 
     @staticmethod
-    def contiguous(b):
+    def contiguous(b, rows=None):
         return b
 
     @staticmethod
@@ -379,7 +421,7 @@ class TensorFormulas:
                 dh if needs[5] else None, dc if needs[6] else None)
 
 
-for _name in ("exp", "log", "sign", "cos", "sin", "abs"):  # xp.exp(t) -> t.exp(), ...
+for _name in ("exp", "log", "log1p", "erf", "sign", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
 
 TENSORS = TensorFormulas()
@@ -496,7 +538,7 @@ def _count(shape, dim):
 
 def _evenly(g, self, result, xp):
     mask = self == result
-    return xp.where(mask, g / _astype(mask.sum(), _np_dtype(g), xp), 0)
+    return xp.where(mask, g / xp.astype(mask.sum(), xp.dtype(g)), 0)
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
@@ -538,9 +580,8 @@ def _cat_grads(g, sizes, dim, dtypes, xp):
     return out
 
 
-def _zeros_for(gs, shapes, *xp):
+def _zeros_for(gs, shapes, xp):
     """The outputs' gradients of a multi-view op, zeros where an output got none."""
-    xp = xp[-1]  # (gs, shapes, xp); M1's (gs, shapes, dtype, xp) still accepted
     like = next(g for g in gs if g is not None)
     return [xp.new_zeros(like, s) if g is None else g for g, s in zip(gs, shapes)]
 
@@ -577,7 +618,7 @@ def _amax_grad(g, self, result, dim, keepdim, xp):
     gk = _keep(g, self.shape, dim, keepdim)
     # the count in g's dtype: a float32 gradient stays float32 (int64 would promote it); a
     # multiply by the mask, not where: a NaN in g spreads, as in PyTorch
-    return gk / _astype(mask.sum(axis=dim, keepdims=True), _np_dtype(gk), xp) * mask
+    return gk / xp.astype(mask.sum(axis=dim, keepdims=True), xp.dtype(gk)) * mask
 
 
 def _repeat_backward(g, shape, repeats):
@@ -602,87 +643,6 @@ _add_reduce = np.add.reduce
 def _sum_all(a, dtype):
     """sum's forward: np.add.reduce skips ndarray.sum's Python wrapper; cupy takes its own."""
     return _add_reduce(a, None, dtype) if type(a) is np.ndarray else a.sum(dtype=dtype)
-
-
-# ------------------------------------------------------------------------------------------------
-# The M1 helper names, kept so that branches written against the M1 layout (core-m1.md) merge
-# without breaking; each is one call into `xp`. Delete once those branches are merged and moved.
-# ------------------------------------------------------------------------------------------------
-_TX = TENSORS
-
-
-def _np_dtype(x):
-    return x._data.dtype if isinstance(x, Tensor) else x.dtype
-
-
-def _astype(g, dt, xp):
-    return xp.astype(g, dt)
-
-
-def _filled(g, shape, xp):
-    return xp.filled(g, shape)
-
-
-def _first_dtype(gs):
-    return next(_np_dtype(g) for g in gs if g is not None)
-
-
-def _c(b, xp):
-    return xp.contiguous(b)
-
-
-def _put(g, shape, index, xp):
-    return xp.put(g, shape, index)
-
-
-def _zero_at(g, index, xp):
-    return xp.zeroed(g, index)
-
-
-def _index_backward(g, self_shape, index, xp):
-    return xp.scatter_add(g, self_shape, index)
-
-
-def _index_select_backward(g, self_shape, dim, index, xp):
-    return xp.scatter_add(g, self_shape, _along(dim, index))
-
-
-def _scatter_add(z, dim, index, src, xp):
-    return z + xp.scatter_add(src, tuple(z.shape), xp.index_grid(index, dim))
-
-
-def _prod_others(x, dim, xp):
-    return xp.prod_others(x, dim)
-
-
-def _as_strided_backward(g, base_geom, view_geom, xp):
-    return xp.as_strided_backward(g, base_geom, view_geom)
-
-
-def _unfold_backward(g, shape, dim, size, step, xp):
-    return xp.unfold_backward(g, shape, dim, size, step)
-
-
-def _no_double(xp, name):
-    if xp is TENSORS:
-        raise RuntimeError(f"nbgrad: double backward through {name} is not supported yet")
-
-
-def _conv_grads(g, ctx, needs, xp):
-    _no_double(xp, "ConvolutionBackward0")  # the table's convolution row has no such limit
-    return kernels.conv2d_backward(g, ctx.get(), needs)
-
-
-def _pool_grad(g, ctx, xp):
-    _no_double(xp, "MaxPool2DWithIndicesBackward0")
-    return kernels.max_pool2d_backward(g, ctx.get())
-
-
-def _mm_grads(which):
-    if which == 0:
-        return lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2))
-    return lambda g, self: _mT(self) @ g
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -718,6 +678,8 @@ _PAIRS = {
     "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
     "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),
              lambda x, shifts, dims: x.roll(shifts, dims)),
+    "cross": (lambda self, a, b, dim: self.m.cross(a, b, axis=dim),
+              lambda a, b, dim: a.cross(b, dim=dim)),
     "rot90": (lambda self, x, k, dims: self.m.rot90(x, k, axes=dims).copy(),
               lambda x, k, dims: x.rot90(k, dims)),
     "scatter_prod": (lambda self, z, src, dim, index, include_self: _scatter_reduce_prod(

@@ -1,6 +1,6 @@
 """Array kernels behind the core's convolution, max_pool2d and LSTM-layer rows (ops/nn.py):
-forward and the pieces of backward, on numpy or cupy arrays. No tensors, no autograd here — the derivative
-formulas stay in the op table, which calls these.
+forward and the pieces of backward, on numpy or cupy arrays. No tensors, no autograd here — the
+derivative formulas stay in the op table, which calls these.
 
 On small images numpy's cost is the number of contiguous runs a copy or an elementwise op walks,
 not the number of values, so the layouts are chosen to make runs long:

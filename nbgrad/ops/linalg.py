@@ -9,14 +9,14 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import _mT
+from .formulas import _mT, array_formulas
 from .registry import op
 
-op("mm", lambda self, mat2: self @ _contiguous(mat2),
-   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2)),
+op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
+   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2), g.shape[-2]),
    mat2=lambda g, self: _mT(self) @ g)
 op("bmm", lambda self, mat2: self @ mat2,
-   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2)),
+   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2), g.shape[-2]),
    mat2=lambda g, self: _mT(self) @ g)
 op("dot", lambda self, other: self @ other,
    self=lambda g, other: g * other,
@@ -27,17 +27,18 @@ op("mv", lambda self, vec: self @ vec,
 op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    broadcast=True,
    self=lambda g, beta: g if beta == 1 else g * beta,
-   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2))) * alpha,
+   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2), g.shape[-2])) * alpha,
    mat2=lambda g, mat1, alpha: (_mT(mat1) @ g) * alpha)
 
 
-def _contiguous(b):
-    # numpy's matmul is several times slower on a transposed (F-ordered) right operand
-    return b if b.flags.c_contiguous else backend.get_array_module(b).ascontiguousarray(b)
+def _contiguous(b, rows):
+    """The right operand of a product with ``rows`` rows, copied C-contiguous where that pays
+    (the rule: formulas.ArrayFormulas.contiguous)."""
+    return b if b.flags.c_contiguous else array_formulas(b).contiguous(b, rows)
 
 
 def _addmm(c, a, b, beta, alpha):
-    out = a @ _contiguous(b)  # a fresh array: scaled and added into in place
+    out = a @ _contiguous(b, a.shape[-2])  # a fresh array: scaled and added into in place
     if alpha != 1:
         out *= alpha
     out += c if beta == 1 else beta * c
@@ -218,7 +219,8 @@ op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled(batch1 @ batch2, alpha),
    broadcast=True,
    self=lambda g, beta: _scaled(g, beta),
-   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2)), alpha),
+   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2), g.shape[-2]),
+                                                alpha),
    batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
 op("addbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),
@@ -257,3 +259,39 @@ op("linalg_svd", lambda A, full_matrices: tuple(_xp(A).linalg.svd(
        g, result, result1, result2, full_matrices, xp))
 op("linalg_pinv", lambda A: _xp(A).linalg.pinv(A),
    A=lambda g, A, result: _pinv_backward(g, result, A))
+op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=dim),
+   node="LinalgCrossBackward0", broadcast=True,
+   self=lambda g, other, dim, xp: xp.cross(other, g, dim),
+   other=lambda g, self, dim, xp: xp.cross(g, self, dim))
+
+
+def _cdist_fwd(x1, x2, p):
+    """(..., P, M), (..., R, M) -> (..., P, R) p-norm distances."""
+    from .reductions import _vector_norm
+    return _vector_norm(x1[..., :, None, :] - x2[..., None, :, :], p, -1, False)
+
+
+def _cdist_grads(g, x1, x2, result, p, xp):
+    """(d/dx1, d/dx2) of the p-norm distances: each pair's gradient is
+    sign(diff) |diff|^(p-1) / dist^(p-1) (diff / dist for p = 2, sign(diff) for p = 1, the
+    entries at the maximum for p = inf), weighted by g and summed over the other set."""
+    diff = x1[..., :, None, :] - x2[..., None, :, :]
+    dist = result[..., None]
+    if p == 0:
+        d = diff * 0
+    elif p == 1:
+        d = xp.sign(diff)
+    elif p == 2:
+        d = diff / (dist + (dist == 0))
+    elif p == float("inf"):
+        d = xp.sign(diff) * (abs(diff) == dist)
+    else:
+        d = xp.sign(diff) * abs(diff) ** (p - 1) / (dist + (dist == 0)) ** (p - 1)
+    gd = g[..., None] * d
+    return gd.sum(-2), -gd.sum(-3)
+
+
+op("cdist", lambda x1, x2, p: _cdist_fwd(x1, x2, p), node="CdistBackward0",
+   **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)})
+op("euclidean_dist", lambda x1, x2: _cdist_fwd(x1, x2, 2.0), node="EuclideanDistBackward0",
+   **{"x1, x2": lambda g, x1, x2, result, xp: _cdist_grads(g, x1, x2, result, 2.0, xp)})

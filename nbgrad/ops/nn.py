@@ -4,7 +4,8 @@ losses (MseLossBackward0, NllLossBackward0, ...), normalizations (NativeLayerNor
 NativeBatchNormBackward0), embedding, the RNN gate split and attention.
 
 Pointwise formulas follow torch's CPU kernels (the same branch at each kink, the same constants),
-and run on arrays or, under create_graph, on Tensors (``_f`` picks ``x.exp()`` or ``xp.exp(x)``).
+and run on arrays or, under create_graph, on Tensors: ``xp.exp(x)`` is numpy's (cupy's) on
+arrays and ``x.exp()`` on Tensors (ops/formulas.py).
 Rows whose backward needs more than the inputs keep it in a ``Ctx`` filled by the forward; their
 formulas recompute it from the saved inputs when the backward is itself recorded.
 
@@ -22,14 +23,16 @@ from .. import backend
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
-from .formulas import TENSORS, _TX, _add_reduce, _zeros_for
+from .formulas import TENSORS, _sum_all, _zeros_for, array_formulas
 from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
+   double="SoftmaxBackwardDataBackward0",
    self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
-op("log_softmax", lambda self, dim: self - _logsumexp(self, dim, True), float_op=True,
+op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
+   double="LogSoftmaxBackwardDataBackward0",
    self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
@@ -61,33 +64,37 @@ def _with_indices(y_ctx):
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
 # ctx: the forward's cdf (or tanh term), which the backward reuses (recomputed on Tensors)
 op("gelu", lambda self, approximate: _gelu_forward(self, approximate), float_op=True, ctx=True,
+   double="GeluBackwardBackward0",
    self=lambda g, self, approximate, ctx, xp: _gelu_backward(g, self, approximate, ctx, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
    self=lambda g, self, xp: g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
    self=lambda g, self, xp: g * _mish_grad(self, xp))
 op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, _xp(self)),
-   float_op=True,
+   float_op=True, double="EluBackwardBackward0",
    self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
                                                                      input_scale, xp))
 op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
    self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
 op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
                                                               self * negative_slope),
+   double="LeakyReluBackwardBackward0",
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
 op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
-   float_op=True,
+   float_op=True, double="SoftplusBackwardBackward0",
    self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
 op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
+   double="HardtanhBackwardBackward0",
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
 op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
+   double="HardswishBackwardBackward0",
    self=lambda g, self, xp: xp.where(self <= -3, 0,
                                      xp.where(self < 3, g * (self / 3 + 0.5), g)))
 op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
 op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
-   float_op=True, node="LogSigmoidBackward0",
+   float_op=True, node="LogSigmoidBackward0", double="LogSigmoidBackwardBackward0",
    self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
 op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
@@ -204,7 +211,7 @@ def _adjoint(name, g, ctx, xp):
     """The gradient through a linear map. ctx: (forward, adjoint[, linear part of the forward]
     when the forward adds a constant, as constant padding with a nonzero value does)."""
     maps = ctx.get()
-    if xp is _TX:
+    if xp is TENSORS:  # the adjoint recorded as this row, forward and adjoint swapped
         from ..autograd.apply import apply
         return apply(ROWS[name], (g,), (Ctx((maps[1], maps[-1] if len(maps) > 2 else maps[0])),))
     return maps[1](g)
@@ -340,10 +347,40 @@ def _safe_softmax(a, dim):
     return e / _xp(total).where(total == 0, total.dtype.type(1), total)
 
 
+def _short_rows(a, dim):
+    """``a`` as an (n, rows) C-contiguous copy when ``dim`` is its last dim of n <= 32 values
+    (else None). numpy reduces a short last axis one row at a time (~100 ns a row for max: 12 us
+    for attention's (8, 16, 16)); across the rows of the copy each reduction is one vectorised
+    pass over n rows (1-2 us), and the copy back costs less than the difference."""
+    n = a.shape[-1] if a.ndim else 0
+    if type(a) is not np.ndarray or dim % a.ndim != a.ndim - 1 or not 1 < n <= 32 or \
+            a.size < 8 * n:
+        return None
+    return np.ascontiguousarray(a.reshape(-1, n).T)
+
+
 def _softmax(a, dim):
+    at = _short_rows(a, dim)
+    if at is not None:
+        at -= np.maximum.reduce(at, 0)
+        np.exp(at, out=at)
+        at /= np.add.reduce(at, 0)
+        return np.ascontiguousarray(at.T).reshape(a.shape)
     e = _xp(a).exp(a - a.max(axis=dim, keepdims=True))
     e /= e.sum(axis=dim, keepdims=True)
     return e
+
+
+def _log_softmax(a, dim):
+    at = _short_rows(a, dim)
+    if at is None:
+        return a - _logsumexp(a, dim, True)
+    m = np.maximum.reduce(at, 0)
+    m = np.where(np.isfinite(m), m, m.dtype.type(0))  # rows of -inf: -inf, not nan
+    lse = np.log(np.add.reduce(np.exp(at - m), 0))
+    lse += m
+    at -= lse
+    return np.ascontiguousarray(at.T).reshape(a.shape)
 
 
 
@@ -355,23 +392,8 @@ _GELU_TANH_BETA = math.sqrt(2 / math.pi)
 _GELU_TANH_KAPPA = 0.044715
 
 
-def _f(name, x, xp):
-    """``xp.name(x)`` on arrays, ``x.name()`` on Tensors (create_graph)."""
-    if xp is _TX:
-        return getattr(x, name)()
-    return _erf(x) if name == "erf" else getattr(xp, name)(x)
-
-
-def _const(a, xp):
-    """A constant array as the formula's operand: a Tensor under create_graph."""
-    return Tensor._make_fresh(a) if xp is _TX else a
-
-
 def _erf(x):
-    """erf of an array: the vectorised float32 kernel for numpy float32, backend's otherwise."""
-    if type(x) is np.ndarray and x.dtype == np.float32:
-        return kernels.erf_float32(x)
-    return backend.erf(x)
+    return array_formulas(x).erf(x)
 
 
 def _gelu_forward(x, approximate):
@@ -404,21 +426,21 @@ def _gelu_backward(g, x, approximate, ctx, xp):
 def _gelu_grad(x, approximate, xp):
     if approximate == "tanh":
         x_sq = x * x
-        t = _f("tanh", _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x_sq * x), xp)
+        t = xp.tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x_sq * x))
         return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_TANH_BETA * (
             1 + 3 * _GELU_TANH_KAPPA * x_sq)
-    cdf = 0.5 * (1 + _f("erf", x * _SQRT1_2, xp))
-    return cdf + x * _f("exp", -0.5 * x * x, xp) * _GELU_PDF
+    cdf = 0.5 * (1 + xp.erf(x * _SQRT1_2))
+    return cdf + x * xp.exp(-0.5 * x * x) * _GELU_PDF
 
 
 def _silu_grad(x, xp):
-    sig = 1 / (1 + _f("exp", -x, xp))
+    sig = 1 / (1 + xp.exp(-x))
     return sig * (1 + x * (1 - sig))
 
 
 def _mish_grad(x, xp):
-    sig = 1 / (1 + _f("exp", -x, xp))
-    t = _f("tanh", _f("log1p", _f("exp", x, xp), xp), xp)
+    sig = 1 / (1 + xp.exp(-x))
+    t = xp.tanh(xp.log1p(xp.exp(x)))
     return t + x * sig * (1 - t * t)
 
 
@@ -429,7 +451,7 @@ def _elu(x, alpha, scale, input_scale, xp):
 
 def _elu_grad(x, alpha, scale, input_scale, xp):
     neg = xp.where(x > 0, 0, x) * input_scale
-    return xp.where(x <= 0, input_scale * (alpha * scale) * _f("exp", neg, xp), scale)
+    return xp.where(x <= 0, input_scale * (alpha * scale) * xp.exp(neg), scale)
 
 
 def _softplus(x, beta, threshold, xp):
@@ -440,7 +462,7 @@ def _softplus(x, beta, threshold, xp):
 
 def _softplus_grad(x, beta, threshold, xp):
     bx = x * beta
-    z = _f("exp", xp.where(bx > threshold, 0, bx), xp)
+    z = xp.exp(xp.where(bx > threshold, 0, bx))
     return xp.where(bx > threshold, 1, z / (z + 1))
 
 
@@ -450,7 +472,7 @@ def _log_sigmoid(x, xp):
 
 def _log_sigmoid_grad(x, xp):
     neg = x < 0
-    z = _f("exp", xp.where(neg, x, -x), xp)  # exp(-|x|)
+    z = xp.exp(xp.where(neg, x, -x))  # exp(-|x|)
     return xp.where(neg, 1, 0) - xp.where(neg, 1, -1) * (z / (1 + z))
 
 
@@ -470,9 +492,9 @@ def _glu(x, dim, xp):
 
 def _glu_grad(g, x, dim, xp):
     a, b = _halves(x, dim)
-    sig = 1 / (1 + _f("exp", -b, xp))
+    sig = 1 / (1 + xp.exp(-b))
     parts = [g * sig, g * a * sig * (1 - sig)]
-    return xp.concatenate(parts, dim) if xp is _TX else _xp(parts[0]).concatenate(parts, dim)
+    return xp.concatenate(parts, dim)
 
 
 def _reduce(loss, reduction):
@@ -509,7 +531,7 @@ def _huber_grad(g, d, delta, xp):
 
 
 def _soft_margin_grad(x, t, xp):
-    z = _f("exp", -t * x, xp)
+    z = xp.exp(-t * x)
     return z / (1 + z)
 
 
@@ -527,7 +549,7 @@ def _multi_margin(x, t, p, margin, w, xp):
 
 
 def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
-    if xp is _TX:
+    if xp is TENSORS:
         raise RuntimeError("nbgrad: double backward through MultiMarginLossBackward0 is not "
                            "supported yet")
     n, c = x.shape
@@ -542,8 +564,7 @@ def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
 
 
 def _log_clamped(x, xp):
-    return xp.maximum(_f("log", x, xp), -100) if xp is not _TX else _f("log", x, xp).clamp(
-        min=-100)
+    return xp.maximum(xp.log(x), -100)
 
 
 def _bce(x, t, w, xp):
@@ -553,15 +574,14 @@ def _bce(x, t, w, xp):
 
 
 def _bce_grad(g, x, t, w, xp):
-    w = None if w is None else _const(w, xp)
-    denom = (1 - x) * x
-    denom = xp.maximum(denom, 1e-12) if xp is not _TX else denom.clamp(min=1e-12)
+    w = None if w is None else xp.constant(w)
+    denom = xp.maximum((1 - x) * x, 1e-12)
     out = g * (x - t) / denom
     return out if w is None else out * w
 
 
 def _bce_target_grad(g, x, w, xp):
-    w = None if w is None else _const(w, xp)
+    w = None if w is None else xp.constant(w)
     with np.errstate(divide="ignore"):
         out = g * (_log_clamped(1 - x, xp) - _log_clamped(x, xp))
     return out if w is None else out * w
@@ -580,8 +600,8 @@ def _bce_logits(x, t, w, pw, xp):
 
 
 def _bce_logits_grad(g, x, t, w, pw, xp):
-    w, pw = (None if a is None else _const(a, xp) for a in (w, pw))
-    sig = 1 / (1 + _f("exp", -x, xp))
+    w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
+    sig = 1 / (1 + xp.exp(-x))
     if pw is not None:
         out = g * (((pw - 1) * t + 1) * sig - pw * t)
     else:
@@ -590,11 +610,8 @@ def _bce_logits_grad(g, x, t, w, pw, xp):
 
 
 def _bce_logits_target_grad(g, x, w, pw, xp):
-    w, pw = (None if a is None else _const(a, xp) for a in (w, pw))
-    if xp is _TX:
-        ls = -(_f("exp", -x, xp) + 1).log()
-    else:
-        ls = _log_sigmoid(x, xp)
+    w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
+    ls = _log_sigmoid(x, xp)
     out = g * (-x - (pw - 1) * ls) if pw is not None else g * -x
     return out if w is None else out * w
 
@@ -608,7 +625,7 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
         t = target
         if len(t) and not (t == ignore_index).any():
             rows = _xp(x).arange(len(t))
-            total = _add_reduce(x[rows, t], None, x.dtype)
+            total = _sum_all(x[rows, t], x.dtype)
             n = len(t) if reduction == "mean" else 1
             ctx.value = (rows, t, None, n)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -645,35 +662,42 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
     ndim = len(self_shape)
     cdim = 0 if ndim == 1 else 1
     c = self_shape[cdim]
-    dt = np.float64 if xp is TENSORS else g.dtype
+    dt = xp.dtype(g)
     coef = _xp(rows).zeros((len(rows), c), dt)
     coef[rows, ts] = (-1.0 if w is None else -w) / total if total != 0 else 0.0
     moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
     if reduction == "none":
         g = g.reshape((len(rows), 1))
-    out = g * _const(coef.astype(dt), xp)
+    out = g * xp.constant(coef)
     out = out.reshape(moved)
     if ndim <= 2:
         return out
     perm = (0, ndim - 1) + tuple(range(1, ndim - 1))
-    return out.permute(*perm) if xp is _TX else out.transpose(perm)
+    return xp.permute(out, perm)
 
 
 def _layer_norm(x, weight, bias, k, eps, ctx):
+    m = _xp(x)
     axes = tuple(range(x.ndim - k, x.ndim))
-    mean = x.mean(axis=axes, keepdims=True)
-    xc = x - mean
-    rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
-    xhat = xc * rstd
+    inv_n = x.dtype.type(1 / math.prod(x.shape[x.ndim - k:]))
+    xhat = x - m.add.reduce(x, axes, None, None, True) * inv_n
+    var = m.add.reduce(xhat * xhat, axes, None, None, True)
+    var *= inv_n
+    var += x.dtype.type(eps)
+    rstd = m.divide(1, m.sqrt(var, out=var), out=var)
+    xhat *= rstd
     ctx.value = (xhat, rstd)
     out = xhat if weight is None else xhat * weight
-    return out if bias is None else out + bias
+    if bias is not None:
+        out = m.add(out, bias, out=out) if out is not xhat and bias.dtype == out.dtype \
+            else out + bias
+    return out
 
 
 def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
     axes = tuple(range(len(x.shape) - k, len(x.shape)))
     n = math.prod(x.shape[len(x.shape) - k:])
-    if xp is _TX:  # recompute the statistics from x, so that they are differentiated too
+    if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
         mean = x.sum(axis=axes, keepdims=True) / n
         xc = x - mean
         rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
@@ -722,14 +746,14 @@ def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp)
     shape = tuple(_bn_shape(x))
     axes = (0,) + tuple(range(2, len(x.shape)))
     n = math.prod(x.shape) // x.shape[1]
-    if xp is _TX:
+    if xp is TENSORS:
         if training:
             m = x.sum(axis=axes, keepdims=True) / n
             xc = x - m
             inv = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
         else:
-            inv = _const(invstd.reshape(shape), xp)
-            xc = x - _const(mean.reshape(shape), xp)
+            inv = xp.constant(invstd.reshape(shape))
+            xc = x - xp.constant(mean.reshape(shape))
         xhat = xc * inv
     else:
         xhat, inv, _, _ = ctx.get()
@@ -766,7 +790,7 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
     n, c = x.shape[0], x.shape[1]
     shape = (1, c) + (1,) * (len(x.shape) - 2)
     xs = tuple(x.shape)
-    if xp is _TX:  # recompute the statistics from x, so that they are differentiated too
+    if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
         xg = x.reshape(n, num_groups, -1)
         m = xg.shape[2]
         xc = xg - xg.sum(axis=2, keepdims=True) / m
@@ -791,7 +815,7 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
 
 
 def _trilinear_grads(g, i1, i2, i3, needs, xp):
-    if xp is _TX:
+    if xp is TENSORS:
         raise RuntimeError("nbgrad: double backward through TrilinearBackward0 is not "
                            "supported yet")
     return (xp.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
@@ -811,7 +835,7 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = stride, padding, output_padding, dilation
     ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
     wo = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
-    probe = np.zeros((n, cg * groups, ho, wo), x.dtype)
+    probe = _xp(x).zeros((n, cg * groups, ho, wo), x.dtype)
     _, cctx = kernels.conv2d_forward(probe, w, None, stride, padding, dilation, groups)
     y = kernels.conv2d_backward(x, cctx, (True, False, False))[0]
     if b is not None:
@@ -820,7 +844,7 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
 
 
 def _conv_transpose_grads(g, x, w, stride, padding, dilation, groups, needs, xp):
-    if xp is _TX:
+    if xp is TENSORS:
         raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 of a "
                            "transposed convolution is not supported yet")
     if g.ndim == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
@@ -855,14 +879,8 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
     g2 = g.reshape((len(flat), d))
     if padding_idx is not None and padding_idx >= 0:
         keep = (flat != padding_idx)[:, None]
-        g2 = xp.where(_const(keep, xp), g2, 0) if xp is _TX else _xp(keep).where(keep, g2, 0)
-    if xp is _TX:
-        from ..creation import zeros
-        return zeros(weight_shape, dtype=g.dtype, device=g.device).index_add(
-            0, Tensor._make_fresh(flat), g2)
-    out = xp.zeros(weight_shape, g.dtype)
-    xp.add.at(out, flat, g2)
-    return out
+        g2 = xp.where(xp.constant(keep), g2, 0)
+    return xp.scatter_add(g2, tuple(weight_shape), flat)
 
 
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------

@@ -34,6 +34,8 @@ import operator
 import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.apply import _edge
+from ..autograd.grad_mode import STATE as _GRAD
 from ..tensor import Tensor
 from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
 
@@ -61,6 +63,8 @@ class OpNode(Node):
         row = self._row
         multi = self._n_out != 1
         if create_graph:
+            if row.double is not None:
+                return _double_node(self, g)
             xp = TENSORS
         elif not multi:
             xp = NUMPY if type(g) is _ND else array_formulas(g)
@@ -145,6 +149,76 @@ class OpNode(Node):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
 
+def _double_node(node, g):
+    """The gradient of `node`'s input under create_graph, for a row whose formula PyTorch runs
+    as one op (tanh_backward): computed without recording, then hung on one node named as
+    PyTorch's (TanhBackwardBackward0) whose inputs are `g` and the saved tensors the formula
+    reads, in that order."""
+    row = node._row
+    vals = [s.unpack(node, True) if type(s) in UNPACKED else s for s in node._saved or ()]
+    prev = _GRAD.enabled
+    _GRAD.enabled = False
+    try:
+        out = row.calls[0](row.formulas[0], g, [TENSORS, None] + vals)
+    finally:
+        _GRAD.enabled = prev
+    tensors = [g] + [x for x in vals if isinstance(x, Tensor)]
+    edges = tuple(_edge(t) for t in tensors)
+    if all(c is None for c, _ in edges):
+        return [out]
+    saved = (SavedTensor("grad_output", g),) + tuple(
+        SavedTensor(n, x) if isinstance(x, Tensor) else x for n, x in zip(row.names, vals))
+    dn = object.__new__(row.double)
+    Node.__init__(dn, edges, saved)
+    out._grad_fn, out._output_nr, out._requires_grad = dn, 0, True
+    return [out]
+
+
+class DoubleNode(Node):
+    """A gradient computed under create_graph by a row with `double` (see _double_node). Its
+    backward runs the row's formula again on Tensors and differentiates that."""
+
+    __slots__ = ()
+    _row = None
+
+    def _backward(self, gg, create_graph):
+        from ..autograd.engine import run_backward
+        row = self._row
+        saved = self._saved
+        vals = [s.unpack(self, True) if type(s) in UNPACKED else s for s in saved]
+        edges = iter(self._next)
+        targets = []
+        prev = _GRAD.enabled
+        _GRAD.enabled = True
+        try:
+            for i, x in enumerate(vals):
+                # each input that wants a gradient enters through an alias (a view of it), and
+                # the gradient is taken at the alias: the partial derivative, not the paths
+                # through its own history (the engine running this node follows those)
+                if isinstance(x, Tensor) and next(edges)[0] is not None:
+                    vals[i] = x.view_as(x)
+                    targets.append(vals[i])
+            out = row.calls[0](row.formulas[0], vals[0], [TENSORS, None] + vals[1:])
+        finally:
+            _GRAD.enabled = prev
+        if not out.requires_grad:
+            return [None] * len(self._next)
+        if not isinstance(gg, Tensor):
+            gg = Tensor._make_fresh(gg)
+        res = iter(run_backward([out], [gg], None, create_graph, inputs=targets,
+                                allow_unused=True, accumulate=False, api="grad"))
+        grads = [None if c is None else next(res) for c, _ in self._next]
+        return grads if create_graph else [None if r is None else r._data for r in grads]
+
+    def __getattr__(self, name):
+        if name.startswith("_saved_"):
+            key = name[7:]
+            for s in self._saved:
+                if type(s) is SavedTensor and s.name == key:
+                    return s.unpack(self, True)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
 def node_name(op_name):
     """PyTorch's regular node name for an op: 'log_softmax' -> 'LogSoftmaxBackward0'."""
     return "".join(p[:1].upper() + p[1:] for p in op_name.split("_")) + "Backward0"
@@ -181,7 +255,7 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False, ctx=False):
+                 float_op=False, ctx=False, double=None):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
@@ -240,6 +314,12 @@ class Row:
         self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
         self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
         self.plans = {}
+        # `double`: PyTorch runs this row's formula as one op with its own derivative
+        # (tanh_backward): under create_graph the gradient is one node of that name
+        self.double = None if double is None else type(double, (DoubleNode,), {
+            "__slots__": (), "_row": self})
+        if double is not None and not (self.single and not broadcast and n_out == 1):
+            raise TypeError(f"row {name}: `double` needs one input, no broadcasting")
         self.node = type(node or node_name(name), (OpNode,),
                          {"__slots__": (), "_row": self, "_n_out": n_out})
 
@@ -259,7 +339,8 @@ class Row:
         raise NameError(f"formula of {self.name} uses unknown name {n!r}")
 
     def plan(self, mask):
-        """Indices of the names to save when the inputs in bitmask `mask` require grad."""
+        """What to save when the inputs in bitmask `mask` require grad: per name to save,
+        `(index, kind, k, name)` with `(kind, k)` from `sources`."""
         p = self.plans.get(mask)
         if p is None:
             need = set()
@@ -269,20 +350,21 @@ class Row:
                 for i, used in enumerate(self.uses):
                     if mask >> i & 1:
                         need.update(used)
-            p = self.plans[mask] = tuple(self.index[n] for n in self.names if n in need)
+            p = self.plans[mask] = tuple((j, *self.sources[j], n)
+                                         for j, n in enumerate(self.names) if n in need)
         return p
 
     def __repr__(self):
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
-    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx) and, for
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double) and, for
     every other key, the formula of the input(s) it names."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")

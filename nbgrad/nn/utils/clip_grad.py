@@ -85,8 +85,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     if not grads:
         return
-    total = total_norm._data if isinstance(total_norm, Tensor) else total_norm
-    coef = min(float(max_norm) / (total + 1e-6), 1.0)
+    total = total_norm._data if isinstance(total_norm, Tensor) else np.asarray(total_norm)
+    # torch's arithmetic: in the norm's (floating) dtype, on the host
+    kind = np.dtype(total.dtype).type if np.dtype(total.dtype).kind == "f" else np.float64
+    coef = min(kind(max_norm) / (kind(float(total)) + kind(1e-6)), 1.0)
     for g in grads:
         d = g._data
         d *= d.dtype.type(coef)

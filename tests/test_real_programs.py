@@ -1,0 +1,459 @@
+"""What real PyTorch programs stopped on (docs/real_programs.md), each checked against torch.
+
+Row-level cases (cross) join test_ops.py's harness through ``CASES`` (values, grad_fn names,
+gradients, gradcheck, second order, float32); the rest compare values, dtypes, shapes, node names
+and error texts with torch 2.13 directly.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+import test_ops as base
+from test_ops import Case
+
+REPO = Path(__file__).resolve().parents[1]
+
+CASES = [
+    Case("linalg_cross", lambda T, a, b: T.linalg.cross(a, b), (4, 3), (4, 3)),
+    Case("linalg_cross_dim0_bcast", lambda T, a, b: T.linalg.cross(a, b, dim=0), (3, 4), (3, 1)),
+    Case("cross_dim", lambda T, a, b: T.cross(a, b, dim=1), (2, 3), (2, 3)),
+    Case("cross_method", lambda T, a, b: a.cross(b, dim=-1), (3,), (3,)),
+    Case("svd_legacy", lambda T, a: _abs_cols(T.svd(a)), (4, 3)),
+    Case("svd_legacy_full_U", lambda T, a: T.svd(a, some=False).S, (3, 4)),
+    Case("cdist", lambda T, a, b: T.cdist(a, b), (1, 4, 3), (1, 5, 3)),
+    Case("cdist_p1", lambda T, a, b: T.cdist(a, b, p=1), ("grid", (4, 3)), ("grid", (5, 3), 0.1)),
+    Case("cdist_p3", lambda T, a, b: T.cdist(a, b, p=3), (2, 4, 3), (2, 5, 3)),
+    Case("cdist_euclidean_mm", lambda T, a, b: T.cdist(a, b), (27, 3), (4, 3)),
+    Case("cdist_mm_mode", lambda T, a, b: T.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+         (3, 2), (4, 2)),
+    Case("ravel", lambda T, a: T.ravel(a), (3, 4)),
+    Case("ravel_of_transpose", lambda T, a: a.t().ravel(), (3, 4)),
+    Case("normalize", lambda T, a: T.nn.functional.normalize(a, dim=1), (3, 4)),
+    Case("normalize_p1_dim0", lambda T, a: T.nn.functional.normalize(a, 1, 0), ("away", (3, 4))),
+]
+
+
+def _abs_cols(r):
+    """U, S and V with the sign of each singular vector fixed (U's and V's columns)."""
+    sign = (r.U[0:1, :] >= 0) * 2 - 1  # a column's sign is arbitrary; fix it by U's first row
+    return r.U * sign, r.S, r.V * sign
+
+
+@pytest.mark.parametrize("case", [c.param("forward") for c in CASES])
+def test_forward(case):
+    base.test_forward(case)
+
+
+@pytest.mark.parametrize("case", [c.param("grad_fn") for c in CASES])
+def test_grad_fn_name(case):
+    base.test_grad_fn_name(case)
+
+
+@pytest.mark.parametrize("case", [c.param("grad") for c in CASES])
+def test_grad(case):
+    base.test_grad(case)
+
+
+@pytest.mark.parametrize("case", [c.param("gradcheck") for c in CASES])
+def test_gradcheck(case):
+    base.test_gradcheck(case)
+
+
+# torch has no double backward through CdistBackward0 ("the derivative for '_cdist_backward' is
+# not implemented"); nbgrad's is checked by finite differences below instead
+NO_SECOND_IN_TORCH = {"cdist", "cdist_p1", "cdist_p3"}
+
+
+@pytest.mark.parametrize("case", [c.param("second") for c in CASES
+                                  if c.name not in NO_SECOND_IN_TORCH])
+def test_second_order_vs_torch(case):
+    base.test_second_order_vs_torch(case)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
+def test_cdist_second_order_by_finite_differences(p):
+    rng = np.random.default_rng(3)
+    a = nbgrad.tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    b = nbgrad.tensor(rng.normal(size=(5, 3)) + 0.05, requires_grad=True)
+    assert nbgrad.autograd.gradgradcheck(lambda x, y: nbgrad.cdist(x, y, p=p), (a, b))
+
+
+def _both(fn):
+    """fn(torch) and fn(nbgrad): their results, or (exception type name, message)."""
+    out = []
+    for T in (torch, nbgrad):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out.append(fn(T))
+        except Exception as e:  # noqa: BLE001 (the error itself is compared)
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+def _np(x):
+    return x.detach().numpy() if hasattr(x, "detach") else x
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.cross(T.ones(2, 4), T.ones(2, 4)),
+    lambda T: T.linalg.cross(T.ones(2, 4), T.ones(2, 4)),
+    lambda T: T.linalg.cross(T.ones(2, 3), T.ones(3)),
+    lambda T: T.cat([T.tensor(1.0), T.tensor(2.0)]),
+    lambda T: T.cat([T.ones(2), T.tensor(2.0)]),
+    lambda T: T.ones(2).type("torch.NoSuchTensor"),
+    lambda T: T.ones(2).new("text"),
+    lambda T: T.cdist(T.ones(3), T.ones(2, 3)),
+    lambda T: T.cdist(T.ones(2, 3), T.ones(2, 4)),
+    lambda T: T.cdist(T.ones(2, 3), T.ones(2, 3), p=-1),
+], ids=["cross_no_dim_of_3", "linalg_cross_len", "linalg_cross_ndim", "cat_0d_first",
+        "cat_0d_second", "type_bad_name", "new_bad_data", "cdist_1d", "cdist_columns",
+        "cdist_negative_p"])
+def test_errors_as_torch(fn):
+    t, n = _both(fn)
+    assert isinstance(t, tuple) and n == t
+
+
+def test_cross_without_dim_takes_the_first_dim_of_size_3_and_warns():
+    a, b = np.random.default_rng(0).normal(size=(2, 3, 3, 2))
+    with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg"):
+        y = nbgrad.cross(nbgrad.tensor(a), nbgrad.tensor(b))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.cross(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_allclose(y.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("some", [True, False])
+def test_svd_shapes_and_compute_uv(some):
+    a = np.random.default_rng(1).normal(size=(2, 4, 3))
+    for uv in (True, False):
+        t = torch.svd(torch.tensor(a), some=some, compute_uv=uv)
+        n = nbgrad.svd(nbgrad.tensor(a), some=some, compute_uv=uv)
+        assert [tuple(x.shape) for x in n] == [tuple(x.shape) for x in t]
+        np.testing.assert_allclose(n.S.numpy(), t.S.numpy())
+        if not uv:
+            assert not n.U.numpy().any() and not n.V.numpy().any()
+        assert type(n).__name__ == "svd" and n._fields == ("U", "S", "V")
+
+
+def test_histogram_bins_default_to_100():
+    a = np.random.default_rng(2).normal(size=50).astype(np.float32)
+    t = torch.histogram(torch.tensor(a), density=True)
+    n = nbgrad.histogram(nbgrad.tensor(a), density=True)
+    np.testing.assert_allclose(n.hist.numpy(), t.hist.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(n.bin_edges.numpy(), t.bin_edges.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["short", "char", "byte", "half", "int", "long", "bool"])
+def test_dtype_methods(method):
+    x = [[-1.5, 0.0], [2.7, 300.0]]
+    t = getattr(torch.tensor(x), method)()
+    n = getattr(nbgrad.tensor(x), method)()
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    if method not in ("byte", "char"):  # out-of-range float -> small int casts are undefined
+        np.testing.assert_array_equal(n.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("arg", ["torch.LongTensor", "torch.DoubleTensor", "LEGACY_INT",
+                                 "DTYPE_F64"])
+def test_type_converts_like_torch(arg):
+    def f(T):
+        a = {"LEGACY_INT": T.IntTensor, "DTYPE_F64": T.float64}.get(arg, arg)
+        y = T.tensor([1.5, -2.0]).type(a)
+        return str(y.dtype).split(".")[1], y.tolist(), y.type().split(".")[1]
+    t, n = _both(f)
+    assert n == t
+
+
+@pytest.mark.parametrize("args", [([1, 2],), (2, 3), ((2, 3),), (), ("SIZE",)],
+                         ids=["data", "sizes", "tuple_is_data", "empty", "size"])
+def test_new_like_torch(args):
+    def f(T):
+        a = [T.Size([2, 1]) if x == "SIZE" else x for x in args]
+        y = T.ones(2, dtype=T.float64).new(*a)
+        return str(y.dtype).split(".")[1], tuple(y.shape), y.tolist() if "data" in str(a) or \
+            (len(a) == 1 and isinstance(a[0], (list, tuple)) and not isinstance(a[0], T.Size)) \
+            else None
+    t, n = _both(f)
+    assert n == t
+
+
+def test_new_of_a_tensor_is_an_alias():
+    x = nbgrad.ones(3)
+    y = x.new(x)
+    y[0] = 5
+    assert x[0].item() == 5 and not y.requires_grad
+
+
+def test_mse_loss_keeps_the_float_dtype_against_an_int_target():
+    """torch promotes float32 with int64 to float32 (the blitz tutorial's MSELoss against
+    torch.arange); numpy's float64 would give a float64 loss and float64 .grad for a float32
+    parameter."""
+    out = {}
+    for T in (torch, nbgrad):
+        o = T.tensor([[0.5, 1.5, 2.0]], requires_grad=True)
+        loss = T.nn.MSELoss()(o, T.arange(1, 4).view(1, -1))
+        loss.backward()
+        out[T.__name__] = (str(loss.dtype).split(".")[1], type(loss.grad_fn).__name__,
+                           str(o.grad.dtype).split(".")[1], round(loss.item(), 6),
+                           o.grad.tolist())
+    assert out["nbgrad"] == out["torch"]
+
+
+def test_gradcheck_takes_a_list_of_inputs():
+    """The numpy-extensions tutorial calls gradcheck(module, [input])."""
+    lin = nbgrad.nn.Linear(3, 2).double()
+    x = nbgrad.randn(4, 3, dtype=nbgrad.float64, requires_grad=True)
+    assert nbgrad.autograd.gradcheck(lin, [x])
+    assert nbgrad.autograd.gradgradcheck(lambda t: (t * t).sum(), [x])
+
+
+def test_bfloat16_is_named_and_refused_clearly():
+    assert repr(nbgrad.bfloat16) == "nbgrad.bfloat16" and nbgrad.bfloat16.is_floating_point
+    for make in (lambda: nbgrad.zeros(2, dtype=nbgrad.bfloat16),
+                 lambda: nbgrad.ones(2).to(nbgrad.bfloat16)):
+        with pytest.raises(TypeError, match="does not support nbgrad.bfloat16 tensors"):
+            make()
+
+
+def test_cuda_switches_scripts_set():
+    assert nbgrad.cuda.is_bf16_supported() is False
+    nbgrad.backends.cuda.matmul.allow_tf32 = True
+    assert nbgrad.backends.cuda.matmul.allow_tf32 is True
+    nbgrad.backends.cuda.matmul.allow_tf32 = False
+    assert nbgrad.backends.cuda.is_built() is False
+
+
+def test_grad_scaler_runs_as_a_disabled_one():
+    w = nbgrad.nn.Parameter(nbgrad.tensor([1.0, 2.0]))
+    opt = nbgrad.optim.SGD([w], lr=0.5)
+    with pytest.warns(UserWarning, match="CUDA is not available.  Disabling."):
+        scaler = nbgrad.cuda.amp.GradScaler(enabled=True)
+    quiet = nbgrad.amp.GradScaler(enabled=False)
+    for s in (scaler, quiet):
+        loss = (w * w).sum()
+        assert s.scale(loss) is loss
+        s.scale(loss).backward()
+        s.unscale_(opt)
+        s.step(opt)
+        s.update()
+        opt.zero_grad()
+        assert not s.is_enabled() and s.get_scale() == 1.0 and s.state_dict() == {}
+    # two plain SGD steps: w <- w - 0.5 * 2w each time
+    np.testing.assert_allclose(w.detach().numpy(), [0.0, 0.0])
+
+
+def test_data_parallel_without_gpus_is_the_module():
+    lin = nbgrad.nn.Linear(2, 3)
+    dp = nbgrad.nn.DataParallel(lin)
+    tdp = torch.nn.DataParallel(torch.nn.Linear(2, 3))
+    assert list(dp.state_dict()) == list(tdp.state_dict()) == ["module.weight", "module.bias"]
+    x = nbgrad.ones(4, 2)
+    np.testing.assert_allclose(dp(x).detach().numpy(), lin(x).detach().numpy())
+    assert dp.device_ids == tdp.device_ids == []
+
+
+def test_distributed_reports_no_process_group_as_torch():
+    assert nbgrad.distributed.is_available() is False
+    assert nbgrad.distributed.is_initialized() is torch.distributed.is_initialized() is False
+    t, n = _both(lambda T: T.distributed.get_rank())
+    assert n[0] == t[0] == "ValueError" and n[1].startswith(t[1][:60])
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        nbgrad.nn.parallel.DistributedDataParallel(nbgrad.nn.Linear(2, 2))
+    with pytest.raises(RuntimeError, match="single process"):
+        nbgrad.distributed.init_process_group("gloo")
+
+
+def test_a_training_script_with_ddp_imports_and_grad_scaler_runs_unchanged(tmp_path):
+    """The shape of nanoGPT's train.py on a CPU: DDP/process-group imports at the top, the TF32
+    switches, a dtype table naming bfloat16, a GradScaler created unconditionally."""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.distributed import init_process_group, destroy_process_group
+        dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() \\
+            else 'float16'
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16,
+                   'float16': torch.float16}[dtype]
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+        scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))
+        x = torch.ones(4, 3)
+        for _ in range(3):
+            loss = model(x).pow(2).mean()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+        print(dtype, ptdtype is torch.float16, torch.distributed.is_initialized())
+    """))
+    import os
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-m", "nbgrad", str(script)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["float16", "True", "False"]
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: x.unsqueeze_(1), lambda x: x.squeeze_(), lambda x: x.squeeze_(0),
+    lambda x: x.t_(), lambda x: x.transpose_(0, 1), lambda x: x.swapdims_(1, 0),
+    lambda x: x.resize_(3, 2), lambda x: x.resize_(2), lambda x: x.resize_(1, 2, 3),
+], ids=["unsqueeze_", "squeeze_", "squeeze_dim", "t_", "transpose_", "swapdims_",
+        "resize_same", "resize_smaller", "resize_view_sizes"])
+def test_shape_changing_inplace_ops(op):
+    """In-place unsqueeze_/squeeze_/t_/transpose_/resize_ (the intro tutorials): the same object,
+    its new shape and values, one version bump, and a view of it sees writes through it."""
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.arange(6.0).view(2, 3)
+        y = op(x)
+        y[(0,) * y.dim()] = 100.0
+        out[T.__name__] = (y is x, tuple(x.shape), x.tolist(), x._version)
+    assert out["nbgrad"] == out["torch"]
+
+
+def test_resize_grows_and_refuses_grad():
+    x = nbgrad.arange(4.0)
+    x.resize_(2, 3)
+    assert tuple(x.shape) == (2, 3) and x.view(-1)[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    t, n = _both(lambda T: T.ones(2, requires_grad=True).resize_(3))
+    assert n == t
+
+
+def test_shape_changing_inplace_ops_and_autograd():
+    # a leaf that requires grad: PyTorch's leaf error; under no_grad it works
+    t, n = _both(lambda T: T.ones(2, 3, requires_grad=True).unsqueeze_(0))
+    assert n == t
+    x = nbgrad.ones(2, 3, requires_grad=True)
+    with nbgrad.no_grad():
+        x.unsqueeze_(0)
+    assert tuple(x.shape) == (1, 2, 3) and x.requires_grad
+    # a non-leaf: not recorded by nbgrad, so refused with a way out
+    with pytest.raises(RuntimeError, match=r"nbgrad does not implement t_ .*y = y.t\(\.\.\.\)"):
+        (x * 2).t_()
+
+
+@pytest.mark.parametrize("data", [
+    [np.float64(1.0), np.float64(2.0)], [np.float32(1.0), 2.0], [np.float64(1.0), 2],
+    [1.0, np.float16(2)], [np.int32(1), np.int32(2)], [np.int64(1), 2.5], np.float64(3.0),
+    [[np.float64(1)], [2.0]], (np.float64(1.0), 2.0), [np.int16(1), np.int8(2)], np.int32(4),
+    [1.0, 2.0], [1, 2], [[1, 2.5]],
+], ids=lambda d: repr(d)[:40])
+def test_tensor_infers_dtype_from_numpy_scalars(data):
+    """torch.tensor keeps a numpy scalar's dtype (the Deep Learning course's optimisation
+    notebook builds torch.tensor([x, y]) from float64 meshgrid values and multiplies by a
+    float32 matrix, which PyTorch refuses); Python floats stay the default dtype."""
+    t, n = torch.tensor(data), nbgrad.tensor(data)
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    np.testing.assert_array_equal(n.numpy(), t.numpy())
+
+
+def test_add_with_alpha_first_the_deprecated_overload():
+    """``p.data.add_(-lr, d_p)`` from old optimiser code: PyTorch's values, and its warning."""
+    out = {}
+    for T in (torch, nbgrad):
+        p, d = T.ones(3), T.full((3,), 2.0)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            p.add_(-0.5, d)
+            p.sub_(2.0, d)
+            r = [p.tolist(), p.add(-0.5, d).tolist(), T.add(p, 2, d).tolist(),
+                 T.sub(p, 2, d).tolist()]
+        out[T.__name__] = r
+        if T is nbgrad and not nbgrad.functions._ALPHA_FIRST_WARNED[1:]:
+            msgs = [str(x.message) for x in w]
+            assert not msgs or msgs[0].startswith("This overload of add_ is deprecated:\n\t"
+                                                  "add_(Number alpha, Tensor other)")
+    assert out["nbgrad"] == out["torch"]
+    for f in (lambda T: T.ones(2).add_(1, 2).tolist(),
+              lambda T: T.ones(2).add_(T.ones(2), 2), lambda T: T.add(T.ones(2), T.ones(2), 2),
+              lambda T: T.ones(2).sub_(T.ones(2), T.ones(2))):
+        t, n = _both(f)
+        assert n == t
+
+
+def _nested_np(x):
+    if isinstance(x, (tuple, list)):
+        return type(x)(_nested_np(y) for y in x)
+    return x.detach().numpy() if hasattr(x, "detach") else x
+
+
+def _assert_nested_close(a, b):
+    assert type(a) is type(b) or not isinstance(a, (tuple, list))
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_nested_close(x, y)
+    else:
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+_X = [0.1, 0.5, 0.9]
+_Y = [0.3, 0.2, 0.8]
+
+
+def _xy(T):
+    return T.tensor(_X, dtype=T.float64), T.tensor(_Y, dtype=T.float64)
+
+
+FUNCTIONAL = {
+    "jacobian_two_inputs": lambda T, F: F.jacobian(lambda a, b: 2 * a.exp() + 3 * b, _xy(T)),
+    "jacobian_one_input": lambda T, F: F.jacobian(lambda a: a ** 2, _xy(T)[0]),
+    "jacobian_two_outputs": lambda T, F: F.jacobian(lambda a, b: (a * b, a.sum()), _xy(T)),
+    "jacobian_matrix_in_out": lambda T, F: F.jacobian(
+        lambda a: a.view(3, 1) * a.view(1, 3), _xy(T)[0]),
+    "jacobian_unused_input": lambda T, F: F.jacobian(lambda a, b: a * 2, _xy(T)),
+    "vjp": lambda T, F: F.vjp(lambda a: a * 2 * a, _xy(T)[0], v=_xy(T)[1]),
+    "vjp_scalar_no_v": lambda T, F: F.vjp(lambda a: (a ** 3).sum(), _xy(T)[0]),
+    "jvp": lambda T, F: F.jvp(lambda a, b: a ** 3 * b, _xy(T), v=_xy(T)),
+    "hessian_one": lambda T, F: F.hessian(lambda a: (a ** 3).sum(), _xy(T)[0]),
+    "hessian_two": lambda T, F: F.hessian(lambda a, b: (a ** 2 * b).sum() + a.prod(), _xy(T)),
+    "hvp": lambda T, F: F.hvp(lambda a: (a ** 3).sum() * a.sum(), _xy(T)[0], _xy(T)[1]),
+    "vhp_two": lambda T, F: F.vhp(lambda a, b: (a ** 2 * b).sum(), _xy(T), _xy(T)),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONAL))
+def test_autograd_functional_as_torch(name):
+    """torch.autograd.functional (the autograd tutorial's jacobian/vjp): values, shapes,
+    nesting and dtypes against torch, results detached without create_graph."""
+    t = FUNCTIONAL[name](torch, torch.autograd.functional)
+    n = FUNCTIONAL[name](nbgrad, nbgrad.autograd.functional)
+    _assert_nested_close(_nested_np(n), _nested_np(t))
+    flat = [n] if not isinstance(n, tuple) else [y for x in n for y in
+                                                   (x if isinstance(x, tuple) else (x,))]
+    assert not any(x.requires_grad for x in flat)
+
+
+def test_autograd_functional_create_graph_and_errors():
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.tensor(_X, dtype=T.float64, requires_grad=True)
+        J = T.autograd.functional.jacobian(lambda a: a ** 3, x, create_graph=True)
+        J.sum().backward()
+        out[T.__name__] = (J.requires_grad, x.grad.tolist())
+    assert out["nbgrad"] == out["torch"]
+    for f in (lambda T: T.autograd.functional.vjp(lambda a: a * 2, _xy(T)[0]),
+              lambda T: T.autograd.functional.jvp(lambda a: a * 2, _xy(T)[0]),
+              lambda T: T.autograd.functional.hessian(lambda a: a * 2, _xy(T)[0]),
+              lambda T: T.autograd.functional.jacobian(lambda a, b: a * 2, _xy(T), strict=True)):
+        t, n = _both(f)
+        assert isinstance(t, tuple) and n == t

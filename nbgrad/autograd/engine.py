@@ -174,7 +174,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     if not accumulate and type(node) is AccumulateGrad and \
                             node.variable._hooks and (node, 0) in captures:
                         # a captured leaf's tensor hooks run before its gradient is taken
-                        gs = _run_tensor_hooks(node.variable._hooks, gs)
+                        hooked = _run_tensor_hooks(node.variable._hooks, gs)
+                        if hooked is not gs and bumps:
+                            bumps.pop(node, None)  # a hook's new tensor: its own version
+                        gs = hooked
                     _capture(captures, captured, node, gs, versions, bumps)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:

@@ -2641,3 +2641,21 @@ def test_type_with_a_type_string():
         x = T.ones(2)
         assert x.type() == f"{T.__name__}.FloatTensor"
         assert x.type(f"{T.__name__}.DoubleTensor").dtype == T.float64
+
+
+def test_captured_gradient_version_after_a_hook_replaced_it():
+    """autograd.grad: a gradient added into in place has _version 1 (torch); one a hook
+    returned instead is a new tensor, version 0 (torch), for leaves and non-leaves."""
+    import torch
+
+    def run(T):
+        out = []
+        for hook in (lambda g: g * 2, lambda g: None, None):
+            x = T.tensor([1., 2., 3.], requires_grad=True)
+            for t in (x, x * 1):
+                if hook is not None:
+                    t.register_hook(hook)
+                g, = T.autograd.grad((t * t).sum(), (t,))
+                out.append((g.tolist(), g._version))
+        return out
+    assert run(nbgrad) == run(torch)

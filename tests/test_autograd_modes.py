@@ -812,3 +812,39 @@ def test_create_graph_double_node_saved_and_second_backward():
         out.append(_outcome(lambda T: g.sum().backward(), T)[0])  # freed: a second one fails
         return out
     same_outcome(f)
+
+
+@pytest.mark.parametrize("case", ["enter_inside", "already_on", "ops_inside", "decorator",
+                                  "save_on_cpu"])
+def test_disable_saved_tensors_hooks_and_save_on_cpu(case):
+    def f(T):
+        G = T.autograd.graph
+        x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+        if case == "enter_inside":
+            with G.disable_saved_tensors_hooks("no hooks here"):
+                with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+        if case == "already_on":
+            with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                with G.disable_saved_tensors_hooks("already"):
+                    pass
+        if case == "ops_inside":
+            with G.disable_saved_tensors_hooks("off"):
+                (x * x).sum().backward()
+            with G.saved_tensors_hooks(lambda t: t, lambda t: t):  # usable again after
+                (x * x).sum().backward()
+            return x.grad.tolist()
+        if case == "decorator":
+            @G.disable_saved_tensors_hooks("deco")
+            def g():
+                with G.saved_tensors_hooks(lambda t: t, lambda t: t):
+                    pass
+            g()
+        if case == "save_on_cpu":
+            with G.save_on_cpu():
+                y = (x * x.exp()).sum()
+            with T.no_grad():
+                x.mul_(2)  # CPU tensors are kept as is: no copy, no version error
+            y.backward()
+            return np.round(x.grad.tolist(), 9).tolist()
+    same_outcome(f)

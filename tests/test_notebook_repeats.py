@@ -126,6 +126,7 @@ def test_in_a_real_kernel_the_panel_folds_the_loop():
                       "x = nbgrad.randn(4, requires_grad=True)",
                       LOOP], Path(d))
     h = panel_html(nb.cells[2])
+    assert "201 nodes, 50 copies of one loop body drawn once" in html.unescape(h)
     want = "50 x t = x * i; total = total + (t * t).sum()"
     if layout.available():
         svg = html.unescape(svg_in(h))

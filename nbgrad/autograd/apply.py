@@ -115,7 +115,9 @@ def apply(row, inputs, args=(), inplace=None):
             if x._requires_grad and _GRAD.enabled:
                 _record(row, (r,), inputs, args, 1, None, None, None, ctx)
             return r
-        arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
+        arrays = []
+        for x in inputs:
+            arrays.append(x._data if isinstance(x, Tensor) else x)
         if row.float_op and arrays[0].dtype.kind != "f":
             arrays[0] = arrays[0].astype(dtypes.default_np())
         out = row.fwd(arrays, *args) if row.listed else row.fwd(*arrays, *args)
@@ -308,7 +310,13 @@ def _meta_for(inputs, out):
     other) may come out in the wider one."""
     meta = None
     shape, dt = out.shape, out.dtype
-    mixed = len({x._data.dtype for x in inputs if isinstance(x, Tensor)}) > 1
+    first = mixed = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if first is None:
+                first = x._data.dtype
+            elif x._data.dtype != first:
+                mixed = True
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor):
             d = x._data
@@ -539,7 +547,7 @@ def _apply_inplace(row, inputs, args, op_name):
         mask = _mask(inputs)
         check_inplace(t, op_name, mask > 1)
         if mask:
-            edges = tuple([_edge(x) for x in inputs])
+            edges = tuple(map(_edge, inputs))
             plan = row.plan(mask)
             if any(e[1:3] == (0, 0) for e in plan):  # backward needs the old value
                 old = t._data.copy()

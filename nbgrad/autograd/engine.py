@@ -169,15 +169,18 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             if gs is not None:
                 hooks = node._hooks
                 if hooks is not None and hooks.pre:
-                    gs = _run_prehooks(node, gs, node._n_out > 1, create_graph)
+                    new = _run_prehooks(node, gs, node._n_out > 1, create_graph)
+                    if bumps and new is not gs:  # a hook's result: its own version
+                        bumps.pop(node, None)
+                    gs = new
                 if captures is not None:
                     if not accumulate and type(node) is AccumulateGrad and \
                             node.variable._hooks and (node, 0) in captures:
                         # a captured leaf's tensor hooks run before its gradient is taken
-                        hooked = _run_tensor_hooks(node.variable._hooks, gs)
-                        if hooked is not gs and bumps:
-                            bumps.pop(node, None)  # a hook's new tensor: its own version
-                        gs = hooked
+                        new = _run_tensor_hooks(node.variable._hooks, gs)
+                        if bumps and new is not gs:
+                            bumps.pop(node, None)
+                        gs = new
                     _capture(captures, captured, node, gs, versions, bumps)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
 
+import contextlib
 import re
 import sys
 import weakref
@@ -434,12 +435,48 @@ class saved_tensors_hooks:
         self.hooks = (pack_hook, unpack_hook)
 
     def __enter__(self):
+        if _HOOKS_DISABLED[0] is not None:
+            raise RuntimeError(_HOOKS_DISABLED[0])
         _SAVED_HOOKS.append(self.hooks)
         return self
 
     def __exit__(self, *exc):
         _SAVED_HOOKS.pop()
         return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept in host memory and moved back to their device in backward
+    (torch.autograd.graph.save_on_cpu). As PyTorch's, a tensor already on the CPU is kept as is
+    (no copy, no version check), and `pin_memory=True` always copies."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            t = t.detach().cpu()
+            return t.device, t.clone() if pin_memory else t
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+        super().__init__(pack, unpack)
+
+
+_HOOKS_DISABLED = [None]  # the error message while disable_saved_tensors_hooks is on
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Inside, entering saved_tensors_hooks raises RuntimeError(error_message)
+    (torch.autograd.graph.disable_saved_tensors_hooks); entering it while hooks are on raises it
+    too. Also a decorator."""
+    if _SAVED_HOOKS:
+        raise RuntimeError(error_message)
+    prev = _HOOKS_DISABLED[0]
+    _HOOKS_DISABLED[0] = error_message
+    try:
+        yield
+    finally:
+        _HOOKS_DISABLED[0] = prev
 
 
 # ------------------------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ class ParamStat:
     nonfinite: bool = False
     armed: object = None  # the handle of its one-shot gradient hook, while armed
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
+    with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
     summed_into: object = None  # weakref to the .grad a watched backward summed into
     summed_at: int = 0  # the training step of that backward
@@ -93,12 +94,13 @@ class ModelTracker:
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
     ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls
-    and their node-number ranges,
-    provenance, cut inputs, modes, one-shot gradient hooks on every parameter, the update ratio
-    at the next step). After that a step costs one forward pre-hook on each trained model
-    (counting steps, noting mode mix-ups; every ``SAMPLE_EVERY``-th step arms the one-shot
-    gradient hooks again) and one forward hook on each loss module (its value). Module clusters
-    of a later step come from the watched step's, matched by node names.
+    and their node-number ranges, provenance, cut inputs, modes, one-shot gradient hooks on every
+    parameter, the update ratio at the next step). After that a step costs one forward hook on
+    each loss module (its value; without one, a forward pre-hook on each trained model counts
+    the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
+    ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
+    weights). Module clusters of a later step come from the watched step's, matched by node
+    names. Measured by ``benchmarks/bench_model_panel.py``.
     """
 
     def __init__(self):
@@ -344,10 +346,10 @@ class ModelTracker:
         if self.pending_ratio:
             self._ratios()
         if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
-            for ref in list(models.values()):  # a second point for each sparkline)
-                mod = ref()
+            for ref in list(models.values()):  # a second point for each sparkline; its update
+                mod = ref()  # ratio is the first step's, just read: no copy of the weights)
                 if mod is not None:
-                    self._arm(mod)
+                    self._arm(mod, with_ratio=n != 2)
 
     def _mode_pre(self, module, args):
         """On each Dropout / BatchNorm layer of a trained model, once watching is over: train
@@ -388,9 +390,10 @@ class ModelTracker:
 
     # -- gradients: one-shot hooks armed on watched steps ------------------------------------
 
-    def _arm(self, module) -> bool:
-        """Hook each parameter of ``module`` for its next gradient only; from now on a hook on
-        ``module`` counts its training steps."""
+    def _arm(self, module, with_ratio: bool = True) -> bool:
+        """Hook each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
+        the update/weight ratio of the step after it); from now on a hook on ``module`` counts
+        its training steps."""
         self.samples += 1
         new = trained = False
         for p in module.parameters():
@@ -405,6 +408,7 @@ class ModelTracker:
             if st.armed is None:
                 st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
+                st.with_ratio = with_ratio
         if new:  # which module owns each parameter (the eval-mode note asks it)
             for mod in _submodules(module):
                 for p in mod.parameters(recurse=False):
@@ -456,9 +460,10 @@ class ModelTracker:
                 tracker.last_sample = st.sample
                 tracker.watched_backwards += 1
             tracker._step_norm(st.sample, sq)
-            st.prev = A.array(p).copy()  # the update ratio is read at the next step
-            st.prev_nodes = tracker._counter()
-            tracker.pending_ratio.append(st)
+            if st.with_ratio:  # the update ratio is read at the next step
+                st.prev = A.array(p).copy()
+                st.prev_nodes = tracker._counter()
+                tracker.pending_ratio.append(st)
             if tracker.eval_forward:
                 mod = st.module() if st.module is not None else None
                 if mod is not None and not mod.training:

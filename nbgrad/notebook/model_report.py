@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from itertools import islice
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 import numpy as np
 

@@ -561,6 +561,12 @@ def summary_text(snap) -> str:
     named = sum(1 for t in snap.tensors if t.named)
     parts = [f"{named} tensors", f"{len(snap.nodes)} nodes" + (
         f" (+{snap.hidden_nodes} hidden)" if snap.truncated else "")]
+    reps = getattr(snap, "repeats", None) or []
+    if reps:  # what the graph folds (the Graph tab's blue boxes)
+        r = max(reps, key=lambda r: r.count)
+        parts[1] += (f", {r.count}{'+' if r.more else ''} copies of one loop body drawn once"
+                     + (f" (and {len(reps) - 1} more loop{'s' if len(reps) > 2 else ''})"
+                        if len(reps) > 1 else ""))
     stale = snap.stale_saved
     if stale:
         parts.append(f"{len(stale)} stale saved tensor" + ("s" if len(stale) > 1 else "")

@@ -39,21 +39,26 @@ def find(snap) -> list:
     if len(order) < 2 * MIN_COPIES:
         return []
     sig = [(n.site, n.name) for n in order]
+    m = len(sig)
+    nxt = [-1] * m  # the next position with the same signature (the candidate periods)
+    last: dict = {}
+    for k in range(m - 1, -1, -1):
+        nxt[k] = last.get(sig[k], -1)
+        last[sig[k]] = k
     out = []
-    i, m = 0, len(sig)
+    i = 0
     while i < m:
         found = None
-        j = i + 1
-        while j < m and j - i <= MAX_PERIOD and m - i >= MIN_COPIES * (j - i):
-            if sig[j] == sig[i]:
-                p = j - i
-                k = 1
-                while i + (k + 1) * p <= m and sig[i + k * p:i + (k + 1) * p] == sig[i:i + p]:
-                    k += 1
-                if k >= MIN_COPIES:
-                    found = (p, k)
-                    break
-            j += 1
+        j = nxt[i]
+        while j != -1 and j - i <= MAX_PERIOD and m - i >= MIN_COPIES * (j - i):
+            p = j - i
+            k = 1
+            while i + (k + 1) * p <= m and sig[i + k * p:i + (k + 1) * p] == sig[i:i + p]:
+                k += 1
+            if k >= MIN_COPIES:
+                found = (p, k)
+                break
+            j = nxt[j]
         if found is None:
             i += 1
             continue

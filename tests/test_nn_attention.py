@@ -35,7 +35,7 @@ def both(a):
 
 # torch's C++ math path multiplies by a Scalar (MulBackward1) and its matmul reshapes a
 # transposed key with _reshape_alias; nbgrad records MulBackward0 and ViewBackward0
-_SAME = {"MulBackward1": "MulBackward0", "ReshapeAliasBackward0": "ViewBackward0"}
+_SAME = {"MulBackward1": "MulBackward0"}
 
 
 def torch_names(out):

@@ -617,8 +617,8 @@ def _write(t, d, res, row_name):
 
 
 def _overlapping(shape, strides):
-    """PyTorch's has_internal_overlap == YES: a stride-0 dim of size > 1."""
-    return any(s == 0 and n > 1 for n, s in zip(shape, strides))
+    """PyTorch's has_internal_overlap == YES: a stride-0 dim of size > 1 (never when empty)."""
+    return 0 not in shape and any(s == 0 and n > 1 for n, s in zip(shape, strides))
 
 
 def _write_overlap_error():

@@ -9,6 +9,7 @@ CopySlices on the base when the target is a view. A row is any object with the a
 """
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy as np
@@ -21,7 +22,8 @@ from .. import provenance
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import _SAVED_HOOKS, _SUFFIX, Node, SavedTensor, saved_arg, backward_twice_error
+from .graph import (_SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg,
+                    backward_twice_error)
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -30,6 +32,10 @@ _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
+_PROV = provenance.ENABLED
+_site_at = provenance.site_at
+_BY_LASTI = provenance.BY_LASTI
+_getframe = sys._getframe
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
 
@@ -75,8 +81,15 @@ def apply(row, inputs, args=(), inplace=None):
                         if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
                                 out.dtype or b._data.dtype is not out.dtype:
                             meta = _meta_for(inputs, out)
+                        where = None
+                        if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
+                            f = _getframe(2)
+                            where = _BY_LASTI.get(f.f_lasti)
+                            if where is None or where[0] is not f.f_code:
+                                where = _site_at(f)
                         _record(row, (r,), inputs, args, ra | (rb << 1), meta,
-                                (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+                                (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE),
+                                where=where)
                 return r
             tb = type(b)
             dt = ad.dtype
@@ -92,9 +105,15 @@ def apply(row, inputs, args=(), inplace=None):
                 out = _arr(out)
             r = _fresh(out)
             if a._requires_grad and _GRAD.enabled:
+                where = None
+                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
+                    f = _getframe(2)
+                    where = _BY_LASTI.get(f.f_lasti)
+                    if where is None or where[0] is not f.f_code:
+                        where = _site_at(f)
                 _record(row, (r,), inputs, args, 1,
                         _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                        (_edge(a), _NONE_EDGE))
+                        (_edge(a), _NONE_EDGE), where=where)
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)
@@ -113,7 +132,8 @@ def apply(row, inputs, args=(), inplace=None):
                 out = _arr(out)
             r = _fresh(out)
             if x._requires_grad and _GRAD.enabled:
-                _record(row, (r,), inputs, args, 1, None, None, None, ctx)
+                _record(row, (r,), inputs, args, 1, None, None, None, ctx,
+                        _site_at(_getframe(2)) if _PROV[0] else None)
             return r
         arrays = []
         for x in inputs:
@@ -131,13 +151,15 @@ def apply(row, inputs, args=(), inplace=None):
             if _GRAD.enabled:
                 mask = _mask(inputs)
                 if mask:
-                    _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx)
+                    _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx,
+                            where=_site_at(_getframe(2)) if _PROV[0] else None)
             return r
         outs = tuple(_fresh(_arr(o)) for o in out)
         if _GRAD.enabled:
             mask = _mask(inputs)
             if mask:
-                _record(row, outs, inputs, args, mask, ctx=ctx)
+                _record(row, outs, inputs, args, mask, ctx=ctx,
+                        where=_site_at(_getframe(2)) if _PROV[0] else None)
                 for o in outs:
                     if o._data.dtype.kind not in "fc":
                         o._requires_grad = False
@@ -156,7 +178,8 @@ def _apply_view(row, x, args):
         r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
-                _record(row, (r,), (x,), args, 1)
+                _record(row, (r,), (x,), args, 1,
+                        where=_site_at(_getframe(3)) if _PROV[0] else None)
             elif r._view.base._requires_grad:  # PyTorch: a view made under no_grad requires
                 r._requires_grad = True        # grad when its base does
         return r
@@ -165,7 +188,7 @@ def _apply_view(row, x, args):
     rs = tuple(_view_of(x, o, mode, creator) for o in out)
     if x._requires_grad:
         if grad:
-            _record(row, rs, (x,), args, 1)
+            _record(row, rs, (x,), args, 1, where=_site_at(_getframe(3)) if _PROV[0] else None)
         elif rs and rs[0]._view.base._requires_grad:
             for r in rs:
                 r._requires_grad = True
@@ -232,10 +255,12 @@ def _edge(x):
     return (x._grad_accumulator(), 0)
 
 
-def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
+def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None,
+           where=HERE):
     """Make the node of `row` for `inputs` and hang `outs` on it; the node saves what the
     formulas of the inputs in bitmask `mask` need (taken from `saved_from` instead of `inputs`
-    for an in-place op whose `self` was copied before the write)."""
+    for an in-place op whose `self` was copied before the write). `where`: the user's line
+    (`apply` finds it from its entry point's frame; by default the frames are walked)."""
     plan = row.plans.get(mask)
     if plan is None:
         plan = row.plan(mask)
@@ -244,7 +269,7 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     if edges is None:
         edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
-    _init_node(node, edges, saved, meta)  # Node.__init__, without type.__call__'s ~0.1 us
+    _init_node(node, edges, saved, meta, where)  # Node.__init__, without type.__call__'s
     if len(outs) == 1:
         o = outs[0]
         o._output_nr = 0

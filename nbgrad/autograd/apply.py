@@ -409,7 +409,7 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     """A tensor viewing `x`'s storage through the array `out`."""
     r = _new(Tensor)
     r._data = out
-    r._storage = x._storage
+    r._st = x._storage
     r._grad_fn = None
     r._output_nr = 0
     r._requires_grad = False

@@ -42,6 +42,7 @@ from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
 ROWS = {}
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
+_V0 = (NUMPY, None)  # what formulas index when the node saved nothing: xp, needs
 
 
 def _array_arg(x):
@@ -61,6 +62,35 @@ class OpNode(Node):
     def _backward(self, g, create_graph):
         __tracebackhide__ = True
         row = self._row
+        if row.plain and not create_graph and type(g) is _ND:
+            # first order on numpy, one output, a formula per input: the common case, written
+            # out (the general path below gives the same result)
+            saved = self._saved
+            if saved is None:
+                v = _V0
+            else:
+                v = [NUMPY, None, *saved]
+                for j in row.unpack_at:
+                    s = v[j]
+                    if type(s) in UNPACKED:
+                        v[j] = s.unpack(self, False)
+            if row.single:
+                outs = [row.calls[0](row.formulas[0], g, v)]
+            else:
+                outs = []
+                i = 0
+                calls = row.calls
+                for c, _ in self._next:
+                    call = calls[i]
+                    outs.append(None if c is None or call is None else
+                                call(row.formulas[i], g, v))
+                    i += 1
+            meta = self._meta
+            if meta is not None:
+                for i, m in enumerate(meta):
+                    if m is not None and outs[i] is not None:
+                        outs[i] = _reduce_to(outs[i], m[0], m[1], NUMPY)
+            return outs
         multi = self._n_out != 1
         if create_graph:
             if row.double is not None:
@@ -311,6 +341,10 @@ class Row:
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
+        # OpNode._backward's common path: one output, no joint formula; the saved values it
+        # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
+        self.plain = self.joint is None and n_out == 1
+        self.unpack_at = tuple(j + 2 for j, (kind, _) in enumerate(self.sources) if kind <= 2)
         self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
         self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
         self.plans = {}

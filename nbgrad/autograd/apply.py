@@ -96,7 +96,7 @@ def apply(row, inputs, args=(), inplace=None):
             bd = b
             if tb is float:
                 if dt is _F32 or dt is _F64:
-                    if b and row.name in _ZERO_D_ROWS and (not args or args[0] == 1):
+                    if row.name in _ZERO_D_ROWS and (not args or args[0] == 1):
                         bd = _zero_d(b, dt)
                 elif dt.kind != "f":
                     ad = ad.astype(dtypes.default_np())
@@ -182,7 +182,10 @@ _ZERO_D = {_F32: {}, _F64: {}}
 
 
 def _zero_d(b, dt):
-    cache = _ZERO_D[dt]
+    """`b` as a read-only 0-d array of dtype `dt` (float32/float64; b itself otherwise)."""
+    cache = _ZERO_D.get(dt)
+    if cache is None or not b:
+        return b
     z = cache.get(b)
     if z is None:
         if len(cache) >= 4096:

@@ -33,8 +33,8 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
-from ..autograd.apply import _edge
+from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.apply import _ZERO_D_ROWS, _edge, _zero_d
 from ..autograd.grad_mode import STATE as _GRAD
 from ..tensor import Tensor
 from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
@@ -72,8 +72,11 @@ class OpNode(Node):
                 v = [NUMPY, None, *saved]
                 for j in row.unpack_at:
                     s = v[j]
-                    if type(s) in UNPACKED:
+                    t = type(s)
+                    if t in UNPACKED:
                         v[j] = s.unpack(self, False)
+                    elif t is float and row.zero_d:  # x * 2.0's other (see apply._zero_d)
+                        v[j] = _zero_d(s, g.dtype)
             if row.single:
                 outs = [row.calls[0](row.formulas[0], g, v)]
             else:
@@ -134,19 +137,20 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             return
-        for s in saved:
-            if type(s) in RELEASABLE:
-                s.release()
-        row = self._row
+        kinds = self._row.slot_kinds
         freed = None
-        for j in row.input_slots:
-            if type(saved[j]) in _NUMBERS:
-                freed = freed or list(saved)
-                freed[j] = FREED
-        for j in row.arg_slots:
-            if _array_arg(saved[j]):
-                freed = freed or list(saved)
-                freed[j] = FREED
+        j = 0
+        for s in saved:
+            if s is not None:
+                t = type(s)
+                if t is SavedTensor or t is Ctx or t is SavedArray:
+                    s.release()
+                elif (t is float or t is int or t is bool) if kinds[j] == 0 else (
+                        kinds[j] == 2 and t is not int and t is not float and _array_arg(s)):
+                    if freed is None:
+                        freed = list(saved)
+                    freed[j] = FREED
+            j += 1
         if freed is not None:
             self._saved = tuple(freed)
 
@@ -344,9 +348,9 @@ class Row:
         # OpNode._backward's common path: one output, no joint formula; the saved values it
         # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
         self.plain = self.joint is None and n_out == 1
+        self.zero_d = name in _ZERO_D_ROWS  # a saved Python float meets g as a 0-d array
         self.unpack_at = tuple(j + 2 for j, (kind, _) in enumerate(self.sources) if kind <= 2)
-        self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
-        self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
+        self.slot_kinds = tuple(kind for kind, _ in self.sources)  # (OpNode._release)
         self.plans = {}
         # `double`: PyTorch runs this row's formula as one op with its own derivative
         # (tanh_backward): under create_graph the gradient is one node of that name

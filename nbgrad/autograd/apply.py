@@ -96,8 +96,10 @@ def apply(row, inputs, args=(), inplace=None):
             bd = b
             if tb is float:
                 if dt is _F32 or dt is _F64:
-                    if row.name in _ZERO_D_ROWS and (not args or args[0] == 1):
-                        bd = _zero_d(b, dt)
+                    if row.zero_d and (not args or args[0] == 1):
+                        bd = (_ZD32 if dt is _F32 else _ZD64).get(b)
+                        if bd is None:
+                            bd = _zero_d(b, dt)
                 elif dt.kind != "f":
                     ad = ad.astype(dtypes.default_np())
             elif tb is not int or dt.kind == "b":
@@ -178,7 +180,8 @@ def apply(row, inputs, args=(), inplace=None):
 # that dtype first). These rows compute one ufunc of the two operands (alpha 1), so they get a
 # cached 0-d array instead; 0.0 and -0.0 (equal keys) and NaN (never equal) are not cached.
 _ZERO_D_ROWS = frozenset(("add", "sub", "mul", "div"))
-_ZERO_D = {_F32: {}, _F64: {}}
+_ZD32, _ZD64 = {}, {}
+_ZERO_D = {_F32: _ZD32, _F64: _ZD64}
 
 
 def _zero_d(b, dt):
@@ -289,11 +292,10 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     formulas of the inputs in bitmask `mask` need (taken from `saved_from` instead of `inputs`
     for an in-place op whose `self` was copied before the write). `where`: the user's line
     (`apply` finds it from its entry point's frame; by default the frames are walked)."""
-    plan = row.plans.get(mask)
-    if plan is None:
-        plan = row.plan(mask)
-    saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
-        if plan else None
+    save = row.savers.get(mask)
+    if save is None or _SAVED_HOOKS:
+        save = _saver(row, mask)
+    saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
     if edges is None:
         edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
@@ -311,6 +313,48 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
         o._grad_fn = node
         nr += 1
     return node
+
+
+def _nothing(row, src, args, outs, ctx):
+    return None
+
+
+def _saver(row, mask):
+    """The function that makes the saved tuple of `row`'s node when the inputs in `mask`
+    require grad, decided once per row and mask (`row.savers`): one value saved, as most rows
+    save, is written out; the rest (and everything under saved_tensors_hooks) goes through
+    `_save`."""
+    plan = row.plan(mask)
+    if _SAVED_HOOKS:
+        return lambda row, src, args, outs, ctx: _save(row, plan, src, args, outs, ctx)
+    save = row.savers.get(mask)
+    if save is not None:
+        return save
+    n = len(row.sources)
+    if not plan:
+        save = _nothing
+    elif len(plan) == 1 and plan[0][1] in (0, 1, 3):
+        j, kind, k, name = plan[0]
+        before, after = (None,) * j, (None,) * (n - j - 1)
+        if kind == 0:
+            def save(row, src, args, outs, ctx):
+                x = src[k]
+                # a Python number PyTorch would wrap as a tensor is kept as is:
+                # OpNode._release turns it into FREED
+                return before + (SavedTensor(name, x) if isinstance(x, Tensor) else x,) + after
+        elif kind == 1:
+            def save(row, src, args, outs, ctx):
+                o = outs[k]
+                o._output_nr = k
+                return before + (SavedTensor(name, o, True),) + after
+        else:
+            def save(row, src, args, outs, ctx):
+                return before + (tuple(src[k]._data.shape),) + after
+    else:
+        def save(row, src, args, outs, ctx):
+            return _save(row, plan, src, args, outs, ctx)
+    row.savers[mask] = save
+    return save
 
 
 def _save(row, plan, src, args, outs, ctx):

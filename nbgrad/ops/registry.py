@@ -352,6 +352,7 @@ class Row:
         self.unpack_at = tuple(j + 2 for j, (kind, _) in enumerate(self.sources) if kind <= 2)
         self.slot_kinds = tuple(kind for kind, _ in self.sources)  # (OpNode._release)
         self.plans = {}
+        self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative
         # (tanh_backward): under create_graph the gradient is one node of that name
         self.double = None if double is None else type(double, (DoubleNode,), {

@@ -616,6 +616,16 @@ def _write(t, d, res, row_name):
         backend.as_strided(t._storage._root, *_geom(t))[...] = res
 
 
+def _contiguous(shape, strides):
+    """Whether a layout is C-contiguous (strides in elements; size-1 dims' strides free)."""
+    acc = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != acc:
+            return False
+        acc *= n
+    return True
+
+
 def _overlapping(shape, strides):
     """PyTorch's has_internal_overlap == YES: a stride-0 dim of size > 1 (never when empty)."""
     return 0 not in shape and any(s == 0 and n > 1 for n, s in zip(shape, strides))
@@ -704,6 +714,8 @@ class CopySlices(Node):
         and, under create_graph, Tensors."""
         if self.fn is None:
             raise backward_twice_error()
+        if create_graph and _contiguous(*self._base_geom[:2]):
+            return self._backward_recorded(g)
         pos = self._positions()
         flat = g.reshape(-1)
         if not create_graph and type(g) is not _ND:
@@ -719,6 +731,26 @@ class CopySlices(Node):
             new = flat.copy()
             new[pos] = 0 if r0 is None else r0.reshape(-1)
         return [new.reshape(self._base_geom[0])] + list(res[1:])
+
+    def _backward_recorded(self, g):
+        """Under create_graph, PyTorch's steps, so the gradient's graph has its nodes: the
+        gradient copied into a new base-shaped tensor (CopyBackwards), the view's part of it
+        (AsStridedBackward0) cloned into the op's node, whose result is copied back into that
+        part (CopySlices)."""
+        shape, _, off = self._base_geom
+        vshape, vstrides, voff = self._view_geom
+        result = g.new_zeros(tuple(shape))
+        result.copy_(g)
+        part = result.as_strided(vshape, vstrides, voff - off)
+        res = self.fn._backward(part.clone(), True)
+        r0 = res[0]
+        if self._next[0][0] is not None and 0 in vstrides and _overlapping(vshape, vstrides):
+            _write_overlap_error()
+        if r0 is None:
+            part.zero_()
+        else:
+            part.copy_(r0)
+        return [result] + list(res[1:])
 
     def _positions(self):
         """Index of each of the view's elements in the base's flattened (C-order) elements."""

@@ -433,7 +433,14 @@ class TensorFormulas:
 
     @staticmethod
     def as_strided_backward(g, base_geom, view_geom):
-        """Scatter-add g at the storage positions of the view, read back those of the base."""
+        """Scatter-add g at the storage positions of the view, read back those of the base.
+        Where neither layout reaches an element twice, PyTorch's steps (so its nodes): g copied
+        into the view's layout of a zero storage (CopySlices), read in the base's layout
+        (AsStridedBackward0)."""
+        if not _overlapping(*view_geom[:2]) and not _overlapping(*base_geom[:2]):
+            buf = g.new_zeros((_extent(base_geom, view_geom),))
+            buf.as_strided(*view_geom).copy_(g)
+            return buf.as_strided(*base_geom)
         buf = g.new_zeros((_extent(base_geom, view_geom),))
         buf = buf.index_put_((positions(view_geom).reshape(-1),), g.reshape(-1),
                              accumulate=True)

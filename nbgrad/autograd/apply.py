@@ -32,6 +32,9 @@ _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
+# the clone row (set by nbgrad.ops.elementwise): an in-place op whose backward needs the old
+# value saves a clone of it, recorded as PyTorch records it (CloneBackward0 below the node)
+CLONE = [None]
 
 
 def apply(row, inputs, args=(), inplace=None):
@@ -550,9 +553,12 @@ def _apply_inplace(row, inputs, args, op_name):
             edges = tuple(map(_edge, inputs))
             plan = row.plan(mask)
             if any(e[1:3] == (0, 0) for e in plan):  # backward needs the old value
-                old = t._data.copy()
-                self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
-                    edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
+                if t._requires_grad and not isinstance(edges[0][0], _AccumulateGrad):
+                    self_copy = apply(CLONE[0], (t,), (False,))
+                else:
+                    old = t._data.copy()
+                    self_copy = Tensor._make(old, Storage(old), None, edges[0][1],
+                                             t._requires_grad)
     d = t._data
     same = False  # copy_ from the very same elements returns early in PyTorch (no checks)
     for x in others:  # (fill_ reads its 0-d value before writing)

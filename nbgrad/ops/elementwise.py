@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..autograd import apply
 from ..backend import get_array_module as _xp
 from .formulas import _in_range, _repeat_backward
 from .registry import ROWS, op
@@ -123,6 +124,7 @@ op("repeat", lambda self, repeats: _xp(self).tile(self, repeats),
 op("clone", lambda self, contiguous: _xp(self).ascontiguousarray(self) if contiguous
    else self.copy(order="K"),
    self=lambda g: g)
+apply.CLONE[0] = ROWS["clone"]  # what an in-place op saves of its target's old value
 op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
    self=lambda g, self, xp: xp.astype(g, xp.dtype(self)))
 # device: where `self` was, `to`: where it goes (the gradient goes back)

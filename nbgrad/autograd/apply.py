@@ -38,6 +38,9 @@ _BY_LASTI = provenance.BY_LASTI
 _getframe = sys._getframe
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
+# the clone row (set by nbgrad.ops.elementwise): an in-place op whose backward needs the old
+# value saves a clone of it, recorded as PyTorch records it (CloneBackward0 below the node)
+CLONE = [None]
 
 
 def apply(row, inputs, args=(), inplace=None):
@@ -647,9 +650,12 @@ def _apply_inplace(row, inputs, args, op_name):
             edges = tuple(map(_edge, inputs))
             plan = row.plan(mask)
             if any(e[1:3] == (0, 0) for e in plan):  # backward needs the old value
-                old = t._data.copy()
-                self_copy = Tensor._make(old, Storage(old), edges[0][0] if not isinstance(
-                    edges[0][0], _AccumulateGrad) else None, edges[0][1], t._requires_grad)
+                if t._requires_grad and not isinstance(edges[0][0], _AccumulateGrad):
+                    self_copy = apply(CLONE[0], (t,), (False,))
+                else:
+                    old = t._data.copy()
+                    self_copy = Tensor._make(old, Storage(old), None, edges[0][1],
+                                             t._requires_grad)
     d = t._data
     same = False  # copy_ from the very same elements returns early in PyTorch (no checks)
     for x in others:  # (fill_ reads its 0-d value before writing)
@@ -711,6 +717,16 @@ def _write(t, d, res, row_name):
         if getattr(d.flags, "writeable", True):
             raise
         backend.as_strided(t._storage._root, *_geom(t))[...] = res
+
+
+def _contiguous(shape, strides):
+    """Whether a layout is C-contiguous (strides in elements; size-1 dims' strides free)."""
+    acc = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != acc:
+            return False
+        acc *= n
+    return True
 
 
 def _overlapping(shape, strides):
@@ -801,6 +817,8 @@ class CopySlices(Node):
         and, under create_graph, Tensors."""
         if self.fn is None:
             raise backward_twice_error()
+        if create_graph and _contiguous(*self._base_geom[:2]):
+            return self._backward_recorded(g)
         pos = self._positions()
         flat = g.reshape(-1)
         if not create_graph and type(g) is not _ND:
@@ -816,6 +834,26 @@ class CopySlices(Node):
             new = flat.copy()
             new[pos] = 0 if r0 is None else r0.reshape(-1)
         return [new.reshape(self._base_geom[0])] + list(res[1:])
+
+    def _backward_recorded(self, g):
+        """Under create_graph, PyTorch's steps, so the gradient's graph has its nodes: the
+        gradient copied into a new base-shaped tensor (CopyBackwards), the view's part of it
+        (AsStridedBackward0) cloned into the op's node, whose result is copied back into that
+        part (CopySlices)."""
+        shape, _, off = self._base_geom
+        vshape, vstrides, voff = self._view_geom
+        result = g.new_zeros(tuple(shape))
+        result.copy_(g)
+        part = result.as_strided(vshape, vstrides, voff - off)
+        res = self.fn._backward(part.clone(), True)
+        r0 = res[0]
+        if self._next[0][0] is not None and 0 in vstrides and _overlapping(vshape, vstrides):
+            _write_overlap_error()
+        if r0 is None:
+            part.zero_()
+        else:
+            part.copy_(r0)
+        return [result] + list(res[1:])
 
     def _positions(self):
         """Index of each of the view's elements in the base's flattened (C-order) elements."""

@@ -353,7 +353,7 @@ def _short_rows(a, dim):
     for attention's (8, 16, 16)); across the rows of the copy each reduction is one vectorised
     pass over n rows (1-2 us), and the copy back costs less than the difference."""
     n = a.shape[-1] if a.ndim else 0
-    if type(a) is not np.ndarray or dim % a.ndim != a.ndim - 1 or not 1 < n <= 32 or \
+    if type(a) is not np.ndarray or not 1 < n <= 32 or dim % a.ndim != a.ndim - 1 or \
             a.size < 8 * n:
         return None
     return np.ascontiguousarray(a.reshape(-1, n).T)
@@ -372,15 +372,20 @@ def _softmax(a, dim):
 
 
 def _log_softmax(a, dim):
+    """x - max - log(sum(exp(x - max))) per row, as torch's kernel (a row holding +-inf or NaN
+    gives NaN throughout, as torch's does)."""
     at = _short_rows(a, dim)
-    if at is None:
-        return a - _logsumexp(a, dim, True)
-    m = np.maximum.reduce(at, 0)
-    m = np.where(np.isfinite(m), m, m.dtype.type(0))  # rows of -inf: -inf, not nan
-    lse = np.log(np.add.reduce(np.exp(at - m), 0))
-    lse += m
-    at -= lse
-    return np.ascontiguousarray(at.T).reshape(a.shape)
+    if at is not None:
+        at -= np.maximum.reduce(at, 0)
+        lse = np.add.reduce(np.exp(at), 0)
+        at -= np.log(lse, out=lse)
+        return np.ascontiguousarray(at.T).reshape(a.shape)
+    if not a.size:
+        return a.copy()
+    xp = _xp(a)
+    z = a - a.max(axis=dim, keepdims=True)
+    z -= xp.log(xp.exp(z).sum(axis=dim, keepdims=True))
+    return z
 
 
 
@@ -618,18 +623,22 @@ def _bce_logits_target_grad(g, x, w, pw, xp):
 
 def _nll(x, target, weight, reduction, ignore_index, ctx):
     """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`:
-    (rows, classes, per-row weight or None for all ones, divisor)."""
+    (rows, classes, per-row weight or None for all ones, divisor). `ctx` arrives holding
+    whether some target equals ignore_index, when the caller's target check found out (else
+    None)."""
     if x.ndim == 2 and weight is None and reduction != "none":
         # the common case (classification / language-model batches), in 3 array calls
         # when no target is ignored: the picked log-probabilities, their sum
         t = target
-        if len(t) and not (t == ignore_index).any():
-            rows = _xp(x).arange(len(t))
+        ignored = ctx.value
+        if ignored is None:
+            ignored = bool((t == ignore_index).any())
+        if len(t) and not ignored:
+            rows = _arange(len(t), x)
             total = _sum_all(x[rows, t], x.dtype)
             n = len(t) if reduction == "mean" else 1
             ctx.value = (rows, t, None, n)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return _xp(x).asarray(-total / n if n else total * np.nan, x.dtype)
+            return _xp(x).asarray(-total / n, x.dtype)
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
     xp = _xp(x)
@@ -651,6 +660,22 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     ctx.value = (rows, ts, w, total)
     with np.errstate(invalid="ignore", divide="ignore"):
         return _xp(x).asarray(losses.sum() / total, x.dtype)
+
+
+_ARANGES = {}
+
+
+def _arange(n, like):
+    """arange(n) on `like`'s device; numpy's kept (read-only) per length."""
+    if type(like) is not np.ndarray:
+        return _xp(like).arange(n)
+    r = _ARANGES.get(n)
+    if r is None:
+        r = np.arange(n)
+        r.flags.writeable = False
+        if len(_ARANGES) < 64:
+            _ARANGES[n] = r
+    return r
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):

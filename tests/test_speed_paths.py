@@ -1,0 +1,110 @@
+"""The short paths taken for speed give what the general paths give, checked against torch:
+in-place binary ops written straight into their target (`p.data += -lr * p.grad`)."""
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+
+R = np.random.default_rng(0)
+
+
+def _run(lib, fn):
+    """fn(lib) -> list of tensors / numbers / error texts, as plain Python values."""
+    try:
+        out = fn(lib)
+    except Exception as e:  # the error itself is compared
+        return ("error", type(e).__name__, str(e).split("\n")[0])
+    res = []
+    for o in out:
+        if isinstance(o, (torch.Tensor, nbgrad.Tensor)):
+            res.append((str(o.dtype).split(".")[-1], o.detach().numpy().tolist()))
+        else:
+            res.append(o)
+    return res
+
+
+def _inplace_case(op, other, alpha=None, grad=False, dtype="float32", shape=(3, 4)):
+    a0 = R.standard_normal(shape).astype(dtype)
+    o0 = other if not isinstance(other, np.ndarray) else other.copy()
+
+    def fn(lib):
+        a = lib.tensor(a0.copy(), requires_grad=grad)
+        o = lib.tensor(o0.copy()) if isinstance(o0, np.ndarray) else o0
+        target = a.data if grad else a
+        v = target._version
+        kw = {} if alpha is None else {"alpha": alpha}
+        with lib.no_grad() if grad == "no_grad" else _null():
+            r = getattr(target, op)(o, **kw)
+        return [r, a, r is target, target._version - v, a._version]
+    return fn
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+CASES = {
+    "add_tensor": _inplace_case("add_", R.standard_normal((3, 4)).astype(np.float32)),
+    "add_row_broadcast": _inplace_case("add_", R.standard_normal(4).astype(np.float32)),
+    "add_alpha": _inplace_case("add_", R.standard_normal((3, 4)).astype(np.float32), alpha=-0.1),
+    "sub_alpha_scalar": _inplace_case("sub_", 3, alpha=0.5),
+    "mul_scalar": _inplace_case("mul_", 0.9),
+    "div_zero": _inplace_case("div_", 0),
+    "div_tensor": _inplace_case("div_", R.standard_normal(4).astype(np.float32)),
+    "add_data_of_leaf": _inplace_case("add_", R.standard_normal((3, 4)).astype(np.float32),
+                                      grad=True),
+    "mul_float64_other": _inplace_case("mul_", R.standard_normal((3, 4))),
+    "add_int_other": _inplace_case("add_", np.arange(4)),
+    "add_broadcast_too_big": _inplace_case("add_", R.standard_normal((2, 3, 4)).astype(
+        np.float32)),
+    "add_bad_shape": _inplace_case("add_", R.standard_normal(5).astype(np.float32)),
+    "int_target_float_scalar": _inplace_case("add_", 0.5, dtype="int64"),
+    "float64_target": _inplace_case("mul_", R.standard_normal((3, 4)), dtype="float64"),
+    "bool_other": _inplace_case("mul_", True),
+}
+
+
+def _same(a, b):
+    if isinstance(a, tuple) and len(a) == 2 and isinstance(a[1], list):
+        return a[0] == b[0] and np.allclose(a[1], b[1], rtol=1e-6, atol=1e-7, equal_nan=True)
+    return a == b
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_inplace_binary_like_torch(name):
+    got, want = _run(nbgrad, CASES[name]), _run(torch, CASES[name])
+    if want[0] == "error":
+        assert got == want
+        return
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+
+
+def test_inplace_on_leaf_still_refused_and_recorded_ops_still_recorded():
+    for lib in (torch, nbgrad):
+        w = lib.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            w.add_(1.0)
+        y = w * 2
+        y.mul_(3.0)  # recorded: MulBackward0 on a non-leaf
+        assert type(y.grad_fn).__name__ == "MulBackward0"
+        y.sum().backward()
+        assert w.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+def test_inplace_through_data_alias_and_view():
+    """`.data` shares memory under another storage; a view writes into its base."""
+    res = []
+    for lib in (torch, nbgrad):
+        x = lib.arange(6.0)
+        d = x.data
+        d += x  # the very same elements
+        v = x[1:4]
+        v.mul_(lib.tensor([1.0, 2.0, 3.0]))
+        res.append((x.tolist(), x._version, v._version))
+    assert res[0] == res[1]

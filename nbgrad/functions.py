@@ -742,8 +742,10 @@ def matmul(input, other, *, out=None):
 
 
 def _matmul(a, b):
-    """matmul as PyTorch decomposes it, so the graph shows the same nodes (mm, mv, dot, bmm,
-    folded through views and UnsafeViewBackward0)."""
+    """matmul as PyTorch decomposes it (aten's _matmul_impl), so the graph shows the same nodes:
+    mm / mv / dot; a batched operand folded into the rows of one mm or mv (UnsafeViewBackward0
+    around it) when torch folds; else expand both to the broadcast batch, fold it into one dim,
+    bmm, unfold. The views are applied as rows directly (no public reshape / expand)."""
     da, db = a._data.ndim, b._data.ndim
     if da == 2 and db == 2:
         return apply(R["mm"], (a, b))
@@ -752,29 +754,90 @@ def _matmul(a, b):
     if da == 2 and db == 1:
         return apply(R["mv"], (a, b))
     if da == 1 and db == 2:
-        return apply(R["squeeze_dims_"], (_matmul(unsqueeze(a, 0), b),), ((0,),))
-    if da >= 3 and db <= 2:   # fold the batch into the rows of a matrix product
-        k = a._data.shape[-1]
-        folded = _matmul(reshape(a, -1, k), b)
-        shape = a._data.shape[:-1] + ((b._data.shape[-1],) if db == 2 else ())
-        return apply(R["unsafe_view"], (folded,), (shape,))
-    if da == 1 and db >= 3:
-        return _matmul(b.mT, a)
-    # batched: broadcast the batch dims, fold them into one, bmm, unfold
-    ba, bb = a._data.shape[:-2], b._data.shape[:-2]
-    try:
-        batch = np.broadcast_shapes(ba, bb)
-    except ValueError:
-        raise _broadcast_error(ba, bb) from None
-    n, k = a._data.shape[-2:] if da > 1 else (1, a._data.shape[0])
-    p = b._data.shape[-1]
-    a3 = reshape(expand(a, *batch, n, k), -1, n, k) if da > 1 else None
-    b3 = reshape(expand(b, *batch, k, p), -1, k, p)
-    if a3 is None:
-        a3 = reshape(expand(unsqueeze(a, 0), *batch, 1, k), -1, 1, k)
-    out = apply(R["bmm"], (a3, b3))
-    shape = tuple(batch) + ((n,) if da > 1 else ()) + (p,)
+        return apply(R["squeeze_dims_"], (apply(R["mm"], (unsqueeze(a, 0), b)),), ((0,),))
+    if _should_fold(a, b, da, db):
+        return _matmul_folded(a, b, da, db)
+    sa, sb = a._data.shape, b._data.shape
+    if da == 3 and db == 3 and sa[0] != sb[0]:  # a batch of one that requires grad: squeezed
+        if sa[0] == 1 and a._requires_grad:
+            return _matmul(apply(R["squeeze_dim"], (a,), (0,)), b)
+        if sb[0] == 1 and b._requires_grad:
+            return _matmul(a, apply(R["squeeze_dim"], (b,), (0,)))
+    # batched: expand both to the broadcast batch, fold it into one dim, bmm, unfold
+    ba, bb = sa[:-2], sb[:-2]
+    batch = ba if ba == bb else _broadcast_batch(ba, bb)
+    n, k = sa[-2] if da > 1 else 1, sa[-1]
+    p = sb[-1] if db > 1 else 1
+    rows = math.prod(batch)
+    a3 = _fold(apply(R["expand"], (a,), (batch + (n, k),)), (rows, n, k))
+    if db == 1:
+        b3 = apply(R["unsqueeze"], (_fold(apply(R["expand"], (b,), (batch + (k,),)), (rows, k)),),
+                   (2,))
+        out = apply(R["squeeze_dim"], (apply(R["bmm"], (a3, b3)),), (2,))
+    else:
+        b3 = _fold(apply(R["expand"], (b,), (batch + (k, p),)), (rows, k, p))
+        out = apply(R["bmm"], (a3, b3))
+    shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
     return apply(R["unsafe_view"], (out,), (shape,))
+
+
+def _should_fold(a, b, da, db):
+    """aten's should_fold: whether the operand of 3 dims or more (the other one's transpose
+    when that is the larger) is folded into the rows of one mm / mv instead of a bmm."""
+    larger = da >= db
+    if not ((da if larger else db) >= 3 and (db if larger else da) <= 2):
+        return False
+    if (b if larger else a)._requires_grad:
+        return True
+    if da == 2:
+        return False
+    t1 = a._data if larger else b._data.swapaxes(-2, -1)
+    if not t1.size:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return builtins.all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _matmul_folded(a, b, da, db):
+    """The larger operand (or b's transpose) viewed as one matrix: mm / mv, unfolded; with the
+    transpose, the result is transposed back and made contiguous (CloneBackward0), as torch."""
+    transpose = db > da
+    if transpose:
+        t1 = apply(R["transpose"], (b,), (db - 2, db - 1))
+        t2 = apply(R["t"], (a,)) if da == 2 else a
+    else:
+        t1, t2 = a, b
+    s1 = t1._data.shape
+    shape = s1[:-1]
+    folded = _fold(t1, (math.prod(shape), s1[-1]))
+    if t2._data.ndim == 1:
+        return apply(R["unsafe_view"], (apply(R["mv"], (folded, t2)),), (shape,))
+    out = apply(R["unsafe_view"], (apply(R["mm"], (folded, t2)),), (shape + t2._data.shape[1:],))
+    if not transpose:
+        return out
+    return contiguous(apply(R["transpose"], (out,), (len(shape) - 1, len(shape))))
+
+
+def _broadcast_batch(ba, bb):
+    """The broadcast of two batch shapes (tuple), or PyTorch's error."""
+    n = builtins.max(len(ba), len(bb))
+    out = []
+    for x, y in zip((1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb):
+        if x != y and x != 1 and y != 1:
+            raise _broadcast_error(ba, bb)
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _fold(x, shape):
+    """reshape(x, shape) for a known shape of the same size: a view (ViewBackward0, or
+    ReshapeAliasBackward0 on non-contiguous input the strides allow), else a copy
+    (CloneBackward0, UnsafeViewBackward0), as PyTorch's reshape."""
+    try:
+        return apply(R["view" if x._data.flags.c_contiguous else "reshape_alias"], (x,),
+                     (shape,))
+    except _ViewImpossible:
+        return apply(R["unsafe_view"], (clone(x),), (shape,))
 
 
 def mm(input, mat2):
@@ -1073,11 +1136,8 @@ def reshape(input, *shape):
     """A view when the strides allow, else a copy (torch.reshape). TypeError without a shape."""
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
-    shape = _infer(_shape_arg(shape), input._data.size)
-    try:  # PyTorch: view when contiguous, else _reshape_alias when the strides allow
-        return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
-    except _ViewImpossible:
-        return apply(R["unsafe_view"], (clone(input),), (shape,))
+    # PyTorch: view when contiguous, else _reshape_alias when the strides allow, else a copy
+    return _fold(input, _infer(_shape_arg(shape), input._data.size))
 
 
 def ravel(input):

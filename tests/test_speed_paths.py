@@ -108,3 +108,81 @@ def test_inplace_through_data_alias_and_view():
         v.mul_(lib.tensor([1.0, 2.0, 3.0]))
         res.append((x.tolist(), x._version, v._version))
     assert res[0] == res[1]
+
+
+def graph(out):
+    """Node names behind ``out``, breadth first."""
+    names, seen, todo = [], set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop(0)
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names.append(type(fn).__name__)
+        todo.extend(n for n, _ in fn.next_functions)
+    return names
+
+
+MATMULS = {  # batched matmul applies torch's nodes directly (no public reshape / expand)
+    "3d_3d": (lambda a, b: a @ b, (2, 3, 4), (2, 4, 5)),
+    "attention_scores": (lambda q, k: q @ k.transpose(-2, -1), (8, 16, 8), (8, 16, 8)),
+    "4d_broadcast_both": (lambda a, b: a @ b, (2, 1, 3, 4), (5, 4, 2)),
+    "4d_expanded_copy": (lambda a, b: a.expand(3, 2, 3, 4) @ b, (1, 2, 3, 4), (2, 4, 5)),
+    "empty_batch": (lambda a, b: a @ b, (0, 3, 4), (1, 4, 2)),
+    "empty_rows": (lambda a, b: a @ b, (2, 0, 3), (2, 3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", MATMULS)
+def test_batched_matmul_graph_values_grads_like_torch(name):
+    fn, sa, sb = MATMULS[name]
+    a0, b0 = R.standard_normal(sa), R.standard_normal(sb)
+    res = []
+    for lib in (torch, nbgrad):
+        a, b = lib.tensor(a0, requires_grad=True), lib.tensor(b0, requires_grad=True)
+        out = fn(a, b)
+        (out * lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)))).sum() \
+            .backward()
+        res.append((graph(out), out.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    assert res[1][0] == res[0][0]
+    for x, y in zip(res[1][1:], res[0][1:]):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+def test_batched_matmul_broadcast_error_like_torch():
+    msgs = []
+    for lib in (torch, nbgrad):
+        with pytest.raises(RuntimeError) as e:
+            lib.ones(2, 3, 4) @ lib.ones(3, 4, 2)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
+
+
+SHAPES = [((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (4, 5)),
+          ((1, 3, 4), (2, 4, 5)), ((2, 3, 4), (1, 4, 5)), ((2, 2, 3, 4), (4,)),
+          ((4,), (2, 2, 4, 3)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 3, 4), (4, 2)), ((3, 4), (0, 4, 2))]
+
+
+@pytest.mark.parametrize("grads", [(1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("sa,sb", SHAPES)
+def test_matmul_decomposition_like_torch(sa, sb, layout, grads):
+    """Fold into mm / mv, squeeze a batch of one, or bmm: decided as aten's _matmul_impl
+    decides (by which operand requires grad, and by the strides)."""
+    a0, b0 = R.standard_normal(sa), R.standard_normal(sb)
+    res = []
+    for lib in (torch, nbgrad):
+        a = lib.tensor(a0, requires_grad=bool(grads[0]))
+        b = lib.tensor(b0, requires_grad=bool(grads[1]))
+        x, y = a, b
+        if layout == "transposed":  # same values, other strides
+            x = a.mT.contiguous().mT if a.ndim > 1 else a
+            y = b.mT.contiguous().mT if b.ndim > 1 else b
+        out = x @ y
+        out.sum().backward()
+        res.append((graph(out), out.detach().numpy(),
+                    [t.grad.numpy() for t in (a, b) if t.requires_grad]))
+    assert res[1][0] == res[0][0]
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-12)
+    for g1, g0 in zip(res[1][2], res[0][2]):
+        np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)

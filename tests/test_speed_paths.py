@@ -186,3 +186,32 @@ def test_matmul_decomposition_like_torch(sa, sb, layout, grads):
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-12)
     for g1, g0 in zip(res[1][2], res[0][2]):
         np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["last_dim", "all_dims", "two_dims_weight_only",
+                                  "transposed_input", "empty_batch"])
+def test_layer_norm_row_sums_like_torch(case):
+    """layer_norm's row sums are products with a vector of ones: values and the three
+    gradients equal torch's, float64 and float32."""
+    shape, norm, affine = {"last_dim": ((4, 3, 8), (8,), (1, 1)),
+                           "all_dims": ((3, 8), (3, 8), (1, 1)),
+                           "two_dims_weight_only": ((2, 3, 4, 5), (4, 5), (1, 0)),
+                           "transposed_input": ((5, 6), (5,), (1, 1)),
+                           "empty_batch": ((0, 4), (4,), (1, 1))}[case]
+    for dt, tol in ((np.float64, 1e-10), (np.float32, 2e-5)):
+        x0 = R.standard_normal(shape).astype(dt)
+        w0, b0 = R.standard_normal(norm).astype(dt), R.standard_normal(norm).astype(dt)
+        g0 = R.standard_normal(shape[::-1] if case == "transposed_input" else shape).astype(dt)
+        res = []
+        for lib in (torch, nbgrad):
+            x = lib.tensor(x0, requires_grad=True)
+            w = lib.tensor(w0, requires_grad=True) if affine[0] else None
+            b = lib.tensor(b0, requires_grad=True) if affine[1] else None
+            xin = x.t() if case == "transposed_input" else x
+            out = lib.nn.functional.layer_norm(xin, norm[::-1] if case == "transposed_input"
+                                               else norm, w, b)
+            (out * lib.tensor(g0)).sum().backward()
+            res.append([out.detach().numpy()] + [t.grad.numpy() for t in (x, w, b)
+                                                 if t is not None])
+        for a, e in zip(res[1], res[0]):
+            np.testing.assert_allclose(a, e, rtol=tol, atol=tol)

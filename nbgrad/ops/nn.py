@@ -30,13 +30,22 @@ from .registry import ROWS, Ctx, op
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
    double="SoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
+   self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
 op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
    double="LogSoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
+   self=lambda g, result, dim, xp: g - xp.exp(result) * _sum_keep(g, dim))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
-   self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
+   self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
+
+
+def _sum_keep(x, dim):
+    """x.sum(axis=dim, keepdims=True); over the last axis of a numpy array, a product with a
+    vector of ones (numpy sums a short last axis one row at a time)."""
+    if type(x) is np.ndarray and x.ndim and dim % x.ndim == x.ndim - 1:
+        n = x.shape[-1]
+        return (x.reshape(-1, n) @ _ones(n, x)).reshape(x.shape[:-1] + (1,))
+    return x.sum(axis=dim, keepdims=True)
 
 # ---- convolution and pooling ------------------------------------------------------------------
 op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:

@@ -1827,51 +1827,102 @@ def _operand_list(tensors):
     return tuple(tensors)
 
 
-def _sumproduct_pair(left, right, sum_dims):
+class _Steps:
+    """einsum's plan, recorded while the first call on an equation and operand shapes runs:
+    each step applies a function to earlier results (slots: the operands first), so later
+    calls replay the steps without deciding anything again."""
+
+    __slots__ = ("regs", "steps")
+
+    def __init__(self, operands):
+        self.regs = list(operands)
+        self.steps = []
+
+    def __call__(self, fn, ins, *args):
+        """Run fn(*inputs, *args) now and record it; its slot."""
+        self.regs.append(fn(*[self.regs[i] for i in ins], *args))
+        self.steps.append((fn, ins, args))
+        return len(self.regs) - 1
+
+    def shape(self, slot):
+        return self.regs[slot]._data.shape
+
+
+def _replay(steps, result, operands):
+    regs = list(operands)
+    for fn, ins, args in steps:
+        regs.append(fn(*[regs[i] for i in ins], *args))
+    return regs[result]
+
+
+def _permute_rows(x, dims):  # dims already a complete permutation
+    return apply(R["permute"], (x,), (dims,))
+
+
+def _unsqueeze_row(x, dim):  # 0 <= dim <= x.ndim
+    return apply(R["unsqueeze"], (x,), (dim,))
+
+
+def _bmm_row(a, b):  # (b, n, k) @ (b, k, p), checked by the plan
+    return apply(R["bmm"], (a, b))
+
+
+def _view_row(x, shape):  # a contiguous x
+    return apply(R["view"], (x,), (shape,))
+
+
+def _sumproduct_pair(rec, left, right, sum_dims):
     """sum over `sum_dims` of left * right (same ndim, broadcast on size-1 dims), keeping the
     summed dims as size 1: permute both so that batch (lro), left-only (lo), summed and
     right-only (ro) dims line up, flatten to 3-D, bmm, view and permute back (PyTorch's
-    decomposition, so the graph shows its nodes)."""
+    decomposition, so the graph shows its nodes). `left` and `right` are slots of `rec`."""
     if not sum_dims:
-        return mul(left, right)
-    nd = left._data.ndim
+        return rec(mul, (left, right))
+    ls, rs = list(rec.shape(left)), list(rec.shape(right))
+    nd = len(ls)
     lro, lo, ro = [], [], []
     lro_size = lo_size = ro_size = sum_size = 1
     for i in range(nd):
-        sl, sr = left._data.shape[i] != 1, right._data.shape[i] != 1
+        sl, sr = ls[i] != 1, rs[i] != 1
         if i in sum_dims:
             if sl and sr:
-                if left._data.shape[i] != right._data.shape[i]:
+                if ls[i] != rs[i]:
                     raise RuntimeError("non-broadcast dimensions must match")
-                sum_size *= left._data.shape[i]
+                sum_size *= ls[i]
             elif sl:
-                left = sum(left, i, True)
+                left = rec(sum, (left,), i, True)
+                ls[i] = 1
             elif sr:
-                right = sum(right, i, True)
+                right = rec(sum, (right,), i, True)
+                rs[i] = 1
         elif sl and sr:
-            if left._data.shape[i] != right._data.shape[i]:
+            if ls[i] != rs[i]:
                 raise RuntimeError("non-broadcast dimensions must match")
             lro.append(i)
-            lro_size *= left._data.shape[i]
+            lro_size *= ls[i]
         elif sl:
             lo.append(i)
-            lo_size *= left._data.shape[i]
+            lo_size *= ls[i]
         else:
             ro.append(i)
-            ro_size *= right._data.shape[i]
+            ro_size *= rs[i]
     if lo and ro and ro[-1] < lo[0]:  # right's dims all come first: bmm(right, left) then
         left, right, lo, ro, lo_size, ro_size = right, left, ro, lo, ro_size, lo_size
+        ls, rs = rs, ls
     sum_dims = list(sum_dims)
-    out_size = ([left._data.shape[d] for d in lro] + [left._data.shape[d] for d in lo] +
-                [1] * len(sum_dims) + [right._data.shape[d] for d in ro])
+    out_size = ([ls[d] for d in lro] + [ls[d] for d in lo] + [1] * len(sum_dims) +
+                [rs[d] for d in ro])
     lperm = lro + lo + sum_dims + ro
     rperm = lro + sum_dims + ro + lo
     operm = [0] * len(lperm)
     for k, d in enumerate(lperm):
         operm[d] = k
-    left = reshape(permute(left, *lperm), lro_size, lo_size, sum_size)
-    right = reshape(permute(right, *rperm), lro_size, sum_size, ro_size)
-    return permute(view(bmm(left, right), tuple(out_size)), *operm)
+    left = rec(_fold, (rec(_permute_rows, (left,), tuple(lperm)),),
+               (lro_size, lo_size, sum_size))
+    right = rec(_fold, (rec(_permute_rows, (right,), tuple(rperm)),),
+                (lro_size, sum_size, ro_size))
+    out = rec(_view_row, (rec(_bmm_row, (left, right)),), tuple(out_size))
+    return rec(_permute_rows, (out,), tuple(operm))
 
 
 _ELLIPSIS = "..."
@@ -1918,7 +1969,8 @@ def einsum(equation, *operands):
 
     Every contraction is done as PyTorch does it: diagonals for repeated labels, unsqueeze and
     permute to align the labels, sums of labels only one operand has, then a permute / reshape /
-    bmm / view per pair of operands, left to right. Operands may be passed as a list.
+    bmm / view per pair of operands, left to right. Operands may be passed as a list. The steps
+    are planned once per equation and operand shapes, then replayed.
 
     Raises:
         RuntimeError: PyTorch's einsum() messages for malformed equations and size mismatches.
@@ -1926,6 +1978,25 @@ def einsum(equation, *operands):
     operands = _operand_list(operands)
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
+    key = (equation, tuple(x._data.shape for x in operands)) if type(equation) is str else None
+    plan = _EINSUM_PLANS.get(key) if key is not None else None
+    if plan is not None:  # the same equation on the same shapes: the same steps
+        return _replay(plan[0], plan[1], operands)
+    rec = _Steps(operands)
+    result = _einsum_plan(rec, equation, operands)
+    if key is not None:
+        if len(_EINSUM_PLANS) >= 256:
+            _EINSUM_PLANS.clear()
+        _EINSUM_PLANS[key] = (tuple(rec.steps), result)
+    return rec.regs[result]
+
+
+_EINSUM_PLANS = {}  # (equation, operand shapes) -> (steps, result slot)
+
+
+def _einsum_plan(rec, equation, operands):
+    """Run einsum through the recorder `rec` (checking the equation against the shapes, with
+    PyTorch's texts); the slot of the result."""
     op_labels, rhs, lhs_len = _einsum_parse(equation, operands)
     count = collections.Counter()
     ell_ndim = 0
@@ -1988,14 +2059,15 @@ def einsum(equation, *operands):
     size_of, ell_sizes = {}, [1] * ell_ndim
     dim_counts = [0] * n_all  # how many operands have a size != 1 there
     ops = []
-    for k, (x, labels) in enumerate(zip(operands, op_labels)):
+    for k, labels in enumerate(op_labels):
+        x = k  # the operand's slot
         perm = [-1] * n_all
         d = 0
         for lab in labels:
             if lab == _ELLIPSIS:
                 nd = operands[k]._data.ndim - (len(labels) - 1)
                 for j in range(ell_ndim - nd, ell_ndim):
-                    n = x._data.shape[d]
+                    n = rec.shape(x)[d]
                     if n != 1:
                         if ell_sizes[j] not in (1, n):
                             raise RuntimeError(
@@ -2007,7 +2079,7 @@ def einsum(equation, *operands):
                     perm[ell_index + j] = d
                     d += 1
             elif perm[perm_of[lab]] == -1:
-                n = x._data.shape[d]
+                n = rec.shape(x)[d]
                 if n != 1:
                     if size_of.get(lab, 1) not in (1, n):
                         raise RuntimeError(
@@ -2019,22 +2091,23 @@ def einsum(equation, *operands):
                 d += 1
             else:  # a repeated label: its diagonal
                 prev = perm[perm_of[lab]]
-                a, b = x._data.shape[d], x._data.shape[prev]
+                a, b = rec.shape(x)[d], rec.shape(x)[prev]
                 if a != b:
                     raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} "
                                        f"but the sizes don't match, {a} != {b}")
-                x = movedim(diagonal(x, 0, prev, d), -1, prev)
+                x = rec(movedim, (rec(diagonal, (x,), 0, prev, d),), -1, prev)
         for j in range(n_all):
             if perm[j] == -1:
-                x = unsqueeze(x, d)
+                x = rec(_unsqueeze_row, (x,), d)
                 perm[j] = d
                 d += 1
-        ops.append(permute(x, *perm))
+        ops.append(rec(_permute_rows, (x,), tuple(perm)))
     while len(ops) > 1:  # contract left to right
         a, b = ops.pop(0), ops.pop(0)
         sum_dims, a_sum, b_sum = [], [], []
+        shape_a, shape_b = rec.shape(a), rec.shape(b)
         for d in range(n_out, n_all):
-            sa, sb = a._data.shape[d] != 1, b._data.shape[d] != 1
+            sa, sb = shape_a[d] != 1, shape_b[d] != 1
             if sa and sb:
                 dim_counts[d] -= 1
                 if dim_counts[d] == 1:
@@ -2048,15 +2121,15 @@ def einsum(equation, *operands):
                     b_sum.append(d)
                     dim_counts[d] = 0
         if a_sum:
-            a = sum(a, tuple(a_sum), True)
+            a = rec(sum, (a,), tuple(a_sum), True)
         if b_sum:
-            b = sum(b, tuple(b_sum), True)
-        ops.insert(0, _sumproduct_pair(a, b, sum_dims))
+            b = rec(sum, (b,), tuple(b_sum), True)
+        ops.insert(0, _sumproduct_pair(rec, a, b, sum_dims))
     r = ops[0]
     if n_all > n_out:
         if len(operands) > 1:
-            return view(r, tuple(r._data.shape[:n_out]))
-        return sum(r, tuple(range(n_out, n_all)))
+            return rec(view, (r,), tuple(rec.shape(r)[:n_out]))
+        return rec(sum, (r,), tuple(range(n_out, n_all)))
     return r
 
 

@@ -215,3 +215,40 @@ def test_layer_norm_row_sums_like_torch(case):
                                                  if t is not None])
         for a, e in zip(res[1], res[0]):
             np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+
+
+EINSUMS = [("bij,bjk->bik", (2, 3, 4), (2, 4, 5)), ("ij,jk", (3, 4), (4, 2)),
+           ("ii->i", (4, 4)), ("i,j->ij", (3,), (2,)), ("...ij,...jk->...ik", (2, 3, 4), (4, 5)),
+           ("bi,bi->b", (3, 4), (3, 4)), ("iij,jk->ik", (3, 3, 2), (2, 5))]
+
+
+@pytest.mark.parametrize("case", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum_plan_replayed_like_torch(case):
+    """The second and third calls on the same equation and shapes replay the first call's
+    steps: values, graph and gradients stay torch's, whichever operands require grad."""
+    eq, shapes = case[0], case[1:]
+    arrays = [R.standard_normal(s) for s in shapes]
+    n = len(shapes)
+    for grads in ([True] * n, [True] * n, [False] + [True] * (n - 1)):
+        res = []
+        for lib in (torch, nbgrad):
+            ts = [lib.tensor(a, requires_grad=g) for a, g in zip(arrays, grads)]
+            out = lib.einsum(eq, *ts)
+            if out.requires_grad:
+                out.sum().backward()
+            res.append((graph(out) if out.grad_fn is not None else [], out.detach().numpy(),
+                        [t.grad.numpy() for t in ts if t.requires_grad]))
+        assert res[1][0] == res[0][0]
+        np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-12)
+        for a, b in zip(res[1][2], res[0][2]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_errors_every_time():
+    for _ in range(2):  # a plan that failed is not kept
+        msgs = []
+        for lib in (torch, nbgrad):
+            with pytest.raises(RuntimeError) as e:
+                lib.einsum("ij,jk->ik", lib.ones(2, 3), lib.ones(4, 5))
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]

@@ -711,9 +711,12 @@ def matmul(input, other, *, out=None):
     (n,)@(n,) -> () DotBackward0; (n,m)@(m,p) MmBackward0; (n,m)@(m,) MvBackward0;
     (b,n,m)@(b,m,p) BmmBackward0; other batched cases MatmulBackward0.
     """
+    a, b = input._data, other._data
+    if out is None and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and \
+            a.dtype is b.dtype and type(a) is type(b):
+        return apply(_MM, (input, other))  # the usual case, checked
     if out is not None:
         return _out("matmul", lambda: matmul(input, other), (input, other), out)
-    a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
@@ -739,6 +742,9 @@ def matmul(input, other, *, out=None):
                            f"[{b.shape[0] if b.ndim > 2 else 1}, {ka}] but got: "
                            f"[{b.shape[0] if b.ndim > 2 else 1}, {kb}].")
     return _matmul(input, other)
+
+
+_MM = R["mm"]
 
 
 def _matmul(a, b):
@@ -1095,23 +1101,27 @@ def vstack(tensors):
 # ================================================================================================
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+        shape = shape[0]
+    return tuple(map(int, shape))
 
 
 def _infer(shape, numel):
-    shape = list(shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    known = math.prod(s for s in shape if s != -1)
-    if neg:
+    """`shape` with its one -1 (if any) inferred from `numel`; PyTorch's errors."""
+    known, neg = 1, -1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if neg >= 0:
+                raise RuntimeError("only one dimension can be inferred")
+            neg = i
+        else:
+            known *= s
+    if neg >= 0:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape[neg[0]] = numel // known
-    elif known != numel:
+        return shape[:neg] + (numel // known,) + shape[neg + 1:]
+    if known != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return tuple(shape)
+    return shape
 
 
 def view(input, *shape):

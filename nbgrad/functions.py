@@ -1367,7 +1367,7 @@ def to_dtype(input, dtype):
     if input._data.dtype == dt:
         return input
     if dt.kind == "f":
-        return apply(R["to_copy"], (input,), (dt,))
+        return apply(R["to_copy"], (input,), (dt, input._data.dtype))
     return _fresh(input._data.astype(dt))  # not differentiable: no node
 
 

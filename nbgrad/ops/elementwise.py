@@ -112,8 +112,9 @@ op("repeat", lambda self, repeats: _xp(self).tile(self, repeats),
 op("clone", lambda self, contiguous: _xp(self).ascontiguousarray(self) if contiguous
    else self.copy(order="K"),
    self=lambda g: g)
-op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
-   self=lambda g, self, xp: xp.astype(g, xp.dtype(self)))
+# saves no tensor, as PyTorch's (which keeps self's options): `src` is self's dtype
+op("to_copy", lambda self, dtype, src: self.astype(dtype), node="ToCopyBackward0",
+   self=lambda g, src, xp: xp.astype(g, src))
 # device: where `self` was, `to`: where it goes (the gradient goes back)
 op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
    self=lambda g, device, xp: xp.to_device(g, device))

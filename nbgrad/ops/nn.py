@@ -151,17 +151,23 @@ op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _redu
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
        g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
+# saves self, target, weight and (in ctx) total_weight, as PyTorch's node: an in-place change of
+# self fails backward, and saved_tensors_hooks see the same tensors
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
-    self, target, weight, reduction, ignore_index, ctx),
-   self=lambda g, self_shape, reduction, ctx, xp: _nll_grad(g, self_shape, reduction, ctx, xp))
+    self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
+   _nll_total_weight(v, src[0]._data.dtype, args[2]),
+   self=lambda g, self, target, weight, reduction, ctx, xp: _nll_grad(
+       g, tuple(self.shape), reduction, ctx, xp))
 op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
-   self=ROWS["nll_loss"].formulas[0])
+   ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
 
 # ---- normalizations and embedding -------------------------------------------------------------
+# saves input, weight, bias and (in ctx) mean and rstd, as PyTorch's node
 op("native_layer_norm", lambda input, weight, bias, normalized_shape, eps, ctx: _layer_norm(
-    input, weight, bias, len(normalized_shape), eps, ctx),
-   **{"input, weight, bias": lambda g, input, weight, normalized_shape, eps, ctx, needs, xp:
-      _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
+    input, weight, bias, len(normalized_shape), eps, ctx), ctx_saves=lambda v, src, args:
+   (v[2], v[1]),
+   **{"input, weight, bias": lambda g, input, weight, bias, normalized_shape, eps, ctx, needs,
+      xp: _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
 op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps, ctx:
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
@@ -653,6 +659,14 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
         return _xp(x).asarray(losses.sum() / total, x.dtype)
 
 
+def _nll_total_weight(v, dtype, reduction):
+    """PyTorch's total_weight output (0-d): the summed weight of the counted targets, 0 for
+    reduction="none"."""
+    rows, _, w, _ = v
+    total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
+    return (_xp(rows).asarray(total, dtype),)
+
+
 def _nll_grad(g, self_shape, reduction, ctx, xp):
     rows, ts, w, total = ctx.get()
     if w is None and xp is not TENSORS:  # the forward's fast path: g / N at the targets
@@ -680,13 +694,15 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     m = _xp(x)
     axes = tuple(range(x.ndim - k, x.ndim))
     inv_n = x.dtype.type(1 / math.prod(x.shape[x.ndim - k:]))
-    xhat = x - m.add.reduce(x, axes, None, None, True) * inv_n
+    mean = m.add.reduce(x, axes, None, None, True)
+    mean *= inv_n
+    xhat = x - mean
     var = m.add.reduce(xhat * xhat, axes, None, None, True)
     var *= inv_n
     var += x.dtype.type(eps)
     rstd = m.divide(1, m.sqrt(var, out=var), out=var)
     xhat *= rstd
-    ctx.value = (xhat, rstd)
+    ctx.value = (xhat, rstd, mean)
     out = xhat if weight is None else xhat * weight
     if bias is not None:
         out = m.add(out, bias, out=out) if out is not xhat and bias.dtype == out.dtype \
@@ -703,7 +719,7 @@ def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
         rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
         xhat = xc * rstd
     else:
-        xhat, rstd = ctx.get()
+        xhat, rstd, _ = ctx.get()
     batch = tuple(range(len(x.shape) - k))
     gx = gw = gb = None
     if needs[0]:

@@ -18,6 +18,7 @@ from ..storage import Storage
 from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
                       wake_views)
 from .. import provenance
+from ..naming import cpp, node_class
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
@@ -299,7 +300,8 @@ def _node_for(row, n):
     cache = row.__dict__.setdefault("_by_n", {})
     cls = cache.get(n)
     if cls is None:
-        cls = cache[n] = type(row.node.__name__, (row.node,), {"__slots__": (), "_n_out": n})
+        cls = cache[n] = node_class(type(row.node.__name__, (row.node,),
+                                         {"__slots__": (), "_n_out": n}))
     return cls
 
 
@@ -698,7 +700,7 @@ class CopySlices(Node):
         self._view_geom = view_geom
 
     def name(self):
-        return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
+        return cpp("CopySlices")  # PyTorch: torch::autograd::CopySlices
 
     def _saved_tensors(self):
         return () if self.fn is None else self.fn._saved_tensors()

@@ -141,3 +141,148 @@ def test_kernel_row_hooks_errors_and_second_backward():
         y.backward()
         y.backward()
     assert same_outcome(twice)[0] == "RuntimeError"
+
+
+# ================================================================================================
+# 2-3. names printed under the torch alias (nbgrad.naming), a custom Function's node type
+# ================================================================================================
+NAMES_PROGRAM = r'''
+import re
+import torch
+import torch.nn as nn
+
+
+def s(x):
+    return re.sub(r"0x[0-9a-f]+", "0x", str(x))
+
+
+class MyFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class Outer:
+    class Inner(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+
+x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+print(x.shape, x.size(), x.dtype, torch.float32, torch.int64, torch.bool, torch.float16)
+print(repr(x.shape), str(x.dtype), f"{x.shape}", [x.dtype], {"d": torch.float64})
+print(x)
+print(torch.zeros(2, dtype=torch.int32), torch.zeros(2, dtype=torch.float16))
+print(x.type(), x.float().type(), x.long().type(), torch.FloatTensor, type(x.shape))
+print(type(x), torch.Tensor, type(torch.float32))
+print(torch.Size([2, 3]), torch.Size, torch.device, type(torch.device("cpu")))
+print(x.sum(0).grad_fn.next_functions[0][0].name(), type(x.sum(0).grad_fn))
+print(s(x.sum(0).grad_fn), s(x.sum(0).grad_fn.next_functions))
+m = nn.Linear(2, 3)
+print(m.weight.dtype, m.weight.shape, type(m.weight))
+y = MyFn.apply(x)
+n = y.grad_fn
+print(s(repr(n)), s(type(n)), type(n).__module__, type(n).__qualname__, type(n).__name__)
+print(n.name(), isinstance(n, torch.autograd.function.BackwardCFunction),
+      isinstance(n, torch.autograd.graph.Node), s(type(n).__mro__[1]))
+z = Outer.Inner.apply(x)
+print(s(z.grad_fn), s(type(z.grad_fn)), type(z.grad_fn).__qualname__, z.grad_fn.name())
+print(s(z.grad_fn.next_functions), s(type(z.grad_fn.next_functions[0][0])))
+for bad in (lambda: x.expand(3), lambda: torch.ones(2, 3) @ torch.ones(2, 3),
+            lambda: torch.ones(2, dtype=torch.float64).expand(3)):
+    try:
+        bad()
+    except RuntimeError as e:
+        print("RuntimeError:", e)
+w = x * 1
+v = w.gather(1, torch.tensor([[0], [1]]))
+w.add_(1)
+try:
+    v.sum().backward()
+except RuntimeError as e:
+    print("RuntimeError:", str(e).split("\n")[0])
+c = torch.zeros(3)
+c[0] = x[0, 0]
+print(c.grad_fn.name(), (x * 1).sum().grad_fn.next_functions[0][0].next_functions[0][0].name())
+'''
+
+
+def _run_program(tmp_path, source, alias):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    path = tmp_path / "names.py"
+    path.write_text(source)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    args = ["-m", "nbgrad", str(path)] if alias else [str(path)]
+    r = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_names_under_the_torch_alias_are_torchs(tmp_path):
+    """`python -m nbgrad prog.py` prints what PyTorch prints: torch.Size, dtype=torch.float64,
+    tensor types, classes, C++ node names, a custom Function's node (module, qualname, repr),
+    and error texts naming tensor types."""
+    real = _run_program(tmp_path, NAMES_PROGRAM, alias=False)
+    ours = _run_program(tmp_path, NAMES_PROGRAM, alias=True)
+    assert ours.splitlines() == real.splitlines()
+
+
+def test_names_without_the_alias_are_nbgrads(tmp_path):
+    """Without the alias, the same program with `import nbgrad as torch` prints nbgrad's own
+    names wherever it printed torch's (so the names evaluate in the user's namespace), and
+    switching the alias on and off in one process switches the names back."""
+    import re
+    from nbgrad import as_torch
+    real = _run_program(tmp_path, NAMES_PROGRAM, alias=False)
+    ours = _run_program(tmp_path, NAMES_PROGRAM.replace("import torch\nimport torch.nn as nn",
+                                                        "import nbgrad as torch\nnn = torch.nn"),
+                        alias=False)
+    expected = real.replace("torch::autograd::", "nbgrad::autograd::")
+    expected = re.sub(r"\btorch\.", "nbgrad.", expected).replace(  # the hint: torch's own words
+        "nbgrad.autograd.set_detect_anomaly", "torch.autograd.set_detect_anomaly")
+    # classes print their own module: nbgrad's, where it differs from PyTorch's file layout
+    for t, n in (("nbgrad.Size'", "nbgrad.tensor.Size'"),
+                 ("nbgrad.Tensor'", "nbgrad.tensor.Tensor'"),
+                 ("nbgrad.dtype'", "nbgrad.dtypes.dtype'"),
+                 ("nbgrad.device'", "nbgrad.backend.device'"),
+                 ("<class 'MulBackward0'>", "<class 'nbgrad.ops.registry.MulBackward0'>"),
+                 ("<class 'SumBackward1'>", "<class 'nbgrad.ops.registry.SumBackward1'>"),
+                 ("<class 'AccumulateGrad'>", "<class 'nbgrad.autograd.graph.AccumulateGrad'>")):
+        expected = expected.replace(t, n)
+    assert ours.splitlines() == expected.splitlines()
+    assert "torch" not in ours.replace("torch.autograd.set_detect_anomaly", "")
+
+    x = nbgrad.ones(2, dtype=nbgrad.float64, requires_grad=True)
+
+    class Fn(nbgrad.autograd.Function):
+        forward = staticmethod(lambda ctx, x: x * 2)
+        backward = staticmethod(lambda ctx, g: g * 2)
+    def names():
+        return (repr(x.shape), repr(x.dtype), x.type(), repr(type(x)),
+                repr(type(Fn.apply(x).grad_fn)))
+    before = names()
+    as_torch.enable()
+    try:
+        during = names()
+    finally:
+        as_torch.disable()
+    after = names()
+    assert before == after == ("nbgrad.Size([2])", "nbgrad.float64", "nbgrad.DoubleTensor",
+                               "<class 'nbgrad.tensor.Tensor'>",
+                               "<class 'nbgrad.autograd.function.FnBackward'>")
+    assert during == ("torch.Size([2])", "torch.float64", "torch.DoubleTensor",
+                      "<class 'torch.Tensor'>", "<class 'torch.autograd.function.FnBackward'>")

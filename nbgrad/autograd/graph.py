@@ -18,6 +18,7 @@ import numpy as np
 
 from ..backend import as_array, get_array_module
 from .. import provenance
+from ..naming import _NODE_BASES, cpp, expose
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
 
@@ -637,13 +638,17 @@ class Node:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
 
+_NODE_BASES[:0] = [Node]  # nodes print as PyTorch's under the torch alias (nbgrad.naming)
+expose(Node, "torch.autograd.graph")
+
+
 class AccumulateGrad(Node):
     """Sink node of a leaf that requires grad: adds the incoming grad into `variable.grad`."""
 
     __slots__ = ("variable",)
 
     def name(self):
-        return "nbgrad::autograd::AccumulateGrad"  # PyTorch: torch::autograd::AccumulateGrad
+        return cpp("AccumulateGrad")  # PyTorch: torch::autograd::AccumulateGrad
 
     def __init__(self, variable):
         Node.__init__(self, ())

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import backend
+from ..naming import cpp
 from ..backend import get_array_module as _xp
 from .formulas import _in_range, _repeat_backward
 from .registry import ROWS, op
@@ -133,7 +134,7 @@ op("copy", lambda self, src: _xp(src).broadcast_to(src, self.shape).astype(self.
    node="CopyBackwards", broadcast=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape),  # zeros_like(grad), not g * 0 (NaN * 0)
    src=lambda g: g)
-ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
+ROWS["copy"].node.name = lambda self: cpp("CopyBackwards")  # a C++ node in PyTorch
 
 
 # ---- issue 9: more elementwise rows ------------------------------------------------------------

@@ -1220,9 +1220,9 @@ def expand(input, *sizes):
     sizes = _shape_arg(sizes)
     s = input._data.shape
     if len(sizes) < len(s):
-        raise RuntimeError(f"expand(nbgrad.FloatTensor{{{list(s)}}}, size={list(sizes)}): the "
-                           "number of sizes provided ({}) must be greater or equal to the number "
-                           "of dimensions in the tensor ({})".format(len(sizes), len(s)))
+        raise RuntimeError(f"expand({type_name_of(input)}{{{list(s)}}}, size={list(sizes)}): the "
+                           f"number of sizes provided ({len(sizes)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(s)})")
     return apply(R["expand"], (input,), (_expand_shape(s, sizes),))
 
 
@@ -1437,7 +1437,7 @@ def to_dtype(input, dtype):
     if input._data.dtype == dt:
         return input
     if dt.kind == "f":
-        return apply(R["to_copy"], (input,), (dt,))
+        return apply(R["to_copy"], (input,), (dt, input._data.dtype))
     return _fresh(input._data.astype(dt))  # not differentiable: no node
 
 

@@ -9,6 +9,7 @@ from sys import _getframe
 import numpy as np
 
 from . import backend, dtypes, provenance
+from .naming import expose, public
 from . import storage as _storage
 from .storage import Storage
 
@@ -27,7 +28,7 @@ class Size(tuple):
     """A shape (torch.Size): a tuple of ints."""
 
     def __repr__(self):
-        return f"nbgrad.Size({list(self)})"
+        return public(f"Size({list(self)})")
 
     def numel(self):
         n = 1
@@ -40,7 +41,7 @@ def type_name(np_dtype, arr=None):
     """'nbgrad.FloatTensor' (or 'nbgrad.cuda.FloatTensor') for an array's dtype."""
     d = dtypes.from_np(np_dtype)
     dev = "" if arr is None or type(arr) is np.ndarray else "cuda."
-    return f"nbgrad.{dev}{d._tensor_name}"
+    return public(dev + d._tensor_name)
 
 
 class _ViewMeta:
@@ -551,3 +552,5 @@ def _dim(d, ndim):
     return d + n if d < 0 else d
 
 
+expose(Tensor, "torch")  # printed as torch.Tensor under the torch alias (nbgrad.naming)
+expose(Size, "torch")

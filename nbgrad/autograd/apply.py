@@ -19,6 +19,7 @@ from ..storage import Storage
 from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
                       wake_views)
 from .. import provenance
+from ..naming import cpp, node_class
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
@@ -295,10 +296,24 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     formulas of the inputs in bitmask `mask` need (taken from `saved_from` instead of `inputs`
     for an in-place op whose `self` was copied before the write). `where`: the user's line
     (`apply` finds it from its entry point's frame; by default the frames are walked)."""
-    save = row.savers.get(mask)
-    if save is None or _SAVED_HOOKS:
-        save = _saver(row, mask)
-    saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
+    if _SAVED_HOOKS:
+        plan = row.plan(mask)
+        if plan:
+            # pack hooks see the outputs with their grad_fn, as PyTorch's (its node exists first)
+            node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
+            _init_node(node, tuple(map(_edge, inputs)) if edges is None else edges, None, meta,
+                       where)
+            for nr, o in enumerate(outs):
+                o._output_nr, o._requires_grad, o._grad_fn = nr, True, node
+            node._saved = _save(row, plan, inputs if saved_from is None else saved_from, args,
+                                outs, ctx)
+            return node
+        saved = None
+    else:
+        save = row.savers.get(mask)
+        if save is None:
+            save = _saver(row, mask)
+        saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
     if edges is None:
         edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
@@ -325,14 +340,9 @@ def _nothing(row, src, args, outs, ctx):
 def _saver(row, mask):
     """The function that makes the saved tuple of `row`'s node when the inputs in `mask`
     require grad, decided once per row and mask (`row.savers`): one value saved, as most rows
-    save, is written out; the rest (and everything under saved_tensors_hooks) goes through
-    `_save`."""
+    save, is written out; the rest goes through `_save` (and everything under
+    saved_tensors_hooks, in `_record`)."""
     plan = row.plan(mask)
-    if _SAVED_HOOKS:
-        return lambda row, src, args, outs, ctx: _save(row, plan, src, args, outs, ctx)
-    save = row.savers.get(mask)
-    if save is not None:
-        return save
     n = len(row.sources)
     if not plan:
         save = _nothing
@@ -362,8 +372,8 @@ def _saver(row, mask):
 
 def _save(row, plan, src, args, outs, ctx):
     saved = [None] * len(row.sources)
-    if _SAVED_HOOKS:  # pack in PyTorch's order: saved inputs by name, then outputs
-        plan = sorted(plan, key=lambda p: (p[1] == 1, p[3]))
+    if _SAVED_HOOKS and row.unpack_order is not None:  # pack in PyTorch's order
+        plan = sorted(plan, key=lambda p: row.unpack_order.index(p[0]))
     for j, kind, k, name in plan:
         if kind == 0:
             x = src[k]
@@ -376,7 +386,8 @@ def _save(row, plan, src, args, outs, ctx):
         elif kind == 2:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
-            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k])
+            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k],
+                                                                  row.ctx_saves, src, args)
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:
@@ -389,7 +400,8 @@ def _node_for(row, n):
     cache = row.__dict__.setdefault("_by_n", {})
     cls = cache.get(n)
     if cls is None:
-        cls = cache[n] = type(row.node.__name__, (row.node,), {"__slots__": (), "_n_out": n})
+        cls = cache[n] = node_class(type(row.node.__name__, (row.node,),
+                                         {"__slots__": (), "_n_out": n}))
     return cls
 
 
@@ -838,7 +850,7 @@ class CopySlices(Node):
         self._view_geom = view_geom
 
     def name(self):
-        return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
+        return cpp("CopySlices")  # PyTorch: torch::autograd::CopySlices
 
     def _saved_tensors(self):
         return () if self.fn is None else self.fn._saved_tensors()

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..backend import as_array, get_array_module
 from .. import provenance
+from ..naming import _NODE_BASES, cpp, expose
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
 
@@ -399,16 +400,47 @@ class _Packed:
         self.packed = packed
 
 
-def saved_arg(name, value):
+class SavedCtx(Ctx):
+    """A kernel's Ctx kept while saved_tensors_hooks are on. PyTorch's kernel saves, besides
+    its inputs, extra outputs that nbgrad's kernel keeps inside its Ctx (layer_norm's mean and
+    rstd, nll_loss's total_weight): the row's `ctx_saves` gives them as arrays, and each goes
+    through the pack hook when saved and the unpack hook when the node runs backward, as
+    PyTorch's. The backward itself reads the kernel's own copy (the Ctx value)."""
+
+    __slots__ = ("_saved",)
+
+    def __init__(self, ctx, arrays):
+        Ctx.__init__(self, ctx.value)
+        self._saved = SavedArray("ctx", tuple(arrays), *_SAVED_HOOKS[-1]) if arrays else None
+
+    def release(self):
+        self.value = None
+        if self._saved is not None:
+            self._saved.release()
+
+    def unpack(self, node=None, as_tensor=False):
+        """Run the unpack hooks (and their type check); the Ctx itself for the formulas."""
+        if self.value is None:
+            raise backward_twice_error()
+        if self._saved is not None:
+            self._saved.unpack()
+        return self
+
+
+def saved_arg(name, value, ctx_saves=None, src=None, args=None):
     """What a node keeps of an argument while saved_tensors_hooks are on: a SavedArray for an
-    index or mask array (or a tuple holding one), the value itself otherwise."""
+    index or mask array (or a tuple holding one), a SavedCtx for a kernel's Ctx (packing what
+    `ctx_saves(value, src, args)` returns: the tensors PyTorch saves that the Ctx holds), the
+    value itself otherwise."""
     if _is_array(value) or (type(value) is tuple and any(_is_array(v) for v in value)):
         return SavedArray(name, value, *_SAVED_HOOKS[-1])
+    if type(value) is Ctx and ctx_saves is not None:
+        return SavedCtx(value, ctx_saves(value.value, src, args))
     return value
 
 
-RELEASABLE = (SavedTensor, Ctx, SavedArray)  # what Node._release frees
-UNPACKED = (SavedTensor, _Freed, SavedArray)  # what a node unpacks before its formulas run
+RELEASABLE = (SavedTensor, Ctx, SavedArray, SavedCtx)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed, SavedArray, SavedCtx)  # what a node unpacks before formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -576,13 +608,17 @@ class Node:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
 
+_NODE_BASES[:0] = [Node]  # nodes print as PyTorch's under the torch alias (nbgrad.naming)
+expose(Node, "torch.autograd.graph")
+
+
 class AccumulateGrad(Node):
     """Sink node of a leaf that requires grad: adds the incoming grad into `variable.grad`."""
 
     __slots__ = ("variable",)
 
     def name(self):
-        return "nbgrad::autograd::AccumulateGrad"  # PyTorch: torch::autograd::AccumulateGrad
+        return cpp("AccumulateGrad")  # PyTorch: torch::autograd::AccumulateGrad
 
     def __init__(self, variable):
         Node.__init__(self, ())

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import backend
 from ..autograd import apply
+from ..naming import cpp
 from ..backend import get_array_module as _xp
 from .formulas import _in_range, _repeat_backward
 from .registry import ROWS, op
@@ -125,8 +126,9 @@ op("clone", lambda self, contiguous: _xp(self).ascontiguousarray(self) if contig
    else self.copy(order="K"),
    self=lambda g: g)
 apply.CLONE[0] = ROWS["clone"]  # what an in-place op saves of its target's old value
-op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
-   self=lambda g, self, xp: xp.astype(g, xp.dtype(self)))
+# saves no tensor, as PyTorch's (which keeps self's options): `src` is self's dtype
+op("to_copy", lambda self, dtype, src: self.astype(dtype), node="ToCopyBackward0",
+   self=lambda g, src, xp: xp.astype(g, src))
 # device: where `self` was, `to`: where it goes (the gradient goes back)
 op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
    self=lambda g, device, xp: xp.to_device(g, device))
@@ -145,7 +147,7 @@ op("copy", lambda self, src: _xp(src).broadcast_to(src, self.shape).astype(self.
    node="CopyBackwards", broadcast=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape),  # zeros_like(grad), not g * 0 (NaN * 0)
    src=lambda g: g)
-ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
+ROWS["copy"].node.name = lambda self: cpp("CopyBackwards")  # a C++ node in PyTorch
 
 
 # ---- issue 9: more elementwise rows ------------------------------------------------------------

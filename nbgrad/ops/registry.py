@@ -25,7 +25,10 @@ A row reads like a line of PyTorch's derivatives.yaml::
   to its input's shape and casts it to its dtype), `float_op` (integer input is computed in the
   default float dtype), `view` (the output shares the input's storage), `n_out` (number of
   outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
-  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
+  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`),
+  `ctx_saves` (`(ctx value, inputs, args) -> arrays`: the extra outputs PyTorch's kernel saves
+  that the Ctx holds, layer_norm's mean and rstd; used only to pack them under
+  saved_tensors_hooks, as PyTorch packs them).
 """
 from __future__ import annotations
 
@@ -109,10 +112,16 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             v = (xp, needs)
-        else:
+        elif row.unpack_order is None:
             v = [xp, needs]
             for s in saved:
                 v.append(s.unpack(self, create_graph) if type(s) in UNPACKED else s)
+        else:  # unpack (hooks run) in the order they were packed, as PyTorch's
+            v = [xp, needs, *saved]
+            for j in row.unpack_order:
+                s = saved[j]
+                if type(s) in UNPACKED:
+                    v[j + 2] = s.unpack(self, create_graph)
         if row.n_out == -1 and not multi:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
@@ -335,7 +344,7 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False, ctx=False, double=None, params=None):
+                 float_op=False, ctx=False, double=None, params=None, ctx_saves=None):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
@@ -343,6 +352,7 @@ class Row:
         self.broadcast = broadcast
         self.float_op = float_op
         self.ctx = ctx
+        self.ctx_saves = ctx_saves
         keyed = {}
         self.joint = None
         joint_inputs = ()
@@ -396,8 +406,13 @@ class Row:
         # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
         self.plain = self.joint is None and n_out == 1
         self.zero_d = name in _ZERO_D_ROWS  # a saved Python float meets g as a 0-d array
-        self.unpack_at = tuple(j + 2 for j, (kind, _) in enumerate(self.sources) if kind <= 2)
         self.slot_kinds = tuple(kind for kind, _ in self.sources)  # (OpNode._release)
+        # the order saved values are packed and unpacked in under saved_tensors_hooks (PyTorch's:
+        # inputs by name, then outputs; a kernel's ctx holds outputs); None: the saved order
+        order = tuple(sorted(range(len(names)), key=lambda j: (
+            self.sources[j][0] == 1 or names[j] == "ctx", names[j])))
+        self.unpack_order = None if order == tuple(range(len(names))) else order
+        self.unpack_at = tuple(j + 2 for j in order if self.sources[j][0] <= 2)
         self.plans = {}
         self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative
@@ -449,13 +464,14 @@ class Row:
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double", "ctx_saves")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
-    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double) and, for
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double,
+    ctx_saves) and, for
     every other key, the formula of the input(s) it names."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")

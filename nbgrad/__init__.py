@@ -31,6 +31,7 @@ from . import linalg  # noqa: E402  (torch.linalg)
 from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                        from_numpy, full, full_like, linspace, logspace, ones, ones_like, tensor,
                        zeros, zeros_like)
+from .creation import deprecated_range as range  # noqa: A001  (torch.range shadows the builtin)
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
                      multinomial, rand, rand_like, randint, randint_like, randn, randn_like,
                      randperm, seed, set_rng_state)
@@ -45,6 +46,11 @@ from . import nn, optim, utils, viz
 from .serialization import load, save
 
 __version__ = "0.1.0"
+
+# torch's float constants (torch.inf, torch.nan, torch.pi, torch.e)
+import math as _math  # noqa: E402
+
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 
 backend._init_threads()
 tracebacks.install()

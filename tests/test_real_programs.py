@@ -457,3 +457,87 @@ def test_autograd_functional_create_graph_and_errors():
               lambda T: T.autograd.functional.jacobian(lambda a, b: a * 2, _xy(T), strict=True)):
         t, n = _both(f)
         assert isinstance(t, tuple) and n == t
+
+
+# ---- session 15's corpus: Loeber's tutorial, Raschka's LLMs-from-scratch, Bourke's course ----
+def _same(fn):
+    """fn(torch) and fn(nbgrad) agree: values, dtype and shape, or exception type and text."""
+    t, n = _both(fn)
+    if isinstance(t, tuple) and isinstance(t[0], str):
+        assert n == t
+        return
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    assert tuple(n.shape) == tuple(t.shape)
+    np.testing.assert_allclose(_np(n), _np(t), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.zeros(size=(2, 3)), lambda T: T.ones(size=[4]), lambda T: T.empty(size=(2, 1)) * 0,
+    lambda T: T.ones(size=T.Size([2, 2]), dtype=T.float64),
+    lambda T: T.rand(size=(3, 4)) * 0, lambda T: T.randn(size=(2,)) * 0,
+    lambda T: T.zeros(2, size=(3,)), lambda T: T.ones(size=3),
+], ids=["zeros", "ones_list", "empty", "ones_Size_dtype", "rand", "randn", "zeros_both",
+        "size_int"])
+def test_factories_take_size_keyword(fn):
+    """Bourke's fundamentals notebook: ``torch.rand(size=(3, 4))``, ``torch.zeros(size=...)``."""
+    _same(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.zeros(T.tensor(3), 2), lambda T: T.ones((T.tensor([2]), 2)),
+    lambda T: T.nn.Embedding(T.tensor([2, 3, 1]).max() + 1, 5).weight.shape[0] * T.ones(1),
+    lambda T: T.nn.Linear(T.tensor(4), 2).weight * 0,
+    lambda T: T.zeros(T.tensor(True), 2),
+], ids=["zeros_0d", "ones_1elem", "embedding_from_max", "linear", "bool_refused"])
+def test_sizes_from_integer_tensors(fn):
+    """Raschka's embedding notebook: ``num_idx = max(idx) + 1`` (a 0-d tensor) as a layer size."""
+    _same(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.range(0, 10), lambda T: T.range(1, 4, 0.5), lambda T: T.range(0, 3, dtype=T.int64),
+    lambda T: T.range(5, 1, -2), lambda T: T.range(0.5, 2.25, 0.25, dtype=T.float64),
+    lambda T: T.range(5, 1), lambda T: T.range(1, 2, 0),
+], ids=["ints", "half_steps", "int64", "down", "float64", "wrong_sign", "zero_step"])
+def test_deprecated_range_includes_end(fn):
+    """Bourke's fundamentals notebook calls the deprecated ``torch.range``."""
+    _same(fn)
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        nbgrad.range(0, 1)
+
+
+def test_float_constants_and_masking_with_minus_inf():
+    """Raschka's attention chapter: ``masked_fill(mask.bool(), -torch.inf)`` then softmax."""
+    for name in ("inf", "nan", "pi", "e"):
+        a, b = getattr(nbgrad, name), getattr(torch, name)
+        assert type(a) is type(b) and (a == b or (a != a and b != b))
+    out = []
+    for T in (torch, nbgrad):
+        s = T.arange(9.0).reshape(3, 3)
+        m = T.triu(T.ones(3, 3), diagonal=1)
+        out.append(T.softmax(s.masked_fill(m.bool(), -T.inf), dim=-1).numpy())
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-6)
+
+
+def test_moving_to_cuda_without_cuda_is_torchs_assertion():
+    """Raschka's appendix A moves tensors with ``.to("cuda")``: PyTorch built without CUDA raises
+    AssertionError, and a notebook cell that catches it, or a runner comparing cells, sees the same
+    type; nbgrad without cupy says the same, then names the cause."""
+    if nbgrad.cuda.is_available() or "cupy" not in (nbgrad.backend._cupy_error or ""):
+        pytest.skip("checks the path without cupy")
+    for fn in (lambda T: T.ones(2).to("cuda"), lambda T: T.ones(2).cuda(),
+               lambda T: T.ones(2, device="cuda"), lambda T: T.nn.Linear(2, 3).to("cuda")):
+        t, n = _both_base(fn)
+        assert t[0] == n[0] == "AssertionError"
+        assert n[1].startswith(t[1]) and "pip install nbgrad[cuda12]" in n[1]
+
+
+def _both_base(fn):
+    """As _both, catching BaseException's subclasses PyTorch raises outside Exception too."""
+    out = []
+    for T in (torch, nbgrad):
+        try:
+            out.append(fn(T))
+        except (Exception, AssertionError) as e:  # noqa: BLE001
+            out.append((type(e).__name__, str(e)))
+    return out

@@ -261,13 +261,14 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 def tensor_init(self, *args, dtype=None, device=None, requires_grad=False):
-    """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
-    uninitialised (2, 3) tensor, like PyTorch's legacy constructor (bound as Tensor.__init__)."""
+    """PyTorch's legacy constructor (bound as Tensor.__init__): `Tensor(data)` copies a list or
+    an ndarray as float32 (the default dtype, whatever the array's dtype), `Tensor(2, 3)` is an
+    uninitialised (2, 3) tensor. (`Tensor(t)` of a tensor is functions.legacy_init's alias.)"""
     if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         arr = np.empty(args, dtype=dtypes.to_np(dtype) or dtypes.default_np())
     else:
         data = args[0] if args else []
-        arr = _to_array(data, dtype or (None if isinstance(data, (Tensor, np.ndarray))
+        arr = _to_array(data, dtype or (None if isinstance(data, Tensor)
                                         else dtypes.get_default_dtype()), device, copy=True)
     _init(self, arr, Storage(arr), None, 0, False)
     if requires_grad:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import builtins
 import collections
 import math
+import operator
+import weakref
 
 import numpy as np
 
@@ -3009,21 +3011,26 @@ def index_add_(self, dim, index, source, *, alpha=1):
                  inplace="index_add_")
 
 
+def _index_tuple(x):
+    """An int-like (int, numpy integer, integer 0-d tensor: anything with __index__) or a
+    sequence of them, as a tuple of ints."""
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(operator.index(v) for v in x)
+
+
 def roll(input, shifts, dims=None):
     """Shift elements along `dims` (ints or tuples) circularly; without dims, of the flattened
     tensor (torch.roll; RollBackward0)."""
+    shifts = _index_tuple(shifts)
     if dims is None:
-        if not isinstance(shifts, int):
-            shifts = tuple(shifts)
-            if len(shifts) != 1:
-                raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
-                                   "dims:0")
-            shifts = shifts[0]
-        return apply(R["roll"], (input,), (shifts, None))
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               "dims:0")
+        return apply(R["roll"], (input,), (shifts[0], None))
     nd = input._data.ndim
-    if isinstance(dims, int):
-        dims = (dims,)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = _index_tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
@@ -3126,10 +3133,28 @@ def _new_like(fn):
     return f
 
 
+def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
+    """``Tensor(...)``, PyTorch's legacy constructor (bound as Tensor.__init__): ``Tensor(t)`` of
+    one tensor is torch.alias(t), a view of it (same dtype, memory and version counter;
+    AliasBackward0 when t requires grad: old code flattens parameters this way and
+    differentiates through them); anything else is creation.tensor_init's (data copied as the
+    default dtype, or sizes)."""
+    if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None and device is None:
+        a = apply(R["alias"], (args[0],))
+        for k in ("_data", "_storage", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+                  "_view", "_extra"):
+            setattr(self, k, getattr(a, k))
+        vs = self._storage._views
+        if vs and vs[-1]() is a:  # the storage remembers views to wake: this one, not a
+            vs[-1] = weakref.ref(self)
+        return
+    creation.tensor_init(self, *args, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
 def _bind():
     T = Tensor
     g = globals()
-    T.__init__ = creation.tensor_init
+    T.__init__ = legacy_init
     variable.bind(T)
     # operators
     # operators: the functions themselves where the argument order allows (fewer frames in a

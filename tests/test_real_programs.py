@@ -541,3 +541,49 @@ def _both_base(fn):
         except (Exception, AssertionError) as e:  # noqa: BLE001
             out.append((type(e).__name__, str(e)))
     return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda T: np.ones((2, 3)), lambda T: np.arange(4), lambda T: np.ones(2, dtype=np.float32),
+    lambda T: [1, 2], lambda T: [[1.5, 2.0]],
+], ids=["float64_array", "int64_array", "float32_array", "int_list", "float_list"])
+def test_legacy_constructor_makes_default_dtype(make):
+    """mnist1d's training script: ``torch.Tensor(data['x'])`` of a float64 array is float32 in
+    PyTorch (float64 made the first conv refuse its float32 weights)."""
+    _same(lambda T: T.Tensor(make(T)))
+
+
+def test_legacy_constructor_of_a_tensor_is_an_alias():
+    """mnist1d's meta-learning notebooks flatten parameters with ``torch.Tensor(p.reshape(-1))``
+    and differentiate through the result: an alias (AliasBackward0), a view sharing memory."""
+    out = {}
+    for T in (torch, nbgrad):
+        b = T.ones(3, dtype=T.float64)
+        a = T.Tensor(b)
+        a[0] = 5.0
+        lin = T.nn.Linear(2, 2)
+        with T.no_grad():
+            lin.weight.copy_(T.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        flat = T.cat([T.Tensor(p.reshape(-1)) for p in (lin.weight, lin.bias)])
+        (flat * T.arange(6.0)).sum().backward()
+        out[T.__name__] = (b.tolist(), str(a.dtype).split(".")[1], a._is_view(), a._base is b,
+                           a._version, b._version, type(flat.grad_fn).__name__,
+                           type(T.Tensor(lin.weight).grad_fn).__name__,
+                           lin.weight.grad.tolist(), lin.bias.grad.tolist())
+    assert out["nbgrad"] == out["torch"]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.roll(T.arange(6).reshape(2, 3), np.int64(1)),
+    lambda T: T.roll(T.arange(6).reshape(2, 3), np.int64(-1), np.int64(1)),
+    lambda T: T.arange(6).reshape(2, 3).roll((1, np.int32(2)), (0, 1)),
+    lambda T: T.roll(T.arange(6.0), T.tensor(2), 0),
+    lambda T: T.roll(T.arange(6.0), 1.5),
+], ids=["np_shift", "np_shift_dim", "mixed_tuple", "tensor_shift", "float_refused"])
+def test_roll_takes_numpy_integers(fn):
+    """mnist1d's self-supervised notebook shifts by ``np.random.randint(...)``."""
+    t, n = _both(fn)
+    if isinstance(t, tuple):
+        assert isinstance(n, tuple) and n[0] == t[0]
+    else:
+        assert n.tolist() == t.tolist()

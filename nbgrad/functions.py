@@ -871,6 +871,40 @@ def cross(input, other, dim=None):
     return linalg_cross(input, other, dim=dim)
 
 
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of v over every dim but ``dim``, keeping them as size-1 dims (shape
+    (n, 1, ...) for dim 0); dim -1: the norm of all of v, 0-d (torch.norm_except_dim)."""
+    p = float(pow) if pow not in (1, 2) else pow
+    nd = v._data.ndim
+    if dim == -1:
+        return apply(R["norm"], (v,), (p, None, False))
+    dim = _dim(dim, nd)
+    shape = v._data.shape
+    if dim == 0:  # composed as PyTorch composes it: a view, a norm, a view back
+        n = apply(R["norm"], (v.contiguous().view(shape[0], -1),), (p, 1, False))
+        return n.view(shape[0], *[1] * (nd - 1))
+    if dim == nd - 1:
+        n = apply(R["norm"], (v.contiguous().view(-1, shape[-1]),), (p, 0, False))
+        return n.view(*[1] * (nd - 1), shape[-1])
+    return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+
+
+def _weight_norm(v, g, dim=0):
+    """w = v * g / ||v|| with the norm over every dim but ``dim`` (torch._weight_norm, what
+    nn.utils.weight_norm computes before each forward): v (out, ...), g of the norm's shape
+    ((out, 1, ...) for dim 0). For the first or last dim one WeightNormInterfaceBackward0 node,
+    as PyTorch's fused kernel; other dims and -1 (the whole tensor) composed: MulBackward0.
+
+    Raises:
+        IndexError: dim out of range (PyTorch's text).
+    """
+    if dim != -1:
+        dim = _dim(dim, v._data.ndim)
+    if dim not in (0, v._data.ndim - 1):  # PyTorch's fused kernel serves the first and last
+        return v * (g / norm_except_dim(v, 2, dim))
+    return apply(R["weight_norm_interface"], (v, g), (dim,))
+
+
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distance between each pair of rows (torch.cdist): x1 (B, P, M), x2 (B, R, M)
     (or without the batch dims, broadcast) -> (B, P, R). Its graph is PyTorch's: one
@@ -3151,10 +3185,21 @@ def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
     creation.tensor_init(self, *args, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def _sparse_only(name, layout):
+    def f(self):
+        raise RuntimeError(f"{name} expected sparse {layout}layout but got Strided")
+    f.__name__ = name
+    f.__doc__ = (f"Tensor.{name}() of a sparse tensor in PyTorch; nbgrad's tensors are dense "
+                 "(strided), so it raises PyTorch's RuntimeError for a dense tensor.")
+    return f
+
+
 def _bind():
     T = Tensor
     g = globals()
     T.__init__ = legacy_init
+    T.values = _sparse_only("values", "tensor ")
+    T.indices = _sparse_only("indices", "coordinate tensor ")
     variable.bind(T)
     # operators
     # operators: the functions themselves where the argument order allows (fewer frames in a

@@ -39,6 +39,13 @@ CASES = [
     Case("ravel_of_transpose", lambda T, a: a.t().ravel(), (3, 4)),
     Case("normalize", lambda T, a: T.nn.functional.normalize(a, dim=1), (3, 4)),
     Case("normalize_p1_dim0", lambda T, a: T.nn.functional.normalize(a, 1, 0), ("away", (3, 4))),
+    Case("weight_norm_dim0", lambda T, v, g: T._weight_norm(v, g, 0), (3, 4), (3, 1)),
+    Case("weight_norm_dim1", lambda T, v, g: T._weight_norm(v, g, 1), (2, 3, 2), (1, 3, 1)),
+    Case("weight_norm_last", lambda T, v, g: T._weight_norm(v, g, -2 + 3), (2, 3, 2), (1, 1, 2)),
+    Case("weight_norm_whole", lambda T, v, g: T._weight_norm(v, g, -1), (3, 4), ()),
+    Case("norm_except_dim", lambda T, v: T.norm_except_dim(v, 2, 1), (3, 4)),
+    Case("norm_except_dim0", lambda T, v: T.norm_except_dim(v, 2, 0), (3, 2, 2)),
+    Case("norm_except_dim_mid", lambda T, v: T.norm_except_dim(v, 3, 1), (3, 2, 2)),
 ]
 
 
@@ -71,6 +78,9 @@ def test_gradcheck(case):
 # torch has no double backward through CdistBackward0 ("the derivative for '_cdist_backward' is
 # not implemented"); nbgrad's is checked by finite differences below instead
 NO_SECOND_IN_TORCH = {"cdist", "cdist_p1", "cdist_p3"}
+# torch's double backward through WeightNormInterfaceBackward0 fails its own gradgradcheck
+# (torch 2.13, CPU); nbgrad's passes it, checked below
+NO_SECOND_IN_TORCH |= {"weight_norm_dim0", "weight_norm_last"}
 
 
 @pytest.mark.parametrize("case", [c.param("second") for c in CASES
@@ -85,6 +95,18 @@ def test_cdist_second_order_by_finite_differences(p):
     a = nbgrad.tensor(rng.normal(size=(4, 3)), requires_grad=True)
     b = nbgrad.tensor(rng.normal(size=(5, 3)) + 0.05, requires_grad=True)
     assert nbgrad.autograd.gradgradcheck(lambda x, y: nbgrad.cdist(x, y, p=p), (a, b))
+
+
+@pytest.mark.parametrize("dim, gshape", [(0, (3, 1)), (1, (1, 4))])
+def test_weight_norm_second_order_by_finite_differences(dim, gshape):
+    rng = np.random.default_rng(4)
+    v = nbgrad.tensor(rng.normal(size=(3, 4)), requires_grad=True)
+    g = nbgrad.tensor(rng.normal(size=gshape), requires_grad=True)
+    assert nbgrad.autograd.gradgradcheck(lambda a, b: nbgrad._weight_norm(a, b, dim), (v, g))
+    tv, tg = torch.tensor(v.detach().numpy(), requires_grad=True), torch.tensor(
+        g.detach().numpy(), requires_grad=True)  # what the exclusion above rests on
+    assert not torch.autograd.gradgradcheck(lambda a, b: torch._weight_norm(a, b, dim), (tv, tg),
+                                            raise_exception=False)
 
 
 def _both(fn):
@@ -587,3 +609,42 @@ def test_roll_takes_numpy_integers(fn):
         assert isinstance(n, tuple) and n[0] == t[0]
     else:
         assert n.tolist() == t.tolist()
+
+
+def test_weight_norm_module_as_torch():
+    """kimy-de's PINN notebook wraps its Linear layers in ``nn.utils.weight_norm``: the same
+    parameters (names, shapes, order), state_dict keys, node, values and gradients; PyTorch's
+    errors for a second hook and for removing one that is not there."""
+    out = {}
+    for T in (torch, nbgrad):
+        lin = T.nn.Linear(3, 2)
+        with T.no_grad():
+            lin.weight.copy_(T.tensor([[1.0, -2.0, 0.5], [0.3, 0.2, -1.0]]))
+            lin.bias.fill_(0.1)
+        with pytest.warns(FutureWarning, match="torch.nn.utils.weight_norm. is deprecated"):
+            T.nn.utils.weight_norm(lin)
+        with T.no_grad():
+            lin.weight_g.mul_(2.0)
+        y = lin(T.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]))
+        y.pow(2).sum().backward()
+        errs = _both(lambda _: T.nn.utils.weight_norm(lin))[0][:2]
+        r = [[(n, tuple(p.shape)) for n, p in lin.named_parameters()], list(lin.state_dict()),
+             type(lin.weight.grad_fn).__name__, y.tolist(), lin.weight_g.grad.tolist(),
+             lin.weight_v.grad.tolist(), errs]
+        T.nn.utils.remove_weight_norm(lin)
+        r += [[n for n, _ in lin.named_parameters()], type(lin.weight).__name__,
+              lin.weight.tolist(), _both(lambda _: T.nn.utils.remove_weight_norm(lin))[0]]
+        out[T.__name__] = r
+    n, t = out["nbgrad"], out["torch"]
+    assert n[:3] == t[:3] and n[6:9] == t[6:9] and n[10] == t[10]  # names, node, errors
+    for a, b in zip(n[3:6] + [n[9]], t[3:6] + [t[9]]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_values_of_a_dense_tensor_is_torchs_error():
+    """Deguchi's PINN keeps ``torch.mean(x, dim=0).values`` (a method, never called in its run):
+    the attribute exists; calling it on a dense tensor raises PyTorch's RuntimeError."""
+    assert callable(nbgrad.ones(2).values) and callable(nbgrad.ones(2).indices)
+    for fn in (lambda T: T.ones(2, 3).values(), lambda T: T.ones(2).indices()):
+        t, n = _both(fn)
+        assert n == t

@@ -44,6 +44,7 @@ from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                                set_anomaly_enabled, set_detect_anomaly)
 from . import nn, optim, utils, viz
+from . import distributions  # noqa: E402  (torch.distributions)
 from .serialization import load, save
 
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ import builtins
 import collections
 import math
 import operator
+import warnings
 import weakref
 
 import numpy as np
@@ -19,7 +20,7 @@ from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
-from .autograd.grad_mode import no_grad
+from .autograd.grad_mode import is_grad_enabled, no_grad
 from .ops import ROWS as R
 from .ops.formulas import TENSORS, _reduce_to
 from .ops.reductions import _sorted_idx
@@ -903,6 +904,98 @@ def _weight_norm(v, g, dim=0):
     if dim not in (0, v._data.ndim - 1):  # PyTorch's fused kernel serves the first and last
         return v * (g / norm_except_dim(v, 2, dim))
     return apply(R["weight_norm_interface"], (v, g), (dim,))
+
+
+_lu_factor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_lu_unpack = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _no_lu_grad(name, *ts):
+    if is_grad_enabled() and builtins.any(isinstance(t, Tensor) and t.requires_grad for t in ts):
+        node = "LuUnpackBackward0" if name == "lu_unpack" else "LinalgLuFactorExBackward0"
+        raise RuntimeError(f"nbgrad does not implement the derivative of {name} yet (PyTorch "
+                           f"records {node}): call it under no_grad() or on a tensor that does "
+                           "not require grad")
+
+
+def linalg_lu_factor(A, *, pivot=True):
+    """LU factorisation with partial pivoting, LAPACK's getrf (torch.linalg.lu_factor): A
+    (..., m, n) -> LU (..., m, n) holding L below the diagonal (unit diagonal implied) and U on
+    and above it, pivots (..., min(m, n)) int32, 1-based row swaps. No gradient yet.
+
+    Raises:
+        RuntimeError: A requires grad (nbgrad has no derivative for it yet), or pivot=False.
+    """
+    _no_lu_grad("lu_factor", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    a = np.array(A._data, copy=True)
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    piv = np.zeros(a.shape[:-2] + (k,), dtype=np.int32)
+    rows = np.arange(m)
+    for j in range(k):  # one column at a time, vectorised over the batch
+        p = np.abs(a[..., j:, j]).argmax(-1) + j
+        piv[..., j] = p + 1
+        pj = np.take_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), -2)
+        rj = a[..., j:j + 1, :].copy()
+        np.put_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), rj, -2)
+        a[..., j:j + 1, :] = pj
+        d = a[..., j, j]
+        below = rows > j
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a[..., below, j] = a[..., below, j] / d[..., None]
+        a[..., j + 1:, j + 1:] -= a[..., j + 1:, j:j + 1] * a[..., j:j + 1, j + 1:]
+    return _lu_factor(Tensor._make_fresh(a), Tensor._make_fresh(piv))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's result, A = P @ L @ U (torch.lu_unpack): P (..., m, m), L
+    (..., m, k) unit lower, U (..., k, n) upper. No gradient yet.
+
+    Raises:
+        RuntimeError: LU_data requires grad (nbgrad has no derivative for it yet).
+    """
+    _no_lu_grad("lu_unpack", LU_data)
+    a = LU_data._data
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    L = U = P = None
+    if unpack_data:
+        L = np.tril(a[..., :, :k], -1) + np.eye(m, k, dtype=a.dtype)
+        U = np.triu(a[..., :k, :])
+    if unpack_pivots:
+        piv = LU_pivots._data.astype(np.int64) - 1
+        perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+        for j in range(k):
+            pj = piv[..., j:j + 1]
+            a_j = perm[..., j:j + 1].copy()
+            perm[..., j:j + 1] = np.take_along_axis(perm, pj, -1)
+            np.put_along_axis(perm, pj, a_j, -1)
+        P = (perm[..., :, None] == np.arange(m)).swapaxes(-1, -2).astype(a.dtype)
+    empty = np.zeros((0,), dtype=a.dtype)
+    return _lu_unpack(*(Tensor._make_fresh(x if x is not None else empty) for x in (P, L, U)))
+
+
+_LU_WARNED = [False]
+
+
+def _tensor_lu(self, pivot=True, get_infos=False):
+    """Tensor.lu (deprecated torch.lu, with PyTorch's once-per-process warning): (LU, pivots),
+    and infos (zeros) with get_infos."""
+    if not _LU_WARNED[0]:
+        _LU_WARNED[0] = True
+        warnings.warn(
+            "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+            "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+            "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+            "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+            "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+            "compute_pivots)", UserWarning, stacklevel=2)
+    LU, piv = linalg_lu_factor(self, pivot=pivot)
+    if get_infos:
+        return LU, piv, creation.zeros(*self.shape[:-2], dtype=dtypes.int32)
+    return LU, piv
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
@@ -3199,6 +3292,7 @@ def _bind():
     g = globals()
     T.__init__ = legacy_init
     T.values = _sparse_only("values", "tensor ")
+    T.lu = _tensor_lu
     T.indices = _sparse_only("indices", "coordinate tensor ")
     variable.bind(T)
     # operators

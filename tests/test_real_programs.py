@@ -648,3 +648,95 @@ def test_values_of_a_dense_tensor_is_torchs_error():
     for fn in (lambda T: T.ones(2, 3).values(), lambda T: T.ones(2).indices()):
         t, n = _both(fn)
         assert n == t
+
+
+# ---- Karpathy's normalising flows: torch.distributions, Tensor.lu / lu_unpack ----------------
+def _dists(T):
+    """What small programs do with torch.distributions, as plain values to compare."""
+    loc = T.tensor([0.5, -1.0], requires_grad=True)
+    scale = T.tensor([1.5, 0.7], requires_grad=True)
+    d = T.distributions.Normal(loc, scale)
+    v = T.tensor([[0.2, 0.1], [1.0, -2.0]])
+    lp = d.log_prob(v)
+    lp.sum().backward()
+    u = T.distributions.Uniform(T.zeros(2), T.ones(2))
+    logistic = T.distributions.TransformedDistribution(u, T.distributions.SigmoidTransform().inv)
+    mvn = T.distributions.MultivariateNormal(T.zeros(2), T.tensor([[2.0, 0.3], [0.3, 1.0]]))
+    b = T.distributions.Bernoulli(probs=T.tensor([0.2, 0.9]))
+    c = T.distributions.Categorical(logits=T.tensor([[1.0, 2.0, 0.5], [0.1, 0.1, 3.0]]))
+    c2 = T.distributions.Categorical(probs=T.tensor([0.2, 0.3, 0.5]))
+    ind = T.distributions.Independent(T.distributions.Normal(T.zeros(3, 2), T.ones(3, 2)), 1)
+    ex = T.distributions.TransformedDistribution(T.distributions.Normal(0.0, 1.0),
+                                                 [T.distributions.ExpTransform(),
+                                                  T.distributions.AffineTransform(1.0, 2.0)])
+    values = [lp, loc.grad, scale.grad, d.entropy(), d.cdf(v), d.icdf(T.tensor([0.3, 0.9])),
+              d.mean, d.stddev, d.variance,
+              u.log_prob(T.tensor([0.3, 0.9])), u.entropy(), u.mean, u.variance,
+              logistic.log_prob(T.tensor([[0.3, -2.0], [4.0, 0.0]])),
+              mvn.log_prob(T.tensor([[0.3, -2.0], [4.0, 0.0]])), mvn.entropy(), mvn.variance,
+              T.distributions.MultivariateNormal(T.ones(2), scale_tril=T.tensor(
+                  [[1.0, 0.0], [0.5, 2.0]])).log_prob(T.tensor([0.3, -2.0])),
+              b.log_prob(T.tensor([1.0, 0.0])), b.entropy(),
+              T.distributions.Bernoulli(logits=T.tensor([-1.0, 2.0])).log_prob(T.ones(2)),
+              c.log_prob(T.tensor([2, 0])), c.entropy(), c.probs, c2.log_prob(T.tensor(1)),
+              c2.entropy(), ind.log_prob(T.ones(3, 2)), ex.log_prob(T.tensor([1.5, 3.0])),
+              T.distributions.kl_divergence(d, T.distributions.Normal(T.zeros(2), T.ones(2)))]
+    shapes = [d.sample((3,)).shape, d.rsample().shape, u.sample((4,)).shape,
+              logistic.sample([5, 2]).shape, mvn.sample((3,)).shape, b.sample((3,)).shape,
+              c.sample((4,)).shape, c2.sample().shape, ind.sample().shape, d.batch_shape,
+              d.event_shape, mvn.batch_shape, mvn.event_shape, c.batch_shape, ind.batch_shape,
+              ind.event_shape]
+    flags = [d.rsample().requires_grad, d.sample().requires_grad, str(c.sample().dtype),
+             str(b.sample().dtype), repr(d), repr(T.distributions.Normal(0.0, 1.0))]
+    return values, [tuple(s) for s in shapes], [f.replace("torch.", "").replace("nbgrad.", "")
+                                                if isinstance(f, str) else f for f in flags]
+
+
+def test_distributions_as_torch():
+    """Karpathy's normalising-flow notebook takes its prior from torch.distributions
+    (a logistic: Uniform pushed through SigmoidTransform().inv, or a MultivariateNormal); VAEs
+    and policy gradients use Normal, Bernoulli, Categorical, Independent and kl_divergence."""
+    (vt, st, ft), (vn, sn, fn) = _dists(torch), _dists(nbgrad)
+    for a, b in zip(vn, vt):
+        assert str(a.dtype).split(".")[1] == str(b.dtype).split(".")[1]
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+    assert sn == st and fn == ft
+
+
+def test_distributions_errors_as_torch():
+    for fn in (lambda T: T.distributions.Bernoulli(),
+               lambda T: T.distributions.Categorical(probs=T.ones(2), logits=T.ones(2)),
+               lambda T: T.distributions.MultivariateNormal(T.zeros(2)),
+               lambda T: T.distributions.kl_divergence(
+                   T.distributions.Categorical(logits=T.ones(2)), T.distributions.Normal(0.0, 1.0))):
+        t, n = _both(fn)
+        assert n[0] == t[0] and n[1].splitlines()[0] == t[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (3, 5), (5, 3), (2, 1, 3, 3)])
+def test_lu_factor_and_unpack(shape):
+    """The Glow layer of the flows notebook: ``P, L, U = torch.lu_unpack(*Q.lu())``."""
+    a = np.random.default_rng(1).normal(size=shape)
+    r = {}
+    for T in (torch, nbgrad):
+        A = T.tensor(a)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            LU, piv = A.lu()
+        P, L, U = T.lu_unpack(*T.linalg.lu_factor(A))
+        r[T.__name__] = [LU.numpy(), piv.numpy(), P.numpy(), L.numpy(), U.numpy(),
+                         str(piv.dtype).split(".")[1], (P @ L @ U).numpy()]
+    for x, y in zip(r["nbgrad"], r["torch"]):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12) if not isinstance(x, str) \
+            else x == y
+    np.testing.assert_allclose(r["nbgrad"][6], a, atol=1e-12)
+
+
+def test_lu_without_gradient_says_so():
+    x = nbgrad.ones(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="nbgrad does not implement the derivative of "
+                                           "lu_factor yet .*LinalgLuFactorExBackward0"):
+        nbgrad.linalg.lu_factor(x)
+    with nbgrad.no_grad():
+        LU, piv = nbgrad.linalg.lu_factor(x)
+    assert LU.tolist() == [[1.0, 1.0], [1.0, 0.0]] and piv.tolist() == [1, 2]

@@ -984,6 +984,33 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
     return xp.scatter_add(g2, tuple(weight_shape), flat)
 
 
+# ---- weight normalisation (torch._weight_norm, nn.utils.weight_norm) ----------------------------
+def _norm_except(v, dim):
+    """The 2-norm of v over every dim but ``dim`` (all of them for dim -1), kept as size-1 dims."""
+    axes = tuple(i for i in range(len(v.shape)) if i != dim) if dim != -1 else None
+    return (v * v).sum(axis=axes, keepdims=True) ** 0.5, axes
+
+
+def _weight_norm_fwd(v, g, dim):
+    norm, _ = _norm_except(v, dim)
+    return v * (g / norm)
+
+
+def _weight_norm_grads(grad, v, g, dim, xp):
+    """(d/dv, d/dg) of w = v * g / ||v||: g's gradient is sum(grad * v) / ||v|| (over the other
+    dims), v's is g / ||v|| * (grad - v * sum(grad * v) / ||v||^2)."""
+    axes = tuple(i for i in range(len(v.shape)) if i != dim) if dim != -1 else None
+    norm = xp.sum(v * v, axis=axes, keepdims=True) ** 0.5
+    s = xp.sum(grad * v, axis=axes, keepdims=True)
+    gv = (g / norm) * (grad - v * (s / (norm * norm)))
+    gg = (s / norm).reshape(tuple(g.shape))
+    return gv, gg
+
+
+op("weight_norm_interface", _weight_norm_fwd, node="WeightNormInterfaceBackward0",
+   **{"v, g": _weight_norm_grads})
+
+
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------
 for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("elu", "EluBackward1"),
                      ("celu", "CeluBackward1"), ("threshold", "ThresholdBackward1")):

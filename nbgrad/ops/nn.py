@@ -175,7 +175,7 @@ op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps,
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
       xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
-op("embedding", lambda weight, indices, padding_idx: weight[indices],
+op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
 op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(

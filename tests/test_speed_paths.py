@@ -252,3 +252,14 @@ def test_einsum_errors_every_time():
                 lib.einsum("ij,jk->ik", lib.ones(2, 3), lib.ones(4, 5))
             msgs.append(str(e.value))
         assert msgs[1] == msgs[0]
+
+
+def test_masked_fill_broadcast_mask_and_its_error_like_torch():
+    res = []
+    for lib in (torch, nbgrad):
+        x = lib.arange(8.0).reshape(2, 4).requires_grad_()
+        out = x.masked_fill(lib.tensor([True, False, False, True]), float("-inf"))
+        with pytest.raises(RuntimeError) as e:
+            x.masked_fill(lib.tensor([True, False, True]), 0.0)
+        res.append((out.tolist(), type(out.grad_fn).__name__, str(e.value)))
+    assert res[1] == res[0]

@@ -376,7 +376,7 @@ def _softmax(a, dim):
         at /= np.add.reduce(at, 0)
         return np.ascontiguousarray(at.T).reshape(a.shape)
     e = _xp(a).exp(a - a.max(axis=dim, keepdims=True))
-    e /= e.sum(axis=dim, keepdims=True)
+    e /= _sum_keep(e, dim)
     return e
 
 
@@ -393,7 +393,7 @@ def _log_softmax(a, dim):
         return a.copy()
     xp = _xp(a)
     z = a - a.max(axis=dim, keepdims=True)
-    z -= xp.log(xp.exp(z).sum(axis=dim, keepdims=True))
+    z -= xp.log(_sum_keep(xp.exp(z), dim))
     return z
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 import builtins
 import collections
 import math
+import operator
+import warnings
+import weakref
 
 import numpy as np
 
@@ -17,7 +20,7 @@ from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
-from .autograd.grad_mode import no_grad
+from .autograd.grad_mode import is_grad_enabled, no_grad
 from .ops import ROWS as R
 from .ops.formulas import TENSORS, _reduce_to
 from .ops.reductions import _sorted_idx
@@ -939,6 +942,132 @@ def cross(input, other, dim=None):
     return linalg_cross(input, other, dim=dim)
 
 
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of v over every dim but ``dim``, keeping them as size-1 dims (shape
+    (n, 1, ...) for dim 0); dim -1: the norm of all of v, 0-d (torch.norm_except_dim)."""
+    p = float(pow) if pow not in (1, 2) else pow
+    nd = v._data.ndim
+    if dim == -1:
+        return apply(R["norm"], (v,), (p, None, False))
+    dim = _dim(dim, nd)
+    shape = v._data.shape
+    if dim == 0:  # composed as PyTorch composes it: a view, a norm, a view back
+        n = apply(R["norm"], (v.contiguous().view(shape[0], -1),), (p, 1, False))
+        return n.view(shape[0], *[1] * (nd - 1))
+    if dim == nd - 1:
+        n = apply(R["norm"], (v.contiguous().view(-1, shape[-1]),), (p, 0, False))
+        return n.view(*[1] * (nd - 1), shape[-1])
+    return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+
+
+def _weight_norm(v, g, dim=0):
+    """w = v * g / ||v|| with the norm over every dim but ``dim`` (torch._weight_norm, what
+    nn.utils.weight_norm computes before each forward): v (out, ...), g of the norm's shape
+    ((out, 1, ...) for dim 0). For the first or last dim one WeightNormInterfaceBackward0 node,
+    as PyTorch's fused kernel; other dims and -1 (the whole tensor) composed: MulBackward0.
+
+    Raises:
+        IndexError: dim out of range (PyTorch's text).
+    """
+    if dim != -1:
+        dim = _dim(dim, v._data.ndim)
+    if dim not in (0, v._data.ndim - 1):  # PyTorch's fused kernel serves the first and last
+        return v * (g / norm_except_dim(v, 2, dim))
+    return apply(R["weight_norm_interface"], (v, g), (dim,))
+
+
+_lu_factor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_lu_unpack = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _no_lu_grad(name, *ts):
+    if is_grad_enabled() and builtins.any(isinstance(t, Tensor) and t.requires_grad for t in ts):
+        node = "LuUnpackBackward0" if name == "lu_unpack" else "LinalgLuFactorExBackward0"
+        raise RuntimeError(f"nbgrad does not implement the derivative of {name} yet (PyTorch "
+                           f"records {node}): call it under no_grad() or on a tensor that does "
+                           "not require grad")
+
+
+def linalg_lu_factor(A, *, pivot=True):
+    """LU factorisation with partial pivoting, LAPACK's getrf (torch.linalg.lu_factor): A
+    (..., m, n) -> LU (..., m, n) holding L below the diagonal (unit diagonal implied) and U on
+    and above it, pivots (..., min(m, n)) int32, 1-based row swaps. No gradient yet.
+
+    Raises:
+        RuntimeError: A requires grad (nbgrad has no derivative for it yet), or pivot=False.
+    """
+    _no_lu_grad("lu_factor", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    a = np.array(A._data, copy=True)
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    piv = np.zeros(a.shape[:-2] + (k,), dtype=np.int32)
+    rows = np.arange(m)
+    for j in range(k):  # one column at a time, vectorised over the batch
+        p = np.abs(a[..., j:, j]).argmax(-1) + j
+        piv[..., j] = p + 1
+        pj = np.take_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), -2)
+        rj = a[..., j:j + 1, :].copy()
+        np.put_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), rj, -2)
+        a[..., j:j + 1, :] = pj
+        d = a[..., j, j]
+        below = rows > j
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a[..., below, j] = a[..., below, j] / d[..., None]
+        a[..., j + 1:, j + 1:] -= a[..., j + 1:, j:j + 1] * a[..., j:j + 1, j + 1:]
+    return _lu_factor(Tensor._make_fresh(a), Tensor._make_fresh(piv))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's result, A = P @ L @ U (torch.lu_unpack): P (..., m, m), L
+    (..., m, k) unit lower, U (..., k, n) upper. No gradient yet.
+
+    Raises:
+        RuntimeError: LU_data requires grad (nbgrad has no derivative for it yet).
+    """
+    _no_lu_grad("lu_unpack", LU_data)
+    a = LU_data._data
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    L = U = P = None
+    if unpack_data:
+        L = np.tril(a[..., :, :k], -1) + np.eye(m, k, dtype=a.dtype)
+        U = np.triu(a[..., :k, :])
+    if unpack_pivots:
+        piv = LU_pivots._data.astype(np.int64) - 1
+        perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+        for j in range(k):
+            pj = piv[..., j:j + 1]
+            a_j = perm[..., j:j + 1].copy()
+            perm[..., j:j + 1] = np.take_along_axis(perm, pj, -1)
+            np.put_along_axis(perm, pj, a_j, -1)
+        P = (perm[..., :, None] == np.arange(m)).swapaxes(-1, -2).astype(a.dtype)
+    empty = np.zeros((0,), dtype=a.dtype)
+    return _lu_unpack(*(Tensor._make_fresh(x if x is not None else empty) for x in (P, L, U)))
+
+
+_LU_WARNED = [False]
+
+
+def _tensor_lu(self, pivot=True, get_infos=False):
+    """Tensor.lu (deprecated torch.lu, with PyTorch's once-per-process warning): (LU, pivots),
+    and infos (zeros) with get_infos."""
+    if not _LU_WARNED[0]:
+        _LU_WARNED[0] = True
+        warnings.warn(
+            "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+            "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+            "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+            "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+            "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+            "compute_pivots)", UserWarning, stacklevel=2)
+    LU, piv = linalg_lu_factor(self, pivot=pivot)
+    if get_infos:
+        return LU, piv, creation.zeros(*self.shape[:-2], dtype=dtypes.int32)
+    return LU, piv
+
+
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distance between each pair of rows (torch.cdist): x1 (B, P, M), x2 (B, R, M)
     (or without the batch dims, broadcast) -> (B, P, R). Its graph is PyTorch's: one
@@ -1221,9 +1350,9 @@ def expand(input, *sizes):
     sizes = _shape_arg(sizes)
     s = input._data.shape
     if len(sizes) < len(s):
-        raise RuntimeError(f"expand(nbgrad.FloatTensor{{{list(s)}}}, size={list(sizes)}): the "
-                           "number of sizes provided ({}) must be greater or equal to the number "
-                           "of dimensions in the tensor ({})".format(len(sizes), len(s)))
+        raise RuntimeError(f"expand({type_name_of(input)}{{{list(s)}}}, size={list(sizes)}): the "
+                           f"number of sizes provided ({len(sizes)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(s)})")
     return apply(R["expand"], (input,), (_expand_shape(s, sizes),))
 
 
@@ -1438,7 +1567,7 @@ def to_dtype(input, dtype):
     if input._data.dtype == dt:
         return input
     if dt.kind == "f":
-        return apply(R["to_copy"], (input,), (dt,))
+        return apply(R["to_copy"], (input,), (dt, input._data.dtype))
     return _fresh(input._data.astype(dt))  # not differentiable: no node
 
 
@@ -3153,21 +3282,26 @@ def index_add_(self, dim, index, source, *, alpha=1):
                  inplace="index_add_")
 
 
+def _index_tuple(x):
+    """An int-like (int, numpy integer, integer 0-d tensor: anything with __index__) or a
+    sequence of them, as a tuple of ints."""
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(operator.index(v) for v in x)
+
+
 def roll(input, shifts, dims=None):
     """Shift elements along `dims` (ints or tuples) circularly; without dims, of the flattened
     tensor (torch.roll; RollBackward0)."""
+    shifts = _index_tuple(shifts)
     if dims is None:
-        if not isinstance(shifts, int):
-            shifts = tuple(shifts)
-            if len(shifts) != 1:
-                raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
-                                   "dims:0")
-            shifts = shifts[0]
-        return apply(R["roll"], (input,), (shifts, None))
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               "dims:0")
+        return apply(R["roll"], (input,), (shifts[0], None))
     nd = input._data.ndim
-    if isinstance(dims, int):
-        dims = (dims,)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = _index_tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
@@ -3270,10 +3404,40 @@ def _new_like(fn):
     return f
 
 
+def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
+    """``Tensor(...)``, PyTorch's legacy constructor (bound as Tensor.__init__): ``Tensor(t)`` of
+    one tensor is torch.alias(t), a view of it (same dtype, memory and version counter;
+    AliasBackward0 when t requires grad: old code flattens parameters this way and
+    differentiates through them); anything else is creation.tensor_init's (data copied as the
+    default dtype, or sizes)."""
+    if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None and device is None:
+        a = apply(R["alias"], (args[0],))
+        for k in ("_data", "_storage", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+                  "_view", "_extra"):
+            setattr(self, k, getattr(a, k))
+        vs = self._storage._views
+        if vs and vs[-1]() is a:  # the storage remembers views to wake: this one, not a
+            vs[-1] = weakref.ref(self)
+        return
+    creation.tensor_init(self, *args, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _sparse_only(name, layout):
+    def f(self):
+        raise RuntimeError(f"{name} expected sparse {layout}layout but got Strided")
+    f.__name__ = name
+    f.__doc__ = (f"Tensor.{name}() of a sparse tensor in PyTorch; nbgrad's tensors are dense "
+                 "(strided), so it raises PyTorch's RuntimeError for a dense tensor.")
+    return f
+
+
 def _bind():
     T = Tensor
     g = globals()
-    T.__init__ = creation.tensor_init
+    T.__init__ = legacy_init
+    T.values = _sparse_only("values", "tensor ")
+    T.lu = _tensor_lu
+    T.indices = _sparse_only("indices", "coordinate tensor ")
     variable.bind(T)
     # operators
     # operators: the functions themselves where the argument order allows (fewer frames in a

@@ -160,17 +160,23 @@ op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _redu
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
        g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
+# saves self, target, weight and (in ctx) total_weight, as PyTorch's node: an in-place change of
+# self fails backward, and saved_tensors_hooks see the same tensors
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
-    self, target, weight, reduction, ignore_index, ctx),
-   self=lambda g, self_shape, reduction, ctx, xp: _nll_grad(g, self_shape, reduction, ctx, xp))
+    self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
+   _nll_total_weight(v, src[0]._data.dtype, args[2]),
+   self=lambda g, self, target, weight, reduction, ctx, xp: _nll_grad(
+       g, tuple(self.shape), reduction, ctx, xp))
 op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
-   self=ROWS["nll_loss"].formulas[0])
+   ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
 
 # ---- normalizations and embedding -------------------------------------------------------------
+# saves input, weight, bias and (in ctx) mean and rstd, as PyTorch's node
 op("native_layer_norm", lambda input, weight, bias, normalized_shape, eps, ctx: _layer_norm(
     input, weight, bias, len(normalized_shape), eps, ctx),
-   **{"input, weight, bias": lambda g, input, weight, normalized_shape, eps, ctx, needs, xp:
-      _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
+   ctx_saves=lambda v, src, args: _layer_norm_saves(v, src, args),
+   **{"input, weight, bias": lambda g, input, weight, bias, normalized_shape, eps, ctx, needs,
+      xp: _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
 op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps, ctx:
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
@@ -687,6 +693,14 @@ def _arange(n, like):
     return r
 
 
+def _nll_total_weight(v, dtype, reduction):
+    """PyTorch's total_weight output (0-d): the summed weight of the counted targets, 0 for
+    reduction="none"."""
+    rows, _, w, _ = v
+    total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
+    return (_xp(rows).asarray(total, dtype),)
+
+
 def _nll_grad(g, self_shape, reduction, ctx, xp):
     rows, ts, w, total = ctx.get()
     if w is None and xp is not TENSORS:  # the forward's fast path: g / N at the targets
@@ -732,6 +746,16 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
         out = m.add(out, bias, out=out) if out is not xhat and bias.dtype == out.dtype \
             else out + bias
     return out
+
+
+def _layer_norm_saves(v, src, args):
+    """mean and rstd as PyTorch's node saves them, shaped (*batch, 1, ..., 1): asked for only
+    under saved_tensors_hooks (the kernel keeps xhat and rstd of shape (rows, 1))."""
+    x = src[0]._data
+    k = len(args[0])
+    keep = x.shape[:x.ndim - k] + (1,) * k
+    return (x.mean(axis=tuple(range(x.ndim - k, x.ndim))).reshape(keep).astype(x.dtype),
+            v[1].reshape(keep))
 
 
 def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
@@ -958,6 +982,33 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
         keep = (flat != padding_idx)[:, None]
         g2 = xp.where(xp.constant(keep), g2, 0)
     return xp.scatter_add(g2, tuple(weight_shape), flat)
+
+
+# ---- weight normalisation (torch._weight_norm, nn.utils.weight_norm) ----------------------------
+def _norm_except(v, dim):
+    """The 2-norm of v over every dim but ``dim`` (all of them for dim -1), kept as size-1 dims."""
+    axes = tuple(i for i in range(len(v.shape)) if i != dim) if dim != -1 else None
+    return (v * v).sum(axis=axes, keepdims=True) ** 0.5, axes
+
+
+def _weight_norm_fwd(v, g, dim):
+    norm, _ = _norm_except(v, dim)
+    return v * (g / norm)
+
+
+def _weight_norm_grads(grad, v, g, dim, xp):
+    """(d/dv, d/dg) of w = v * g / ||v||: g's gradient is sum(grad * v) / ||v|| (over the other
+    dims), v's is g / ||v|| * (grad - v * sum(grad * v) / ||v||^2)."""
+    axes = tuple(i for i in range(len(v.shape)) if i != dim) if dim != -1 else None
+    norm = xp.sum(v * v, axis=axes, keepdims=True) ** 0.5
+    s = xp.sum(grad * v, axis=axes, keepdims=True)
+    gv = (g / norm) * (grad - v * (s / (norm * norm)))
+    gg = (s / norm).reshape(tuple(g.shape))
+    return gv, gg
+
+
+op("weight_norm_interface", _weight_norm_fwd, node="WeightNormInterfaceBackward0",
+   **{"v, g": _weight_norm_grads})
 
 
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------

@@ -27,8 +27,8 @@ op("mv", lambda self, vec: self @ vec,
 op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    broadcast=True,
    self=lambda g, beta: g if beta == 1 else g * beta,
-   mat1=lambda g, mat2, alpha, xp: _scaled(g @ xp.contiguous(_mT(mat2), g.shape[-2]), alpha),
-   mat2=lambda g, mat1, alpha: _scaled(_mT(mat1) @ g, alpha))
+   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2), g.shape[-2])) * alpha,
+   mat2=lambda g, mat1, alpha: (_mT(mat1) @ g) * alpha)
 
 
 def _contiguous(b, rows):

@@ -390,8 +390,9 @@ def masked_fill(input, mask, value):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         return apply(R["masked_fill"], (input, value), (m,))
-    if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
-        raise _broadcast_error(input._data.shape, m.shape)
+    s = input._data.shape
+    if m.shape != s and _broadcast_batch(m.shape, s) != s:  # (torch's text when incompatible)
+        raise _broadcast_error(s, m.shape)
     value = _filled_like(value, input)
     return apply(R["masked_fill"], (input, value), (m,))
 

@@ -389,8 +389,7 @@ def masked_fill(input, mask, value):
         return apply(R["masked_fill"], (input, value), (m,))
     if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
         raise _broadcast_error(input._data.shape, m.shape)
-    value = _filled_like(value, input)
-    return apply(R["masked_fill"], (input, value), (m,))
+    return apply(R["masked_fill_scalar"], (input,), (_filled_like(value, input)._data, m))
 
 
 # ---- comparisons and logic: no gradient ------------------------------------------------------
@@ -1741,8 +1740,10 @@ def masked_fill_(self, mask, value):
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")
-    v = value if isinstance(value, Tensor) else _filled_like(value, self)
-    return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
+    if not isinstance(value, Tensor):
+        return apply(R["masked_fill_scalar"], (self,), (_filled_like(value, self)._data, m),
+                     inplace="masked_fill_")
+    return apply(R["masked_fill"], (self, value), (m,), inplace="masked_fill_")
 
 
 # the random fills and samplers live in sampling.py / random.py; imported to be bound as methods

@@ -31,11 +31,11 @@ def _ufunc(f):
 op("add", lambda self, other, alpha: self + other if alpha == 1 else self + alpha * other,
    broadcast=True,
    self=lambda g: g,
-   other=lambda g, alpha: g if alpha == 1 else g * alpha)
+   other=lambda g, alpha, xp: g if alpha == 1 else xp.mul_scalar(g, alpha))
 op("sub", lambda self, other, alpha: self - other if alpha == 1 else self - alpha * other,
    broadcast=True,
    self=lambda g: g,
-   other=lambda g, alpha: -g if alpha == 1 else g * -alpha)
+   other=lambda g, alpha, xp: -g if alpha == 1 else xp.mul_scalar(-g, alpha))
 op("rsub", lambda self, other, alpha: other - self if alpha == 1 else other - alpha * self,
    node="RsubBackward1",
    self=lambda g, alpha: -g if alpha == 1 else g * -alpha)
@@ -44,23 +44,25 @@ op("mul", lambda self, other: self * other, broadcast=True,
    other=lambda g, self: g * self)
 op("div", lambda self, other: self / other, broadcast=True,
    self=lambda g, other: g / other,
-   other=lambda g, self, other: -g * self / (other * other))
+   other=lambda g, self, other: -g * (self / other / other))
 # a tensor and a number as PyTorch's backward formulas combine them (mul.Scalar, div.Scalar):
 # MulBackward1 / DivBackward1 nodes in gradients built under create_graph (mean's / n)
 op("mul_scalar", lambda self, other: self * other, node="MulBackward1",
    self=lambda g, other, xp: xp.mul_scalar(g, other))
 op("div_scalar", lambda self, other: self / other, node="DivBackward1",
    self=lambda g, other, xp: xp.div_scalar(g, other))
+op("add_scalar", lambda self, other: self + other, node="AddBackward1",
+   self=lambda g: g)
 op("pow", lambda self, exponent: self ** exponent,
-   self=lambda g, self, exponent: g * 0 if exponent == 0
-   else g * exponent * self ** (exponent - 1))
+   self=lambda g, self, exponent, xp: xp.zeros_like(g) if exponent == 0
+   else g * xp.mul_scalar(self ** (exponent - 1), exponent))
 op("pow_tt", lambda self, exponent: self ** exponent, node="PowBackward1", broadcast=True,
    self=lambda g, self, exponent, xp: xp.where(exponent == 0, 0,
-                                               g * exponent * self ** (exponent - 1)),
-   exponent=lambda g, self, result, exponent, xp: xp.where((self == 0) & (exponent >= 0), 0,
-                                                           g * result * xp.log(self)))
+                                               g * (exponent * self ** (exponent - 1))),
+   exponent=lambda g, self, result, xp: g * xp.where(self == 0, 0, result * xp.log(self)))
 op("rpow", lambda exponent, base: base ** exponent, node="PowBackward2",
-   exponent=lambda g, result, base: g * 0 if base == 0 else g * result * math.log(base))
+   exponent=lambda g, result, base, xp: xp.zeros_like(g) if base == 0
+   else g * xp.mul_scalar(result, math.log(base)))
 op("maximum", lambda self, other: _xp(self).maximum(self, other), broadcast=True,
    self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)),
    other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)))
@@ -80,21 +82,21 @@ op("exp", _ufunc(np.exp), float_op=True,
 op("log", _ufunc(np.log), float_op=True,
    self=lambda g, self: g / self)
 op("log1p", _ufunc(np.log1p), float_op=True, node="Log1PBackward0",
-   self=lambda g, self: g / (self + 1))
+   self=lambda g, self, xp: g / xp.add_scalar(self, 1))
 op("sqrt", _ufunc(np.sqrt), float_op=True,
-   self=lambda g, result: g / (2 * result))
+   self=lambda g, result, xp: g / xp.mul_scalar(result, 2))
 op("rsqrt", lambda self: 1 / _xp(self).sqrt(self), float_op=True,
-   self=lambda g, result: -0.5 * g * result * result * result)
+   self=lambda g, result, xp: xp.mul_scalar(g, -0.5) * result ** 3)
 op("reciprocal", lambda self: 1 / self, float_op=True,
-   self=lambda g, result: -g * result * result)
+   self=lambda g, result: -g * (result * result))
 op("abs", _ufunc(np.abs),
    self=lambda g, self, xp: g * xp.sign(self))
 op("sign", lambda self: _xp(self).nan_to_num(_xp(self).sign(self), nan=0.0),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("sin", _ufunc(np.sin), float_op=True,
    self=lambda g, self, xp: g * xp.cos(self))
 op("cos", _ufunc(np.cos), float_op=True,
-   self=lambda g, self, xp: -g * xp.sin(self))
+   self=lambda g, self, xp: g * -xp.sin(self))
 op("tanh", _ufunc(np.tanh), float_op=True, double="TanhBackwardBackward0",
    self=lambda g, result: g * (1 - result * result))
 op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True,
@@ -108,7 +110,7 @@ op("relu", lambda self: _xp(self).maximum(self, 0),
                result=lambda gg, xp: xp.zeros_like(gg)),
    self=lambda g, result, xp: xp.masked(g, result > 0))
 op("erf", lambda self: backend.erf(self), float_op=True,
-   self=lambda g, self, xp: g * _SQRT_2_OVER_PI * xp.exp(-(self * self)))
+   self=lambda g, self, xp: xp.mul_scalar(xp.exp(-(self ** 2)), _SQRT_2_OVER_PI) * g)
 op("clamp", lambda self, min, max: _xp(self).clip(self, min, max), node="ClampBackward1",
    self=lambda g, self, min, max, xp: xp.masked(g, _in_range(self, min, max)))
 op("clamp_min", lambda self, min: _xp(self).maximum(self, min),
@@ -130,8 +132,13 @@ op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
 # device: where `self` was, `to`: where it goes (the gradient goes back)
 op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
    self=lambda g, device, xp: xp.to_device(g, device))
+# a number as the value (masked_fill.Scalar: one input), or a 0-d tensor (masked_fill.Tensor)
+op("masked_fill_scalar", lambda self, value, mask: _xp(mask).where(mask, value, self),
+   node="MaskedFillBackward0",
+   self=lambda g, mask, xp: xp.masked_fill(g, mask, 0))
 op("masked_fill", lambda self, value, mask: _xp(mask).where(mask, value, self), broadcast=True,
-   self=lambda g, mask, xp: xp.where(mask, 0, g),
+   node="MaskedFillBackward1",
+   self=lambda g, mask, xp: xp.masked_fill(g, mask, 0),
    value=lambda g, mask, xp: xp.where(mask, g, 0).sum())
 op("fill", lambda self, value: _xp(self).full_like(self, value), node="FillBackward2",
    self=lambda g, xp: xp.new_zeros(g, g.shape))  # zeros, not g * 0 (NaN * 0)
@@ -159,13 +166,13 @@ def _keep_ints(f):
 
 
 op("log10", _ufunc(np.log10), float_op=True,
-   self=lambda g, self: g / (self * _LN10))
+   self=lambda g, self, xp: g / xp.mul_scalar(self, _LN10))
 op("log2", _ufunc(np.log2), float_op=True,
-   self=lambda g, self: g / (self * _LN2))
+   self=lambda g, self, xp: g / xp.mul_scalar(self, _LN2))
 op("exp2", _ufunc(np.exp2), float_op=True,
-   self=lambda g, result: g * result * _LN2)
+   self=lambda g, result, xp: xp.mul_scalar(g * result, _LN2))
 op("expm1", _ufunc(np.expm1), float_op=True,
-   self=lambda g, result: g * (result + 1))
+   self=lambda g, result, xp: g * xp.add_scalar(result, 1))
 op("sinh", _ufunc(np.sinh), float_op=True,
    self=lambda g, self, xp: g * xp.cosh(self))
 op("cosh", _ufunc(np.cosh), float_op=True,

@@ -112,6 +112,14 @@ class ArrayFormulas:
     def mul_scalar(x, n):
         return x * n
 
+    @staticmethod
+    def sum_all(x):
+        return x.sum(keepdims=True).reshape(())
+
+    @staticmethod
+    def add_scalar(x, n):
+        return x + n
+
     def masked_fill(self, x, mask, value):
         """`x` (a fresh array) with `value` where `mask`."""
         return self.m.where(mask, value, x)
@@ -256,10 +264,13 @@ class TensorFormulas:
 
     @staticmethod
     def where(c, a, b):
+        """torch.where(c, a, b); a number beside a Tensor becomes a 0-d tensor of its dtype
+        (PyTorch's formulas write at::zeros({}) there: the node's edges in the same order)."""
         if isinstance(a, Tensor):
             return a.where(c, b)
         if isinstance(b, Tensor):
-            return b.where(~c, a)
+            return Tensor._make_fresh(backend.get_array_module(b._data).asarray(
+                a, b._data.dtype)).where(c, b)
         c = _raw(c)  # two numbers: a constant
         return Tensor._make_fresh(backend.get_array_module(c).where(c, a, b))
 
@@ -327,6 +338,10 @@ class TensorFormulas:
         return x.new_zeros(tuple(x.shape))
 
     @staticmethod
+    def sum_all(x):
+        return x.sum()
+
+    @staticmethod
     def unsqueeze_dims(x, dims):
         """Size-1 dims at `dims` (sorted), one unsqueeze each (PyTorch's unsqueeze_multiple)."""
         for d in dims:
@@ -361,13 +376,19 @@ class TensorFormulas:
 
     @staticmethod
     def masked_fill(x, mask, value):
-        """`x` (a fresh result) with `value` where `mask`, in place (MaskedFillBackward0)."""
-        return x.masked_fill_(mask, value)
+        """`x` with `value` where `mask` (MaskedFillBackward0)."""
+        return x.masked_fill(mask if isinstance(mask, Tensor) else Tensor._make_fresh(mask),
+                             value)
 
     @staticmethod
     def mul_scalar(x, n):
         """x * n with n a number: PyTorch's mul.Scalar (MulBackward1)."""
         return _apply(ROWS["mul_scalar"], (x,), (n,))
+
+    @staticmethod
+    def add_scalar(x, n):
+        """x + n with n a number: PyTorch's add.Scalar (AddBackward1)."""
+        return _apply(ROWS["add_scalar"], (x,), (n,))
 
     @staticmethod
     def mean_expand(g, n, shape, dim, keepdim):
@@ -532,8 +553,9 @@ class TensorFormulas:
                 dh if needs[5] else None, dc if needs[6] else None)
 
 
-for _name in ("exp", "log", "log1p", "erf", "sign", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
+for _name in ("exp", "log", "log1p", "erf", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
+TensorFormulas.sign = staticmethod(operator.methodcaller("sgn"))  # PyTorch's formulas: sgn
 
 TENSORS = TensorFormulas()
 
@@ -598,7 +620,9 @@ def _reduce_to(g, shape, dtype, xp):
     """Sum a broadcast gradient back to `shape` and cast it to the input's `dtype` (the one
     unbroadcast helper every broadcasting op uses)."""
     gs = tuple(g.shape)
-    if gs != shape:
+    if gs != shape and not shape:  # PyTorch's sum_to: to 0-d, the sum of all
+        g = xp.sum_all(g)
+    elif gs != shape:
         lead = len(gs) - len(shape)
         axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                           if s == 1 and gs[i + lead] != 1)
@@ -676,18 +700,22 @@ def _select_grad(g, shape, dim, indices, keepdim, xp):
 
 
 def _norm_backward(g, self, result, p, dim, keepdim, xp):
+    """PyTorch's norm_backward (linalg_vector_norm), case by case, with its steps."""
     gk = _keep(g, self.shape, dim, keepdim, xp)
     rk = _keep(result, self.shape, dim, keepdim, xp)
     if p == 2:
-        return xp.where(rk == 0, 0, self * (gk / xp.where(rk == 0, 1, rk)))
+        return gk * xp.masked_fill(self / rk, rk == 0, 0)
     if p == 1:
         return xp.sign(self) * gk
     if p == float("inf"):
-        mask = xp.abs(self) == rk
-        return xp.sign(self) * xp.where(mask, gk / mask.sum(axis=dim, keepdims=True), 0)
-    a = xp.abs(self)
-    return xp.where(rk == 0, 0, xp.sign(self) * a ** (p - 1) * gk /
-                    xp.where(rk == 0, 1, rk) ** (p - 1))
+        mask = xp.astype(xp.abs(self) == rk, xp.dtype(self))
+        return xp.sign(self) * ((gk / mask.sum(axis=dim, keepdims=True)) * mask)
+    if p < 1:
+        scaled = xp.sign(self) * xp.masked_fill(xp.abs(self) ** (p - 1), self == 0, 0)
+        return scaled * gk * rk ** (1 - p)
+    scaled = xp.sign(self) * xp.abs(self) ** (p - 1) if p < 2 else \
+        self * xp.abs(self) ** (p - 2)
+    return scaled * xp.masked_fill(gk / rk ** (p - 1), rk == 0, 0)
 
 
 def _cat_grads(g, sizes, dim, dtypes, xp):

@@ -113,6 +113,10 @@ class ArrayFormulas:
         return x * n
 
     @staticmethod
+    def bmm(a, b):
+        return a @ b
+
+    @staticmethod
     def sum_all(x):
         return x.sum(keepdims=True).reshape(())
 
@@ -386,6 +390,10 @@ class TensorFormulas:
         return _apply(ROWS["mul_scalar"], (x,), (n,))
 
     @staticmethod
+    def bmm(a, b):
+        return a.bmm(b)
+
+    @staticmethod
     def add_scalar(x, n):
         """x + n with n a number: PyTorch's add.Scalar (AddBackward1)."""
         return _apply(ROWS["add_scalar"], (x,), (n,))
@@ -633,6 +641,11 @@ def _reduce_to(g, shape, dtype, xp):
     if dtype is not None and xp.dtype(g) != dtype:
         g = xp.astype(g, dtype)
     return g
+
+
+def _maybe_multiply(x, c, xp):
+    """x * c for a number c, nothing when c is 1 (PyTorch's maybe_multiply: MulBackward1)."""
+    return x if c == 1 else xp.mul_scalar(x, c)
 
 
 def _mT(x):

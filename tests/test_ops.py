@@ -223,6 +223,9 @@ CASES = [
     Case("log1p_grad_graph", lambda T, a: T.autograd.grad(a.log1p().sum(), a,
                                                           create_graph=True)[0], ("pos", (3, 4)),
          check=False),  # add.Scalar: AddBackward1
+    Case("index_grad_graph", lambda T, a: T.autograd.grad(
+        a[T.tensor([0, 2, 0])], a, a[T.tensor([1, 1, 2])] * 2, create_graph=True)[0], (3, 4),
+        check=False),  # index's backward: _index_put_impl_ (IndexPutImplBackward0)
     Case("var_grad_graph", lambda T, a: T.autograd.grad(a.var(1), a, a.sum(1),
                                                         create_graph=True)[0], (3, 4),
          check=False),

@@ -159,6 +159,14 @@ class ArrayFormulas:
         self.m.add.at(z, index, g)
         return z
 
+    def index_backward(self, g, shape, index):
+        """The gradient of an advanced index: zeros(shape) with g added at `index`."""
+        return self.scatter_add(g, shape, index)
+
+    def index_add_to_zeros(self, g, shape, dim, index):
+        """index_select's gradient: zeros(shape) with g added at `index` along `dim`."""
+        return self.scatter_add(g, shape, _along(dim, index))
+
     @staticmethod
     def zeroed(g, index):
         """`g` with zeros written at `index`."""
@@ -409,7 +417,19 @@ class TensorFormulas:
 
     @staticmethod
     def zeroed(g, index):
-        return g.index_put(_index(index), g.new_zeros(()))
+        """index_put's self gradient: g.index_put(index, 0) (IndexPutBackward0)."""
+        return _apply(ROWS["index_put"], (g, g.new_zeros(())), (_index(index), False))
+
+    @staticmethod
+    def index_backward(g, shape, index):
+        """PyTorch's index_backward: zeros(shape)._index_put_impl_(index, g, accumulate)."""
+        return _apply(ROWS["index_put_impl"], (g.new_zeros(tuple(shape)), g),
+                      (_index(index), True), inplace="_index_put_impl_")
+
+    @staticmethod
+    def index_add_to_zeros(g, shape, dim, index):
+        """PyTorch's index_select_backward: zeros(shape).index_add_(dim, index, g)."""
+        return g.new_zeros(tuple(shape)).index_add_(dim, _index_tensor(index), g)
 
     @staticmethod
     def masked(g, mask):

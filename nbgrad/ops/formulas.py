@@ -444,19 +444,16 @@ class TensorFormulas:
 
     @staticmethod
     def stack(xs, axis):
-        return TensorFormulas.concatenate([x.unsqueeze(axis) for x in xs], axis)
+        """torch.stack (StackBackward0: unbind's gradient as PyTorch's)."""
+        axis %= len(xs[0].shape) + 1
+        return _apply(ROWS["stack"], tuple(xs), (len(xs), axis))
 
     @staticmethod
     def concatenate(xs, axis):
-        shape = list(xs[0].shape)
-        shape[axis] = sum(x.shape[axis] for x in xs)
-        z = xs[0].new_zeros(tuple(shape))
-        start = 0
-        for x in xs:
-            n = x.shape[axis]
-            z = z.index_put_((slice(None),) * axis + (slice(start, start + n),), x)
-            start += n
-        return z
+        """torch.cat (CatBackward0: split's gradient as PyTorch's)."""
+        axis %= len(xs[0].shape)
+        return _apply(ROWS["cat"], tuple(xs), (tuple(x.shape[axis] for x in xs), axis,
+                                               tuple(x._data.dtype for x in xs)))
 
     @staticmethod
     def to_device(g, device):

@@ -12,7 +12,7 @@ import numpy as np
 from .. import backend
 from ..autograd import apply
 from ..backend import get_array_module as _xp
-from .formulas import _in_range, _repeat_backward
+from .formulas import _halved_at_ties, _in_range, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -63,12 +63,17 @@ op("pow_tt", lambda self, exponent: self ** exponent, node="PowBackward1", broad
 op("rpow", lambda exponent, base: base ** exponent, node="PowBackward2",
    exponent=lambda g, result, base, xp: xp.zeros_like(g) if base == 0
    else g * xp.mul_scalar(result, math.log(base)))
+# PyTorch's: where(self == other, grad / 2, grad).masked_fill_(the other side wins, 0)
 op("maximum", lambda self, other: _xp(self).maximum(self, other), broadcast=True,
-   self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)),
-   other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)))
+   self=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                  self < other, 0),
+   other=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                   self > other, 0))
 op("minimum", lambda self, other: _xp(self).minimum(self, other), broadcast=True,
-   self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)),
-   other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)))
+   self=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                  self > other, 0),
+   other=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                   self < other, 0))
 op("where", lambda self, other, condition: _xp(condition).where(condition, self, other),
    broadcast=True,
    self=lambda g, condition, xp: xp.where(condition, g, 0),
@@ -178,11 +183,11 @@ op("sinh", _ufunc(np.sinh), float_op=True,
 op("cosh", _ufunc(np.cosh), float_op=True,
    self=lambda g, self, xp: g * xp.sinh(self))
 op("asin", _ufunc(np.arcsin), float_op=True,
-   self=lambda g, self: g * (1 - self * self) ** -0.5)
+   self=lambda g, self, xp: g * xp.rsqrt(xp.add_scalar(-self * self, 1)))
 op("acos", _ufunc(np.arccos), float_op=True,
-   self=lambda g, self: -g * (1 - self * self) ** -0.5)
+   self=lambda g, self, xp: g * -xp.rsqrt(xp.add_scalar(-self * self, 1)))
 op("atan", _ufunc(np.arctan), float_op=True,
-   self=lambda g, self: g / (1 + self * self))
+   self=lambda g, self, xp: g / xp.add_scalar(self * self, 1))
 op("erfinv", lambda self: backend.erfinv(self), float_op=True,
    self=lambda g, result, xp: g * _SQRT_PI_OVER_2 * xp.exp(result * result))
 op("atan2", lambda self, other: _xp(self).arctan2(self, other), broadcast=True,
@@ -192,8 +197,8 @@ op("hypot", lambda self, other: _xp(self).hypot(self, other), broadcast=True,
    self=lambda g, self, result: g * self / result,
    other=lambda g, other, result: g * other / result)
 op("logaddexp", lambda self, other: _xp(self).logaddexp(self, other), broadcast=True,
-   self=lambda g, self, other, xp: g / (1 + xp.exp(other - self)),
-   other=lambda g, self, other, xp: g / (1 + xp.exp(self - other)))
+   self=lambda g, self, other, xp: g / xp.add_scalar(xp.exp(other - self), 1),
+   other=lambda g, self, other, xp: g / xp.add_scalar(xp.exp(self - other), 1))
 op("logaddexp2", lambda self, other: _xp(self).logaddexp2(self, other), broadcast=True,
    self=lambda g, self, other: g / (1 + 2.0 ** (other - self)),
    other=lambda g, self, other: g / (1 + 2.0 ** (self - other)))
@@ -210,19 +215,19 @@ op("xlogy_scalar_self", lambda other, self: _xp(other).where(
    node="XlogyBackward1",
    other=lambda g, other, self: g * self / other)
 op("floor", _keep_ints(_ufunc(np.floor)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("ceil", _keep_ints(_ufunc(np.ceil)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("trunc", _keep_ints(_ufunc(np.trunc)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("round", _keep_ints(lambda self: _xp(self).round(self)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("round_decimals", lambda self, decimals: _xp(self).round(self, decimals), node="RoundBackward1",
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("frac", lambda self: self - _xp(self).trunc(self),
    self=lambda g: g)
 op("sgn", lambda self: _xp(self).nan_to_num(_xp(self).sign(self), nan=0.0),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("fmod", lambda self, other: _xp(self).fmod(self, other),
    self=lambda g: g)
 op("fmod_tensor", lambda self, other: _xp(self).fmod(self, other), node="FmodBackward1",
@@ -244,10 +249,10 @@ op("clamp_tensor", lambda self, min, max: _xp(self).minimum(_xp(self).maximum(se
 op("nan_to_num", lambda self, nan, posinf, neginf: _xp(self).nan_to_num(self, nan=nan,
                                                                         posinf=posinf,
                                                                  neginf=neginf),
-   self=lambda g, self, xp: xp.where(xp.isfinite(self), g, 0))
+   self=lambda g, self, xp: g * xp.isfinite(self))
 op("lerp", lambda self, end, weight: self + weight * (end - self), broadcast=True,
-   self=lambda g, weight: g * (1 - weight),
-   end=lambda g, weight: g * weight)
+   self=lambda g, weight, xp: xp.mul_scalar(g, 1 - weight),
+   end=lambda g, weight, xp: xp.mul_scalar(g, weight))
 op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="LerpBackward1",
    broadcast=True,
    self=lambda g, weight: g * (1 - weight),
@@ -256,8 +261,8 @@ op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="
 op("addcmul", lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2,
    broadcast=True,
    self=lambda g: g,
-   tensor1=lambda g, tensor2, value: g * tensor2 * value,
-   tensor2=lambda g, tensor1, value: g * tensor1 * value)
+   tensor1=lambda g, tensor2, value, xp: g * xp.mul_scalar(tensor2, value),
+   tensor2=lambda g, tensor1, value, xp: g * xp.mul_scalar(tensor1, value))
 op("addcdiv", lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2,
    broadcast=True,
    self=lambda g: g,

@@ -116,6 +116,9 @@ class ArrayFormulas:
     def bmm(a, b):
         return a @ b
 
+    def rsqrt(self, x):
+        return 1 / self.m.sqrt(x)
+
     @staticmethod
     def sum_all(x):
         return x.sum(keepdims=True).reshape(())
@@ -711,8 +714,15 @@ def _count(shape, dim):
 
 
 def _evenly(g, self, result, xp):
+    """max()/min()'s gradient, shared by the ties (PyTorch's evenly_distribute_backward:
+    zeros masked_fill'ed with g / count, MaskedFillBackward1)."""
     mask = self == result
-    return xp.where(mask, g / xp.astype(mask.sum(), xp.dtype(g)), 0)
+    return xp.masked_fill(xp.zeros_like(self), mask, g / xp.astype(mask.sum(), xp.dtype(g)))
+
+
+def _halved_at_ties(g, self, other, xp):
+    """maximum/minimum: g, halved where the operands tie."""
+    return xp.where(self == other, xp.div_scalar(g, 2), g)
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
@@ -726,7 +736,7 @@ def _select_grad(g, shape, dim, indices, keepdim, xp):
     if not keepdim:
         g = xp.expand_dims(g, dim)
         indices = xp.expand_dims(indices, dim)
-    return xp.put(g, shape, xp.index_grid(indices, dim))
+    return xp.scatter_along(xp.new_zeros(g, tuple(shape)), dim, _raw(indices), g)
 
 
 def _norm_backward(g, self, result, p, dim, keepdim, xp):
@@ -807,7 +817,7 @@ def _repeat_backward(g, shape, repeats):
     for r, n in zip(repeats, full):
         split += [r, n]
     g = g.reshape(tuple(split)).sum(axis=tuple(range(0, 2 * len(full), 2)))
-    return g.reshape(shape)
+    return g if tuple(g.shape) == tuple(shape) else g.reshape(shape)
 
 
 def _along(dim, index):
@@ -868,7 +878,7 @@ _PAIRS = {
 for _name, (_on_arrays, _on_tensors) in _PAIRS.items():
     setattr(ArrayFormulas, _name, _on_arrays)
     setattr(TensorFormulas, _name, staticmethod(_on_tensors))
-for _name in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
+for _name in ("sinh", "cosh", "sqrt", "rsqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
 
 

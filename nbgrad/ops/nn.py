@@ -202,21 +202,53 @@ op("_convolution1d", lambda input, weight, bias, stride, padding, dilation, grou
 # (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col,
 # bags of embeddings). Under create_graph the adjoint is recorded as the same row with the two
 # swapped.
-def _linear_map(name, node):
-    op(name, lambda self, ctx: ctx.value[0](self), node=node,
-       self=lambda g, ctx, xp: _adjoint(name, g, ctx, xp))
+def _linear_map(name, node, double=None):
+    if name in _SAVE_SELF:
+        formula = lambda g, self, ctx, xp: _adjoint(name, g, ctx, xp)  # noqa: E731
+    else:
+        formula = lambda g, ctx, xp: _adjoint(name, g, ctx, xp)  # noqa: E731
+    # under create_graph: PyTorch's backward op (AvgPool2DBackwardBackward0), whose gradient
+    # is the forward map again (and zeros for `self`, which the ops that take it save)
+    spec = None if double is None else dict(
+        node=double, g=lambda gg, ctx, xp: _forward_map(name, gg, ctx, xp))
+    if spec is not None and name in _SAVE_SELF:
+        spec["self"] = lambda gg, self, xp: xp.zeros_like(self)
+    op(name, lambda self, ctx: ctx.value[0](self), node=node, double=spec, self=formula)
+
+
+def _maps(ctx):
+    """(forward without its constant, adjoint) of a linear map's ctx: (forward, adjoint[, linear
+    part of the forward] when the forward adds a constant, as constant padding with a nonzero
+    value does)."""
+    maps = ctx.get()
+    return (maps[-1] if len(maps) > 2 else maps[0]), maps[1]
 
 
 def _adjoint(name, g, ctx, xp):
-    """The gradient through a linear map. ctx: (forward, adjoint[, linear part of the forward]
-    when the forward adds a constant, as constant padding with a nonzero value does)."""
-    maps = ctx.get()
-    if xp is TENSORS:  # the adjoint recorded as this row, forward and adjoint swapped
+    """The gradient through a linear map: its adjoint. Recorded (create_graph, rows without a
+    backward op of their own) as the partner row PyTorch records (pixel_shuffle's gradient is a
+    pixel_unshuffle) or as this row, forward and adjoint swapped."""
+    lin, adj = _maps(ctx)
+    if xp is TENSORS:
         from ..autograd.apply import apply
-        return apply(ROWS[name], (g,), (Ctx((maps[1], maps[-1] if len(maps) > 2 else maps[0])),))
-    return maps[1](g)
+        return apply(ROWS[_PARTNER.get(name, name)], (g,), (Ctx((adj, lin)),))
+    return adj(g)
 
 
+def _forward_map(name, g, ctx, xp):
+    """The gradient of a linear map's backward op: the forward map (the row itself)."""
+    lin, adj = _maps(ctx)
+    if xp is TENSORS:
+        from ..autograd.apply import apply
+        return apply(ROWS[name], (g,), (Ctx((lin, adj)),))
+    return lin(g)
+
+
+# the backward ops of these take the forward's input (PyTorch saves it: zeros its gradient)
+_SAVE_SELF = ("avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "reflection_pad1d",
+              "reflection_pad2d", "replication_pad1d", "replication_pad2d")
+_PARTNER = {"pixel_shuffle": "pixel_unshuffle", "pixel_unshuffle": "pixel_shuffle",
+            "col2im": "im2col", "im2col": "col2im"}
 for _name, _node in (
         ("avg_pool2d", "AvgPool2DBackward0"),
         ("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0"),
@@ -237,7 +269,10 @@ for _name, _node in (
         ("im2col", "Im2ColBackward0"),
         ("_embedding_bag", "EmbeddingBagBackward0"),
         ("constant_pad_nd", "ConstantPadNdBackward0")):
-    _linear_map(_name, _node)
+    # rows whose backward is an op of PyTorch's own (avg_pool2d_backward: its node's name)
+    _double = None if _name in _PARTNER or _name in ("_embedding_bag", "constant_pad_nd") else \
+        _node[:-1] + "Backward0"
+    _linear_map(_name, _node, _double)
 
 # ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
 # the pieces are copies, not views: a piece modified in place changes nothing else (torch's

@@ -102,16 +102,21 @@ op("sin", _ufunc(np.sin), float_op=True,
    self=lambda g, self, xp: g * xp.cos(self))
 op("cos", _ufunc(np.cos), float_op=True,
    self=lambda g, self, xp: g * -xp.sin(self))
-op("tanh", _ufunc(np.tanh), float_op=True, double="TanhBackwardBackward0",
+# their gradients are PyTorch's tanh_backward / sigmoid_backward ops, with its formulas
+op("tanh", _ufunc(np.tanh), float_op=True,
+   double=dict(node="TanhBackwardBackward0", g="again", saved={"output": "result"},
+               result=lambda gg, g, result, xp: gg * (xp.mul_scalar(result, -2) * g)),
    self=lambda g, result: g * (1 - result * result))
 op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True,
-   double="SigmoidBackwardBackward0",
+   double=dict(node="SigmoidBackwardBackward0", g="again", saved={"output": "result"},
+               result=lambda gg, g, result, xp: gg * g * xp.add_scalar(
+                   xp.mul_scalar(result, -2), 1)),
    self=lambda g, result: g * result * (1 - result))
 # relu's gradient is PyTorch's threshold_backward(grad, result, 0): its gradient is itself again
 # (and zeros for `result`)
 op("relu", lambda self: _xp(self).maximum(self, 0),
-   double=dict(node="ThresholdBackwardBackward0",
-               g=lambda gg, result, xp: xp.backward_op("relu", gg, result),
+   double=dict(node="ThresholdBackwardBackward0", saved={"self": "result"},
+               g="again",
                result=lambda gg, xp: xp.zeros_like(gg)),
    self=lambda g, result, xp: xp.masked(g, result > 0))
 op("erf", lambda self: backend.erf(self), float_op=True,

@@ -25,7 +25,7 @@ from ..tensor import Tensor
 from . import kernels
 from .formulas import TENSORS, _sum_all, _zeros_for, array_formulas
 from .reductions import _logsumexp
-from .registry import ROWS, Ctx, op
+from .registry import ROWS, Ctx, _self_adjoint, op
 
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
@@ -36,6 +36,7 @@ op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
    self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
+   double="SoftmaxBackwardDataBackward0",
    self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
 
 # ---- convolution and pooling ------------------------------------------------------------------
@@ -75,16 +76,17 @@ op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input
    self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
                                                                      input_scale, xp))
 op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
+   double="EluBackwardBackward0",
    self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
 op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
                                                               self * negative_slope),
-   double="LeakyReluBackwardBackward0",
+   double=_self_adjoint("LeakyReluBackwardBackward0"),
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
 op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
    float_op=True, double="SoftplusBackwardBackward0",
    self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
 op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
-   double="HardtanhBackwardBackward0",
+   double=_self_adjoint("HardtanhBackwardBackward0"),
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
 op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
@@ -97,11 +99,14 @@ op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
    float_op=True, node="LogSigmoidBackward0", double="LogSigmoidBackwardBackward0",
    self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
 op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
+   double=_self_adjoint("ThresholdBackwardBackward0"),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
 op("hardshrink", lambda self, lambd: _xp(self).where((self >= -lambd) & (self <= lambd), 0, self),
+   double=_self_adjoint("HardshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
 op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
                                               _xp(self).where(self < -lambd, self + lambd, 0)),
+   double=_self_adjoint("SoftshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
@@ -922,4 +927,5 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
 for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("elu", "EluBackward1"),
                      ("celu", "CeluBackward1"), ("threshold", "ThresholdBackward1")):
     _row = ROWS[_name]
-    op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, self=_row.formulas[0])
+    op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, double=_row.double_spec,
+       self=_row.formulas[0])

@@ -78,6 +78,8 @@ CASES = {
     "unsqueeze": (lambda T, F, x: (x * x).unsqueeze(1), True),
     "t": (lambda T, F, x: (x * x).t(), True),
     "expand": (lambda T, F, x: (x * x)[:1].expand(3, 4), True),
+    "diagonal": (lambda T, F, x: (x * x).diagonal(1), False),
+    "unfold": (lambda T, F, x: (x * x).unfold(1, 2, 1), False),
     "as_strided": (lambda T, F, x: (x * x).as_strided((2, 2), (4, 1), 1), True),
     "copy_slices": (lambda T, F, x: _write_view(x), True),
     "copy_slices_tanh": (lambda T, F, x: _write_view_tanh(x), False),

@@ -26,6 +26,15 @@ A row reads like a line of PyTorch's derivatives.yaml::
   default float dtype), `view` (the output shares the input's storage), `n_out` (number of
   outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
   array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
+- `double` (rows with one input): PyTorch computes this row's gradient with a backward op of its
+  own (tanh_backward, slice_backward), so a gradient built under create_graph has that op's node
+  (TanhBackwardBackward0). A dict gives the op as a row of its own: `node=` its name, then one
+  formula per input of it, keyed by the names this row's formula reads (`g`: the incoming
+  gradient; `"again"`: the op itself applied to the new gradient, as threshold_backward's),
+  `saved=` PyTorch's names of its saved values; `xp.backward_op(name, ...)` applies it. A name
+  alone: one node of that name whose backward differentiates this row's formula.
+  Rows whose gradient PyTorch writes with ordinary ops get those ops' nodes from the formula
+  itself, run on Tensors (`xp`: mul_scalar is MulBackward1, unsqueeze_dims, ...).
 """
 from __future__ import annotations
 

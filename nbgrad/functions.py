@@ -393,8 +393,7 @@ def masked_fill(input, mask, value):
     s = input._data.shape
     if m.shape != s and _broadcast_batch(m.shape, s) != s:  # (torch's text when incompatible)
         raise _broadcast_error(s, m.shape)
-    value = _filled_like(value, input)
-    return apply(R["masked_fill"], (input, value), (m,))
+    return apply(R["masked_fill_scalar"], (input,), (_filled_like(value, input)._data, m))
 
 
 # ---- comparisons and logic: no gradient ------------------------------------------------------
@@ -1941,8 +1940,10 @@ def masked_fill_(self, mask, value):
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")
-    v = value if isinstance(value, Tensor) else _filled_like(value, self)
-    return apply(R["masked_fill"], (self, v), (m,), inplace="masked_fill_")
+    if not isinstance(value, Tensor):
+        return apply(R["masked_fill_scalar"], (self,), (_filled_like(value, self)._data, m),
+                     inplace="masked_fill_")
+    return apply(R["masked_fill"], (self, value), (m,), inplace="masked_fill_")
 
 
 # the random fills and samplers live in sampling.py / random.py; imported to be bound as methods

@@ -202,6 +202,8 @@ CASES = [
     Case("where_bcast", lambda T, c, a, b: T.where(c, a, b), ("bool", (3, 4)), (4,), (3, 1)),
     Case("where_method", lambda T, c, a: a.where(c, 0.0), ("bool", (3, 4)), (3, 4)),
     Case("masked_fill", lambda T, m, a: a.masked_fill(m, 0.5), ("bool", (3, 4)), (3, 4)),
+    Case("masked_fill_tensor_value", lambda T, m, a, v: a.masked_fill(m, v), ("bool", (3, 4)),
+         (3, 4), ()),
     Case("masked_fill_bcast", lambda T, m, a: T.masked_fill(a, m, -1.0), ("bool", (4,)),
          (3, 4)),
     # ---- reductions ----
@@ -218,6 +220,12 @@ CASES = [
     Case("mean_grad_graph", lambda T, a: T.autograd.grad(a.mean(), a, a.sum(),
                                                          create_graph=True)[0], (3, 4),
          check=False),
+    Case("log1p_grad_graph", lambda T, a: T.autograd.grad(a.log1p().sum(), a,
+                                                          create_graph=True)[0], ("pos", (3, 4)),
+         check=False),  # add.Scalar: AddBackward1
+    Case("index_grad_graph", lambda T, a: T.autograd.grad(
+        a[T.tensor([0, 2, 0])], a, a[T.tensor([1, 1, 2])] * 2, create_graph=True)[0], (3, 4),
+        check=False),  # index's backward: _index_put_impl_ (IndexPutImplBackward0)
     Case("var_grad_graph", lambda T, a: T.autograd.grad(a.var(1), a, a.sum(1),
                                                         create_graph=True)[0], (3, 4),
          check=False),

@@ -13,7 +13,7 @@ from .. import backend
 from ..autograd import apply
 from ..naming import cpp
 from ..backend import get_array_module as _xp
-from .formulas import _in_range, _repeat_backward
+from .formulas import _halved_at_ties, _in_range, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -32,11 +32,11 @@ def _ufunc(f):
 op("add", lambda self, other, alpha: self + other if alpha == 1 else self + alpha * other,
    broadcast=True,
    self=lambda g: g,
-   other=lambda g, alpha: g if alpha == 1 else g * alpha)
+   other=lambda g, alpha, xp: g if alpha == 1 else xp.mul_scalar(g, alpha))
 op("sub", lambda self, other, alpha: self - other if alpha == 1 else self - alpha * other,
    broadcast=True,
    self=lambda g: g,
-   other=lambda g, alpha: -g if alpha == 1 else g * -alpha)
+   other=lambda g, alpha, xp: -g if alpha == 1 else xp.mul_scalar(-g, alpha))
 op("rsub", lambda self, other, alpha: other - self if alpha == 1 else other - alpha * self,
    node="RsubBackward1",
    self=lambda g, alpha: -g if alpha == 1 else g * -alpha)
@@ -45,29 +45,36 @@ op("mul", lambda self, other: self * other, broadcast=True,
    other=lambda g, self: g * self)
 op("div", lambda self, other: self / other, broadcast=True,
    self=lambda g, other: g / other,
-   other=lambda g, self, other: -g * self / (other * other))
+   other=lambda g, self, other: -g * (self / other / other))
 # a tensor and a number as PyTorch's backward formulas combine them (mul.Scalar, div.Scalar):
 # MulBackward1 / DivBackward1 nodes in gradients built under create_graph (mean's / n)
 op("mul_scalar", lambda self, other: self * other, node="MulBackward1",
    self=lambda g, other, xp: xp.mul_scalar(g, other))
 op("div_scalar", lambda self, other: self / other, node="DivBackward1",
    self=lambda g, other, xp: xp.div_scalar(g, other))
+op("add_scalar", lambda self, other: self + other, node="AddBackward1",
+   self=lambda g: g)
 op("pow", lambda self, exponent: self ** exponent,
-   self=lambda g, self, exponent: g * 0 if exponent == 0
-   else g * exponent * self ** (exponent - 1))
+   self=lambda g, self, exponent, xp: xp.zeros_like(g) if exponent == 0
+   else g * xp.mul_scalar(self ** (exponent - 1), exponent))
 op("pow_tt", lambda self, exponent: self ** exponent, node="PowBackward1", broadcast=True,
    self=lambda g, self, exponent, xp: xp.where(exponent == 0, 0,
-                                               g * exponent * self ** (exponent - 1)),
-   exponent=lambda g, self, result, exponent, xp: xp.where((self == 0) & (exponent >= 0), 0,
-                                                           g * result * xp.log(self)))
+                                               g * (exponent * self ** (exponent - 1))),
+   exponent=lambda g, self, result, xp: g * xp.where(self == 0, 0, result * xp.log(self)))
 op("rpow", lambda exponent, base: base ** exponent, node="PowBackward2",
-   exponent=lambda g, result, base: g * 0 if base == 0 else g * result * math.log(base))
+   exponent=lambda g, result, base, xp: xp.zeros_like(g) if base == 0
+   else g * xp.mul_scalar(result, math.log(base)))
+# PyTorch's: where(self == other, grad / 2, grad).masked_fill_(the other side wins, 0)
 op("maximum", lambda self, other: _xp(self).maximum(self, other), broadcast=True,
-   self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)),
-   other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)))
+   self=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                  self < other, 0),
+   other=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                   self > other, 0))
 op("minimum", lambda self, other: _xp(self).minimum(self, other), broadcast=True,
-   self=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self < other, g, 0)),
-   other=lambda g, self, other, xp: xp.where(self == other, g / 2, xp.where(self > other, g, 0)))
+   self=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                  self > other, 0),
+   other=lambda g, self, other, xp: xp.masked_fill(_halved_at_ties(g, self, other, xp),
+                                                   self < other, 0))
 op("where", lambda self, other, condition: _xp(condition).where(condition, self, other),
    broadcast=True,
    self=lambda g, condition, xp: xp.where(condition, g, 0),
@@ -81,35 +88,40 @@ op("exp", _ufunc(np.exp), float_op=True,
 op("log", _ufunc(np.log), float_op=True,
    self=lambda g, self: g / self)
 op("log1p", _ufunc(np.log1p), float_op=True, node="Log1PBackward0",
-   self=lambda g, self: g / (self + 1))
+   self=lambda g, self, xp: g / xp.add_scalar(self, 1))
 op("sqrt", _ufunc(np.sqrt), float_op=True,
-   self=lambda g, result: g / (2 * result))
+   self=lambda g, result, xp: g / xp.mul_scalar(result, 2))
 op("rsqrt", lambda self: 1 / _xp(self).sqrt(self), float_op=True,
-   self=lambda g, result: -0.5 * g * result * result * result)
+   self=lambda g, result, xp: xp.mul_scalar(g, -0.5) * result ** 3)
 op("reciprocal", lambda self: 1 / self, float_op=True,
-   self=lambda g, result: -g * result * result)
+   self=lambda g, result: -g * (result * result))
 op("abs", _ufunc(np.abs),
    self=lambda g, self, xp: g * xp.sign(self))
 op("sign", lambda self: _xp(self).nan_to_num(_xp(self).sign(self), nan=0.0),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("sin", _ufunc(np.sin), float_op=True,
    self=lambda g, self, xp: g * xp.cos(self))
 op("cos", _ufunc(np.cos), float_op=True,
-   self=lambda g, self, xp: -g * xp.sin(self))
-op("tanh", _ufunc(np.tanh), float_op=True, double="TanhBackwardBackward0",
+   self=lambda g, self, xp: g * -xp.sin(self))
+# their gradients are PyTorch's tanh_backward / sigmoid_backward ops, with its formulas
+op("tanh", _ufunc(np.tanh), float_op=True,
+   double=dict(node="TanhBackwardBackward0", g="again", saved={"output": "result"},
+               result=lambda gg, g, result, xp: gg * (xp.mul_scalar(result, -2) * g)),
    self=lambda g, result: g * (1 - result * result))
 op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True,
-   double="SigmoidBackwardBackward0",
+   double=dict(node="SigmoidBackwardBackward0", g="again", saved={"output": "result"},
+               result=lambda gg, g, result, xp: gg * g * xp.add_scalar(
+                   xp.mul_scalar(result, -2), 1)),
    self=lambda g, result: g * result * (1 - result))
 # relu's gradient is PyTorch's threshold_backward(grad, result, 0): its gradient is itself again
 # (and zeros for `result`)
 op("relu", lambda self: _xp(self).maximum(self, self.dtype.type(0)),  # (a typed 0: 1.5x faster)
-   double=dict(node="ThresholdBackwardBackward0",
-               g=lambda gg, result, xp: xp.backward_op("relu", gg, result),
+   double=dict(node="ThresholdBackwardBackward0", saved={"self": "result"},
+               g="again",
                result=lambda gg, xp: xp.zeros_like(gg)),
    self=lambda g, result, xp: xp.masked(g, result > 0))
 op("erf", lambda self: backend.erf(self), float_op=True,
-   self=lambda g, self, xp: g * _SQRT_2_OVER_PI * xp.exp(-(self * self)))
+   self=lambda g, self, xp: xp.mul_scalar(xp.exp(-(self ** 2)), _SQRT_2_OVER_PI) * g)
 op("clamp", lambda self, min, max: _xp(self).clip(self, min, max), node="ClampBackward1",
    self=lambda g, self, min, max, xp: xp.masked(g, _in_range(self, min, max)))
 op("clamp_min", lambda self, min: _xp(self).maximum(self, min),
@@ -132,8 +144,13 @@ op("to_copy", lambda self, dtype, src: self.astype(dtype), node="ToCopyBackward0
 # device: where `self` was, `to`: where it goes (the gradient goes back)
 op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
    self=lambda g, device, xp: xp.to_device(g, device))
+# a number as the value (masked_fill.Scalar: one input), or a 0-d tensor (masked_fill.Tensor)
+op("masked_fill_scalar", lambda self, value, mask: _xp(mask).where(mask, value, self),
+   node="MaskedFillBackward0",
+   self=lambda g, mask, xp: xp.masked_fill(g, mask, 0))
 op("masked_fill", lambda self, value, mask: _xp(mask).where(mask, value, self), broadcast=True,
-   self=lambda g, mask, xp: xp.where(mask, 0, g),
+   node="MaskedFillBackward1",
+   self=lambda g, mask, xp: xp.masked_fill(g, mask, 0),
    value=lambda g, mask, xp: xp.where(mask, g, 0).sum())
 op("fill", lambda self, value: _xp(self).full_like(self, value), node="FillBackward2",
    self=lambda g, xp: xp.new_zeros(g, g.shape))  # zeros, not g * 0 (NaN * 0)
@@ -161,23 +178,23 @@ def _keep_ints(f):
 
 
 op("log10", _ufunc(np.log10), float_op=True,
-   self=lambda g, self: g / (self * _LN10))
+   self=lambda g, self, xp: g / xp.mul_scalar(self, _LN10))
 op("log2", _ufunc(np.log2), float_op=True,
-   self=lambda g, self: g / (self * _LN2))
+   self=lambda g, self, xp: g / xp.mul_scalar(self, _LN2))
 op("exp2", _ufunc(np.exp2), float_op=True,
-   self=lambda g, result: g * result * _LN2)
+   self=lambda g, result, xp: xp.mul_scalar(g * result, _LN2))
 op("expm1", _ufunc(np.expm1), float_op=True,
-   self=lambda g, result: g * (result + 1))
+   self=lambda g, result, xp: g * xp.add_scalar(result, 1))
 op("sinh", _ufunc(np.sinh), float_op=True,
    self=lambda g, self, xp: g * xp.cosh(self))
 op("cosh", _ufunc(np.cosh), float_op=True,
    self=lambda g, self, xp: g * xp.sinh(self))
 op("asin", _ufunc(np.arcsin), float_op=True,
-   self=lambda g, self: g * (1 - self * self) ** -0.5)
+   self=lambda g, self, xp: g * xp.rsqrt(xp.add_scalar(-self * self, 1)))
 op("acos", _ufunc(np.arccos), float_op=True,
-   self=lambda g, self: -g * (1 - self * self) ** -0.5)
+   self=lambda g, self, xp: g * -xp.rsqrt(xp.add_scalar(-self * self, 1)))
 op("atan", _ufunc(np.arctan), float_op=True,
-   self=lambda g, self: g / (1 + self * self))
+   self=lambda g, self, xp: g / xp.add_scalar(self * self, 1))
 op("erfinv", lambda self: backend.erfinv(self), float_op=True,
    self=lambda g, result, xp: g * _SQRT_PI_OVER_2 * xp.exp(result * result))
 op("atan2", lambda self, other: _xp(self).arctan2(self, other), broadcast=True,
@@ -187,8 +204,8 @@ op("hypot", lambda self, other: _xp(self).hypot(self, other), broadcast=True,
    self=lambda g, self, result: g * self / result,
    other=lambda g, other, result: g * other / result)
 op("logaddexp", lambda self, other: _xp(self).logaddexp(self, other), broadcast=True,
-   self=lambda g, self, other, xp: g / (1 + xp.exp(other - self)),
-   other=lambda g, self, other, xp: g / (1 + xp.exp(self - other)))
+   self=lambda g, self, other, xp: g / xp.add_scalar(xp.exp(other - self), 1),
+   other=lambda g, self, other, xp: g / xp.add_scalar(xp.exp(self - other), 1))
 op("logaddexp2", lambda self, other: _xp(self).logaddexp2(self, other), broadcast=True,
    self=lambda g, self, other: g / (1 + 2.0 ** (other - self)),
    other=lambda g, self, other: g / (1 + 2.0 ** (self - other)))
@@ -205,19 +222,19 @@ op("xlogy_scalar_self", lambda other, self: _xp(other).where(
    node="XlogyBackward1",
    other=lambda g, other, self: g * self / other)
 op("floor", _keep_ints(_ufunc(np.floor)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("ceil", _keep_ints(_ufunc(np.ceil)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("trunc", _keep_ints(_ufunc(np.trunc)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("round", _keep_ints(lambda self: _xp(self).round(self)),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("round_decimals", lambda self, decimals: _xp(self).round(self, decimals), node="RoundBackward1",
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("frac", lambda self: self - _xp(self).trunc(self),
    self=lambda g: g)
 op("sgn", lambda self: _xp(self).nan_to_num(_xp(self).sign(self), nan=0.0),
-   self=lambda g: g * 0)
+   self=lambda g, xp: xp.zeros_like(g))
 op("fmod", lambda self, other: _xp(self).fmod(self, other),
    self=lambda g: g)
 op("fmod_tensor", lambda self, other: _xp(self).fmod(self, other), node="FmodBackward1",
@@ -239,10 +256,10 @@ op("clamp_tensor", lambda self, min, max: _xp(self).minimum(_xp(self).maximum(se
 op("nan_to_num", lambda self, nan, posinf, neginf: _xp(self).nan_to_num(self, nan=nan,
                                                                         posinf=posinf,
                                                                  neginf=neginf),
-   self=lambda g, self, xp: xp.where(xp.isfinite(self), g, 0))
+   self=lambda g, self, xp: g * xp.isfinite(self))
 op("lerp", lambda self, end, weight: self + weight * (end - self), broadcast=True,
-   self=lambda g, weight: g * (1 - weight),
-   end=lambda g, weight: g * weight)
+   self=lambda g, weight, xp: xp.mul_scalar(g, 1 - weight),
+   end=lambda g, weight, xp: xp.mul_scalar(g, weight))
 op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="LerpBackward1",
    broadcast=True,
    self=lambda g, weight: g * (1 - weight),
@@ -251,8 +268,8 @@ op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="
 op("addcmul", lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2,
    broadcast=True,
    self=lambda g: g,
-   tensor1=lambda g, tensor2, value: g * tensor2 * value,
-   tensor2=lambda g, tensor1, value: g * tensor1 * value)
+   tensor1=lambda g, tensor2, value, xp: g * xp.mul_scalar(tensor2, value),
+   tensor2=lambda g, tensor1, value, xp: g * xp.mul_scalar(tensor1, value))
 op("addcdiv", lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2,
    broadcast=True,
    self=lambda g: g,

@@ -112,6 +112,21 @@ class ArrayFormulas:
     def mul_scalar(x, n):
         return x * n
 
+    @staticmethod
+    def bmm(a, b):
+        return a @ b
+
+    def rsqrt(self, x):
+        return 1 / self.m.sqrt(x)
+
+    @staticmethod
+    def sum_all(x):
+        return x.sum(keepdims=True).reshape(())
+
+    @staticmethod
+    def add_scalar(x, n):
+        return x + n
+
     def masked_fill(self, x, mask, value):
         """`x` (a fresh array) with `value` where `mask`."""
         return self.m.where(mask, value, x)
@@ -146,6 +161,14 @@ class ArrayFormulas:
         z = self.m.zeros(shape, g.dtype)
         self.m.add.at(z, index, g)
         return z
+
+    def index_backward(self, g, shape, index):
+        """The gradient of an advanced index: zeros(shape) with g added at `index`."""
+        return self.scatter_add(g, shape, index)
+
+    def index_add_to_zeros(self, g, shape, dim, index):
+        """index_select's gradient: zeros(shape) with g added at `index` along `dim`."""
+        return self.scatter_add(g, shape, _along(dim, index))
 
     @staticmethod
     def zeroed(g, index):
@@ -256,10 +279,13 @@ class TensorFormulas:
 
     @staticmethod
     def where(c, a, b):
+        """torch.where(c, a, b); a number beside a Tensor becomes a 0-d tensor of its dtype
+        (PyTorch's formulas write at::zeros({}) there: the node's edges in the same order)."""
         if isinstance(a, Tensor):
             return a.where(c, b)
         if isinstance(b, Tensor):
-            return b.where(~c, a)
+            return Tensor._make_fresh(backend.get_array_module(b._data).asarray(
+                a, b._data.dtype)).where(c, b)
         c = _raw(c)  # two numbers: a constant
         return Tensor._make_fresh(backend.get_array_module(c).where(c, a, b))
 
@@ -327,6 +353,10 @@ class TensorFormulas:
         return x.new_zeros(tuple(x.shape))
 
     @staticmethod
+    def sum_all(x):
+        return x.sum()
+
+    @staticmethod
     def unsqueeze_dims(x, dims):
         """Size-1 dims at `dims` (sorted), one unsqueeze each (PyTorch's unsqueeze_multiple)."""
         for d in dims:
@@ -361,13 +391,23 @@ class TensorFormulas:
 
     @staticmethod
     def masked_fill(x, mask, value):
-        """`x` (a fresh result) with `value` where `mask`, in place (MaskedFillBackward0)."""
-        return x.masked_fill_(mask, value)
+        """`x` with `value` where `mask` (MaskedFillBackward0)."""
+        return x.masked_fill(mask if isinstance(mask, Tensor) else Tensor._make_fresh(mask),
+                             value)
 
     @staticmethod
     def mul_scalar(x, n):
         """x * n with n a number: PyTorch's mul.Scalar (MulBackward1)."""
         return _apply(ROWS["mul_scalar"], (x,), (n,))
+
+    @staticmethod
+    def bmm(a, b):
+        return a.bmm(b)
+
+    @staticmethod
+    def add_scalar(x, n):
+        """x + n with n a number: PyTorch's add.Scalar (AddBackward1)."""
+        return _apply(ROWS["add_scalar"], (x,), (n,))
 
     @staticmethod
     def mean_expand(g, n, shape, dim, keepdim):
@@ -380,7 +420,19 @@ class TensorFormulas:
 
     @staticmethod
     def zeroed(g, index):
-        return g.index_put(_index(index), g.new_zeros(()))
+        """index_put's self gradient: g.index_put(index, 0) (IndexPutBackward0)."""
+        return _apply(ROWS["index_put"], (g, g.new_zeros(())), (_index(index), False))
+
+    @staticmethod
+    def index_backward(g, shape, index):
+        """PyTorch's index_backward: zeros(shape)._index_put_impl_(index, g, accumulate)."""
+        return _apply(ROWS["index_put_impl"], (g.new_zeros(tuple(shape)), g),
+                      (_index(index), True), inplace="_index_put_impl_")
+
+    @staticmethod
+    def index_add_to_zeros(g, shape, dim, index):
+        """PyTorch's index_select_backward: zeros(shape).index_add_(dim, index, g)."""
+        return g.new_zeros(tuple(shape)).index_add_(dim, _index_tensor(index), g)
 
     @staticmethod
     def masked(g, mask):
@@ -395,19 +447,16 @@ class TensorFormulas:
 
     @staticmethod
     def stack(xs, axis):
-        return TensorFormulas.concatenate([x.unsqueeze(axis) for x in xs], axis)
+        """torch.stack (StackBackward0: unbind's gradient as PyTorch's)."""
+        axis %= len(xs[0].shape) + 1
+        return _apply(ROWS["stack"], tuple(xs), (len(xs), axis))
 
     @staticmethod
     def concatenate(xs, axis):
-        shape = list(xs[0].shape)
-        shape[axis] = sum(x.shape[axis] for x in xs)
-        z = xs[0].new_zeros(tuple(shape))
-        start = 0
-        for x in xs:
-            n = x.shape[axis]
-            z = z.index_put_((slice(None),) * axis + (slice(start, start + n),), x)
-            start += n
-        return z
+        """torch.cat (CatBackward0: split's gradient as PyTorch's)."""
+        axis %= len(xs[0].shape)
+        return _apply(ROWS["cat"], tuple(xs), (tuple(x.shape[axis] for x in xs), axis,
+                                               tuple(x._data.dtype for x in xs)))
 
     @staticmethod
     def to_device(g, device):
@@ -532,8 +581,9 @@ class TensorFormulas:
                 dh if needs[5] else None, dc if needs[6] else None)
 
 
-for _name in ("exp", "log", "log1p", "erf", "sign", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
+for _name in ("exp", "log", "log1p", "erf", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
+TensorFormulas.sign = staticmethod(operator.methodcaller("sgn"))  # PyTorch's formulas: sgn
 
 TENSORS = TensorFormulas()
 
@@ -598,7 +648,9 @@ def _reduce_to(g, shape, dtype, xp):
     """Sum a broadcast gradient back to `shape` and cast it to the input's `dtype` (the one
     unbroadcast helper every broadcasting op uses)."""
     gs = tuple(g.shape)
-    if gs != shape:
+    if gs != shape and not shape:  # PyTorch's sum_to: to 0-d, the sum of all
+        g = xp.sum_all(g)
+    elif gs != shape:
         lead = len(gs) - len(shape)
         if lead == 1 and type(g) is np.ndarray and gs[1:] == shape:  # a bias: one reduce
             g = _add_reduce(g, 0)
@@ -612,6 +664,11 @@ def _reduce_to(g, shape, dtype, xp):
     if dtype is not None and xp.dtype(g) != dtype:
         g = xp.astype(g, dtype)
     return g
+
+
+def _maybe_multiply(x, c, xp):
+    """x * c for a number c, nothing when c is 1 (PyTorch's maybe_multiply: MulBackward1)."""
+    return x if c == 1 else xp.mul_scalar(x, c)
 
 
 def _mT(x):
@@ -660,8 +717,15 @@ def _count(shape, dim):
 
 
 def _evenly(g, self, result, xp):
+    """max()/min()'s gradient, shared by the ties (PyTorch's evenly_distribute_backward:
+    zeros masked_fill'ed with g / count, MaskedFillBackward1)."""
     mask = self == result
-    return xp.where(mask, g / xp.astype(mask.sum(), xp.dtype(g)), 0)
+    return xp.masked_fill(xp.zeros_like(self), mask, g / xp.astype(mask.sum(), xp.dtype(g)))
+
+
+def _halved_at_ties(g, self, other, xp):
+    """maximum/minimum: g, halved where the operands tie."""
+    return xp.where(self == other, xp.div_scalar(g, 2), g)
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
@@ -675,22 +739,26 @@ def _select_grad(g, shape, dim, indices, keepdim, xp):
     if not keepdim:
         g = xp.expand_dims(g, dim)
         indices = xp.expand_dims(indices, dim)
-    return xp.put(g, shape, xp.index_grid(indices, dim))
+    return xp.scatter_along(xp.new_zeros(g, tuple(shape)), dim, _raw(indices), g)
 
 
 def _norm_backward(g, self, result, p, dim, keepdim, xp):
+    """PyTorch's norm_backward (linalg_vector_norm), case by case, with its steps."""
     gk = _keep(g, self.shape, dim, keepdim, xp)
     rk = _keep(result, self.shape, dim, keepdim, xp)
     if p == 2:
-        return xp.where(rk == 0, 0, self * (gk / xp.where(rk == 0, 1, rk)))
+        return gk * xp.masked_fill(self / rk, rk == 0, 0)
     if p == 1:
         return xp.sign(self) * gk
     if p == float("inf"):
-        mask = xp.abs(self) == rk
-        return xp.sign(self) * xp.where(mask, gk / mask.sum(axis=dim, keepdims=True), 0)
-    a = xp.abs(self)
-    return xp.where(rk == 0, 0, xp.sign(self) * a ** (p - 1) * gk /
-                    xp.where(rk == 0, 1, rk) ** (p - 1))
+        mask = xp.astype(xp.abs(self) == rk, xp.dtype(self))
+        return xp.sign(self) * ((gk / mask.sum(axis=dim, keepdims=True)) * mask)
+    if p < 1:
+        scaled = xp.sign(self) * xp.masked_fill(xp.abs(self) ** (p - 1), self == 0, 0)
+        return scaled * gk * rk ** (1 - p)
+    scaled = xp.sign(self) * xp.abs(self) ** (p - 1) if p < 2 else \
+        self * xp.abs(self) ** (p - 2)
+    return scaled * xp.masked_fill(gk / rk ** (p - 1), rk == 0, 0)
 
 
 def _cat_grads(g, sizes, dim, dtypes, xp):
@@ -752,7 +820,7 @@ def _repeat_backward(g, shape, repeats):
     for r, n in zip(repeats, full):
         split += [r, n]
     g = g.reshape(tuple(split)).sum(axis=tuple(range(0, 2 * len(full), 2)))
-    return g.reshape(shape)
+    return g if tuple(g.shape) == tuple(shape) else g.reshape(shape)
 
 
 def _along(dim, index):
@@ -813,7 +881,7 @@ _PAIRS = {
 for _name, (_on_arrays, _on_tensors) in _PAIRS.items():
     setattr(ArrayFormulas, _name, _on_arrays)
     setattr(TensorFormulas, _name, staticmethod(_on_tensors))
-for _name in ("sinh", "cosh", "sqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
+for _name in ("sinh", "cosh", "sqrt", "rsqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
 
 

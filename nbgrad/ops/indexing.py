@@ -13,19 +13,29 @@ from .formulas import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
 op("index", lambda self, index: _index(self, index),
-   self=lambda g, self_shape, index, xp: xp.scatter_add(g, self_shape, index))
-op("index_put", lambda self, values, index, accumulate: _index_put(self, values, index,
-                                                                   accumulate),
+   self=lambda g, self_shape, index, xp: xp.index_backward(g, self_shape, index))
+
+
+def _index_put_fwd(self, values, index, accumulate):
+    return _index_put(self, values, index, accumulate)
+
+
+op("index_put", _index_put_fwd,
+   self=lambda g, index, accumulate, xp: g if accumulate else xp.zeroed(g, index),
+   values=lambda g, index, values_shape, xp: _reduce_to(g[index], values_shape, None, xp))
+# PyTorch's index backward writes with the in-place _index_put_impl_ (IndexPutImplBackward0)
+op("index_put_impl", _index_put_fwd,
+   node="IndexPutImplBackward0",
    self=lambda g, index, accumulate, xp: g if accumulate else xp.zeroed(g, index),
    values=lambda g, index, values_shape, xp: _reduce_to(g[index], values_shape, None, xp))
 op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, index),
    self=lambda g: g,
    source=lambda g, dim, index, source_shape: g[_along(dim, index)].reshape(source_shape))
 op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape, _along(dim, index)))
+   self=lambda g, self_shape, dim, index, xp: xp.index_add_to_zeros(g, self_shape, dim, index))
 op("gather", lambda self, dim, index: _xp(self).take_along_axis(self, index, axis=dim),
-   self=lambda g, self, dim, index, xp: xp.scatter_add(g, tuple(self.shape),  # saves self, as torch
-                                                       xp.index_grid(index, dim)))
+   self=lambda g, self, dim, index, xp: xp.scatter_along(  # saves self, as torch
+       xp.new_zeros(g, tuple(self.shape)), dim, index, g, add=True))
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------

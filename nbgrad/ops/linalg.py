@@ -9,26 +9,28 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import _mT, array_formulas
+from .formulas import _maybe_multiply, _mT, array_formulas
 from .registry import op
 
+# (under create_graph the formulas' steps are PyTorch's: mm with t(), bmm with transpose)
 op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
-   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2), g.shape[-2]),
-   mat2=lambda g, self: _mT(self) @ g)
+   self=lambda g, mat2, xp: g @ xp.contiguous(xp.t(mat2), g.shape[-2]),
+   mat2=lambda g, self, xp: xp.t(self) @ g)
 op("bmm", lambda self, mat2: self @ mat2,
-   self=lambda g, mat2, xp: g @ xp.contiguous(_mT(mat2), g.shape[-2]),
-   mat2=lambda g, self: _mT(self) @ g)
+   self=lambda g, mat2, xp: xp.bmm(g, xp.contiguous(_mT(mat2), g.shape[-2])),
+   mat2=lambda g, self, xp: xp.bmm(_mT(self), g))
 op("dot", lambda self, other: self @ other,
    self=lambda g, other: g * other,
    other=lambda g, self: g * self)
 op("mv", lambda self, vec: self @ vec,
-   self=lambda g, vec: g[:, None] * vec,
-   vec=lambda g, self: _mT(self) @ g)
+   self=lambda g, vec: g.reshape(-1, 1) * vec,
+   vec=lambda g, self, xp: xp.t(self) @ g)
 op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    broadcast=True,
-   self=lambda g, beta: g if beta == 1 else g * beta,
-   mat1=lambda g, mat2, alpha, xp: (g @ xp.contiguous(_mT(mat2), g.shape[-2])) * alpha,
-   mat2=lambda g, mat1, alpha: (_mT(mat1) @ g) * alpha)
+   self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
+   mat1=lambda g, mat2, alpha, xp: _maybe_multiply(g @ xp.contiguous(xp.t(mat2), g.shape[-2]),
+                                                   alpha, xp),
+   mat2=lambda g, mat1, alpha, xp: _maybe_multiply(xp.t(mat1) @ g, alpha, xp))
 
 
 def _contiguous(b, rows):
@@ -218,27 +220,31 @@ op("trace", lambda self: self.trace(),
 op("baddbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled(batch1 @ batch2, alpha),
    broadcast=True,
-   self=lambda g, beta: _scaled(g, beta),
-   batch1=lambda g, batch2, alpha, xp: _scaled(g @ xp.contiguous(_mT(batch2), g.shape[-2]),
-                                                alpha),
-   batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
+   self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
+   batch1=lambda g, batch2, alpha, xp: _maybe_multiply(
+       xp.bmm(g, xp.contiguous(_mT(batch2), g.shape[-2])), alpha, xp),
+   batch2=lambda g, batch1, alpha, xp: _maybe_multiply(xp.bmm(_mT(batch1), g), alpha, xp))
 op("addbmm", lambda self, batch1, batch2, beta, alpha: (
     _beta_self(self, beta)) + _scaled((batch1 @ batch2).sum(0), alpha),
    broadcast=True,
-   self=lambda g, beta: _scaled(g, beta),
-   batch1=lambda g, batch2, alpha: _scaled(g @ _mT(batch2), alpha),
-   batch2=lambda g, batch1, alpha: _scaled(_mT(batch1) @ g, alpha))
+   self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
+   batch1=lambda g, batch2, alpha, xp: _maybe_multiply(
+       xp.bmm(xp.broadcast_to(xp.expand_dims(g, 0), (batch2.shape[0],) + tuple(g.shape)),
+              _mT(batch2)), alpha, xp),
+   batch2=lambda g, batch1, alpha, xp: _maybe_multiply(
+       xp.bmm(_mT(batch1), xp.broadcast_to(xp.expand_dims(g, 0),
+                                           (batch1.shape[0],) + tuple(g.shape))), alpha, xp))
 op("addmv", lambda self, mat, vec, beta, alpha: (
     _beta_self(self, beta)) + _scaled(mat @ vec, alpha), broadcast=True,
-   self=lambda g, beta: _scaled(g, beta),
-   mat=lambda g, vec, alpha: _scaled(g[:, None] * vec, alpha),
-   vec=lambda g, mat, alpha: _scaled(_mT(mat) @ g, alpha))
+   self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
+   mat=lambda g, vec, alpha, xp: _maybe_multiply(g.reshape(-1, 1) * vec, alpha, xp),
+   vec=lambda g, mat, alpha, xp: _maybe_multiply(xp.t(mat) @ g, alpha, xp))
 op("addr", lambda self, vec1, vec2, beta, alpha: (
     _beta_self(self, beta)) + _scaled(vec1[:, None] * vec2, alpha),
    broadcast=True,
-   self=lambda g, beta: _scaled(g, beta),
-   vec1=lambda g, vec2, alpha: _scaled(g @ vec2, alpha),
-   vec2=lambda g, vec1, alpha: _scaled(_mT(g) @ vec1, alpha))
+   self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
+   vec1=lambda g, vec2, alpha, xp: _maybe_multiply(g @ vec2, alpha, xp),
+   vec2=lambda g, vec1, alpha, xp: _maybe_multiply(xp.t(g) @ vec1, alpha, xp))
 op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: _xp(A).linalg.det(A),

@@ -25,7 +25,7 @@ from ..tensor import Tensor
 from . import kernels
 from .formulas import TENSORS, _sum_all, _zeros_for, array_formulas
 from .reductions import _logsumexp
-from .registry import ROWS, Ctx, op
+from .registry import ROWS, Ctx, _self_adjoint, op
 
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
@@ -36,6 +36,7 @@ op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
    self=lambda g, result, dim, xp: g - xp.exp(result) * _sum_keep(g, dim))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
+   double="SoftmaxBackwardDataBackward0",
    self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
 
 
@@ -84,16 +85,17 @@ op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input
    self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
                                                                      input_scale, xp))
 op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
+   double="EluBackwardBackward0",
    self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
 op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
                                                               self * negative_slope),
-   double="LeakyReluBackwardBackward0",
+   double=_self_adjoint("LeakyReluBackwardBackward0"),
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
 op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
    float_op=True, double="SoftplusBackwardBackward0",
    self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
 op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
-   double="HardtanhBackwardBackward0",
+   double=_self_adjoint("HardtanhBackwardBackward0"),
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
 op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
@@ -106,11 +108,14 @@ op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
    float_op=True, node="LogSigmoidBackward0", double="LogSigmoidBackwardBackward0",
    self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
 op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
+   double=_self_adjoint("ThresholdBackwardBackward0"),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
 op("hardshrink", lambda self, lambd: _xp(self).where((self >= -lambd) & (self <= lambd), 0, self),
+   double=_self_adjoint("HardshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
 op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
                                               _xp(self).where(self < -lambd, self + lambd, 0)),
+   double=_self_adjoint("SoftshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
@@ -217,21 +222,53 @@ op("_convolution1d", lambda input, weight, bias, stride, padding, dilation, grou
 # (average and adaptive pooling, upsampling, pixel shuffle, padding by reflection, col2im/im2col,
 # bags of embeddings). Under create_graph the adjoint is recorded as the same row with the two
 # swapped.
-def _linear_map(name, node):
-    op(name, lambda self, ctx: ctx.value[0](self), node=node,
-       self=lambda g, ctx, xp: _adjoint(name, g, ctx, xp))
+def _linear_map(name, node, double=None):
+    if name in _SAVE_SELF:
+        formula = lambda g, self, ctx, xp: _adjoint(name, g, ctx, xp)  # noqa: E731
+    else:
+        formula = lambda g, ctx, xp: _adjoint(name, g, ctx, xp)  # noqa: E731
+    # under create_graph: PyTorch's backward op (AvgPool2DBackwardBackward0), whose gradient
+    # is the forward map again (and zeros for `self`, which the ops that take it save)
+    spec = None if double is None else dict(
+        node=double, g=lambda gg, ctx, xp: _forward_map(name, gg, ctx, xp))
+    if spec is not None and name in _SAVE_SELF:
+        spec["self"] = lambda gg, self, xp: xp.zeros_like(self)
+    op(name, lambda self, ctx: ctx.value[0](self), node=node, double=spec, self=formula)
+
+
+def _maps(ctx):
+    """(forward without its constant, adjoint) of a linear map's ctx: (forward, adjoint[, linear
+    part of the forward] when the forward adds a constant, as constant padding with a nonzero
+    value does)."""
+    maps = ctx.get()
+    return (maps[-1] if len(maps) > 2 else maps[0]), maps[1]
 
 
 def _adjoint(name, g, ctx, xp):
-    """The gradient through a linear map. ctx: (forward, adjoint[, linear part of the forward]
-    when the forward adds a constant, as constant padding with a nonzero value does)."""
-    maps = ctx.get()
-    if xp is TENSORS:  # the adjoint recorded as this row, forward and adjoint swapped
+    """The gradient through a linear map: its adjoint. Recorded (create_graph, rows without a
+    backward op of their own) as the partner row PyTorch records (pixel_shuffle's gradient is a
+    pixel_unshuffle) or as this row, forward and adjoint swapped."""
+    lin, adj = _maps(ctx)
+    if xp is TENSORS:
         from ..autograd.apply import apply
-        return apply(ROWS[name], (g,), (Ctx((maps[1], maps[-1] if len(maps) > 2 else maps[0])),))
-    return maps[1](g)
+        return apply(ROWS[_PARTNER.get(name, name)], (g,), (Ctx((adj, lin)),))
+    return adj(g)
 
 
+def _forward_map(name, g, ctx, xp):
+    """The gradient of a linear map's backward op: the forward map (the row itself)."""
+    lin, adj = _maps(ctx)
+    if xp is TENSORS:
+        from ..autograd.apply import apply
+        return apply(ROWS[name], (g,), (Ctx((lin, adj)),))
+    return lin(g)
+
+
+# the backward ops of these take the forward's input (PyTorch saves it: zeros its gradient)
+_SAVE_SELF = ("avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "reflection_pad1d",
+              "reflection_pad2d", "replication_pad1d", "replication_pad2d")
+_PARTNER = {"pixel_shuffle": "pixel_unshuffle", "pixel_unshuffle": "pixel_shuffle",
+            "col2im": "im2col", "im2col": "col2im"}
 for _name, _node in (
         ("avg_pool2d", "AvgPool2DBackward0"),
         ("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0"),
@@ -252,7 +289,10 @@ for _name, _node in (
         ("im2col", "Im2ColBackward0"),
         ("_embedding_bag", "EmbeddingBagBackward0"),
         ("constant_pad_nd", "ConstantPadNdBackward0")):
-    _linear_map(_name, _node)
+    # rows whose backward is an op of PyTorch's own (avg_pool2d_backward: its node's name)
+    _double = None if _name in _PARTNER or _name in ("_embedding_bag", "constant_pad_nd") else \
+        _node[:-1] + "Backward0"
+    _linear_map(_name, _node, _double)
 
 # ---- recurrent gates: torch's RNN cells split their gates with unsafe_split ---------------------
 # the pieces are copies, not views: a piece modified in place changes nothing else (torch's
@@ -1015,4 +1055,5 @@ op("weight_norm_interface", _weight_norm_fwd, node="WeightNormInterfaceBackward0
 for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("elu", "EluBackward1"),
                      ("celu", "CeluBackward1"), ("threshold", "ThresholdBackward1")):
     _row = ROWS[_name]
-    op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, self=_row.formulas[0])
+    op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, double=_row.double_spec,
+       self=_row.formulas[0])

@@ -246,22 +246,22 @@ op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp))
 op("nansum", lambda self, dim, keepdim: _xp(self).nansum(self, axis=dim, keepdims=keepdim),
-   self=lambda g, self, dim, keepdim, xp: xp.where(
-       self != self, 0, _expand_grad(g, tuple(self.shape), dim, keepdim, xp)))
+   self=lambda g, self, dim, keepdim, xp: _expand_grad(g, tuple(self.shape), dim, keepdim,
+                                                       xp) * (self == self))
 op("std_mean", lambda self, dim, correction, keepdim: (
     self.std(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
    n_out=2,
    self=lambda g, self, result, dim, correction, keepdim, xp: _paired(
        g, lambda g0: _std_grad(g0, self, result, dim, correction, keepdim, xp),
-       lambda g1: _expand_grad(g1 / _count(tuple(self.shape), dim), tuple(self.shape), dim,
-                               keepdim, xp)))
+       lambda g1: xp.mean_expand(g1, _count(tuple(self.shape), dim), tuple(self.shape), dim,
+                                 keepdim)))
 op("var_mean", lambda self, dim, correction, keepdim: (
     self.var(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
    n_out=2,
    self=lambda g, self, dim, correction, keepdim, xp: _paired(
        g, lambda g0: _var_grad(g0, self, dim, correction, keepdim, xp),
-       lambda g1: _expand_grad(g1 / _count(tuple(self.shape), dim), tuple(self.shape), dim,
-                               keepdim, xp)))
+       lambda g1: xp.mean_expand(g1, _count(tuple(self.shape), dim), tuple(self.shape), dim,
+                                 keepdim)))
 op("aminmax", lambda self, dim, keepdim: (_xp(self).min(self, axis=dim, keepdims=keepdim),
                                           _xp(self).max(self, axis=dim, keepdims=keepdim)), n_out=2,
    self=lambda g, self, result, result1, dim, keepdim, xp: _paired(

@@ -29,6 +29,15 @@ A row reads like a line of PyTorch's derivatives.yaml::
   `ctx_saves` (`(ctx value, inputs, args) -> arrays`: the extra outputs PyTorch's kernel saves
   that the Ctx holds, layer_norm's mean and rstd; used only to pack them under
   saved_tensors_hooks, as PyTorch packs them).
+- `double` (rows with one input): PyTorch computes this row's gradient with a backward op of its
+  own (tanh_backward, slice_backward), so a gradient built under create_graph has that op's node
+  (TanhBackwardBackward0). A dict gives the op as a row of its own: `node=` its name, then one
+  formula per input of it, keyed by the names this row's formula reads (`g`: the incoming
+  gradient; `"again"`: the op itself applied to the new gradient, as threshold_backward's),
+  `saved=` PyTorch's names of its saved values; `xp.backward_op(name, ...)` applies it. A name
+  alone: one node of that name whose backward differentiates this row's formula.
+  Rows whose gradient PyTorch writes with ordinary ops get those ops' nodes from the formula
+  itself, run on Tensors (`xp`: mul_scalar is MulBackward1, unsqueeze_dims, ...).
 """
 from __future__ import annotations
 
@@ -178,6 +187,7 @@ class OpNode(Node):
         if name.startswith("_saved_"):
             row = type(self)._row
             key = name[7:]
+            key = row.aliases.get(key, key)
             if key.endswith("_sym_sizes"):
                 key = key[:-10] + "_shape"
             if key in row.index:
@@ -204,7 +214,9 @@ def _apply_double(node, g):
     vals = [g]
     for n in d.order[1:]:
         s = saved[index[n]]
-        vals.append(s.unpack(node, True) if type(s) in UNPACKED else s)
+        # (a kernel's Ctx: a copy, which the new node releases on its own)
+        vals.append(s.unpack(node, True) if type(s) in UNPACKED else
+                    Ctx(s.get()) if type(s) is Ctx else s)
     k = len(d.inputs)
     return apply(d, tuple(vals[:k]), tuple(vals[k:]))
 
@@ -216,12 +228,15 @@ def _double_row(parent, spec):
     formula's order, then the rest are its arguments."""
     spec = dict(spec)
     node = spec.pop("node")
+    aliases = dict(spec.pop("saved", {}), grad_output="g")  # PyTorch's names of what it saves
     f = parent.formulas[0]
     names = [n for n in _params(f) if n not in _SPECIAL]
     if names[0] != "g" or not set(spec) <= set(names):
         raise TypeError(f"row {parent.name}: `double` formulas are keyed by the names its "
                         f"formula reads {names}, and `g` first")
     order = [n for n in names if n in spec] + [n for n in names if n not in spec]
+    if spec["g"] == "again":
+        spec["g"] = _Again(parent.name, order[1:])
     wants_xp = "xp" in _params(f)
 
     def fwd(*vals):
@@ -232,7 +247,35 @@ def _double_row(parent, spec):
 
     d = Row(parent.name + "_backward", fwd, spec, node=node, params=tuple(order))
     d.order = tuple(order)
+    d.aliases = aliases
     return d
+
+
+def _self_adjoint(node):
+    """`double` of a row whose backward op (threshold_backward(grad, self, threshold)) is, in
+    the incoming gradient, that op again, and has zero derivative in `self` (PyTorch's
+    zeros_like(grad))."""
+    return dict(node=node, g="again", self=lambda gg, xp: xp.zeros_like(gg))
+
+
+class _Again:
+    """The formula "this backward op again" of a double row: declares the parameters its row
+    reads (`_params` reads them from `__code__`), as a written formula would."""
+
+    def __init__(self, name, names):
+        self.name = name
+        params = ("gg",) + tuple(names) + ("xp",)
+        self.__code__ = _Code(params, len(params))
+
+    def __call__(self, gg, *vals):
+        return vals[-1].backward_op(self.name, gg, *vals[:-1])
+
+
+class _Code:
+    __slots__ = ("co_varnames", "co_argcount")
+
+    def __init__(self, names, count):
+        self.co_varnames, self.co_argcount = names, count
 
 
 def _double_node(node, g):
@@ -421,6 +464,8 @@ class Row:
         # node's name and a formula per input of the backward op): a row of its own
         if double is not None and not (self.single and not broadcast and n_out == 1):
             raise TypeError(f"row {name}: `double` needs one input, no broadcasting")
+        self.aliases = {}  # `_saved_<name>` attributes under PyTorch's names: theirs -> ours
+        self.double_spec = double
         self.double = self.double_row = None
         if isinstance(double, dict):
             self.double_row = _double_row(self, double)

@@ -71,9 +71,10 @@ op("as_strided", lambda self, base_geom, view_geom, root: backend.as_strided(roo
    view=True,
    self=lambda g, base_geom, view_geom, xp: xp.as_strided_backward(g, base_geom, view_geom))
 op("diagonal", lambda self, base_geom, view_geom, root: backend.as_strided(root, *view_geom),
-   view=True,
+   view=True, double="DiagonalBackwardBackward0",
    self=lambda g, base_geom, view_geom, xp: xp.as_strided_backward(g, base_geom, view_geom))
 op("unfold", lambda self, dim, size, step: _unfold(self, dim, size, step), view=True,
+   double="UnfoldBackwardBackward0",
    self=lambda g, self_shape, dim, size, step, xp: xp.unfold_backward(g, self_shape, dim, size,
                                                                       step))
 

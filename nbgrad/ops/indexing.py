@@ -13,7 +13,7 @@ from .formulas import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
 op("index", lambda self, index: self[index],
-   self=lambda g, self_shape, index, xp: xp.scatter_add(g, self_shape, index))
+   self=lambda g, self_shape, index, xp: xp.scatter_add(g, self_shape, index), grad_version=1)
 op("index_put", lambda self, values, index, accumulate: _index_put(self, values, index,
                                                                    accumulate),
    self=lambda g, index, accumulate, xp: g if accumulate else xp.zeroed(g, index),
@@ -22,10 +22,12 @@ op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, i
    self=lambda g: g,
    source=lambda g, dim, index, source_shape: g[_along(dim, index)].reshape(source_shape))
 op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape, _along(dim, index)))
+   self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape, _along(dim, index)),
+   grad_version=1)
 op("gather", lambda self, dim, index: _xp(self).take_along_axis(self, index, axis=dim),
    self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape,
-                                                             xp.index_grid(index, dim)))
+                                                             xp.index_grid(index, dim)),
+   grad_version=1)
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------
@@ -161,7 +163,7 @@ def _broadcast_mask(self_shape, mask):
 op("masked_select", lambda self, mask: _xp(self).broadcast_to(
     self, np.broadcast_shapes(self.shape, mask.shape))[_broadcast_mask(self.shape, mask)],
    self=lambda g, self_shape, mask, xp: xp.put(g, _broadcast_mask(self_shape, mask).shape,
-                                               _broadcast_mask(self_shape, mask)))
+                                               _broadcast_mask(self_shape, mask)), grad_version=1)
 op("masked_scatter", _masked_scatter_fwd,
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    source=lambda g, mask, source_shape, xp: _masked_scatter_source_grad(g, mask, source_shape,

@@ -200,8 +200,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             node.variable._hooks and (node, 0) in captures:
                         # a captured leaf's tensor hooks run before its gradient is taken
                         new = _run_tensor_hooks(node.variable._hooks, gs)
-                        if bumps and new is not gs:
-                            bumps.pop(node, None)
+                        if new is not gs:  # the hook's result: not a view, its own version
+                            if bumps:
+                                bumps.pop(node, None)
+                            vb = None
                         gs = new
                     if _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
                         owned = False

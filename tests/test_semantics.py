@@ -675,13 +675,6 @@ KNOWN = {
     # IndexPutBackward0 / ViewBackward0 / WhereBackward0 instead (values and gradients agree)
     "create_graph_nodes": re.compile(r"^\('t\d+', '(graph|grad_fn)', .*(BackwardBackward0|"
                                      r"CopySlices|UnsqueezeBackward0)"),
-    # a gradient autograd.grad returns is, in PyTorch, often an expand made in no_grad mode
-    # (sum's backward): in-place ops and detach_ on it raise; nbgrad's is a fresh tensor
-    "grad_result_is_a_view": re.compile(r"^\('error', \('RuntimeError', \"(Can't detach views|A "
-                                        r"view was created in no_grad)|^\('error', \('Runtime"
-                                        r"Error', 'unsupported operation: more than one"),
-    # a gradient PyTorch's engine summed in place in its input buffer has version 1
-    "grad_result_version": re.compile(r"^\('t\d+', 'version', 1, 0\)$"),
 }
 
 

@@ -298,7 +298,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             arr = g
             g = made.get(id(arr))
             if g is None:
-                if vbases[k] is not None:
+                given = _given(arr, grad_outputs)
+                if given is not None:  # the caller's gradient itself, passed on unchanged
+                    g = given
+                elif vbases[k] is not None:
                     g = _grad_view(arr, vbases[k], made, grad_outputs)
                 else:
                     g = _tm.Tensor._make_fresh(as_array(arr))
@@ -351,15 +354,20 @@ def _grad_view(arr, vb, made, grad_outputs):
     key = ("base", id(base_arr))
     base = made.get(key)
     if base is None:
-        for given in grad_outputs:
-            if isinstance(given, _tm.Tensor) and given._data is base_arr:
-                base = given
-                break
-        else:
+        base = _given(base_arr, grad_outputs)
+        if base is None:
             base = _tm.Tensor._make_fresh(as_array(base_arr))
             base._storage.version = version
         made[key] = base
     return _view_of(base, arr, NO_GRAD_MODE)
+
+
+def _given(arr, grad_outputs):
+    """The caller's gradient tensor whose array `arr` is (PyTorch hands that tensor back)."""
+    for given in grad_outputs:
+        if isinstance(given, _tm.Tensor) and given._data is arr:
+            return given
+    return None
 
 
 def _needed(deps, targets):

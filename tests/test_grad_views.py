@@ -213,3 +213,19 @@ def test_grad_of_sum_is_a_view_of_the_ones():
         out[T] = (g._is_view(), tuple(g._base.shape), g.stride(), g.is_contiguous(),
                   g._version, g.requires_grad, g.is_leaf, g.tolist())
     assert out[nbgrad] == out[torch]
+
+
+def given_gradient_comes_back_itself(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["s"] = s = _leaf(T, 2.0)
+    e["go"] = go = T.ones(2, 3, dtype=T.float64)
+    e["g"], _ = T.autograd.grad(x, (x, s), go, allow_unused=True)
+    e["same"] = e["g"] is go
+    e["g"].add_(s)  # go itself now has AddBackward0, version 1
+    y = x * 2
+    e["h"], = T.autograd.grad(y + 0, (y,), go)  # AddBackward0 passes it on unchanged
+    e["same2"] = e["h"] is go
+
+
+def test_given_gradient_comes_back_itself():
+    assert_same(given_gradient_comes_back_itself)

@@ -180,10 +180,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         while node is not None:
             gs = pop(node, None)
             out = None
-            owned = True
-            if shared and node in shared:
-                shared.discard(node)
-                owned = False
+            hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
             if gs is not None:
                 hooks = node._hooks
@@ -194,7 +191,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             bumps.pop(node, None)
                         vb = None
                     gs = new
-                    owned = False  # (a hook may keep what it was given)
+                    shared.add(node)  # (a hook may keep what it was given)
                 if captures is not None:
                     if not accumulate and type(node) is AccumulateGrad and \
                             node.variable._hooks and (node, 0) in captures:
@@ -206,11 +203,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             vb = None
                         gs = new
                     if _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
-                        owned = False
+                        shared.add(node)
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:
                         if accumulate:
-                            node._backward(gs, create_graph, 0 if not owned else (
+                            node._backward(gs, create_graph, 0 if node in shared else (
                                 2 if gs.base is None else 1) if type(gs) is _ND else
                                 2 if isinstance(gs, np.generic) else 0)
                             if bumps and node in bumps:  # .grad took the buffer: its version
@@ -222,12 +219,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             out = node._backward(gs, create_graph)
                         if hooks is not None and hooks.post:
                             out = _run_posthooks(node, out, gs)
-                            owned = None  # the hooks saw the outputs: none is the engine's
+                            hooked = True
                     if release and node._saved is not None:  # (a node that did not run keeps
                         node._release()                      # them, as PyTorch's)
             single = None  # the one node this one made ready, while the heap is empty
             gi = None
             gv = node._grad_version  # (PyTorch's formula wrote its gradients in place)
+            # one array sent along two edges (x + x: AddBackward0): neither buffer owns it
+            dup = out is not None and len(out) > 1 and (
+                out[0] is out[1] if len(out) == 2 else _twice(out))
             for (c, nr), gi in zip(node._next, out) if out is not None else \
                     ((e, None) for e in node._next):
                 if c is None:
@@ -237,8 +237,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         old = get(c)
                         if old is None:
                             buffers[c] = gi
-                            if (gi is gs and not owned) or owned is None or (
-                                    len(out) > 1 and not _once(gi, out)):
+                            # the engine's own unless the hooks saw it, or it went along two
+                            # edges, or it is the one this node was given and did not own
+                            if hooked or dup or gi is gs and node in shared:
                                 shared.add(c)
                             if gv and gi is not gs:
                                 bumps[c] = gv
@@ -341,8 +342,10 @@ def _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
     return kept
 
 
-def _once(g, out):
-    return sum(o is g for o in out) == 1
+def _twice(out):
+    """Whether some array is in `out` twice."""
+    ids = [id(o) for o in out if o is not None]
+    return len(set(ids)) < len(ids)
 
 
 def _grad_view(arr, vb, made, grad_outputs):

@@ -59,13 +59,11 @@ class ArrayFormulas:
         return self.m.flip(x, dims).copy()
 
     def broadcast_to(self, g, shape):
-        """`g` expanded to `shape`: a view of it (read-only, as numpy's), as PyTorch's
-        expand; a 0-d numpy g (sum's gradient) is spread by the ndarray constructor, which
-        costs a quarter of np.broadcast_to."""
+        """`g` expanded to `shape`: a view of it, as PyTorch's expand. A 0-d numpy g (sum's
+        gradient) is spread by the ndarray constructor (a third of np.broadcast_to's cost):
+        writable, as an expand is (writes that overlap are refused before they happen)."""
         if type(g) is np.ndarray and g.ndim == 0 and g.base is None:
-            out = np.ndarray(shape, g.dtype, g, 0, (0,) * len(shape))
-            out.flags.writeable = False
-            return out
+            return np.ndarray(shape, g.dtype, g, 0, (0,) * len(shape))
         return self.m.broadcast_to(g, shape)
 
     @staticmethod

@@ -11,7 +11,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
-from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks, root_array
+from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 from .apply import _view_of
 from ..tensor import NO_GRAD_MODE
@@ -207,9 +207,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if needed is None or node in needed:
                     if type(node) is AccumulateGrad:
                         if accumulate:
-                            node._backward(gs, create_graph, 0 if node in shared else (
-                                2 if gs.base is None else 1) if type(gs) is _ND else
-                                2 if isinstance(gs, np.generic) else 0)
+                            node._backward(gs, create_graph,
+                                           _ownership(node, gs, shared, grad_outputs))
                             if bumps and node in bumps:  # .grad took the buffer: its version
                                 _set_version(node.variable._grad, gs, bumps[node])
                     else:
@@ -342,6 +341,13 @@ def _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
     return kept
 
 
+def root_array(a):
+    """The numpy array owning the memory the view `a` looks at (`a` when it owns it)."""
+    while type(a.base) is _ND:
+        a = a.base
+    return a
+
+
 def _twice(out):
     """Whether some array is in `out` twice."""
     ids = [id(o) for o in out if o is not None]
@@ -363,6 +369,24 @@ def _grad_view(arr, vb, made, grad_outputs):
             base._storage.version = version
         made[key] = base
     return _view_of(base, arr, NO_GRAD_MODE)
+
+
+def _ownership(node, g, shared, grad_outputs):
+    """What AccumulateGrad may do with the gradient `g` of its buffer: 2 keep it (the engine's
+    own new array), 0 copy it (something else may hold it), or, for a view only the engine
+    holds, the Storage of the memory it views (the caller's gradient's, when it is a view of
+    that: PyTorch's .grad then shares its memory and version counter)."""
+    if node in shared:
+        return 0
+    if type(g) is not _ND:
+        return 2 if isinstance(g, np.generic) else 0
+    if g.base is None:
+        return 2
+    root = root_array(g)
+    for given in grad_outputs:
+        if isinstance(given, _tm.Tensor) and given._storage._root is root:
+            return given._storage
+    return _tm.Storage(root)
 
 
 def _given(arr, grad_outputs):

@@ -621,8 +621,8 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def _backward(self, g, create_graph, owned=0):
-        """`owned`: who else holds `g` (the engine's count, run_backward's `own`): 2 when
-        nothing does, 1 when g is a view nothing else holds, 0 when something may."""
+        """`owned` (the engine's): 2 when nothing else holds the array `g`, 0 when something
+        may, or for a view nothing else holds the Storage of the memory it views."""
         var = self.variable
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
@@ -657,7 +657,7 @@ def accumulate_into(var, g, create_graph, owned=0):
         # (`owned`), a view only when laid out as the variable, as PyTorch
         elif owned and g.flags.writeable and (owned == 2 or g.strides == var._data.strides):
             var._grad = _tm.Tensor._make_fresh(g) if owned == 2 else \
-                _tm.Tensor._make(g, _tm.Storage(root_array(g)), None, 0, False)
+                _tm.Tensor._make(g, owned, None, 0, False)
         else:  # PyTorch copies into a new tensor (empty, then copy_: version 1)
             var._grad = _tm.Tensor._make_fresh(g.copy())
             var._grad._storage.version = 1
@@ -671,13 +671,6 @@ def accumulate_into(var, g, create_graph, owned=0):
             old._storage.version += 1
         else:
             var._grad = _tm.Tensor._make_fresh(od + gd)
-
-
-def root_array(a):
-    """The numpy array owning the memory the view `a` looks at (`a` when it owns it)."""
-    while type(a.base) is _ND:
-        a = a.base
-    return a
 
 
 def _copy_in_grad_mode(g):

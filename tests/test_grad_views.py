@@ -229,3 +229,20 @@ def given_gradient_comes_back_itself(T, e):
 
 def test_given_gradient_comes_back_itself():
     assert_same(given_gradient_comes_back_itself)
+
+
+def grad_kept_as_a_view_of_the_given_gradient(T, e):
+    e["s"] = s = _leaf(T, 2.0)
+    e["go"] = go = T.tensor(1.0, dtype=T.float64)
+    s.sum().backward(go)  # the expand of go to (): laid out as s, kept: .grad shares go's memory
+    e["first"] = s.grad._version
+    s.sum().backward(go)  # added in place: go's version counter too
+    e["v"] = v = _leaf(T, X)
+    e["go6"] = go6 = T.ones(6, dtype=T.float64)
+    v.view(-1).backward(go6)
+    v.view(-1).backward(go6)
+    _grads(e)
+
+
+def test_grad_kept_as_a_view_of_the_given_gradient():
+    assert_same(grad_kept_as_a_view_of_the_given_gradient)

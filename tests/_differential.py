@@ -2,8 +2,9 @@
 
 A program is a function `prog(T, env)` where `T` is the library (torch or nbgrad) and `env` a dict
 it may fill with tensors to observe. `observe(T, prog)` returns a description: for every tensor
-in `env` its values, `.grad`, grad_fn name, requires_grad, is_leaf, `_version` and the node names
-of its graph three levels down; or the error's type and text when the program raised. `assert_same(prog)` runs both and compares.
+in `env` its values, `.grad`, grad_fn name, requires_grad, is_leaf, `_version`, the node names
+of its graph three levels down and, for a view, its base's shape and strides and its own strides;
+or the error's type and text when the program raised. `assert_same(prog)` runs both and compares.
 """
 from __future__ import annotations
 
@@ -34,7 +35,15 @@ def _describe(t):
         graph = _graph(fn, 3)
     except RuntimeError as e:  # a view whose grad_fn PyTorch refuses to regenerate
         name = leaf = graph = ("RuntimeError", str(e).split("\n")[0])
-    return ("tensor", _arr(t), _arr(g), name, t.requires_grad, leaf, t._version, graph)
+    base = t._base
+    view = None if base is None else (tuple(base.shape), _strides(base), _strides(t))
+    return ("tensor", _arr(t), _arr(g), name, t.requires_grad, leaf, t._version, graph, view)
+
+
+def _strides(t):
+    """A tensor's strides, those of its size-1 dims left out (their stride means nothing: a
+    product's result may carry any there)."""
+    return tuple(st if n != 1 else None for n, st in zip(t.shape, t.stride()))
 
 
 def _graph(fn, depth):
@@ -83,7 +92,7 @@ def differences(prog):
             out.append((k, "missing", te.get(k), ne.get(k)))
             continue
         fields = ("kind", "value", "grad", "grad_fn", "requires_grad", "is_leaf", "version",
-                  "graph")
+                  "graph", "view")
         for f, a, b in zip(fields, te[k], ne[k]):
             if not _same(a, b):
                 out.append((k, f, a, b))

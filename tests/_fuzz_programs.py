@@ -188,7 +188,7 @@ def _step(p, kind, name):
         retain = rng.random() < 0.5
         _backward(p, name, p.nan_g, retain=retain)
     elif kind == "grad":
-        r = rng.randrange(3)
+        r = rng.randrange(4)
         retain = rng.random() < 0.5
         if r == 0:
             p.add_many(f"T.autograd.grad({name}.sum(), (t0, scalar), allow_unused=True, "
@@ -196,8 +196,12 @@ def _step(p, kind, name):
         elif r == 1:  # a gradient with a graph of its own, then used
             p.add_many(f"T.autograd.grad(({name} * {name}).sum(), (t0,), allow_unused=True, "
                        f"create_graph=True)", 1)
-        else:
+        elif r == 2:
             p.exec(f"{name}.sum().backward(create_graph=True, retain_graph={retain})")
+        else:  # the caller's gradient: views of it come back (t, view), of its own shape
+            p.add(f"T.ones({tuple(t.shape)}, dtype=dt)")
+            p.add_many(f"T.autograd.grad({name}, (t0, scalar), {p.names[-1]}, allow_unused=True, "
+                       f"retain_graph={retain})", 2)
     elif kind == "hook":
         if t.requires_grad:
             p.exec(f"{name}.register_hook(lambda g: g * 2)" if rng.random() < 0.5 else

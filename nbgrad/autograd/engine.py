@@ -8,13 +8,14 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 from . import anomaly
 from ..naming import public
 from heapq import heappop, heappush
-from sys import getrefcount as _getrefcount
 
 import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
 from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
+from .apply import _view_of
+from ..tensor import NO_GRAD_MODE
 
 _ND = np.ndarray
 # Callbacks `cb(outputs, api)` told of each backward / autograd.grad call before it runs
@@ -141,6 +142,18 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     buffers = {}
     for node, nr, g in root_edges:
         _accumulate(buffers, node, nr, g)
+    # Who else holds a buffer's gradient, as PyTorch's use counts tell. A buffer's array is the
+    # engine's own (PyTorch adds the next gradient into it in place, its _version counting the
+    # additions; AccumulateGrad keeps it as .grad without a copy) when it is a new array a
+    # formula returned along one edge, or one the engine made (a root's implicit ones), or an
+    # own array passed on unchanged (AddBackward0); not a view (its memory is its base's). The
+    # exceptions are few: `shared` holds the nodes whose buffer something else may hold too
+    # (the caller's gradient, one sent along two edges, one a hook or autograd.grad saw).
+    shared = {node for (node, _, g), given in zip(root_edges, grad_outputs)
+              if given is not None and buffers.get(node) is g}
+    # autograd.grad: the buffers holding a view PyTorch's formula made of its incoming gradient
+    # (sum's expand, t, view): node -> (base array, its version); the result is then such a view
+    vbase = {} if captures is not None else None
     # ready nodes run highest sequence number first (the most recently created), as in PyTorch;
     # this decides hook order and which error a broken graph reports first. `ready` is a heap of
     # (-seq, node); when a node leaves exactly one node ready and the heap is empty (a chain),
@@ -153,6 +166,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
     versions = captured[:]
+    vbases = captured[:]
     bumps = {}  # node -> in-place additions into its gradient buffer (its version)
     prev = STATE.enabled
     STATE.enabled = bool(create_graph)
@@ -168,6 +182,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         while node is not None:
             gs = pop(node, None)
             out = None
+            hooked = False  # its post-hooks saw its outputs
+            vb = vbase.pop(node, None) if vbase else None
             if gs is not None:
                 hooks = node._hooks
                 if plain and hooks is None and type(node) is not AccumulateGrad:
@@ -177,22 +193,29 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 else:
                     if hooks is not None and hooks.pre:
                         new = _run_prehooks(node, gs, node._n_out > 1, create_graph)
-                        if bumps and new is not gs:  # a hook's result: its own version
-                            bumps.pop(node, None)
+                        if new is not gs:  # a hook's result: its own version, not a view
+                            if bumps:
+                                bumps.pop(node, None)
+                            vb = None
                         gs = new
+                        shared.add(node)  # (a hook may keep what it was given)
                     if captures is not None:
                         if not accumulate and type(node) is AccumulateGrad and \
                                 node.variable._hooks and (node, 0) in captures:
                             # a captured leaf's tensor hooks run before its gradient is taken
                             new = _run_tensor_hooks(node.variable._hooks, gs)
-                            if bumps and new is not gs:
-                                bumps.pop(node, None)
+                            if new is not gs:  # the hook's result: not a view, its own version
+                                if bumps:
+                                    bumps.pop(node, None)
+                                vb = None
                             gs = new
-                        _capture(captures, captured, node, gs, versions, bumps)
+                        if _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
+                            shared.add(node)
                     if needed is None or node in needed:
                         if type(node) is AccumulateGrad:
                             if accumulate:
-                                node._backward(gs, create_graph)
+                                node._backward(gs, create_graph,
+                                               _ownership(node, gs, shared, grad_outputs))
                                 if bumps and node in bumps:  # .grad took the buffer: its version
                                     _set_version(node.variable._grad, gs, bumps[node])
                         else:
@@ -202,10 +225,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                 out = node._backward(gs, create_graph)
                             if hooks is not None and hooks.post:
                                 out = _run_posthooks(node, out, gs)
+                                hooked = True
                         if release and node._saved is not None:  # (a node that did not run keeps
                             node._release()                      # them, as PyTorch's)
             single = None  # the one node this one made ready, while the heap is empty
             gi = None
+            gv = node._grad_version  # (PyTorch's formula wrote its gradients in place)
+            # one array sent along two edges (x + x: AddBackward0): neither buffer owns it
+            dup = out is not None and len(out) > 1 and (
+                out[0] is out[1] if len(out) == 2 else _twice(out))
             for (c, nr), gi in zip(node._next, out) if out is not None else \
                     ((e, None) for e in node._next):
                 if c is None:
@@ -215,19 +243,38 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         old = get(c)
                         if old is None:
                             buffers[c] = gi
-                        elif type(old) is _ND and type(gi) is _ND and old.base is None and \
+                            # the engine's own unless the hooks saw it, or it went along two
+                            # edges, or it is the one this node was given and did not own
+                            if hooked or dup or gi is gs and node in shared:
+                                shared.add(c)
+                            if gv and gi is not gs:
+                                bumps[c] = gv
+                            if vbase is not None and type(gi) is _ND:
+                                if gi is gs:
+                                    if vb is not None:
+                                        vbase[c] = vb
+                                elif gi.base is not None and type(gs) is _ND and \
+                                        root_array(gi) is root_array(gs):  # a view of its gradient
+                                    vbase[c] = vb or (gs, bumps.get(node, 0) if bumps else 0)
+                        elif (old.base is None and old.flags.writeable if type(old) is _ND
+                              else isinstance(old, np.generic)) and \
                                 old.dtype is gi.dtype and old.shape == gi.shape and \
-                                (_getrefcount(old) == 3 or _getrefcount(old) == 3 + sum(
-                                    o is old for o in out)) and old.flags.writeable:
-                            # PyTorch adds into a buffer only it holds, in place (the dict,
-                            # `old`, getrefcount's argument, and this node's outputs): the
-                            # gradient's _version counts these additions
-                            old += gi
+                                not (shared and c in shared):
+                            # in place into the engine's own buffer: its _version counts the
+                            # additions (a 0-d one, a numpy scalar, is replaced: same count)
+                            if type(old) is _ND:
+                                old += gi
+                            else:
+                                buffers[c] = old + gi
                             bumps[c] = bumps.get(c, 0) + 1
                         else:
                             buffers[c] = old + gi
+                            if shared:
+                                shared.discard(c)
                             if bumps:
                                 bumps.pop(c, None)
+                            if vbase:
+                                vbase.pop(c, None)
                     else:
                         _accumulate(buffers, c, nr, gi)
                 d = deps[c] - 1
@@ -258,9 +305,16 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             arr = g
             g = made.get(id(arr))
             if g is None:
-                g = made[id(arr)] = _tm.Tensor._make_fresh(as_array(arr))
-                if versions[k]:
-                    g._storage.version = versions[k]
+                given = _given(arr, grad_outputs)
+                if given is not None:  # the caller's gradient itself, passed on unchanged
+                    g = given
+                elif vbases[k] is not None:
+                    g = _grad_view(arr, vbases[k], made, grad_outputs)
+                else:
+                    g = _tm.Tensor._make_fresh(as_array(arr))
+                    if versions[k]:
+                        g._storage.version = versions[k]
+                made[id(arr)] = g
         if g is None and not allow_unused:
             raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been "
                                "used in the graph. Set allow_unused=True if this is the desired "
@@ -275,17 +329,79 @@ def _set_version(t, arr, version):
         t._storage.version = version
 
 
-def _capture(captures, captured, node, gs, versions, bumps):
+def _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
     """autograd.grad: keep the gradients arriving at the requested inputs' edges (and their
-    version: the in-place additions into the buffer)."""
+    version: the in-place additions into the buffer; and `vb`, the base of a single gradient
+    that is a view). True when one was kept."""
     multi = node._n_out > 1
+    kept = False
     for nr in range(node._n_out):
         ks = captures.get((node, nr))
         if ks:
             gk = gs[nr] if multi else gs
+            kept = True
             for k in ks:
                 captured[k] = gk
                 versions[k] = bumps.get(node, 0) if bumps else 0
+                if not multi:
+                    vbases[k] = vb
+    return kept
+
+
+def root_array(a):
+    """The numpy array owning the memory the view `a` looks at (`a` when it owns it)."""
+    while type(a.base) is _ND:
+        a = a.base
+    return a
+
+
+def _twice(out):
+    """Whether some array is in `out` twice."""
+    ids = [id(o) for o in out if o is not None]
+    return len(set(ids)) < len(ids)
+
+
+def _grad_view(arr, vb, made, grad_outputs):
+    """autograd.grad's result for a gradient PyTorch's formula made as a view of the gradient
+    it was given (sum's expand of the ones, t, view): a view made in no_grad mode of that
+    gradient (`vb`: its array and version), which is the caller's tensor when it came as
+    grad_outputs. In-place ops and detach_ on it then fail as in PyTorch."""
+    base_arr, version = vb
+    key = ("base", id(base_arr))
+    base = made.get(key)
+    if base is None:
+        base = _given(base_arr, grad_outputs)
+        if base is None:
+            base = _tm.Tensor._make_fresh(as_array(base_arr))
+            base._storage.version = version
+        made[key] = base
+    return _view_of(base, arr, NO_GRAD_MODE)
+
+
+def _ownership(node, g, shared, grad_outputs):
+    """What AccumulateGrad may do with the gradient `g` of its buffer: 2 keep it (the engine's
+    own new array), 0 copy it (something else may hold it), or, for a view only the engine
+    holds, the Storage of the memory it views (the caller's gradient's, when it is a view of
+    that: PyTorch's .grad then shares its memory and version counter)."""
+    if node in shared:
+        return 0
+    if type(g) is not _ND:
+        return 2 if isinstance(g, np.generic) else 0
+    if g.base is None:
+        return 2
+    root = root_array(g)
+    for given in grad_outputs:
+        if isinstance(given, _tm.Tensor) and given._storage._root is root:
+            return given._storage
+    return _tm.Storage(root)
+
+
+def _given(arr, grad_outputs):
+    """The caller's gradient tensor whose array `arr` is (PyTorch hands that tensor back)."""
+    for given in grad_outputs:
+        if isinstance(given, _tm.Tensor) and given._data is arr:
+            return given
+    return None
 
 
 def _needed(deps, targets):

@@ -518,6 +518,7 @@ class Node:
 
     __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
     _n_out = 1
+    _grad_version = 0  # the _version of the gradients it makes (a row's grad_version)
 
     def __init__(self, next_functions=(), saved=None, meta=None, where=HERE):
         """The one constructor of every node: its edges, what it saved, per input the (shape,
@@ -627,22 +628,28 @@ class AccumulateGrad(Node):
         self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 
-    def _backward(self, g, create_graph):
+    def _backward(self, g, create_graph, owned=0):
+        """`owned` (the engine's): 2 when nothing else holds the array `g`, 0 when something
+        may, or for a view nothing else holds the Storage of the memory it views."""
         var = self.variable
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
         hooks = var._hooks
         if hooks:
-            g = _run_tensor_hooks(hooks, g)
+            new = _run_tensor_hooks(hooks, g)
+            if new is not g:  # the hook's result: the engine's own unless the hook kept it
+                owned = 2 if type(new) is _ND and new.base is None and \
+                    _getrefcount(new) == 2 else 0
+            g = new
         if g is None or not var._requires_grad:  # (turned off since: its hooks ran, no .grad)
             return ()
         if not isinstance(g, _tm.Tensor):
             g = as_array(g)
-        accumulate_into(var, g, create_graph)
+        accumulate_into(var, g, create_graph, owned)
         return ()
 
 
-def accumulate_into(var, g, create_graph):
+def accumulate_into(var, g, create_graph, owned=0):
     """Add gradient `g` (array or Tensor) into `var.grad` as PyTorch's AccumulateGrad does: the
     first one is taken as is when nothing else holds it (else copied: version 1), or under
     create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in place
@@ -655,9 +662,10 @@ def accumulate_into(var, g, create_graph):
             var._grad = g.detach()
         # a grad may be shared (AddBackward0 hands one array to both inputs), and later
         # accumulations add into .grad in place: keep the array only when nothing else holds it
-        # (the engine's local, AccumulateGrad's and our parameter, getrefcount's own), as PyTorch
-        elif g.base is None and _getrefcount(g) <= 4 and g.flags.writeable:
-            var._grad = _tm.Tensor._make_fresh(g)
+        # (`owned`), a view only when laid out as the variable, as PyTorch
+        elif owned and g.flags.writeable and (owned == 2 or g.strides == var._data.strides):
+            var._grad = _tm.Tensor._make_fresh(g) if owned == 2 else \
+                _tm.Tensor._make(g, owned, None, 0, False)
         else:  # PyTorch copies into a new tensor (empty, then copy_: version 1)
             var._grad = _tm.Tensor._make_fresh(g.copy())
             var._grad._storage.version = 1

@@ -58,6 +58,19 @@ class ArrayFormulas:
     def astype(x, dt):
         return x.astype(dt)
 
+    def flip(self, x, dims):
+        """A flipped copy, as PyTorch's flip makes (numpy's is a view with negative strides:
+        as a gradient it would come out a view, and .grad a copy of it)."""
+        return self.m.flip(x, dims).copy()
+
+    def broadcast_to(self, g, shape):
+        """`g` expanded to `shape`: a view of it, as PyTorch's expand. A 0-d numpy g (sum's
+        gradient) is spread by the ndarray constructor (a third of np.broadcast_to's cost):
+        writable, as an expand is (writes that overlap are refused before they happen)."""
+        if type(g) is np.ndarray and g.ndim == 0 and g.base is None:
+            return np.ndarray(shape, g.dtype, g, 0, (0,) * len(shape))
+        return self.m.broadcast_to(g, shape)
+
     @staticmethod
     def permute(x, dims):
         return x.transpose(dims)
@@ -657,10 +670,13 @@ def _reduce_to(g, shape, dtype, xp):
             return g if dtype is None or g.dtype == dtype else g.astype(dtype)
         axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                           if s == 1 and gs[i + lead] != 1)
-        if axes:
-            g = xp.sum(g, axis=axes, keepdims=True)
-        if lead:
-            g = g.reshape(shape)
+        if not shape:  # PyTorch's sum_to: to a 0-d tensor, one sum (a new tensor, not a view)
+            g = xp.sum(g)
+        else:
+            if axes:
+                g = xp.sum(g, axis=axes, keepdims=True)
+            if lead:
+                g = g.reshape(shape)
     if dtype is not None and xp.dtype(g) != dtype:
         g = xp.astype(g, dtype)
     return g

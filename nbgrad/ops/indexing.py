@@ -13,7 +13,8 @@ from .formulas import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
 op("index", lambda self, index: _index(self, index),
-   self=lambda g, self_shape, index, xp: xp.index_backward(g, self_shape, index))
+   self=lambda g, self_shape, index, xp: xp.index_backward(g, self_shape, index),
+   grad_version=1)
 
 
 def _index_put_fwd(self, values, index, accumulate):
@@ -32,10 +33,12 @@ op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, i
    self=lambda g: g,
    source=lambda g, dim, index, source_shape: g[_along(dim, index)].reshape(source_shape))
 op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: xp.index_add_to_zeros(g, self_shape, dim, index))
+   self=lambda g, self_shape, dim, index, xp: xp.index_add_to_zeros(g, self_shape, dim, index),
+   grad_version=1)
 op("gather", lambda self, dim, index: _xp(self).take_along_axis(self, index, axis=dim),
    self=lambda g, self, dim, index, xp: xp.scatter_along(  # saves self, as torch
-       xp.new_zeros(g, tuple(self.shape)), dim, index, g, add=True))
+       xp.new_zeros(g, tuple(self.shape)), dim, index, g, add=True),
+   grad_version=1)
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------
@@ -171,7 +174,7 @@ def _broadcast_mask(self_shape, mask):
 op("masked_select", lambda self, mask: _xp(self).broadcast_to(
     self, np.broadcast_shapes(self.shape, mask.shape))[_broadcast_mask(self.shape, mask)],
    self=lambda g, self_shape, mask, xp: xp.put(g, _broadcast_mask(self_shape, mask).shape,
-                                               _broadcast_mask(self_shape, mask)))
+                                               _broadcast_mask(self_shape, mask)), grad_version=1)
 op("masked_scatter", _masked_scatter_fwd,
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    source=lambda g, mask, source_shape, xp: _masked_scatter_source_grad(g, mask, source_shape,

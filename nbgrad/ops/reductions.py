@@ -17,7 +17,7 @@ from .formulas import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_gra
 from .registry import op
 
 op("sum", lambda self, dtype: _sum_all(self, dtype),
-   self=lambda g, self_shape, xp: xp.filled(g, self_shape))
+   self=lambda g, self_shape, xp: xp.broadcast_to(g, self_shape))
 op("sum_dim", lambda self, dim, keepdim, dtype: self.sum(axis=dim, keepdims=keepdim, dtype=dtype),
    node="SumBackward1",
    self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g, self_shape, dim, keepdim, xp))
@@ -35,17 +35,19 @@ op("prod_dim", lambda self, dim, keepdim: self.prod(axis=dim, keepdims=keepdim),
    self=lambda g, self, result, dim, keepdim, xp: _prod_backward(g, self, result, dim, keepdim,
                                                                  xp))
 op("max", lambda self: self.max(), node="MaxBackward1",
-   self=lambda g, self, result, xp: _evenly(g, self, result, xp))
+   self=lambda g, self, result, xp: _evenly(g, self, result, xp), grad_version=1)
 op("min", lambda self: self.min(), node="MinBackward1",
-   self=lambda g, self, result, xp: _evenly(g, self, result, xp))
+   self=lambda g, self, result, xp: _evenly(g, self, result, xp), grad_version=1)
 op("max_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, "argmax"),
    node="MaxBackward0", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _select_grad(g[0], self_shape, dim,
-                                                                      result1, keepdim, xp))
+                                                                      result1, keepdim, xp),
+   grad_version=2)
 op("min_dim", lambda self, dim, keepdim: _vals_idx(self, dim, keepdim, "argmin"),
    node="MinBackward0", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _select_grad(g[0], self_shape, dim,
-                                                                      result1, keepdim, xp))
+                                                                      result1, keepdim, xp),
+   grad_version=2)
 op("amax", lambda self, dim, keepdim: _xp(self).max(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
 op("amin", lambda self, dim, keepdim: _xp(self).min(self, axis=dim, keepdims=keepdim),
@@ -225,26 +227,26 @@ def _paired(g, f0, f1):
 
 op("sort", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp))
+                                                            xp), grad_version=2)
 op("sort_stable", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
    node="SortBackward1",
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp))
+                                                            xp), grad_version=2)
 op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp))
+                                                            xp), grad_version=2)
 op("kthvalue", lambda self, k, dim, keepdim: _pick(self, k - 1, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
-       g[0], self_shape, dim, result1, keepdim, xp))
+       g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
 op("median", lambda self: _xp(self).sort(self.reshape(-1))[(self.size - 1) // 2],
-   self=lambda g, self, result, xp: _evenly(g, self, result, xp))
+   self=lambda g, self, result, xp: _evenly(g, self, result, xp), grad_version=1)
 op("median_dim", lambda self, dim, keepdim: _pick(self, (self.shape[dim] - 1) // 2, dim,
                                                   keepdim), node="MedianBackward1", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
-       g[0], self_shape, dim, result1, keepdim, xp))
+       g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
 op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
-       g[0], self_shape, dim, result1, keepdim, xp))
+       g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
 op("nansum", lambda self, dim, keepdim: _xp(self).nansum(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, dim, keepdim, xp: _expand_grad(g, tuple(self.shape), dim, keepdim,
                                                        xp) * (self == self))
@@ -271,10 +273,10 @@ op("cumprod", lambda self, dim: _xp(self).cumprod(self, axis=dim),
    self=lambda g, self, result, dim, xp: _cumprod_backward(g, self, result, dim, xp))
 op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp, add=True))
+                                                            xp, add=True), grad_version=2)
 op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp, add=True))
+                                                            xp, add=True), grad_version=2)
 op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=dim), float_op=True,
    self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
 

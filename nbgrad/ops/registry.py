@@ -516,10 +516,14 @@ def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
     Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double,
-    ctx_saves) and, for
-    every other key, the formula of the input(s) it names."""
+    ctx_saves) and, for every other key, the formula of the input(s) it names;
+    `grad_version=n`: PyTorch's formula writes its gradients in place n times (zeros, then
+    index_put_ or scatter_), so they have _version n (the engine starts their count there)."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")
+    grad_version = kw.pop("grad_version", 0)
     flags = {k: kw.pop(k) for k in _FLAGS if k in kw}
     row = ROWS[name] = Row(name, fwd, kw, **flags)
+    if grad_version:
+        row.node._grad_version = grad_version
     return row

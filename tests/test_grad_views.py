@@ -1,0 +1,248 @@
+"""The gradients autograd.grad and backward hand out, against torch: which are views (PyTorch's
+sum backward is an expand of the incoming gradient, t's a transpose of it), of what base, and
+their `_version` (PyTorch's engine adds into a gradient buffer only it holds in place, and some
+formulas write into zeros in place); the errors in-place ops and detach_ on them raise, word for
+word. Each program runs in both libraries (tests/_differential.py compares values, .grad, flags,
+versions, view bases and strides, and error texts)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nbgrad
+from _differential import assert_same
+
+
+def _leaf(T, values):
+    return T.tensor(values, dtype=T.float64, requires_grad=True)
+
+
+def _grads(e):
+    """Observe the .grad tensors of the leaves in `e` too (their own version and view)."""
+    for k, t in list(e.items()):
+        if getattr(t, "is_leaf", False) and t.requires_grad and t.grad is not None:
+            e[k + ".grad"] = t.grad
+
+
+X = [[0.5, -1.0, 2.0], [3.0, -0.25, 1.5]]
+
+
+# ---- autograd.grad's results: views made in no_grad mode, or new tensors ----------------------
+def grad_of_sum(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["g"], = T.autograd.grad(x.sum(), (x,))  # an expand of the 0-d ones: strides (0, 0)
+    e["row"] = e["g"][0]  # a view of it: the same base
+
+
+def grad_of_sum_over_dim(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["g"], = T.autograd.grad(x.sum(-1).sum(), (x,))
+    e["h"], = T.autograd.grad(x.sum(0, keepdim=True), (x,), T.ones(1, 3, dtype=T.float64))
+
+
+def grad_of_0d_sum(T, e):
+    e["s"] = s = _leaf(T, 2.0)
+    e["g"], = T.autograd.grad(s.sum(), (s,))  # expand to (): still a view
+
+
+def grad_through_views(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["t"], = T.autograd.grad(x.t().sum(), (x,))
+    e["v"], = T.autograd.grad(x.view(-1).sum(), (x,))
+    e["a"], = T.autograd.grad(x[...].sum(), (x,))  # AliasBackward0 passes the expand on
+    e["c"], = T.autograd.grad((x + 1).sum(), (x,))
+
+
+def grad_of_given_gradient_is_its_view(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["go"] = go = T.ones(6, dtype=T.float64)
+    e["g"], = T.autograd.grad(x.view(-1), (x,), go)
+    e["same_base"] = e["g"]._base is go  # PyTorch: the caller's tensor itself
+
+
+def grad_not_views(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["s"] = s = _leaf(T, 2.0)
+    e["m"], e["ms"] = T.autograd.grad((x * s).sum(), (x, s))
+    e["e"], = T.autograd.grad(x.exp().sum(), (x,))
+    e["sl"], = T.autograd.grad(x[1:].sum(), (x,))
+    e["xx"], = T.autograd.grad((x + x).sum(), (x,))
+
+
+def hook_result_is_not_a_view(T, e):
+    e["x"] = x = _leaf(T, X)
+    x.register_hook(lambda g: g * 2)
+    e["g"], = T.autograd.grad(x.sum(), (x,))
+
+
+@pytest.mark.parametrize("op", ["g.mul_(2)", "g.add_(s)", "g.relu_()", "g.clamp_(-1, 1)",
+                                "g.exp_()", "g.detach_()", "g.copy_(g * 0)", "g[0] = 1.0",
+                                "g.zero_()", "g.fill_(3.0)", "g.mul_(s)"])
+def test_inplace_on_grad_of_sum(op):
+    def prog(T, e):
+        e["x"] = x = _leaf(T, X)
+        e["s"] = s = _leaf(T, 2.0)
+        e["g"], = T.autograd.grad(x.sum(), (x,))
+        exec(op, {"g": e["g"], "s": s})  # noqa: S102
+    assert_same(prog)
+
+
+@pytest.mark.parametrize("op", ["g.add_(s)", "g.mul_(2)", "g.detach_()"])
+def test_inplace_on_grad_of_sum_under_no_grad(op):
+    def prog(T, e):
+        e["x"] = x = _leaf(T, X)
+        e["s"] = s = _leaf(T, 2.0)
+        e["g"], = T.autograd.grad(x.sum(), (x,))
+        with T.no_grad():
+            exec(op, {"g": e["g"], "s": s})  # noqa: S102
+    assert_same(prog)
+
+
+def inplace_on_new_grad(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["g"], = T.autograd.grad((x * 2).sum(), (x,))
+    e["g"].mul_(3)  # a new tensor: allowed, version 1
+
+
+# ---- _version: the engine's in-place additions, and formulas that write in place --------------
+def scalar_gradient_summed_in_place(T, e):
+    e["x"] = x = _leaf(T, [1.0, 2.0])
+    e["s"] = s = _leaf(T, 2.0)
+    e["a"], = T.autograd.grad((x * s).sum() + (x * s).sum(), (s,))
+    e["b"], = T.autograd.grad(s * 2 + s * 3, (s,))
+    e["z"] = z = T.zeros(2, 3, dtype=T.float64)
+    z.add_(s)
+    z.mul_(s)
+    e["c"], = T.autograd.grad(z.sum(), (s,))
+
+
+def product_gradient_summed_in_place(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["g"], = T.autograd.grad((x * x).sum(), (x,))  # two new gradients: the second added in
+
+
+def shared_gradient_not_summed_in_place(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["g"], = T.autograd.grad((x + x).sum(), (x,))  # AddBackward0 hands one to both: a new sum
+
+
+def given_gradient_not_summed_in_place(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["go"] = go = T.ones(2, 3, dtype=T.float64)
+    y = x * 1
+    e["g"], = T.autograd.grad(y + y * 2, (x,), go)
+    e["go_version"] = go._version
+
+
+def leaf_grad_versions(T, e):
+    e["x"] = x = _leaf(T, X)
+    x.sum().backward()  # the expand is copied into .grad (empty + copy_: version 1)
+    x.sum().backward()  # then added in place
+    e["y"] = y = _leaf(T, X)
+    (y * 2).sum().backward()  # a new gradient nothing else holds: .grad is it (version 0)
+    e["z"] = z = _leaf(T, X)
+    go = T.ones(2, 3, dtype=T.float64)
+    (z * 1).backward(go)
+    e["w"] = w = _leaf(T, X)
+    w.backward(go)  # the caller's gradient itself: copied (version 1)
+    e["v"] = v = _leaf(T, X)
+    v.view(-1).backward(T.ones(6, dtype=T.float64))  # a view laid out as v: kept (version 0)
+    e["h"] = h = _leaf(T, X)
+    h.register_hook(lambda g: g * 2)
+    h.sum().backward()  # the hook's new result: kept
+    _grads(e)
+
+
+def flip_and_cumsum_gradients_are_new(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["f"], = T.autograd.grad(x.flip(1), (x,), T.ones(2, 3, dtype=T.float64))
+    e["c"], = T.autograd.grad(x.cumsum(1), (x,), T.ones(2, 3, dtype=T.float64))
+    x.flip(0).backward(T.ones(2, 3, dtype=T.float64))
+    _grads(e)
+
+
+FORMULAS_WRITING_IN_PLACE = {
+    "index": lambda T, x: x[[0, 1, 0]], "mask": lambda T, x: x[x > 0],
+    "index_select": lambda T, x: x.index_select(1, T.tensor([0, 2])),
+    "gather": lambda T, x: x.gather(1, T.tensor([[0], [2]])),
+    "masked_select": lambda T, x: x.masked_select(x > 0), "max": lambda T, x: x.max(),
+    "min": lambda T, x: x.min(), "median": lambda T, x: x.median(),
+    "max_dim": lambda T, x: x.max(1)[0], "min_dim": lambda T, x: x.min(0, keepdim=True)[0],
+    "sort": lambda T, x: x.sort(1)[0], "topk": lambda T, x: x.topk(2)[0],
+    "kthvalue": lambda T, x: x.kthvalue(2, 1)[0], "median_dim": lambda T, x: x.median(1)[0],
+    "mode": lambda T, x: x.mode(1)[0], "cummax": lambda T, x: x.cummax(1)[0],
+    "cummin": lambda T, x: x.cummin(1)[0],
+    "take_along_dim": lambda T, x: T.take_along_dim(x, T.tensor([[0], [2]]), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMULAS_WRITING_IN_PLACE))
+def test_version_of_gradients_written_in_place(name):
+    f = FORMULAS_WRITING_IN_PLACE[name]
+
+    def prog(T, e):
+        e["x"] = x = _leaf(T, X)
+        y = f(T, x)
+        e["g"], = T.autograd.grad(y, (x,), T.ones(tuple(y.shape), dtype=T.float64))
+        f(T, x).sum().backward()
+        e["first"] = x.grad._version
+        f(T, x).sum().backward()
+        _grads(e)
+    assert_same(prog)
+
+
+PROGRAMS = [grad_of_sum, grad_of_sum_over_dim, grad_of_0d_sum, grad_through_views,
+            grad_of_given_gradient_is_its_view, grad_not_views, hook_result_is_not_a_view,
+            inplace_on_new_grad, scalar_gradient_summed_in_place,
+            product_gradient_summed_in_place, shared_gradient_not_summed_in_place,
+            given_gradient_not_summed_in_place, leaf_grad_versions,
+            flip_and_cumsum_gradients_are_new]
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=lambda p: p.__name__)
+def test_same_as_torch(prog):
+    assert_same(prog)
+
+
+def test_grad_of_sum_is_a_view_of_the_ones():
+    """The observable parts directly: flags, base, strides, versions (not via the differ)."""
+    out = {}
+    for T in (torch, nbgrad):
+        x = _leaf(T, X)
+        g, = T.autograd.grad(x.sum(), (x,))
+        out[T] = (g._is_view(), tuple(g._base.shape), g.stride(), g.is_contiguous(),
+                  g._version, g.requires_grad, g.is_leaf, g.tolist())
+    assert out[nbgrad] == out[torch]
+
+
+def given_gradient_comes_back_itself(T, e):
+    e["x"] = x = _leaf(T, X)
+    e["s"] = s = _leaf(T, 2.0)
+    e["go"] = go = T.ones(2, 3, dtype=T.float64)
+    e["g"], _ = T.autograd.grad(x, (x, s), go, allow_unused=True)
+    e["same"] = e["g"] is go
+    e["g"].add_(s)  # go itself now has AddBackward0, version 1
+    y = x * 2
+    e["h"], = T.autograd.grad(y + 0, (y,), go)  # AddBackward0 passes it on unchanged
+    e["same2"] = e["h"] is go
+
+
+def test_given_gradient_comes_back_itself():
+    assert_same(given_gradient_comes_back_itself)
+
+
+def grad_kept_as_a_view_of_the_given_gradient(T, e):
+    e["s"] = s = _leaf(T, 2.0)
+    e["go"] = go = T.tensor(1.0, dtype=T.float64)
+    s.sum().backward(go)  # the expand of go to (): laid out as s, kept: .grad shares go's memory
+    e["first"] = s.grad._version
+    s.sum().backward(go)  # added in place: go's version counter too
+    e["v"] = v = _leaf(T, X)
+    e["go6"] = go6 = T.ones(6, dtype=T.float64)
+    v.view(-1).backward(go6)
+    v.view(-1).backward(go6)
+    _grads(e)
+
+
+def test_grad_kept_as_a_view_of_the_given_gradient():
+    assert_same(grad_kept_as_a_view_of_the_given_gradient)

@@ -3379,6 +3379,8 @@ def resize_(self, *sizes):
         grown = xp.zeros(n, dtype=self._data.dtype)
         grown[:flat.size] = flat
         fresh = _fresh(grown.reshape(sizes))
+        if self._storage.inference:  # still an inference tensor (PyTorch's error below)
+            fresh._storage.__class__ = type(self._storage)
         self._data, self._storage = fresh._data, fresh._storage
     self._bump_version("resize_")
     return self

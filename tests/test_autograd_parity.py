@@ -34,6 +34,12 @@ def same_outcome(fn):
     return ot
 
 
+def _addr_free(x):
+    """str(x) without memory addresses."""
+    import re
+    return re.sub(r"0x[0-9a-f]+", "0x", str(x))
+
+
 def _cpp_names(v):
     if isinstance(v, str):
         return v.replace("torch::autograd::", "nbgrad::autograd::")
@@ -402,3 +408,266 @@ def test_inplace_shape_change_with_the_rest_of_autograd(case):
         (y * T.arange(6.0, dtype=T.float64).view(tuple(y.shape))).sum().backward()
         return tuple(y.shape), y._version, chain, x.grad.tolist()
     same_outcome(f)
+
+
+# ================================================================================================
+# 5. inference tensors
+# ================================================================================================
+def _inference_program(T, k):  # noqa: C901  (one program per case)
+    """The program of case `k`: what it returns, or its exception."""
+    if k == "rg_true_inside":
+        with T.inference_mode():
+            x = T.ones(2, requires_grad=True)
+        return x.requires_grad, x.is_inference(), x.is_leaf, _addr_free(x.grad_fn)
+    if k == "rg_true_inside_use":
+        with T.inference_mode():
+            x = T.ones(2, requires_grad=True)
+            y = x * 2
+        return y.requires_grad, y.is_inference(), _addr_free(y.grad_fn)
+    if k == "rg_true_inside_use_outside":
+        with T.inference_mode():
+            x = T.ones(2, requires_grad=True)
+        y = x * 2
+        return y.requires_grad, y.is_inference(), _addr_free(y.grad_fn)
+    if k == "rg_true_inside_backward_outside":
+        with T.inference_mode():
+            x = T.ones(2, requires_grad=True)
+        (x * 2).sum().backward()
+        return x.grad.tolist()
+    if k == "tensor_rg_inside":
+        with T.inference_mode():
+            x = T.tensor([1., 2.], requires_grad=True)
+        return x.requires_grad, x.is_inference()
+    if k == "requires_grad_inside":
+        with T.inference_mode():
+            x = T.ones(2).requires_grad_()
+        return x.requires_grad, x.is_inference()
+    if k == "data_of_inference":
+        with T.inference_mode():
+            x = T.ones(2)
+        d = x.data
+        return d.is_inference(), d.requires_grad, d._version
+    if k == "data_of_inference_inside":
+        with T.inference_mode():
+            x = T.ones(2)
+            d = x.data
+            return d.is_inference()
+    if k == "data_set":
+        with T.inference_mode():
+            x = T.ones(2)
+        y = T.zeros(2)
+        y.data = x
+        return y.is_inference()
+    if k == "data_set2":
+        with T.inference_mode():
+            x = T.ones(2)
+        x.data = T.zeros(2)
+        return x.is_inference()
+    if k == "detach":
+        with T.inference_mode():
+            x = T.ones(2)
+        return x.detach().is_inference(), x.clone().is_inference(), x.view(2).is_inference()
+    if k == "version":
+        with T.inference_mode():
+            x = T.ones(2)
+            x.add_(1)
+        return x._version
+    if k == "version_outside":
+        with T.inference_mode():
+            x = T.ones(2)
+        return x._version
+    if k == "inplace_outside":
+        with T.inference_mode():
+            x = T.ones(2)
+        x.add_(1)
+    if k == "inplace_outside_nograd":
+        with T.inference_mode():
+            x = T.ones(2)
+        with T.no_grad():
+            x.add_(1)
+    if k == "normal_in_inference":
+        x = T.ones(2, requires_grad=True)
+        with T.inference_mode():
+            y = x * 2
+            x.add_(1) if False else None
+        return y.requires_grad, y.is_inference(), _addr_free(y.grad_fn)
+    if k == "normal_inplace_in_inference":
+        x = T.ones(2)
+        with T.inference_mode():
+            x.add_(1)
+        return x._version, x.is_inference()
+    if k == "normal_rg_inplace_in_inference":
+        x = T.ones(2, requires_grad=True) * 1
+        with T.inference_mode():
+            x.add_(1)
+        return x._version, x.is_inference(), _addr_free(x.grad_fn)
+    if k == "view_normal_in_inference":
+        x = T.ones(2, 2)
+        with T.inference_mode():
+            v = x[0]
+        return v.is_inference(), v._is_view(), v.requires_grad
+    if k == "view_normal_in_inference_inplace":
+        x = T.ones(2, 2, requires_grad=True) * 1
+        with T.inference_mode():
+            v = x[0]
+        v.add_(1)
+    if k == "set_requires_grad_outside":
+        with T.inference_mode():
+            x = T.ones(2)
+        x.requires_grad_()
+        return x.requires_grad
+    if k == "mix":
+        with T.inference_mode():
+            x = T.ones(2)
+        y = T.ones(2, requires_grad=True)
+        z = x * y
+        return z.requires_grad, z.is_inference(), _addr_free(z.grad_fn)
+    if k == "mix_backward":
+        with T.inference_mode():
+            x = T.ones(2)
+        y = T.ones(2, requires_grad=True)
+        (x * y).sum().backward()
+        return y.grad.tolist()
+    if k == "item_numpy":
+        with T.inference_mode():
+            x = T.ones(2)
+        return x.numpy().tolist(), x.tolist(), x.sum().item()
+    if k == "repr":
+        with T.inference_mode():
+            x = T.ones(2)
+        return repr(x)
+    if k == "param":
+        with T.inference_mode():
+            p = T.nn.Parameter(T.ones(2))
+        return p.requires_grad, p.is_inference()
+    if k == "param_outside_of_inference":
+        with T.inference_mode():
+            x = T.ones(2)
+        p = T.nn.Parameter(x)
+        return p.requires_grad, p.is_inference()
+    if k == "grad_set":
+        with T.inference_mode():
+            g = T.ones(2)
+        x = T.ones(2, requires_grad=True)
+        x.grad = g
+        return x.grad.is_inference()
+    if k == "decorator":
+        @T.inference_mode()
+        def f(a): return a * 2
+        return f(T.ones(2, requires_grad=True)).requires_grad
+    if k == "nested_false":
+        with T.inference_mode():
+            with T.inference_mode(False):
+                x = T.ones(2, requires_grad=True)
+                y = x * 2
+        return y.requires_grad, y.is_inference(), _addr_free(y.grad_fn)
+    if k == "enable_grad_inside":
+        with T.inference_mode():
+            with T.enable_grad():
+                x = T.ones(2, requires_grad=True)
+                y = x * 2
+        return y.requires_grad, y.is_inference(), T.is_grad_enabled()
+    if k == "is_inference_mode_enabled":
+        with T.inference_mode():
+            with T.no_grad():
+                return T.is_inference_mode_enabled(), T.is_grad_enabled()
+    if k == "save_inference_for_backward":
+        with T.inference_mode():
+            x = T.ones(2)
+        y = T.ones(2, requires_grad=True)
+        z = (y * x)
+        return _addr_free(z.grad_fn)
+    if k == "inference_exp_backward":
+        with T.inference_mode():
+            x = T.ones(2)
+        y = T.ones(2, requires_grad=True)
+        (y.exp() * x).sum().backward()
+        return y.grad.tolist()
+    if k == "resize":
+        with T.inference_mode():
+            x = T.ones(2)
+        x.resize_(3)
+    if k == "unsqueeze_outside":
+        with T.inference_mode():
+            x = T.ones(2)
+        x.unsqueeze_(0)
+    if k == "setitem_outside":
+        with T.inference_mode():
+            x = T.ones(2)
+        x[0] = 5
+    if k == "copy_into_normal":
+        with T.inference_mode():
+            x = T.ones(2)
+        y = T.zeros(2)
+        y.copy_(x)
+        return y.is_inference(), y.tolist()
+    if k == "zeros_like":
+        with T.inference_mode():
+            x = T.ones(2)
+        return T.zeros_like(x).is_inference(), T.empty_like(x).is_inference()
+    if k == "from_numpy":
+        import numpy as np
+        with T.inference_mode():
+            x = T.from_numpy(np.ones(2))
+        return x.is_inference()
+    if k == "grad_of_inference_leaf":
+        with T.inference_mode():
+            x = T.ones(2, requires_grad=True)
+        return x.grad, x.requires_grad
+    if k == "data_inplace_outside":
+        with T.inference_mode():
+            x = T.ones(2)
+        d = x.data
+        d.add_(1)
+        return d._version, x.tolist(), d.is_inference()
+    if k == "data_inside_version":
+        with T.inference_mode():
+            x = T.ones(2)
+            d = x.data
+        return d._version
+    if k == "data_saved_for_backward":
+        with T.inference_mode():
+            x = T.ones(2)
+        (x.data * T.ones(2, requires_grad=True)).sum().backward()
+    if k == "data_requires_grad":
+        with T.inference_mode():
+            x = T.ones(2)
+        x.data.requires_grad_()
+    if k == "resize_shrink":
+        with T.inference_mode():
+            x = T.ones(2)
+        try:
+            x.resize_(1)
+        finally:
+            shape = tuple(x.shape)
+        return shape
+    if k == "resize_inside":
+        with T.inference_mode():
+            x = T.ones(2)
+            x.resize_(3)
+        return tuple(x.shape), x.is_inference()
+    return "ok"
+
+
+INFERENCE_CASES = [
+    "rg_true_inside", "rg_true_inside_use", "rg_true_inside_use_outside",
+    "rg_true_inside_backward_outside", "tensor_rg_inside", "requires_grad_inside",
+    "data_of_inference", "data_of_inference_inside", "data_set", "data_set2", "detach", "version",
+    "version_outside", "inplace_outside", "inplace_outside_nograd", "normal_in_inference",
+    "normal_inplace_in_inference", "normal_rg_inplace_in_inference", "view_normal_in_inference",
+    "view_normal_in_inference_inplace", "set_requires_grad_outside", "mix", "mix_backward",
+    "item_numpy", "repr", "param", "param_outside_of_inference", "grad_set", "decorator",
+    "nested_false", "enable_grad_inside", "is_inference_mode_enabled",
+    "save_inference_for_backward", "inference_exp_backward", "resize", "unsqueeze_outside",
+    "setitem_outside", "copy_into_normal", "zeros_like", "from_numpy", "grad_of_inference_leaf",
+    "data_inplace_outside", "data_inside_version", "data_saved_for_backward", "data_requires_grad",
+    "resize_shrink", "resize_inside",
+]
+
+
+@pytest.mark.parametrize("case", INFERENCE_CASES)
+def test_inference_tensors(case):
+    """requires_grad=True inside inference_mode, `.data` of an inference tensor (in and outside
+    the mode: an inference tensor, with a version counter only outside), in-place updates and
+    resize_ outside the mode, mixing with normal tensors, views, parameters, decorators."""
+    same_outcome(lambda T: _inference_program(T, case))

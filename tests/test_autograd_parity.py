@@ -671,3 +671,101 @@ def test_inference_tensors(case):
     the mode: an inference tensor, with a version counter only outside), in-place updates and
     resize_ outside the mode, mixing with normal tensors, views, parameters, decorators."""
     same_outcome(lambda T: _inference_program(T, case))
+
+
+# ================================================================================================
+# 6. gradcheck / gradgradcheck with fast_mode=True
+# ================================================================================================
+def _fast_fns(T):
+    class Wrong(T.autograd.Function):  # d(x*x)/dx given as 3x
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * x * 3
+
+    class NoSecond(T.autograd.Function):  # right first derivative, no second
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.pow(3)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 3 * x.detach() ** 2
+
+    class MatVec(T.autograd.Function):  # wrong for the matrix only
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return b @ a
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return b.t() @ g, g.unsqueeze(-1) @ a.unsqueeze(0) * 1.5
+    return Wrong, NoSecond, MatVec
+
+
+FAST_CASES = {
+    "wrong": lambda T, x, w, go, F: T.autograd.gradcheck(F[0].apply, (x,), fast_mode=True),
+    "wrong_no_raise": lambda T, x, w, go, F: T.autograd.gradcheck(
+        F[0].apply, (x,), fast_mode=True, raise_exception=False),
+    "two_inputs": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a, b: F[0].apply(a) * b.sum(), (x, w), fast_mode=True),
+    "two_outputs": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: (a * 2, F[0].apply(a)), (x,), fast_mode=True),
+    "matvec": lambda T, x, w, go, F: T.autograd.gradcheck(F[2].apply, (x, w), fast_mode=True),
+    "non_tensor_first": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda c, a: F[0].apply(a) * c, (2.0, x), fast_mode=True),
+    "right": lambda T, x, w, go, F: T.autograd.gradcheck(lambda a: a.sin(), (x,),
+                                                         fast_mode=True),
+    "large_atol": lambda T, x, w, go, F: T.autograd.gradcheck(F[0].apply, (x,), fast_mode=True,
+                                                              atol=100, rtol=0),
+    "slow_would_pass": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: a * 1e6, (x,), fast_mode=True, atol=1e-12, rtol=1e-12),
+    "int_output": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: (F[0].apply(a), a.argmax()), (x,), fast_mode=True),
+    "no_differentiable_output": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: a.detach() * 2, (x,), fast_mode=True),
+    "no_differentiable_output_slow": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: a.detach() * 2, (x,)),
+    "no_differentiable_output_no_raise": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: a.detach() * 2, (x,), fast_mode=True, raise_exception=False),
+    "constant_output": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: (a.detach() > 100).double(), (x,), fast_mode=True),
+    "gradgradcheck": lambda T, x, w, go, F: T.autograd.gradgradcheck(F[1].apply, (x,), (go,),
+                                                                     fast_mode=True),
+    "gradgradcheck_right": lambda T, x, w, go, F: T.autograd.gradgradcheck(
+        lambda a: a.sin() * a, (x,), (go,), fast_mode=True),
+    "no_input_requires_grad": lambda T, x, w, go, F: T.autograd.gradcheck(
+        lambda a: a * 2, (x.detach(),), fast_mode=True),
+}
+
+
+def _rounded(text):
+    """Every number with 9 significant digits: the fast-mode numbers are sums whose last digit
+    depends on the summation order."""
+    import re
+    return re.sub(r"-?\d+\.\d+(e[-+]?\d+)?", lambda m: f"{float(m.group()):.9g}", text)
+
+
+@pytest.mark.parametrize("case", list(FAST_CASES))
+def test_gradcheck_fast_mode(case):
+    """PyTorch's fast mode: the same random u and v (PyTorch's generator stream), the same
+    v^T J u numbers in the failure text, then the Jacobians recomputed in slow mode, their
+    largest difference, and the note when slow mode would have passed."""
+    def f(T):
+        x = T.tensor([1.0, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+        w = T.tensor([[1.0, 2.0, 0.5], [-3.0, 0.25, 4.0]], dtype=T.float64, requires_grad=True)
+        go = T.tensor([0.5, -1.0, 2.0], dtype=T.float64, requires_grad=True)
+        try:
+            return FAST_CASES[case](T, x, w, go, _fast_fns(T))
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, _rounded(str(e).replace("torch.float64", "nbgrad.float64"))
+    assert f(nbgrad) == f(torch)

@@ -2299,7 +2299,6 @@ SAVED_ATTR_BUGS = [
     ("select", "_saved_dim"),
     ("select", "_saved_index"),
     ("sum_dim", "_saved_dim"),
-    ("unsqueeze", "_saved_dim"),
     ("var", "_saved_dim"),
 ]
 

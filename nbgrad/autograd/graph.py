@@ -37,12 +37,9 @@ _HINT_ANOMALY = ("Hint: the backtrace further above shows the operation that fai
                  "luck!")
 _getrefcount = sys.getrefcount
 _ND = np.ndarray
-_getframe = sys._getframe
-_PROV = provenance.ENABLED
-_LIB = provenance.LIB_FILES
 _NODES = provenance.NODES
-_SITES = provenance.SITES
-_site = provenance.site
+_capture = provenance.capture
+HERE = object()  # Node(where=HERE): find the user's line by walking the frames
 _SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, FillBackward3 -> Fill3
 
 
@@ -53,14 +50,6 @@ def activity():
     """
     from ..backend import COUNTERS
     return (provenance.NODES[0], provenance.BUMPS[0], COUNTERS.created, COUNTERS.freed)
-
-
-def _first_outside():
-    """The innermost frame outside nbgrad's files (None if there is none)."""
-    f = _getframe(2)
-    while f is not None and f.f_code.co_filename in _LIB:
-        f = f.f_back
-    return f
 
 
 class RemovableHandle:
@@ -532,35 +521,16 @@ class Node:
     __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
     _n_out = 1
 
-    def __init__(self, next_functions=(), saved=None, meta=None):
+    def __init__(self, next_functions=(), saved=None, meta=None, where=HERE):
         """The one constructor of every node: its edges, what it saved, per input the (shape,
         dtype) to reduce its gradient to (or None), where it was made (`_where`: the user's
-        `(code, lasti)`, shared by every node made at that place), its sequence number."""
+        `(code, lasti)`, shared by every node made at that place; the op path passes it, found
+        from its entry point, else the frames are walked), its sequence number."""
         self._next = next_functions
         self._saved = saved
         self._meta = meta
         self._hooks = None
-        if _PROV[0]:  # provenance.capture(), inlined (hot): the first frame outside nbgrad
-            # On the common paths (user -> op -> apply -> _record -> here) the user's frame is
-            # 4 up. sys._getframe(n) makes a frame object for frame n only, where walking f_back
-            # makes one for every frame on the way (~0.3 us each on Python 3.11).
-            try:
-                f = _getframe(4)
-                if f.f_code.co_filename in _LIB:
-                    f = f.f_back
-                    while f is not None and f.f_code.co_filename in _LIB:
-                        f = f.f_back
-                elif _getframe(3).f_code.co_filename not in _LIB:
-                    f = _first_outside()
-            except ValueError:  # a shallower stack
-                f = _first_outside()
-            if f is None:
-                self._where = None
-            else:
-                code, lasti = f.f_code, f.f_lasti
-                self._where = _SITES.get((id(code), lasti)) or _site(code, lasti)
-        else:
-            self._where = None
+        self._where = _capture(1) if where is HERE else where
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)

@@ -433,8 +433,9 @@ class Tensor:
         bumped `.data`'s counter, not p's, as in PyTorch) and its counted bytes."""
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor")
+        st = self._storage  # first: a storage made on demand adopts the current `_data`
         self._data = value._data
-        if value._storage._root is not self._storage._root:
+        if value._storage._root is not st._root:
             self._storage = value._storage
 
     # ---- conversion ----

@@ -390,8 +390,9 @@ def masked_fill(input, mask, value):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         return apply(R["masked_fill"], (input, value), (m,))
-    if np.broadcast_shapes(m.shape, input._data.shape) != input._data.shape:
-        raise _broadcast_error(input._data.shape, m.shape)
+    s = input._data.shape
+    if m.shape != s and _broadcast_batch(m.shape, s) != s:  # (torch's text when incompatible)
+        raise _broadcast_error(s, m.shape)
     value = _filled_like(value, input)
     return apply(R["masked_fill"], (input, value), (m,))
 
@@ -3411,7 +3412,8 @@ def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
     default dtype, or sizes)."""
     if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None and device is None:
         a = apply(R["alias"], (args[0],))
-        for k in ("_data", "_storage", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+        a._storage  # (a view has its Storage: shared, not counted twice)
+        for k in ("_data", "_st", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
                   "_view", "_extra"):
             setattr(self, k, getattr(a, k))
         vs = self._storage._views

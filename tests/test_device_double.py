@@ -80,3 +80,35 @@ def test_nn_row_on_double(name, fn, arrays, grad, root, double):
             assert a.grad.device.type == "cuda"
             np.testing.assert_allclose(a.grad.cpu().numpy(), b.grad.numpy(), rtol=1e-9,
                                        atol=1e-9)
+
+
+OPTIMIZERS = [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+              ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1, maximize=True)),
+              ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.01)),
+              ("AdamW", dict(lr=0.01)), ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+              ("Adagrad", dict(lr=0.1)), ("Adadelta", dict(lr=1.0)), ("Adamax", dict(lr=0.01)),
+              ("NAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01)),
+              ("LBFGS", dict(lr=0.5, history_size=3)),
+              ("LBFGS", dict(lr=1.0, line_search_fn="strong_wolfe"))]
+
+
+@pytest.mark.parametrize("name,kw", OPTIMIZERS, ids=[f"{n}{i}" for i, (n, _) in
+                                                     enumerate(OPTIMIZERS)])
+def test_optimizer_on_double(name, kw, double):
+    """Every optimizer's update, with the parameters and their state on the double: no numpy
+    call on device data, and the parameters after 5 steps equal torch's on the CPU."""
+    w0 = np.random.default_rng(0).standard_normal((3, 4))
+    res = []
+    for lib, dev in ((torch, "cpu"), (nbgrad, "cuda")):
+        w = lib.tensor(w0.copy()).to(dev).requires_grad_()
+        opt = getattr(lib.optim, name)([w], **kw)
+        for k in range(5):
+            def closure(k=k):
+                opt.zero_grad()
+                loss = (w * w).sum() * (k + 1) + (w * w * w * w).sum() + w.sum()
+                loss.backward()
+                return loss
+            opt.step(closure)
+        assert w.device.type == dev
+        res.append(w.detach().cpu().numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-10, atol=1e-12)

@@ -252,3 +252,35 @@ def test_einsum_errors_every_time():
                 lib.einsum("ij,jk->ik", lib.ones(2, 3), lib.ones(4, 5))
             msgs.append(str(e.value))
         assert msgs[1] == msgs[0]
+
+
+def test_masked_fill_broadcast_mask_and_its_error_like_torch():
+    res = []
+    for lib in (torch, nbgrad):
+        x = lib.arange(8.0).reshape(2, 4).requires_grad_()
+        out = x.masked_fill(lib.tensor([True, False, False, True]), float("-inf"))
+        with pytest.raises(RuntimeError) as e:
+            x.masked_fill(lib.tensor([True, False, True]), 0.0)
+        res.append((out.tolist(), type(out.grad_fn).__name__, str(e.value)))
+    assert res[1] == res[0]
+
+
+@pytest.mark.parametrize("index", [[2, 0, 2], [[0, -1], [1, 1]], [-3], [5], [-6]],
+                         ids=["repeat", "2d_negative", "negative", "out_of_range",
+                              "out_of_range_negative"])
+def test_index_by_integer_tensor_like_torch(index):
+    """x[int tensor] on the first dim (taken as a take): values, IndexBackward0 and its
+    gradient, and the out-of-range text, as torch's."""
+    w0 = R.standard_normal((5, 3))
+    res = []
+    for lib in (torch, nbgrad):
+        w = lib.tensor(w0, requires_grad=True)
+        try:
+            out = w[lib.tensor(index)]
+        except IndexError as e:
+            res.append(str(e))
+            continue
+        (out * out).sum().backward()
+        res.append((type(out.grad_fn).__name__, out.detach().numpy().tolist(),
+                    w.grad.numpy().tolist()))
+    assert res[1] == res[0]

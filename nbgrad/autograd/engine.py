@@ -159,6 +159,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     anomaly_on = anomaly.STATE.enabled
     check_nan = anomaly.STATE.check_nan if anomaly_on else False
     release = not retain_graph
+    plain = captures is None and not anomaly_on  # nodes without hooks just run
     pop = buffers.pop
     get = buffers.get
     token = quiet()  # NaN and Inf are values: formulas run with numpy's warnings off
@@ -169,35 +170,40 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             out = None
             if gs is not None:
                 hooks = node._hooks
-                if hooks is not None and hooks.pre:
-                    new = _run_prehooks(node, gs, node._n_out > 1, create_graph)
-                    if bumps and new is not gs:  # a hook's result: its own version
-                        bumps.pop(node, None)
-                    gs = new
-                if captures is not None:
-                    if not accumulate and type(node) is AccumulateGrad and \
-                            node.variable._hooks and (node, 0) in captures:
-                        # a captured leaf's tensor hooks run before its gradient is taken
-                        new = _run_tensor_hooks(node.variable._hooks, gs)
-                        if bumps and new is not gs:
+                if plain and hooks is None and type(node) is not AccumulateGrad:
+                    out = node._backward(gs, create_graph)  # the common case: just run it
+                    if release and node._saved is not None:
+                        node._release()
+                else:
+                    if hooks is not None and hooks.pre:
+                        new = _run_prehooks(node, gs, node._n_out > 1, create_graph)
+                        if bumps and new is not gs:  # a hook's result: its own version
                             bumps.pop(node, None)
                         gs = new
-                    _capture(captures, captured, node, gs, versions, bumps)
-                if needed is None or node in needed:
-                    if type(node) is AccumulateGrad:
-                        if accumulate:
-                            node._backward(gs, create_graph)
-                            if bumps and node in bumps:  # .grad took the buffer: its version
-                                _set_version(node.variable._grad, gs, bumps[node])
-                    else:
-                        if anomaly_on:
-                            out = anomaly.run_node(node, gs, create_graph, check_nan)
+                    if captures is not None:
+                        if not accumulate and type(node) is AccumulateGrad and \
+                                node.variable._hooks and (node, 0) in captures:
+                            # a captured leaf's tensor hooks run before its gradient is taken
+                            new = _run_tensor_hooks(node.variable._hooks, gs)
+                            if bumps and new is not gs:
+                                bumps.pop(node, None)
+                            gs = new
+                        _capture(captures, captured, node, gs, versions, bumps)
+                    if needed is None or node in needed:
+                        if type(node) is AccumulateGrad:
+                            if accumulate:
+                                node._backward(gs, create_graph)
+                                if bumps and node in bumps:  # .grad took the buffer: its version
+                                    _set_version(node.variable._grad, gs, bumps[node])
                         else:
-                            out = node._backward(gs, create_graph)
-                        if hooks is not None and hooks.post:
-                            out = _run_posthooks(node, out, gs)
-                    if release and node._saved is not None:  # (a node that did not run keeps
-                        node._release()                      # them, as PyTorch's)
+                            if anomaly_on:
+                                out = anomaly.run_node(node, gs, create_graph, check_nan)
+                            else:
+                                out = node._backward(gs, create_graph)
+                            if hooks is not None and hooks.post:
+                                out = _run_posthooks(node, out, gs)
+                        if release and node._saved is not None:  # (a node that did not run keeps
+                            node._release()                      # them, as PyTorch's)
             single = None  # the one node this one made ready, while the heap is empty
             gi = None
             for (c, nr), gi in zip(node._next, out) if out is not None else \

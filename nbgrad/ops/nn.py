@@ -180,7 +180,7 @@ op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps,
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
       xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
-op("embedding", lambda weight, indices, padding_idx: weight[indices],
+op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
 op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
@@ -381,7 +381,7 @@ def _softmax(a, dim):
         at /= np.add.reduce(at, 0)
         return np.ascontiguousarray(at.T).reshape(a.shape)
     e = _xp(a).exp(a - a.max(axis=dim, keepdims=True))
-    e /= e.sum(axis=dim, keepdims=True)
+    e /= _sum_keep(e, dim)
     return e
 
 
@@ -398,7 +398,7 @@ def _log_softmax(a, dim):
         return a.copy()
     xp = _xp(a)
     z = a - a.max(axis=dim, keepdims=True)
-    z -= xp.log(xp.exp(z).sum(axis=dim, keepdims=True))
+    z -= xp.log(_sum_keep(xp.exp(z), dim))
     return z
 
 

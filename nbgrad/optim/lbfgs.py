@@ -10,9 +10,15 @@ import math
 import numpy as np
 
 import nbgrad
+from ..backend import get_array_module as _xp
 from .optimizer import Optimizer, _tensor_of
 
 __all__ = ["LBFGS"]
+
+
+def _abs(a):
+    """|a| on the array's own module (numpy, or cupy for device parameters)."""
+    return _xp(a).abs(a)
 
 
 def _cubic_min(x1, f1, g1, x2, f2, g2, bounds=None):
@@ -38,7 +44,7 @@ def _strong_wolfe(evaluate, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1
     ``evaluate(t)`` returns (loss, flat gradient) at ``x + t d``. Returns
     ``(loss, grad, t, evaluations)`` at the step chosen.
     """
-    d_norm = float(np.abs(d).max())
+    d_norm = float(_abs(d).max())
     f_new, g_new = evaluate(t)
     evals = 1
     gtd_new = float(g_new @ d)
@@ -140,8 +146,9 @@ class LBFGS(Optimizer):
 
     # ---- the parameters as one flat vector
     def _flat_grad(self):
-        return np.concatenate([
-            np.zeros(p.numel(), p._data.dtype) if p._grad is None
+        m = _xp(self._params[0]._data)
+        return m.concatenate([
+            m.zeros(p.numel(), p._data.dtype) if p._grad is None
             else p._grad._data.reshape(-1) for p in self._params])
 
     def _add_step(self, t, d):
@@ -189,7 +196,7 @@ class LBFGS(Optimizer):
         evals = 1
         state["func_evals"] += 1
         flat_grad = self._flat_grad()
-        if np.abs(flat_grad).max() <= tol_grad:
+        if _abs(flat_grad).max() <= tol_grad:
             return orig_loss
 
         d = _array(state.get("d"))
@@ -235,7 +242,7 @@ class LBFGS(Optimizer):
             prev_loss = loss
             # step length
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / float(np.abs(flat_grad).sum())) * lr
+                t = min(1.0, 1.0 / float(_abs(flat_grad).sum())) * lr
             else:
                 t = lr
             gtd = float(flat_grad @ d)
@@ -257,20 +264,20 @@ class LBFGS(Optimizer):
                 loss, flat_grad, t, ls_evals = _strong_wolfe(
                     evaluate, t, d, loss, flat_grad, gtd, max_ls=max_eval - evals)
                 self._add_step(t, d)
-                opt_cond = np.abs(flat_grad).max() <= tol_grad
+                opt_cond = _abs(flat_grad).max() <= tol_grad
             else:
                 self._add_step(t, d)
                 opt_cond = False
                 if n_iter != max_iter:  # no re-evaluation after the last iteration (as torch)
                     loss = self._evaluate(closure)[1]
                     flat_grad = self._flat_grad()
-                    opt_cond = np.abs(flat_grad).max() <= tol_grad
+                    opt_cond = _abs(flat_grad).max() <= tol_grad
                     ls_evals = 1
             evals += ls_evals
             state["func_evals"] += ls_evals
             if n_iter == max_iter or evals >= max_eval or opt_cond:
                 break
-            if np.abs(d * t).max() <= tol_change or abs(loss - prev_loss) < tol_change:
+            if _abs(d * t).max() <= tol_change or abs(loss - prev_loss) < tol_change:
                 break
 
         state["d"] = _tensor_of(d)

@@ -39,8 +39,8 @@ def _use_grad(step):
 
 
 def _tensor_of(arr):
-    """A fresh nbgrad tensor owning ``arr`` (a numpy array)."""
-    return nbgrad.from_numpy(arr)
+    """A fresh nbgrad tensor owning ``arr`` (a numpy array, or a device array: on its device)."""
+    return nbgrad.from_numpy(arr) if type(arr) is np.ndarray else Tensor._make_fresh(arr)
 
 
 class Optimizer:
@@ -186,8 +186,8 @@ class Optimizer:
 
         def cast(param, value, key=None):
             if isinstance(value, Tensor):
-                arr = np.array(value._data, copy=True)
-                if key != "step" and np.issubdtype(arr.dtype, np.floating):
+                arr = value._data.copy()
+                if key != "step" and arr.dtype.kind == "f":
                     arr = arr.astype(param._data.dtype)
                 return _tensor_of(arr)
             if isinstance(value, dict):

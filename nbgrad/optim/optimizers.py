@@ -7,6 +7,7 @@ takes on CPU), so float64 runs agree step for step to rounding.
 
 import numpy as np
 
+from ..backend import get_array_module as _xp
 from .optimizer import Optimizer, _tensor_of, _use_grad
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
@@ -18,6 +19,11 @@ def _grad_array(p, maximize):
         return None
     g = g._data
     return -g if maximize else g
+
+
+def _sqrt(a):
+    """sqrt on the array's own module (numpy, or cupy for device parameters)."""
+    return _xp(a).sqrt(a)
 
 
 def _lerp_(a, b, w):
@@ -84,7 +90,7 @@ class SGD(Optimizer):
                     st = state[p]
                     buf = st.get("momentum_buffer")
                     if buf is None:
-                        buf = _tensor_of(np.array(g, copy=True))
+                        buf = _tensor_of(g.copy())
                         st["momentum_buffer"] = buf
                     else:
                         b = buf._data
@@ -153,10 +159,10 @@ class Adam(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _tensor_of(np.zeros((), np.float32))
-                    st["exp_avg"] = _tensor_of(np.zeros_like(pd))
-                    st["exp_avg_sq"] = _tensor_of(np.zeros_like(pd))
+                    st["exp_avg"] = _tensor_of(_xp(pd).zeros_like(pd))
+                    st["exp_avg_sq"] = _tensor_of(_xp(pd).zeros_like(pd))
                     if amsgrad:
-                        st["max_exp_avg_sq"] = _tensor_of(np.zeros_like(pd))
+                        st["max_exp_avg_sq"] = _tensor_of(_xp(pd).zeros_like(pd))
                 step_arr = st["step"]._data
                 step_arr += 1
                 step = float(step_arr)
@@ -177,10 +183,10 @@ class Adam(Optimizer):
                 bias_correction2_sqrt = bias_correction2 ** 0.5
                 if amsgrad:
                     vmax = st["max_exp_avg_sq"]._data
-                    np.maximum(vmax, v, out=vmax)
-                    denom = np.sqrt(vmax)
+                    _xp(v).maximum(vmax, v, out=vmax)
+                    denom = _sqrt(vmax)
                 else:
-                    denom = np.sqrt(v)
+                    denom = _sqrt(v)
                 denom /= bias_correction2_sqrt
                 denom += eps
                 pd += -step_size * (m / denom)
@@ -248,11 +254,11 @@ class RMSprop(Optimizer):
                 st = self.state[p]
                 if not st:
                     st["step"] = _tensor_of(np.zeros((), np.float32))
-                    st["square_avg"] = _tensor_of(np.zeros_like(pd))
+                    st["square_avg"] = _tensor_of(_xp(pd).zeros_like(pd))
                     if momentum > 0:
-                        st["momentum_buffer"] = _tensor_of(np.zeros_like(pd))
+                        st["momentum_buffer"] = _tensor_of(_xp(pd).zeros_like(pd))
                     if centered:
-                        st["grad_avg"] = _tensor_of(np.zeros_like(pd))
+                        st["grad_avg"] = _tensor_of(_xp(pd).zeros_like(pd))
                 step_arr = st["step"]._data
                 step_arr += 1
                 if wd != 0:
@@ -263,9 +269,9 @@ class RMSprop(Optimizer):
                 if centered:
                     ga = st["grad_avg"]._data
                     _lerp_(ga, g, 1 - alpha)
-                    avg = np.sqrt(v - ga * ga)
+                    avg = _sqrt(v - ga * ga)
                 else:
-                    avg = np.sqrt(v)
+                    avg = _sqrt(v)
                 avg += eps
                 if momentum > 0:
                     buf = st["momentum_buffer"]._data
@@ -306,7 +312,7 @@ def _step_count(st):
 def _zeros_state(st, pd, *names):
     st["step"] = _tensor_of(np.zeros((), np.float32))
     for name in names:
-        st[name] = _tensor_of(np.zeros_like(pd))
+        st[name] = _tensor_of(_xp(pd).zeros_like(pd))
 
 
 def _with_grads(opt, group, *state_names):
@@ -353,7 +359,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 st = self.state[p]
                 st["step"] = _tensor_of(np.zeros((), np.float32))
-                st["sum"] = _tensor_of(np.full_like(p._data, group["initial_accumulator_value"]))
+                st["sum"] = _tensor_of(_xp(p._data).full_like(p._data, group["initial_accumulator_value"]))
 
     @_use_grad
     def step(self, closure=None):
@@ -374,7 +380,7 @@ class Adagrad(Optimizer):
                 clr = lr / (1 + (step - 1) * lr_decay)
                 acc = st["sum"]._data
                 acc += g * g
-                std = np.sqrt(acc)
+                std = _sqrt(acc)
                 std += eps
                 pd += -clr * g / std
                 _updated(p)
@@ -414,7 +420,7 @@ class Adadelta(Optimizer):
                 u = st["acc_delta"]._data
                 v *= rho
                 v += (1 - rho) * g * g
-                delta = np.sqrt(u + eps) / np.sqrt(v + eps) * g
+                delta = _sqrt(u + eps) / _sqrt(v + eps) * g
                 u *= rho
                 u += (1 - rho) * delta * delta
                 pd += -lr * delta
@@ -457,7 +463,7 @@ class Adamax(Optimizer):
                 u = st["exp_inf"]._data
                 _lerp_(m, g, 1 - beta1)
                 u *= beta2
-                np.maximum(u, np.abs(g) + eps, out=u)
+                _xp(u).maximum(u, _xp(g).abs(g) + eps, out=u)
                 clr = lr / (1 - beta1 ** step)
                 pd += -clr * m / u
                 _updated(p)
@@ -530,7 +536,7 @@ class NAdam(Optimizer):
                 prod *= np.float32(mu)
                 mu_product = float(prod)
                 m, v = _adam_moments(st, g, beta1, beta2)
-                denom = np.sqrt(v / bias_correction2)
+                denom = _sqrt(v / bias_correction2)
                 denom += eps
                 mu_product_next = mu_product * mu_next
                 pd += (-lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
@@ -584,7 +590,7 @@ class RAdam(Optimizer):
                 if rho_t > 5.0:
                     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                             / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive = (bias_correction2 ** 0.5) / (np.sqrt(v) + eps)
+                    adaptive = (bias_correction2 ** 0.5) / (_sqrt(v) + eps)
                     pd -= m_hat * lr * adaptive * rect
                 else:
                     pd -= m_hat * lr

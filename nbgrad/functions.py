@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _torch_errors, creation, dtypes
 from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
-                             _geom, _mask, apply)
+                             _geom, _mask, apply, check_inplace)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
 from .autograd.grad_mode import is_grad_enabled, no_grad
@@ -3531,8 +3531,9 @@ def _bind():
     T.cuda = lambda s, device=None: _to_device(s, backend.device("cuda", device or 0))
     T.type = _type
     T.new = _new
-    T.unsqueeze_, T.squeeze_, T.transpose_, T.t_, T.resize_ = (
-        unsqueeze_, squeeze_, transpose_, t_, resize_)
+    T.unsqueeze_, T.squeeze_, T.transpose_, T.t_, T.resize_, T.as_strided_ = (
+        unsqueeze_, squeeze_, transpose_, t_, resize_, as_strided_)
+    T.resize_as_ = resize_as_
     T.swapdims_ = T.swapaxes_ = transpose_
     T.type_name = lambda s: type_name(s._data.dtype, s._data)
     T.new_zeros = _new_like("zeros")
@@ -3593,18 +3594,21 @@ def _new(self, *args, device=None):
     return creation.empty(*args, dtype=self.dtype, device=device)
 
 
-def _reshape_in_place(self, name, make):
+def _reshape_in_place(self, name, make, row, args=()):
     """An in-place op that changes only the shape of ``self`` (unsqueeze_, squeeze_, t_,
-    transpose_, swapdims_): ``self`` becomes the view ``make(self)`` of the same memory and its
-    version goes up by one, as PyTorch's. Not recorded by autograd: on a tensor that requires
-    grad with grad mode on, a leaf gets PyTorch's leaf error and a non-leaf a RuntimeError
-    naming the out-of-place form to use instead."""
+    transpose_, swapdims_, as_strided_): ``self`` becomes the view ``make(self)`` of the same
+    memory and its version goes up by one, as PyTorch's. On a tensor that requires grad with
+    grad mode on, PyTorch's in-place node (`row`: UnsqueezeBackward1, TransposeBackward1, ...)
+    becomes its grad_fn, after the old one; a leaf, or a view of one, gets PyTorch's error."""
     if self._requires_grad and _GRAD.enabled:
-        if self._grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
-        raise RuntimeError(f"nbgrad does not implement {name} on a tensor that requires grad "
-                           f"yet: use the out-of-place form, y = y.{name[:-1]}(...)")
+        check_inplace(self, name)
+        v = apply(R[row], (self,), args)
+        self._data = v._data
+        self._grad_fn, self._output_nr = v._grad_fn, 0
+        self._bump_version(name)
+        if self._view is not None:  # its grad_fn is current: not regenerated from the base
+            self._view.version = self._storage.version
+        return self
     with no_grad():
         new = make(self)._data
     self._data = new
@@ -3613,23 +3617,51 @@ def _reshape_in_place(self, name, make):
 
 
 def unsqueeze_(self, dim):
-    """In place: ``self`` gains a size-1 dimension at ``dim`` (torch.Tensor.unsqueeze_)."""
-    return _reshape_in_place(self, "unsqueeze_", lambda t: unsqueeze(t, dim))
+    """In place: ``self`` gains a size-1 dimension at ``dim`` (torch.Tensor.unsqueeze_);
+    recorded as UnsqueezeBackward1."""
+    return _reshape_in_place(self, "unsqueeze_", lambda t: unsqueeze(t, dim), "unsqueeze_",
+                             (_dim(dim, self._data.ndim + 1),))
 
 
 def squeeze_(self, dim=None):
-    """In place: size-1 dimensions (or ``dim``) removed (torch.Tensor.squeeze_)."""
-    return _reshape_in_place(self, "squeeze_", lambda t: squeeze(t, dim))
+    """In place: size-1 dimensions (or ``dim``) removed (torch.Tensor.squeeze_); recorded as
+    SqueezeBackward3 (all) or SqueezeBackward4 (``dim``)."""
+    if dim is None:
+        return _reshape_in_place(self, "squeeze_", lambda t: squeeze(t), "squeeze_")
+    dims = tuple(sorted(_dim(d, self._data.ndim) for d in dim)) \
+        if isinstance(dim, (tuple, list)) else (_dim(dim, self._data.ndim) if self._data.ndim
+                                                else 0,)
+    return _reshape_in_place(self, "squeeze_", lambda t: squeeze(t, dim),
+                             "squeeze_dims_tuple_" if isinstance(dim, (tuple, list))
+                             else "squeeze_dims_", (dims if self._data.ndim else (),))
 
 
 def transpose_(self, dim0, dim1):
-    """In place: dims ``dim0`` and ``dim1`` swapped (torch.Tensor.transpose_)."""
-    return _reshape_in_place(self, "transpose_", lambda t: transpose(t, dim0, dim1))
+    """In place: dims ``dim0`` and ``dim1`` swapped (torch.Tensor.transpose_, swapdims_,
+    swapaxes_); recorded as TransposeBackward1."""
+    n = self._data.ndim
+    return _reshape_in_place(self, "transpose_", lambda t: transpose(t, dim0, dim1),
+                             "transpose_", (_dim(dim0, n) if n else 0, _dim(dim1, n) if n else 0))
 
 
 def t_(self):
-    """In place: a matrix (or vector) transposed (torch.Tensor.t_)."""
-    return _reshape_in_place(self, "t_", t)
+    """In place: a matrix (or vector) transposed (torch.Tensor.t_); recorded as TBackward1."""
+    if self._requires_grad and _GRAD.enabled:
+        check_inplace(self, "t_")  # PyTorch checks a leaf first
+    if self._data.ndim > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self._data.ndim}D")
+    return _reshape_in_place(self, "t_", t, "t_")
+
+
+def as_strided_(self, size, stride, storage_offset=None):
+    """In place: ``self`` takes the given size, stride and storage offset, in elements
+    (torch.Tensor.as_strided_); recorded as AsStridedBackward1."""
+    off = self.storage_offset() if storage_offset is None else int(storage_offset)
+    size, stride = tuple(size), tuple(stride)
+    return _reshape_in_place(
+        self, "as_strided_", lambda t: as_strided(t, size, stride, off), "as_strided_",
+        (_geom(self), (size, stride, off), self._storage._root))
 
 
 def resize_(self, *sizes):
@@ -3644,6 +3676,8 @@ def resize_(self, *sizes):
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     sizes = tuple(_shape_arg(sizes))
+    if sizes == self._data.shape:
+        return self  # PyTorch: nothing changes, not even the version
     n = math.prod(sizes)
     if not self._data.flags.c_contiguous:
         raise RuntimeError("nbgrad does not implement resize_ of a non-contiguous tensor yet")
@@ -3655,9 +3689,16 @@ def resize_(self, *sizes):
         grown = xp.zeros(n, dtype=self._data.dtype)
         grown[:flat.size] = flat
         fresh = _fresh(grown.reshape(sizes))
+        if self._storage.inference:  # still an inference tensor (PyTorch's error below)
+            fresh._storage.__class__ = type(self._storage)
         self._data, self._storage = fresh._data, fresh._storage
     self._bump_version("resize_")
     return self
+
+
+def resize_as_(self, other):
+    """torch.Tensor.resize_as_: :func:`resize_` to ``other``'s shape."""
+    return resize_(self, *other.shape)
 
 
 def _repeat(self, sizes):

@@ -126,3 +126,12 @@ class InferenceStorage(Storage):
     def bump(self, op_name):
         if not INFERENCE[0]:
             raise RuntimeError(_INFERENCE_INPLACE)
+
+
+class InferenceData(Storage):
+    """`.data` of an inference tensor taken outside inference mode: PyTorch gives it a fresh
+    version counter (0), so it is still an inference tensor (not saved for backward, no
+    requires_grad) whose in-place updates are allowed and counted."""
+
+    __slots__ = ()
+    inference = True

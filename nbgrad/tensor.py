@@ -279,7 +279,7 @@ class Tensor:
     def _version(self):
         """The version counter (int): +1 per in-place op on this tensor or any view of it."""
         st = self._storage
-        if st.inference:
+        if st.inference and type(st) is not _storage.InferenceData:
             raise RuntimeError("Inference tensors do not track version counter.")
         return st.version
 
@@ -416,7 +416,12 @@ class Tensor:
     @property
     def data(self):
         """A tensor sharing memory but not the version counter, outside the graph."""
-        t = Tensor._make(self._data, Storage(self._storage._root, alias=True), None, 0, False)
+        st = Storage(self._storage._root, alias=True)
+        if self._storage.inference:  # .data of an inference tensor is one too (PyTorch), with
+            # a version counter when taken outside inference mode
+            st.__class__ = _storage.InferenceStorage if _storage.INFERENCE[0] else \
+                _storage.InferenceData
+        t = Tensor._make(self._data, st, None, 0, False)
         if self._requires_grad and _PROV[0]:
             _mark_cut(t, "data")
         return t
@@ -428,8 +433,9 @@ class Tensor:
         bumped `.data`'s counter, not p's, as in PyTorch) and its counted bytes."""
         if not isinstance(value, Tensor):
             raise TypeError("data must be a Tensor")
+        st = self._storage  # first: a storage made on demand adopts the current `_data`
         self._data = value._data
-        if value._storage._root is not self._storage._root:
+        if value._storage._root is not st._root:
             self._storage = value._storage
 
     # ---- conversion ----

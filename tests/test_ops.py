@@ -428,6 +428,15 @@ CASES = [
          (3,)),
     Case("ip_view_returned", lambda T, a, b: _ipv(a, lambda y: y[:, 1:3], b), (3, 4), (3, 2)),
     Case("ip_diag", lambda T, a: _ip(a, lambda y: y.diagonal().mul_(3)), (3, 3)),
+    # in-place shape changes of a tensor that requires grad: PyTorch's in-place view nodes
+    Case("ip_unsqueeze_", lambda T, a: _ip(a, lambda y: y.unsqueeze_(1)), (3, 4)),
+    Case("ip_squeeze_", lambda T, a: _ip(a, lambda y: y.squeeze_()), (3, 1, 4)),
+    Case("ip_squeeze_dim", lambda T, a: _ip(a, lambda y: y.squeeze_(1)), (3, 1, 4)),
+    Case("ip_squeeze_dims", lambda T, a: _ip(a, lambda y: y.squeeze_((0, 2))), (1, 3, 1, 4)),
+    Case("ip_t_", lambda T, a: _ip(a, lambda y: y.t_()), (3, 4)),
+    Case("ip_transpose_", lambda T, a: _ip(a, lambda y: y.transpose_(0, -1)), (2, 3, 4)),
+    Case("ip_as_strided_", lambda T, a: _ip(a, lambda y: y.as_strided_((2, 3), (1, 4), 1)),
+         (3, 4)),
     Case("ip_setitem_tensor_value", lambda T, a, b: _ip(a, lambda y: y.__setitem__(
         (slice(None), 0), b)), (3, 4), (3,)),
     Case("ip_setitem_mask_tensor", lambda T, m, a, b: _ip(a, lambda y: y.__setitem__(m, b)),

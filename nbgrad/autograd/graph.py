@@ -268,7 +268,9 @@ class SavedTensor:
             fn = node if fn is None else fn
         else:
             fn = self._tensor.grad_fn
-        desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(self._data.shape)}]"
+        # PyTorch describes the tensor as it is now (an input reshaped in place by unsqueeze_)
+        shape = self._data.shape if self._tensor is None else self._tensor._data.shape
+        desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(shape)}]"
         op_name = _SUFFIX.sub(lambda m: m.group(1) or "", fn.name()) if fn is not None else ""
         owner = f", which is output {self._output_nr} of {op_name}," if fn is not None else ""
         now = self._storage.version

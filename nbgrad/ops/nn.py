@@ -165,13 +165,12 @@ op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _redu
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
        g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
-# saves self, target, weight and (in ctx) total_weight, as PyTorch's node: an in-place change of
-# self fails backward, and saved_tensors_hooks see the same tensors
+# saves self, as PyTorch's node (an in-place change of self fails backward); what else PyTorch
+# saves (target, weight, total_weight) is packed from ctx under saved_tensors_hooks only
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
     self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
-   _nll_total_weight(v, src[0]._data.dtype, args[2]),
-   self=lambda g, self, target, weight, reduction, ctx, xp: _nll_grad(
-       g, tuple(self.shape), reduction, ctx, xp))
+   _nll_saves(v, src[0]._data.dtype, *args[:3]),
+   self=lambda g, self, reduction, ctx, xp: _nll_grad(g, tuple(self.shape), reduction, ctx, xp))
 op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
    ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
 
@@ -733,12 +732,12 @@ def _arange(n, like):
     return r
 
 
-def _nll_total_weight(v, dtype, reduction):
-    """PyTorch's total_weight output (0-d): the summed weight of the counted targets, 0 for
-    reduction="none"."""
+def _nll_saves(v, dtype, target, weight, reduction):
+    """What PyTorch's NllLossBackward0 saves besides self: target, weight (when given) and its
+    total_weight output (0-d: the summed weight of the counted targets, 0 for "none")."""
     rows, _, w, _ = v
     total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
-    return (_xp(rows).asarray(total, dtype),)
+    return (target,) + (() if weight is None else (weight,)) + (_xp(rows).asarray(total, dtype),)
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):

@@ -39,7 +39,9 @@ op("expand", lambda self, shape: _expand(self, shape), view=True,
 op("squeeze", lambda self: self.squeeze(), view=True,
    self=lambda g, self_shape, xp: xp.unsqueeze_to(g, self_shape))
 # squeeze((d, ...)) is SqueezeBackward2; matmul's internal squeeze shows as SqueezeBackward4
-for _name, _node in (("squeeze_dims", "SqueezeBackward2"), ("squeeze_dims_", "SqueezeBackward4")):
+# squeeze_(dim) on a tensor that requires grad is SqueezeBackward4 too, squeeze_((d, ...)) 5
+for _name, _node in (("squeeze_dims", "SqueezeBackward2"), ("squeeze_dims_", "SqueezeBackward4"),
+                     ("squeeze_dims_tuple_", "SqueezeBackward5")):
     op(_name, lambda self, dims: self.squeeze(tuple(d for d in dims if self.shape[d] == 1)),
        node=_node, view=True,
        self=lambda g, self_shape, dims, xp: xp.unsqueeze_to(g, self_shape, dims))
@@ -56,6 +58,11 @@ op("unsqueeze_", lambda self, dim: _unsqueeze(self, dim), node="UnsqueezeBackwar
 op("transpose_", lambda self, dim0, dim1: self.swapaxes(dim0, dim1), node="TransposeBackward1",
    view=True,
    self=lambda g, dim0, dim1: g.swapaxes(dim0, dim1))
+# and Tensor.squeeze_() / t_() on a tensor that requires grad (as_strided_ is below)
+op("squeeze_", lambda self: self.squeeze(), node="SqueezeBackward3", view=True,
+   self=lambda g, self_shape: g.reshape(self_shape))
+op("t_", lambda self: self.T, node="TBackward1", view=True,
+   self=lambda g: g.T)
 
 # ---- slicing views ------------------------------------------------------------------------------
 # under create_graph their gradient is PyTorch's slice_backward / select_backward op, whose own
@@ -70,6 +77,8 @@ op("select", lambda self, index: self[index], view=True,
 op("as_strided", lambda self, base_geom, view_geom, root: backend.as_strided(root, *view_geom),
    view=True,
    self=lambda g, base_geom, view_geom, xp: xp.as_strided_backward(g, base_geom, view_geom))
+op("as_strided_", ROWS["as_strided"].fwd, node="AsStridedBackward1", view=True,
+   self=ROWS["as_strided"].formulas[0])
 op("diagonal", lambda self, base_geom, view_geom, root: backend.as_strided(root, *view_geom),
    view=True, double="DiagonalBackwardBackward0",
    self=lambda g, base_geom, view_geom, xp: xp.as_strided_backward(g, base_geom, view_geom))

@@ -10,6 +10,8 @@ import functools
 
 import numpy as np
 
+from .naming import expose
+
 _cupy = None          # the cupy module once imported successfully
 _cupy_error = None    # why importing / initialising cupy failed
 
@@ -97,6 +99,9 @@ class device:
     def __exit__(self, *exc):
         set_default_device(_device_stack.pop())
         return False
+
+
+expose(device, "torch")
 
 
 _device_stack = []

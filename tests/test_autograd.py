@@ -2294,13 +2294,11 @@ SAVED_ATTRS = {
     "cumsum": (lambda T: T.ones(2, 3, requires_grad=True).cumsum(1), ["_saved_dim"]),
 }
 SAVED_ATTR_BUGS = [
-    ("gather", "_saved_self"),
     ("max_dim", "_saved_indices"),
     ("norm", "_saved_ord"),
     ("select", "_saved_dim"),
     ("select", "_saved_index"),
     ("sum_dim", "_saved_dim"),
-    ("unsqueeze", "_saved_dim"),
     ("var", "_saved_dim"),
 ]
 

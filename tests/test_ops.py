@@ -213,6 +213,14 @@ CASES = [
     Case("mean", lambda T, a: a.mean(), (3, 4)),
     Case("mean_dim", lambda T, a: a.mean(0), (3, 4)),
     Case("mean_keepdim", lambda T, a: T.mean(a, (0, 1), keepdim=True), (2, 3, 4)),
+    # the gradients of mean and var built under create_graph: PyTorch's div.Scalar and
+    # mul.Scalar nodes (DivBackward1, MulBackward1), rows of their own
+    Case("mean_grad_graph", lambda T, a: T.autograd.grad(a.mean(), a, a.sum(),
+                                                         create_graph=True)[0], (3, 4),
+         check=False),
+    Case("var_grad_graph", lambda T, a: T.autograd.grad(a.var(1), a, a.sum(1),
+                                                        create_graph=True)[0], (3, 4),
+         check=False),
     Case("prod", lambda T, a: a.prod(), ("away", (2, 3))),
     Case("prod_dim", lambda T, a: a.prod(1), ("away", (3, 4))),
     Case("prod_keepdim", lambda T, a: T.prod(a, 0, keepdim=True), ("away", (3, 4))),

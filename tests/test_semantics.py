@@ -669,12 +669,6 @@ FUZZ_SEEDS = range(10 ** 6, 10 ** 6 + 400)
 
 # the classes still open in "grad_api" (issue 9), matched on the first difference; any other fails
 KNOWN = {
-    # gradients built under create_graph: PyTorch's backward formulas record their own nodes
-    # (SliceBackwardBackward0, SelectBackwardBackward0, ThresholdBackwardBackward0; sum's
-    # unsqueeze + expand; CopySlices' copy_ and as_strided): nbgrad's formulas record
-    # IndexPutBackward0 / ViewBackward0 / WhereBackward0 instead (values and gradients agree)
-    "create_graph_nodes": re.compile(r"^\('t\d+', '(graph|grad_fn)', .*(BackwardBackward0|"
-                                     r"CopySlices|UnsqueezeBackward0)"),
     # a gradient autograd.grad returns is, in PyTorch, often an expand made in no_grad mode
     # (sum's backward): in-place ops and detach_ on it raise; nbgrad's is a fresh tensor
     "grad_result_is_a_view": re.compile(r"^\('error', \('RuntimeError', \"(Can't detach views|A "

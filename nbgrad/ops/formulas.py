@@ -21,9 +21,14 @@ import operator
 import numpy as np
 
 from .. import backend, creation, dtypes
-from ..autograd.apply import positions
+from ..autograd.apply import apply as _apply, positions
 from ..tensor import Tensor
 from . import kernels
+
+
+# The op table, name -> Row: registry.py's ROWS, filled by its `op` (the dict lives here so that
+# the few Tensor formulas with no Tensor method, div_scalar, apply their row)
+ROWS = {}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -75,6 +80,48 @@ class ArrayFormulas:
 
     def new_zeros(self, like, shape):
         return self.m.zeros(shape, like.dtype)
+
+    @staticmethod
+    def unsqueeze_dims(x, dims):
+        """New size-1 dims at `dims` (sorted): one reshape."""
+        s = list(x.shape)
+        for d in dims:
+            s.insert(d, 1)
+        return x.reshape(tuple(s))
+
+    @staticmethod
+    def unsqueeze_to(g, shape, dims=None):
+        """`g` reshaped to `shape` (a squeeze's input shape)."""
+        return g.reshape(shape)
+
+    @staticmethod
+    def t(x):
+        return x.T
+
+    @staticmethod
+    def div_scalar(x, n):
+        return x / n
+
+    @staticmethod
+    def backward_op(name, *vals):
+        """Row `name`'s backward op (its `double` row, threshold_backward) on arrays: the row's
+        formula. `vals`: that row's inputs then arguments."""
+        return ROWS[name].double_row.fwd(*vals)
+
+    @staticmethod
+    def mul_scalar(x, n):
+        return x * n
+
+    def masked_fill(self, x, mask, value):
+        """`x` (a fresh array) with `value` where `mask`."""
+        return self.m.where(mask, value, x)
+
+    @staticmethod
+    def mean_expand(g, n, shape, dim, keepdim):
+        """mean's gradient: g / n spread over the input's `shape` (divided first: a broadcast
+        view, no copy)."""
+        return _expand_grad(g / n, shape, dim, keepdim, NUMPY if type(g) is np.ndarray
+                            else array_formulas(g))
 
     @staticmethod
     def erf(x):
@@ -276,6 +323,58 @@ class TensorFormulas:
         return g.new_zeros(shape).index_put_(_index(index), g)
 
     @staticmethod
+    def zeros_like(x):
+        return x.new_zeros(tuple(x.shape))
+
+    @staticmethod
+    def unsqueeze_dims(x, dims):
+        """Size-1 dims at `dims` (sorted), one unsqueeze each (PyTorch's unsqueeze_multiple)."""
+        for d in dims:
+            x = x.unsqueeze(d)
+        return x
+
+    @staticmethod
+    def unsqueeze_to(g, shape, dims=None):
+        """A squeeze's gradient: one unsqueeze per size-1 dim of `shape` (among `dims` when
+        given), PyTorch's unsqueeze_to."""
+        for d, n in enumerate(shape):
+            if n == 1 and (dims is None or d in dims):
+                g = g.unsqueeze(d)
+        return g
+
+    @staticmethod
+    def t(x):
+        return x.t()
+
+    @staticmethod
+    def backward_op(name, *vals):
+        """Row `name`'s backward op (its `double` row) applied to Tensors: recorded as its node
+        (ThresholdBackwardBackward0), as PyTorch's formulas that call that op again."""
+        d = ROWS[name].double_row
+        k = len(d.inputs)
+        return _apply(d, vals[:k], vals[k:])
+
+    @staticmethod
+    def div_scalar(x, n):
+        """x / n with n a number: PyTorch's div.Scalar (DivBackward1)."""
+        return _apply(ROWS["div_scalar"], (x,), (n,))
+
+    @staticmethod
+    def masked_fill(x, mask, value):
+        """`x` (a fresh result) with `value` where `mask`, in place (MaskedFillBackward0)."""
+        return x.masked_fill_(mask, value)
+
+    @staticmethod
+    def mul_scalar(x, n):
+        """x * n with n a number: PyTorch's mul.Scalar (MulBackward1)."""
+        return _apply(ROWS["mul_scalar"], (x,), (n,))
+
+    @staticmethod
+    def mean_expand(g, n, shape, dim, keepdim):
+        """mean's gradient as PyTorch's mean_backward: sum_backward, then / n (DivBackward1)."""
+        return TensorFormulas.div_scalar(_expand_grad(g, shape, dim, keepdim, TENSORS), n)
+
+    @staticmethod
     def scatter_add(g, shape, index):
         return g.new_zeros(shape).index_put_(_index(index), g, accumulate=True)
 
@@ -334,7 +433,14 @@ class TensorFormulas:
 
     @staticmethod
     def as_strided_backward(g, base_geom, view_geom):
-        """Scatter-add g at the storage positions of the view, read back those of the base."""
+        """Scatter-add g at the storage positions of the view, read back those of the base.
+        Where neither layout reaches an element twice, PyTorch's steps (so its nodes): g copied
+        into the view's layout of a zero storage (CopySlices), read in the base's layout
+        (AsStridedBackward0)."""
+        if not _overlapping(*view_geom[:2]) and not _overlapping(*base_geom[:2]):
+            buf = g.new_zeros((_extent(base_geom, view_geom),))
+            buf.as_strided(*view_geom).copy_(g)
+            return buf.as_strided(*base_geom)
         buf = g.new_zeros((_extent(base_geom, view_geom),))
         buf = buf.index_put_((positions(view_geom).reshape(-1),), g.reshape(-1),
                              accumulate=True)
@@ -494,6 +600,9 @@ def _reduce_to(g, shape, dtype, xp):
     gs = tuple(g.shape)
     if gs != shape:
         lead = len(gs) - len(shape)
+        if lead == 1 and type(g) is np.ndarray and gs[1:] == shape:  # a bias: one reduce
+            g = _add_reduce(g, 0)
+            return g if dtype is None or g.dtype == dtype else g.astype(dtype)
         axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                           if s == 1 and gs[i + lead] != 1)
         if axes:
@@ -519,14 +628,23 @@ def _dims_of(dim, ndim):
 
 
 def _expand_grad(g, shape, dim, keepdim, xp):
-    """Gradient of a reduction over `dim` back to the input's `shape`."""
+    """Gradient of a reduction over `dim` back to the input's `shape` (PyTorch's sum_backward:
+    unsqueeze, then expand)."""
     if dim is None:
         return xp.broadcast_to(g, shape)
-    return xp.broadcast_to(_keep(g, shape, dim, keepdim), shape)
+    return xp.broadcast_to(_keep(g, shape, dim, keepdim, xp), shape)
 
 
-def _keep(x, shape, dim, keepdim):
-    """Reshape a reduced value (`result`, g) so it broadcasts against the input."""
+def _keep(x, shape, dim, keepdim, xp):
+    """A reduced value (`result`, g) with the reduced dims back as size 1, so it broadcasts
+    against the input (PyTorch's unsqueeze_multiple)."""
+    if dim is None or keepdim or not len(shape):
+        return x
+    return xp.unsqueeze_dims(x, _dims_of(dim, len(shape)))
+
+
+def _restore(x, shape, dim, keepdim):
+    """The same by one reshape (PyTorch's restore_reduced_dims: amax/amin)."""
     if dim is None or keepdim:
         return x
     s = list(x.shape)
@@ -549,7 +667,7 @@ def _evenly(g, self, result, xp):
 def _prod_backward(g, self, result, dim, keepdim, xp):
     if dim is None:
         return (g * xp.prod_others(self.reshape(-1), 0)).reshape(self.shape)
-    return _keep(g, self.shape, dim, keepdim) * xp.prod_others(self, dim)
+    return _keep(g, self.shape, dim, keepdim, xp) * xp.prod_others(self, dim)
 
 
 def _select_grad(g, shape, dim, indices, keepdim, xp):
@@ -561,8 +679,8 @@ def _select_grad(g, shape, dim, indices, keepdim, xp):
 
 
 def _norm_backward(g, self, result, p, dim, keepdim, xp):
-    gk = _keep(g, self.shape, dim, keepdim)
-    rk = _keep(result, self.shape, dim, keepdim)
+    gk = _keep(g, self.shape, dim, keepdim, xp)
+    rk = _keep(result, self.shape, dim, keepdim, xp)
     if p == 2:
         return xp.where(rk == 0, 0, self * (gk / xp.where(rk == 0, 1, rk)))
     if p == 1:
@@ -592,21 +710,21 @@ def _zeros_for(gs, shapes, xp):
 
 
 def _logsumexp_grad(g, self, result, dim, keepdim, xp):
-    return _keep(g, self.shape, dim, keepdim) * xp.exp(self - _keep(result, self.shape, dim,
-                                                                     keepdim))
+    return _keep(g, self.shape, dim, keepdim, xp) * xp.exp(
+        self - _keep(result, self.shape, dim, keepdim, xp))
 
 
 def _var_grad(g, self, dim, correction, keepdim, xp):
+    """PyTorch's var_backward: 2 / (n - correction) * g * (self - mean)."""
     n = _count(self.shape, dim) - correction
-    mean = self.mean(axis=dim, keepdims=True)
-    return (2.0 / n) * _keep(g, self.shape, dim, keepdim) * (self - mean)
+    mean = self.mean() if dim is None else self.mean(axis=dim, keepdims=True)
+    return xp.mul_scalar(_keep(g, self.shape, dim, keepdim, xp), 2.0 / n) * (self - mean)
 
 
 def _std_grad(g, self, result, dim, correction, keepdim, xp):
-    n = _count(self.shape, dim) - correction
-    mean = self.mean(axis=dim, keepdims=True)
-    rk = _keep(result, self.shape, dim, keepdim)
-    return _keep(g, self.shape, dim, keepdim) * (self - mean) / (n * rk)
+    """PyTorch's std_backward: var_backward of g / (2 std), 0 where std is 0."""
+    return _var_grad(xp.masked_fill(g / (result * 2), result == 0, 0), self, dim, correction,
+                     keepdim, xp)
 
 
 def _in_range(x, lo, hi):
@@ -618,9 +736,9 @@ def _in_range(x, lo, hi):
 
 
 def _amax_grad(g, self, result, dim, keepdim, xp):
-    rk = _keep(result, self.shape, dim, keepdim)
+    rk = _restore(result, self.shape, dim, keepdim)
     mask = self == rk
-    gk = _keep(g, self.shape, dim, keepdim)
+    gk = _restore(g, self.shape, dim, keepdim)
     # the count in g's dtype: a float32 gradient stays float32 (int64 would promote it); a
     # multiply by the mask, not where: a NaN in g spreads, as in PyTorch
     return gk / xp.astype(mask.sum(axis=dim, keepdims=True), xp.dtype(gk)) * mask

@@ -24,8 +24,8 @@ op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, i
 op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
    self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape, _along(dim, index)))
 op("gather", lambda self, dim, index: _xp(self).take_along_axis(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: xp.scatter_add(g, self_shape,
-                                                             xp.index_grid(index, dim)))
+   self=lambda g, self, dim, index, xp: xp.scatter_add(g, tuple(self.shape),  # saves self, as torch
+                                                       xp.index_grid(index, dim)))
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------

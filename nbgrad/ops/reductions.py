@@ -22,11 +22,12 @@ op("sum_dim", lambda self, dim, keepdim, dtype: self.sum(axis=dim, keepdims=keep
    node="SumBackward1",
    self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g, self_shape, dim, keepdim, xp))
 op("mean", lambda self: self.mean(dtype=self.dtype),
-   self=lambda g, self_shape, xp: xp.broadcast_to(g / math.prod(self_shape), self_shape))
+   self=lambda g, self_shape, xp: xp.mean_expand(g, math.prod(self_shape), self_shape, None,
+                                                 False))
 op("mean_dim", lambda self, dim, keepdim: self.mean(axis=dim, keepdims=keepdim, dtype=self.dtype),
    node="MeanBackward1",
-   self=lambda g, self_shape, dim, keepdim, xp: _expand_grad(g / _count(self_shape, dim),
-                                                             self_shape, dim, keepdim, xp))
+   self=lambda g, self_shape, dim, keepdim, xp: xp.mean_expand(g, _count(self_shape, dim),
+                                                               self_shape, dim, keepdim))
 op("prod", lambda self: self.prod(),
    self=lambda g, self, result, xp: _prod_backward(g, self, result, None, False, xp))
 op("prod_dim", lambda self, dim, keepdim: self.prod(axis=dim, keepdims=keepdim),

@@ -25,7 +25,10 @@ A row reads like a line of PyTorch's derivatives.yaml::
   to its input's shape and casts it to its dtype), `float_op` (integer input is computed in the
   default float dtype), `view` (the output shares the input's storage), `n_out` (number of
   outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
-  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
+  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`),
+  `ctx_saves` (`(ctx value, inputs, args) -> arrays`: the extra outputs PyTorch's kernel saves
+  that the Ctx holds, layer_norm's mean and rstd; used only to pack them under
+  saved_tensors_hooks, as PyTorch packs them).
 """
 from __future__ import annotations
 
@@ -33,15 +36,14 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedTensor  # noqa: F401  (Ctx: for the table)
-from ..autograd.apply import _edge
+from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.apply import _ZERO_D_ROWS, _edge, _zero_d, apply
 from ..autograd.grad_mode import STATE as _GRAD
 from ..tensor import Tensor
-from .formulas import NUMPY, TENSORS, _reduce_to, array_formulas
-
-ROWS = {}
+from .formulas import NUMPY, ROWS, TENSORS, _reduce_to, array_formulas
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
+_V0 = (NUMPY, None)  # what formulas index when the node saved nothing: xp, needs
 
 
 def _array_arg(x):
@@ -61,8 +63,42 @@ class OpNode(Node):
     def _backward(self, g, create_graph):
         __tracebackhide__ = True
         row = self._row
+        if row.plain and not create_graph and type(g) is _ND:
+            # first order on numpy, one output, a formula per input: the common case, written
+            # out (the general path below gives the same result)
+            saved = self._saved
+            if saved is None:
+                v = _V0
+            else:
+                v = [NUMPY, None, *saved]
+                for j in row.unpack_at:
+                    s = v[j]
+                    t = type(s)
+                    if t in UNPACKED:
+                        v[j] = s.unpack(self, False)
+                    elif t is float and row.zero_d:  # x * 2.0's other (see apply._zero_d)
+                        v[j] = _zero_d(s, g.dtype)
+            if row.single:
+                outs = [row.calls[0](row.formulas[0], g, v)]
+            else:
+                outs = []
+                i = 0
+                calls = row.calls
+                for c, _ in self._next:
+                    call = calls[i]
+                    outs.append(None if c is None or call is None else
+                                call(row.formulas[i], g, v))
+                    i += 1
+            meta = self._meta
+            if meta is not None:
+                for i, m in enumerate(meta):
+                    if m is not None and outs[i] is not None:
+                        outs[i] = _reduce_to(outs[i], m[0], m[1], NUMPY)
+            return outs
         multi = self._n_out != 1
         if create_graph:
+            if row.double_row is not None:
+                return [_apply_double(self, g)]
             if row.double is not None:
                 return _double_node(self, g)
             xp = TENSORS
@@ -76,10 +112,16 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             v = (xp, needs)
-        else:
+        elif row.unpack_order is None:
             v = [xp, needs]
             for s in saved:
                 v.append(s.unpack(self, create_graph) if type(s) in UNPACKED else s)
+        else:  # unpack (hooks run) in the order they were packed, as PyTorch's
+            v = [xp, needs, *saved]
+            for j in row.unpack_order:
+                s = saved[j]
+                if type(s) in UNPACKED:
+                    v[j + 2] = s.unpack(self, create_graph)
         if row.n_out == -1 and not multi:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
@@ -104,19 +146,20 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             return
-        for s in saved:
-            if type(s) in RELEASABLE:
-                s.release()
-        row = self._row
+        kinds = self._row.slot_kinds
         freed = None
-        for j in row.input_slots:
-            if type(saved[j]) in _NUMBERS:
-                freed = freed or list(saved)
-                freed[j] = FREED
-        for j in row.arg_slots:
-            if _array_arg(saved[j]):
-                freed = freed or list(saved)
-                freed[j] = FREED
+        j = 0
+        for s in saved:
+            if s is not None:
+                t = type(s)
+                if t is SavedTensor or t is Ctx or t is SavedArray:
+                    s.release()
+                elif (t is float or t is int or t is bool) if kinds[j] == 0 else (
+                        kinds[j] == 2 and t is not int and t is not float and _array_arg(s)):
+                    if freed is None:
+                        freed = list(saved)
+                    freed[j] = FREED
+            j += 1
         if freed is not None:
             self._saved = tuple(freed)
 
@@ -149,6 +192,49 @@ class OpNode(Node):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
 
+def _apply_double(node, g):
+    """The gradient of `node`'s input under create_graph, for a row whose `double` gives the
+    formulas of PyTorch's backward op (slice_backward, threshold_backward): that op applied as a
+    row of its own to `g` and the saved values, so its node has PyTorch's name and inputs, and
+    the node's own backward runs those formulas."""
+    row = node._row
+    d = row.double_row
+    saved = node._saved or ()
+    index = row.index
+    vals = [g]
+    for n in d.order[1:]:
+        s = saved[index[n]]
+        vals.append(s.unpack(node, True) if type(s) in UNPACKED else s)
+    k = len(d.inputs)
+    return apply(d, tuple(vals[:k]), tuple(vals[k:]))
+
+
+def _double_row(parent, spec):
+    """The row of PyTorch's backward op of `parent` (one input): its forward is `parent`'s
+    formula; `spec` gives the node name and a formula per input of it, keyed by the names the
+    parent's formula reads (`g` for the incoming gradient). Its inputs are those keyed, in the
+    formula's order, then the rest are its arguments."""
+    spec = dict(spec)
+    node = spec.pop("node")
+    f = parent.formulas[0]
+    names = [n for n in _params(f) if n not in _SPECIAL]
+    if names[0] != "g" or not set(spec) <= set(names):
+        raise TypeError(f"row {parent.name}: `double` formulas are keyed by the names its "
+                        f"formula reads {names}, and `g` first")
+    order = [n for n in names if n in spec] + [n for n in names if n not in spec]
+    wants_xp = "xp" in _params(f)
+
+    def fwd(*vals):
+        kw = dict(zip(order, vals))
+        if wants_xp:
+            kw["xp"] = array_formulas(vals[0])
+        return f(**kw)
+
+    d = Row(parent.name + "_backward", fwd, spec, node=node, params=tuple(order))
+    d.order = tuple(order)
+    return d
+
+
 def _double_node(node, g):
     """The gradient of `node`'s input under create_graph, for a row whose formula PyTorch runs
     as one op (tanh_backward): computed without recording, then hung on one node named as
@@ -166,8 +252,11 @@ def _double_node(node, g):
     edges = tuple(_edge(t) for t in tensors)
     if all(c is None for c, _ in edges):
         return [out]
+    # a kernel's Ctx is shared with `node`: the double node keeps its own (each releases its
+    # own, as PyTorch's nodes each hold their saved variables)
     saved = (SavedTensor("grad_output", g),) + tuple(
-        SavedTensor(n, x) if isinstance(x, Tensor) else x for n, x in zip(row.names, vals))
+        SavedTensor(n, x) if isinstance(x, Tensor) else Ctx(x.value) if type(x) is Ctx else x
+        for n, x in zip(row.names, vals))
     dn = object.__new__(row.double)
     Node.__init__(dn, edges, saved)
     out._grad_fn, out._output_nr, out._requires_grad = dn, 0, True
@@ -255,7 +344,7 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False, ctx=False, double=None):
+                 float_op=False, ctx=False, double=None, params=None, ctx_saves=None):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
@@ -263,6 +352,7 @@ class Row:
         self.broadcast = broadcast
         self.float_op = float_op
         self.ctx = ctx
+        self.ctx_saves = ctx_saves
         keyed = {}
         self.joint = None
         joint_inputs = ()
@@ -275,7 +365,8 @@ class Row:
             else:
                 keyed[key] = f
         names_of_inputs = set(keyed) | set(joint_inputs)
-        params = _params(fwd) if hasattr(fwd, "__code__") else None
+        if params is None and hasattr(fwd, "__code__"):
+            params = _params(fwd)
         if params is None:  # a numpy function: the formulas' keys are its inputs
             self.inputs, self.args = tuple(keyed) or joint_inputs, ()
         else:
@@ -311,15 +402,30 @@ class Row:
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
-        self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
-        self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
+        # OpNode._backward's common path: one output, no joint formula; the saved values it
+        # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
+        self.plain = self.joint is None and n_out == 1
+        self.zero_d = name in _ZERO_D_ROWS  # a saved Python float meets g as a 0-d array
+        self.slot_kinds = tuple(kind for kind, _ in self.sources)  # (OpNode._release)
+        # the order saved values are packed and unpacked in under saved_tensors_hooks (PyTorch's:
+        # inputs by name, then outputs; a kernel's ctx holds outputs); None: the saved order
+        order = tuple(sorted(range(len(names)), key=lambda j: (
+            self.sources[j][0] == 1 or names[j] == "ctx", names[j])))
+        self.unpack_order = None if order == tuple(range(len(names))) else order
+        self.unpack_at = tuple(j + 2 for j in order if self.sources[j][0] <= 2)
         self.plans = {}
+        self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative
-        # (tanh_backward): under create_graph the gradient is one node of that name
-        self.double = None if double is None else type(double, (DoubleNode,), {
-            "__slots__": (), "_row": self})
+        # (tanh_backward): under create_graph the gradient is one node of that name. A name
+        # alone: that node's backward differentiates the formula (DoubleNode); a dict (the
+        # node's name and a formula per input of the backward op): a row of its own
         if double is not None and not (self.single and not broadcast and n_out == 1):
             raise TypeError(f"row {name}: `double` needs one input, no broadcasting")
+        self.double = self.double_row = None
+        if isinstance(double, dict):
+            self.double_row = _double_row(self, double)
+        elif double is not None:
+            self.double = type(double, (DoubleNode,), {"__slots__": (), "_row": self})
         self.node = type(node or node_name(name), (OpNode,),
                          {"__slots__": (), "_row": self, "_n_out": n_out})
 
@@ -358,13 +464,14 @@ class Row:
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double", "ctx_saves")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
-    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double) and, for
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double,
+    ctx_saves) and, for
     every other key, the formula of the input(s) it names."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")

@@ -31,36 +31,40 @@ op("alias", lambda self: self.view(), view=True,
 op("transpose", lambda self, dim0, dim1: self.swapaxes(dim0, dim1), view=True,
    self=lambda g, dim0, dim1: g.swapaxes(dim0, dim1))
 op("t", lambda self: self.T, node="TBackward0", view=True,
-   self=lambda g: g.T)
+   self=lambda g, xp: xp.t(g))
 op("permute", lambda self, dims: self.transpose(dims), view=True,
    self=lambda g, dims, xp: _unpermute(g, dims, xp))
 op("expand", lambda self, shape: _expand(self, shape), view=True,
    self=lambda g, self_shape, xp: _reduce_to(g, self_shape, None, xp))
 op("squeeze", lambda self: self.squeeze(), view=True,
-   self=lambda g, self_shape: g.reshape(self_shape))
+   self=lambda g, self_shape, xp: xp.unsqueeze_to(g, self_shape))
 # squeeze((d, ...)) is SqueezeBackward2; matmul's internal squeeze shows as SqueezeBackward4
 for _name, _node in (("squeeze_dims", "SqueezeBackward2"), ("squeeze_dims_", "SqueezeBackward4")):
     op(_name, lambda self, dims: self.squeeze(tuple(d for d in dims if self.shape[d] == 1)),
        node=_node, view=True,
-       self=lambda g, self_shape: g.reshape(self_shape))
+       self=lambda g, self_shape, dims, xp: xp.unsqueeze_to(g, self_shape, dims))
 op("squeeze_dim", lambda self, dim: self.squeeze(dim) if self.ndim and self.shape[dim] == 1
    else self.view(),
    node="SqueezeBackward1", view=True,
-   self=lambda g, self_shape: g.reshape(self_shape))
+   self=lambda g, self_shape, dim, xp: xp.unsqueeze_to(g, self_shape, (dim,)))
 op("unsqueeze", lambda self, dim: _unsqueeze(self, dim), view=True,
-   self=lambda g, self_shape: g.reshape(self_shape))
+   self=lambda g, dim: g.squeeze(dim))
 # PyTorch's decompositions (quantile) move dims with in-place unsqueeze_ / transpose_ on a fresh
 # result: the same views, under the in-place ops' node names
 op("unsqueeze_", lambda self, dim: _unsqueeze(self, dim), node="UnsqueezeBackward1", view=True,
-   self=lambda g, self_shape: g.reshape(self_shape))
+   self=lambda g, dim: g.squeeze(dim))
 op("transpose_", lambda self, dim0, dim1: self.swapaxes(dim0, dim1), node="TransposeBackward1",
    view=True,
    self=lambda g, dim0, dim1: g.swapaxes(dim0, dim1))
 
 # ---- slicing views ------------------------------------------------------------------------------
+# under create_graph their gradient is PyTorch's slice_backward / select_backward op, whose own
+# gradient is the slice (select) of the incoming one
 op("slice", lambda self, index: self[index], view=True,
+   double=dict(node="SliceBackwardBackward0", g=lambda gg, index: gg[index]),
    self=lambda g, self_shape, index, xp: xp.put(g, self_shape, index))
 op("select", lambda self, index: self[index], view=True,
+   double=dict(node="SelectBackwardBackward0", g=lambda gg, index: gg[index]),
    self=lambda g, self_shape, index, xp: xp.put(g, self_shape, index))
 # root: the storage's whole array, which the view addresses (not saved: no formula uses it)
 op("as_strided", lambda self, base_geom, view_geom, root: backend.as_strided(root, *view_geom),
@@ -132,6 +136,8 @@ class _ViewImpossible(Exception):
 def _cat(arrays, dim):
     """Concatenate in PyTorch's result dtype (numpy's promotion differs for 0-d and mixed)."""
     rt = arrays[0].dtype
+    if all(a.dtype == rt for a in arrays):  # the usual case: nothing to promote
+        return _xp(arrays[0]).concatenate(arrays, axis=dim)
     for a in arrays[1:]:
         rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
     return _xp(arrays[0]).concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)

@@ -3411,9 +3411,10 @@ def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
     default dtype, or sizes)."""
     if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None and device is None:
         a = apply(R["alias"], (args[0],))
-        for k in Tensor.__slots__:  # every field of the alias, moved into self
-            if k not in ("__weakref__", "__dict__") and hasattr(a, k):
-                object.__setattr__(self, k, getattr(a, k))
+        a._storage  # (a view has its Storage: shared, not counted twice)
+        for k in ("_data", "_st", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+                  "_view", "_extra"):
+            setattr(self, k, getattr(a, k))
         vs = self._storage._views
         if vs and vs[-1]() is a:  # the storage remembers views to wake: this one, not a
             vs[-1] = weakref.ref(self)

@@ -100,7 +100,7 @@ def apply(row, inputs, args=(), inplace=None):
             bd = b
             if tb is float:
                 if dt is _F32 or dt is _F64:
-                    if row.zero_d and (not args or args[0] == 1):
+                    if row.zero_d and type(ad) is _ND and (not args or args[0] == 1):
                         bd = (_ZD32 if dt is _F32 else _ZD64).get(b)
                         if bd is None:
                             bd = _zero_d(b, dt)

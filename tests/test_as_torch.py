@@ -157,18 +157,18 @@ try:
 except ImportError as e:
     print("ImportError:", e)
 import torch.onnx  # imported at the top of real programs, used behind a flag
-import torch.distributions.normal as normal_module
+import torch.special.windows as windows_module
 print(torch.onnx, hasattr(torch.onnx, "export"))
 try:
     torch.onnx.export(None, None, "model.onnx")
 except AttributeError as e:
     print("AttributeError:", e)
 try:
-    from torch.distributions import Normal
+    from torch.special import erfcx
 except ImportError as e:
     print("ImportError:", e)
 try:
-    normal_module.Normal(0.0, 1.0)
+    windows_module.hann(4)
 except AttributeError as e:
     print("AttributeError:", e)
 try:
@@ -235,8 +235,8 @@ def test_script_sees_nbgrad_and_clear_errors(tmp_path):
         "ImportError: nbgrad does not implement torch.not_a_thing yet",
         "<module 'torch.onnx' (not implemented by nbgrad)> False",
         "AttributeError: nbgrad does not implement torch.onnx.export yet",
-        "ImportError: nbgrad does not implement torch.distributions.Normal yet",
-        "AttributeError: nbgrad does not implement torch.distributions.normal.Normal yet",
+        "ImportError: nbgrad does not implement torch.special.erfcx yet",
+        "AttributeError: nbgrad does not implement torch.special.windows.hann yet",
         "ImportError: nbgrad does not implement torch.utils.data.DataLoaderTypo yet",
         "AttributeError: nbgrad does not implement torch.nn.functional.no_such_loss yet",
         "False True",

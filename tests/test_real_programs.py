@@ -741,3 +741,17 @@ def test_lu_without_gradient_says_so():
     with nbgrad.no_grad():
         LU, piv = nbgrad.linalg.lu_factor(x)
     assert LU.tolist() == [[1.0, 1.0], [1.0, 0.0]] and piv.tolist() == [1, 2]
+
+
+def test_distributions_submodule_paths_as_torch():
+    """``from torch.distributions.normal import Normal`` and friends: PyTorch's module paths."""
+    from nbgrad.distributions.kl import kl_divergence
+    from nbgrad.distributions.normal import Normal
+    from nbgrad.distributions.transforms import SigmoidTransform
+    D = nbgrad.distributions
+    assert (Normal, kl_divergence, SigmoidTransform) == (D.Normal, D.kl_divergence,
+                                                         D.SigmoidTransform)
+    for mod in ("bernoulli", "categorical", "independent", "multivariate_normal", "uniform",
+                "transformed_distribution", "distribution", "utils"):
+        for name in getattr(D, mod).__all__:
+            assert hasattr(getattr(torch.distributions, mod), name), (mod, name)

@@ -6,7 +6,9 @@ TransformedDistribution with ExpTransform / SigmoidTransform / AffineTransform (
 ``.inv``), and ``kl_divergence`` for two Normals. Shapes follow PyTorch: ``sample(sample_shape)``
 has shape ``sample_shape + batch_shape + event_shape``; ``log_prob`` drops the event dims.
 Samples come from nbgrad's generator (``manual_seed``), not PyTorch's random stream. Not done:
-argument validation (``validate_args``), the other distributions and constraints.
+argument validation (``validate_args``), the other distributions and constraints. The classes
+live here; the submodules (``normal``, ``uniform``, ``kl``, ``transforms``, ...) name them at
+PyTorch's import paths (``from torch.distributions.normal import Normal``).
 """
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ import math
 
 import numpy as np
 
-from . import creation, dtypes, functions as F, linalg, random
-from .autograd.grad_mode import no_grad
-from .nn import functional as NF
-from .tensor import Size, Tensor
+from .. import creation, dtypes, functions as F, linalg, random
+from ..autograd.grad_mode import no_grad
+from ..nn import functional as NF
+from ..tensor import Size, Tensor
 
 __all__ = ["Distribution", "Normal", "MultivariateNormal", "Uniform", "Bernoulli", "Categorical",
            "Independent", "TransformedDistribution", "Transform", "ExpTransform",
@@ -526,3 +528,8 @@ def kl_divergence(p, q):
         return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
     raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} and "
                               f"q type {type(q).__name__}")
+
+
+# PyTorch's submodule paths (torch.distributions.normal.Normal, ...)
+from . import (bernoulli, categorical, distribution, independent, kl,  # noqa: E402,F401
+               multivariate_normal, normal, transformed_distribution, transforms, uniform, utils)

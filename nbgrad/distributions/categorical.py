@@ -1,0 +1,4 @@
+"""torch.distributions.categorical: Categorical (defined in nbgrad.distributions)."""
+from . import Categorical  # noqa: F401
+
+__all__ = ["Categorical"]

@@ -3,7 +3,6 @@ observable is compared (values, .grad, grad_fn names, requires_grad, is_leaf, ve
 type and text); see tests/_differential.py."""
 from __future__ import annotations
 
-
 import pytest
 import torch
 

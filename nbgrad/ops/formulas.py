@@ -134,7 +134,10 @@ class ArrayFormulas:
 
     @staticmethod
     def sum_all(x):
-        return x.sum(keepdims=True).reshape(())
+        """The sum of all elements as a new 0-d array (PyTorch's sum_to 0-d: a new tensor,
+        so the engine may add into it in place; half the cost of a keepdims sum reshaped)."""
+        s = x.sum()
+        return np.asarray(s) if type(x) is np.ndarray else s
 
     @staticmethod
     def add_scalar(x, n):
@@ -670,13 +673,10 @@ def _reduce_to(g, shape, dtype, xp):
             return g if dtype is None or g.dtype == dtype else g.astype(dtype)
         axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                           if s == 1 and gs[i + lead] != 1)
-        if not shape:  # PyTorch's sum_to: to a 0-d tensor, one sum (a new tensor, not a view)
-            g = xp.sum(g)
-        else:
-            if axes:
-                g = xp.sum(g, axis=axes, keepdims=True)
-            if lead:
-                g = g.reshape(shape)
+        if axes:
+            g = xp.sum(g, axis=axes, keepdims=True)
+        if lead:
+            g = g.reshape(shape)
     if dtype is not None and xp.dtype(g) != dtype:
         g = xp.astype(g, dtype)
     return g

@@ -77,6 +77,11 @@ KERNEL_SAVES = {
     "LayerNorm": lambda T, a, t: T.nn.LayerNorm(5).double()(a),
     "gather": lambda T, a, t: a.gather(1, t.view(4, 1)),
     "take_along_dim": lambda T, a, t: T.take_along_dim(a, t.view(4, 1), 1),
+    "masked_select": lambda T, a, t: a.masked_select(a > 0),
+    "masked_select_bcast": lambda T, a, t: a.masked_select(a[0] > 0),
+    "index_add": lambda T, a, t: a.index_add(0, T.tensor([0, 1]), a[:2] * 2),
+    "cummax": lambda T, a, t: a.cummax(1)[0],
+    "cummin": lambda T, a, t: a.cummin(0)[0],
 }
 
 
@@ -106,7 +111,8 @@ def test_kernel_rows_pack_what_torch_saves(case):
 
 
 @pytest.mark.parametrize("case", ["nll_self", "cross_entropy_logp", "layer_norm_bias",
-                                  "layer_norm_plain_bias", "gather_self", "parameter_bias"])
+                                  "layer_norm_plain_bias", "gather_self", "parameter_bias",
+                                  "masked_select_self", "cummax_self", "index_add_source"])
 def test_kernel_rows_check_the_version_of_what_they_save(case):
     """Modifying in place a tensor PyTorch's node saved fails backward with torch's text."""
     def f(T):
@@ -130,6 +136,18 @@ def test_kernel_rows_check_the_version_of_what_they_save(case):
             y = F.layer_norm(a, (5,), None, bias)
             with T.no_grad():
                 bias.add_(1)
+        elif case == "masked_select_self":
+            x = a * 1
+            y = x.masked_select(x > 0)
+            x.mul_(2)
+        elif case == "cummax_self":
+            x = a * 1
+            y = x.cummax(1)[0]
+            x.mul_(2)
+        elif case == "index_add_source":
+            s = a[:2] * 2
+            y = a.index_add(0, T.tensor([0, 1]), s)
+            s.mul_(2)
         else:
             x = a * 1
             y = x.gather(1, t.view(4, 1))

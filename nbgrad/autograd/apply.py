@@ -305,6 +305,8 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
                        where)
             for nr, o in enumerate(outs):
                 o._output_nr, o._requires_grad, o._grad_fn = nr, True, node
+                if o._data.dtype.kind not in "fc":  # (an index output: apply unhooks it after)
+                    o._requires_grad, o._grad_fn = False, None
             node._saved = _save(row, plan, inputs if saved_from is None else saved_from, args,
                                 outs, ctx)
             return node

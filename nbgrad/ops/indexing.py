@@ -31,7 +31,7 @@ op("index_put_impl", _index_put_fwd,
    values=lambda g, index, values_shape, xp: _reduce_to(g[index], values_shape, None, xp))
 op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, index),
    self=lambda g: g,
-   source=lambda g, dim, index, source_shape: g[_along(dim, index)].reshape(source_shape))
+   source=lambda g, dim, index, source: g[_along(dim, index)].reshape(source.shape))
 op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
    self=lambda g, self_shape, dim, index, xp: xp.index_add_to_zeros(g, self_shape, dim, index),
    grad_version=1)
@@ -173,8 +173,8 @@ def _broadcast_mask(self_shape, mask):
 
 op("masked_select", lambda self, mask: _xp(self).broadcast_to(
     self, np.broadcast_shapes(self.shape, mask.shape))[_broadcast_mask(self.shape, mask)],
-   self=lambda g, self_shape, mask, xp: xp.put(g, _broadcast_mask(self_shape, mask).shape,
-                                               _broadcast_mask(self_shape, mask)), grad_version=1)
+   self=lambda g, self, mask, xp: xp.put(g, _broadcast_mask(self.shape, mask).shape,
+                                         _broadcast_mask(self.shape, mask)), grad_version=1)
 op("masked_scatter", _masked_scatter_fwd,
    self=lambda g, mask, xp: xp.where(mask, 0, g),
    source=lambda g, mask, source_shape, xp: _masked_scatter_source_grad(g, mask, source_shape,

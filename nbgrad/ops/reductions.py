@@ -272,11 +272,11 @@ op("aminmax", lambda self, dim, keepdim: (_xp(self).min(self, axis=dim, keepdims
 op("cumprod", lambda self, dim: _xp(self).cumprod(self, axis=dim),
    self=lambda g, self, result, dim, xp: _cumprod_backward(g, self, result, dim, xp))
 op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
-   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp, add=True), grad_version=2)
+   self=lambda g, self, dim, result1, xp: _at_indices(g[0], tuple(self.shape), dim, result1,
+                                                      True, xp, add=True), grad_version=2)
 op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
-   self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
-                                                            xp, add=True), grad_version=2)
+   self=lambda g, self, dim, result1, xp: _at_indices(g[0], tuple(self.shape), dim, result1,
+                                                      True, xp, add=True), grad_version=2)
 op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=dim), float_op=True,
    self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
 

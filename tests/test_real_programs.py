@@ -755,3 +755,27 @@ def test_distributions_submodule_paths_as_torch():
                 "transformed_distribution", "distribution", "utils"):
         for name in getattr(D, mod).__all__:
             assert hasattr(getattr(torch.distributions, mod), name), (mod, name)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.distributions.Normal(0.0, -1.0),
+    lambda T: T.distributions.Normal(T.zeros(2), T.tensor([1.0, -1.0])),
+    lambda T: T.distributions.Normal(0.0, float("nan")),
+    lambda T: T.distributions.Normal(float("nan"), 1.0),
+    lambda T: T.distributions.Bernoulli(probs=T.tensor(1.5)),
+    lambda T: T.distributions.Bernoulli(probs=T.tensor(0.5)).log_prob(T.tensor(0.3)),
+    lambda T: T.distributions.Uniform(1.0, 0.0),
+    lambda T: T.distributions.Categorical(probs=T.tensor([-0.1, 1.0])),
+    lambda T: T.distributions.Categorical(logits=T.zeros(3)).log_prob(T.tensor(3)),
+    lambda T: T.distributions.Normal(0.0, -1.0, validate_args=False).scale,
+    lambda T: T.distributions.Bernoulli(probs=T.tensor(0.5)).log_prob(T.tensor(1.0)),
+], ids=["neg_scale", "neg_scale_vector", "nan_scale", "nan_loc", "probs_above_1",
+        "bernoulli_value", "uniform_low_high", "not_simplex", "category_out_of_range",
+        "validate_off", "bernoulli_ok"])
+def test_distribution_arguments_validated_as_torch(fn):
+    """A student's ``Normal(mu, sigma)`` with sigma <= 0: PyTorch's ValueError, same text."""
+    t, n = _both(fn)
+    if isinstance(t, tuple):
+        assert n == (t[0], t[1].replace("torch.", "nbgrad."))
+    else:
+        assert n.tolist() == t.tolist()

@@ -6,7 +6,9 @@ TransformedDistribution with ExpTransform / SigmoidTransform / AffineTransform (
 ``.inv``), and ``kl_divergence`` for two Normals. Shapes follow PyTorch: ``sample(sample_shape)``
 has shape ``sample_shape + batch_shape + event_shape``; ``log_prob`` drops the event dims.
 Samples come from nbgrad's generator (``manual_seed``), not PyTorch's random stream. Not done:
-argument validation (``validate_args``), the other distributions and constraints. The classes
+the other distributions and constraints; argument validation (on by default, PyTorch's
+ValueError texts) covers Normal, Uniform, Bernoulli and Categorical parameters and the values
+given to their log_prob. The classes
 live here; the submodules (``normal``, ``uniform``, ``kl``, ``transforms``, ...) name them at
 PyTorch's import paths (``from torch.distributions.normal import Normal``).
 """
@@ -45,15 +47,51 @@ def _size(shape):
     return Size(tuple(shape))
 
 
+def _refuse_unless(ok, text, value):
+    """PyTorch's ValueError for a parameter or value outside its constraint, with the values."""
+    if not bool(ok.all()):
+        raise ValueError(f"{text}, but found invalid values:\n{value}")
+
+
+def _real(x):
+    return x == x  # NaN is not real
+
+
 class Distribution:
     """Base class (torch.distributions.Distribution): batch_shape, event_shape, sample() under
     no_grad from rsample() where the distribution has one."""
 
     has_rsample = False
+    _validate_default = True  # PyTorch validates by default (outside python -O)
 
     def __init__(self, batch_shape=Size(), event_shape=Size(), validate_args=None):
         self._batch_shape = _size(batch_shape)
         self._event_shape = _size(event_shape)
+        self._validate_args = (Distribution._validate_default if validate_args is None
+                               else bool(validate_args))
+        if self._validate_args:
+            for name, constraint, ok in self._arg_checks():
+                _refuse_unless(ok, f"Expected parameter {name} (Tensor of shape "
+                               f"{tuple(getattr(self, name).shape)}) of distribution {self!r} to "
+                               f"satisfy the constraint {constraint}", getattr(self, name))
+
+    @staticmethod
+    def set_default_validate_args(value):
+        """Whether distributions check their arguments (and log_prob its value) by default
+        (torch.distributions.Distribution.set_default_validate_args)."""
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_default = value
+
+    def _arg_checks(self):
+        """(parameter name, PyTorch's constraint text, bool tensor: where it holds)."""
+        return ()
+
+    def _validate_sample(self, value, support, ok):
+        if self._validate_args:
+            _refuse_unless(ok, f"Expected value argument (Tensor of shape {tuple(value.shape)}) "
+                           f"to be within the support ({support}) of the distribution {self!r}",
+                           value)
 
     @property
     def batch_shape(self):
@@ -99,7 +137,11 @@ class Normal(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.size())
+        super().__init__(self.loc.size(), validate_args=validate_args)
+
+    def _arg_checks(self):
+        return (("loc", "Real()", _real(self.loc)),
+                ("scale", "GreaterThan(lower_bound=0.0)", self.scale > 0))
 
     @property
     def mean(self):
@@ -123,6 +165,7 @@ class Normal(Distribution):
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
+        self._validate_sample(value, "Real()", _real(value))
         var = self.scale ** 2
         log_scale = self.scale.log()
         return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
@@ -145,7 +188,11 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        super().__init__(self.low.size())
+        super().__init__(self.low.size(), validate_args=validate_args)
+
+    def _arg_checks(self):
+        h = self.high.item() if self.high.numel() == 1 else self.high
+        return (("low", f"LessThan(upper_bound={h})", self.low < self.high),)
 
     @property
     def mean(self):
@@ -265,7 +312,13 @@ class Bernoulli(Distribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _probs_logits(probs, logits, True)
         self._given = "probs" if probs is not None else "logits"
-        super().__init__(self.probs.size())
+        super().__init__(self.probs.size(), validate_args=validate_args)
+
+    def _arg_checks(self):
+        if self._given == "probs":
+            return (("probs", "Interval(lower_bound=0.0, upper_bound=1.0)",
+                     (self.probs >= 0) & (self.probs <= 1)),)
+        return (("logits", "Real()", _real(self.logits)),)
 
     def __repr__(self):
         v = getattr(self, self._given)
@@ -285,6 +338,7 @@ class Bernoulli(Distribution):
             return F.bernoulli(self.probs.expand(*shape))
 
     def log_prob(self, value):
+        self._validate_sample(value, "Boolean()", (value == 0) | (value == 1))
         logits, value = broadcast_all(self.logits, value)
         return -NF.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
@@ -302,7 +356,14 @@ class Categorical(Distribution):
         self.probs, self.logits = _probs_logits(probs, logits, False)
         self._given = "probs" if probs is not None else "logits"
         self._num_events = self.probs.shape[-1]
-        super().__init__(self.probs.size()[:-1])
+        super().__init__(self.probs.size()[:-1], validate_args=validate_args)
+
+    def _arg_checks(self):
+        if self._given == "probs":
+            p = self.probs
+            return (("probs", "Simplex()",
+                     (p >= 0).all(-1) & ((p.sum(-1) - 1).abs() < 1e-6)),)
+        return (("logits", "IndependentConstraint(Real(), 1)", _real(self.logits).all(-1)),)
 
     def __repr__(self):
         v = getattr(self, self._given)
@@ -329,6 +390,10 @@ class Categorical(Distribution):
             return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
+        self._validate_sample(value, f"IntegerInterval(lower_bound=0, upper_bound="
+                              f"{self._num_events - 1})",
+                              (value == value.floor()) & (value >= 0) &
+                              (value <= self._num_events - 1))
         value = value.long().unsqueeze(-1)
         value, log_pmf = F.broadcast_tensors(value, self.logits)
         value = value[..., :1]

@@ -27,10 +27,12 @@ from . import ops
 from .functions import *  # noqa: F401,F403  (the torch.* functions)
 from .functions import (abs, all, any, max, min, pow, round, sum)  # noqa: F401  (shadow builtins)
 from .functions import _safe_softmax  # noqa: F401  (torch._safe_softmax, attention's softmax)
+from .functions import _weight_norm  # noqa: F401  (torch._weight_norm, nn.utils.weight_norm's)
 from . import linalg  # noqa: E402  (torch.linalg)
 from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                        from_numpy, full, full_like, linspace, logspace, ones, ones_like, tensor,
                        zeros, zeros_like)
+from .creation import deprecated_range as range  # noqa: A001  (torch.range shadows the builtin)
 from .random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
                      multinomial, rand, rand_like, randint, randint_like, randn, randn_like,
                      randperm, seed, set_rng_state)
@@ -42,9 +44,15 @@ from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                                set_anomaly_enabled, set_detect_anomaly)
 from . import nn, optim, utils, viz
+from . import distributions  # noqa: E402  (torch.distributions)
 from .serialization import load, save
 
 __version__ = "0.1.0"
+
+# torch's float constants (torch.inf, torch.nan, torch.pi, torch.e)
+import math as _math  # noqa: E402
+
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 
 backend._init_threads()
 tracebacks.install()

@@ -18,6 +18,13 @@ does not implement torch.onnx.export yet"; for a Tensor method, "'Tensor' object
 aside from ``sys.modules`` and put back by :func:`disable`; names already bound (``torch`` in a
 notebook's namespace) keep what they were bound to, so re-run the imports after switching. Every
 library that imports ``torch`` while the alias is on gets nbgrad too.
+
+While the alias is on, nbgrad prints PyTorch's names, as the program (which imported ``torch``)
+expects them: ``torch.Size([2, 3])``, ``dtype=torch.float64``, ``x.type() == 'torch.FloatTensor'``,
+``<class 'torch.Tensor'>``, ``torch::autograd::AccumulateGrad``, a custom Function's node as
+``<torch.autograd.function.MyFnBackward object at ...>``, and error texts naming
+``[torch.FloatTensor [2, 3]]``; :func:`disable` switches back to nbgrad's own names (see
+:mod:`nbgrad.naming`).
 """
 from __future__ import annotations
 
@@ -27,6 +34,8 @@ import importlib.abc
 import importlib.machinery
 import sys
 import types
+
+from . import naming
 
 __all__ = ["enable", "disable", "is_enabled", "switch"]
 
@@ -169,6 +178,7 @@ def enable():
         _set_aside[name] = sys.modules.pop(name)
     sys.meta_path.insert(0, _finder)
     importlib.invalidate_caches()
+    naming.use("torch")
     if "__getattr__" not in vars(_tensor_class()):
         _tensor_class().__getattr__ = _tensor_getattr
 
@@ -182,6 +192,7 @@ def disable():
     if not is_enabled():
         return
     sys.meta_path.remove(_finder)
+    naming.use("nbgrad")
     if vars(_tensor_class()).get("__getattr__") is _tensor_getattr:
         del _tensor_class().__getattr__
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:

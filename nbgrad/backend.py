@@ -10,6 +10,8 @@ import functools
 
 import numpy as np
 
+from .naming import expose
+
 _cupy = None          # the cupy module once imported successfully
 _cupy_error = None    # why importing / initialising cupy failed
 
@@ -34,13 +36,22 @@ def cuda_available() -> bool:
 
 
 def cupy_module():
-    """The cupy module; raises RuntimeError naming the cause when CUDA cannot be used."""
+    """The cupy module.
+
+    Raises:
+        AssertionError: cupy is not installed: as PyTorch built without CUDA ("Torch not
+            compiled with CUDA enabled"), with the cause and the extra to install.
+        RuntimeError: cupy is installed but no CUDA device works (as PyTorch built with CUDA on
+            a machine without a GPU or driver).
+    """
     cp = _load_cupy()
     if cp is None:
-        raise RuntimeError(
-            "CUDA is not available to nbgrad (" + (_cupy_error or "unknown reason") + "). "
-            "Install the GPU extra with `pip install nbgrad[cuda12]` on a machine with an NVIDIA "
-            "GPU and driver, or keep tensors on device='cpu'.")
+        hint = ("CUDA is not available to nbgrad (" + (_cupy_error or "unknown reason") + "). "
+                "Install the GPU extra with `pip install nbgrad[cuda12]` on a machine with an "
+                "NVIDIA GPU and driver, or keep tensors on device='cpu'.")
+        if (_cupy_error or "").startswith(("ModuleNotFoundError", "ImportError")):
+            raise AssertionError("Torch not compiled with CUDA enabled: " + hint)
+        raise RuntimeError(hint)
     return cp
 
 
@@ -88,6 +99,9 @@ class device:
     def __exit__(self, *exc):
         set_default_device(_device_stack.pop())
         return False
+
+
+expose(device, "torch")
 
 
 _device_stack = []

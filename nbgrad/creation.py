@@ -1,6 +1,8 @@
 """Creating tensors (torch.tensor, zeros, ones, arange, ...); random ones are in random.py."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import _torch_errors, backend, dtypes
@@ -8,12 +10,26 @@ from .storage import Storage
 from .tensor import _PROV, Size, Tensor, _init, _mark_cut
 
 
+def _dim_int(s):
+    """One size entry: ints, and (as PyTorch takes them through __index__) one-element integer
+    tensors; a bool tensor gets PyTorch's RuntimeError."""
+    if isinstance(s, Tensor) and s.numel() == 1:
+        if s.dtype is dtypes.bool_:
+            raise RuntimeError("Expected scalar.isIntegral( false) to be true, but got false.  "
+                               "(Could this error message be improved?  If so, please report an "
+                               "enhancement request to PyTorch.)")
+        if not s.is_floating_point():
+            return int(s.item())
+    if not isinstance(s, (int, np.integer)):
+        raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
+    return s
+
+
 def _size(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         size = tuple(size[0])
+    size = tuple(_dim_int(s) for s in size)
     for s in size:
-        if not isinstance(s, (int, np.integer)):
-            raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(size)}")
@@ -127,8 +143,25 @@ def from_dlpack(ext):
     return Tensor._make_fresh(np.from_dlpack(ext))
 
 
+def size_arg(fn, shape, size_kw):
+    """The size of a factory called ``fn(*size)`` or ``fn(size=...)`` (torch.zeros(size=(2, 3))).
+
+    Raises:
+        TypeError: both given, or ``size=`` not a tuple/list/Size (PyTorch's texts).
+    """
+    if size_kw is None:
+        return shape
+    if shape:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    if not isinstance(size_kw, (tuple, list, Size)):
+        raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not "
+                        f"{type(size_kw).__name__}")
+    return (tuple(size_kw),)
+
+
 def _filled(fill):
-    def f(*size, dtype=None, device=None, requires_grad=False, out=None):
+    def f(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None):
+        size = size_arg(fill.__name__, shape, size)
         if fill is not np.empty and any(isinstance(s, int) and s < 0 for s in _flat(size)):
             raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
         size = _size(size)
@@ -186,6 +219,29 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(np.arange(*vals).astype(dt), device, requires_grad)
 
 
+def deprecated_range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values start, start+step, ... up to and including ``end`` (torch.range, deprecated in
+    PyTorch for torch.arange, with its UserWarning); dtype default float32 even for ints.
+
+    Raises:
+        RuntimeError: step 0, or a step of the wrong sign (PyTorch's texts).
+    """
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(np.floor((end - start) / step)) + 1
+    dt = dtypes.to_np(dtype) or dtypes.default_np()
+    return _finish((start + step * np.arange(n)).astype(dt), device, requires_grad)
+
+
+deprecated_range.__name__ = deprecated_range.__qualname__ = "range"  # exported as nbgrad.range
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end inclusive (torch.linspace)."""
     dt = dtypes.to_np(dtype) or dtypes.default_np()
@@ -205,13 +261,14 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 def tensor_init(self, *args, dtype=None, device=None, requires_grad=False):
-    """`Tensor(data)` copies data as float32 (the default dtype), `Tensor(2, 3)` is an
-    uninitialised (2, 3) tensor, like PyTorch's legacy constructor (bound as Tensor.__init__)."""
+    """PyTorch's legacy constructor (bound as Tensor.__init__): `Tensor(data)` copies a list or
+    an ndarray as float32 (the default dtype, whatever the array's dtype), `Tensor(2, 3)` is an
+    uninitialised (2, 3) tensor. (`Tensor(t)` of a tensor is functions.legacy_init's alias.)"""
     if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         arr = np.empty(args, dtype=dtypes.to_np(dtype) or dtypes.default_np())
     else:
         data = args[0] if args else []
-        arr = _to_array(data, dtype or (None if isinstance(data, (Tensor, np.ndarray))
+        arr = _to_array(data, dtype or (None if isinstance(data, Tensor)
                                         else dtypes.get_default_dtype()), device, copy=True)
     _init(self, arr, Storage(arr), None, 0, False)
     if requires_grad:

@@ -5,6 +5,8 @@ import builtins
 
 import numpy as np
 
+from .naming import expose, public
+
 
 class dtype:
     """A tensor element type (torch.dtype). `is_floating_point`, `itemsize` (bytes)."""
@@ -27,12 +29,13 @@ class dtype:
         return self
 
     def __repr__(self):
-        return f"nbgrad.{self.name}"
+        return public(self.name)
 
     def __reduce__(self):
         return (from_name, (self.name,))
 
 
+expose(dtype, "torch")
 float32 = dtype("float32", np.float32, "FloatTensor")
 float64 = dtype("float64", np.float64, "DoubleTensor")
 float16 = dtype("float16", np.float16, "HalfTensor")
@@ -65,7 +68,7 @@ class _unsupported_dtype:
     is_complex = False
 
     def __repr__(self):
-        return f"nbgrad.{self.name}"
+        return public(self.name)
 
 
 bfloat16 = _unsupported_dtype("bfloat16", 2)

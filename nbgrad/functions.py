@@ -9,6 +9,9 @@ from __future__ import annotations
 import builtins
 import collections
 import math
+import operator
+import warnings
+import weakref
 
 import numpy as np
 
@@ -17,7 +20,7 @@ from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply)
 from .autograd.grad_mode import STATE as _GRAD
 from .autograd import variable
-from .autograd.grad_mode import no_grad
+from .autograd.grad_mode import is_grad_enabled, no_grad
 from .ops import ROWS as R
 from .ops.formulas import TENSORS, _reduce_to
 from .ops.reductions import _sorted_idx
@@ -710,9 +713,12 @@ def matmul(input, other, *, out=None):
     (n,)@(n,) -> () DotBackward0; (n,m)@(m,p) MmBackward0; (n,m)@(m,) MvBackward0;
     (b,n,m)@(b,m,p) BmmBackward0; other batched cases MatmulBackward0.
     """
+    a, b = input._data, other._data
+    if out is None and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and \
+            a.dtype is b.dtype and type(a) is type(b):
+        return apply(_MM, (input, other))  # the usual case, checked
     if out is not None:
         return _out("matmul", lambda: matmul(input, other), (input, other), out)
-    a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
@@ -740,9 +746,14 @@ def matmul(input, other, *, out=None):
     return _matmul(input, other)
 
 
+_MM = R["mm"]
+
+
 def _matmul(a, b):
-    """matmul as PyTorch decomposes it, so the graph shows the same nodes (mm, mv, dot, bmm,
-    folded through views and UnsafeViewBackward0)."""
+    """matmul as PyTorch decomposes it (aten's _matmul_impl), so the graph shows the same nodes:
+    mm / mv / dot; a batched operand folded into the rows of one mm or mv (UnsafeViewBackward0
+    around it) when torch folds; else expand both to the broadcast batch, fold it into one dim,
+    bmm, unfold. The views are applied as rows directly (no public reshape / expand)."""
     da, db = a._data.ndim, b._data.ndim
     if da == 2 and db == 2:
         return apply(R["mm"], (a, b))
@@ -751,29 +762,90 @@ def _matmul(a, b):
     if da == 2 and db == 1:
         return apply(R["mv"], (a, b))
     if da == 1 and db == 2:
-        return apply(R["squeeze_dims_"], (_matmul(unsqueeze(a, 0), b),), ((0,),))
-    if da >= 3 and db <= 2:   # fold the batch into the rows of a matrix product
-        k = a._data.shape[-1]
-        folded = _matmul(reshape(a, -1, k), b)
-        shape = a._data.shape[:-1] + ((b._data.shape[-1],) if db == 2 else ())
-        return apply(R["unsafe_view"], (folded,), (shape,))
-    if da == 1 and db >= 3:
-        return _matmul(b.mT, a)
-    # batched: broadcast the batch dims, fold them into one, bmm, unfold
-    ba, bb = a._data.shape[:-2], b._data.shape[:-2]
-    try:
-        batch = np.broadcast_shapes(ba, bb)
-    except ValueError:
-        raise _broadcast_error(ba, bb) from None
-    n, k = a._data.shape[-2:] if da > 1 else (1, a._data.shape[0])
-    p = b._data.shape[-1]
-    a3 = reshape(expand(a, *batch, n, k), -1, n, k) if da > 1 else None
-    b3 = reshape(expand(b, *batch, k, p), -1, k, p)
-    if a3 is None:
-        a3 = reshape(expand(unsqueeze(a, 0), *batch, 1, k), -1, 1, k)
-    out = apply(R["bmm"], (a3, b3))
-    shape = tuple(batch) + ((n,) if da > 1 else ()) + (p,)
+        return apply(R["squeeze_dims_"], (apply(R["mm"], (unsqueeze(a, 0), b)),), ((0,),))
+    if _should_fold(a, b, da, db):
+        return _matmul_folded(a, b, da, db)
+    sa, sb = a._data.shape, b._data.shape
+    if da == 3 and db == 3 and sa[0] != sb[0]:  # a batch of one that requires grad: squeezed
+        if sa[0] == 1 and a._requires_grad:
+            return _matmul(apply(R["squeeze_dim"], (a,), (0,)), b)
+        if sb[0] == 1 and b._requires_grad:
+            return _matmul(a, apply(R["squeeze_dim"], (b,), (0,)))
+    # batched: expand both to the broadcast batch, fold it into one dim, bmm, unfold
+    ba, bb = sa[:-2], sb[:-2]
+    batch = ba if ba == bb else _broadcast_batch(ba, bb)
+    n, k = sa[-2] if da > 1 else 1, sa[-1]
+    p = sb[-1] if db > 1 else 1
+    rows = math.prod(batch)
+    a3 = _fold(apply(R["expand"], (a,), (batch + (n, k),)), (rows, n, k))
+    if db == 1:
+        b3 = apply(R["unsqueeze"], (_fold(apply(R["expand"], (b,), (batch + (k,),)), (rows, k)),),
+                   (2,))
+        out = apply(R["squeeze_dim"], (apply(R["bmm"], (a3, b3)),), (2,))
+    else:
+        b3 = _fold(apply(R["expand"], (b,), (batch + (k, p),)), (rows, k, p))
+        out = apply(R["bmm"], (a3, b3))
+    shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
     return apply(R["unsafe_view"], (out,), (shape,))
+
+
+def _should_fold(a, b, da, db):
+    """aten's should_fold: whether the operand of 3 dims or more (the other one's transpose
+    when that is the larger) is folded into the rows of one mm / mv instead of a bmm."""
+    larger = da >= db
+    if not ((da if larger else db) >= 3 and (db if larger else da) <= 2):
+        return False
+    if (b if larger else a)._requires_grad:
+        return True
+    if da == 2:
+        return False
+    t1 = a._data if larger else b._data.swapaxes(-2, -1)
+    if not t1.size:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return builtins.all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _matmul_folded(a, b, da, db):
+    """The larger operand (or b's transpose) viewed as one matrix: mm / mv, unfolded; with the
+    transpose, the result is transposed back and made contiguous (CloneBackward0), as torch."""
+    transpose = db > da
+    if transpose:
+        t1 = apply(R["transpose"], (b,), (db - 2, db - 1))
+        t2 = apply(R["t"], (a,)) if da == 2 else a
+    else:
+        t1, t2 = a, b
+    s1 = t1._data.shape
+    shape = s1[:-1]
+    folded = _fold(t1, (math.prod(shape), s1[-1]))
+    if t2._data.ndim == 1:
+        return apply(R["unsafe_view"], (apply(R["mv"], (folded, t2)),), (shape,))
+    out = apply(R["unsafe_view"], (apply(R["mm"], (folded, t2)),), (shape + t2._data.shape[1:],))
+    if not transpose:
+        return out
+    return contiguous(apply(R["transpose"], (out,), (len(shape) - 1, len(shape))))
+
+
+def _broadcast_batch(ba, bb):
+    """The broadcast of two batch shapes (tuple), or PyTorch's error."""
+    n = builtins.max(len(ba), len(bb))
+    out = []
+    for x, y in zip((1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb):
+        if x != y and x != 1 and y != 1:
+            raise _broadcast_error(ba, bb)
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _fold(x, shape):
+    """reshape(x, shape) for a known shape of the same size: a view (ViewBackward0, or
+    ReshapeAliasBackward0 on non-contiguous input the strides allow), else a copy
+    (CloneBackward0, UnsafeViewBackward0), as PyTorch's reshape."""
+    try:
+        return apply(R["view" if x._data.flags.c_contiguous else "reshape_alias"], (x,),
+                     (shape,))
+    except _ViewImpossible:
+        return apply(R["unsafe_view"], (clone(x),), (shape,))
 
 
 def mm(input, mat2):
@@ -866,6 +938,132 @@ def cross(input, other, dim=None):
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
     return linalg_cross(input, other, dim=dim)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of v over every dim but ``dim``, keeping them as size-1 dims (shape
+    (n, 1, ...) for dim 0); dim -1: the norm of all of v, 0-d (torch.norm_except_dim)."""
+    p = float(pow) if pow not in (1, 2) else pow
+    nd = v._data.ndim
+    if dim == -1:
+        return apply(R["norm"], (v,), (p, None, False))
+    dim = _dim(dim, nd)
+    shape = v._data.shape
+    if dim == 0:  # composed as PyTorch composes it: a view, a norm, a view back
+        n = apply(R["norm"], (v.contiguous().view(shape[0], -1),), (p, 1, False))
+        return n.view(shape[0], *[1] * (nd - 1))
+    if dim == nd - 1:
+        n = apply(R["norm"], (v.contiguous().view(-1, shape[-1]),), (p, 0, False))
+        return n.view(*[1] * (nd - 1), shape[-1])
+    return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+
+
+def _weight_norm(v, g, dim=0):
+    """w = v * g / ||v|| with the norm over every dim but ``dim`` (torch._weight_norm, what
+    nn.utils.weight_norm computes before each forward): v (out, ...), g of the norm's shape
+    ((out, 1, ...) for dim 0). For the first or last dim one WeightNormInterfaceBackward0 node,
+    as PyTorch's fused kernel; other dims and -1 (the whole tensor) composed: MulBackward0.
+
+    Raises:
+        IndexError: dim out of range (PyTorch's text).
+    """
+    if dim != -1:
+        dim = _dim(dim, v._data.ndim)
+    if dim not in (0, v._data.ndim - 1):  # PyTorch's fused kernel serves the first and last
+        return v * (g / norm_except_dim(v, 2, dim))
+    return apply(R["weight_norm_interface"], (v, g), (dim,))
+
+
+_lu_factor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_lu_unpack = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _no_lu_grad(name, *ts):
+    if is_grad_enabled() and builtins.any(isinstance(t, Tensor) and t.requires_grad for t in ts):
+        node = "LuUnpackBackward0" if name == "lu_unpack" else "LinalgLuFactorExBackward0"
+        raise RuntimeError(f"nbgrad does not implement the derivative of {name} yet (PyTorch "
+                           f"records {node}): call it under no_grad() or on a tensor that does "
+                           "not require grad")
+
+
+def linalg_lu_factor(A, *, pivot=True):
+    """LU factorisation with partial pivoting, LAPACK's getrf (torch.linalg.lu_factor): A
+    (..., m, n) -> LU (..., m, n) holding L below the diagonal (unit diagonal implied) and U on
+    and above it, pivots (..., min(m, n)) int32, 1-based row swaps. No gradient yet.
+
+    Raises:
+        RuntimeError: A requires grad (nbgrad has no derivative for it yet), or pivot=False.
+    """
+    _no_lu_grad("lu_factor", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    a = np.array(A._data, copy=True)
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    piv = np.zeros(a.shape[:-2] + (k,), dtype=np.int32)
+    rows = np.arange(m)
+    for j in range(k):  # one column at a time, vectorised over the batch
+        p = np.abs(a[..., j:, j]).argmax(-1) + j
+        piv[..., j] = p + 1
+        pj = np.take_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), -2)
+        rj = a[..., j:j + 1, :].copy()
+        np.put_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), rj, -2)
+        a[..., j:j + 1, :] = pj
+        d = a[..., j, j]
+        below = rows > j
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a[..., below, j] = a[..., below, j] / d[..., None]
+        a[..., j + 1:, j + 1:] -= a[..., j + 1:, j:j + 1] * a[..., j:j + 1, j + 1:]
+    return _lu_factor(Tensor._make_fresh(a), Tensor._make_fresh(piv))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's result, A = P @ L @ U (torch.lu_unpack): P (..., m, m), L
+    (..., m, k) unit lower, U (..., k, n) upper. No gradient yet.
+
+    Raises:
+        RuntimeError: LU_data requires grad (nbgrad has no derivative for it yet).
+    """
+    _no_lu_grad("lu_unpack", LU_data)
+    a = LU_data._data
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    L = U = P = None
+    if unpack_data:
+        L = np.tril(a[..., :, :k], -1) + np.eye(m, k, dtype=a.dtype)
+        U = np.triu(a[..., :k, :])
+    if unpack_pivots:
+        piv = LU_pivots._data.astype(np.int64) - 1
+        perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+        for j in range(k):
+            pj = piv[..., j:j + 1]
+            a_j = perm[..., j:j + 1].copy()
+            perm[..., j:j + 1] = np.take_along_axis(perm, pj, -1)
+            np.put_along_axis(perm, pj, a_j, -1)
+        P = (perm[..., :, None] == np.arange(m)).swapaxes(-1, -2).astype(a.dtype)
+    empty = np.zeros((0,), dtype=a.dtype)
+    return _lu_unpack(*(Tensor._make_fresh(x if x is not None else empty) for x in (P, L, U)))
+
+
+_LU_WARNED = [False]
+
+
+def _tensor_lu(self, pivot=True, get_infos=False):
+    """Tensor.lu (deprecated torch.lu, with PyTorch's once-per-process warning): (LU, pivots),
+    and infos (zeros) with get_infos."""
+    if not _LU_WARNED[0]:
+        _LU_WARNED[0] = True
+        warnings.warn(
+            "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+            "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+            "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+            "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+            "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+            "compute_pivots)", UserWarning, stacklevel=2)
+    LU, piv = linalg_lu_factor(self, pivot=pivot)
+    if get_infos:
+        return LU, piv, creation.zeros(*self.shape[:-2], dtype=dtypes.int32)
+    return LU, piv
 
 
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
@@ -1031,23 +1229,27 @@ def vstack(tensors):
 # ================================================================================================
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
-        shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+        shape = shape[0]
+    return tuple(map(int, shape))
 
 
 def _infer(shape, numel):
-    shape = list(shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    known = math.prod(s for s in shape if s != -1)
-    if neg:
+    """`shape` with its one -1 (if any) inferred from `numel`; PyTorch's errors."""
+    known, neg = 1, -1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if neg >= 0:
+                raise RuntimeError("only one dimension can be inferred")
+            neg = i
+        else:
+            known *= s
+    if neg >= 0:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape[neg[0]] = numel // known
-    elif known != numel:
+        return shape[:neg] + (numel // known,) + shape[neg + 1:]
+    if known != numel:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return tuple(shape)
+    return shape
 
 
 def view(input, *shape):
@@ -1072,11 +1274,8 @@ def reshape(input, *shape):
     """A view when the strides allow, else a copy (torch.reshape). TypeError without a shape."""
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
-    shape = _infer(_shape_arg(shape), input._data.size)
-    try:  # PyTorch: view when contiguous, else _reshape_alias when the strides allow
-        return apply(R["view" if input.is_contiguous() else "reshape_alias"], (input,), (shape,))
-    except _ViewImpossible:
-        return apply(R["unsafe_view"], (clone(input),), (shape,))
+    # PyTorch: view when contiguous, else _reshape_alias when the strides allow, else a copy
+    return _fold(input, _infer(_shape_arg(shape), input._data.size))
 
 
 def ravel(input):
@@ -1149,9 +1348,9 @@ def expand(input, *sizes):
     sizes = _shape_arg(sizes)
     s = input._data.shape
     if len(sizes) < len(s):
-        raise RuntimeError(f"expand(nbgrad.FloatTensor{{{list(s)}}}, size={list(sizes)}): the "
-                           "number of sizes provided ({}) must be greater or equal to the number "
-                           "of dimensions in the tensor ({})".format(len(sizes), len(s)))
+        raise RuntimeError(f"expand({type_name_of(input)}{{{list(s)}}}, size={list(sizes)}): the "
+                           f"number of sizes provided ({len(sizes)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(s)})")
     return apply(R["expand"], (input,), (_expand_shape(s, sizes),))
 
 
@@ -1366,7 +1565,7 @@ def to_dtype(input, dtype):
     if input._data.dtype == dt:
         return input
     if dt.kind == "f":
-        return apply(R["to_copy"], (input,), (dt,))
+        return apply(R["to_copy"], (input,), (dt, input._data.dtype))
     return _fresh(input._data.astype(dt))  # not differentiable: no node
 
 
@@ -1768,51 +1967,102 @@ def _operand_list(tensors):
     return tuple(tensors)
 
 
-def _sumproduct_pair(left, right, sum_dims):
+class _Steps:
+    """einsum's plan, recorded while the first call on an equation and operand shapes runs:
+    each step applies a function to earlier results (slots: the operands first), so later
+    calls replay the steps without deciding anything again."""
+
+    __slots__ = ("regs", "steps")
+
+    def __init__(self, operands):
+        self.regs = list(operands)
+        self.steps = []
+
+    def __call__(self, fn, ins, *args):
+        """Run fn(*inputs, *args) now and record it; its slot."""
+        self.regs.append(fn(*[self.regs[i] for i in ins], *args))
+        self.steps.append((fn, ins, args))
+        return len(self.regs) - 1
+
+    def shape(self, slot):
+        return self.regs[slot]._data.shape
+
+
+def _replay(steps, result, operands):
+    regs = list(operands)
+    for fn, ins, args in steps:
+        regs.append(fn(*[regs[i] for i in ins], *args))
+    return regs[result]
+
+
+def _permute_rows(x, dims):  # dims already a complete permutation
+    return apply(R["permute"], (x,), (dims,))
+
+
+def _unsqueeze_row(x, dim):  # 0 <= dim <= x.ndim
+    return apply(R["unsqueeze"], (x,), (dim,))
+
+
+def _bmm_row(a, b):  # (b, n, k) @ (b, k, p), checked by the plan
+    return apply(R["bmm"], (a, b))
+
+
+def _view_row(x, shape):  # a contiguous x
+    return apply(R["view"], (x,), (shape,))
+
+
+def _sumproduct_pair(rec, left, right, sum_dims):
     """sum over `sum_dims` of left * right (same ndim, broadcast on size-1 dims), keeping the
     summed dims as size 1: permute both so that batch (lro), left-only (lo), summed and
     right-only (ro) dims line up, flatten to 3-D, bmm, view and permute back (PyTorch's
-    decomposition, so the graph shows its nodes)."""
+    decomposition, so the graph shows its nodes). `left` and `right` are slots of `rec`."""
     if not sum_dims:
-        return mul(left, right)
-    nd = left._data.ndim
+        return rec(mul, (left, right))
+    ls, rs = list(rec.shape(left)), list(rec.shape(right))
+    nd = len(ls)
     lro, lo, ro = [], [], []
     lro_size = lo_size = ro_size = sum_size = 1
     for i in range(nd):
-        sl, sr = left._data.shape[i] != 1, right._data.shape[i] != 1
+        sl, sr = ls[i] != 1, rs[i] != 1
         if i in sum_dims:
             if sl and sr:
-                if left._data.shape[i] != right._data.shape[i]:
+                if ls[i] != rs[i]:
                     raise RuntimeError("non-broadcast dimensions must match")
-                sum_size *= left._data.shape[i]
+                sum_size *= ls[i]
             elif sl:
-                left = sum(left, i, True)
+                left = rec(sum, (left,), i, True)
+                ls[i] = 1
             elif sr:
-                right = sum(right, i, True)
+                right = rec(sum, (right,), i, True)
+                rs[i] = 1
         elif sl and sr:
-            if left._data.shape[i] != right._data.shape[i]:
+            if ls[i] != rs[i]:
                 raise RuntimeError("non-broadcast dimensions must match")
             lro.append(i)
-            lro_size *= left._data.shape[i]
+            lro_size *= ls[i]
         elif sl:
             lo.append(i)
-            lo_size *= left._data.shape[i]
+            lo_size *= ls[i]
         else:
             ro.append(i)
-            ro_size *= right._data.shape[i]
+            ro_size *= rs[i]
     if lo and ro and ro[-1] < lo[0]:  # right's dims all come first: bmm(right, left) then
         left, right, lo, ro, lo_size, ro_size = right, left, ro, lo, ro_size, lo_size
+        ls, rs = rs, ls
     sum_dims = list(sum_dims)
-    out_size = ([left._data.shape[d] for d in lro] + [left._data.shape[d] for d in lo] +
-                [1] * len(sum_dims) + [right._data.shape[d] for d in ro])
+    out_size = ([ls[d] for d in lro] + [ls[d] for d in lo] + [1] * len(sum_dims) +
+                [rs[d] for d in ro])
     lperm = lro + lo + sum_dims + ro
     rperm = lro + sum_dims + ro + lo
     operm = [0] * len(lperm)
     for k, d in enumerate(lperm):
         operm[d] = k
-    left = reshape(permute(left, *lperm), lro_size, lo_size, sum_size)
-    right = reshape(permute(right, *rperm), lro_size, sum_size, ro_size)
-    return permute(view(bmm(left, right), tuple(out_size)), *operm)
+    left = rec(_fold, (rec(_permute_rows, (left,), tuple(lperm)),),
+               (lro_size, lo_size, sum_size))
+    right = rec(_fold, (rec(_permute_rows, (right,), tuple(rperm)),),
+                (lro_size, sum_size, ro_size))
+    out = rec(_view_row, (rec(_bmm_row, (left, right)),), tuple(out_size))
+    return rec(_permute_rows, (out,), tuple(operm))
 
 
 _ELLIPSIS = "..."
@@ -1859,7 +2109,8 @@ def einsum(equation, *operands):
 
     Every contraction is done as PyTorch does it: diagonals for repeated labels, unsqueeze and
     permute to align the labels, sums of labels only one operand has, then a permute / reshape /
-    bmm / view per pair of operands, left to right. Operands may be passed as a list.
+    bmm / view per pair of operands, left to right. Operands may be passed as a list. The steps
+    are planned once per equation and operand shapes, then replayed.
 
     Raises:
         RuntimeError: PyTorch's einsum() messages for malformed equations and size mismatches.
@@ -1867,6 +2118,25 @@ def einsum(equation, *operands):
     operands = _operand_list(operands)
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
+    key = (equation, tuple(x._data.shape for x in operands)) if type(equation) is str else None
+    plan = _EINSUM_PLANS.get(key) if key is not None else None
+    if plan is not None:  # the same equation on the same shapes: the same steps
+        return _replay(plan[0], plan[1], operands)
+    rec = _Steps(operands)
+    result = _einsum_plan(rec, equation, operands)
+    if key is not None:
+        if len(_EINSUM_PLANS) >= 256:
+            _EINSUM_PLANS.clear()
+        _EINSUM_PLANS[key] = (tuple(rec.steps), result)
+    return rec.regs[result]
+
+
+_EINSUM_PLANS = {}  # (equation, operand shapes) -> (steps, result slot)
+
+
+def _einsum_plan(rec, equation, operands):
+    """Run einsum through the recorder `rec` (checking the equation against the shapes, with
+    PyTorch's texts); the slot of the result."""
     op_labels, rhs, lhs_len = _einsum_parse(equation, operands)
     count = collections.Counter()
     ell_ndim = 0
@@ -1929,14 +2199,15 @@ def einsum(equation, *operands):
     size_of, ell_sizes = {}, [1] * ell_ndim
     dim_counts = [0] * n_all  # how many operands have a size != 1 there
     ops = []
-    for k, (x, labels) in enumerate(zip(operands, op_labels)):
+    for k, labels in enumerate(op_labels):
+        x = k  # the operand's slot
         perm = [-1] * n_all
         d = 0
         for lab in labels:
             if lab == _ELLIPSIS:
                 nd = operands[k]._data.ndim - (len(labels) - 1)
                 for j in range(ell_ndim - nd, ell_ndim):
-                    n = x._data.shape[d]
+                    n = rec.shape(x)[d]
                     if n != 1:
                         if ell_sizes[j] not in (1, n):
                             raise RuntimeError(
@@ -1948,7 +2219,7 @@ def einsum(equation, *operands):
                     perm[ell_index + j] = d
                     d += 1
             elif perm[perm_of[lab]] == -1:
-                n = x._data.shape[d]
+                n = rec.shape(x)[d]
                 if n != 1:
                     if size_of.get(lab, 1) not in (1, n):
                         raise RuntimeError(
@@ -1960,22 +2231,23 @@ def einsum(equation, *operands):
                 d += 1
             else:  # a repeated label: its diagonal
                 prev = perm[perm_of[lab]]
-                a, b = x._data.shape[d], x._data.shape[prev]
+                a, b = rec.shape(x)[d], rec.shape(x)[prev]
                 if a != b:
                     raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} "
                                        f"but the sizes don't match, {a} != {b}")
-                x = movedim(diagonal(x, 0, prev, d), -1, prev)
+                x = rec(movedim, (rec(diagonal, (x,), 0, prev, d),), -1, prev)
         for j in range(n_all):
             if perm[j] == -1:
-                x = unsqueeze(x, d)
+                x = rec(_unsqueeze_row, (x,), d)
                 perm[j] = d
                 d += 1
-        ops.append(permute(x, *perm))
+        ops.append(rec(_permute_rows, (x,), tuple(perm)))
     while len(ops) > 1:  # contract left to right
         a, b = ops.pop(0), ops.pop(0)
         sum_dims, a_sum, b_sum = [], [], []
+        shape_a, shape_b = rec.shape(a), rec.shape(b)
         for d in range(n_out, n_all):
-            sa, sb = a._data.shape[d] != 1, b._data.shape[d] != 1
+            sa, sb = shape_a[d] != 1, shape_b[d] != 1
             if sa and sb:
                 dim_counts[d] -= 1
                 if dim_counts[d] == 1:
@@ -1989,15 +2261,15 @@ def einsum(equation, *operands):
                     b_sum.append(d)
                     dim_counts[d] = 0
         if a_sum:
-            a = sum(a, tuple(a_sum), True)
+            a = rec(sum, (a,), tuple(a_sum), True)
         if b_sum:
-            b = sum(b, tuple(b_sum), True)
-        ops.insert(0, _sumproduct_pair(a, b, sum_dims))
+            b = rec(sum, (b,), tuple(b_sum), True)
+        ops.insert(0, _sumproduct_pair(rec, a, b, sum_dims))
     r = ops[0]
     if n_all > n_out:
         if len(operands) > 1:
-            return view(r, tuple(r._data.shape[:n_out]))
-        return sum(r, tuple(range(n_out, n_all)))
+            return rec(view, (r,), tuple(rec.shape(r)[:n_out]))
+        return rec(sum, (r,), tuple(range(n_out, n_all)))
     return r
 
 
@@ -3010,21 +3282,26 @@ def index_add_(self, dim, index, source, *, alpha=1):
                  inplace="index_add_")
 
 
+def _index_tuple(x):
+    """An int-like (int, numpy integer, integer 0-d tensor: anything with __index__) or a
+    sequence of them, as a tuple of ints."""
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(operator.index(v) for v in x)
+
+
 def roll(input, shifts, dims=None):
     """Shift elements along `dims` (ints or tuples) circularly; without dims, of the flattened
     tensor (torch.roll; RollBackward0)."""
+    shifts = _index_tuple(shifts)
     if dims is None:
-        if not isinstance(shifts, int):
-            shifts = tuple(shifts)
-            if len(shifts) != 1:
-                raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
-                                   "dims:0")
-            shifts = shifts[0]
-        return apply(R["roll"], (input,), (shifts, None))
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               "dims:0")
+        return apply(R["roll"], (input,), (shifts[0], None))
     nd = input._data.ndim
-    if isinstance(dims, int):
-        dims = (dims,)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = _index_tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
@@ -3127,10 +3404,41 @@ def _new_like(fn):
     return f
 
 
+def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
+    """``Tensor(...)``, PyTorch's legacy constructor (bound as Tensor.__init__): ``Tensor(t)`` of
+    one tensor is torch.alias(t), a view of it (same dtype, memory and version counter;
+    AliasBackward0 when t requires grad: old code flattens parameters this way and
+    differentiates through them); anything else is creation.tensor_init's (data copied as the
+    default dtype, or sizes)."""
+    if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None and device is None:
+        a = apply(R["alias"], (args[0],))
+        a._storage  # (a view has its Storage: shared, not counted twice)
+        for k in ("_data", "_st", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+                  "_view", "_extra"):
+            setattr(self, k, getattr(a, k))
+        vs = self._storage._views
+        if vs and vs[-1]() is a:  # the storage remembers views to wake: this one, not a
+            vs[-1] = weakref.ref(self)
+        return
+    creation.tensor_init(self, *args, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _sparse_only(name, layout):
+    def f(self):
+        raise RuntimeError(f"{name} expected sparse {layout}layout but got Strided")
+    f.__name__ = name
+    f.__doc__ = (f"Tensor.{name}() of a sparse tensor in PyTorch; nbgrad's tensors are dense "
+                 "(strided), so it raises PyTorch's RuntimeError for a dense tensor.")
+    return f
+
+
 def _bind():
     T = Tensor
     g = globals()
-    T.__init__ = creation.tensor_init
+    T.__init__ = legacy_init
+    T.values = _sparse_only("values", "tensor ")
+    T.lu = _tensor_lu
+    T.indices = _sparse_only("indices", "coordinate tensor ")
     variable.bind(T)
     # operators
     # operators: the functions themselves where the argument order allows (fewer frames in a

@@ -11,12 +11,13 @@ from .autograd.apply import apply
 from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
 from .functions import inverse as inv
 from .functions import linalg_cross as cross
+from .functions import linalg_lu_factor as lu_factor
 from .functions import pinverse as pinv
 from .ops import ROWS as R
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
-           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross"]
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor"]
 
 _qr = collections.namedtuple("qr", ["Q", "R"])
 _eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])

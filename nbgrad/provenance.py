@@ -51,6 +51,7 @@ def site(code, lasti):
     holds the code, so the id stays its own; emptied when it grows past 65536 places."""
     if len(SITES) >= _MAX_SITES:
         SITES.clear()
+        BY_LASTI.clear()
     return SITES.setdefault((id(code), lasti), (code, lasti))
 
 
@@ -80,6 +81,27 @@ def capture(hint=1):
 def _site_of(f):
     code, lasti = f.f_code, f.f_lasti
     return SITES.get((id(code), lasti)) or site(code, lasti)
+
+
+def site_at(f):
+    """The shared `(code, lasti)` of frame `f`, or of the first frame above it outside nbgrad
+    (None if there is none). The op path calls it with the frame its entry point was called
+    from (`sys._getframe(2)` in `apply`): one frame object, that of the user's line, which stays
+    alive with it, instead of one for every nbgrad frame on the way.
+
+    Hot callers first try `BY_LASTI.get(f.f_lasti)`, checking its code is `f.f_code`: the last
+    user site seen at that instruction offset (a small-int dict lookup; a lib frame never
+    matches, its code is not a user site's)."""
+    while f.f_code.co_filename in LIB_FILES:
+        f = f.f_back
+        if f is None:
+            return None
+    code, lasti = f.f_code, f.f_lasti
+    s = BY_LASTI[lasti] = SITES.get((id(code), lasti)) or site(code, lasti)
+    return s
+
+
+BY_LASTI = {}  # lasti -> the last user site seen at that offset (any code): a cache of SITES
 
 
 _INPUT_RE = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")

@@ -14,7 +14,7 @@ import json
 import numpy as np
 
 from . import backend, dtypes
-from .creation import _finish, _size, write_out
+from .creation import _finish, _size, size_arg, write_out
 from .tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -183,26 +183,28 @@ def _integers(g, low, high, shape, np_dt):
 
 
 # ---- factories ----------------------------------------------------------------------------------
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+def rand(*shape, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
     """Uniform samples from [0, 1) of the given size (torch.rand); dtype default float32.
 
     Raises:
         NotImplementedError: a non-floating dtype (PyTorch's text).
     """
+    size = size_arg("rand", shape, size)
     dt = _np_dt(dtype if out is None or dtype is not None else out.dtype)
     _require_float(dt, "check_uniform_bounds")
     return _with_out("rand", lambda: _finish(_uniform01(_gen(generator), _size(size), dt), device,
                                              requires_grad), out)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+def randn(*shape, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False):
     """Standard normal samples of the given size (torch.randn); dtype default float32.
 
     Raises:
         NotImplementedError: a non-floating dtype (PyTorch's text).
     """
+    size = size_arg("randn", shape, size)
     dt = _np_dt(dtype if out is None or dtype is not None else out.dtype)
     _require_float(dt, "normal_kernel_cpu")
     return _with_out("randn", lambda: _finish(_standard_normal(_gen(generator), _size(size), dt),

@@ -14,6 +14,7 @@ _HISTORY = 8  # in-place modifications remembered per storage, for error message
 # inference mode on (set by nbgrad.autograd.grad_mode.inference_mode): the storages made meanwhile
 # are InferenceStorage, the memory of inference tensors
 INFERENCE = [False]
+_new = object.__new__
 
 
 class Storage:
@@ -43,6 +44,18 @@ class Storage:
                 c.peak_bytes = b
             if INFERENCE[0]:
                 self.__class__ = InferenceStorage
+
+    @classmethod
+    def adopt(cls, root, counted):
+        """The storage of a tensor made without one (`Tensor._make_fresh`), made when first
+        asked for: it takes over the `counted` bytes the tensor has held since it was made (no
+        second count; this storage's `__del__` gives them back instead of the tensor's)."""
+        st = _new(cls)
+        st._root = root
+        st.version = 0
+        st._bumps = st._ptr = st._views = None
+        st._counted = counted
+        return st
 
     def __del__(self):
         n = self._counted

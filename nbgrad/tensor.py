@@ -9,6 +9,7 @@ from sys import _getframe
 import numpy as np
 
 from . import backend, dtypes, provenance
+from .naming import expose, public
 from . import storage as _storage
 from .storage import Storage
 
@@ -27,7 +28,7 @@ class Size(tuple):
     """A shape (torch.Size): a tuple of ints."""
 
     def __repr__(self):
-        return f"nbgrad.Size({list(self)})"
+        return public(f"Size({list(self)})")
 
     def numel(self):
         n = 1
@@ -40,7 +41,7 @@ def type_name(np_dtype, arr=None):
     """'nbgrad.FloatTensor' (or 'nbgrad.cuda.FloatTensor') for an array's dtype."""
     d = dtypes.from_np(np_dtype)
     dev = "" if arr is None or type(arr) is np.ndarray else "cuda."
-    return f"nbgrad.{dev}{d._tensor_name}"
+    return public(dev + d._tensor_name)
 
 
 class _ViewMeta:
@@ -89,6 +90,8 @@ class _Extra:
 
 
 _PROV = provenance.ENABLED
+_C = backend.COUNTERS
+_INF = _storage.INFERENCE
 
 
 def _mark_cut(t, how):
@@ -114,7 +117,9 @@ class Tensor:
     as methods by nbgrad/functions.py.
     """
 
-    __slots__ = ("_data", "_storage", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
+    # `_st`: the Storage, or for a tensor made by an op (`_make_fresh`) the number of bytes it
+    # holds until someone asks for its storage (`_storage`): most op outputs never need one
+    __slots__ = ("_data", "_st", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
                  "_view", "_extra", "__weakref__", "__dict__")
     __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
 
@@ -123,7 +128,7 @@ class Tensor:
     def _make(data, storage, grad_fn, output_nr, requires_grad):
         t = _new(Tensor)
         t._data = data
-        t._storage = storage
+        t._st = storage
         t._grad_fn = grad_fn
         t._output_nr = output_nr
         t._requires_grad = requires_grad
@@ -142,14 +147,49 @@ class Tensor:
 
     @staticmethod
     def _make_fresh(data):
-        """A new leaf tensor owning `data` (a new storage)."""
+        """A new leaf tensor owning `data` (a new storage, made when first asked for: until
+        then the tensor counts its bytes as live itself, and gives them back in `__del__`)."""
         t = _new(Tensor)
         t._data = data
-        t._storage = Storage(data)
+        if _INF[0]:  # an inference tensor's storage says so from the start
+            t._st = Storage(data)
+        else:
+            c = _C
+            c.created += 1
+            t._st = n = data.nbytes
+            c.live_bytes = b = c.live_bytes + n
+            if b > c.peak_bytes:
+                c.peak_bytes = b
         t._grad_fn = t._grad = t._view = t._extra = None
         t._output_nr = 0
         t._requires_grad = False
         return t
+
+    @property
+    def _storage(self):
+        """The Storage under this tensor (made now for a tensor an op made without one)."""
+        st = self._st
+        if type(st) is int:
+            st = self._st = Storage.adopt(self._data, st)
+        return st
+
+    @_storage.setter
+    def _storage(self, st):
+        old = self._st
+        if type(old) is int:  # the bytes it counted go, as its storage would have
+            _C.live_bytes -= old
+            _C.freed += 1
+        self._st = st
+
+    def __del__(self):
+        try:
+            n = self._st
+        except AttributeError:  # (a constructor that failed half-way)
+            return
+        if type(n) is int:
+            c = _C
+            c.live_bytes -= n
+            c.freed += 1
 
     # ---- metadata ----
     @property
@@ -490,7 +530,7 @@ _new = object.__new__
 
 def _init(t, data, storage, grad_fn, output_nr, requires_grad):
     t._data = data
-    t._storage = Storage(data) if storage is None else storage
+    t._st = Storage(data) if storage is None else storage
     t._grad_fn = grad_fn
     t._output_nr = output_nr
     t._requires_grad = requires_grad
@@ -512,3 +552,5 @@ def _dim(d, ndim):
     return d + n if d < 0 else d
 
 
+expose(Tensor, "torch")  # printed as torch.Tensor under the torch alias (nbgrad.naming)
+expose(Size, "torch")

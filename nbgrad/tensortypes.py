@@ -8,6 +8,7 @@ check by dtype: ``isinstance(t, FloatTensor)`` holds for a float32 CPU tensor on
 from __future__ import annotations
 
 from . import dtypes
+from .naming import public
 from .creation import empty, tensor
 from .tensor import Tensor
 
@@ -34,7 +35,7 @@ class tensortype(type):
         return empty(*args, dtype=cls.dtype, device=device)
 
     def __repr__(cls):
-        return f"<class 'nbgrad.{cls.__name__}'>"
+        return f"<class '{public(cls.__name__)}'>"
 
 
 def _make(name, dt):

@@ -2294,7 +2294,6 @@ SAVED_ATTRS = {
     "cumsum": (lambda T: T.ones(2, 3, requires_grad=True).cumsum(1), ["_saved_dim"]),
 }
 SAVED_ATTR_BUGS = [
-    ("gather", "_saved_self"),
     ("max_dim", "_saved_indices"),
     ("norm", "_saved_ord"),
     ("select", "_saved_dim"),

@@ -287,3 +287,19 @@ def test_embedding_max_norm_like_torch():
         np.testing.assert_allclose(a, b, rtol=1e-6)
     assert res[1][4] == res[0][4]
     assert res[1][3] >= 1
+
+
+@pytest.mark.parametrize("shape,dim", [((4, 3), 1), ((4, 40), 1), ((5, 3), 0), ((2, 4, 6), -1),
+                                       ((), 0), ((2, 0, 3), 1), ((3, 0), 1)])
+def test_log_softmax_non_finite_rows_and_edge_shapes_like_torch(shape, dim):
+    """A row holding +inf, -inf throughout, or NaN gives NaN throughout in torch's kernel; a row
+    with some -inf gives -inf there; 0-d and empty inputs pass through."""
+    x = R.standard_normal(shape).astype(np.float32)
+    if x.ndim == 2 and x.size and x.shape[0] >= 4:
+        x[0, :] = -np.inf
+        x[1, 0] = np.inf
+        x[2, -1] = np.nan
+        x[3, 1] = -np.inf
+    outs = [lib.log_softmax(lib.tensor(x.copy()), dim).numpy() for lib in (torch, nbgrad)]
+    assert outs[1].shape == outs[0].shape
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6, atol=1e-6)

@@ -39,6 +39,13 @@ CASES = [
     Case("ravel_of_transpose", lambda T, a: a.t().ravel(), (3, 4)),
     Case("normalize", lambda T, a: T.nn.functional.normalize(a, dim=1), (3, 4)),
     Case("normalize_p1_dim0", lambda T, a: T.nn.functional.normalize(a, 1, 0), ("away", (3, 4))),
+    Case("weight_norm_dim0", lambda T, v, g: T._weight_norm(v, g, 0), (3, 4), (3, 1)),
+    Case("weight_norm_dim1", lambda T, v, g: T._weight_norm(v, g, 1), (2, 3, 2), (1, 3, 1)),
+    Case("weight_norm_last", lambda T, v, g: T._weight_norm(v, g, -2 + 3), (2, 3, 2), (1, 1, 2)),
+    Case("weight_norm_whole", lambda T, v, g: T._weight_norm(v, g, -1), (3, 4), ()),
+    Case("norm_except_dim", lambda T, v: T.norm_except_dim(v, 2, 1), (3, 4)),
+    Case("norm_except_dim0", lambda T, v: T.norm_except_dim(v, 2, 0), (3, 2, 2)),
+    Case("norm_except_dim_mid", lambda T, v: T.norm_except_dim(v, 3, 1), (3, 2, 2)),
 ]
 
 
@@ -71,6 +78,9 @@ def test_gradcheck(case):
 # torch has no double backward through CdistBackward0 ("the derivative for '_cdist_backward' is
 # not implemented"); nbgrad's is checked by finite differences below instead
 NO_SECOND_IN_TORCH = {"cdist", "cdist_p1", "cdist_p3"}
+# torch's double backward through WeightNormInterfaceBackward0 fails its own gradgradcheck
+# (torch 2.13, CPU); nbgrad's passes it, checked below
+NO_SECOND_IN_TORCH |= {"weight_norm_dim0", "weight_norm_last"}
 
 
 @pytest.mark.parametrize("case", [c.param("second") for c in CASES
@@ -85,6 +95,18 @@ def test_cdist_second_order_by_finite_differences(p):
     a = nbgrad.tensor(rng.normal(size=(4, 3)), requires_grad=True)
     b = nbgrad.tensor(rng.normal(size=(5, 3)) + 0.05, requires_grad=True)
     assert nbgrad.autograd.gradgradcheck(lambda x, y: nbgrad.cdist(x, y, p=p), (a, b))
+
+
+@pytest.mark.parametrize("dim, gshape", [(0, (3, 1)), (1, (1, 4))])
+def test_weight_norm_second_order_by_finite_differences(dim, gshape):
+    rng = np.random.default_rng(4)
+    v = nbgrad.tensor(rng.normal(size=(3, 4)), requires_grad=True)
+    g = nbgrad.tensor(rng.normal(size=gshape), requires_grad=True)
+    assert nbgrad.autograd.gradgradcheck(lambda a, b: nbgrad._weight_norm(a, b, dim), (v, g))
+    tv, tg = torch.tensor(v.detach().numpy(), requires_grad=True), torch.tensor(
+        g.detach().numpy(), requires_grad=True)  # what the exclusion above rests on
+    assert not torch.autograd.gradgradcheck(lambda a, b: torch._weight_norm(a, b, dim), (tv, tg),
+                                            raise_exception=False)
 
 
 def _both(fn):
@@ -457,3 +479,264 @@ def test_autograd_functional_create_graph_and_errors():
               lambda T: T.autograd.functional.jacobian(lambda a, b: a * 2, _xy(T), strict=True)):
         t, n = _both(f)
         assert isinstance(t, tuple) and n == t
+
+
+# ---- session 15's corpus: Loeber's tutorial, Raschka's LLMs-from-scratch, Bourke's course ----
+def _same(fn):
+    """fn(torch) and fn(nbgrad) agree: values, dtype and shape, or exception type and text."""
+    t, n = _both(fn)
+    if isinstance(t, tuple) and isinstance(t[0], str):
+        assert n == t
+        return
+    assert str(n.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    assert tuple(n.shape) == tuple(t.shape)
+    np.testing.assert_allclose(_np(n), _np(t), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.zeros(size=(2, 3)), lambda T: T.ones(size=[4]), lambda T: T.empty(size=(2, 1)) * 0,
+    lambda T: T.ones(size=T.Size([2, 2]), dtype=T.float64),
+    lambda T: T.rand(size=(3, 4)) * 0, lambda T: T.randn(size=(2,)) * 0,
+    lambda T: T.zeros(2, size=(3,)), lambda T: T.ones(size=3),
+], ids=["zeros", "ones_list", "empty", "ones_Size_dtype", "rand", "randn", "zeros_both",
+        "size_int"])
+def test_factories_take_size_keyword(fn):
+    """Bourke's fundamentals notebook: ``torch.rand(size=(3, 4))``, ``torch.zeros(size=...)``."""
+    _same(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.zeros(T.tensor(3), 2), lambda T: T.ones((T.tensor([2]), 2)),
+    lambda T: T.nn.Embedding(T.tensor([2, 3, 1]).max() + 1, 5).weight.shape[0] * T.ones(1),
+    lambda T: T.nn.Linear(T.tensor(4), 2).weight * 0,
+    lambda T: T.zeros(T.tensor(True), 2),
+], ids=["zeros_0d", "ones_1elem", "embedding_from_max", "linear", "bool_refused"])
+def test_sizes_from_integer_tensors(fn):
+    """Raschka's embedding notebook: ``num_idx = max(idx) + 1`` (a 0-d tensor) as a layer size."""
+    _same(fn)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.range(0, 10), lambda T: T.range(1, 4, 0.5), lambda T: T.range(0, 3, dtype=T.int64),
+    lambda T: T.range(5, 1, -2), lambda T: T.range(0.5, 2.25, 0.25, dtype=T.float64),
+    lambda T: T.range(5, 1), lambda T: T.range(1, 2, 0),
+], ids=["ints", "half_steps", "int64", "down", "float64", "wrong_sign", "zero_step"])
+def test_deprecated_range_includes_end(fn):
+    """Bourke's fundamentals notebook calls the deprecated ``torch.range``."""
+    _same(fn)
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        nbgrad.range(0, 1)
+
+
+def test_float_constants_and_masking_with_minus_inf():
+    """Raschka's attention chapter: ``masked_fill(mask.bool(), -torch.inf)`` then softmax."""
+    for name in ("inf", "nan", "pi", "e"):
+        a, b = getattr(nbgrad, name), getattr(torch, name)
+        assert type(a) is type(b) and (a == b or (a != a and b != b))
+    out = []
+    for T in (torch, nbgrad):
+        s = T.arange(9.0).reshape(3, 3)
+        m = T.triu(T.ones(3, 3), diagonal=1)
+        out.append(T.softmax(s.masked_fill(m.bool(), -T.inf), dim=-1).numpy())
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-6)
+
+
+def test_moving_to_cuda_without_cuda_is_torchs_assertion():
+    """Raschka's appendix A moves tensors with ``.to("cuda")``: PyTorch built without CUDA raises
+    AssertionError, and a notebook cell that catches it, or a runner comparing cells, sees the same
+    type; nbgrad without cupy says the same, then names the cause."""
+    if nbgrad.cuda.is_available() or "cupy" not in (nbgrad.backend._cupy_error or ""):
+        pytest.skip("checks the path without cupy")
+    for fn in (lambda T: T.ones(2).to("cuda"), lambda T: T.ones(2).cuda(),
+               lambda T: T.ones(2, device="cuda"), lambda T: T.nn.Linear(2, 3).to("cuda")):
+        t, n = _both_base(fn)
+        assert t[0] == n[0] == "AssertionError"
+        assert n[1].startswith(t[1]) and "pip install nbgrad[cuda12]" in n[1]
+
+
+def _both_base(fn):
+    """As _both, catching BaseException's subclasses PyTorch raises outside Exception too."""
+    out = []
+    for T in (torch, nbgrad):
+        try:
+            out.append(fn(T))
+        except (Exception, AssertionError) as e:  # noqa: BLE001
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda T: np.ones((2, 3)), lambda T: np.arange(4), lambda T: np.ones(2, dtype=np.float32),
+    lambda T: [1, 2], lambda T: [[1.5, 2.0]],
+], ids=["float64_array", "int64_array", "float32_array", "int_list", "float_list"])
+def test_legacy_constructor_makes_default_dtype(make):
+    """mnist1d's training script: ``torch.Tensor(data['x'])`` of a float64 array is float32 in
+    PyTorch (float64 made the first conv refuse its float32 weights)."""
+    _same(lambda T: T.Tensor(make(T)))
+
+
+def test_legacy_constructor_of_a_tensor_is_an_alias():
+    """mnist1d's meta-learning notebooks flatten parameters with ``torch.Tensor(p.reshape(-1))``
+    and differentiate through the result: an alias (AliasBackward0), a view sharing memory."""
+    out = {}
+    for T in (torch, nbgrad):
+        b = T.ones(3, dtype=T.float64)
+        a = T.Tensor(b)
+        a[0] = 5.0
+        lin = T.nn.Linear(2, 2)
+        with T.no_grad():
+            lin.weight.copy_(T.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        flat = T.cat([T.Tensor(p.reshape(-1)) for p in (lin.weight, lin.bias)])
+        (flat * T.arange(6.0)).sum().backward()
+        out[T.__name__] = (b.tolist(), str(a.dtype).split(".")[1], a._is_view(), a._base is b,
+                           a._version, b._version, type(flat.grad_fn).__name__,
+                           type(T.Tensor(lin.weight).grad_fn).__name__,
+                           lin.weight.grad.tolist(), lin.bias.grad.tolist())
+    assert out["nbgrad"] == out["torch"]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.roll(T.arange(6).reshape(2, 3), np.int64(1)),
+    lambda T: T.roll(T.arange(6).reshape(2, 3), np.int64(-1), np.int64(1)),
+    lambda T: T.arange(6).reshape(2, 3).roll((1, np.int32(2)), (0, 1)),
+    lambda T: T.roll(T.arange(6.0), T.tensor(2), 0),
+    lambda T: T.roll(T.arange(6.0), 1.5),
+], ids=["np_shift", "np_shift_dim", "mixed_tuple", "tensor_shift", "float_refused"])
+def test_roll_takes_numpy_integers(fn):
+    """mnist1d's self-supervised notebook shifts by ``np.random.randint(...)``."""
+    t, n = _both(fn)
+    if isinstance(t, tuple):
+        assert isinstance(n, tuple) and n[0] == t[0]
+    else:
+        assert n.tolist() == t.tolist()
+
+
+def test_weight_norm_module_as_torch():
+    """kimy-de's PINN notebook wraps its Linear layers in ``nn.utils.weight_norm``: the same
+    parameters (names, shapes, order), state_dict keys, node, values and gradients; PyTorch's
+    errors for a second hook and for removing one that is not there."""
+    out = {}
+    for T in (torch, nbgrad):
+        lin = T.nn.Linear(3, 2)
+        with T.no_grad():
+            lin.weight.copy_(T.tensor([[1.0, -2.0, 0.5], [0.3, 0.2, -1.0]]))
+            lin.bias.fill_(0.1)
+        with pytest.warns(FutureWarning, match="torch.nn.utils.weight_norm. is deprecated"):
+            T.nn.utils.weight_norm(lin)
+        with T.no_grad():
+            lin.weight_g.mul_(2.0)
+        y = lin(T.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]))
+        y.pow(2).sum().backward()
+        errs = _both(lambda _: T.nn.utils.weight_norm(lin))[0][:2]
+        r = [[(n, tuple(p.shape)) for n, p in lin.named_parameters()], list(lin.state_dict()),
+             type(lin.weight.grad_fn).__name__, y.tolist(), lin.weight_g.grad.tolist(),
+             lin.weight_v.grad.tolist(), errs]
+        T.nn.utils.remove_weight_norm(lin)
+        r += [[n for n, _ in lin.named_parameters()], type(lin.weight).__name__,
+              lin.weight.tolist(), _both(lambda _: T.nn.utils.remove_weight_norm(lin))[0]]
+        out[T.__name__] = r
+    n, t = out["nbgrad"], out["torch"]
+    assert n[:3] == t[:3] and n[6:9] == t[6:9] and n[10] == t[10]  # names, node, errors
+    for a, b in zip(n[3:6] + [n[9]], t[3:6] + [t[9]]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_values_of_a_dense_tensor_is_torchs_error():
+    """Deguchi's PINN keeps ``torch.mean(x, dim=0).values`` (a method, never called in its run):
+    the attribute exists; calling it on a dense tensor raises PyTorch's RuntimeError."""
+    assert callable(nbgrad.ones(2).values) and callable(nbgrad.ones(2).indices)
+    for fn in (lambda T: T.ones(2, 3).values(), lambda T: T.ones(2).indices()):
+        t, n = _both(fn)
+        assert n == t
+
+
+# ---- Karpathy's normalising flows: torch.distributions, Tensor.lu / lu_unpack ----------------
+def _dists(T):
+    """What small programs do with torch.distributions, as plain values to compare."""
+    loc = T.tensor([0.5, -1.0], requires_grad=True)
+    scale = T.tensor([1.5, 0.7], requires_grad=True)
+    d = T.distributions.Normal(loc, scale)
+    v = T.tensor([[0.2, 0.1], [1.0, -2.0]])
+    lp = d.log_prob(v)
+    lp.sum().backward()
+    u = T.distributions.Uniform(T.zeros(2), T.ones(2))
+    logistic = T.distributions.TransformedDistribution(u, T.distributions.SigmoidTransform().inv)
+    mvn = T.distributions.MultivariateNormal(T.zeros(2), T.tensor([[2.0, 0.3], [0.3, 1.0]]))
+    b = T.distributions.Bernoulli(probs=T.tensor([0.2, 0.9]))
+    c = T.distributions.Categorical(logits=T.tensor([[1.0, 2.0, 0.5], [0.1, 0.1, 3.0]]))
+    c2 = T.distributions.Categorical(probs=T.tensor([0.2, 0.3, 0.5]))
+    ind = T.distributions.Independent(T.distributions.Normal(T.zeros(3, 2), T.ones(3, 2)), 1)
+    ex = T.distributions.TransformedDistribution(T.distributions.Normal(0.0, 1.0),
+                                                 [T.distributions.ExpTransform(),
+                                                  T.distributions.AffineTransform(1.0, 2.0)])
+    values = [lp, loc.grad, scale.grad, d.entropy(), d.cdf(v), d.icdf(T.tensor([0.3, 0.9])),
+              d.mean, d.stddev, d.variance,
+              u.log_prob(T.tensor([0.3, 0.9])), u.entropy(), u.mean, u.variance,
+              logistic.log_prob(T.tensor([[0.3, -2.0], [4.0, 0.0]])),
+              mvn.log_prob(T.tensor([[0.3, -2.0], [4.0, 0.0]])), mvn.entropy(), mvn.variance,
+              T.distributions.MultivariateNormal(T.ones(2), scale_tril=T.tensor(
+                  [[1.0, 0.0], [0.5, 2.0]])).log_prob(T.tensor([0.3, -2.0])),
+              b.log_prob(T.tensor([1.0, 0.0])), b.entropy(),
+              T.distributions.Bernoulli(logits=T.tensor([-1.0, 2.0])).log_prob(T.ones(2)),
+              c.log_prob(T.tensor([2, 0])), c.entropy(), c.probs, c2.log_prob(T.tensor(1)),
+              c2.entropy(), ind.log_prob(T.ones(3, 2)), ex.log_prob(T.tensor([1.5, 3.0])),
+              T.distributions.kl_divergence(d, T.distributions.Normal(T.zeros(2), T.ones(2)))]
+    shapes = [d.sample((3,)).shape, d.rsample().shape, u.sample((4,)).shape,
+              logistic.sample([5, 2]).shape, mvn.sample((3,)).shape, b.sample((3,)).shape,
+              c.sample((4,)).shape, c2.sample().shape, ind.sample().shape, d.batch_shape,
+              d.event_shape, mvn.batch_shape, mvn.event_shape, c.batch_shape, ind.batch_shape,
+              ind.event_shape]
+    flags = [d.rsample().requires_grad, d.sample().requires_grad, str(c.sample().dtype),
+             str(b.sample().dtype), repr(d), repr(T.distributions.Normal(0.0, 1.0))]
+    return values, [tuple(s) for s in shapes], [f.replace("torch.", "").replace("nbgrad.", "")
+                                                if isinstance(f, str) else f for f in flags]
+
+
+def test_distributions_as_torch():
+    """Karpathy's normalising-flow notebook takes its prior from torch.distributions
+    (a logistic: Uniform pushed through SigmoidTransform().inv, or a MultivariateNormal); VAEs
+    and policy gradients use Normal, Bernoulli, Categorical, Independent and kl_divergence."""
+    (vt, st, ft), (vn, sn, fn) = _dists(torch), _dists(nbgrad)
+    for a, b in zip(vn, vt):
+        assert str(a.dtype).split(".")[1] == str(b.dtype).split(".")[1]
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6)
+    assert sn == st and fn == ft
+
+
+def test_distributions_errors_as_torch():
+    for fn in (lambda T: T.distributions.Bernoulli(),
+               lambda T: T.distributions.Categorical(probs=T.ones(2), logits=T.ones(2)),
+               lambda T: T.distributions.MultivariateNormal(T.zeros(2)),
+               lambda T: T.distributions.kl_divergence(
+                   T.distributions.Categorical(logits=T.ones(2)), T.distributions.Normal(0.0, 1.0))):
+        t, n = _both(fn)
+        assert n[0] == t[0] and n[1].splitlines()[0] == t[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4), (3, 5), (5, 3), (2, 1, 3, 3)])
+def test_lu_factor_and_unpack(shape):
+    """The Glow layer of the flows notebook: ``P, L, U = torch.lu_unpack(*Q.lu())``."""
+    a = np.random.default_rng(1).normal(size=shape)
+    r = {}
+    for T in (torch, nbgrad):
+        A = T.tensor(a)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            LU, piv = A.lu()
+        P, L, U = T.lu_unpack(*T.linalg.lu_factor(A))
+        r[T.__name__] = [LU.numpy(), piv.numpy(), P.numpy(), L.numpy(), U.numpy(),
+                         str(piv.dtype).split(".")[1], (P @ L @ U).numpy()]
+    for x, y in zip(r["nbgrad"], r["torch"]):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12) if not isinstance(x, str) \
+            else x == y
+    np.testing.assert_allclose(r["nbgrad"][6], a, atol=1e-12)
+
+
+def test_lu_without_gradient_says_so():
+    x = nbgrad.ones(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="nbgrad does not implement the derivative of "
+                                           "lu_factor yet .*LinalgLuFactorExBackward0"):
+        nbgrad.linalg.lu_factor(x)
+    with nbgrad.no_grad():
+        LU, piv = nbgrad.linalg.lu_factor(x)
+    assert LU.tolist() == [[1.0, 1.0], [1.0, 0.0]] and piv.tolist() == [1, 2]

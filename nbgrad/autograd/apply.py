@@ -9,6 +9,7 @@ CopySlices on the base when the target is a view. A row is any object with the a
 """
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy as np
@@ -18,10 +19,12 @@ from ..storage import Storage
 from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
                       wake_views)
 from .. import provenance
+from ..naming import cpp, node_class
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
-from .graph import _SAVED_HOOKS, _SUFFIX, Node, SavedTensor, saved_arg, backward_twice_error
+from .graph import (_SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg,
+                    backward_twice_error)
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -30,6 +33,10 @@ _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
+_PROV = provenance.ENABLED
+_site_at = provenance.site_at
+_BY_LASTI = provenance.BY_LASTI
+_getframe = sys._getframe
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
 AS_STRIDED = [None]
 # the clone row (set by nbgrad.ops.elementwise): an in-place op whose backward needs the old
@@ -78,26 +85,45 @@ def apply(row, inputs, args=(), inplace=None):
                         if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
                                 out.dtype or b._data.dtype is not out.dtype:
                             meta = _meta_for(inputs, out)
+                        where = None
+                        if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
+                            f = _getframe(2)
+                            where = _BY_LASTI.get(f.f_lasti)
+                            if where is None or where[0] is not f.f_code:
+                                where = _site_at(f)
                         _record(row, (r,), inputs, args, ra | (rb << 1), meta,
-                                (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE))
+                                (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE),
+                                where=where)
                 return r
             tb = type(b)
             dt = ad.dtype
+            bd = b
             if tb is float:
-                if dt is not _F32 and dt is not _F64 and dt.kind != "f":
+                if dt is _F32 or dt is _F64:
+                    if row.zero_d and type(ad) is _ND and (not args or args[0] == 1):
+                        bd = (_ZD32 if dt is _F32 else _ZD64).get(b)
+                        if bd is None:
+                            bd = _zero_d(b, dt)
+                elif dt.kind != "f":
                     ad = ad.astype(dtypes.default_np())
             elif tb is not int or dt.kind == "b":
                 if not isinstance(b, (int, float, np.generic)):
                     return NotImplemented  # Python: "unsupported operand type(s)", as torch
-                ad, b = _coerce(ad, b)
-            out = row.fwd(ad, b, *args)
+                ad, bd = _coerce(ad, b)
+            out = row.fwd(ad, bd, *args)
             if type(out) is not _ND:
                 out = _arr(out)
             r = _fresh(out)
             if a._requires_grad and _GRAD.enabled:
+                where = None
+                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
+                    f = _getframe(2)
+                    where = _BY_LASTI.get(f.f_lasti)
+                    if where is None or where[0] is not f.f_code:
+                        where = _site_at(f)
                 _record(row, (r,), inputs, args, 1,
                         _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                        (_edge(a), _NONE_EDGE))
+                        (_edge(a), _NONE_EDGE), where=where)
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)
@@ -116,7 +142,8 @@ def apply(row, inputs, args=(), inplace=None):
                 out = _arr(out)
             r = _fresh(out)
             if x._requires_grad and _GRAD.enabled:
-                _record(row, (r,), inputs, args, 1, None, None, None, ctx)
+                _record(row, (r,), inputs, args, 1, None, None, None, ctx,
+                        _site_at(_getframe(2)) if _PROV[0] else None)
             return r
         arrays = []
         for x in inputs:
@@ -134,13 +161,15 @@ def apply(row, inputs, args=(), inplace=None):
             if _GRAD.enabled:
                 mask = _mask(inputs)
                 if mask:
-                    _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx)
+                    _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx,
+                            where=_site_at(_getframe(2)) if _PROV[0] else None)
             return r
         outs = tuple(_fresh(_arr(o)) for o in out)
         if _GRAD.enabled:
             mask = _mask(inputs)
             if mask:
-                _record(row, outs, inputs, args, mask, ctx=ctx)
+                _record(row, outs, inputs, args, mask, ctx=ctx,
+                        where=_site_at(_getframe(2)) if _PROV[0] else None)
                 for o in outs:
                     if o._data.dtype.kind not in "fc":
                         o._requires_grad = False
@@ -148,6 +177,31 @@ def apply(row, inputs, args=(), inplace=None):
         return outs
     finally:
         _loud(token)
+
+
+# A Python float meeting a float32/float64 array: numpy takes ~0.2 us longer for the weak scalar
+# than for a 0-d array of the array's dtype, with the same result (NEP 50 casts the float to
+# that dtype first). These rows compute one ufunc of the two operands (alpha 1), so they get a
+# cached 0-d array instead; 0.0 and -0.0 (equal keys) and NaN (never equal) are not cached.
+_ZERO_D_ROWS = frozenset(("add", "sub", "mul", "div"))
+_ZD32, _ZD64 = {}, {}
+_ZERO_D = {_F32: _ZD32, _F64: _ZD64}
+
+
+def _zero_d(b, dt):
+    """`b` as a read-only 0-d array of dtype `dt` (float32/float64; b itself otherwise)."""
+    cache = _ZERO_D.get(dt)
+    if cache is None or not b:
+        return b
+    z = cache.get(b)
+    if z is None:
+        if len(cache) >= 4096:
+            cache.clear()
+        z = np.array(b, dt)
+        z.flags.writeable = False
+        if b == b:
+            cache[b] = z
+    return z
 
 
 def _apply_view(row, x, args):
@@ -159,7 +213,8 @@ def _apply_view(row, x, args):
         r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
-                _record(row, (r,), (x,), args, 1)
+                _record(row, (r,), (x,), args, 1,
+                        where=_site_at(_getframe(3)) if _PROV[0] else None)
             elif r._view.base._requires_grad:  # PyTorch: a view made under no_grad requires
                 r._requires_grad = True        # grad when its base does
         return r
@@ -168,7 +223,7 @@ def _apply_view(row, x, args):
     rs = tuple(_view_of(x, o, mode, creator) for o in out)
     if x._requires_grad:
         if grad:
-            _record(row, rs, (x,), args, 1)
+            _record(row, rs, (x,), args, 1, where=_site_at(_getframe(3)) if _PROV[0] else None)
         elif rs and rs[0]._view.base._requires_grad:
             for r in rs:
                 r._requires_grad = True
@@ -235,19 +290,34 @@ def _edge(x):
     return (x._grad_accumulator(), 0)
 
 
-def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None):
+def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None,
+           where=HERE):
     """Make the node of `row` for `inputs` and hang `outs` on it; the node saves what the
     formulas of the inputs in bitmask `mask` need (taken from `saved_from` instead of `inputs`
-    for an in-place op whose `self` was copied before the write)."""
-    plan = row.plans.get(mask)
-    if plan is None:
+    for an in-place op whose `self` was copied before the write). `where`: the user's line
+    (`apply` finds it from its entry point's frame; by default the frames are walked)."""
+    if _SAVED_HOOKS:
         plan = row.plan(mask)
-    saved = _save(row, plan, inputs if saved_from is None else saved_from, args, outs, ctx) \
-        if plan else None
+        if plan:
+            # pack hooks see the outputs with their grad_fn, as PyTorch's (its node exists first)
+            node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
+            _init_node(node, tuple(map(_edge, inputs)) if edges is None else edges, None, meta,
+                       where)
+            for nr, o in enumerate(outs):
+                o._output_nr, o._requires_grad, o._grad_fn = nr, True, node
+            node._saved = _save(row, plan, inputs if saved_from is None else saved_from, args,
+                                outs, ctx)
+            return node
+        saved = None
+    else:
+        save = row.savers.get(mask)
+        if save is None:
+            save = _saver(row, mask)
+        saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
     if edges is None:
         edges = tuple(map(_edge, inputs))
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
-    _init_node(node, edges, saved, meta)  # Node.__init__, without type.__call__'s ~0.1 us
+    _init_node(node, edges, saved, meta, where)  # Node.__init__, without type.__call__'s
     if len(outs) == 1:
         o = outs[0]
         o._output_nr = 0
@@ -263,10 +333,47 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
     return node
 
 
+def _nothing(row, src, args, outs, ctx):
+    return None
+
+
+def _saver(row, mask):
+    """The function that makes the saved tuple of `row`'s node when the inputs in `mask`
+    require grad, decided once per row and mask (`row.savers`): one value saved, as most rows
+    save, is written out; the rest goes through `_save` (and everything under
+    saved_tensors_hooks, in `_record`)."""
+    plan = row.plan(mask)
+    n = len(row.sources)
+    if not plan:
+        save = _nothing
+    elif len(plan) == 1 and plan[0][1] in (0, 1, 3):
+        j, kind, k, name = plan[0]
+        before, after = (None,) * j, (None,) * (n - j - 1)
+        if kind == 0:
+            def save(row, src, args, outs, ctx):
+                x = src[k]
+                # a Python number PyTorch would wrap as a tensor is kept as is:
+                # OpNode._release turns it into FREED
+                return before + (SavedTensor(name, x) if isinstance(x, Tensor) else x,) + after
+        elif kind == 1:
+            def save(row, src, args, outs, ctx):
+                o = outs[k]
+                o._output_nr = k
+                return before + (SavedTensor(name, o, True),) + after
+        else:
+            def save(row, src, args, outs, ctx):
+                return before + (tuple(src[k]._data.shape),) + after
+    else:
+        def save(row, src, args, outs, ctx):
+            return _save(row, plan, src, args, outs, ctx)
+    row.savers[mask] = save
+    return save
+
+
 def _save(row, plan, src, args, outs, ctx):
     saved = [None] * len(row.sources)
-    if _SAVED_HOOKS:  # pack in PyTorch's order: saved inputs by name, then outputs
-        plan = sorted(plan, key=lambda p: (p[1] == 1, p[3]))
+    if _SAVED_HOOKS and row.unpack_order is not None:  # pack in PyTorch's order
+        plan = sorted(plan, key=lambda p: row.unpack_order.index(p[0]))
     for j, kind, k, name in plan:
         if kind == 0:
             x = src[k]
@@ -279,7 +386,8 @@ def _save(row, plan, src, args, outs, ctx):
         elif kind == 2:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
-            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k])
+            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k],
+                                                                  row.ctx_saves, src, args)
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         else:
@@ -292,7 +400,8 @@ def _node_for(row, n):
     cache = row.__dict__.setdefault("_by_n", {})
     cls = cache.get(n)
     if cls is None:
-        cls = cache[n] = type(row.node.__name__, (row.node,), {"__slots__": (), "_n_out": n})
+        cls = cache[n] = node_class(type(row.node.__name__, (row.node,),
+                                         {"__slots__": (), "_n_out": n}))
     return cls
 
 
@@ -387,7 +496,7 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     """A tensor viewing `x`'s storage through the array `out`."""
     r = _new(Tensor)
     r._data = out
-    r._storage = x._storage
+    r._st = x._storage
     r._grad_fn = None
     r._output_nr = 0
     r._requires_grad = False
@@ -543,6 +652,10 @@ def _apply_inplace(row, inputs, args, op_name):
     one and, in grad mode, rebase its history (CopySlices on the base when t is a view)."""
     __tracebackhide__ = True
     t = inputs[0]
+    uf = _UFUNC_INPLACE.get(row.name)
+    if uf is not None and _ufunc_inplace(uf, t, inputs[1], args):
+        t._storage.bump(op_name)
+        return t
     others = inputs[1:]
     mask = 0
     edges = self_copy = None
@@ -593,6 +706,39 @@ def _apply_inplace(row, inputs, args, op_name):
         meta = _meta_for(inputs, d) if row.broadcast else None
         _rebase(row, t, inputs, args, mask, edges, self_copy, meta)
     return t
+
+
+# binary rows whose in-place form numpy's ufunc can write straight into the target
+_UFUNC_INPLACE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+
+
+def _ufunc_inplace(uf, t, other, args):
+    """`t op= other` by `uf(d, other, out=d)`, when that is the out-of-place result written back:
+    nothing to record (no operand requires grad, or grad mode is off), a float numpy target
+    without stride-0 dims, `other` a Python number or a tensor of the same dtype on another
+    storage. False (nothing written) otherwise, or when numpy refuses (shapes, a read-only
+    target): the general path then gives PyTorch's behaviour or error."""
+    d = t._data
+    if type(d) is not _ND or d.dtype.kind != "f" or 0 in d.strides:
+        return False
+    if isinstance(other, Tensor):
+        if other._storage is t._storage or other._data.dtype is not d.dtype or (
+                _GRAD.enabled and (t._requires_grad or other._requires_grad)):
+            return False
+        o = other._data
+    elif type(other) is float or type(other) is int:
+        if t._requires_grad and _GRAD.enabled:
+            return False
+        o = other
+    else:
+        return False
+    if args and args[0] != 1:  # add_/sub_'s alpha, applied as the row's forward does
+        o = args[0] * o
+    try:
+        uf(d, o, out=d)
+    except ValueError:
+        return False
+    return True
 
 
 # rows PyTorch writes without checking the target for internal overlap (fill_, zero_, ...)
@@ -704,7 +850,7 @@ class CopySlices(Node):
         self._view_geom = view_geom
 
     def name(self):
-        return "nbgrad::autograd::CopySlices"  # PyTorch: torch::autograd::CopySlices
+        return cpp("CopySlices")  # PyTorch: torch::autograd::CopySlices
 
     def _saved_tensors(self):
         return () if self.fn is None else self.fn._saved_tensors()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
 
 from . import anomaly
+from ..naming import public
 from heapq import heappop, heappush
 from sys import getrefcount as _getrefcount
 
@@ -34,7 +35,7 @@ def _root_edge(t):
 
 
 def _size(shape):
-    return f"nbgrad.Size({list(shape)})"
+    return public(f"Size({list(shape)})")
 
 
 def _make_root_grads(outputs, grads, create_graph):

@@ -10,6 +10,7 @@ import functools
 from ..backend import as_array
 from .grad_mode import STATE, no_grad
 from .graph import Node, SavedTensor
+from ..naming import _NODE_BASES, expose, node_class
 
 
 class FunctionCtx:
@@ -39,6 +40,12 @@ class BackwardCFunction(Node, FunctionCtx):
     """Node of a custom Function; named `<Function name>Backward` like PyTorch's."""
 
     _fn_cls = None
+
+    def __repr__(self):
+        # Python's own repr, as PyTorch's (a C++ node prints its bare name):
+        # <nbgrad.autograd.function.MyFnBackward object at 0x...>, torch.autograd.function under
+        # the torch alias
+        return f"<{type(self).__module__}.{type(self).__qualname__} object at {hex(id(self))}>"
 
     @property
     def saved_tensors(self):
@@ -122,6 +129,10 @@ class BackwardCFunction(Node, FunctionCtx):
         return out
 
 
+_NODE_BASES.append(BackwardCFunction)  # its subclasses print under torch.autograd.function
+expose(FunctionCtx, "torch.autograd.function")
+
+
 class Function:
     """Base class for custom differentiable operations (torch.autograd.Function).
 
@@ -150,7 +161,8 @@ class Function:
     def _node_class(cls):
         c = cls.__dict__.get("_backward_cls")
         if c is None:
-            c = type(cls.__name__ + "Backward", (BackwardCFunction,), {"_fn_cls": cls})
+            c = node_class(type(cls.__name__ + "Backward", (BackwardCFunction,),
+                                {"_fn_cls": cls}))
             cls._backward_cls = c
         return c
 

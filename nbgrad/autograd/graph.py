@@ -18,6 +18,7 @@ import numpy as np
 
 from ..backend import as_array, get_array_module
 from .. import provenance
+from ..naming import _NODE_BASES, cpp, expose
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
 
@@ -36,12 +37,9 @@ _HINT_ANOMALY = ("Hint: the backtrace further above shows the operation that fai
                  "luck!")
 _getrefcount = sys.getrefcount
 _ND = np.ndarray
-_getframe = sys._getframe
-_PROV = provenance.ENABLED
-_LIB = provenance.LIB_FILES
 _NODES = provenance.NODES
-_SITES = provenance.SITES
-_site = provenance.site
+_capture = provenance.capture
+HERE = object()  # Node(where=HERE): find the user's line by walking the frames
 _SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, FillBackward3 -> Fill3
 
 
@@ -52,14 +50,6 @@ def activity():
     """
     from ..backend import COUNTERS
     return (provenance.NODES[0], provenance.BUMPS[0], COUNTERS.created, COUNTERS.freed)
-
-
-def _first_outside():
-    """The innermost frame outside nbgrad's files (None if there is none)."""
-    f = _getframe(2)
-    while f is not None and f.f_code.co_filename in _LIB:
-        f = f.f_back
-    return f
 
 
 class RemovableHandle:
@@ -410,16 +400,47 @@ class _Packed:
         self.packed = packed
 
 
-def saved_arg(name, value):
+class SavedCtx(Ctx):
+    """A kernel's Ctx kept while saved_tensors_hooks are on. PyTorch's kernel saves, besides
+    its inputs, extra outputs that nbgrad's kernel keeps inside its Ctx (layer_norm's mean and
+    rstd, nll_loss's total_weight): the row's `ctx_saves` gives them as arrays, and each goes
+    through the pack hook when saved and the unpack hook when the node runs backward, as
+    PyTorch's. The backward itself reads the kernel's own copy (the Ctx value)."""
+
+    __slots__ = ("_saved",)
+
+    def __init__(self, ctx, arrays):
+        Ctx.__init__(self, ctx.value)
+        self._saved = SavedArray("ctx", tuple(arrays), *_SAVED_HOOKS[-1]) if arrays else None
+
+    def release(self):
+        self.value = None
+        if self._saved is not None:
+            self._saved.release()
+
+    def unpack(self, node=None, as_tensor=False):
+        """Run the unpack hooks (and their type check); the Ctx itself for the formulas."""
+        if self.value is None:
+            raise backward_twice_error()
+        if self._saved is not None:
+            self._saved.unpack()
+        return self
+
+
+def saved_arg(name, value, ctx_saves=None, src=None, args=None):
     """What a node keeps of an argument while saved_tensors_hooks are on: a SavedArray for an
-    index or mask array (or a tuple holding one), the value itself otherwise."""
+    index or mask array (or a tuple holding one), a SavedCtx for a kernel's Ctx (packing what
+    `ctx_saves(value, src, args)` returns: the tensors PyTorch saves that the Ctx holds), the
+    value itself otherwise."""
     if _is_array(value) or (type(value) is tuple and any(_is_array(v) for v in value)):
         return SavedArray(name, value, *_SAVED_HOOKS[-1])
+    if type(value) is Ctx and ctx_saves is not None:
+        return SavedCtx(value, ctx_saves(value.value, src, args))
     return value
 
 
-RELEASABLE = (SavedTensor, Ctx, SavedArray)  # what Node._release frees
-UNPACKED = (SavedTensor, _Freed, SavedArray)  # what a node unpacks before its formulas run
+RELEASABLE = (SavedTensor, Ctx, SavedArray, SavedCtx)  # what Node._release frees
+UNPACKED = (SavedTensor, _Freed, SavedArray, SavedCtx)  # what a node unpacks before formulas run
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 
@@ -498,35 +519,16 @@ class Node:
     __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
     _n_out = 1
 
-    def __init__(self, next_functions=(), saved=None, meta=None):
+    def __init__(self, next_functions=(), saved=None, meta=None, where=HERE):
         """The one constructor of every node: its edges, what it saved, per input the (shape,
         dtype) to reduce its gradient to (or None), where it was made (`_where`: the user's
-        `(code, lasti)`, shared by every node made at that place), its sequence number."""
+        `(code, lasti)`, shared by every node made at that place; the op path passes it, found
+        from its entry point, else the frames are walked), its sequence number."""
         self._next = next_functions
         self._saved = saved
         self._meta = meta
         self._hooks = None
-        if _PROV[0]:  # provenance.capture(), inlined (hot): the first frame outside nbgrad
-            # On the common paths (user -> op -> apply -> _record -> here) the user's frame is
-            # 4 up. sys._getframe(n) makes a frame object for frame n only, where walking f_back
-            # makes one for every frame on the way (~0.3 us each on Python 3.11).
-            try:
-                f = _getframe(4)
-                if f.f_code.co_filename in _LIB:
-                    f = f.f_back
-                    while f is not None and f.f_code.co_filename in _LIB:
-                        f = f.f_back
-                elif _getframe(3).f_code.co_filename not in _LIB:
-                    f = _first_outside()
-            except ValueError:  # a shallower stack
-                f = _first_outside()
-            if f is None:
-                self._where = None
-            else:
-                code, lasti = f.f_code, f.f_lasti
-                self._where = _SITES.get((id(code), lasti)) or _site(code, lasti)
-        else:
-            self._where = None
+        self._where = _capture(1) if where is HERE else where
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
@@ -606,13 +608,17 @@ class Node:
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
 
+_NODE_BASES[:0] = [Node]  # nodes print as PyTorch's under the torch alias (nbgrad.naming)
+expose(Node, "torch.autograd.graph")
+
+
 class AccumulateGrad(Node):
     """Sink node of a leaf that requires grad: adds the incoming grad into `variable.grad`."""
 
     __slots__ = ("variable",)
 
     def name(self):
-        return "nbgrad::autograd::AccumulateGrad"  # PyTorch: torch::autograd::AccumulateGrad
+        return cpp("AccumulateGrad")  # PyTorch: torch::autograd::AccumulateGrad
 
     def __init__(self, variable):
         Node.__init__(self, ())

@@ -663,12 +663,12 @@ def _safe_div(total, denom):
 
 def _nll(logp, target, weight, ignore_index, reduction, who):
     """Negative log-likelihood of int64 class targets: one NllLossBackward0 node, as torch."""
-    _check_class_target(logp, target, who, ignore_index)
+    ignored = _check_class_target(logp, target, who, ignore_index)[2]
     _check_reduction(reduction, who)
     w = None if weight is None else weight._data
     t = target._data
-    if logp.ndim <= 2:
-        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(None)))
+    if logp._data.ndim <= 2:
+        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(ignored)))
     # torch's nll_loss_nd: 4-D input goes to nll_loss2d, other ranks are viewed as 4-D first
     n, c = logp.shape[0], logp.shape[1]
     x4 = logp if logp.ndim == 4 else logp.view(n, c, 1, -1)

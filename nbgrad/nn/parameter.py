@@ -1,5 +1,6 @@
 """``nn.Parameter`` and ``nn.Buffer``: tensors a Module registers (mirrors torch.nn.parameter)."""
 
+from nbgrad.naming import expose
 from nbgrad.tensor import Tensor
 
 __all__ = ["Parameter", "Buffer"]
@@ -51,3 +52,6 @@ class Buffer:
     def __init__(self, data, *, persistent=True):
         self.data = data
         self.persistent = persistent
+
+
+expose(Parameter, "torch.nn.parameter")

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import backend
 from ..autograd import apply
+from ..naming import cpp
 from ..backend import get_array_module as _xp
 from .formulas import _halved_at_ties, _in_range, _repeat_backward
 from .registry import ROWS, op
@@ -114,7 +115,7 @@ op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True
    self=lambda g, result: g * result * (1 - result))
 # relu's gradient is PyTorch's threshold_backward(grad, result, 0): its gradient is itself again
 # (and zeros for `result`)
-op("relu", lambda self: _xp(self).maximum(self, 0),
+op("relu", lambda self: _xp(self).maximum(self, self.dtype.type(0)),  # (a typed 0: 1.5x faster)
    double=dict(node="ThresholdBackwardBackward0", saved={"self": "result"},
                g="again",
                result=lambda gg, xp: xp.zeros_like(gg)),
@@ -137,8 +138,9 @@ op("clone", lambda self, contiguous: _xp(self).ascontiguousarray(self) if contig
    else self.copy(order="K"),
    self=lambda g: g)
 apply.CLONE[0] = ROWS["clone"]  # what an in-place op saves of its target's old value
-op("to_copy", lambda self, dtype: self.astype(dtype), node="ToCopyBackward0",
-   self=lambda g, self, xp: xp.astype(g, xp.dtype(self)))
+# saves no tensor, as PyTorch's (which keeps self's options): `src` is self's dtype
+op("to_copy", lambda self, dtype, src: self.astype(dtype), node="ToCopyBackward0",
+   self=lambda g, src, xp: xp.astype(g, src))
 # device: where `self` was, `to`: where it goes (the gradient goes back)
 op("to_device", lambda self, device, to: backend.to_device(self, to), node="ToCopyBackward0",
    self=lambda g, device, xp: xp.to_device(g, device))
@@ -162,7 +164,7 @@ op("copy", lambda self, src: _xp(src).broadcast_to(src, self.shape).astype(self.
    node="CopyBackwards", broadcast=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape),  # zeros_like(grad), not g * 0 (NaN * 0)
    src=lambda g: g)
-ROWS["copy"].node.name = lambda self: "nbgrad::autograd::CopyBackwards"  # a C++ node in PyTorch
+ROWS["copy"].node.name = lambda self: cpp("CopyBackwards")  # a C++ node in PyTorch
 
 
 # ---- issue 9: more elementwise rows ------------------------------------------------------------

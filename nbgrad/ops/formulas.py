@@ -652,6 +652,9 @@ def _reduce_to(g, shape, dtype, xp):
         g = xp.sum_all(g)
     elif gs != shape:
         lead = len(gs) - len(shape)
+        if lead == 1 and type(g) is np.ndarray and gs[1:] == shape:  # a bias: one reduce
+            g = _add_reduce(g, 0)
+            return g if dtype is None or g.dtype == dtype else g.astype(dtype)
         axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                           if s == 1 and gs[i + lead] != 1)
         if axes:

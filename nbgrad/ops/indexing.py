@@ -32,8 +32,8 @@ op("index_add", lambda self, source, dim, index: _index_add(self, source, dim, i
 op("index_select", lambda self, dim, index: _xp(self).take(self, index, axis=dim),
    self=lambda g, self_shape, dim, index, xp: xp.index_add_to_zeros(g, self_shape, dim, index))
 op("gather", lambda self, dim, index: _xp(self).take_along_axis(self, index, axis=dim),
-   self=lambda g, self_shape, dim, index, xp: xp.scatter_along(
-       xp.new_zeros(g, tuple(self_shape)), dim, index, g, add=True))
+   self=lambda g, self, dim, index, xp: xp.scatter_along(  # saves self, as torch
+       xp.new_zeros(g, tuple(self.shape)), dim, index, g, add=True))
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------

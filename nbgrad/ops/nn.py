@@ -30,14 +30,23 @@ from .registry import ROWS, Ctx, _self_adjoint, op
 # ---- over a dim -------------------------------------------------------------------------------
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
    double="SoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
+   self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
 op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
    double="LogSoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim, xp: g - xp.exp(result) * g.sum(axis=dim, keepdims=True))
+   self=lambda g, result, dim, xp: g - xp.exp(result) * _sum_keep(g, dim))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
    double="SoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim: result * (g - (g * result).sum(axis=dim, keepdims=True)))
+   self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
+
+
+def _sum_keep(x, dim):
+    """x.sum(axis=dim, keepdims=True); over the last axis of a numpy array, a product with a
+    vector of ones (numpy sums a short last axis one row at a time)."""
+    if type(x) is np.ndarray and x.ndim and dim % x.ndim == x.ndim - 1:
+        n = x.shape[-1]
+        return (x.reshape(-1, n) @ _ones(n, x)).reshape(x.shape[:-1] + (1,))
+    return x.sum(axis=dim, keepdims=True)
 
 # ---- convolution and pooling ------------------------------------------------------------------
 op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:
@@ -156,17 +165,23 @@ op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _redu
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
        g, self, target, p, margin, weight, reduction, xp))
 # class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
+# saves self, target, weight and (in ctx) total_weight, as PyTorch's node: an in-place change of
+# self fails backward, and saved_tensors_hooks see the same tensors
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
-    self, target, weight, reduction, ignore_index, ctx),
-   self=lambda g, self_shape, reduction, ctx, xp: _nll_grad(g, self_shape, reduction, ctx, xp))
+    self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
+   _nll_total_weight(v, src[0]._data.dtype, args[2]),
+   self=lambda g, self, target, weight, reduction, ctx, xp: _nll_grad(
+       g, tuple(self.shape), reduction, ctx, xp))
 op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
-   self=ROWS["nll_loss"].formulas[0])
+   ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
 
 # ---- normalizations and embedding -------------------------------------------------------------
+# saves input, weight, bias and (in ctx) mean and rstd, as PyTorch's node
 op("native_layer_norm", lambda input, weight, bias, normalized_shape, eps, ctx: _layer_norm(
     input, weight, bias, len(normalized_shape), eps, ctx),
-   **{"input, weight, bias": lambda g, input, weight, normalized_shape, eps, ctx, needs, xp:
-      _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
+   ctx_saves=lambda v, src, args: _layer_norm_saves(v, src, args),
+   **{"input, weight, bias": lambda g, input, weight, bias, normalized_shape, eps, ctx, needs,
+      xp: _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
 op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps, ctx:
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
@@ -393,7 +408,7 @@ def _short_rows(a, dim):
     for attention's (8, 16, 16)); across the rows of the copy each reduction is one vectorised
     pass over n rows (1-2 us), and the copy back costs less than the difference."""
     n = a.shape[-1] if a.ndim else 0
-    if type(a) is not np.ndarray or dim % a.ndim != a.ndim - 1 or not 1 < n <= 32 or \
+    if type(a) is not np.ndarray or not 1 < n <= 32 or dim % a.ndim != a.ndim - 1 or \
             a.size < 8 * n:
         return None
     return np.ascontiguousarray(a.reshape(-1, n).T)
@@ -412,15 +427,20 @@ def _softmax(a, dim):
 
 
 def _log_softmax(a, dim):
+    """x - max - log(sum(exp(x - max))) per row, as torch's kernel (a row holding +-inf or NaN
+    gives NaN throughout, as torch's does)."""
     at = _short_rows(a, dim)
-    if at is None:
-        return a - _logsumexp(a, dim, True)
-    m = np.maximum.reduce(at, 0)
-    m = np.where(np.isfinite(m), m, m.dtype.type(0))  # rows of -inf: -inf, not nan
-    lse = np.log(np.add.reduce(np.exp(at - m), 0))
-    lse += m
-    at -= lse
-    return np.ascontiguousarray(at.T).reshape(a.shape)
+    if at is not None:
+        at -= np.maximum.reduce(at, 0)
+        lse = np.add.reduce(np.exp(at), 0)
+        at -= np.log(lse, out=lse)
+        return np.ascontiguousarray(at.T).reshape(a.shape)
+    if not a.size:
+        return a.copy()
+    xp = _xp(a)
+    z = a - a.max(axis=dim, keepdims=True)
+    z -= xp.log(xp.exp(z).sum(axis=dim, keepdims=True))
+    return z
 
 
 
@@ -658,18 +678,22 @@ def _bce_logits_target_grad(g, x, w, pw, xp):
 
 def _nll(x, target, weight, reduction, ignore_index, ctx):
     """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`:
-    (rows, classes, per-row weight or None for all ones, divisor)."""
+    (rows, classes, per-row weight or None for all ones, divisor). `ctx` arrives holding
+    whether some target equals ignore_index, when the caller's target check found out (else
+    None)."""
     if x.ndim == 2 and weight is None and reduction != "none":
         # the common case (classification / language-model batches), in 3 array calls
         # when no target is ignored: the picked log-probabilities, their sum
         t = target
-        if len(t) and not (t == ignore_index).any():
-            rows = _xp(x).arange(len(t))
+        ignored = ctx.value
+        if ignored is None:
+            ignored = bool((t == ignore_index).any())
+        if len(t) and not ignored:
+            rows = _arange(len(t), x)
             total = _sum_all(x[rows, t], x.dtype)
             n = len(t) if reduction == "mean" else 1
             ctx.value = (rows, t, None, n)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return _xp(x).asarray(-total / n if n else total * np.nan, x.dtype)
+            return _xp(x).asarray(-total / n, x.dtype)
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
     xp = _xp(x)
@@ -691,6 +715,30 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     ctx.value = (rows, ts, w, total)
     with np.errstate(invalid="ignore", divide="ignore"):
         return _xp(x).asarray(losses.sum() / total, x.dtype)
+
+
+_ARANGES = {}
+
+
+def _arange(n, like):
+    """arange(n) on `like`'s device; numpy's kept (read-only) per length."""
+    if type(like) is not np.ndarray:
+        return _xp(like).arange(n)
+    r = _ARANGES.get(n)
+    if r is None:
+        r = np.arange(n)
+        r.flags.writeable = False
+        if len(_ARANGES) < 64:
+            _ARANGES[n] = r
+    return r
+
+
+def _nll_total_weight(v, dtype, reduction):
+    """PyTorch's total_weight output (0-d): the summed weight of the counted targets, 0 for
+    reduction="none"."""
+    rows, _, w, _ = v
+    total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
+    return (_xp(rows).asarray(total, dtype),)
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):
@@ -717,15 +765,21 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
 
 
 def _layer_norm(x, weight, bias, k, eps, ctx):
+    """Normalise over the last `k` dims. The sums over each row of n values are products with
+    a vector of ones (numpy reduces a short last axis one row at a time: 5 us for GPT's
+    (8, 16, 32), the product 1 us); ctx gets xhat (x's shape) and rstd (rows, 1)."""
     m = _xp(x)
-    axes = tuple(range(x.ndim - k, x.ndim))
-    inv_n = x.dtype.type(1 / math.prod(x.shape[x.ndim - k:]))
-    xhat = x - m.add.reduce(x, axes, None, None, True) * inv_n
-    var = m.add.reduce(xhat * xhat, axes, None, None, True)
+    n = math.prod(x.shape[x.ndim - k:])
+    inv_n = x.dtype.type(1 / n)
+    x2 = x.reshape(-1, n)
+    ones = _ones(n, x)
+    xhat = x2 - (x2 @ ones)[:, None] * inv_n
+    var = (xhat * xhat) @ ones
     var *= inv_n
     var += x.dtype.type(eps)
-    rstd = m.divide(1, m.sqrt(var, out=var), out=var)
+    rstd = m.divide(1, m.sqrt(var, out=var), out=var)[:, None]
     xhat *= rstd
+    xhat = xhat.reshape(x.shape)
     ctx.value = (xhat, rstd)
     out = xhat if weight is None else xhat * weight
     if bias is not None:
@@ -734,27 +788,74 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     return out
 
 
+def _layer_norm_saves(v, src, args):
+    """mean and rstd as PyTorch's node saves them, shaped (*batch, 1, ..., 1): asked for only
+    under saved_tensors_hooks (the kernel keeps xhat and rstd of shape (rows, 1))."""
+    x = src[0]._data
+    k = len(args[0])
+    keep = x.shape[:x.ndim - k] + (1,) * k
+    return (x.mean(axis=tuple(range(x.ndim - k, x.ndim))).reshape(keep).astype(x.dtype),
+            v[1].reshape(keep))
+
+
 def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
-    axes = tuple(range(len(x.shape) - k, len(x.shape)))
-    n = math.prod(x.shape[len(x.shape) - k:])
+    shape = tuple(x.shape)
+    n = math.prod(shape[len(shape) - k:])
     if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
+        axes = tuple(range(len(shape) - k, len(shape)))
         mean = x.sum(axis=axes, keepdims=True) / n
         xc = x - mean
         rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
         xhat = xc * rstd
-    else:
-        xhat, rstd = ctx.get()
-    batch = tuple(range(len(x.shape) - k))
+        batch = tuple(range(len(shape) - k))
+        gx = gw = gb = None
+        if needs[0]:
+            gh = g if weight is None else g * weight
+            gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
+                         - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
+        if len(needs) > 1 and needs[1]:
+            gw = (g * xhat).sum(axis=batch) if batch else g * xhat
+        if len(needs) > 2 and needs[2]:
+            gb = g.sum(axis=batch) if batch else g
+        return gx, gw, gb
+    # arrays: (rows, n) matrices, every sum a product with ones (see _layer_norm)
+    xhat, rstd = ctx.get()
+    inv_n = g.dtype.type(1 / n)
+    g2 = g.reshape(-1, n)
+    xh2 = xhat.reshape(-1, n)
+    ones = _ones(n, g2)
     gx = gw = gb = None
     if needs[0]:
-        gh = g if weight is None else g * weight
-        gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
-                     - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
+        gh = g2 if weight is None else g2 * weight.reshape(-1)
+        t = xh2 * ((gh * xh2) @ ones * inv_n)[:, None]
+        t += ((gh @ ones) * inv_n)[:, None]
+        gx = gh - t
+        gx *= rstd
+        gx = gx.reshape(shape)
+    w_shape = shape[len(shape) - k:]
     if len(needs) > 1 and needs[1]:
-        gw = (g * xhat).sum(axis=batch) if batch else g * xhat
+        gw = (_ones(g2.shape[0], g2) @ (g2 * xh2)).reshape(w_shape)
     if len(needs) > 2 and needs[2]:
-        gb = g.sum(axis=batch) if batch else g
+        gb = (_ones(g2.shape[0], g2) @ g2).reshape(w_shape)
     return gx, gw, gb
+
+
+_ONES = {}
+
+
+def _ones(n, like):
+    """A vector of n ones in `like`'s dtype on its device (numpy's kept, read-only): a sum over
+    the rows or columns of a matrix as one matrix-vector product."""
+    if type(like) is not np.ndarray:
+        return _xp(like).ones(n, like.dtype)
+    key = (n, like.dtype)
+    r = _ONES.get(key)
+    if r is None:
+        r = np.ones(n, like.dtype)
+        r.flags.writeable = False
+        if len(_ONES) < 64:
+            _ONES[key] = r
+    return r
 
 
 def _bn_shape(x):
@@ -921,6 +1022,33 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
         keep = (flat != padding_idx)[:, None]
         g2 = xp.where(xp.constant(keep), g2, 0)
     return xp.scatter_add(g2, tuple(weight_shape), flat)
+
+
+# ---- weight normalisation (torch._weight_norm, nn.utils.weight_norm) ----------------------------
+def _norm_except(v, dim):
+    """The 2-norm of v over every dim but ``dim`` (all of them for dim -1), kept as size-1 dims."""
+    axes = tuple(i for i in range(len(v.shape)) if i != dim) if dim != -1 else None
+    return (v * v).sum(axis=axes, keepdims=True) ** 0.5, axes
+
+
+def _weight_norm_fwd(v, g, dim):
+    norm, _ = _norm_except(v, dim)
+    return v * (g / norm)
+
+
+def _weight_norm_grads(grad, v, g, dim, xp):
+    """(d/dv, d/dg) of w = v * g / ||v||: g's gradient is sum(grad * v) / ||v|| (over the other
+    dims), v's is g / ||v|| * (grad - v * sum(grad * v) / ||v||^2)."""
+    axes = tuple(i for i in range(len(v.shape)) if i != dim) if dim != -1 else None
+    norm = xp.sum(v * v, axis=axes, keepdims=True) ** 0.5
+    s = xp.sum(grad * v, axis=axes, keepdims=True)
+    gv = (g / norm) * (grad - v * (s / (norm * norm)))
+    gg = (s / norm).reshape(tuple(g.shape))
+    return gv, gg
+
+
+op("weight_norm_interface", _weight_norm_fwd, node="WeightNormInterfaceBackward0",
+   **{"v, g": _weight_norm_grads})
 
 
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------

@@ -25,7 +25,10 @@ A row reads like a line of PyTorch's derivatives.yaml::
   to its input's shape and casts it to its dtype), `float_op` (integer input is computed in the
   default float dtype), `view` (the output shares the input's storage), `n_out` (number of
   outputs; -1: a list decided at call time), `ctx` (the forward returns `(output, ctx)`: what an
-  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`).
+  array kernel keeps for its backward, named `ctx` in formulas and kept in a `Ctx`),
+  `ctx_saves` (`(ctx value, inputs, args) -> arrays`: the extra outputs PyTorch's kernel saves
+  that the Ctx holds, layer_norm's mean and rstd; used only to pack them under
+  saved_tensors_hooks, as PyTorch packs them).
 - `double` (rows with one input): PyTorch computes this row's gradient with a backward op of its
   own (tanh_backward, slice_backward), so a gradient built under create_graph has that op's node
   (TanhBackwardBackward0). A dict gives the op as a row of its own: `node=` its name, then one
@@ -42,13 +45,14 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedTensor
-from ..autograd.apply import _edge, apply
+from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.apply import _ZERO_D_ROWS, _edge, _zero_d, apply
 from ..autograd.grad_mode import STATE as _GRAD
 from ..tensor import Tensor
 from .formulas import NUMPY, ROWS, TENSORS, _reduce_to, array_formulas
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
+_V0 = (NUMPY, None)  # what formulas index when the node saved nothing: xp, needs
 
 
 def _array_arg(x):
@@ -68,6 +72,38 @@ class OpNode(Node):
     def _backward(self, g, create_graph):
         __tracebackhide__ = True
         row = self._row
+        if row.plain and not create_graph and type(g) is _ND:
+            # first order on numpy, one output, a formula per input: the common case, written
+            # out (the general path below gives the same result)
+            saved = self._saved
+            if saved is None:
+                v = _V0
+            else:
+                v = [NUMPY, None, *saved]
+                for j in row.unpack_at:
+                    s = v[j]
+                    t = type(s)
+                    if t in UNPACKED:
+                        v[j] = s.unpack(self, False)
+                    elif t is float and row.zero_d:  # x * 2.0's other (see apply._zero_d)
+                        v[j] = _zero_d(s, g.dtype)
+            if row.single:
+                outs = [row.calls[0](row.formulas[0], g, v)]
+            else:
+                outs = []
+                i = 0
+                calls = row.calls
+                for c, _ in self._next:
+                    call = calls[i]
+                    outs.append(None if c is None or call is None else
+                                call(row.formulas[i], g, v))
+                    i += 1
+            meta = self._meta
+            if meta is not None:
+                for i, m in enumerate(meta):
+                    if m is not None and outs[i] is not None:
+                        outs[i] = _reduce_to(outs[i], m[0], m[1], NUMPY)
+            return outs
         multi = self._n_out != 1
         if create_graph:
             if row.double_row is not None:
@@ -85,10 +121,16 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             v = (xp, needs)
-        else:
+        elif row.unpack_order is None:
             v = [xp, needs]
             for s in saved:
                 v.append(s.unpack(self, create_graph) if type(s) in UNPACKED else s)
+        else:  # unpack (hooks run) in the order they were packed, as PyTorch's
+            v = [xp, needs, *saved]
+            for j in row.unpack_order:
+                s = saved[j]
+                if type(s) in UNPACKED:
+                    v[j + 2] = s.unpack(self, create_graph)
         if row.n_out == -1 and not multi:  # unbind/split with one output: still a list
             g = [g]
         if row.joint is not None:
@@ -113,19 +155,20 @@ class OpNode(Node):
         saved = self._saved
         if saved is None:
             return
-        for s in saved:
-            if type(s) in RELEASABLE:
-                s.release()
-        row = self._row
+        kinds = self._row.slot_kinds
         freed = None
-        for j in row.input_slots:
-            if type(saved[j]) in _NUMBERS:
-                freed = freed or list(saved)
-                freed[j] = FREED
-        for j in row.arg_slots:
-            if _array_arg(saved[j]):
-                freed = freed or list(saved)
-                freed[j] = FREED
+        j = 0
+        for s in saved:
+            if s is not None:
+                t = type(s)
+                if t is SavedTensor or t is Ctx or t is SavedArray:
+                    s.release()
+                elif (t is float or t is int or t is bool) if kinds[j] == 0 else (
+                        kinds[j] == 2 and t is not int and t is not float and _array_arg(s)):
+                    if freed is None:
+                        freed = list(saved)
+                    freed[j] = FREED
+            j += 1
         if freed is not None:
             self._saved = tuple(freed)
 
@@ -344,7 +387,7 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False, ctx=False, double=None, params=None):
+                 float_op=False, ctx=False, double=None, params=None, ctx_saves=None):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
@@ -352,6 +395,7 @@ class Row:
         self.broadcast = broadcast
         self.float_op = float_op
         self.ctx = ctx
+        self.ctx_saves = ctx_saves
         keyed = {}
         self.joint = None
         joint_inputs = ()
@@ -401,9 +445,19 @@ class Row:
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
-        self.input_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 0)
-        self.arg_slots = tuple(j for j, (kind, _) in enumerate(self.sources) if kind == 2)
+        # OpNode._backward's common path: one output, no joint formula; the saved values it
+        # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
+        self.plain = self.joint is None and n_out == 1
+        self.zero_d = name in _ZERO_D_ROWS  # a saved Python float meets g as a 0-d array
+        self.slot_kinds = tuple(kind for kind, _ in self.sources)  # (OpNode._release)
+        # the order saved values are packed and unpacked in under saved_tensors_hooks (PyTorch's:
+        # inputs by name, then outputs; a kernel's ctx holds outputs); None: the saved order
+        order = tuple(sorted(range(len(names)), key=lambda j: (
+            self.sources[j][0] == 1 or names[j] == "ctx", names[j])))
+        self.unpack_order = None if order == tuple(range(len(names))) else order
+        self.unpack_at = tuple(j + 2 for j in order if self.sources[j][0] <= 2)
         self.plans = {}
+        self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative
         # (tanh_backward): under create_graph the gradient is one node of that name. A name
         # alone: that node's backward differentiates the formula (DoubleNode); a dict (the
@@ -455,13 +509,14 @@ class Row:
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double", "ctx_saves")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
-    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double) and, for
+    Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double,
+    ctx_saves) and, for
     every other key, the formula of the input(s) it names."""
     if name in ROWS:
         raise KeyError(f"op row {name!r} is defined twice")

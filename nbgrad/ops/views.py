@@ -137,6 +137,8 @@ class _ViewImpossible(Exception):
 def _cat(arrays, dim):
     """Concatenate in PyTorch's result dtype (numpy's promotion differs for 0-d and mixed)."""
     rt = arrays[0].dtype
+    if all(a.dtype == rt for a in arrays):  # the usual case: nothing to promote
+        return _xp(arrays[0]).concatenate(arrays, axis=dim)
     for a in arrays[1:]:
         rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
     return _xp(arrays[0]).concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)

@@ -68,7 +68,9 @@ class Linear(Module):
             raise RuntimeError(
                 f"{name}: expected input (*, {self.in_features}), got {tuple(shape)}")
         params = self._parameters  # one dict read instead of two __getattr__ round trips
-        weight, bias = params["weight"], params["bias"]
+        # weight_norm and similar re-parametrisations replace the parameter by an attribute
+        weight = params["weight"] if "weight" in params else self.weight
+        bias = params["bias"] if "bias" in params else self.bias
         if bias is not None and len(shape) == 2:
             return nbgrad.addmm(bias, input, weight.t())  # F.linear's 2-D path, inlined
         return F.linear(input, weight, bias)

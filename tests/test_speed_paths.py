@@ -1,0 +1,254 @@
+"""The short paths taken for speed give what the general paths give, checked against torch:
+in-place binary ops written straight into their target (`p.data += -lr * p.grad`)."""
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+
+R = np.random.default_rng(0)
+
+
+def _run(lib, fn):
+    """fn(lib) -> list of tensors / numbers / error texts, as plain Python values."""
+    try:
+        out = fn(lib)
+    except Exception as e:  # the error itself is compared
+        return ("error", type(e).__name__, str(e).split("\n")[0])
+    res = []
+    for o in out:
+        if isinstance(o, (torch.Tensor, nbgrad.Tensor)):
+            res.append((str(o.dtype).split(".")[-1], o.detach().numpy().tolist()))
+        else:
+            res.append(o)
+    return res
+
+
+def _inplace_case(op, other, alpha=None, grad=False, dtype="float32", shape=(3, 4)):
+    a0 = R.standard_normal(shape).astype(dtype)
+    o0 = other if not isinstance(other, np.ndarray) else other.copy()
+
+    def fn(lib):
+        a = lib.tensor(a0.copy(), requires_grad=grad)
+        o = lib.tensor(o0.copy()) if isinstance(o0, np.ndarray) else o0
+        target = a.data if grad else a
+        v = target._version
+        kw = {} if alpha is None else {"alpha": alpha}
+        with lib.no_grad() if grad == "no_grad" else _null():
+            r = getattr(target, op)(o, **kw)
+        return [r, a, r is target, target._version - v, a._version]
+    return fn
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+CASES = {
+    "add_tensor": _inplace_case("add_", R.standard_normal((3, 4)).astype(np.float32)),
+    "add_row_broadcast": _inplace_case("add_", R.standard_normal(4).astype(np.float32)),
+    "add_alpha": _inplace_case("add_", R.standard_normal((3, 4)).astype(np.float32), alpha=-0.1),
+    "sub_alpha_scalar": _inplace_case("sub_", 3, alpha=0.5),
+    "mul_scalar": _inplace_case("mul_", 0.9),
+    "div_zero": _inplace_case("div_", 0),
+    "div_tensor": _inplace_case("div_", R.standard_normal(4).astype(np.float32)),
+    "add_data_of_leaf": _inplace_case("add_", R.standard_normal((3, 4)).astype(np.float32),
+                                      grad=True),
+    "mul_float64_other": _inplace_case("mul_", R.standard_normal((3, 4))),
+    "add_int_other": _inplace_case("add_", np.arange(4)),
+    "add_broadcast_too_big": _inplace_case("add_", R.standard_normal((2, 3, 4)).astype(
+        np.float32)),
+    "add_bad_shape": _inplace_case("add_", R.standard_normal(5).astype(np.float32)),
+    "int_target_float_scalar": _inplace_case("add_", 0.5, dtype="int64"),
+    "float64_target": _inplace_case("mul_", R.standard_normal((3, 4)), dtype="float64"),
+    "bool_other": _inplace_case("mul_", True),
+}
+
+
+def _same(a, b):
+    if isinstance(a, tuple) and len(a) == 2 and isinstance(a[1], list):
+        return a[0] == b[0] and np.allclose(a[1], b[1], rtol=1e-6, atol=1e-7, equal_nan=True)
+    return a == b
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_inplace_binary_like_torch(name):
+    got, want = _run(nbgrad, CASES[name]), _run(torch, CASES[name])
+    if want[0] == "error":
+        assert got == want
+        return
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+
+
+def test_inplace_on_leaf_still_refused_and_recorded_ops_still_recorded():
+    for lib in (torch, nbgrad):
+        w = lib.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            w.add_(1.0)
+        y = w * 2
+        y.mul_(3.0)  # recorded: MulBackward0 on a non-leaf
+        assert type(y.grad_fn).__name__ == "MulBackward0"
+        y.sum().backward()
+        assert w.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+def test_inplace_through_data_alias_and_view():
+    """`.data` shares memory under another storage; a view writes into its base."""
+    res = []
+    for lib in (torch, nbgrad):
+        x = lib.arange(6.0)
+        d = x.data
+        d += x  # the very same elements
+        v = x[1:4]
+        v.mul_(lib.tensor([1.0, 2.0, 3.0]))
+        res.append((x.tolist(), x._version, v._version))
+    assert res[0] == res[1]
+
+
+def graph(out):
+    """Node names behind ``out``, breadth first."""
+    names, seen, todo = [], set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop(0)
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names.append(type(fn).__name__)
+        todo.extend(n for n, _ in fn.next_functions)
+    return names
+
+
+MATMULS = {  # batched matmul applies torch's nodes directly (no public reshape / expand)
+    "3d_3d": (lambda a, b: a @ b, (2, 3, 4), (2, 4, 5)),
+    "attention_scores": (lambda q, k: q @ k.transpose(-2, -1), (8, 16, 8), (8, 16, 8)),
+    "4d_broadcast_both": (lambda a, b: a @ b, (2, 1, 3, 4), (5, 4, 2)),
+    "4d_expanded_copy": (lambda a, b: a.expand(3, 2, 3, 4) @ b, (1, 2, 3, 4), (2, 4, 5)),
+    "empty_batch": (lambda a, b: a @ b, (0, 3, 4), (1, 4, 2)),
+    "empty_rows": (lambda a, b: a @ b, (2, 0, 3), (2, 3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", MATMULS)
+def test_batched_matmul_graph_values_grads_like_torch(name):
+    fn, sa, sb = MATMULS[name]
+    a0, b0 = R.standard_normal(sa), R.standard_normal(sb)
+    res = []
+    for lib in (torch, nbgrad):
+        a, b = lib.tensor(a0, requires_grad=True), lib.tensor(b0, requires_grad=True)
+        out = fn(a, b)
+        (out * lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)))).sum() \
+            .backward()
+        res.append((graph(out), out.detach().numpy(), a.grad.numpy(), b.grad.numpy()))
+    assert res[1][0] == res[0][0]
+    for x, y in zip(res[1][1:], res[0][1:]):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+
+
+def test_batched_matmul_broadcast_error_like_torch():
+    msgs = []
+    for lib in (torch, nbgrad):
+        with pytest.raises(RuntimeError) as e:
+            lib.ones(2, 3, 4) @ lib.ones(3, 4, 2)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
+
+
+SHAPES = [((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (4, 5)),
+          ((1, 3, 4), (2, 4, 5)), ((2, 3, 4), (1, 4, 5)), ((2, 2, 3, 4), (4,)),
+          ((4,), (2, 2, 4, 3)), ((2, 1, 3, 4), (5, 4, 2)), ((0, 3, 4), (4, 2)), ((3, 4), (0, 4, 2))]
+
+
+@pytest.mark.parametrize("grads", [(1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("sa,sb", SHAPES)
+def test_matmul_decomposition_like_torch(sa, sb, layout, grads):
+    """Fold into mm / mv, squeeze a batch of one, or bmm: decided as aten's _matmul_impl
+    decides (by which operand requires grad, and by the strides)."""
+    a0, b0 = R.standard_normal(sa), R.standard_normal(sb)
+    res = []
+    for lib in (torch, nbgrad):
+        a = lib.tensor(a0, requires_grad=bool(grads[0]))
+        b = lib.tensor(b0, requires_grad=bool(grads[1]))
+        x, y = a, b
+        if layout == "transposed":  # same values, other strides
+            x = a.mT.contiguous().mT if a.ndim > 1 else a
+            y = b.mT.contiguous().mT if b.ndim > 1 else b
+        out = x @ y
+        out.sum().backward()
+        res.append((graph(out), out.detach().numpy(),
+                    [t.grad.numpy() for t in (a, b) if t.requires_grad]))
+    assert res[1][0] == res[0][0]
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-12)
+    for g1, g0 in zip(res[1][2], res[0][2]):
+        np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["last_dim", "all_dims", "two_dims_weight_only",
+                                  "transposed_input", "empty_batch"])
+def test_layer_norm_row_sums_like_torch(case):
+    """layer_norm's row sums are products with a vector of ones: values and the three
+    gradients equal torch's, float64 and float32."""
+    shape, norm, affine = {"last_dim": ((4, 3, 8), (8,), (1, 1)),
+                           "all_dims": ((3, 8), (3, 8), (1, 1)),
+                           "two_dims_weight_only": ((2, 3, 4, 5), (4, 5), (1, 0)),
+                           "transposed_input": ((5, 6), (5,), (1, 1)),
+                           "empty_batch": ((0, 4), (4,), (1, 1))}[case]
+    for dt, tol in ((np.float64, 1e-10), (np.float32, 2e-5)):
+        x0 = R.standard_normal(shape).astype(dt)
+        w0, b0 = R.standard_normal(norm).astype(dt), R.standard_normal(norm).astype(dt)
+        g0 = R.standard_normal(shape[::-1] if case == "transposed_input" else shape).astype(dt)
+        res = []
+        for lib in (torch, nbgrad):
+            x = lib.tensor(x0, requires_grad=True)
+            w = lib.tensor(w0, requires_grad=True) if affine[0] else None
+            b = lib.tensor(b0, requires_grad=True) if affine[1] else None
+            xin = x.t() if case == "transposed_input" else x
+            out = lib.nn.functional.layer_norm(xin, norm[::-1] if case == "transposed_input"
+                                               else norm, w, b)
+            (out * lib.tensor(g0)).sum().backward()
+            res.append([out.detach().numpy()] + [t.grad.numpy() for t in (x, w, b)
+                                                 if t is not None])
+        for a, e in zip(res[1], res[0]):
+            np.testing.assert_allclose(a, e, rtol=tol, atol=tol)
+
+
+EINSUMS = [("bij,bjk->bik", (2, 3, 4), (2, 4, 5)), ("ij,jk", (3, 4), (4, 2)),
+           ("ii->i", (4, 4)), ("i,j->ij", (3,), (2,)), ("...ij,...jk->...ik", (2, 3, 4), (4, 5)),
+           ("bi,bi->b", (3, 4), (3, 4)), ("iij,jk->ik", (3, 3, 2), (2, 5))]
+
+
+@pytest.mark.parametrize("case", EINSUMS, ids=[e[0] for e in EINSUMS])
+def test_einsum_plan_replayed_like_torch(case):
+    """The second and third calls on the same equation and shapes replay the first call's
+    steps: values, graph and gradients stay torch's, whichever operands require grad."""
+    eq, shapes = case[0], case[1:]
+    arrays = [R.standard_normal(s) for s in shapes]
+    n = len(shapes)
+    for grads in ([True] * n, [True] * n, [False] + [True] * (n - 1)):
+        res = []
+        for lib in (torch, nbgrad):
+            ts = [lib.tensor(a, requires_grad=g) for a, g in zip(arrays, grads)]
+            out = lib.einsum(eq, *ts)
+            if out.requires_grad:
+                out.sum().backward()
+            res.append((graph(out) if out.grad_fn is not None else [], out.detach().numpy(),
+                        [t.grad.numpy() for t in ts if t.requires_grad]))
+        assert res[1][0] == res[0][0]
+        np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-10, atol=1e-12)
+        for a, b in zip(res[1][2], res[0][2]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_errors_every_time():
+    for _ in range(2):  # a plan that failed is not kept
+        msgs = []
+        for lib in (torch, nbgrad):
+            with pytest.raises(RuntimeError) as e:
+                lib.einsum("ij,jk->ik", lib.ones(2, 3), lib.ones(4, 5))
+            msgs.append(str(e.value))
+        assert msgs[1] == msgs[0]

@@ -96,7 +96,7 @@ def apply(row, inputs, args=(), inplace=None):
             bd = b
             if tb is float:
                 if dt is _F32 or dt is _F64:
-                    if row.zero_d and (not args or args[0] == 1):
+                    if row.zero_d and type(ad) is _ND and (not args or args[0] == 1):
                         bd = (_ZD32 if dt is _F32 else _ZD64).get(b)
                         if bd is None:
                             bd = _zero_d(b, dt)
@@ -175,9 +175,9 @@ def apply(row, inputs, args=(), inplace=None):
         _loud(token)
 
 
-# A Python float meeting a float32/float64 array: numpy takes ~0.2 us longer for the weak scalar
-# than for a 0-d array of the array's dtype, with the same result (NEP 50 casts the float to
-# that dtype first). These rows compute one ufunc of the two operands (alpha 1), so they get a
+# A Python float meeting a float32/float64 numpy array: numpy takes ~0.2 us longer for the weak
+# scalar than for a 0-d array of the array's dtype, with the same result (NEP 50 casts the float
+# to that dtype first; cupy arrays keep the float). These rows compute one ufunc of the two operands (alpha 1), so they get a
 # cached 0-d array instead; 0.0 and -0.0 (equal keys) and NaN (never equal) are not cached.
 _ZERO_D_ROWS = frozenset(("add", "sub", "mul", "div"))
 _ZD32, _ZD64 = {}, {}

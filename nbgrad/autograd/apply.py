@@ -179,10 +179,11 @@ def apply(row, inputs, args=(), inplace=None):
         _loud(token)
 
 
-# A Python float meeting a float32/float64 array: numpy takes ~0.2 us longer for the weak scalar
-# than for a 0-d array of the array's dtype, with the same result (NEP 50 casts the float to
-# that dtype first). These rows compute one ufunc of the two operands (alpha 1), so they get a
-# cached 0-d array instead; 0.0 and -0.0 (equal keys) and NaN (never equal) are not cached.
+# A Python float meeting a float32/float64 numpy array: numpy takes ~0.2 us longer for the weak
+# scalar than for a 0-d array of the array's dtype, with the same result (NEP 50 casts the float
+# to that dtype first; cupy arrays keep the float). These rows compute one ufunc of the two
+# operands (alpha 1), so they get a cached 0-d array instead; 0.0 and -0.0 (equal keys) and NaN
+# (never equal) are not cached.
 _ZERO_D_ROWS = frozenset(("add", "sub", "mul", "div"))
 _ZD32, _ZD64 = {}, {}
 _ZERO_D = {_F32: _ZD32, _F64: _ZD64}

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import nbgrad
+from test_nn_rows import graph
 
 R = np.random.default_rng(0)
 
@@ -108,19 +109,6 @@ def test_inplace_through_data_alias_and_view():
         v.mul_(lib.tensor([1.0, 2.0, 3.0]))
         res.append((x.tolist(), x._version, v._version))
     assert res[0] == res[1]
-
-
-def graph(out):
-    """Node names behind ``out``, breadth first."""
-    names, seen, todo = [], set(), [out.grad_fn]
-    while todo:
-        fn = todo.pop(0)
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        names.append(type(fn).__name__)
-        todo.extend(n for n, _ in fn.next_functions)
-    return names
 
 
 MATMULS = {  # batched matmul applies torch's nodes directly (no public reshape / expand)

@@ -302,3 +302,46 @@ def test_constant_pad_like_torch():
     x = nbgrad.tensor(rnd(2, 3), requires_grad=True)
     assert nbgrad.autograd.gradgradcheck(lambda t: nbgrad.nn.functional.pad(t, (1, 2), value=3.0)
                                          ** 2, (x,))
+
+
+# ---- RMSNorm (a small LLM's norm) and the norms' parameter versions --------------------------
+@pytest.mark.parametrize("shape, norm, affine, eps", [
+    ((2, 5, 6), (6,), True, None), ((3, 2, 3), (2, 3), True, 1e-3), ((4, 6), 6, False, None)])
+def test_rms_norm_as_torch(shape, norm, affine, eps):
+    x0 = np.random.default_rng(3).standard_normal(shape)
+    out = {}
+    for T in (torch, nbgrad):
+        m = T.nn.RMSNorm(norm, eps=eps, elementwise_affine=affine, dtype=T.float64)
+        x = T.tensor(x0, requires_grad=True)
+        y = m(x)
+        (y * y.detach().exp()).sum().backward()
+        out[T] = (repr(m), y.detach().numpy(), x.grad.numpy(), _graph(y),
+                  None if m.weight is None else (m.weight.grad.numpy(), m.weight._version),
+                  [n for n, _ in m.named_parameters()])
+    a, b = out[torch], out[nbgrad]
+    assert a[0] == b[0] and a[3] == b[3] and a[5] == b[5]
+    np.testing.assert_allclose(b[1], a[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b[2], a[2], rtol=1e-10, atol=1e-12)
+    if affine:
+        np.testing.assert_allclose(b[4][0], a[4][0], rtol=1e-10)
+        assert b[4][1] == a[4][1] == 1
+
+
+def test_rms_norm_gradcheck_and_error():
+    x = nbgrad.randn(3, 4, dtype=nbgrad.float64, requires_grad=True)
+    w = nbgrad.randn(4, dtype=nbgrad.float64, requires_grad=True)
+    assert nbgrad.autograd.gradcheck(lambda x, w: nbgrad.nn.functional.rms_norm(x, (4,), w), (x, w))
+    msgs = []
+    for T in (torch, nbgrad):
+        with pytest.raises(RuntimeError) as e:
+            T.nn.functional.rms_norm(T.ones(2, 3), [4])
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_norm_parameters_filled_in_place_as_torch():
+    """torch's norms fill their parameters in reset_parameters: _version 1."""
+    for make in (lambda T: T.nn.LayerNorm(4), lambda T: T.nn.GroupNorm(2, 4),
+                 lambda T: T.nn.RMSNorm(4)):
+        va, vb = ({n: p._version for n, p in make(T).named_parameters()} for T in (torch, nbgrad))
+        assert va == vb

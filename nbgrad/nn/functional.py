@@ -18,7 +18,7 @@ from nbgrad.ops import ROWS, Ctx
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
     "relu", "relu_", "leaky_relu", "gelu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
-    "batch_norm", "layer_norm", "embedding", "one_hot",
+    "batch_norm", "layer_norm", "rms_norm", "embedding", "one_hot",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     # activations and losses beyond the first set (nn-b)
@@ -514,6 +514,36 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"{list(input.shape)}")
     return apply(ROWS["native_layer_norm"], (input, weight, bias),
                  (normalized_shape, eps, Ctx(None)))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Root-mean-square normalisation over the last ``len(normalized_shape)`` dims (mirrors
+    ``F.rms_norm``): ``input * rsqrt(mean(input**2) + eps) * weight``, recorded as torch's CPU
+    composite (PowBackward0, MeanBackward1, AddBackward1, RsqrtBackward0, MulBackward0).
+
+    Args:
+        input (Tensor): floating point, shape (*, *normalized_shape).
+        weight (Tensor, optional): shape ``normalized_shape``.
+        eps (float, optional): added to the mean square; default ``finfo(input.dtype).eps``.
+
+    Raises:
+        RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*{', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    if eps is None:
+        eps = nbgrad.finfo(input.dtype).eps
+    dims = list(range(input.ndim - k, input.ndim))
+    ms = input.pow(2).mean(dims, keepdim=True)
+    out = input * apply(ROWS["add_scalar"], (ms,), (eps,)).rsqrt()
+    return out if weight is None else out * weight
 
 
 # ---------------------------------------------------------------------------- embedding

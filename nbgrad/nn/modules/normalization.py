@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm (mirrors ``torch.nn.modules.normalization``)."""
+"""LayerNorm, GroupNorm, RMSNorm (mirrors ``torch.nn.modules.normalization``)."""
 
 import nbgrad
 from .. import functional as F
@@ -7,14 +7,16 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["LayerNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
 
 
 def _affine_parameters(module, shape, affine, bias, kw):
-    """weight (ones) and bias (zeros) of ``shape``, or None where not wanted (as torch)."""
-    module.register_parameter("weight", Parameter(nbgrad.ones(shape, **kw)) if affine else None)
-    module.register_parameter("bias", Parameter(nbgrad.zeros(shape, **kw))
+    """weight (ones) and bias (zeros) of ``shape``, or None where not wanted; filled by
+    reset_parameters as torch's (so their ``_version`` is 1, as in torch)."""
+    module.register_parameter("weight", Parameter(nbgrad.empty(shape, **kw)) if affine else None)
+    module.register_parameter("bias", Parameter(nbgrad.empty(shape, **kw))
                               if affine and bias else None)
+    _reset_affine(module)
 
 
 def _reset_affine(module):
@@ -91,3 +93,36 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims (mirrors
+    ``torch.nn.RMSNorm``; see ``F.rms_norm``).
+
+    Shape: (*, *normalized_shape) -> same. Attributes: weight ones of ``normalized_shape``
+    when ``elementwise_affine`` (no bias); eps None means ``finfo(dtype).eps``.
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        kw = _factory(device, dtype)
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        self.register_parameter("weight", Parameter(nbgrad.empty(self.normalized_shape, **kw))
+                                if elementwise_affine else None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

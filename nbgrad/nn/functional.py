@@ -496,6 +496,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                  (False, running_mean._data.copy(), invstd, eps, ctx))
 
 
+def _trailing_shape(input, normalized_shape, star):
+    """``normalized_shape`` as a tuple, checked against ``input``'s trailing dims; torch's
+    RuntimeError otherwise (layer_norm writes ``[*, 4]``, rms_norm ``[*4]``: ``star``)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[{star}{', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    return normalized_shape
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``; one
     NativeLayerNormBackward0 node for input, weight and bias).
@@ -503,15 +518,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     Raises:
         RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
     """
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    normalized_shape = tuple(normalized_shape)
-    k = len(normalized_shape)
-    if tuple(input.shape[input.ndim - k:]) != normalized_shape or input.ndim < k:
-        raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
-            f"{list(input.shape)}")
+    normalized_shape = _trailing_shape(input, normalized_shape, "*, ")
     return apply(ROWS["native_layer_norm"], (input, weight, bias),
                  (normalized_shape, eps, Ctx(None)))
 
@@ -529,15 +536,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     Raises:
         RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
     """
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    normalized_shape = tuple(normalized_shape)
+    normalized_shape = _trailing_shape(input, normalized_shape, "*")
     k = len(normalized_shape)
-    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
-        raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"[*{', '.join(map(str, normalized_shape))}], but got input of size"
-            f"{list(input.shape)}")
     if eps is None:
         eps = nbgrad.finfo(input.dtype).eps
     dims = list(range(input.ndim - k, input.ndim))

@@ -19,6 +19,17 @@ def _affine_parameters(module, shape, affine, bias, kw):
     _reset_affine(module)
 
 
+def _norm_settings(module, normalized_shape, eps, elementwise_affine, device, dtype):
+    """LayerNorm's and RMSNorm's attributes (normalized_shape a tuple); returns the factory
+    keywords for their parameters."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    module.normalized_shape = tuple(normalized_shape)
+    module.eps = eps
+    module.elementwise_affine = elementwise_affine
+    return _factory(device, dtype)
+
+
 def _reset_affine(module):
     if module.weight is not None:
         init.ones_(module.weight)
@@ -35,12 +46,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        kw = _factory(device, dtype)
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
+        kw = _norm_settings(self, normalized_shape, eps, elementwise_affine, device, dtype)
         _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, kw)
 
     def reset_parameters(self):
@@ -106,12 +112,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
                  dtype=None):
         super().__init__()
-        kw = _factory(device, dtype)
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
+        kw = _norm_settings(self, normalized_shape, eps, elementwise_affine, device, dtype)
         self.register_parameter("weight", Parameter(nbgrad.empty(self.normalized_shape, **kw))
                                 if elementwise_affine else None)
         self.reset_parameters()

@@ -134,6 +134,8 @@ def _unsqueeze(a, dim):
 
 def _view_reshape(a, shape):
     try:
+        if type(a) is np.ndarray:  # the method: half the cost of np.reshape's wrapper
+            return a.reshape(shape, copy=False)
         return _xp(a).reshape(a, shape, copy=False)
     except ValueError as e:
         raise _ViewImpossible(str(e)) from None

@@ -165,15 +165,16 @@ class Adam(Optimizer):
                 step_arr += 1
                 todo.append((p, g, st, float(step_arr)))
             keys = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
-            flat = _flat_batch(self, todo, keys)
+            small = [t for t in todo if t[0]._data.size <= _FLAT_EACH]
+            flat = _flat_batch(self, small, keys)
             if flat is not None:  # many small parameters: one update over their concatenation
                 buf_p, buf_g, bufs, write_back = flat
-                _adam_update(buf_p, buf_g, *bufs, todo[0][3], group)
+                _adam_update(buf_p, buf_g, *bufs, small[0][3], group)
                 write_back()
-            else:
-                for p, g, st, step in todo:
-                    m, v, *vmax = (st[k]._data for k in keys)
-                    _adam_update(p._data, g, m, v, vmax[0] if vmax else None, step, group)
+            for p, g, st, step in todo if flat is None else (
+                    t for t in todo if t[0]._data.size > _FLAT_EACH):
+                m, v, *vmax = (st[k]._data for k in keys)
+                _adam_update(p._data, g, m, v, vmax[0] if vmax else None, step, group)
             decay = group["weight_decay"] != 0 and group["decoupled_weight_decay"]
             for p, _, _, _ in todo:  # the versions torch's mul_ and addcdiv_ give
                 if decay:
@@ -212,7 +213,10 @@ def _adam_update(pd, g, m, v, vmax, step, group):
     pd += -step_size * (m / denom)
 
 
-_FLAT_MAX = 1 << 20  # elements: beyond this the per-parameter loop costs no more
+# A parameter of more elements than _FLAT_EACH is updated on its own (copying it in and out
+# would cost more than the numpy calls saved); at most _FLAT_MAX elements are concatenated.
+_FLAT_EACH = 4096
+_FLAT_MAX = 1 << 20
 
 
 def _flat_batch(opt, todo, keys):

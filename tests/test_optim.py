@@ -459,3 +459,21 @@ def test_adam_over_concatenated_parameters_equals_one_by_one(cls, kw, monkeypatc
         for i in loop_state:
             for key, v in loop_state[i].items():
                 assert np.array_equal(npy(flat_state[i][key]), npy(v))
+
+
+def test_adamw_grad_sharing_its_parameter_memory_matches_torch():
+    """A grad that shares its parameter's memory sees the decay written into the parameter
+    first, as in torch (the update over concatenated parameters is not taken then)."""
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    nm = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 4), nbgrad.nn.Linear(4, 2))
+    nm.load_state_dict({k: nbgrad.tensor(v.numpy().copy()) for k, v in tm.state_dict().items()})
+    for lib, model in ((torch, tm), (nbgrad, nm)):
+        opt = lib.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            model(lib.ones(2, 3)).sum().backward()
+            model[0].weight.grad = model[0].weight.detach()
+            opt.step()
+    for pt, pn in zip(tm.parameters(), nm.parameters()):
+        np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-6, atol=0)

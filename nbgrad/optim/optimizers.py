@@ -219,6 +219,13 @@ _FLAT_EACH = 4096
 _FLAT_MAX = 1 << 20
 
 
+def _aliases(g, d):
+    """Whether grad array ``g`` is (a view of) parameter array ``d`` or shares its base: the
+    per-parameter update then sees its own writes, as torch's does."""
+    gb, db = g.base, d.base
+    return g is d or gb is d or db is g or (gb is not None and gb is db)
+
+
 def _flat_batch(opt, todo, keys):
     """The parameters of ``todo`` (and their grads and the state arrays named by ``keys``)
     copied into flat buffers, for one elementwise update over all of them instead of a dozen
@@ -236,8 +243,12 @@ def _flat_batch(opt, todo, keys):
     for p, g, st, s in todo:
         d = p._data
         if type(d) is not np.ndarray or d.dtype is not dt or s != step or \
-                type(g) is not np.ndarray or g.dtype is not dt:
+                type(g) is not np.ndarray or g.dtype is not dt or _aliases(g, d):
             return None
+        for name in keys:
+            a = st[name]._data
+            if type(a) is not np.ndarray or a.dtype is not dt:
+                return None
         storages.add(id(p._storage))
     if len(storages) != len(todo):
         return None
@@ -249,7 +260,8 @@ def _flat_batch(opt, todo, keys):
         total = sum(p._data.size for p, _, _, _ in todo)
         if total > _FLAT_MAX:
             return None
-        cache.clear()  # one layout kept: the group's parameters are usually the same each step
+        if len(cache) >= 4:  # a layout per parameter group, usually the same each step
+            cache.clear()
         bufs = [np.empty(total, dt) for _ in range(2 + len(keys))]
         views, o = [], 0
         for shape in shapes:

@@ -101,7 +101,11 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))`` in place (as torch:
     each ``.grad``'s version goes up by one)."""
-    grads = _grads(parameters)
+    _scale_(_grads(parameters), max_norm, total_norm)
+
+
+def _scale_(grads, max_norm, total_norm):
+    """clip_grads_with_norm_ on the grads (Tensors) themselves."""
     if not grads:
         return
     total = total_norm._data if isinstance(total_norm, Tensor) else np.asarray(total_norm)
@@ -134,9 +138,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     Raises:
         RuntimeError: non-finite norm with ``error_if_nonfinite=True``.
     """
-    parameters = _as_list(parameters)
-    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
-    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    grads = _grads(parameters)  # (torch collects them twice; nothing changes them between)
+    total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    _scale_(grads, max_norm, total)
     return total
 
 

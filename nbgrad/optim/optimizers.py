@@ -214,8 +214,11 @@ def _adam_update(pd, g, m, v, vmax, step, group):
 
 
 # A parameter of more elements than _FLAT_EACH is updated on its own (copying it in and out
-# would cost more than the numpy calls saved); at most _FLAT_MAX elements are concatenated.
+# would cost more than the numpy calls saved); at least _FLAT_MIN parameters (fewer: the
+# copies cost what they save, as for an LSTM's six) and at most _FLAT_MAX elements are
+# concatenated.
 _FLAT_EACH = 4096
+_FLAT_MIN = 8
 _FLAT_MAX = 1 << 20
 
 
@@ -231,11 +234,11 @@ def _flat_batch(opt, todo, keys):
     copied into flat buffers, for one elementwise update over all of them instead of a dozen
     small numpy calls per parameter: ``(p, g, [state buffers], write_back)``, where
     ``write_back()`` copies the parameters and states back; or None where that does not apply
-    (fewer than two, not all numpy arrays of one dtype, different step counts, parameters
+    (fewer than _FLAT_MIN, not all numpy arrays of one dtype, different step counts, parameters
     sharing storage, too large). Elementwise arithmetic gives every element the value the
     per-parameter update gives it. The buffers and their per-parameter views are kept on the
     optimizer, keyed by the parameters' shapes and dtype."""
-    if len(todo) < 2:
+    if len(todo) < _FLAT_MIN:
         return None
     p0 = todo[0][0]._data
     dt, step = p0.dtype, todo[0][3]

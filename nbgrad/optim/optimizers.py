@@ -162,7 +162,7 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = _tensor_of(_xp(pd).zeros_like(pd))
                 step_arr = st["step"]._data
-                step_arr += 1
+                step_arr[()] = float(step_arr) + 1  # += 1, rounded alike: a third of the cost
                 todo.append((p, g, st, float(step_arr)))
             keys = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
             small = [t for t in todo if t[0]._data.size <= _FLAT_EACH]

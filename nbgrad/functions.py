@@ -1658,6 +1658,9 @@ def _check_masks(input, index):
 
 def _basic_index(input, idx):
     nd = input._data.ndim
+    if nd and len(idx) == 1 and type(idx[0]) is slice:  # x[a:b], a batch's rows: no loop
+        r = _slice_along(input, 0, idx[0])
+        return r if r is not input else _slice(input, 0, slice(0, input._data.shape[0], 1))
     n_real = _builtin_sum(1 for i in idx if i is not None and i is not Ellipsis)
     if n_real > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
@@ -1673,13 +1676,7 @@ def _basic_index(input, idx):
         elif i is Ellipsis:
             d += nd - n_real
         elif isinstance(i, slice):
-            if i.step is not None and i.step <= 0:
-                raise ValueError("step must be greater than zero")
-            n = r._data.shape[d]
-            start, stop, step = i.indices(n)
-            if not (start == 0 and stop >= n and step == 1):
-                stop = _builtin_max(stop, start)
-                r = _slice(r, d, slice(start, stop, step))
+            r = _slice_along(r, d, i)
             d += 1
         else:
             i = int(i)
@@ -1692,6 +1689,18 @@ def _basic_index(input, idx):
             return _slice(input, 0, slice(0, nd and input._data.shape[0], 1))
         return apply(R["alias"], (input,))
     return r
+
+
+def _slice_along(r, d, i):
+    """`r` sliced by the slice `i` along dim `d` (SliceBackward0), or `r` itself when `i`
+    takes all of it."""
+    if i.step is not None and i.step <= 0:
+        raise ValueError("step must be greater than zero")
+    n = r._data.shape[d]
+    start, stop, step = i.indices(n)
+    if start == 0 and stop >= n and step == 1:
+        return r
+    return _slice(r, d, slice(start, _builtin_max(stop, start), step))
 
 
 def setitem(input, idx, value):

@@ -364,3 +364,39 @@ def test_deepcopy_and_pickle_keep_parameters():
         assert all(p is not q for p, q in zip(m.parameters(), clone.parameters()))
         clone(nbgrad.randn(4, 3)).sum().backward()
         assert clone[0].weight.grad is not None and m[0].weight.grad is None
+
+
+def test_parameters_order_and_sharing_match_torch():
+    """parameters() (which skips building names) yields what named_parameters() yields, in
+    torch's order, each once: a submodule registered twice, a tied weight, a None entry, a
+    module overriding named_modules or named_parameters (asked, as torch asks it)."""
+    def build(lib):
+        nn = lib.nn
+        torch.manual_seed(0)
+        shared = nn.Linear(3, 3)
+        model = nn.Sequential(nn.Sequential(shared, nn.ReLU(), shared), nn.Linear(3, 4),
+                              nn.ModuleList([nn.LayerNorm(4), None, nn.Linear(4, 4)]))
+        model.register_parameter("extra", None)
+        model[0].register_parameter("own", nn.Parameter(lib.ones(2)))
+        model[2][0].weight = model[1].bias  # tied: the same Parameter in two places
+        return model
+
+    tm, nm = build(torch), build(nbgrad)
+    shapes_t = [tuple(p.shape) for p in tm.parameters()]
+    assert [tuple(p.shape) for p in nm.parameters()] == shapes_t
+    assert [p for _, p in nm.named_parameters()] == list(nm.parameters())
+    assert len(list(nm.parameters())) == len(list(tm.parameters()))
+    assert list(nm.parameters(recurse=False)) == [] and list(tm.parameters(recurse=False)) == []
+
+    class Flat(nbgrad.nn.Module):  # a traversal override is honoured
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nbgrad.nn.Linear(2, 2), nbgrad.nn.Linear(2, 2)
+
+        def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+            yield prefix, self
+            yield prefix + ".b", self.b  # a only through b's order: b first, a skipped
+
+    outer = nbgrad.nn.Sequential(Flat())
+    assert [p for _, p in outer.named_parameters()] == list(outer.parameters())
+    assert list(outer.parameters()) == list(outer[0].b.parameters())

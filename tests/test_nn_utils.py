@@ -104,3 +104,31 @@ def test_module_paths():
     from nbgrad.nn.utils import clip_grad, convert_parameters  # noqa: F401
     from nbgrad.nn.utils.clip_grad import clip_grad_norm_  # noqa: F401
     from nbgrad.nn.utils.convert_parameters import parameters_to_vector  # noqa: F401
+
+
+def test_clip_grad_norm_float32_many_grads_matches_torch():
+    """float32 grads of several sizes (the norms then come from one concatenation): the total
+    norm and the clipped grads agree with torch's to float32 rounding; versions move by one."""
+    torch.manual_seed(0)
+    shapes = [(65, 32), (16, 32), (32,), (128, 32), (1,), (7, 3, 5)]
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal(s).astype(np.float32) * rng.uniform(0.1, 10) for s in shapes]
+    grads[1][0, 0] = 1e4  # one large entry
+    for max_norm in (1.0, 1e9):
+        tp = [torch.zeros(s, requires_grad=True) for s in shapes]
+        npar = [nbgrad.zeros(s, requires_grad=True) for s in shapes]
+        for t, n, g in zip(tp, npar, grads):
+            t.grad, n.grad = torch.from_numpy(g.copy()), nbgrad.tensor(g.copy())
+        versions = [n.grad._version for n in npar]
+        tt = torch.nn.utils.clip_grad_norm_(tp, max_norm)
+        tn = nbgrad.nn.utils.clip_grad_norm_(npar, max_norm)
+        assert tn.dtype == nbgrad.float32
+        np.testing.assert_allclose(tn.item(), tt.item(), rtol=1e-6)
+        for t, n, v in zip(tp, npar, versions):
+            np.testing.assert_allclose(n.grad.numpy(), t.grad.numpy(), rtol=1e-6, atol=0)
+            assert n.grad._version == v + 1
+    for t, n in zip(tp, npar):
+        t.grad[0] = float("nan") if t.dim() == 1 and t.shape[0] == 1 else t.grad[0]
+        n.grad = nbgrad.tensor(t.grad.numpy().copy())
+    assert math.isnan(torch.nn.utils.clip_grad_norm_(tp, 1.0).item())
+    assert math.isnan(nbgrad.nn.utils.clip_grad_norm_(npar, 1.0).item())

@@ -415,3 +415,69 @@ def test_lambda_scheduler_state_dict_round_trip():
     fresh_n.load_state_dict(sn.state_dict())
     assert fresh_n.lr_lambdas[0].n == fresh_t.lr_lambdas[0].n == 4
     assert fresh_n.last_epoch == fresh_t.last_epoch == 2
+
+
+@pytest.mark.parametrize("cls,kw", [("Adam", dict(lr=1e-2, weight_decay=0.1, amsgrad=True)),
+                                    ("AdamW", dict(lr=1e-2)),
+                                    ("Adam", dict(lr=3e-3, maximize=True))])
+def test_adam_over_concatenated_parameters_equals_one_by_one(cls, kw, monkeypatch):
+    """Adam updates many small float32 parameters over one concatenation of them: every value
+    (parameters and state) is bit for bit the one the per-parameter loop gives, the versions
+    are torch's, and a parameter whose grad is None (or whose step count differs) is handled."""
+    from nbgrad.optim import optimizers
+
+    def run(flat_max, flat_each=4096):
+        monkeypatch.setattr(optimizers, "_FLAT_MIN", 2)
+        monkeypatch.setattr(optimizers, "_FLAT_MAX", flat_max)
+        monkeypatch.setattr(optimizers, "_FLAT_EACH", flat_each)
+        torch.manual_seed(0)
+        th = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.LayerNorm(8),
+                                 torch.nn.Linear(8, 3, bias=False))
+        ng = nbgrad.nn.Sequential(nbgrad.nn.Linear(6, 8), nbgrad.nn.LayerNorm(8),
+                                  nbgrad.nn.Linear(8, 3, bias=False))
+        ng.load_state_dict({k: nbgrad.tensor(v.numpy().copy()) for k, v in th.state_dict().items()})
+        ot = getattr(torch.optim, cls)(th.parameters(), **kw)
+        on = getattr(nbgrad.optim, cls)(ng.parameters(), **kw)
+        v0 = [(pt._version, pn._version) for pt, pn in zip(th.parameters(), ng.parameters())]
+        for step in range(6):
+            rng = np.random.default_rng(step)
+            x = rng.standard_normal((5, 6)).astype(np.float32)
+            for lib, model, opt in ((torch, th, ot), (nbgrad, ng, on)):
+                opt.zero_grad()
+                model(lib.tensor(x)).square().sum().backward()
+                if step in (2, 3):  # the LayerNorm's bias skips steps: its step count lags
+                    model[1].bias.grad = None
+                opt.step()
+        for pt, pn, (vt, vn) in zip(th.parameters(), ng.parameters(), v0):
+            np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-5, atol=1e-6)
+            assert pn._version - vn == pt._version - vt
+        return [npy(p).copy() for p in ng.parameters()], on.state_dict()["state"]
+
+    loop_params, loop_state = run(0)
+    for flat_params, flat_state in (run(1 << 20), run(1 << 20, flat_each=10)):  # all; some
+        for a, b in zip(flat_params, loop_params):
+            assert np.array_equal(a, b)
+        for i in loop_state:
+            for key, v in loop_state[i].items():
+                assert np.array_equal(npy(flat_state[i][key]), npy(v))
+
+
+def test_adamw_grad_sharing_its_parameter_memory_matches_torch(monkeypatch):
+    """A grad that shares its parameter's memory sees the decay written into the parameter
+    first, as in torch (the update over concatenated parameters is not taken then)."""
+    from nbgrad.optim import optimizers
+
+    monkeypatch.setattr(optimizers, "_FLAT_MIN", 2)  # (these four would take it)
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    nm = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 4), nbgrad.nn.Linear(4, 2))
+    nm.load_state_dict({k: nbgrad.tensor(v.numpy().copy()) for k, v in tm.state_dict().items()})
+    for lib, model in ((torch, tm), (nbgrad, nm)):
+        opt = lib.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)
+        for _ in range(3):
+            opt.zero_grad()
+            model(lib.ones(2, 3)).sum().backward()
+            model[0].weight.grad = model[0].weight.detach()
+            opt.step()
+    for pt, pn in zip(tm.parameters(), nm.parameters()):
+        np.testing.assert_allclose(npy(pn), pt.detach().numpy(), rtol=1e-6, atol=0)

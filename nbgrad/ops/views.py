@@ -15,7 +15,7 @@ from .registry import ROWS, op
 # ---- joining (a list of inputs) -----------------------------------------------------------------
 op("cat", lambda tensors, sizes, dim, dtypes: _cat(tensors, dim),
    tensors=lambda g, sizes, dim, dtypes, xp: _cat_grads(g, sizes, dim, dtypes, xp))
-op("stack", lambda tensors, n, dim: _xp(tensors[0]).stack(tensors, axis=dim),
+op("stack", lambda tensors, n, dim: _stack(tensors, dim),
    tensors=lambda g, n, dim: [g[_along(dim, i)] for i in range(n)])
 
 # ---- reshaping views ----------------------------------------------------------------------------
@@ -134,6 +134,8 @@ def _unsqueeze(a, dim):
 
 def _view_reshape(a, shape):
     try:
+        if type(a) is np.ndarray:  # the method: half the cost of np.reshape's wrapper
+            return a.reshape(shape, copy=False)
         return _xp(a).reshape(a, shape, copy=False)
     except ValueError as e:
         raise _ViewImpossible(str(e)) from None
@@ -141,6 +143,15 @@ def _view_reshape(a, shape):
 
 class _ViewImpossible(Exception):
     """The strides do not allow `view`; `reshape` then copies."""
+
+
+def _stack(arrays, dim):
+    """xp.stack; along dim 0, one concatenate viewed with the new dim (np.stack's own
+    expand_dims per array costs three times as much for a batch of slices)."""
+    a0 = arrays[0]
+    if dim == 0 and a0.ndim:
+        return _xp(a0).concatenate(arrays).reshape((len(arrays),) + a0.shape)
+    return _xp(a0).stack(arrays, axis=dim)
 
 
 def _cat(arrays, dim):

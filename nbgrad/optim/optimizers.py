@@ -5,6 +5,8 @@ Each ``step`` follows the operation order of torch's ``_single_tensor_*`` functi
 takes on CPU), so float64 runs agree step for step to rounding.
 """
 
+import math
+
 import numpy as np
 
 from ..backend import get_array_module as _xp
@@ -145,12 +147,8 @@ class Adam(Optimizer):
         """One Adam update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr = group["lr"]
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            wd = group["weight_decay"]
             amsgrad = group["amsgrad"]
-            decoupled = group["decoupled_weight_decay"]
+            todo = []  # (parameter, grad array, state, step) of those that have a grad
             for p in group["params"]:
                 g = _grad_array(p, group["maximize"])
                 if g is None:
@@ -164,34 +162,131 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = _tensor_of(_xp(pd).zeros_like(pd))
                 step_arr = st["step"]._data
-                step_arr += 1
-                step = float(step_arr)
-                if wd != 0:
-                    if decoupled:
-                        pd *= 1 - lr * wd
-                        p._bump_version("mul_")
-                    else:
-                        g = g + wd * pd
-                m = st["exp_avg"]._data
-                v = st["exp_avg_sq"]._data
-                _lerp_(m, g, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * g * g
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = bias_correction2 ** 0.5
-                if amsgrad:
-                    vmax = st["max_exp_avg_sq"]._data
-                    _xp(v).maximum(vmax, v, out=vmax)
-                    denom = _sqrt(vmax)
-                else:
-                    denom = _sqrt(v)
-                denom /= bias_correction2_sqrt
-                denom += eps
-                pd += -step_size * (m / denom)
+                step_arr[()] = float(step_arr) + 1  # += 1, rounded alike: a third of the cost
+                todo.append((p, g, st, float(step_arr)))
+            keys = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+            small = [t for t in todo if t[0]._data.size <= _FLAT_EACH]
+            flat = _flat_batch(self, small, keys)
+            if flat is not None:  # many small parameters: one update over their concatenation
+                buf_p, buf_g, bufs, write_back = flat
+                _adam_update(buf_p, buf_g, *bufs, small[0][3], group)
+                write_back()
+            for p, g, st, step in todo if flat is None else (
+                    t for t in todo if t[0]._data.size > _FLAT_EACH):
+                m, v, *vmax = (st[k]._data for k in keys)
+                _adam_update(p._data, g, m, v, vmax[0] if vmax else None, step, group)
+            decay = group["weight_decay"] != 0 and group["decoupled_weight_decay"]
+            for p, _, _, _ in todo:  # the versions torch's mul_ and addcdiv_ give
+                if decay:
+                    p._bump_version("mul_")
                 p._bump_version("addcdiv_")
         return loss
+
+
+def _adam_update(pd, g, m, v, vmax, step, group):
+    """Adam's update of the arrays of one parameter (or of several, concatenated): torch's
+    ``_single_tensor_adam`` operations in its order, so that each element's value is the same
+    either way. ``vmax`` is None without amsgrad."""
+    lr = group["lr"]
+    beta1, beta2 = group["betas"]
+    eps = group["eps"]
+    wd = group["weight_decay"]
+    if wd != 0:
+        if group["decoupled_weight_decay"]:
+            pd *= 1 - lr * wd
+        else:
+            g = g + wd * pd
+    _lerp_(m, g, 1 - beta1)
+    v *= beta2
+    v += (1 - beta2) * g * g
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = bias_correction2 ** 0.5
+    if vmax is not None:
+        _xp(v).maximum(vmax, v, out=vmax)
+        denom = _sqrt(vmax)
+    else:
+        denom = _sqrt(v)
+    denom /= bias_correction2_sqrt
+    denom += eps
+    pd += -step_size * (m / denom)
+
+
+# A parameter of more elements than _FLAT_EACH is updated on its own (copying it in and out
+# would cost more than the numpy calls saved); at least _FLAT_MIN parameters (fewer: the
+# copies cost what they save, as for an LSTM's six) and at most _FLAT_MAX elements are
+# concatenated.
+_FLAT_EACH = 4096
+_FLAT_MIN = 8
+_FLAT_MAX = 1 << 20
+
+
+def _aliases(g, d):
+    """Whether grad array ``g`` is (a view of) parameter array ``d`` or shares its base: the
+    per-parameter update then sees its own writes, as torch's does."""
+    gb, db = g.base, d.base
+    return g is d or gb is d or db is g or (gb is not None and gb is db)
+
+
+def _flat_batch(opt, todo, keys):
+    """The parameters of ``todo`` (and their grads and the state arrays named by ``keys``)
+    copied into flat buffers, for one elementwise update over all of them instead of a dozen
+    small numpy calls per parameter: ``(p, g, [state buffers], write_back)``, where
+    ``write_back()`` copies the parameters and states back; or None where that does not apply
+    (fewer than _FLAT_MIN, not all numpy arrays of one dtype, different step counts, parameters
+    sharing storage, too large). Elementwise arithmetic gives every element the value the
+    per-parameter update gives it. The buffers and their per-parameter views are kept on the
+    optimizer, keyed by the parameters' shapes and dtype."""
+    if len(todo) < _FLAT_MIN:
+        return None
+    p0 = todo[0][0]._data
+    dt, step = p0.dtype, todo[0][3]
+    storages = set()
+    for p, g, st, s in todo:
+        d = p._data
+        if type(d) is not np.ndarray or d.dtype is not dt or s != step or \
+                type(g) is not np.ndarray or g.dtype is not dt or _aliases(g, d):
+            return None
+        for name in keys:
+            a = st[name]._data
+            if type(a) is not np.ndarray or a.dtype is not dt:
+                return None
+        storages.add(id(p._storage))
+    if len(storages) != len(todo):
+        return None
+    shapes = tuple(p._data.shape for p, _, _, _ in todo)
+    cache = opt.__dict__.setdefault("_flat_buffers", {})
+    key = (shapes, dt, len(keys))
+    entry = cache.get(key)
+    if entry is None:
+        total = sum(p._data.size for p, _, _, _ in todo)
+        if total > _FLAT_MAX:
+            return None
+        if len(cache) >= 4:  # a layout per parameter group, usually the same each step
+            cache.clear()
+        bufs = [np.empty(total, dt) for _ in range(2 + len(keys))]
+        views, o = [], 0
+        for shape in shapes:
+            n = math.prod(shape)
+            views.append(tuple(b[o:o + n].reshape(shape) for b in bufs))
+            o += n
+        entry = cache[key] = (bufs, views)
+    bufs, views = entry
+    for (p, g, st, _), vw in zip(todo, views):
+        vw[0][...] = p._data
+        vw[1][...] = g
+        for k, name in enumerate(keys):
+            vw[2 + k][...] = st[name]._data
+
+    def write_back():
+        for (p, g, st, _), vw in zip(todo, views):
+            p._data[...] = vw[0]
+            for k, name in enumerate(keys):
+                st[name]._data[...] = vw[2 + k]
+
+    extra = bufs[2:] + [None] * (3 - len(keys))
+    return bufs[0], bufs[1], extra, write_back
 
 
 class AdamW(Adam):

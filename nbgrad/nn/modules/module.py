@@ -432,8 +432,36 @@ class Module:
 
     def parameters(self, recurse=True):
         """Yield every parameter (each once), in registration order, recursing into children."""
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        modules = self._plain_tree() if recurse else None
+        if modules is None:  # (not recursing, or a module overrides the traversal)
+            for _, p in self.named_parameters(recurse=recurse):
+                yield p
+            return
+        memo = set()  # named_parameters' order and deduplication, without building the names
+        for m in modules:
+            for p in m._parameters.values():
+                if p is not None and id(p) not in memo:
+                    memo.add(id(p))
+                    yield p
+
+    def _plain_tree(self):
+        """The modules named_modules() yields, in its order (each once), or None when one of
+        them overrides named_modules or named_parameters (then those are asked)."""
+        if type(self).named_parameters is not _NAMED_PARAMETERS:
+            return None
+        out, memo, stack = [], set(), [self]
+        while stack:
+            m = stack.pop()
+            if id(m) in memo:
+                continue
+            if type(m).named_modules is not _NAMED_MODULES:
+                return None
+            memo.add(id(m))
+            out.append(m)
+            children = [c for c in m._modules.values() if c is not None]
+            children.reverse()
+            stack += children
+        return out
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """Yield ``(dotted_name, Parameter)`` pairs, e.g. ``("0.weight", p)``."""
@@ -765,6 +793,9 @@ class Module:
     def _shape_error(self, expected, x):
         """ValueError naming this layer, the expected and the given shape."""
         return ValueError(f"{self!r}: expected input {expected}, got {tuple(x.shape)}")
+
+
+_NAMED_MODULES, _NAMED_PARAMETERS = Module.named_modules, Module.named_parameters
 
 
 def _add_hook(hooks, hook, prepend):

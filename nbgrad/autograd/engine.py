@@ -150,7 +150,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     # exceptions are few: `shared` holds the nodes whose buffer something else may hold too
     # (the caller's gradient, one sent along two edges, one a hook or autograd.grad saw).
     shared = {node for (node, _, g), given in zip(root_edges, grad_outputs)
-              if given is not None and buffers.get(node) is g}
+              if given is not None and buffers.get(node) is g} \
+        if len(grad_outputs) != 1 or grad_outputs[0] is not None else set()  # (loss.backward())
     # autograd.grad: the buffers holding a view PyTorch's formula made of its incoming gradient
     # (sum's expand, t, view): node -> (base array, its version); the result is then such a view
     vbase = {} if captures is not None else None

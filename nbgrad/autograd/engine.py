@@ -150,7 +150,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     # exceptions are few: `shared` holds the nodes whose buffer something else may hold too
     # (the caller's gradient, one sent along two edges, one a hook or autograd.grad saw).
     shared = {node for (node, _, g), given in zip(root_edges, grad_outputs)
-              if given is not None and buffers.get(node) is g}
+              if given is not None and buffers.get(node) is g} \
+        if len(grad_outputs) != 1 or grad_outputs[0] is not None else set()  # (loss.backward())
     # autograd.grad: the buffers holding a view PyTorch's formula made of its incoming gradient
     # (sum's expand, t, view): node -> (base array, its version); the result is then such a view
     vbase = {} if captures is not None else None
@@ -190,6 +191,38 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     out = node._backward(gs, create_graph)  # the common case: just run it
                     if release and node._saved is not None:
                         node._release()
+                    # One live edge (x * 2.0 has a second, None) to a node no other edge has
+                    # fed yet and none will (a chain): that node is ready with exactly this
+                    # gradient — the edge loop below, written out for this case.
+                    c = None
+                    if len(out) == 1:
+                        (c, _), = node._next
+                        gi = out[0]
+                    elif len(out) == 2:
+                        (c, _), (c1, _) = node._next
+                        if c1 is None:
+                            gi = out[0]
+                        elif c is None:
+                            c, gi = c1, out[1]
+                        else:
+                            c = None
+                    if c is not None and gi is not None and deps[c] == 1 and c._n_out == 1 and \
+                            c not in buffers:  # (the last edge into it, and the only one)
+                        buffers[c] = gi
+                        if gi is gs and shared and node in shared:
+                            shared.add(c)  # (the given gradient passed on unchanged)
+                        gv = node._grad_version
+                        if gv and gi is not gs:
+                            bumps[c] = gv
+                        deps[c] = 0
+                        if not ready:
+                            out = gi = gs = None
+                            node = c
+                            continue
+                        heappush(ready, (-c._seq, c))
+                        out = gi = gs = None
+                        node = heappop(ready)[1]
+                        continue
                 else:
                     if hooks is not None and hooks.pre:
                         new = _run_prehooks(node, gs, node._n_out > 1, create_graph)

@@ -10,16 +10,17 @@ import builtins
 import collections
 import math
 import operator
+import sys
 import warnings
 import weakref
 
 import numpy as np
 
-from . import _torch_errors, creation, dtypes
+from . import _torch_errors, creation, dtypes, provenance
 from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply, check_inplace)
 from .autograd.grad_mode import STATE as _GRAD
-from .autograd import variable
+from .autograd import fused, variable
 from .autograd.grad_mode import is_grad_enabled, no_grad
 from .ops import ROWS as R
 from .ops.formulas import TENSORS, _reduce_to
@@ -772,7 +773,18 @@ def _matmul(a, b):
             return _matmul(apply(R["squeeze_dim"], (a,), (0,)), b)
         if sb[0] == 1 and b._requires_grad:
             return _matmul(a, apply(R["squeeze_dim"], (b,), (0,)))
-    # batched: expand both to the broadcast batch, fold it into one dim, bmm, unfold
+    if da > 1 and db > 1 and _GRAD.enabled and (a._requires_grad or b._requires_grad) and \
+            type(a._data) is np.ndarray and type(b._data) is np.ndarray and fused.usable():
+        r = _bmm_fused(a, b)
+        if r is not None:
+            return r
+    return _bmm_chain(a, b)
+
+
+def _bmm_chain(a, b):
+    """Batched matmul: expand both to the broadcast batch, fold it into one dim, bmm, unfold."""
+    da, db = a._data.ndim, b._data.ndim
+    sa, sb = a._data.shape, b._data.shape
     ba, bb = sa[:-2], sb[:-2]
     batch = ba if ba == bb else _broadcast_batch(ba, bb)
     n, k = sa[-2] if da > 1 else 1, sa[-1]
@@ -788,6 +800,56 @@ def _matmul(a, b):
         out = apply(R["bmm"], (a3, b3))
     shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
     return apply(R["unsafe_view"], (out,), (shape,))
+
+
+def _bmm_fused(a, b):
+    """`_bmm_chain` of two operands of 2 dims or more, recorded as one UnsafeViewBackward0 node
+    (nbgrad.autograd.fused) whose backward runs the chain's formulas (unsafe_view, bmm, view or
+    reshape_alias, expand) on arrays; the chain's nodes are built when looked at. None when a
+    fold would copy (then the chain is recorded as it is)."""
+    ad, bd = a._data, b._data
+    sa, sb = ad.shape, bd.shape
+    ba, bb = sa[:-2], sb[:-2]
+    batch = ba if ba == bb else _broadcast_batch(ba, bb)
+    n, k, p = sa[-2], sa[-1], sb[-1]
+    rows = math.prod(batch)
+    ea, eb = _EXPAND.fwd(ad, batch + (n, k)), _EXPAND.fwd(bd, batch + (k, p))
+    fa = R["view"] if ea.flags.c_contiguous else R["reshape_alias"]
+    fb = R["view"] if eb.flags.c_contiguous else R["reshape_alias"]
+    try:
+        a3, b3 = fa.fwd(ea, (rows, n, k)), fb.fwd(eb, (rows, k, p))
+    except _ViewImpossible:
+        return None
+    out3 = _BMM.fwd(a3, b3)
+    r = _fresh(_arr(_UNSAFE_VIEW.fwd(out3, batch + (n, p))))
+    ra, rb = a._requires_grad, b._requires_grad
+    fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
+                 ("self" if rb else None, "mat2" if ra else None), 2 * ra + 2 * rb + 1,
+                 _bmm_fused_backward, lambda: _bmm_chain(a, b),
+                 (batch, rows, n, k, p, fa, fb, sa, sb),
+                 _site_at(sys._getframe(1)) if _PROV[0] else None)
+    return r
+
+
+def _bmm_fused_backward(node, g, arrays):
+    """The chain's formulas in the order its nodes would run: unsafe_view, bmm, then per
+    operand view (or reshape_alias) and expand."""
+    ad, bd = arrays
+    batch, rows, n, k, p, fa, fb, sa, sb = node._chain.info
+    g3 = _UNSAFE_VIEW.vjp(0, g, (rows, n, p))
+    (ca, _), (cb, _) = node._next
+    ga = gb = None
+    if ca is not None:
+        b3 = fb.fwd(_EXPAND.fwd(bd, batch + (k, p)), (rows, k, p))
+        ga = _EXPAND.vjp(0, fa.vjp(0, _BMM.vjp(0, g3, b3, None), batch + (n, k)), sa)
+    if cb is not None:
+        a3 = fa.fwd(_EXPAND.fwd(ad, batch + (n, k)), (rows, n, k))
+        gb = _EXPAND.vjp(0, fb.vjp(0, _BMM.vjp(1, g3, None, a3), batch + (k, p)), sb)
+    return [ga, gb]
+
+
+_EXPAND, _BMM, _UNSAFE_VIEW = R["expand"], R["bmm"], R["unsafe_view"]
+_PROV, _site_at = provenance.ENABLED, provenance.site_at
 
 
 def _should_fold(a, b, da, db):

@@ -22,6 +22,7 @@ _ND = np.ndarray
 # (`outputs`: the root tensors; `api`: "backward" or "grad"). Empty unless a tool (the notebook
 # panel) observes: then one list check per call.
 BACKWARD_OBSERVERS: list = []
+RUNNING = [0]  # backward calls under way (a fused node leaves its edges alone meanwhile)
 
 
 def _root_edge(t):
@@ -178,6 +179,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     pop = buffers.pop
     get = buffers.get
     token = quiet()  # NaN and Inf are values: formulas run with numpy's warnings off
+    RUNNING[0] += 1
     try:
         node = heappop(ready)[1] if ready else None
         while node is not None:
@@ -325,6 +327,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             out = gi = gs = old = None
             node = single if single is not None else heappop(ready)[1] if ready else None
     finally:
+        RUNNING[0] -= 1
         STATE.enabled = prev
         loud(token)
 

@@ -7,11 +7,14 @@ backing numpy array directly, which records nothing.
 """
 
 import math
+import sys
 
 import numpy as np
 
 import nbgrad
-from nbgrad import backend
+from nbgrad import backend, provenance
+from nbgrad.autograd import fused
+from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
 
@@ -85,6 +88,10 @@ def linear(input, weight, bias=None):
                                   and type(bias._data) is type(x)))):
         # the usual case, checked: torch's nodes (TBackward0, [ViewBackward0,] MmBackward0 /
         # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]) applied directly
+        if bias is None and x.ndim > 2 and type(x) is np.ndarray and \
+                (input._requires_grad or weight._requires_grad) and _GRAD.enabled and \
+                fused.usable():
+            return _linear_fused(input, weight)
         wt = apply(ROWS["t"], (weight,))
         x2 = input if x.ndim == 2 else apply(ROWS["view"], (input,), ((x.size // x.shape[-1],
                                                                        x.shape[-1]),))
@@ -104,6 +111,50 @@ def linear(input, weight, bias=None):
     if bias is not None:
         out = out + bias
     return out
+
+
+def _linear_chain(input, weight):
+    """linear without bias on (N, *, in) contiguous input as torch records it: TBackward0,
+    ViewBackward0, MmBackward0, UnsafeViewBackward0."""
+    x, w = input._data, weight._data
+    wt = apply(ROWS["t"], (weight,))
+    x2 = apply(ROWS["view"], (input,), ((x.size // x.shape[-1], x.shape[-1]),))
+    return apply(ROWS["unsafe_view"], (apply(ROWS["mm"], (x2, wt)),),
+                 (x.shape[:-1] + w.shape[:1],))
+
+
+def _linear_fused(input, weight):
+    """`_linear_chain` recorded as one UnsafeViewBackward0 node (nbgrad.autograd.fused) whose
+    backward runs the chain's formulas (unsafe_view, mm, view, t) on arrays."""
+    x, w = input._data, weight._data
+    rows = x.size // x.shape[-1]
+    out2 = _MM.fwd(_VIEW.fwd(x, (rows, x.shape[-1])), _T.fwd(w))
+    out = nbgrad.Tensor._make_fresh(_UNSAFE_VIEW.fwd(out2, x.shape[:-1] + w.shape[:1]))
+    rx, rw = input._requires_grad, weight._requires_grad
+    fused.record(out, _UNSAFE_VIEW.node, (tuple(out2.shape),), (input, weight),
+                 ("self" if rw else None, "mat2" if rx else None), rx + rw + 1,
+                 _linear_fused_backward, lambda: _linear_chain(input, weight),
+                 (rows, tuple(x.shape), tuple(out2.shape)),
+                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
+    return out
+
+
+def _linear_fused_backward(node, g, arrays):
+    """The chain's formulas in the order its nodes would run: unsafe_view, mm, then view (the
+    input's) and t (the weight's)."""
+    x, w = arrays
+    rows, x_shape, out2_shape = node._chain.info
+    g2 = _UNSAFE_VIEW.vjp(0, g, out2_shape)
+    (cx, _), (cw, _) = node._next
+    gx = gw = None
+    if cx is not None:
+        gx = _VIEW.vjp(0, _MM.vjp(0, g2, _T.fwd(w), None), x_shape)
+    if cw is not None:
+        gw = _T.vjp(0, _MM.vjp(1, g2, None, _VIEW.fwd(x, (rows, x_shape[-1]))))
+    return [gx, gw]
+
+
+_MM, _VIEW, _T, _UNSAFE_VIEW = ROWS["mm"], ROWS["view"], ROWS["t"], ROWS["unsafe_view"]
 
 
 def pad(input, pad, mode="constant", value=0.0):

@@ -1,0 +1,233 @@
+"""One node standing for the chain of nodes a PyTorch decomposition records, built when looked at.
+
+`torch.matmul` on batched operands records ExpandBackward0, ViewBackward0 (or
+ReshapeAliasBackward0) for each operand, BmmBackward0 and UnsafeViewBackward0; `F.linear` on
+(N, *, in) input records TBackward0, ViewBackward0, MmBackward0 and UnsafeViewBackward0. Most of
+those nodes only reshape; a transformer records a few hundred of them per step. Here such a call
+records one node: an instance of the chain's last class (its name, its saved values), whose
+edges go straight to the operands and whose backward runs the chain's formulas one after the
+other on arrays (`fast`), with no node, tensor or engine step in between.
+
+The chain itself is built, by running the decomposition again on the same operands
+(`replay`), the first time something looks below the node (`next_functions`, a hook on it),
+and is used whenever the one-step path does not apply: under create_graph, or when a saved
+operand was modified in place (the chain's own node then raises PyTorch's error, naming the
+view it saved). The built nodes carry the sequence numbers, the user's line and the saved
+versions the unfused call would have given them, so what backward computes and what the graph
+shows are the decomposition's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..naming import node_class
+from . import engine
+from .apply import _edge, _NONE_EDGE
+from .graph import _NODES, _SAVED_HOOKS, Node, SavedTensor, backward_twice_error
+from .grad_mode import STATE as _GRAD
+
+_new = object.__new__
+_init_node = Node.__init__
+
+
+class Chain:
+    """What a fused node keeps: `saved` (per operand, its SavedTensor when a formula needs it,
+    else None), `fast(node, g, arrays)` -> a gradient per operand, `replay()` -> the output of
+    the decomposition recorded node by node, the operands, `k` (the chain's nodes below the
+    visible one) and the shapes `fast` needs (`info`)."""
+
+    __slots__ = ("saved", "fast", "replay", "inputs", "k", "info", "released")
+
+    def __init__(self, saved, fast, replay, inputs, k, info):
+        self.saved = saved
+        self.fast = fast
+        self.replay = replay
+        self.inputs = inputs
+        self.k = k
+        self.info = info
+        self.released = False
+
+
+def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, where):
+    """Hang on `out` one node of class `node_cls` (a row's node class, e.g. UnsafeViewBackward0)
+    standing for a chain of `k` more nodes below it. `saves`: per input, the name of the
+    SavedTensor the chain's formulas need (None when none needs it)."""
+    edges = tuple(_edge(x) if x._requires_grad else _NONE_EDGE for x in inputs)
+    saved = tuple(None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs))
+    _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's
+    node = _new(fused_class(node_cls))
+    _init_node(node, edges, visible_saved, None, where)
+    node._chain = Chain(saved, fast, replay, inputs, k, info)
+    out._output_nr = 0
+    out._requires_grad = True
+    out._grad_fn = node
+    return node
+
+
+def usable():
+    """Whether a call may record a fused node now (not under anomaly detection, whose
+    tracebacks are taken as each node is made, nor saved_tensors_hooks, which see each
+    saved view as the chain packs it)."""
+    return not _SAVED_HOOKS and not _anomaly_on()
+
+
+def _anomaly_on():
+    from . import anomaly
+    return anomaly.STATE.enabled
+
+
+_CLASSES = {}
+
+
+def fused_class(base):
+    """The fused subclass of a row's node class (same name, one more slot)."""
+    cls = _CLASSES.get(base)
+    if cls is None:
+        cls = _CLASSES[base] = node_class(type(base.__name__, (base,), {
+            "__slots__": ("_chain",), "__module__": base.__module__,
+            "__qualname__": base.__qualname__, "__doc__": base.__doc__,
+            "_backward": _fused_backward, "_release": _fused_release,
+            "next_functions": property(_next_functions, doc=Node.next_functions.__doc__),
+            "register_hook": _materialize_first(base.register_hook),
+            "register_prehook": _materialize_first(base.register_prehook)}))
+    return cls
+
+
+def _fused_backward(self, g, create_graph):
+    __tracebackhide__ = True
+    c = self._chain
+    base = type(self).__mro__[1]
+    if c is None:  # built: the visible node is the chain's last, as any other
+        return base._backward(self, g, create_graph)
+    arrays = []
+    stale = False
+    for s in c.saved:
+        if s is None:
+            arrays.append(None)
+            continue
+        if s._data is None:
+            raise backward_twice_error()
+        if s._storage.version != s.saved_version:
+            stale = True
+        arrays.append(s._data)
+    if create_graph or stale or type(g) is not np.ndarray:
+        return _chain_backward(self, g, create_graph)
+    return c.fast(self, g, arrays)
+
+
+def _fused_release(self):
+    c = self._chain
+    if c is None:
+        return type(self).__mro__[1]._release(self)
+    if not c.released:
+        c.released = True
+        for s in c.saved:
+            if s is not None:
+                s.release()
+
+
+def _next_functions(self):
+    c = self._chain
+    if c is None:
+        return self._next
+    top, _ = _build(self)
+    if engine.RUNNING[0]:  # (a backward is walking the fused edges: leave them; show the chain)
+        return top
+    self._next = top
+    self._chain = None
+    return top
+
+
+def _materialize_first(method):
+    def wrapper(self, *args, **kwargs):
+        self.next_functions  # a hook on it sees the chain's gradients
+        return method(self, *args, **kwargs)
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+def _build(node):
+    """Replay the decomposition: (the edges of the visible node's own copy, the chain's nodes).
+    Each built node gets its sequence number, the user's line and its saved versions as the
+    unfused call would have given them; released if the fused node was."""
+    c = node._chain
+    prev = _GRAD.enabled
+    hooks = _SAVED_HOOKS[:]
+    _SAVED_HOOKS.clear()
+    _GRAD.enabled = True
+    try:
+        now = [_edge(x) if x._requires_grad else _NONE_EDGE for x in c.inputs]
+        before = _NODES[0]
+        out = c.replay()
+    finally:
+        _GRAD.enabled = prev
+        _SAVED_HOOKS[:] = hooks
+    top = out._grad_fn
+    chain = []
+    stack = [top]
+    seen = {top}
+    while stack:
+        n = stack.pop()
+        for e in n._next:
+            m = e[0]
+            if m is not None and m not in seen and m._seq > before and \
+                    type(m).__name__ != "AccumulateGrad":
+                seen.add(m)
+                chain.append(m)
+                stack.append(m)
+    chain.sort(key=lambda n: n._seq)
+    first = node._seq - len(chain)
+    versions = {s._storage: s.saved_version for s in c.saved if s is not None}
+    fused_edges = node._next
+    for i, n in enumerate(chain):
+        n._seq = first + i
+        n._where = node._where
+        for s in n._saved or ():
+            if type(s) is SavedTensor and s._storage in versions:
+                # (and a saved view made at that version: its grad_fn is regenerated, as
+                # torch's, if its base was modified since)
+                s.saved_version = versions[s._storage]
+                t = s._tensor
+                if t is not None and t._view is not None:
+                    t._view.version = s.saved_version
+        nxt = list(n._next)
+        for j, e in enumerate(nxt):
+            if e[0] is not None and e[0] not in seen:
+                for k, e_now in enumerate(now):
+                    if e_now[0] is e[0] and e_now[1] == e[1]:
+                        nxt[j] = fused_edges[k]
+                        break
+        n._next = tuple(nxt)
+        if c.released:
+            n._release()
+    return top._next, chain
+
+
+def _chain_backward(node, g, create_graph):
+    """Backward through the built chain (create_graph, or a saved operand modified in place):
+    a gradient per fused edge."""
+    __tracebackhide__ = True
+    top_edges, chain = _build(node)
+    inside = set(chain)
+    base = type(node).__mro__[1]
+    # the visible node's own formula, with the chain's edges (its saved values are its own)
+    own = _new(base)
+    own._next, own._saved, own._meta, own._hooks = top_edges, node._saved, None, None
+    own._where, own._seq = node._where, node._seq
+    grads = [None] * len(node._next)
+    stack = [(own, g)]
+    while stack:
+        n, gn = stack.pop()
+        outs = n._backward(gn, create_graph)
+        for (m, nr), gi in zip(n._next, outs):
+            if m is None or gi is None:
+                continue
+            if m in inside:
+                stack.append((m, gi))
+                continue
+            for i, e in enumerate(node._next):
+                if e[0] is m and e[1] == nr:
+                    grads[i] = gi if grads[i] is None else grads[i] + gi
+                    break
+    return grads

@@ -1,0 +1,182 @@
+"""Fused chains (nbgrad.autograd.fused): batched matmul and linear on (N, *, in) input record one
+node standing for torch's chain of nodes. Everything observable must be torch's: the graph when
+walked, gradients (values, strides), second derivatives, hooks, error texts, hook order."""
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+
+RNG = np.random.default_rng(7)
+
+# (a shape, b shape, b made by transposing an array of its last two dims swapped)
+# fused: whether torch's decomposition is the expand/view/bmm chain fused here (a broadcast
+# batch folds by a copy: recorded as it is; None: not checked)
+MATMUL = [((4, 5, 3), (4, 3, 2), False, True), ((4, 5, 3), (4, 3, 2), True, True),
+          ((2, 1, 5, 3), (4, 3, 2), False, False), ((3, 2, 4, 3), (3, 2, 3, 5), False, True),
+          ((1, 5, 3), (4, 3, 2), False, None)]
+
+
+def _walk(fn, depth=0):
+    if fn is None:
+        return ["  " * depth + "None"]
+    out = ["  " * depth + type(fn).__name__]
+    for f, nr in fn.next_functions:
+        out += [f"  {nr}"] + _walk(f, depth + 1)
+    return out
+
+
+def _pair(lib, arr, rg):
+    return lib.tensor(arr, requires_grad=rg)
+
+
+def _matmul_case(lib, sa, sb, tb, ra, rb, arrays):
+    a0 = _pair(lib, arrays[0], ra)
+    b0 = _pair(lib, arrays[1], rb)
+    a = a0 * 1.5 if ra else a0
+    b = b0.transpose(-2, -1) if tb else b0
+    return a0, b0, a, b
+
+
+def _arrays(sa, sb, tb):
+    sb_ = sb[:-2] + (sb[-1], sb[-2]) if tb else sb
+    return (RNG.standard_normal(sa).astype(np.float32), RNG.standard_normal(sb_).astype(np.float32))
+
+
+@pytest.mark.parametrize("sa,sb,tb,fuses", MATMUL)
+@pytest.mark.parametrize("ra,rb", [(True, True), (True, False), (False, True)])
+def test_matmul_graph_and_grads_as_torch(sa, sb, tb, fuses, ra, rb):
+    arrays = _arrays(sa, sb, tb)
+    seen = {}
+    for lib in (torch, nbgrad):
+        a0, b0, a, b = _matmul_case(lib, sa, sb, tb, ra, rb, arrays)
+        y = a @ b
+        if lib is nbgrad and fuses is not None:
+            assert (getattr(y.grad_fn, "_chain", None) is not None) == fuses
+        (y * y).sum().backward()
+        seen[lib.__name__] = [(t.grad.numpy().copy(), t.grad.stride(), t.grad._version)
+                              if t.grad is not None else None for t in (a0, b0)]
+        y2 = a @ b
+        seen[lib.__name__].append(_walk(y2.grad_fn))
+    t, n = seen["torch"], seen["nbgrad"]
+    assert n[2] == t[2]
+    for x, y in zip(t[:2], n[:2]):
+        assert (x is None) == (y is None)
+        if x is not None:
+            np.testing.assert_allclose(y[0], x[0], rtol=1e-5, atol=1e-5)
+            if fuses is not None:  # (the squeezed batch of one: a's gradient comes out
+                assert y[1:] == x[1:]  # transposed in memory, a known layout difference)
+
+
+@pytest.mark.parametrize("shape", [(4, 5, 3), (2, 3, 4, 3)])
+@pytest.mark.parametrize("rx,rw", [(True, True), (True, False), (False, True)])
+def test_linear_graph_and_grads_as_torch(shape, rx, rw):
+    X = RNG.standard_normal(shape).astype(np.float32)
+    W = RNG.standard_normal((6, shape[-1])).astype(np.float32)
+    seen = {}
+    for lib in (torch, nbgrad):
+        x, w = lib.tensor(X, requires_grad=rx), lib.tensor(W, requires_grad=rw)
+        y = lib.nn.functional.linear(x, w)
+        if lib is nbgrad:
+            assert y.grad_fn._chain is not None
+        (y * y).sum().backward()
+        seen[lib.__name__] = [(t.grad.numpy().copy(), t.grad.stride()) if t.grad is not None
+                              else None for t in (x, w)]
+        seen[lib.__name__].append(_walk(lib.nn.functional.linear(x, w).grad_fn))
+    t, n = seen["torch"], seen["nbgrad"]
+    assert n[2] == t[2]
+    for x, y in zip(t[:2], n[:2]):
+        assert (x is None) == (y is None)
+        if x is not None:
+            np.testing.assert_allclose(y[0], x[0], rtol=1e-5, atol=1e-5)
+            assert y[1] == x[1]
+
+
+def test_fused_backward_equals_the_built_chain_exactly():
+    """The one-step backward runs the chain's formulas: bit-identical gradients."""
+    A, B = _arrays((4, 5, 3), (4, 3, 2), True)
+    out = []
+    for build in (False, True):
+        a = nbgrad.tensor(A, requires_grad=True)
+        b = nbgrad.tensor(B, requires_grad=True)
+        y = a @ b.transpose(-2, -1)
+        if build:
+            y.grad_fn.next_functions
+            assert y.grad_fn._chain is None
+        (y * y).sum().backward()
+        out.append((a.grad.numpy(), b.grad.numpy()))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+
+
+@pytest.mark.parametrize("kind", ["matmul", "linear"])
+def test_second_derivative_as_torch(kind):
+    A = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    B = RNG.standard_normal((3, 5, 2) if kind == "matmul" else (2, 5)).astype(np.float32)
+    res = []
+    for lib in (torch, nbgrad):
+        a, b = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
+        y = a @ b if kind == "matmul" else lib.nn.functional.linear(a, b)
+        ga, gb = lib.autograd.grad((y * y).sum(), (a, b), create_graph=True)
+        h = lib.autograd.grad((ga * ga).sum() + gb.sum(), (a, b))
+        res.append([t.detach().numpy() for t in (ga, gb) + h])
+    for x, y in zip(*res):
+        np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_inplace_error_names_the_saved_view_as_torch(which):
+    A, B = _arrays((2, 3, 4), (2, 4, 5), False)
+    msgs = []
+    for lib in (torch, nbgrad):
+        a0, b0 = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
+        a, b = a0 * 1.0, b0 * 1.0
+        y = a @ b
+        (a if which == "a" else b).mul_(2)
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        msgs.append(str(e.value).split("\n")[0].replace("nbgrad.", "torch."))
+    assert msgs[1] == msgs[0]
+
+
+def test_backward_twice_and_graph_after_release_as_torch():
+    A, B = _arrays((2, 3, 4), (2, 4, 5), False)
+    out = []
+    for lib in (torch, nbgrad):
+        a, b = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
+        y = (a @ b).sum()
+        y.backward()
+        walked = _walk(y.grad_fn)  # the chain, built after its saved values were freed
+        with pytest.raises(RuntimeError) as e:
+            y.backward()
+        out.append((walked, str(e.value)))
+    assert out[1] == out[0]
+
+
+def test_hooks_on_the_node_and_on_the_leaves_as_torch():
+    A, B = _arrays((2, 3, 4), (2, 4, 5), False)
+    logs = []
+    for lib in (torch, nbgrad):
+        log = []
+        a, b = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
+        y = a @ b
+        y.grad_fn.register_hook(lambda gi, go: log.append(
+            ("post", [tuple(g.shape) for g in gi], [tuple(g.shape) for g in go])))
+        y.grad_fn.register_prehook(lambda go: log.append(("pre", tuple(go[0].shape))))
+        a.register_hook(lambda g: log.append(("a", tuple(g.shape))))
+        b.register_hook(lambda g: log.append(("b", tuple(g.shape))))
+        z = a @ b  # not looked at: stays fused; the leaves' hooks run in torch's order
+        (y.sum() + z.sum()).backward()
+        logs.append(log)
+    assert logs[1] == logs[0]
+
+
+def test_not_fused_under_anomaly_detection_and_saved_tensor_hooks():
+    a = nbgrad.randn(2, 3, 4, requires_grad=True)
+    b = nbgrad.randn(2, 4, 5, requires_grad=True)
+    with nbgrad.autograd.detect_anomaly():
+        assert getattr((a @ b).grad_fn, "_chain", None) is None
+    with nbgrad.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert getattr((a @ b).grad_fn, "_chain", None) is None
+    with nbgrad.no_grad():
+        assert (a @ b).grad_fn is None
+    assert (a @ b).grad_fn._chain is not None

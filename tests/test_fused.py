@@ -68,28 +68,52 @@ def test_matmul_graph_and_grads_as_torch(sa, sb, tb, fuses, ra, rb):
                 assert y[1:] == x[1:]  # transposed in memory, a known layout difference)
 
 
-@pytest.mark.parametrize("shape", [(4, 5, 3), (2, 3, 4, 3)])
+@pytest.mark.parametrize("shape", [(4, 5, 3), (2, 3, 4, 3), (5, 3)])
+@pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("rx,rw", [(True, True), (True, False), (False, True)])
-def test_linear_graph_and_grads_as_torch(shape, rx, rw):
+def test_linear_graph_and_grads_as_torch(shape, bias, rx, rw):
     X = RNG.standard_normal(shape).astype(np.float32)
     W = RNG.standard_normal((6, shape[-1])).astype(np.float32)
+    Bv = RNG.standard_normal(6).astype(np.float32)
     seen = {}
     for lib in (torch, nbgrad):
         x, w = lib.tensor(X, requires_grad=rx), lib.tensor(W, requires_grad=rw)
-        y = lib.nn.functional.linear(x, w)
-        if lib is nbgrad:
-            assert y.grad_fn._chain is not None
+        b = lib.tensor(Bv, requires_grad=True) if bias else None
+        y = lib.nn.functional.linear(x, w, b)
+        if lib is nbgrad and (bias or len(shape) > 2):
+            fn = y.grad_fn if not bias or len(shape) == 2 else y.grad_fn._next[0][0]
+            assert fn._chain is not None  # (the visible node, or the view's input's)
         (y * y).sum().backward()
         seen[lib.__name__] = [(t.grad.numpy().copy(), t.grad.stride()) if t.grad is not None
-                              else None for t in (x, w)]
-        seen[lib.__name__].append(_walk(lib.nn.functional.linear(x, w).grad_fn))
+                              else None for t in (x, w) + ((b,) if bias else ())]
+        y2 = lib.nn.functional.linear(x, w, b)
+        seen[lib.__name__].append(_walk(y2.grad_fn))
+        node = y2.grad_fn if len(shape) == 2 or not bias else y2.grad_fn.next_functions[0][0]
+        saved = [getattr(node, "_saved_" + n) for n in ("mat1", "mat2")] if bias else []
+        seen[lib.__name__].append([None if v is None else tuple(v.shape) for v in saved])
     t, n = seen["torch"], seen["nbgrad"]
-    assert n[2] == t[2]
-    for x, y in zip(t[:2], n[:2]):
+    assert n[-2:] == t[-2:]
+    for x, y in zip(t[:-2], n[:-2]):
         assert (x is None) == (y is None)
         if x is not None:
             np.testing.assert_allclose(y[0], x[0], rtol=1e-5, atol=1e-5)
             assert y[1] == x[1]
+
+
+def test_saved_values_of_a_fused_addmm_as_torch():
+    X = RNG.standard_normal((5, 3)).astype(np.float32)
+    W = RNG.standard_normal((4, 3)).astype(np.float32)
+    out = []
+    for lib in (torch, nbgrad):
+        x, w = lib.tensor(X, requires_grad=True), lib.tensor(W, requires_grad=True)
+        y = lib.nn.functional.linear(x, w, lib.zeros(4, requires_grad=True))
+        fn = y.grad_fn  # nothing looked below it yet: the saved values build the chain
+        m2 = fn._saved_mat2
+        out.append((fn._saved_mat1.detach().numpy().copy(), m2.detach().numpy().copy(),
+                    m2.stride(),
+                    fn._saved_beta, fn._saved_alpha, type(m2.grad_fn).__name__))
+    t, n = out
+    assert np.array_equal(n[0], t[0]) and np.array_equal(n[1], t[1]) and n[2:] == t[2:]
 
 
 def test_fused_backward_equals_the_built_chain_exactly():
@@ -108,14 +132,16 @@ def test_fused_backward_equals_the_built_chain_exactly():
     assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
 
 
-@pytest.mark.parametrize("kind", ["matmul", "linear"])
+@pytest.mark.parametrize("kind", ["matmul", "linear", "linear_bias", "linear_bias_2d"])
 def test_second_derivative_as_torch(kind):
-    A = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    A = RNG.standard_normal((4, 5) if kind.endswith("2d") else (3, 4, 5)).astype(np.float32)
     B = RNG.standard_normal((3, 5, 2) if kind == "matmul" else (2, 5)).astype(np.float32)
+    C = RNG.standard_normal(2).astype(np.float32)
     res = []
     for lib in (torch, nbgrad):
         a, b = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
-        y = a @ b if kind == "matmul" else lib.nn.functional.linear(a, b)
+        bias = lib.tensor(C, requires_grad=True) if "bias" in kind else None
+        y = a @ b if kind == "matmul" else lib.nn.functional.linear(a, b, bias)
         ga, gb = lib.autograd.grad((y * y).sum(), (a, b), create_graph=True)
         h = lib.autograd.grad((ga * ga).sum() + gb.sum(), (a, b))
         res.append([t.detach().numpy() for t in (ga, gb) + h])
@@ -124,13 +150,17 @@ def test_second_derivative_as_torch(kind):
 
 
 @pytest.mark.parametrize("which", ["a", "b"])
-def test_inplace_error_names_the_saved_view_as_torch(which):
+@pytest.mark.parametrize("op", ["matmul", "linear", "linear_bias"])
+def test_inplace_error_names_the_saved_view_as_torch(which, op):
     A, B = _arrays((2, 3, 4), (2, 4, 5), False)
+    B = B[0].T.copy() if op != "matmul" else B
     msgs = []
     for lib in (torch, nbgrad):
         a0, b0 = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
         a, b = a0 * 1.0, b0 * 1.0
-        y = a @ b
+        F = lib.nn.functional
+        y = a @ b if op == "matmul" else F.linear(a, b, lib.ones(5) if op == "linear_bias"
+                                                  else None)
         (a if which == "a" else b).mul_(2)
         with pytest.raises(RuntimeError) as e:
             y.sum().backward()

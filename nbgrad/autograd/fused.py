@@ -56,8 +56,8 @@ def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, w
     saved = tuple(None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs))
     _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's
     node = _new(fused_class(node_cls))
-    _init_node(node, edges, visible_saved, None, where)
     node._chain = Chain(saved, fast, replay, inputs, k, info)
+    _init_node(node, edges, visible_saved, None, where)
     out._output_nr = 0
     out._requires_grad = True
     out._grad_fn = node
@@ -89,7 +89,8 @@ def fused_class(base):
             "_backward": _fused_backward, "_release": _fused_release,
             "next_functions": property(_next_functions, doc=Node.next_functions.__doc__),
             "register_hook": _materialize_first(base.register_hook),
-            "register_prehook": _materialize_first(base.register_prehook)}))
+            "register_prehook": _materialize_first(base.register_prehook),
+            "__getattr__": _getattr, "_saved_tensors": _saved_tensors}))
     return cls
 
 
@@ -132,10 +133,22 @@ def _next_functions(self):
         return self._next
     top, _ = _build(self)
     if engine.RUNNING[0]:  # (a backward is walking the fused edges: leave them; show the chain)
-        return top
-    self._next = top
+        return top._next
+    self._next, self._saved, self._meta = top._next, top._saved, top._meta
     self._chain = None
-    return top
+    return self._next
+
+
+def _getattr(self, name):
+    """A saved value (`_saved_mat1`, `_raw_saved_self`, ...): the built chain's."""
+    if self._chain is not None and "_saved_" in name and not engine.RUNNING[0]:
+        self.next_functions
+    return type(self).__mro__[1].__getattr__(self, name)
+
+
+def _saved_tensors(self):
+    self.next_functions
+    return Node._saved_tensors(self)
 
 
 def _materialize_first(method):
@@ -148,9 +161,10 @@ def _materialize_first(method):
 
 
 def _build(node):
-    """Replay the decomposition: (the edges of the visible node's own copy, the chain's nodes).
-    Each built node gets its sequence number, the user's line and its saved versions as the
-    unfused call would have given them; released if the fused node was."""
+    """Replay the decomposition: (its output's node — the visible node's twin, whose edges go
+    into the chain —, the chain's nodes). Each built node gets its sequence number, the user's
+    line and its saved versions as the unfused call would have given them; edges that left
+    the chain go where the fused node's went; released if the fused node was."""
     c = node._chain
     prev = _GRAD.enabled
     hooks = _SAVED_HOOKS[:]
@@ -180,9 +194,10 @@ def _build(node):
     first = node._seq - len(chain)
     versions = {s._storage: s.saved_version for s in c.saved if s is not None}
     fused_edges = node._next
-    for i, n in enumerate(chain):
-        n._seq = first + i
-        n._where = node._where
+    for i, n in enumerate(chain + [top]):
+        if n is not top:
+            n._seq = first + i
+            n._where = node._where
         for s in n._saved or ():
             if type(s) is SavedTensor and s._storage in versions:
                 # (and a saved view made at that version: its grad_fn is regenerated, as
@@ -201,22 +216,17 @@ def _build(node):
         n._next = tuple(nxt)
         if c.released:
             n._release()
-    return top._next, chain
+    return top, chain
 
 
 def _chain_backward(node, g, create_graph):
     """Backward through the built chain (create_graph, or a saved operand modified in place):
     a gradient per fused edge."""
     __tracebackhide__ = True
-    top_edges, chain = _build(node)
+    top, chain = _build(node)
     inside = set(chain)
-    base = type(node).__mro__[1]
-    # the visible node's own formula, with the chain's edges (its saved values are its own)
-    own = _new(base)
-    own._next, own._saved, own._meta, own._hooks = top_edges, node._saved, None, None
-    own._where, own._seq = node._where, node._seq
     grads = [None] * len(node._next)
-    stack = [(own, g)]
+    stack = [(top, g)]
     while stack:
         n, gn = stack.pop()
         outs = n._backward(gn, create_graph)

@@ -17,6 +17,7 @@ from nbgrad.autograd import fused
 from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
+from nbgrad.ops.formulas import NUMPY, _reduce_to
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -88,10 +89,16 @@ def linear(input, weight, bias=None):
                                   and type(bias._data) is type(x)))):
         # the usual case, checked: torch's nodes (TBackward0, [ViewBackward0,] MmBackward0 /
         # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]) applied directly
-        if bias is None and x.ndim > 2 and type(x) is np.ndarray and \
-                (input._requires_grad or weight._requires_grad) and _GRAD.enabled and \
-                fused.usable():
-            return _linear_fused(input, weight)
+        if type(x) is np.ndarray and _GRAD.enabled and (
+                input._requires_grad or weight._requires_grad or
+                bias is not None and bias._requires_grad) and fused.usable():
+            if bias is None:
+                if x.ndim > 2:
+                    return _linear_fused(input, weight)
+            else:
+                out = _addmm_fused(bias, input, weight)
+                return out if x.ndim == 2 else apply(ROWS["view"], (out,),
+                                                     (x.shape[:-1] + w.shape[:1],))
         wt = apply(ROWS["t"], (weight,))
         x2 = input if x.ndim == 2 else apply(ROWS["view"], (input,), ((x.size // x.shape[-1],
                                                                        x.shape[-1]),))
@@ -154,7 +161,57 @@ def _linear_fused_backward(node, g, arrays):
     return [gx, gw]
 
 
+def _addmm_chain(bias, input, weight):
+    """linear's product with a bias as torch records it: TBackward0, [ViewBackward0,]
+    AddmmBackward0 (the 2-D result; N-d input is viewed back by the caller)."""
+    x = input._data
+    wt = apply(ROWS["t"], (weight,))
+    x2 = input if x.ndim == 2 else apply(ROWS["view"], (input,), ((x.size // x.shape[-1],
+                                                                   x.shape[-1]),))
+    return apply(ROWS["addmm"], (bias, x2, wt), (1, 1))
+
+
+def _addmm_fused(bias, input, weight):
+    """`_addmm_chain` recorded as one AddmmBackward0 node (nbgrad.autograd.fused) whose edges
+    go to bias, input and weight, and whose backward runs the chain's formulas (addmm, then
+    view for the input, t for the weight) on arrays."""
+    x, w = input._data, weight._data
+    rows = x.size // x.shape[-1]
+    x2 = x if x.ndim == 2 else _VIEW.fwd(x, (rows, x.shape[-1]))
+    out = nbgrad.Tensor._make_fresh(_ADDMM.fwd(bias._data, x2, _T.fwd(w), 1, 1))
+    rx, rw = input._requires_grad, weight._requires_grad
+    fused.record(out, _ADDMM.node, (), (bias, input, weight),
+                 (None, "mat1" if rw else None, "mat2" if rx else None),
+                 rw + (rx if x.ndim > 2 else 0), _addmm_fused_backward,
+                 lambda: _addmm_chain(bias, input, weight),
+                 (rows, tuple(x.shape), tuple(bias._data.shape)),
+                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
+    return out
+
+
+def _addmm_fused_backward(node, g, arrays):
+    """The chain's formulas in the order its nodes would run: addmm (the bias's gradient summed
+    over the rows), then view (the input's) and t (the weight's)."""
+    _, x, w = arrays
+    rows, x_shape, b_shape = node._chain.info
+    (cb, _), (cx, _), (cw, _) = node._next
+    x2 = None if x is None else x if len(x_shape) == 2 else _VIEW.fwd(x, (rows, x_shape[-1]))
+    saved = (1, None if w is None else _T.fwd(w), 1, x2)  # addmm's: beta, mat2, alpha, mat1
+    gb = gx = gw = None
+    if cb is not None:
+        gb = _reduce_to(_ADDMM.vjp(0, g, *saved), b_shape, None, NUMPY)
+    if cx is not None:
+        gx = _ADDMM.vjp(1, g, *saved)
+        if len(x_shape) > 2:
+            gx = _VIEW.vjp(0, gx, x_shape)
+    if cw is not None:
+        gw = _T.vjp(0, _ADDMM.vjp(2, g, *saved))
+    return [gb, gx, gw]
+
+
 _MM, _VIEW, _T, _UNSAFE_VIEW = ROWS["mm"], ROWS["view"], ROWS["t"], ROWS["unsafe_view"]
+_ADDMM = ROWS["addmm"]
+assert _ADDMM.names == ("beta", "mat2", "alpha", "mat1")  # the order _addmm_fused_backward uses
 
 
 def pad(input, pad, mode="constant", value=0.0):

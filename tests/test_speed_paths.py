@@ -272,3 +272,22 @@ def test_index_by_integer_tensor_like_torch(index):
         res.append((type(out.grad_fn).__name__, out.detach().numpy().tolist(),
                     w.grad.numpy().tolist()))
     assert res[1] == res[0]
+
+
+def test_accumulate_grad_made_at_the_ops_line():
+    """A leaf's AccumulateGrad takes the user's line the op found (no second frame walk): the
+    line of the op that first used the leaf, through operators, views and modules."""
+    from nbgrad.provenance import Location
+    x, x2 = nbgrad.ones(3, requires_grad=True), nbgrad.ones(3, requires_grad=True)
+    lin = nbgrad.nn.Linear(3, 2)
+    lines = {}
+    import inspect
+    y = x * 2.0; lines["mul"] = inspect.currentframe().f_lineno  # noqa: E702
+    v = x2.view(3, 1); lines["view"] = inspect.currentframe().f_lineno  # noqa: E702
+    z = lin(nbgrad.ones(4, 3)); lines["linear"] = inspect.currentframe().f_lineno  # noqa: E702
+    accs = {"mul": y.grad_fn.next_functions[0][0], "view": v.grad_fn.next_functions[0][0],
+            "linear": z.grad_fn.next_functions[0][0]}  # (linear: the bias's)
+    for k, acc in accs.items():
+        assert type(acc).__name__ == "AccumulateGrad"
+        loc = Location.of(acc._where)
+        assert loc.filename == __file__ and loc.lineno == lines[k], k

@@ -92,8 +92,8 @@ def apply(row, inputs, args=(), inplace=None):
                             if where is None or where[0] is not f.f_code:
                                 where = _site_at(f)
                         _record(row, (r,), inputs, args, ra | (rb << 1), meta,
-                                (_edge(a) if ra else _NONE_EDGE, _edge(b) if rb else _NONE_EDGE),
-                                where=where)
+                                (_edge(a, where) if ra else _NONE_EDGE,
+                                 _edge(b, where) if rb else _NONE_EDGE), where=where)
                 return r
             tb = type(b)
             dt = ad.dtype
@@ -123,7 +123,7 @@ def apply(row, inputs, args=(), inplace=None):
                         where = _site_at(f)
                 _record(row, (r,), inputs, args, 1,
                         _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                        (_edge(a), _NONE_EDGE), where=where)
+                        (_edge(a, where), _NONE_EDGE), where=where)
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)
@@ -271,8 +271,9 @@ def positions(geom):
     return pos
 
 
-def _edge(x):
-    """(node, input_nr) through which a gradient reaches `x` (None for constants)."""
+def _edge(x, where=HERE):
+    """(node, input_nr) through which a gradient reaches `x` (None for constants); `where`:
+    the user's line of the op asking, for a leaf's AccumulateGrad made now."""
     if not isinstance(x, Tensor) or not x._requires_grad:
         return _NONE_EDGE
     fn = x._grad_fn
@@ -288,7 +289,7 @@ def _edge(x):
         acc = e.accum()
         if acc is not None:
             return (acc, 0)
-    return (x._grad_accumulator(), 0)
+    return (x._grad_accumulator(where), 0)
 
 
 def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=None, ctx=None,
@@ -318,7 +319,7 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
             save = _saver(row, mask)
         saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
     if edges is None:
-        edges = tuple(map(_edge, inputs))
+        edges = tuple([_edge(x, where) for x in inputs])
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
     _init_node(node, edges, saved, meta, where)  # Node.__init__, without type.__call__'s
     if len(outs) == 1:

@@ -623,10 +623,11 @@ class AccumulateGrad(Node):
     def name(self):
         return cpp("AccumulateGrad")  # PyTorch: torch::autograd::AccumulateGrad
 
-    def __init__(self, variable):
-        # made by the first op on the leaf in a graph: user -> op -> apply [-> _record] ->
-        # _edge -> _grad_accumulator -> here (the user's frame 6 or 5 up from capture's caller)
-        Node.__init__(self, (), where=_capture(6))
+    def __init__(self, variable, where=HERE):
+        # made by the first op on the leaf in a graph, which passes the user's line it found;
+        # else: user -> op -> apply [-> _record] -> _edge -> _grad_accumulator -> here (the
+        # user's frame 6 or 5 up from capture's caller)
+        Node.__init__(self, (), where=_capture(6) if where is HERE else where)
         self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 

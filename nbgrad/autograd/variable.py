@@ -11,7 +11,7 @@ from ..tensor import DEFAULT
 from .engine import run_backward
 from .apply import _move_retain_grad, make_as_strided_node, view_modified_text
 from .grad_mode import STATE as _GRAD
-from .graph import AccumulateGrad, RemovableHandle
+from .graph import HERE, AccumulateGrad, RemovableHandle
 
 
 def grad_fn(self):
@@ -76,12 +76,14 @@ def register_hook(self, hook):
     return RemovableHandle(e.hooks, hook)
 
 
-def _grad_accumulator(self):
-    """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does)."""
+def _grad_accumulator(self, where=HERE):
+    """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does); `where`: the
+    user's line of the op that asks for it, when that op found it (else the frames are
+    walked)."""
     e = self._x()
     acc = e.accum() if e.accum is not None else None
     if acc is None:
-        acc = AccumulateGrad(self)
+        acc = AccumulateGrad(self, where)
         e.accum = weakref.ref(acc)
     return acc
 

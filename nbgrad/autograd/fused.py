@@ -22,6 +22,7 @@ import numpy as np
 
 from ..naming import node_class
 from . import engine
+from .anomaly import STATE as _ANOMALY
 from .apply import _edge, _NONE_EDGE
 from .graph import _NODES, _SAVED_HOOKS, Node, SavedTensor, backward_twice_error
 from .grad_mode import STATE as _GRAD
@@ -52,8 +53,8 @@ def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, w
     """Hang on `out` one node of class `node_cls` (a row's node class, e.g. UnsafeViewBackward0)
     standing for a chain of `k` more nodes below it. `saves`: per input, the name of the
     SavedTensor the chain's formulas need (None when none needs it)."""
-    edges = tuple(_edge(x) if x._requires_grad else _NONE_EDGE for x in inputs)
-    saved = tuple(None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs))
+    edges = tuple([_edge(x, where) if x._requires_grad else _NONE_EDGE for x in inputs])
+    saved = tuple([None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs)])
     _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's
     node = _new(fused_class(node_cls))
     node._chain = Chain(saved, fast, replay, inputs, k, info)
@@ -68,12 +69,7 @@ def usable():
     """Whether a call may record a fused node now (not under anomaly detection, whose
     tracebacks are taken as each node is made, nor saved_tensors_hooks, which see each
     saved view as the chain packs it)."""
-    return not _SAVED_HOOKS and not _anomaly_on()
-
-
-def _anomaly_on():
-    from . import anomaly
-    return anomaly.STATE.enabled
+    return not _SAVED_HOOKS and not _ANOMALY.enabled
 
 
 _CLASSES = {}

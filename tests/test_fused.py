@@ -210,3 +210,53 @@ def test_not_fused_under_anomaly_detection_and_saved_tensor_hooks():
     with nbgrad.no_grad():
         assert (a @ b).grad_fn is None
     assert (a @ b).grad_fn._chain is not None
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("ignore", [False, True])
+def test_cross_entropy_as_torch(reduction, ignore):
+    L = RNG.standard_normal((6, 5)).astype(np.float32)
+    Y = RNG.integers(0, 5, 6)
+    if ignore:
+        Y[2] = -100  # (recorded as the two nodes it is)
+    out = []
+    for lib in (torch, nbgrad):
+        x = lib.tensor(L, requires_grad=True)
+        loss = lib.nn.functional.cross_entropy(x * 2, lib.tensor(Y), reduction=reduction)
+        if lib is nbgrad:
+            assert (getattr(loss.grad_fn, "_chain", None) is not None) == (not ignore)
+        loss.backward()
+        l2 = lib.nn.functional.cross_entropy(x * 2, lib.tensor(Y), reduction=reduction)
+        node = l2.grad_fn
+        saved = node._saved_self.detach().numpy().copy()
+        walked = _walk(node)
+        l3 = lib.nn.functional.cross_entropy(x * 2, lib.tensor(Y), reduction=reduction)
+        ga, = lib.autograd.grad(l3, x, create_graph=True)  # (nbgrad: through the chain)
+        hv, = lib.autograd.grad((ga * ga).sum(), x)
+        out.append((loss.detach().numpy(), x.grad.numpy().copy(), x.grad.stride(), walked, saved,
+                    hv.numpy()))
+    t, n = out
+    assert n[3] == t[3] and n[2] == t[2]
+    for i in (0, 1, 4, 5):
+        np.testing.assert_allclose(n[i], t[i], rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_errors_and_second_backward_as_torch():
+    L = RNG.standard_normal((4, 3)).astype(np.float32)
+    for Y in ([0, 1, 2, 3], [0, 1, 2]):
+        msgs = []
+        for lib in (torch, nbgrad):
+            with pytest.raises((IndexError, ValueError)) as e:
+                lib.nn.functional.cross_entropy(lib.tensor(L, requires_grad=True),
+                                                lib.tensor(Y))
+            msgs.append(type(e.value).__name__)
+        assert msgs[0] == msgs[1]
+    texts = []
+    for lib in (torch, nbgrad):
+        loss = lib.nn.functional.cross_entropy(lib.tensor(L, requires_grad=True),
+                                               lib.tensor([0, 1, 2, 0]))
+        loss.backward()
+        with pytest.raises(RuntimeError) as e:
+            loss.backward()
+        texts.append(str(e.value))
+    assert texts[1] == texts[0]

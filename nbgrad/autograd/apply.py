@@ -142,8 +142,13 @@ def apply(row, inputs, args=(), inplace=None):
                 out = _arr(out)
             r = _fresh(out)
             if x._requires_grad and _GRAD.enabled:
-                _record(row, (r,), inputs, args, 1, None, None, None, ctx,
-                        _site_at(_getframe(2)) if _PROV[0] else None)
+                where = None
+                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
+                    f = _getframe(2)
+                    where = _BY_LASTI.get(f.f_lasti)
+                    if where is None or where[0] is not f.f_code:
+                        where = _site_at(f)
+                _record(row, (r,), inputs, args, 1, None, None, None, ctx, where)
             return r
         arrays = []
         for x in inputs:
@@ -214,8 +219,13 @@ def _apply_view(row, x, args):
         r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
-                _record(row, (r,), (x,), args, 1,
-                        where=_site_at(_getframe(3)) if _PROV[0] else None)
+                where = None
+                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
+                    f = _getframe(3)
+                    where = _BY_LASTI.get(f.f_lasti)
+                    if where is None or where[0] is not f.f_code:
+                        where = _site_at(f)
+                _record(row, (r,), (x,), args, 1, where=where)
             elif r._view.base._requires_grad:  # PyTorch: a view made under no_grad requires
                 r._requires_grad = True        # grad when its base does
         return r

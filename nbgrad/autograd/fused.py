@@ -96,6 +96,8 @@ def _fused_backward(self, g, create_graph):
     base = type(self).__mro__[1]
     if c is None:  # built: the visible node is the chain's last, as any other
         return base._backward(self, g, create_graph)
+    if c.released:
+        raise backward_twice_error()
     arrays = []
     stale = False
     for s in c.saved:
@@ -118,6 +120,7 @@ def _fused_release(self):
         return type(self).__mro__[1]._release(self)
     if not c.released:
         c.released = True
+        c.info = None  # (what `fast` kept besides the saved operands: intermediate arrays)
         for s in c.saved:
             if s is not None:
                 s.release()

@@ -817,6 +817,35 @@ def _nll(logp, target, weight, ignore_index, reduction, who):
     return out
 
 
+def _cross_entropy_fused(input, target, ignore_index, reduction, who):
+    """cross_entropy of (N, C) logits and int64 targets, none of them ignored, recorded as one
+    NllLossBackward0 node (nbgrad.autograd.fused) standing for torch's LogSoftmaxBackward0 ->
+    NllLossBackward0; its backward runs nll_loss's then log_softmax's formula on arrays. None
+    when a target is ignore_index (then the two nodes are recorded as they are)."""
+    if _check_class_target(input, target, who, ignore_index)[2]:
+        return None
+    x = input._data
+    logp = _LOG_SOFTMAX.fwd(x, 1)
+    ctx = Ctx(False)
+    out = nbgrad.Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
+                                                             ignore_index, ctx)))
+    fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
+                 lambda: _nll(input.log_softmax(1), target, None, ignore_index, reduction, who),
+                 (logp, reduction, ctx),
+                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
+    return out
+
+
+def _cross_entropy_fused_backward(node, g, arrays):
+    """nll_loss's formula (saved: self, reduction, ctx), then log_softmax's (result, dim)."""
+    logp, reduction, ctx = node._chain.info
+    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, reduction, ctx), logp, 1)]
+
+
+_LOG_SOFTMAX, _NLL_LOSS = ROWS["log_softmax"], ROWS["nll_loss"]
+assert _NLL_LOSS.names == ("self", "reduction", "ctx") and _LOG_SOFTMAX.names == ("result", "dim")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean", _who="nll_loss"):
     """Negative log-likelihood (mirrors ``F.nll_loss``).
@@ -855,6 +884,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     nd = input._data.ndim
+    if nd == 2 and weight is None and label_smoothing <= 0 and input._requires_grad and \
+            _GRAD.enabled and type(input._data) is np.ndarray and \
+            input._data.dtype.kind == "f" and target._data.dtype == np.int64 and \
+            reduction in ("mean", "sum") and fused.usable():
+        out = _cross_entropy_fused(input, target, ignore_index, reduction, _who)
+        if out is not None:
+            return out
     cdim = 0 if nd == 1 else 1
     logp = input.log_softmax(cdim)
     c = input._data.shape[cdim]

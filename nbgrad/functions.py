@@ -825,7 +825,7 @@ def _bmm_fused(a, b):
     ra, rb = a._requires_grad, b._requires_grad
     fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
                  ("self" if rb else None, "mat2" if ra else None), 2 * ra + 2 * rb + 1,
-                 _bmm_fused_backward, lambda: _bmm_chain(a, b),
+                 _bmm_fused_backward, _bmm_chain,
                  (batch, rows, n, k, p, fa, fb, sa, sb),
                  _site_at(sys._getframe(1)) if _PROV[0] else None)
     return r

@@ -260,3 +260,43 @@ def test_cross_entropy_errors_and_second_backward_as_torch():
             loss.backward()
         texts.append(str(e.value))
     assert texts[1] == texts[0]
+
+
+@pytest.mark.parametrize("op", ["matmul", "linear", "cross_entropy"])
+def test_operands_freed_after_backward_as_the_chain_frees_them(op):
+    """After backward the chain keeps no operand (its saved views are freed): neither does the
+    fused node. Its graph, built afterwards, is still torch's."""
+    import weakref
+    A = RNG.standard_normal((3, 4, 5) if op != "cross_entropy" else (4, 5)).astype(np.float32)
+    B = RNG.standard_normal((3, 5, 2) if op == "matmul" else (2, 5)).astype(np.float32)
+    walks = []
+    for lib in (torch, nbgrad):
+        a = lib.tensor(A, requires_grad=True)
+        h = a * 2.0  # an activation: only the graph could keep it
+        ref = weakref.ref(h)
+        if op == "matmul":
+            y = (h @ lib.tensor(B, requires_grad=True)).sum()
+        elif op == "linear":
+            y = lib.nn.functional.linear(h, lib.tensor(B, requires_grad=True)).sum()
+        else:
+            y = lib.nn.functional.cross_entropy(h, lib.tensor([0, 1, 4, 2]))
+        y.backward()
+        del h
+        assert ref() is None
+        walks.append(_walk(y.grad_fn))
+    assert walks[1] == walks[0]
+
+
+def test_calling_a_fused_node_as_torch():
+    """node(grad) gives the gradients of its own inputs (the chain's, once built)."""
+    A, B = _arrays((2, 3, 4), (2, 4, 5), False)
+    out = []
+    for lib in (torch, nbgrad):
+        a, b = lib.tensor(A, requires_grad=True), lib.tensor(B, requires_grad=True)
+        y = a @ b
+        g = y.grad_fn(lib.ones(2, 3, 5))  # (one input: the Tensor itself, as torch)
+        s = a.sum().grad_fn(lib.ones(()))
+        m = (a * 2).grad_fn(lib.ones(2, 3, 4))
+        out.append([type(g).__name__, tuple(g.shape), type(s).__name__, type(m).__name__,
+                    len(m)])
+    assert out[1] == out[0]

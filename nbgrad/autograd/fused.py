@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..naming import node_class
+from ..tensor import Tensor
 from . import engine
 from .anomaly import STATE as _ANOMALY
 from .apply import _edge, _NONE_EDGE
@@ -33,31 +34,35 @@ _init_node = Node.__init__
 
 class Chain:
     """What a fused node keeps: `saved` (per operand, its SavedTensor when a formula needs it,
-    else None), `fast(node, g, arrays)` -> a gradient per operand, `replay()` -> the output of
-    the decomposition recorded node by node, the operands, `k` (the chain's nodes below the
-    visible one) and the shapes `fast` needs (`info`)."""
+    else None), `fast(node, g, arrays)` -> a gradient per operand, `replay(*inputs, *args)` ->
+    the output of the decomposition recorded node by node, the operands (until the node is
+    released: then only their layouts, `specs`, so that nothing outlives what the chain would
+    have kept), `k` (the chain's nodes below the visible one) and what `fast` needs (`info`)."""
 
-    __slots__ = ("saved", "fast", "replay", "inputs", "k", "info", "released")
+    __slots__ = ("saved", "fast", "replay", "inputs", "args", "specs", "k", "info", "released")
 
-    def __init__(self, saved, fast, replay, inputs, k, info):
+    def __init__(self, saved, fast, replay, inputs, args, k, info):
         self.saved = saved
         self.fast = fast
         self.replay = replay
         self.inputs = inputs
+        self.args = args
+        self.specs = None
         self.k = k
         self.info = info
         self.released = False
 
 
-def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, where):
+def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, where, args=()):
     """Hang on `out` one node of class `node_cls` (a row's node class, e.g. UnsafeViewBackward0)
-    standing for a chain of `k` more nodes below it. `saves`: per input, the name of the
-    SavedTensor the chain's formulas need (None when none needs it)."""
+    standing for a chain of `k` more nodes below it, which `replay(*inputs, *args)` records.
+    `saves`: per input, the name of the SavedTensor the chain's formulas need (None when none
+    needs it)."""
     edges = tuple([_edge(x, where) if x._requires_grad else _NONE_EDGE for x in inputs])
     saved = tuple([None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs)])
     _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's
     node = _new(fused_class(node_cls))
-    node._chain = Chain(saved, fast, replay, inputs, k, info)
+    node._chain = Chain(saved, fast, replay, inputs, args, k, info)
     _init_node(node, edges, visible_saved, None, where)
     out._output_nr = 0
     out._requires_grad = True
@@ -86,6 +91,7 @@ def fused_class(base):
             "next_functions": property(_next_functions, doc=Node.next_functions.__doc__),
             "register_hook": _materialize_first(base.register_hook),
             "register_prehook": _materialize_first(base.register_prehook),
+            "__call__": _materialize_first(base.__call__),
             "__getattr__": _getattr, "_saved_tensors": _saved_tensors}))
     return cls
 
@@ -124,6 +130,10 @@ def _fused_release(self):
         for s in c.saved:
             if s is not None:
                 s.release()
+        # the chain keeps no operand after backward: a later build replays on stand-ins
+        c.specs = [(x._data.shape, x._data.strides, x._data.dtype, x._requires_grad)
+                   for x in c.inputs]
+        c.inputs = None
 
 
 def _next_functions(self):
@@ -140,6 +150,8 @@ def _next_functions(self):
 
 def _getattr(self, name):
     """A saved value (`_saved_mat1`, `_raw_saved_self`, ...): the built chain's."""
+    if name == "_chain":  # (not set yet: a half-made node)
+        raise AttributeError(name)
     if self._chain is not None and "_saved_" in name and not engine.RUNNING[0]:
         self.next_functions
     return type(self).__mro__[1].__getattr__(self, name)
@@ -170,9 +182,10 @@ def _build(node):
     _SAVED_HOOKS.clear()
     _GRAD.enabled = True
     try:
-        now = [_edge(x) if x._requires_grad else _NONE_EDGE for x in c.inputs]
+        inputs = c.inputs if c.inputs is not None else [_stand_in(*s) for s in c.specs]
+        now = [_edge(x) if x._requires_grad else _NONE_EDGE for x in inputs]
         before = _NODES[0]
-        out = c.replay()
+        out = c.replay(*inputs, *c.args)
     finally:
         _GRAD.enabled = prev
         _SAVED_HOOKS[:] = hooks
@@ -216,6 +229,20 @@ def _build(node):
         if c.released:
             n._release()
     return top, chain
+
+
+def _stand_in(shape, strides, dtype, requires_grad):
+    """A tensor of zeros laid out as an operand was (for a released chain, whose nodes keep
+    only shapes: what they compute from it is never read)."""
+    if min(strides, default=0) < 0:
+        arr = np.zeros(shape, dtype)
+    else:
+        size = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) // dtype.itemsize if \
+            all(shape) else 0
+        arr = np.lib.stride_tricks.as_strided(np.zeros(max(size, 1), dtype), shape, strides)
+    t = Tensor._make_fresh(arr)
+    t._requires_grad = requires_grad
+    return t
 
 
 def _chain_backward(node, g, create_graph):

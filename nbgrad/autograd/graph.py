@@ -602,10 +602,12 @@ class Node:
         raise NotImplementedError
 
     def __call__(self, *grads):
-        """Apply the node to output grads (arrays or tensors), returning input grads."""
+        """Apply the node to output grads (arrays or tensors), returning input grads: a tuple,
+        or the one Tensor of a node with one input (as torch's)."""
         arrs = [g._data if isinstance(g, _tm.Tensor) else g for g in grads]
         out = self._backward(arrs if self._n_out > 1 else arrs[0], False)
-        return tuple(None if g is None else _tm.Tensor._make_fresh(as_array(g)) for g in out)
+        res = tuple(None if g is None else _tm.Tensor._make_fresh(as_array(g)) for g in out)
+        return res[0] if len(res) == 1 else res
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"

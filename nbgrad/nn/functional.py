@@ -140,7 +140,7 @@ def _linear_fused(input, weight):
     rx, rw = input._requires_grad, weight._requires_grad
     fused.record(out, _UNSAFE_VIEW.node, (tuple(out2.shape),), (input, weight),
                  ("self" if rw else None, "mat2" if rx else None), rx + rw + 1,
-                 _linear_fused_backward, lambda: _linear_chain(input, weight),
+                 _linear_fused_backward, _linear_chain,
                  (rows, tuple(x.shape), tuple(out2.shape)),
                  provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
     return out
@@ -183,7 +183,7 @@ def _addmm_fused(bias, input, weight):
     fused.record(out, _ADDMM.node, (), (bias, input, weight),
                  (None, "mat1" if rw else None, "mat2" if rx else None),
                  rw + (rx if x.ndim > 2 else 0), _addmm_fused_backward,
-                 lambda: _addmm_chain(bias, input, weight),
+                 _addmm_chain,
                  (rows, tuple(x.shape), tuple(bias._data.shape)),
                  provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
     return out
@@ -830,10 +830,14 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     out = nbgrad.Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
-                 lambda: _nll(input.log_softmax(1), target, None, ignore_index, reduction, who),
-                 (logp, reduction, ctx),
-                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
+                 _cross_entropy_chain, (logp, reduction, ctx),
+                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None,
+                 (target, ignore_index, reduction, who))
     return out
+
+
+def _cross_entropy_chain(input, target, ignore_index, reduction, who):
+    return _nll(input.log_softmax(1), target, None, ignore_index, reduction, who)
 
 
 def _cross_entropy_fused_backward(node, g, arrays):

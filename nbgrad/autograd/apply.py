@@ -35,6 +35,7 @@ _quiet, _loud = backend.quiet, backend.loud
 _init_node = Node.__init__
 _PROV = provenance.ENABLED
 _site_at = provenance.site_at
+_cached_site_at = provenance.cached_site_at
 _BY_LASTI = provenance.BY_LASTI
 _getframe = sys._getframe
 # the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
@@ -142,13 +143,8 @@ def apply(row, inputs, args=(), inplace=None):
                 out = _arr(out)
             r = _fresh(out)
             if x._requires_grad and _GRAD.enabled:
-                where = None
-                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
-                    f = _getframe(2)
-                    where = _BY_LASTI.get(f.f_lasti)
-                    if where is None or where[0] is not f.f_code:
-                        where = _site_at(f)
-                _record(row, (r,), inputs, args, 1, None, None, None, ctx, where)
+                _record(row, (r,), inputs, args, 1, None, None, None, ctx,
+                        _cached_site_at(_getframe(2)) if _PROV[0] else None)
             return r
         arrays = []
         for x in inputs:
@@ -219,13 +215,8 @@ def _apply_view(row, x, args):
         r = _view_of(x, out, DEFAULT if grad else INFERENCE if _GRAD.inference else NO_GRAD_MODE)
         if x._requires_grad:
             if grad:
-                where = None
-                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
-                    f = _getframe(3)
-                    where = _BY_LASTI.get(f.f_lasti)
-                    if where is None or where[0] is not f.f_code:
-                        where = _site_at(f)
-                _record(row, (r,), (x,), args, 1, where=where)
+                _record(row, (r,), (x,), args, 1,
+                        where=_cached_site_at(_getframe(3)) if _PROV[0] else None)
             elif r._view.base._requires_grad:  # PyTorch: a view made under no_grad requires
                 r._requires_grad = True        # grad when its base does
         return r

@@ -345,16 +345,19 @@ def _nothing(row, src, args, outs, ctx):
 def _saver(row, mask):
     """The function that makes the saved tuple of `row`'s node when the inputs in `mask`
     require grad, decided once per row and mask (`row.savers`): one value saved, as most rows
-    save, is written out; the rest goes through `_save` (and everything under
-    saved_tensors_hooks, in `_record`)."""
+    save, or only arguments and shapes, is written out; the rest goes through `_save` (and
+    everything under saved_tensors_hooks, in `_record`)."""
     plan = row.plan(mask)
     n = len(row.sources)
     if not plan:
         save = _nothing
-    elif len(plan) == 1 and plan[0][1] in (0, 1, 3):
+    elif len(plan) == 1 and plan[0][1] in (0, 1, 2, 3):
         j, kind, k, name = plan[0]
         before, after = (None,) * j, (None,) * (n - j - 1)
-        if kind == 0:
+        if kind == 2:  # an argument (add's alpha, softmax's dim): kept as given
+            def save(row, src, args, outs, ctx):
+                return before + (args[k],) + after
+        elif kind == 0:
             def save(row, src, args, outs, ctx):
                 x = src[k]
                 # a Python number PyTorch would wrap as a tensor is kept as is:
@@ -368,6 +371,14 @@ def _saver(row, mask):
         else:
             def save(row, src, args, outs, ctx):
                 return before + (tuple(src[k]._data.shape),) + after
+    elif all(p[1] in (2, 3) for p in plan):  # arguments and shapes only (transpose's dims)
+        spec = tuple((j, kind, k) for j, kind, k, _ in plan)
+
+        def save(row, src, args, outs, ctx):
+            saved = [None] * n
+            for j, kind, k in spec:
+                saved[j] = args[k] if kind == 2 else tuple(src[k]._data.shape)
+            return tuple(saved)
     else:
         def save(row, src, args, outs, ctx):
             return _save(row, plan, src, args, outs, ctx)

@@ -300,3 +300,20 @@ def test_calling_a_fused_node_as_torch():
         out.append([type(g).__name__, tuple(g.shape), type(s).__name__, type(m).__name__,
                     len(m)])
     assert out[1] == out[0]
+
+
+def test_the_panel_predicts_the_inplace_error_through_a_fused_node():
+    """The notebook layer reads a fused graph as torch's: the stale saved tensor it points at
+    before backward() is BmmBackward0's `self` (the view of `a` torch saves), and backward then
+    raises torch's error."""
+    from nbgrad.notebook import inspect as insp
+    a0 = nbgrad.randn(2, 3, 4, requires_grad=True)
+    b0 = nbgrad.randn(2, 4, 5, requires_grad=True)
+    a = a0 * 1.0
+    y = a @ b0
+    loss = y.sum()
+    a.mul_(2)
+    snap = insp.snapshot([("a0", a0), ("b0", b0), ("a", a), ("y", y), ("loss", loss)])
+    assert [(n.name, s.name) for n, s in snap.stale_saved] == [("BmmBackward0", "self")]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -17,7 +17,7 @@ import random
 import sys
 
 CATEGORIES = ("views_inplace", "no_grad", "retain_grad", "fill_tensor", "chunk", "nan_grad",
-              "mixed", "expand", "setitem_bcast", "deep_views", "mixed2", "grad_api")
+              "mixed", "expand", "setitem_bcast", "deep_views", "mixed2", "grad_api", "fused")
 
 _WEIGHTS = {  # step kind -> weight, per category
     "views_inplace": dict(view=4, unary=2, inplace=4, setitem=2, backward=1),
@@ -40,6 +40,10 @@ _WEIGHTS = {  # step kind -> weight, per category
     # autograd.grad (allow_unused, create_graph), double backward, tensor hooks, detach_
     "grad_api": dict(grad=3, hook=2, unary=2, view=2, inplace=2, detach_=1, retain=1,
                      backward=1),
+    # the calls nbgrad records as one node standing for torch's chain (autograd/fused.py):
+    # batched matmul, linear, cross_entropy, with graph walks that build the chain mid-program
+    "fused": dict(matmul=3, linear=3, xent=2, walk=2, view=2, unary=1, inplace=3, retain=1,
+                  no_grad=1, hook=1, grad=2, backward=1),
 }
 _NOT_IN_NO_GRAD = ("no_grad", "no_grad_block", "backward", "grad")
 
@@ -208,6 +212,37 @@ def _step(p, kind, name):
                    f"{name}.register_hook(lambda g: None)")
     elif kind == "detach_":
         p.exec(f"{name}.detach_()")
+    elif kind in ("matmul", "linear", "xent", "walk"):
+        _fused_step(p, kind, name, t)
+
+
+def _fused_step(p, kind, name, t):
+    rng = p.rng
+    n = max(t.numel(), 1)
+    rg = rng.random() < 0.8
+    a3 = f"{name}.reshape(1, {n}, 1)"
+    if kind == "matmul":
+        r = rng.randrange(4)
+        w = [f"T.full((1, 1, 3), 0.5, dtype=dt, requires_grad={rg})",
+             f"T.full((1, 3, 1), -0.5, dtype=dt, requires_grad={rg}).transpose(1, 2)",
+             f"T.full((2, 1, 1, 3), 0.25, dtype=dt, requires_grad={rg})", None][r]
+        if w is None:  # an operand times its own transpose (one tensor, two edges)
+            p.add(f"{a3} @ {a3}.transpose(1, 2)")
+        else:
+            p.add(f"{a3} @ {w}")
+    elif kind == "linear":
+        x = a3 if rng.random() < 0.6 else f"{name}.reshape({n}, 1)"
+        bias = rng.choice(["None", f"T.tensor([0.5, -1.0], dtype=dt, requires_grad={rg})"])
+        p.add(f"T.nn.functional.linear({x}, T.tensor([[2.0], [-3.0]], dtype=dt, "
+              f"requires_grad={rg}), {bias})")
+    elif kind == "xent":
+        targets = [rng.choice([0, 1, 2, 2, 1, -100]) for _ in range(n)]
+        red = rng.choice(["mean", "sum"])
+        p.add(f"T.nn.functional.cross_entropy({name}.reshape({n}, 1) * "
+              f"T.tensor([1.0, -2.0, 0.5], dtype=dt), T.tensor({targets}), reduction='{red}')")
+    else:  # walk the graph below a node (nbgrad builds a fused node's chain here)
+        p.exec(f"_walked = [type(f).__name__ for f, _ in {name}.grad_fn.next_functions] "
+               f"if {name}.grad_fn is not None else []")
 
 
 def _setitem2(p, name, t):

@@ -288,9 +288,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                 if gi is gs:
                                     if vb is not None:
                                         vbase[c] = vb
-                                elif gi.base is not None and type(gs) is _ND and \
-                                        root_array(gi) is root_array(gs):  # a view of its gradient
-                                    vbase[c] = vb or (gs, bumps.get(node, 0) if bumps else 0)
+                                elif gi.base is not None and type(gs) is _ND:
+                                    root = root_array(gi)
+                                    if root is root_array(gs):  # a view of its gradient
+                                        vbase[c] = vb or (gs, bumps.get(node, 0) if bumps else 0)
+                                    else:  # a view of a new array (torch: of a new tensor,
+                                        vbase[c] = (root, 0)  # its _base, as a fused chain's)
                         elif (old.base is None and old.flags.writeable if type(old) is _ND
                               else isinstance(old, np.generic)) and \
                                 old.dtype is gi.dtype and old.shape == gi.shape and \

@@ -24,7 +24,7 @@ from ..naming import node_class
 from ..tensor import Tensor
 from . import engine
 from .anomaly import STATE as _ANOMALY
-from .apply import _edge, _NONE_EDGE
+from .apply import _edge, _NONE_EDGE, _view_of
 from .graph import _NODES, _SAVED_HOOKS, Node, SavedTensor, backward_twice_error
 from .grad_mode import STATE as _GRAD
 
@@ -39,7 +39,8 @@ class Chain:
     released: then only their layouts, `specs`, so that nothing outlives what the chain would
     have kept), `k` (the chain's nodes below the visible one) and what `fast` needs (`info`)."""
 
-    __slots__ = ("saved", "fast", "replay", "inputs", "args", "specs", "k", "info", "released")
+    __slots__ = ("saved", "fast", "replay", "inputs", "args", "as_recorded", "specs", "k",
+                 "info", "released")
 
     def __init__(self, saved, fast, replay, inputs, args, k, info):
         self.saved = saved
@@ -47,6 +48,9 @@ class Chain:
         self.replay = replay
         self.inputs = inputs
         self.args = args
+        # each operand's array and requires_grad when recorded: an in-place op may change
+        # either before the chain is built (t.add_(w) makes t require grad)
+        self.as_recorded = tuple([(x._data, x._requires_grad) for x in inputs])
         self.specs = None
         self.k = k
         self.info = info
@@ -131,9 +135,8 @@ def _fused_release(self):
             if s is not None:
                 s.release()
         # the chain keeps no operand after backward: a later build replays on stand-ins
-        c.specs = [(x._data.shape, x._data.strides, x._data.dtype, x._requires_grad)
-                   for x in c.inputs]
-        c.inputs = None
+        c.specs = [(d.shape, d.strides, d.dtype, rg) for d, rg in c.as_recorded]
+        c.inputs = c.as_recorded = None
 
 
 def _next_functions(self):
@@ -182,7 +185,7 @@ def _build(node):
     _SAVED_HOOKS.clear()
     _GRAD.enabled = True
     try:
-        inputs = c.inputs if c.inputs is not None else [_stand_in(*s) for s in c.specs]
+        inputs = _as_recorded(c) if c.inputs is not None else [_stand_in(*s) for s in c.specs]
         now = [_edge(x) if x._requires_grad else _NONE_EDGE for x in inputs]
         before = _NODES[0]
         out = c.replay(*inputs, *c.args)
@@ -218,6 +221,8 @@ def _build(node):
                 t = s._tensor
                 if t is not None and t._view is not None:
                     t._view.version = s.saved_version
+                    if t._view.base._requires_grad:  # (made before its base came to require
+                        t._requires_grad = True      # grad: woken, as wake_views does)
         nxt = list(n._next)
         for j, e in enumerate(nxt):
             if e[0] is not None and e[0] not in seen:
@@ -229,6 +234,23 @@ def _build(node):
         if c.released:
             n._release()
     return top, chain
+
+
+def _as_recorded(c):
+    """The operands as the call saw them: each one itself, or, where an in-place op changed its
+    array or its requires_grad since, a leaf over its storage with the recorded array and flag
+    (so the chain has the nodes it had, and its saved views share the operand's version)."""
+    out = []
+    for x, (d, rg) in zip(c.inputs, c.as_recorded):
+        if x._data is d and x._requires_grad is rg:
+            out.append(x)
+        elif x._view is not None:  # a view of the same base (so the error texts name it
+            s = _view_of(x, d)     # as torch's: "output 0 of AsStrided")
+            s._requires_grad = rg
+            out.append(s)
+        else:
+            out.append(Tensor._make(d, x._storage, None, 0, rg))
+    return out
 
 
 def _stand_in(shape, strides, dtype, requires_grad):

@@ -116,7 +116,7 @@ def linear(input, weight, bias=None):
         return out.view((*input.shape[:-1], out.shape[-1]))
     out = input.matmul(weight.t())
     if bias is not None:
-        out = out + bias
+        out.add_(bias)  # in place, as torch's linear (the output's _version is 1)
     return out
 
 

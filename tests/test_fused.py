@@ -348,3 +348,18 @@ def test_regressions_found_by_the_fused_fuzz_category():
         out.append((walked, str(e.value).split("\n")[0].replace("torch.", "nbgrad."),
                     _view_info(g), z._version, type(z.grad_fn).__name__))
     assert out[1] == out[0]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_with_ignored_targets_and_a_nan_gradient_as_torch(reduction):
+    """torch writes only the targets of the rows not ignored: a NaN incoming gradient leaves
+    every other entry 0 (found by the fuzzer's `fused` category)."""
+    L = RNG.standard_normal((6, 3))
+    out = []
+    for T in (torch, nbgrad):
+        x = T.tensor(L, requires_grad=True)
+        loss = T.nn.functional.cross_entropy(x, T.tensor([1, 1, -100, -100, 0, 2]),
+                                             reduction=reduction)
+        loss.backward(T.full(tuple(loss.shape), float("nan"), dtype=T.float64))
+        out.append(x.grad.numpy().copy())
+    np.testing.assert_array_equal(out[1], out[0])

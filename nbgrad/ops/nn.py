@@ -704,14 +704,15 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     w = xp.where(keep, w, x.dtype.type(0))
     rows = xp.arange(len(t))
     losses = -w * xl[rows, ts]
+    # ctx: (rows, targets, per-row weight, divisor, the rows not ignored)
     if reduction == "none":
-        ctx.value = (rows, ts, w, 1.0)
+        ctx.value = (rows, ts, w, 1.0, keep)
         return losses.reshape(target.shape)
     total = w.sum()
     if reduction == "sum":
-        ctx.value = (rows, ts, w, 1.0)
+        ctx.value = (rows, ts, w, 1.0, keep)
         return losses.sum()
-    ctx.value = (rows, ts, w, total)
+    ctx.value = (rows, ts, w, total, keep)
     with np.errstate(invalid="ignore", divide="ignore"):
         return _xp(x).asarray(losses.sum() / total, x.dtype)
 
@@ -735,13 +736,14 @@ def _arange(n, like):
 def _nll_saves(v, dtype, target, weight, reduction):
     """What PyTorch's NllLossBackward0 saves besides self: target, weight (when given) and its
     total_weight output (0-d: the summed weight of the counted targets, 0 for "none")."""
-    rows, _, w, _ = v
+    rows, _, w, _ = v[:4]
     total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
     return (target,) + (() if weight is None else (weight,)) + (_xp(rows).asarray(total, dtype),)
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):
-    rows, ts, w, total = ctx.get()
+    v = ctx.get()
+    rows, ts, w, total = v[:4]
     if w is None and xp is not TENSORS:  # the forward's fast path: g / N at the targets
         out = xp.zeros(self_shape, g.dtype)
         out[rows, ts] = -g / total if total else 0.0
@@ -749,10 +751,21 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
     ndim = len(self_shape)
     cdim = 0 if ndim == 1 else 1
     c = self_shape[cdim]
+    moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
+    if xp is not TENSORS:  # torch's kernel: only the targets of the rows not ignored are
+        m = _xp(rows)      # written (a NaN gradient leaves the other entries 0)
+        keep = v[4]
+        coef = (-w / total) if total != 0 else m.zeros(len(rows), g.dtype)
+        vals = coef * (g.reshape(-1) if reduction == "none" else g)
+        out = m.zeros((len(rows), c), g.dtype)
+        out[rows[keep], ts[keep]] = vals.astype(g.dtype, copy=False)[keep]
+        out = out.reshape(moved)
+        if ndim <= 2:
+            return out
+        return m.moveaxis(out, -1, 1)
     dt = xp.dtype(g)
     coef = _xp(rows).zeros((len(rows), c), dt)
     coef[rows, ts] = (-1.0 if w is None else -w) / total if total != 0 else 0.0
-    moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
     if reduction == "none":
         g = g.reshape((len(rows), 1))
     out = g * xp.constant(coef)

@@ -37,12 +37,12 @@ class Chain:
     else None), `fast(node, g, arrays)` -> a gradient per operand, `replay(*inputs, *args)` ->
     the output of the decomposition recorded node by node, the operands (until the node is
     released: then only their layouts, `specs`, so that nothing outlives what the chain would
-    have kept), `k` (the chain's nodes below the visible one) and what `fast` needs (`info`)."""
+    have kept) and what `fast` needs (`info`)."""
 
-    __slots__ = ("saved", "fast", "replay", "inputs", "args", "as_recorded", "specs", "k",
-                 "info", "released")
+    __slots__ = ("saved", "fast", "replay", "inputs", "args", "as_recorded", "specs", "info",
+                 "released")
 
-    def __init__(self, saved, fast, replay, inputs, args, k, info):
+    def __init__(self, saved, fast, replay, inputs, args, info):
         self.saved = saved
         self.fast = fast
         self.replay = replay
@@ -52,7 +52,6 @@ class Chain:
         # either before the chain is built (t.add_(w) makes t require grad)
         self.as_recorded = tuple([(x._data, x._requires_grad) for x in inputs])
         self.specs = None
-        self.k = k
         self.info = info
         self.released = False
 
@@ -66,7 +65,7 @@ def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, w
     saved = tuple([None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs)])
     _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's
     node = _new(fused_class(node_cls))
-    node._chain = Chain(saved, fast, replay, inputs, args, k, info)
+    node._chain = Chain(saved, fast, replay, inputs, args, info)
     _init_node(node, edges, visible_saved, None, where)
     out._output_nr = 0
     out._requires_grad = True
@@ -103,9 +102,8 @@ def fused_class(base):
 def _fused_backward(self, g, create_graph):
     __tracebackhide__ = True
     c = self._chain
-    base = type(self).__mro__[1]
     if c is None:  # built: the visible node is the chain's last, as any other
-        return base._backward(self, g, create_graph)
+        return type(self).__mro__[1]._backward(self, g, create_graph)
     if c.released:
         raise backward_twice_error()
     arrays = []

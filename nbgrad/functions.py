@@ -10,13 +10,12 @@ import builtins
 import collections
 import math
 import operator
-import sys
 import warnings
 import weakref
 
 import numpy as np
 
-from . import _torch_errors, creation, dtypes, provenance
+from . import _torch_errors, creation, dtypes
 from .autograd.apply import (_arr, _broadcast_error, _device_error, _fresh,
                              _geom, _mask, apply, check_inplace)
 from .autograd.grad_mode import STATE as _GRAD
@@ -826,8 +825,7 @@ def _bmm_fused(a, b):
     fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
                  ("self" if rb else None, "mat2" if ra else None), 2 * ra + 2 * rb + 1,
                  _bmm_fused_backward, _bmm_chain,
-                 (batch, rows, n, k, p, fa, fb, sa, sb),
-                 _site_at(sys._getframe(1)) if _PROV[0] else None)
+                 (batch, rows, n, k, p, fa, fb, sa, sb))
     return r
 
 
@@ -849,7 +847,6 @@ def _bmm_fused_backward(node, g, arrays):
 
 
 _EXPAND, _BMM, _UNSAFE_VIEW = R["expand"], R["bmm"], R["unsafe_view"]
-_PROV, _site_at = provenance.ENABLED, provenance.site_at
 
 
 def _should_fold(a, b, da, db):

@@ -363,3 +363,24 @@ def test_nll_with_ignored_targets_and_a_nan_gradient_as_torch(reduction):
         loss.backward(T.full(tuple(loss.shape), float("nan"), dtype=T.float64))
         out.append(x.grad.numpy().copy())
     np.testing.assert_array_equal(out[1], out[0])
+
+
+def test_a_fused_node_and_its_built_chain_carry_the_users_line():
+    """Provenance: the fused node, and every node of its chain once built, point at the line
+    of the call (through nn.Linear, the @ operator and F.cross_entropy)."""
+    import inspect
+    from nbgrad.provenance import Location
+    lin = nbgrad.nn.Linear(3, 2)
+    x = nbgrad.randn(4, 5, 3, requires_grad=True)
+    y = lin(x); ly = inspect.currentframe().f_lineno  # noqa: E702
+    z = x @ x.transpose(1, 2); lz = inspect.currentframe().f_lineno  # noqa: E702
+    c = nbgrad.nn.functional.cross_entropy(x[0], nbgrad.tensor([0, 1, 2, 0, 1])); lc = inspect.currentframe().f_lineno  # noqa: E501,E702
+    for out, line in ((y, ly), (z, lz), (c, lc)):
+        top = out.grad_fn if out is not y else out.grad_fn._next[0][0]  # (y: the view's input)
+        assert top._chain is not None
+        assert Location.of(top._where).lineno == line
+        # next_functions builds the chain (x[0] and x's transpose are the user's own nodes)
+        chain = [f for f, _ in top.next_functions if f is not None and
+                 type(f).__name__ not in ("AccumulateGrad", "SelectBackward0",
+                                          "TransposeBackward0")]
+        assert chain and all(Location.of(f._where).lineno == line for f in chain)

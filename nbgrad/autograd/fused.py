@@ -18,8 +18,11 @@ shows are the decomposition's.
 """
 from __future__ import annotations
 
+from sys import _getframe
+
 import numpy as np
 
+from .. import provenance
 from ..naming import node_class
 from ..tensor import Tensor
 from . import engine
@@ -30,6 +33,7 @@ from .grad_mode import STATE as _GRAD
 
 _new = object.__new__
 _init_node = Node.__init__
+_PROV, _cached_site_at = provenance.ENABLED, provenance.cached_site_at
 
 
 class Chain:
@@ -56,11 +60,12 @@ class Chain:
         self.released = False
 
 
-def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, where, args=()):
+def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, args=()):
     """Hang on `out` one node of class `node_cls` (a row's node class, e.g. UnsafeViewBackward0)
     standing for a chain of `k` more nodes below it, which `replay(*inputs, *args)` records.
     `saves`: per input, the name of the SavedTensor the chain's formulas need (None when none
-    needs it)."""
+    needs it). Called by the public function's helper: the user's line is found from there."""
+    where = _cached_site_at(_getframe(2)) if _PROV[0] else None
     edges = tuple([_edge(x, where) if x._requires_grad else _NONE_EDGE for x in inputs])
     saved = tuple([None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs)])
     _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's

@@ -7,12 +7,11 @@ backing numpy array directly, which records nothing.
 """
 
 import math
-import sys
 
 import numpy as np
 
 import nbgrad
-from nbgrad import backend, provenance
+from nbgrad import backend
 from nbgrad.autograd import fused
 from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.autograd.apply import _broadcast_error, apply
@@ -88,25 +87,15 @@ def linear(input, weight, bias=None):
             and (bias is None or (bias._data.shape == w.shape[:1] and bias._data.dtype is x.dtype
                                   and type(bias._data) is type(x)))):
         # the usual case, checked: torch's nodes (TBackward0, [ViewBackward0,] MmBackward0 /
-        # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]) applied directly
-        if type(x) is np.ndarray and _GRAD.enabled and (
-                input._requires_grad or weight._requires_grad or
-                bias is not None and bias._requires_grad) and fused.usable():
-            if bias is None:
-                if x.ndim > 2:
-                    return _linear_fused(input, weight)
-            else:
-                out = _addmm_fused(bias, input, weight)
-                return out if x.ndim == 2 else apply(ROWS["view"], (out,),
-                                                     (x.shape[:-1] + w.shape[:1],))
-        wt = apply(ROWS["t"], (weight,))
-        x2 = input if x.ndim == 2 else apply(ROWS["view"], (input,), ((x.size // x.shape[-1],
-                                                                       x.shape[-1]),))
+        # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]), recorded as one node when
+        # something requires grad (nbgrad.autograd.fused)
+        fuse = type(x) is np.ndarray and _GRAD.enabled and (
+            input._requires_grad or weight._requires_grad or
+            bias is not None and bias._requires_grad) and fused.usable()
         if bias is None:
-            out = apply(ROWS["mm"], (x2, wt))
-            return out if x.ndim == 2 else apply(ROWS["unsafe_view"], (out,),
-                                                 (x.shape[:-1] + w.shape[:1],))
-        out = apply(ROWS["addmm"], (bias, x2, wt), (1, 1))
+            return _linear_fused(input, weight) if fuse and x.ndim > 2 else \
+                _linear_chain(input, weight)
+        out = _addmm_fused(bias, input, weight) if fuse else _addmm_chain(bias, input, weight)
         return out if x.ndim == 2 else apply(ROWS["view"], (out,), (x.shape[:-1] + w.shape[:1],))
     if bias is not None and input.ndim == 2:
         return nbgrad.addmm(bias, input, weight.t())
@@ -122,9 +111,11 @@ def linear(input, weight, bias=None):
 
 def _linear_chain(input, weight):
     """linear without bias on (N, *, in) contiguous input as torch records it: TBackward0,
-    ViewBackward0, MmBackward0, UnsafeViewBackward0."""
+    [ViewBackward0,] MmBackward0, [UnsafeViewBackward0]."""
     x, w = input._data, weight._data
     wt = apply(ROWS["t"], (weight,))
+    if x.ndim == 2:
+        return apply(ROWS["mm"], (input, wt))
     x2 = apply(ROWS["view"], (input,), ((x.size // x.shape[-1], x.shape[-1]),))
     return apply(ROWS["unsafe_view"], (apply(ROWS["mm"], (x2, wt)),),
                  (x.shape[:-1] + w.shape[:1],))
@@ -141,8 +132,7 @@ def _linear_fused(input, weight):
     fused.record(out, _UNSAFE_VIEW.node, (tuple(out2.shape),), (input, weight),
                  ("self" if rw else None, "mat2" if rx else None), rx + rw + 1,
                  _linear_fused_backward, _linear_chain,
-                 (rows, tuple(x.shape), tuple(out2.shape)),
-                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
+                 (rows, tuple(x.shape), tuple(out2.shape)))
     return out
 
 
@@ -184,8 +174,7 @@ def _addmm_fused(bias, input, weight):
                  (None, "mat1" if rw else None, "mat2" if rx else None),
                  rw + (rx if x.ndim > 2 else 0), _addmm_fused_backward,
                  _addmm_chain,
-                 (rows, tuple(x.shape), tuple(bias._data.shape)),
-                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None)
+                 (rows, tuple(x.shape), tuple(bias._data.shape)))
     return out
 
 
@@ -831,7 +820,6 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
                  _cross_entropy_chain, (logp, reduction, ctx),
-                 provenance.site_at(sys._getframe(1)) if provenance.ENABLED[0] else None,
                  (target, ignore_index, reduction, who))
     return out
 

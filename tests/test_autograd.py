@@ -1000,6 +1000,25 @@ def test_nan_inf_propagate_forward_and_backward():
     np.testing.assert_array_equal(out[nbgrad][1], out[torch][1])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(7,), (2, 7), ()])
+def test_relu_gradient_through_nan_inf_and_signed_zeros(dtype, shape):
+    """ReluBackward0 is torch's threshold_backward: the gradient passes unless the result is
+    <= 0, so it passes where the result is NaN (either sign), and a non-finite incoming
+    gradient stays where it passes and is exactly 0 where it does not."""
+    nan, inf = float("nan"), float("inf")
+    xs = [-0.0, nan, -nan, 0.0, 1.5, -1.0, inf]
+    gs = [inf, 3.0, nan, nan, -inf, inf, nan]
+    out = {}
+    for T in (torch, nbgrad):
+        n = math.prod(shape) if shape else 1
+        x = T.tensor((xs * 2)[:n], dtype=getattr(T, dtype)).reshape(shape).requires_grad_()
+        g = T.tensor((gs * 2)[:n], dtype=getattr(T, dtype)).reshape(shape)
+        T.relu(x).backward(g)
+        out[T] = _np(x.grad)
+    np.testing.assert_array_equal(out[nbgrad], out[torch])
+
+
 # ================================================================================================
 # saved tensor hooks, _saved_* attributes, node introspection
 # ================================================================================================

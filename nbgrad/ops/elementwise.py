@@ -119,7 +119,7 @@ op("relu", lambda self: _xp(self).maximum(self, self.dtype.type(0)),  # (a typed
    double=dict(node="ThresholdBackwardBackward0", saved={"self": "result"},
                g="again",
                result=lambda gg, xp: xp.zeros_like(gg)),
-   self=lambda g, result, xp: xp.masked(g, result > 0))
+   self=lambda g, result, xp: xp.masked(g, result <= 0, unless=True))  # (NaN passes, as torch)
 op("erf", lambda self: backend.erf(self), float_op=True,
    self=lambda g, self, xp: xp.mul_scalar(xp.exp(-(self ** 2)), _SQRT_2_OVER_PI) * g)
 op("clamp", lambda self, min, max: _xp(self).clip(self, min, max), node="ClampBackward1",

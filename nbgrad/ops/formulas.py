@@ -193,10 +193,23 @@ class ArrayFormulas:
         z[index] = 0
         return z
 
-    def masked(self, g, mask):
-        """`g` where `mask`, exactly 0 elsewhere even where g is inf or NaN (PyTorch's
-        threshold_backward). A multiply by the mask (np.where is ~10x slower), np.where only when
-        g has a non-finite value."""
+    def masked(self, g, mask, unless=False):
+        """`g` where `mask` (where not `mask` when `unless`), exactly 0 elsewhere even where g
+        is inf or NaN (PyTorch's threshold_backward). On float32/float64 numpy arrays a bitwise
+        and of g's bits with the mask widened to words of all ones or zeros (3 passes; np.where
+        is ~10x slower); otherwise a multiply by the mask, np.where when g has a non-finite
+        value."""
+        words = _WORDS.get(g.dtype) if type(g) is np.ndarray else None
+        if words is not None and type(mask) is np.ndarray and mask.shape == g.shape:
+            w = mask.view(np.uint8).astype(words)  # 0 or 1
+            if unless:
+                w -= 1  # 1 -> 0, 0 -> all ones
+            else:
+                np.negative(w, out=w)  # 1 -> all ones
+            np.bitwise_and(w, g.view(words), out=w)
+            return w.view(g.dtype)
+        if unless:
+            mask = ~mask
         if not self.m.isfinite(g).all():
             return self.m.where(mask, g, 0)  # rare: the slow form
         return g * mask.astype(g.dtype)
@@ -271,6 +284,7 @@ def _add_rows(g, shape, rows):
 
 
 NUMPY = ArrayFormulas(np)
+_WORDS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}  # same-size integers
 _BY_TYPE = {np.ndarray: NUMPY}
 
 
@@ -451,8 +465,8 @@ class TensorFormulas:
         return g.new_zeros(tuple(shape)).index_add_(dim, _index_tensor(index), g)
 
     @staticmethod
-    def masked(g, mask):
-        return TensorFormulas.where(mask, g, 0)
+    def masked(g, mask, unless=False):
+        return TensorFormulas.where(mask, 0, g) if unless else TensorFormulas.where(mask, g, 0)
 
     @staticmethod
     def index_grid(index, dim):

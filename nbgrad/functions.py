@@ -808,18 +808,26 @@ def _bmm_fused(a, b):
     fold would copy (then the chain is recorded as it is)."""
     ad, bd = a._data, b._data
     sa, sb = ad.shape, bd.shape
-    ba, bb = sa[:-2], sb[:-2]
-    batch = ba if ba == bb else _broadcast_batch(ba, bb)
     n, k, p = sa[-2], sa[-1], sb[-1]
-    rows = math.prod(batch)
-    ea, eb = _EXPAND.fwd(ad, batch + (n, k)), _EXPAND.fwd(bd, batch + (k, p))
-    fa = R["view"] if ea.flags.c_contiguous else R["reshape_alias"]
-    fb = R["view"] if eb.flags.c_contiguous else R["reshape_alias"]
-    try:
-        a3, b3 = fa.fwd(ea, (rows, n, k)), fb.fwd(eb, (rows, k, p))
-    except _ViewImpossible:
-        return None
-    out3 = _BMM.fwd(a3, b3)
+    if len(sa) == 3 and len(sb) == 3 and sa[0] == sb[0]:
+        # one batch dim, the same (attention's q @ k^T): the expands and folds are the
+        # operands as they are
+        batch, rows = sa[:1], sa[0]
+        fa = _VIEW if ad.flags.c_contiguous else _RESHAPE_ALIAS
+        fb = _VIEW if bd.flags.c_contiguous else _RESHAPE_ALIAS
+        out3 = _BMM.fwd(ad, bd)
+    else:
+        ba, bb = sa[:-2], sb[:-2]
+        batch = ba if ba == bb else _broadcast_batch(ba, bb)
+        rows = math.prod(batch)
+        ea, eb = _EXPAND.fwd(ad, batch + (n, k)), _EXPAND.fwd(bd, batch + (k, p))
+        fa = _VIEW if ea.flags.c_contiguous else _RESHAPE_ALIAS
+        fb = _VIEW if eb.flags.c_contiguous else _RESHAPE_ALIAS
+        try:
+            a3, b3 = fa.fwd(ea, (rows, n, k)), fb.fwd(eb, (rows, k, p))
+        except _ViewImpossible:
+            return None
+        out3 = _BMM.fwd(a3, b3)
     r = _fresh(_arr(_UNSAFE_VIEW.fwd(out3, batch + (n, p))))
     ra, rb = a._requires_grad, b._requires_grad
     fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
@@ -837,16 +845,18 @@ def _bmm_fused_backward(node, g, arrays):
     g3 = _UNSAFE_VIEW.vjp(0, g, (rows, n, p))
     (ca, _), (cb, _) = node._next
     ga = gb = None
+    same = len(sa) == len(sb) == 3 and sa[0] == sb[0]  # (the operands were the folds)
     if ca is not None:
-        b3 = fb.fwd(_EXPAND.fwd(bd, batch + (k, p)), (rows, k, p))
+        b3 = bd if same else fb.fwd(_EXPAND.fwd(bd, batch + (k, p)), (rows, k, p))
         ga = _EXPAND.vjp(0, fa.vjp(0, _BMM.vjp(0, g3, b3, None), batch + (n, k)), sa)
     if cb is not None:
-        a3 = fa.fwd(_EXPAND.fwd(ad, batch + (n, k)), (rows, n, k))
+        a3 = ad if same else fa.fwd(_EXPAND.fwd(ad, batch + (n, k)), (rows, n, k))
         gb = _EXPAND.vjp(0, fb.vjp(0, _BMM.vjp(1, g3, None, a3), batch + (k, p)), sb)
     return [ga, gb]
 
 
 _EXPAND, _BMM, _UNSAFE_VIEW = R["expand"], R["bmm"], R["unsafe_view"]
+_VIEW, _RESHAPE_ALIAS = R["view"], R["reshape_alias"]
 
 
 def _should_fold(a, b, da, db):

@@ -246,3 +246,55 @@ def grad_kept_as_a_view_of_the_given_gradient(T, e):
 
 def test_grad_kept_as_a_view_of_the_given_gradient():
     assert_same(grad_kept_as_a_view_of_the_given_gradient)
+
+
+# ---- .grad laid out as its variable (torch's gradient layout contract) ------------------------
+def _t_leaf(T):
+    """A leaf whose memory is column-major: (3, 4) with strides (1, 3)."""
+    return T.tensor([[float(i + 3 * j) for i in range(3)] for j in range(4)],
+                    dtype=T.float64).t().detach().requires_grad_()
+
+
+def grad_of_a_column_major_leaf(T, e):
+    e["w"] = w = _t_leaf(T)
+    (w * 2).sum().backward()  # a new gradient laid out otherwise: copied as w (version 1)
+    _grads(e)
+
+
+def grad_of_a_column_major_leaf_twice(T, e):
+    e["w"] = w = _t_leaf(T)
+    (w * 2).sum().backward()
+    (w.exp()).sum().backward()  # added in place: keeps the layout
+    _grads(e)
+
+
+def grad_of_a_transposed_use(T, e):
+    e["w"] = w = _leaf(T, X)
+    (w.t() * 2).sum().backward()  # the gradient arrives transposed: copied C-contiguous
+    e["u"] = u = _leaf(T, X)
+    u.backward(T.ones(3, 2, dtype=T.float64).t())  # the caller's transposed gradient: copied
+    _grads(e)
+
+
+def grad_of_permuted_and_non_dense_leaves(T, e):
+    e["p"] = p = T.ones(2, 3, 4, dtype=T.float64).permute(2, 0, 1).detach().requires_grad_()
+    (p * T.ones(4, 2, 3, dtype=T.float64)).sum().backward()
+    e["n"] = n = T.ones(4, 6, dtype=T.float64)[:, ::2].detach().requires_grad_()
+    (n * 2).sum().backward()  # not dense: a C-contiguous clone (version 0)
+    _grads(e)
+
+
+def grad_of_a_column_major_leaf_create_graph(T, e):
+    e["w"] = w = _t_leaf(T)
+    e["gw"], = T.autograd.grad((w * w).sum(), (w,), create_graph=True)
+    w.backward(e["gw"], create_graph=True)  # copy_ into w's layout: CopyBackwards, version 1
+    e["copy"] = type(w.grad.grad_fn).__name__
+    _grads(e)
+
+
+@pytest.mark.parametrize("prog", [grad_of_a_column_major_leaf, grad_of_a_column_major_leaf_twice,
+                                  grad_of_a_transposed_use, grad_of_permuted_and_non_dense_leaves,
+                                  grad_of_a_column_major_leaf_create_graph],
+                         ids=lambda p: p.__name__)
+def test_grad_laid_out_as_its_variable(prog):
+    assert_same(prog)

@@ -656,24 +656,26 @@ class AccumulateGrad(Node):
 
 def accumulate_into(var, g, create_graph, owned=0):
     """Add gradient `g` (array or Tensor) into `var.grad` as PyTorch's AccumulateGrad does: the
-    first one is taken as is when nothing else holds it (else copied: version 1), or under
-    create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in place
-    (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
+    first one is taken as is when nothing else holds it and it is laid out as the variable
+    (torch's gradient layout contract), else copied into the variable's layout (version 1),
+    or under create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in
+    place (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
     old = var._grad
     if old is None:
         if create_graph:
-            var._grad = _copy_in_grad_mode(g)
+            var._grad = _copy_in_grad_mode(g, var._data)
         elif isinstance(g, _tm.Tensor):
             var._grad = g.detach()
         # a grad may be shared (AddBackward0 hands one array to both inputs), and later
         # accumulations add into .grad in place: keep the array only when nothing else holds it
-        # (`owned`), a view only when laid out as the variable, as PyTorch
-        elif owned and g.flags.writeable and (owned == 2 or g.strides == var._data.strides):
+        # (`owned`), and only when laid out as the variable, as PyTorch
+        elif owned and g.flags.writeable and obeys_layout(g, var._data):
             var._grad = _tm.Tensor._make_fresh(g) if owned == 2 else \
                 _tm.Tensor._make(g, owned, None, 0, False)
-        else:  # PyTorch copies into a new tensor (empty, then copy_: version 1)
-            var._grad = _tm.Tensor._make_fresh(g.copy())
-            var._grad._storage.version = 1
+        else:  # PyTorch's clone_obey_contract
+            var._grad = _tm.Tensor._make_fresh(_clone_as(g, var._data))
+            if _dense(var._data):  # (empty_strided, then copy_: version 1; else a clone)
+                var._grad._storage.version = 1
     elif create_graph:
         var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
     else:
@@ -686,14 +688,55 @@ def accumulate_into(var, g, create_graph, owned=0):
             var._grad = _tm.Tensor._make_fresh(od + gd)
 
 
-def _copy_in_grad_mode(g):
+def _copy_in_grad_mode(g, like):
     """The first gradient accumulated under create_graph, as PyTorch makes it: a new tensor
-    written by copy_ (version 1; CopyBackwards when the gradient requires grad)."""
+    laid out as the variable's array `like` (when dense), written by copy_ (version 1;
+    CopyBackwards when the gradient requires grad)."""
     if not isinstance(g, _tm.Tensor):
         g = _tm.Tensor._make_fresh(g)
     d = g._data
-    new = _tm.Tensor._make_fresh(get_array_module(d).empty_like(d))
+    xp = get_array_module(d)
+    new = _tm.Tensor._make_fresh(xp.empty_like(like, dtype=d.dtype) if _dense(like) else
+                                 xp.empty(d.shape, d.dtype))
     return new.copy_(g)
+
+
+def _dense(a):
+    """Whether the array's elements fill its memory with neither gaps nor overlaps (torch's
+    is_non_overlapping_and_dense), in any order of dims."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    expect = a.itemsize
+    for stride, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n != 1):
+        if stride != expect:
+            return False
+        expect *= n
+    return True
+
+
+def obeys_layout(g, like):
+    """torch's obeys_layout_contract: whether gradient `g` may become the .grad of a variable
+    whose array is `like` as it is: laid out as it (the same strides where the size is not 1,
+    and no stride 0), for a dense variable; C-contiguous otherwise."""
+    gs, ls = g.strides, like.strides
+    if gs == ls and like.flags.c_contiguous and 0 not in gs:  # (the usual case)
+        return True
+    if not _dense(like):
+        return bool(g.flags.c_contiguous)
+    for n, a, b in zip(g.shape, gs, ls):
+        if (a != b) if n != 1 else (a == 0):
+            return False
+    return True
+
+
+def _clone_as(g, like):
+    """A copy of `g` laid out as `like` when that is dense (torch's clone_obey_contract:
+    empty_strided with the variable's strides, then copy_), else C-contiguous."""
+    if not _dense(like):
+        return g.copy()
+    out = get_array_module(g).empty_like(like, dtype=g.dtype)
+    out[...] = g
+    return out
 
 
 def _check_same_meta(name, a, b):

@@ -298,3 +298,38 @@ def grad_of_a_column_major_leaf_create_graph(T, e):
                          ids=lambda p: p.__name__)
 def test_grad_laid_out_as_its_variable(prog):
     assert_same(prog)
+
+
+# ---- mm's gradients laid out as their operands (torch's mm_mat1/mat2_backward) ----------------
+def grad_of_linear_weight(T, e):
+    """A weight used as weight.t() (column-major): its gradient comes out C-contiguous and
+    becomes .grad without a copy (version 0), with a bias, without, on N-d input."""
+    e["w"] = w = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=T.float64,
+                          requires_grad=True)
+    e["b"] = b = T.zeros(2, dtype=T.float64, requires_grad=True)
+    e["x"] = x = _leaf(T, X)
+    T.nn.functional.linear(x, w, b).sum().backward()
+    e["v"] = v = _leaf(T, X)
+    (T.ones(4, 2, 3, dtype=T.float64) @ v.t()).sum().backward()
+    e["u"] = u = _leaf(T, X)
+    T.nn.functional.linear(T.ones(4, 5, 3, dtype=T.float64), u).sum().backward()
+    _grads(e)
+
+
+def grad_of_column_major_operands(T, e):
+    e["a"] = a = T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],
+                          dtype=T.float64).t().detach().requires_grad_()  # (2, 3), column-major
+    e["c"] = c = T.tensor([[1.0, -1.0, 0.5], [2.0, 0.0, 1.0]],
+                          dtype=T.float64).t().detach().requires_grad_()  # (3, 2), column-major
+    y = a @ c
+    e["strides"] = (y.grad_fn._saved_self_sym_strides, y.grad_fn._saved_mat2_sym_strides)
+    (y * y).sum().backward()
+    e["s"] = s = T.ones(1, 2, 3, dtype=T.float64, requires_grad=True)
+    (s @ T.ones(4, 3, 5, dtype=T.float64)).sum().backward()  # a squeezed batch of one
+    _grads(e)
+
+
+@pytest.mark.parametrize("prog", [grad_of_linear_weight, grad_of_column_major_operands],
+                         ids=lambda p: p.__name__)
+def test_mm_gradients_laid_out_as_their_operands(prog):
+    assert_same(prog)

@@ -371,13 +371,14 @@ def _saver(row, mask):
         else:
             def save(row, src, args, outs, ctx):
                 return before + (tuple(src[k]._data.shape),) + after
-    elif all(p[1] in (2, 3) for p in plan):  # arguments and shapes only (transpose's dims)
+    elif all(p[1] in (2, 3, 5) for p in plan):  # arguments and layouts only (transpose's dims)
         spec = tuple((j, kind, k) for j, kind, k, _ in plan)
 
         def save(row, src, args, outs, ctx):
             saved = [None] * n
             for j, kind, k in spec:
-                saved[j] = args[k] if kind == 2 else tuple(src[k]._data.shape)
+                saved[j] = args[k] if kind == 2 else tuple(src[k]._data.shape) if kind == 3 \
+                    else strides_of(src[k]._data)
             return tuple(saved)
     else:
         def save(row, src, args, outs, ctx):
@@ -406,9 +407,17 @@ def _save(row, plan, src, args, outs, ctx):
                                                                   row.ctx_saves, src, args)
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
+        elif kind == 5:
+            saved[j] = strides_of(src[k]._data)
         else:
             saved[j] = _Ctx(ctx)
     return tuple(saved)
+
+
+def strides_of(a):
+    """An array's strides in elements (torch's Tensor.stride())."""
+    n = a.itemsize
+    return tuple([s // n for s in a.strides])
 
 
 def _node_for(row, n):

@@ -14,7 +14,7 @@ import nbgrad
 from nbgrad import backend
 from nbgrad.autograd import fused
 from nbgrad.autograd.grad_mode import STATE as _GRAD
-from nbgrad.autograd.apply import _broadcast_error, apply
+from nbgrad.autograd.apply import _broadcast_error, apply, strides_of
 from nbgrad.ops import ROWS, Ctx
 from nbgrad.ops.formulas import NUMPY, _reduce_to
 
@@ -132,22 +132,30 @@ def _linear_fused(input, weight):
     fused.record(out, _UNSAFE_VIEW.node, (tuple(out2.shape),), (input, weight),
                  ("self" if rw else None, "mat2" if rx else None), rx + rw + 1,
                  _linear_fused_backward, _linear_chain,
-                 (rows, tuple(x.shape), tuple(out2.shape)))
+                 (rows, tuple(x.shape), tuple(out2.shape), _mm_strides(x, w, rows)))
     return out
+
+
+def _mm_strides(x, w, rows):
+    """The strides (in elements) mm's formulas read: of the input viewed as (rows, in) and of
+    the weight's transpose."""
+    n = x.itemsize
+    return strides_of(_VIEW.fwd(x, (rows, x.shape[-1]))), (w.strides[1] // n, w.strides[0] // n)
 
 
 def _linear_fused_backward(node, g, arrays):
     """The chain's formulas in the order its nodes would run: unsafe_view, mm, then view (the
     input's) and t (the weight's)."""
     x, w = arrays
-    rows, x_shape, out2_shape = node._chain.info
+    rows, x_shape, out2_shape, (x2_strides, wt_strides) = node._chain.info
     g2 = _UNSAFE_VIEW.vjp(0, g, out2_shape)
     (cx, _), (cw, _) = node._next
     gx = gw = None
-    if cx is not None:
-        gx = _VIEW.vjp(0, _MM.vjp(0, g2, _T.fwd(w), None), x_shape)
+    if cx is not None:  # (mm's saved values: mat2, self_strides, self, mat2_strides)
+        gx = _VIEW.vjp(0, _MM.vjp(0, g2, _T.fwd(w), x2_strides, None, None), x_shape)
     if cw is not None:
-        gw = _T.vjp(0, _MM.vjp(1, g2, None, _VIEW.fwd(x, (rows, x_shape[-1]))))
+        gw = _T.vjp(0, _MM.vjp(1, g2, None, None, _VIEW.fwd(x, (rows, x_shape[-1])),
+                               wt_strides))
     return [gx, gw]
 
 
@@ -174,7 +182,7 @@ def _addmm_fused(bias, input, weight):
                  (None, "mat1" if rw else None, "mat2" if rx else None),
                  rw + (rx if x.ndim > 2 else 0), _addmm_fused_backward,
                  _addmm_chain,
-                 (rows, tuple(x.shape), tuple(bias._data.shape)))
+                 (rows, tuple(x.shape), tuple(bias._data.shape), _mm_strides(x, w, rows)))
     return out
 
 
@@ -182,10 +190,11 @@ def _addmm_fused_backward(node, g, arrays):
     """The chain's formulas in the order its nodes would run: addmm (the bias's gradient summed
     over the rows), then view (the input's) and t (the weight's)."""
     _, x, w = arrays
-    rows, x_shape, b_shape = node._chain.info
+    rows, x_shape, b_shape, (x2_strides, wt_strides) = node._chain.info
     (cb, _), (cx, _), (cw, _) = node._next
     x2 = None if x is None else x if len(x_shape) == 2 else _VIEW.fwd(x, (rows, x_shape[-1]))
-    saved = (1, None if w is None else _T.fwd(w), 1, x2)  # addmm's: beta, mat2, alpha, mat1
+    # addmm's saved values: beta, mat2, mat1_strides, alpha, mat1, mat2_strides
+    saved = (1, None if w is None else _T.fwd(w), x2_strides, 1, x2, wt_strides)
     gb = gx = gw = None
     if cb is not None:
         gb = _reduce_to(_ADDMM.vjp(0, g, *saved), b_shape, None, NUMPY)
@@ -200,7 +209,9 @@ def _addmm_fused_backward(node, g, arrays):
 
 _MM, _VIEW, _T, _UNSAFE_VIEW = ROWS["mm"], ROWS["view"], ROWS["t"], ROWS["unsafe_view"]
 _ADDMM = ROWS["addmm"]
-assert _ADDMM.names == ("beta", "mat2", "alpha", "mat1")  # the order _addmm_fused_backward uses
+# the orders of the saved values _addmm_fused_backward and _linear_fused_backward pass
+assert _ADDMM.names == ("beta", "mat2", "mat1_strides", "alpha", "mat1", "mat2_strides")
+assert _MM.names == ("mat2", "self_strides", "self", "mat2_strides")
 
 
 def pad(input, pad, mode="constant", value=0.0):

@@ -14,8 +14,8 @@ from .registry import op
 
 # (under create_graph the formulas' steps are PyTorch's: mm with t(), bmm with transpose)
 op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
-   self=lambda g, mat2, xp: g @ xp.contiguous(xp.t(mat2), g.shape[-2]),
-   mat2=lambda g, self, xp: xp.t(self) @ g)
+   self=lambda g, mat2, self_strides, xp: _mm_mat1_grad(g, mat2, self_strides, xp),
+   mat2=lambda g, self, mat2_strides, xp: _mm_mat2_grad(g, self, mat2_strides, xp))
 op("bmm", lambda self, mat2: self @ mat2,
    self=lambda g, mat2, xp: xp.bmm(g, xp.contiguous(_mT(mat2), g.shape[-2])),
    mat2=lambda g, self, xp: xp.bmm(_mT(self), g))
@@ -28,9 +28,29 @@ op("mv", lambda self, vec: self @ vec,
 op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    broadcast=True,
    self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
-   mat1=lambda g, mat2, alpha, xp: _maybe_multiply(g @ xp.contiguous(xp.t(mat2), g.shape[-2]),
-                                                   alpha, xp),
-   mat2=lambda g, mat1, alpha, xp: _maybe_multiply(xp.t(mat1) @ g, alpha, xp))
+   mat1=lambda g, mat2, mat1_strides, alpha, xp: _maybe_multiply(
+       _mm_mat1_grad(g, mat2, mat1_strides, xp), alpha, xp),
+   mat2=lambda g, mat1, mat2_strides, alpha, xp: _maybe_multiply(
+       _mm_mat2_grad(g, mat1, mat2_strides, xp), alpha, xp))
+
+
+# torch's mm_mat1_backward / mm_mat2_backward: the gradient of a column-major operand (strides
+# (1, rows)) comes out column-major, the transpose of a product (the engine then keeps it as
+# .grad without a copy; a Linear's weight, used as weight.t(), gets a C-contiguous gradient)
+def _column_major(rows, strides):
+    return strides[0] == 1 and strides[1] == rows
+
+
+def _mm_mat1_grad(g, mat2, mat1_strides, xp):
+    if _column_major(g.shape[0], mat1_strides):
+        return xp.t(mat2 @ xp.t(g))
+    return g @ xp.contiguous(xp.t(mat2), g.shape[-2])
+
+
+def _mm_mat2_grad(g, mat1, mat2_strides, xp):
+    if _column_major(mat1.shape[1], mat2_strides):
+        return xp.t(xp.t(g) @ mat1)
+    return xp.t(mat1) @ g
 
 
 def _contiguous(b, rows):

@@ -12,7 +12,8 @@ A row reads like a line of PyTorch's derivatives.yaml::
 - One formula per input, keyed by the input's name. A formula's first parameter is `g`, the
   gradient of the output (a list of them for rows with several outputs); the others name what it
   needs: inputs (`self`, `other`), `result` (`result1`, ... for further outputs), arguments,
-  `<input>_shape`, `xp` (the array module) or `needs` (which inputs want a gradient). The node
+  `<input>_shape`, `<input>_strides` (in elements), `xp` (the array module) or `needs` (which
+  inputs want a gradient). The node
   saves exactly what the formulas of the inputs that require grad name — `x * 2` saves only
   `other` — as SavedTensors that check their version when unpacked.
 - Inputs whose gradients come out of one computation share a formula keyed by all their names,
@@ -190,6 +191,8 @@ class OpNode(Node):
             key = row.aliases.get(key, key)
             if key.endswith("_sym_sizes"):
                 key = key[:-10] + "_shape"
+            elif key.endswith("_sym_strides"):
+                key = key[:-12] + "_strides"
             if key in row.index:
                 s = self._saved[row.index[key]] if self._saved else None
                 if type(s) is SavedTensor:
@@ -491,6 +494,8 @@ class Row:
             return (2, self.args.index(n))
         if n.endswith("_shape") and n[:-6] in self.inputs:
             return (3, self.inputs.index(n[:-6]))
+        if n.endswith("_strides") and n[:-8] in self.inputs:  # in elements, as torch's
+            return (5, self.inputs.index(n[:-8]))
         if n == "ctx" and self.ctx:
             return (4, 0)
         raise NameError(f"formula of {self.name} uses unknown name {n!r}")

@@ -226,12 +226,12 @@ def _fused_step(p, kind, name, t):
     rg = rng.random() < 0.8
     a3 = f"{name}.reshape(1, {n}, 1)"
     if kind == "matmul":
-        # (a broadcast batch, (1, n, 1) @ (2, 1, 1, 3), is left out: its gradient is reduced
-        # over the batch into a new tensor where torch's is a view, a known difference of the
-        # expand rows, not of the fused chains)
-        r = rng.randrange(3)
+        # (the last: a broadcast batch, whose gradients are reduced over it into views, as
+        # torch's sum_to)
+        r = rng.randrange(4)
         w = [f"T.full((1, 1, 3), 0.5, dtype=dt, requires_grad={rg})",
-             f"T.full((1, 3, 1), -0.5, dtype=dt, requires_grad={rg}).transpose(1, 2)", None][r]
+             f"T.full((1, 3, 1), -0.5, dtype=dt, requires_grad={rg}).transpose(1, 2)", None,
+             f"T.full((2, 1, 1, 3), 0.25, dtype=dt, requires_grad={rg})"][r]
         if w is None:  # an operand times its own transpose (one tensor, two edges)
             p.add(f"{a3} @ {a3}.transpose(1, 2)")
         else:

@@ -333,3 +333,62 @@ def grad_of_column_major_operands(T, e):
                          ids=lambda p: p.__name__)
 def test_mm_gradients_laid_out_as_their_operands(prog):
     assert_same(prog)
+
+
+# ---- parameters' .grad after a backward: strides and _version as torch's -----------------------
+_MODULES = {
+    "Linear": (lambda nn: nn.Linear(3, 4), [(5, 3)]),
+    "Conv2d": (lambda nn: nn.Conv2d(2, 3, 3, padding=1), [(2, 2, 5, 5)]),
+    "Conv1d": (lambda nn: nn.Conv1d(2, 3, 3), [(2, 2, 7)]),
+    "ConvTranspose2d": (lambda nn: nn.ConvTranspose2d(2, 3, 3), [(2, 2, 4, 4)]),
+    "LayerNorm": (lambda nn: nn.LayerNorm(4), [(2, 3, 4)]),
+    "BatchNorm1d": (lambda nn: nn.BatchNorm1d(4), [(6, 4)]),
+    "GroupNorm": (lambda nn: nn.GroupNorm(2, 4), [(2, 4, 3)]),
+    "LSTM": (lambda nn: nn.LSTM(3, 4), [(5, 2, 3)]),
+    "GRU": (lambda nn: nn.GRU(3, 4), [(5, 2, 3)]),  # (b_hh: 5 steps' gradients added)
+    "RNN": (lambda nn: nn.RNN(3, 4), [(5, 2, 3)]),
+    "MultiheadAttention": (lambda nn: nn.MultiheadAttention(4, 2), [(3, 2, 4)] * 3),
+    "Bilinear": (lambda nn: nn.Bilinear(3, 3, 2), [(4, 3), (4, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MODULES))
+def test_parameter_grads_laid_out_and_versioned_as_torch(name):
+    import numpy as np
+    make, shapes = _MODULES[name]
+    torch.manual_seed(0)
+    ref = make(torch.nn)
+    got = {}
+    for T in (torch, nbgrad):
+        m = ref if T is torch else make(nbgrad.nn)
+        if T is nbgrad:
+            m.load_state_dict({k: nbgrad.tensor(v.detach().numpy().copy())
+                               for k, v in ref.state_dict().items()})
+        xs = [T.tensor(np.random.default_rng(i).standard_normal(s).astype(np.float32))
+              for i, s in enumerate(shapes)]
+        y = m(*xs)
+        y = y[0] if isinstance(y, tuple) else y
+        (y * y).sum().backward()
+        got[T] = {n: (tuple(p.grad.stride()), p.grad._version)
+                  for n, p in m.named_parameters()}
+    assert got[nbgrad] == got[torch]
+
+
+def grad_of_a_bias_used_several_times(T, e):
+    """A broadcast input's gradient is summed over the leading dims as torch's sum_to: kept
+    (1, n), then viewed as (n,). The engine adds the next one into a new buffer, the later
+    ones in place (versions 0, 0, 1, 2); autograd.grad returns the view (its _base (1, n))."""
+    for k in (1, 2, 3, 4):
+        e[f"b{k}"] = b = T.zeros(4, dtype=T.float64, requires_grad=True)
+        s = 0
+        for _ in range(k):
+            s = s + (T.ones(2, 4, dtype=T.float64) + b).sum()
+        s.backward()
+    e["c"] = c = T.zeros(4, dtype=T.float64, requires_grad=True)
+    e["g"], = T.autograd.grad((T.ones(2, 4, dtype=T.float64) + c).sum(), (c,))
+    e["base_shape"] = tuple(e["g"]._base.shape)
+    _grads(e)
+
+
+def test_grad_of_a_bias_used_several_times():
+    assert_same(grad_of_a_bias_used_several_times)

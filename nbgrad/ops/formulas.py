@@ -201,13 +201,15 @@ class ArrayFormulas:
         value."""
         words = _WORDS.get(g.dtype) if type(g) is np.ndarray else None
         if words is not None and type(mask) is np.ndarray and mask.shape == g.shape:
-            w = mask.view(np.uint8).astype(words)  # 0 or 1
+            out = np.empty(g.shape, g.dtype)  # (a new array, not a view: the engine's own)
+            w = out.view(words)
+            np.copyto(w, mask.view(np.uint8))  # 0 or 1
             if unless:
                 w -= 1  # 1 -> 0, 0 -> all ones
             else:
                 np.negative(w, out=w)  # 1 -> all ones
             np.bitwise_and(w, g.view(words), out=w)
-            return w.view(g.dtype)
+            return out
         if unless:
             mask = ~mask
         if not self.m.isfinite(g).all():
@@ -683,7 +685,9 @@ def _reduce_to(g, shape, dtype, xp):
     elif gs != shape:
         lead = len(gs) - len(shape)
         if lead == 1 and type(g) is np.ndarray and gs[1:] == shape:  # a bias: one reduce
-            g = _add_reduce(g, 0)
+            # (kept (1, *shape), then viewed as shape: a view, as torch's sum_to, so the
+            # engine adds the next gradient into a new buffer, not into this one)
+            g = _add_reduce(g, 0, None, None, True).reshape(shape)
             return g if dtype is None or g.dtype == dtype else g.astype(dtype)
         axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                           if s == 1 and gs[i + lead] != 1)

@@ -417,7 +417,10 @@ def _save(row, plan, src, args, outs, ctx):
 def strides_of(a):
     """An array's strides in elements (torch's Tensor.stride())."""
     n = a.itemsize
-    return tuple([s // n for s in a.strides])
+    st = a.strides
+    if len(st) == 2:  # (mm's operands)
+        return (st[0] // n, st[1] // n)
+    return tuple([s // n for s in st])
 
 
 def _node_for(row, n):

@@ -621,6 +621,17 @@ def test_expand_and_unsqueeze_strides():
     assert out[nbgrad] == out[torch]
 
 
+def test_strides_of_empty_slices():
+    """torch multiplies a sliced dim's stride by the step even when the result is empty (numpy
+    leaves an empty result's strides as it found them)."""
+    out = {}
+    for T in (torch, nbgrad):
+        x = T.zeros(4, 6)
+        e = x[1:][:0]  # (0, 6)
+        out[T] = [t.stride() for t in (e[::2], x[:, 0:0:3], x[5::2], x[1:3:2], e[::3][::2])]
+    assert out[nbgrad] == out[torch]
+
+
 PROGRAMS = [inplace_on_empty_result, grad_of_leaf_with_hook, leaf_detached_after_use, detach_view_of_plain_tensor,
             create_graph_grad_then_accumulate, inplace_on_expand_of_size1_dims, inplace_on_expand_of_leaf,
             setitem_expanded_value_partial_overlap, setitem_expanded_value_same_elements,

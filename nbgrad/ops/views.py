@@ -67,7 +67,7 @@ op("t_", lambda self: self.T, node="TBackward1", view=True,
 # ---- slicing views ------------------------------------------------------------------------------
 # under create_graph their gradient is PyTorch's slice_backward / select_backward op, whose own
 # gradient is the slice (select) of the incoming one
-op("slice", lambda self, index: self[index], view=True,
+op("slice", lambda self, index: _slice_view(self, index), view=True,
    double=dict(node="SliceBackwardBackward0", g=lambda gg, index: gg[index]),
    self=lambda g, self_shape, index, xp: xp.put(g, self_shape, index))
 op("select", lambda self, index: self[index], view=True,
@@ -99,6 +99,21 @@ for _name, _node in (("split", "SplitBackward0"), ("split_sizes", "SplitWithSize
            axis=dim))
 
 apply.AS_STRIDED[0] = ROWS["as_strided"]  # the node of a view whose base changed in place
+
+
+def _slice_view(a, index):
+    """`a[index]` for a tuple of slices, one per leading dim. An empty result gets torch's
+    strides (each sliced dim's stride times its step), which numpy leaves as they were."""
+    r = a[index]
+    if r.size or not r.ndim:
+        return r
+    st = list(a.strides)
+    for d, s in enumerate(index):
+        if s.step is not None and s.step != 1:
+            st[d] *= s.step
+    if tuple(st) == r.strides:
+        return r
+    return _xp(r).lib.stride_tricks.as_strided(r, r.shape, tuple(st))
 
 
 def _expand(a, shape):

@@ -380,6 +380,16 @@ def _saver(row, mask):
                 saved[j] = args[k] if kind == 2 else tuple(src[k]._data.shape) if kind == 3 \
                     else strides_of(src[k]._data)
             return tuple(saved)
+    elif all(p[1] in (0, 5) for p in plan):  # inputs and their strides (mm's)
+        spec = tuple(plan)
+
+        def save(row, src, args, outs, ctx):
+            saved = [None] * n
+            for j, kind, k, name in spec:
+                x = src[k]
+                saved[j] = strides_of(x._data) if kind == 5 else \
+                    SavedTensor(name, x) if isinstance(x, Tensor) else x
+            return tuple(saved)
     else:
         def save(row, src, args, outs, ctx):
             return _save(row, plan, src, args, outs, ctx)

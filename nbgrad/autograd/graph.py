@@ -669,7 +669,9 @@ def accumulate_into(var, g, create_graph, owned=0):
         # a grad may be shared (AddBackward0 hands one array to both inputs), and later
         # accumulations add into .grad in place: keep the array only when nothing else holds it
         # (`owned`), and only when laid out as the variable, as PyTorch
-        elif owned and g.flags.writeable and obeys_layout(g, var._data):
+        elif owned and g.flags.writeable and (
+                g.strides == var._data.strides and var._data.flags.c_contiguous and
+                0 not in g.strides or obeys_layout(g, var._data)):  # (the usual case inline)
             var._grad = _tm.Tensor._make_fresh(g) if owned == 2 else \
                 _tm.Tensor._make(g, owned, None, 0, False)
         else:  # PyTorch's clone_obey_contract
@@ -719,8 +721,6 @@ def obeys_layout(g, like):
     whose array is `like` as it is: laid out as it (the same strides where the size is not 1,
     and no stride 0), for a dense variable; C-contiguous otherwise."""
     gs, ls = g.strides, like.strides
-    if gs == ls and like.flags.c_contiguous and 0 not in gs:  # (the usual case)
-        return True
     if not _dense(like):
         return bool(g.flags.c_contiguous)
     for n, a, b in zip(g.shape, gs, ls):

@@ -37,18 +37,14 @@ op("addmm", lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta,
 # torch's mm_mat1_backward / mm_mat2_backward: the gradient of a column-major operand (strides
 # (1, rows)) comes out column-major, the transpose of a product (the engine then keeps it as
 # .grad without a copy; a Linear's weight, used as weight.t(), gets a C-contiguous gradient)
-def _column_major(rows, strides):
-    return strides[0] == 1 and strides[1] == rows
-
-
 def _mm_mat1_grad(g, mat2, mat1_strides, xp):
-    if _column_major(g.shape[0], mat1_strides):
+    if mat1_strides[0] == 1 and mat1_strides[1] == g.shape[0]:  # (mat1: (n, k) column-major)
         return xp.t(mat2 @ xp.t(g))
     return g @ xp.contiguous(xp.t(mat2), g.shape[-2])
 
 
 def _mm_mat2_grad(g, mat1, mat2_strides, xp):
-    if _column_major(mat1.shape[1], mat2_strides):
+    if mat2_strides[0] == 1 and mat2_strides[1] == mat1.shape[1]:  # (mat2: (k, p) column-major)
         return xp.t(xp.t(g) @ mat1)
     return xp.t(mat1) @ g
 

@@ -94,6 +94,28 @@ _C = backend.COUNTERS
 _INF = _storage.INFERENCE
 
 
+def strides_of(a):
+    """An array's strides in elements (torch's Tensor.stride())."""
+    n = a.itemsize
+    st = a.strides
+    if len(st) == 2:  # (mm's operands, saved by every product)
+        return (st[0] // n, st[1] // n)
+    return tuple([s // n for s in st])
+
+
+def is_dense(a):
+    """Whether an array's elements fill one block of memory, in some order of dims, with neither
+    gaps nor overlaps (torch's is_non_overlapping_and_dense)."""
+    if a.flags.c_contiguous or a.flags.f_contiguous:
+        return True
+    step = a.itemsize
+    for st, n in sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1):
+        if st != step:
+            return False
+        step *= n
+    return True
+
+
 def _mark_cut(t, how):
     """Record on `t` where a graph was cut (provenance on only): the notebook panel names it
     ("its output was detached at cell [3] line 1"). Called by .detach(), .data, from_numpy: the
@@ -253,8 +275,7 @@ class Tensor:
 
     def stride(self, dim=None):
         """Strides in elements (torch.Tensor.stride)."""
-        it = self._data.itemsize
-        st = tuple(s // it for s in self._data.strides)
+        st = strides_of(self._data)
         return st if dim is None else st[_dim(dim, self._data.ndim)]
 
     def storage_offset(self):

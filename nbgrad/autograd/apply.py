@@ -17,7 +17,7 @@ import numpy as np
 from .. import backend, dtypes
 from ..storage import Storage
 from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _ViewMeta,
-                      wake_views)
+                      is_dense, strides_of, wake_views)
 from .. import provenance
 from ..naming import cpp, node_class
 from .grad_mode import STATE as _GRAD
@@ -424,15 +424,6 @@ def _save(row, plan, src, args, outs, ctx):
     return tuple(saved)
 
 
-def strides_of(a):
-    """An array's strides in elements (torch's Tensor.stride())."""
-    n = a.itemsize
-    st = a.strides
-    if len(st) == 2:  # (mm's operands)
-        return (st[0] // n, st[1] // n)
-    return tuple([s // n for s in st])
-
-
 def _node_for(row, n):
     """The node class of a row with a number of outputs decided at call time (unbind, split)."""
     cache = row.__dict__.setdefault("_by_n", {})
@@ -627,17 +618,6 @@ def check_inplace(t, op_name="inplace", others_require=False):
         raise _inplace_error(_LEAF_INPLACE, "leaf_inplace", t, op_name)
 
 
-def _dense(a):
-    """Non-overlapping and dense (its elements fill one block of memory, in some order)."""
-    dims = sorted((abs(st), n) for n, st in zip(a.shape, a.strides) if n != 1)
-    step = a.itemsize
-    for st, n in dims:
-        if st != step:
-            return False
-        step *= n
-    return True
-
-
 def _bounds(a):
     """[low, high) byte addresses an array's elements span."""
     lo = hi = backend.data_ptr(a)
@@ -654,7 +634,7 @@ def _check_overlap(d, s, full_ok=True):
     dense, their memory overlaps and they are not the very same elements (torch's
     get_overlap_status: operands it cannot judge simply, strided or expanded, pass). With
     `full_ok=False` (index_put_'s values) the very same elements are refused too."""
-    if d.size == 0 or s.size == 0 or not _dense(d) or not _dense(s):
+    if d.size == 0 or s.size == 0 or not is_dense(d) or not is_dense(s):
         return
     lo_d, hi_d = _bounds(d)
     lo_s, hi_s = _bounds(s)

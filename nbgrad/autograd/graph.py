@@ -676,7 +676,7 @@ def accumulate_into(var, g, create_graph, owned=0):
                 _tm.Tensor._make(g, owned, None, 0, False)
         else:  # PyTorch's clone_obey_contract
             var._grad = _tm.Tensor._make_fresh(_clone_as(g, var._data))
-            if _dense(var._data):  # (empty_strided, then copy_: version 1; else a clone)
+            if _tm.is_dense(var._data):  # (empty_strided, then copy_: version 1; else a clone)
                 var._grad._storage.version = 1
     elif create_graph:
         var._grad = old + (g if isinstance(g, _tm.Tensor) else _tm.Tensor._make_fresh(g))
@@ -696,24 +696,7 @@ def _copy_in_grad_mode(g, like):
     CopyBackwards when the gradient requires grad)."""
     if not isinstance(g, _tm.Tensor):
         g = _tm.Tensor._make_fresh(g)
-    d = g._data
-    xp = get_array_module(d)
-    new = _tm.Tensor._make_fresh(xp.empty_like(like, dtype=d.dtype) if _dense(like) else
-                                 xp.empty(d.shape, d.dtype))
-    return new.copy_(g)
-
-
-def _dense(a):
-    """Whether the array's elements fill its memory with neither gaps nor overlaps (torch's
-    is_non_overlapping_and_dense), in any order of dims."""
-    if a.flags.c_contiguous or a.flags.f_contiguous:
-        return True
-    expect = a.itemsize
-    for stride, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n != 1):
-        if stride != expect:
-            return False
-        expect *= n
-    return True
+    return _tm.Tensor._make_fresh(_empty_as(g._data, like)).copy_(g)
 
 
 def obeys_layout(g, like):
@@ -721,7 +704,7 @@ def obeys_layout(g, like):
     whose array is `like` as it is: laid out as it (the same strides where the size is not 1,
     and no stride 0), for a dense variable; C-contiguous otherwise."""
     gs, ls = g.strides, like.strides
-    if not _dense(like):
+    if not _tm.is_dense(like):
         return bool(g.flags.c_contiguous)
     for n, a, b in zip(g.shape, gs, ls):
         if (a != b) if n != 1 else (a == 0):
@@ -729,12 +712,17 @@ def obeys_layout(g, like):
     return True
 
 
+def _empty_as(g, like):
+    """An empty array for a copy of `g`, laid out as `like` when that is dense (torch's
+    clone_obey_contract: empty_strided with the variable's strides), else C-contiguous."""
+    xp = get_array_module(g)
+    return xp.empty_like(like, dtype=g.dtype) if _tm.is_dense(like) else \
+        xp.empty(g.shape, g.dtype)
+
+
 def _clone_as(g, like):
-    """A copy of `g` laid out as `like` when that is dense (torch's clone_obey_contract:
-    empty_strided with the variable's strides, then copy_), else C-contiguous."""
-    if not _dense(like):
-        return g.copy()
-    out = get_array_module(g).empty_like(like, dtype=g.dtype)
+    """A copy of `g` laid out as `like` when that is dense, else C-contiguous."""
+    out = _empty_as(g, like)
     out[...] = g
     return out
 

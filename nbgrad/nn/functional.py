@@ -14,9 +14,10 @@ import nbgrad
 from nbgrad import backend
 from nbgrad.autograd import fused
 from nbgrad.autograd.grad_mode import STATE as _GRAD
-from nbgrad.autograd.apply import _broadcast_error, apply, strides_of
+from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
 from nbgrad.ops.formulas import NUMPY, _reduce_to
+from nbgrad.tensor import strides_of
 
 __all__ = [
     "linear", "conv2d", "unfold", "max_pool2d", "avg_pool2d", "pad", "flatten",
@@ -139,8 +140,7 @@ def _linear_fused(input, weight):
 def _mm_strides(x, w, rows):
     """The strides (in elements) mm's formulas read: of the input viewed as (rows, in) and of
     the weight's transpose."""
-    n = x.itemsize
-    return strides_of(_VIEW.fwd(x, (rows, x.shape[-1]))), (w.strides[1] // n, w.strides[0] // n)
+    return strides_of(_VIEW.fwd(x, (rows, x.shape[-1]))), strides_of(w)[::-1]
 
 
 def _linear_fused_backward(node, g, arrays):

@@ -203,7 +203,8 @@ class ModelTracker:
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
         self.losses: list = []  # the loss of every step (loss modules' outputs)
         self.backward_losses: list = []  # the scalar each backward call started from
-        self.step_norms: list = []  # [(top-level call index, total squared grad norm)]
+        self.step_norms: list = []  # [(arming, total squared grad norm, step)]: step = the
+        # backward call (from 1) whose gradients were summed
         self.notes: dict = {}  # key -> text, in order
         self.eval_forward: dict = {}  # id(model) -> (weakref, where): forward in eval, grad on
         self.n_backward = 0  # backward calls this cell: "step k" is the k-th
@@ -551,9 +552,9 @@ class ModelTracker:
         """Sum a parameter's squared norm into the total of the sample it was armed for."""
         norms = self.step_norms
         if norms and norms[-1][0] == i:
-            norms[-1] = (i, norms[-1][1] + sq)
+            norms[-1] = (i, norms[-1][1] + sq, norms[-1][2])
         elif len(norms) < MAX_STEPS:
-            norms.append((i, sq))
+            norms.append((i, sq, max(self.n_backward, 1)))
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,

@@ -55,7 +55,7 @@ class ModelReport:
     notes: list = field(default_factory=list)  # one sentence each
     losses: list = field(default_factory=list)  # per step of this cell
     grad_norms: list = field(default_factory=list)  # total gradient norm of each watched step
-    grad_norm_steps: list = field(default_factory=list)  # the top-level call index of each
+    grad_norm_steps: list = field(default_factory=list)  # the step (backward call) of each
     steps: int = 0  # backward calls this cell
     kept_alive: list = field(default_factory=list)  # [(variable, graphs, saved bytes, items)]
     nan: dict | None = None
@@ -141,13 +141,14 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
     mods, pnames = scanned.mods, scanned.params
     calls = tracker.recent_calls()
     counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
-    rep.steps = max(counted if tracker.backward_seen else 0,
-                    max((st.hits for st in tracker.params.values()), default=0))
+    rep.steps = tracker.n_backward or max(  # (an engine whose backward calls are not seen)
+        counted if tracker.backward_seen else 0,
+        max((st.hits for st in tracker.params.values()), default=0))
     # the values backward started from (what is optimised: a functional loss too), else the
     # loss modules' outputs
     rep.losses = list(tracker.backward_losses) or list(tracker.losses)
-    rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
-    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
+    rep.grad_norm_steps = [k for _, _, k in tracker.step_norms]
+    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s, _ in tracker.step_norms]
     backward_models = set()
     summed: dict = {}  # ("at least " or "", backward calls) -> parameters summed into
     for pid, st in tracker.params.items():

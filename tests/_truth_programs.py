@@ -101,7 +101,7 @@ CUT_NET = '''class CutNet(nn.Module):
         h = {cut}
         return self.dec(h)'''
 
-_CUTS = ["h.detach()", "h.data", "torch.from_numpy(h.detach().numpy())"]
+_CUTS = ["{h}.detach()", "{h}.data", "torch.from_numpy({h}.detach().numpy())"]
 
 
 def program(seed: int) -> list:
@@ -139,11 +139,11 @@ def program(seed: int) -> list:
         elif scene == "cut":
             cut = r.choice(_CUTS)
             if r.random() < 0.5:
-                cells += [CUT_NET.format(cut=cut),
+                cells += [CUT_NET.format(cut=cut.format(h="h")),
                           f"cnet = init(CutNet({d}), {seed + 6})\nxc = data({seed + 7}, 6, {d})",
                           "closs = cnet(xc).pow(2).mean()\ncloss.backward()"]
             else:
-                top = cut.replace("h", "h1")
+                top = cut.format(h="h1")
                 cells += [f"enc = init(nn.Linear({d}, {d}), {seed + 8})\n"
                           f"dec = init(nn.Linear({d}, 1), {seed + 9})\nxc = data({seed + 7}, 6, {d})",
                           f"h1 = enc(xc).tanh()\nh2 = {top}\ncloss = dec(h2).pow(2).mean()\n"
@@ -166,10 +166,12 @@ def program(seed: int) -> list:
             k = r.randint(2, 4)
             cells += [f"acc = init(nn.Linear({d}, 1), {seed + 12})\nxa = data({seed + 13}, 5, {d})",
                       f"for i in range({k}):\n    acc(xa).sum().backward()"]
-        elif scene == "rerun" and rerun is not None:
-            cells.append(cells[rerun])  # the same source again: a new execution count
-            if "lm_loss" in cells[rerun]:
-                cells.append("lm_loss2 = lm_loss * 2")
+        elif scene == "rerun":  # a cell run again (same source, a new execution count)
+            again = f"feat = model(x).{r.choice(['tanh', 'sigmoid', 'exp'])}()"
+            cells += [again, "kept = feat * 2", again]
+            if rerun is not None:
+                cells.append(cells[rerun])
+            cells.append("kept.sum().backward()")  # draws the first run's nodes
         elif scene == "eval":
             cells += [f"drop = init(nn.Sequential(nn.Linear({d}, 4), nn.Dropout(0.5), "
                       f"nn.Linear(4, 1)), {seed + 14})\nxe = data({seed + 15}, 3, {d})",
@@ -286,8 +288,11 @@ def truth(cells: list, first_count: int = 2) -> list:
             leaves_seen.clear()
             nan_since.clear()
             called.clear()
-            with Record():
-                exec(compile(src, f"<cell{count}>", "exec"), ns)  # noqa: S102
+            try:
+                with Record():
+                    exec(compile(src, f"<cell{count}>", "exec"), ns)  # noqa: S102
+            except Exception:  # noqa: BLE001 - a cell that raises (as in the kernel): go on
+                pass
             n = state["backward"]
             for pid, (p, k) in leaves_seen.items():  # the update after the last backward
                 if k == n and pid not in nan_since and not finite(p.detach()):

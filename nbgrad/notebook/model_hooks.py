@@ -652,8 +652,9 @@ _TENSOR_TYPES = (A.tensor_type(),)
 
 
 def _storage_ptr(t) -> int:
-    """Which storage ``t`` views (its identity: a ``.detach()`` or ``.data`` shares it)."""
-    return id(A.storage(t))
+    """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
+    or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
+    return A.storage_ptr(A.storage(t))
 
 
 def _is_loss(module) -> bool:

@@ -177,7 +177,7 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
         rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
                          "(fine if you meant to accumulate gradients)")
     # parameters of a model that had a backward this cell but got no gradient, and of the other
-    # models trained this cell when a cut (a .detach() of their output) explains it
+    # models called with grad on in this cell (their output never reached a backward)
     others = set()
     if backward_models:
         others = {mods[k].split(".", 1)[0] for k in tracker.trained if k in mods} - backward_models
@@ -195,8 +195,7 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
                 outer = outer.rsplit(".", 1)[0]
                 why2, cut = _why_no_grad(mod_of.get(outer), calls, mods, who=outer)
                 why = why2 if cut else why
-            if cut or path.split(".", 1)[0] in backward_models:
-                rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
+            rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     rep.notes[:0] = nan_notes(tracker, pnames, scanned)
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
         m = mref() if mref is not None else None

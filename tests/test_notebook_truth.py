@@ -8,9 +8,10 @@ cluster it sits in, the notes, the step count, the header) and, with a plain wra
 ``Tensor.backward``, the value every backward call started from in nbgrad (where nbgrad and
 PyTorch compute differently, a NaN step may differ: such a notebook is counted apart).
 
-Checked per panel: the innermost module cluster of every drawn node is the module (path from the
-module the user called) whose call made a node of that name at that cell and line, and the cell
-number is the one of the run that made it; every cluster's class; the training steps (the header
+Checked per panel: for every drawn node (the cell that was running when it was made: the
+engine's node counter read after each cell), PyTorch made a node of that name at that cell and
+line while that cell ran (the cell number is the one of the run that made it), and its innermost
+module cluster is the module (path from the module the user called) whose call made it; every cluster's class; the training steps (the header
 and the report) are the cell's backward calls; the NaN note names the step of the first
 non-finite loss, and the op, cell, line and step of the first op that made a non-finite value;
 every parameter said to hold NaN/Inf, since the step that wrote it; every "got no gradient"
@@ -35,6 +36,7 @@ FIRST_SEED = int(os.environ.get("NBGRAD_TRUTH_SEED", "0"))
 
 PROBE = '''import json as _json
 from nbgrad.notebook.extension import get_extension as _get_ext
+from nbgrad.autograd.graph import activity as _activity
 _shell, _ext, _PATH = get_ipython(), _get_ext(), {path!r}
 _cell_losses, _cell_panels = [], []
 
@@ -42,7 +44,7 @@ def _probe_show(snap, _orig=_ext.show):
     from nbgrad.notebook import render as _render
     rep = snap.model
     rec = {{"summary": _render.summary_text(snap),
-           "nodes": {{k: [n.name, n.where] for k, n in snap.nodes.items() if not n.module}},
+           "nodes": {{k: [n.name, n.where, n.seq] for k, n in snap.nodes.items() if not n.module}},
            "clusters": {{p: [c["title"], c["keys"]] for p, c in (rep.clusters if rep else {{}}).items()}},
            "notes": list(rep.notes) if rep else [], "steps": rep.steps if rep else None,
            "truncated": snap.truncated}}
@@ -94,7 +96,7 @@ def _probe_cell(result):
         for rec in _cell_panels:
             f.write(_json.dumps({{**rec, "count": result.execution_count}}) + "\\n")
         f.write(_json.dumps({{"count": result.execution_count, "losses": list(_cell_losses),
-                             "nan_params": since}}) + "\\n")
+                             "nan_params": since, "nodes_made": _activity()[0]}}) + "\\n")
     _cell_losses.clear()
     _cell_panels.clear()
     _seen_finite.clear()
@@ -125,20 +127,17 @@ def check(seed, tmp_path) -> dict:
             + PROBE.format(path=str(probe)))
     execute([head] + cells, tmp_path)
     truth = {t["count"]: t for t in T.truth(cells, first_count=2)}
-    panels, losses, nb_nan = [], {}, {}
+    panels, losses, nb_nan, ends = [], {}, {}, []  # ends: (nodes made so far, cell) per cell
     for line in probe.read_text().splitlines():
         rec = json.loads(line)
         if "losses" in rec:
             losses[rec["count"]] = rec["losses"]
             nb_nan[rec["count"]] = rec["nan_params"]
+            ends.append((rec["nodes_made"], rec["count"]))
         else:
             panels.append(rec)
     differ = [c for c, t in truth.items() if not _same_numbers(losses.get(c, []), t["losses"])]
     classes = {p: cls for t in truth.values() for p, cls in t["classes"].items()}
-    made = {}  # (node name, cell, line) -> paths, whichever cell ran it
-    for t in truth.values():
-        for k, paths in t["nodes"].items():
-            made.setdefault(k, set()).update(paths)
     wrong, claims = [], 0
 
     def claim(ok, what):
@@ -160,14 +159,16 @@ def check(seed, tmp_path) -> dict:
             claim(m is not None and m.group(1) == path and classes.get(path) == m.group(2),
                   f"cell [{c}] cluster {title!r}: PyTorch's module there is "
                   f"{classes.get(path)!r}")
-        for key, (name, where) in rec["nodes"].items():
+        for key, (name, where, seq) in rec["nodes"].items():
             m = _WHERE.fullmatch(where or "")
             if name == "AccumulateGrad" or m is None:
                 continue
             made_in, line = int(m.group(1)), int(m.group(2))
-            paths = made.get((name, made_in, line))
-            claim(paths is not None, f"cell [{c}] {name} at {where}: PyTorch made no {name} "
-                                     f"at cell [{made_in}] line {line}")
+            ran = next((cell for end, cell in ends if seq <= end), None)  # the cell running
+            paths = truth.get(ran, {}).get("nodes", {}).get((name, made_in, line))
+            claim(paths is not None, f"cell [{c}] {name} at {where} (made while cell [{ran}] "
+                                     f"ran): PyTorch made no {name} at cell [{made_in}] line "
+                                     f"{line} then")
             if paths is not None:
                 claim(inner.get(key) in paths, f"cell [{c}] {name} at {where} drawn in "
                                                f"{inner.get(key)!r}, made in {sorted(map(str, paths))}")

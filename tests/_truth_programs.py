@@ -90,6 +90,17 @@ class Net(nn.Module):
     def forward(self, x):
         return self.out(self.block(x))'''
 
+ATTN = '''class Attn(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(d, num_heads=1, batch_first=True)
+        self.norm = nn.LayerNorm(d)
+        self.to_q = nn.Linear(d, d)
+
+    def forward(self, x):
+        y, _ = self.mha(x, x, x)
+        return self.norm(x + y)'''
+
 CUT_NET = '''class CutNet(nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -108,7 +119,7 @@ def program(seed: int) -> list:
     """The cells of one session (without the prelude), in PyTorch's API."""
     r = random.Random(seed)
     cells = [HELPERS]
-    scenes = ["mlp", "lm", "nested", "cut", "nan", "accum", "rerun", "eval"]
+    scenes = ["mlp", "lm", "nested", "cut", "nan", "accum", "rerun", "eval", "attn"]
     r.shuffle(scenes)
     scenes = ["mlp"] + [s for s in scenes if s != "mlp"][:r.randint(3, 5)]
     rerun = None
@@ -172,6 +183,10 @@ def program(seed: int) -> list:
             if rerun is not None:
                 cells.append(cells[rerun])
             cells.append("kept.sum().backward()")  # draws the first run's nodes
+        elif scene == "attn":  # to_q is never called: no box of it, ever
+            cells += [ATTN, f"att = init(Attn(4), {seed + 16}, scale=0.3)\n"
+                            f"xq = data({seed + 17}, 2, 3, 4)",
+                      "att_loss = att(xq).pow(2).mean()\natt_loss.backward()"]
         elif scene == "eval":
             cells += [f"drop = init(nn.Sequential(nn.Linear({d}, 4), nn.Dropout(0.5), "
                       f"nn.Linear(4, 1)), {seed + 14})\nxe = data({seed + 15}, 3, {d})",

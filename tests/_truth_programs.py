@@ -156,7 +156,8 @@ def program(seed: int) -> list:
             else:
                 top = cut.format(h="h1")
                 cells += [f"enc = init(nn.Linear({d}, {d}), {seed + 8})\n"
-                          f"dec = init(nn.Linear({d}, 1), {seed + 9})\nxc = data({seed + 7}, 6, {d})",
+                          f"dec = init(nn.Linear({d}, 1), {seed + 9})\n"
+                          f"xc = data({seed + 7}, 6, {d})",
                           f"h1 = enc(xc).tanh()\nh2 = {top}\ncloss = dec(h2).pow(2).mean()\n"
                           "closs.backward()"]
         elif scene == "nan":

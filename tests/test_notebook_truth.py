@@ -11,8 +11,9 @@ PyTorch compute differently, a NaN step may differ: such a notebook is counted a
 Checked per panel: for every drawn node (the cell that was running when it was made: the
 engine's node counter read after each cell), PyTorch made a node of that name at that cell and
 line while that cell ran (the cell number is the one of the run that made it), and its innermost
-module cluster is the module (path from the module the user called) whose call made it; every cluster's class; the training steps (the header
-and the report) are the cell's backward calls; the NaN note names the step of the first
+module cluster is the module (path from the module the user called) whose call made it; every
+cluster's class; the training steps (the header and the report) are the cell's backward calls;
+the NaN note names the step of the first
 non-finite loss, and the op, cell, line and step of the first op that made a non-finite value;
 every parameter said to hold NaN/Inf, since the step that wrote it; every "got no gradient"
 name. ``NBGRAD_TRUTH_PROGRAMS=N`` runs N generated notebooks (default 3 in CI); the counts of
@@ -45,7 +46,8 @@ def _probe_show(snap, _orig=_ext.show):
     rep = snap.model
     rec = {{"summary": _render.summary_text(snap),
            "nodes": {{k: [n.name, n.where, n.seq] for k, n in snap.nodes.items() if not n.module}},
-           "clusters": {{p: [c["title"], c["keys"]] for p, c in (rep.clusters if rep else {{}}).items()}},
+           "clusters": {{p: [c["title"], c["keys"]]
+                        for p, c in (rep.clusters if rep else {{}}).items()}},
            "notes": list(rep.notes) if rep else [], "steps": rep.steps if rep else None,
            "truncated": snap.truncated}}
     _cell_panels.append(rec)
@@ -170,8 +172,9 @@ def check(seed, tmp_path) -> dict:
                                      f"ran): PyTorch made no {name} at cell [{made_in}] line "
                                      f"{line} then")
             if paths is not None:
-                claim(inner.get(key) in paths, f"cell [{c}] {name} at {where} drawn in "
-                                               f"{inner.get(key)!r}, made in {sorted(map(str, paths))}")
+                claim(inner.get(key) in paths,
+                      f"cell [{c}] {name} at {where} drawn in {inner.get(key)!r}, made in "
+                      f"{sorted(map(str, paths))}")
         # numbers: what nbgrad computed (the probe's plain wrapper of backward); the op and
         # line of the first non-finite value: PyTorch's, and its step where both computed alike
         vals = losses.get(c, [])

@@ -110,7 +110,6 @@ class ModelTracker:
 
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
-        self.n_calls = 0  # calls ever appended to self.calls
         self.pending_ratio: list = []  # stats whose weights were copied before a step
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
@@ -257,7 +256,6 @@ class ModelTracker:
                 if rec is not None and rec[0] != "from_numpy" and frame.cut is None:
                     frame.cut = (rec[1], rec[0], False)  # a detach somewhere: a weaker lead
         frame.depth = depth
-        frame.calls_before = self.n_calls
         if depth == 1:
             if grad_on != module.training:
                 self._mode_check(module, frame, grad_on)
@@ -297,7 +295,6 @@ class ModelTracker:
             self.calls.append(Call(frame, self._counter(), weakref.ref(module),
                                    type(module).__name__, None, True, True, self.cell,
                                    root=self.root, depth=d, watched=False))
-            self.n_calls += 1
             return
         out = output
         if isinstance(output, (tuple, list)):
@@ -310,7 +307,6 @@ class ModelTracker:
         self.calls.append(Call(frame.start, end, weakref.ref(module), type(module).__name__,
                                frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
                                out_cut, root=self.root, depth=d))
-        self.n_calls += 1
         if out_rg:
             parent = self.frames[-1]
             if len(parent.child_outputs) > 256:
@@ -635,8 +631,7 @@ class ModelTracker:
 
 
 class _Frame:
-    __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth",
-                 "calls_before")
+    __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
 
     def __init__(self, start, grad_on, where):
         self.start, self.grad_on, self.where = start, grad_on, where
@@ -644,7 +639,6 @@ class _Frame:
         self.child_outputs: set = set()
         self.cut = None
         self.depth = 0
-        self.calls_before = 0
 
 
 _is_tensor = A.is_tensor

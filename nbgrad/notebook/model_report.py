@@ -387,7 +387,7 @@ def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
     near = [i for i, c in enumerate(calls) if c.end >= lo and c.start < hi]
     # innermost first: the narrowest call containing a node wins
     near.sort(key=lambda i: (calls[i].end - calls[i].start, -calls[i].depth))
-    from bisect import bisect_left, bisect_right
+    from bisect import bisect_right
 
     seq_list = [s for s, _ in seqs]
     made: dict = {}  # index of a call -> keys of the nodes it made (innermost)
@@ -453,7 +453,8 @@ def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
     for i, ks in made.items():
         key = keys.get(i)
         if key is not None:  # the nodes, and the tensors they saved
-            out[key]["keys"] += [x for k in ks for x in [k] + [sv.key for sv in snap.nodes[k].saved]]
+            out[key]["keys"] += [x for k in ks
+                                 for x in [k] + [sv.key for sv in snap.nodes[k].saved]]
     by_tensor = {t.key: t for t in snap.tensors}
     for n in snap.nodes.values():
         t = by_tensor.get(n.variable) if n.variable else None

@@ -89,6 +89,7 @@ class NbgradExtension:
         before = self._activity_before
         after = A.activity()
         self._activity_before = after
+        _inspect.stamp_cells()
         err = getattr(result, "error_in_exec", None)
         autograd_err = err if _inspect.is_autograd_error(err) else None
         if before is not None and after == before and autograd_err is None:

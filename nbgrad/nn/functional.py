@@ -17,6 +17,8 @@ from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.autograd.apply import _broadcast_error, apply
 from nbgrad.ops import ROWS, Ctx
 from nbgrad.ops.formulas import NUMPY, _reduce_to
+# conv2d and max_pool2d are torch.conv2d and torch.max_pool2d, one definition (as PyTorch's)
+from nbgrad.functions.nn import _constant_pad, _out_size, _pair, _pool_check, conv2d, max_pool2d
 from nbgrad.tensor import strides_of
 
 __all__ = [
@@ -38,14 +40,6 @@ __all__ = [
     "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",
     "instance_norm", "dropout1d", "dropout2d", "bilinear", "embedding_bag",
 ]
-
-
-def _pair(v, name="value"):
-    if isinstance(v, (tuple, list)):
-        if len(v) != 2:
-            raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
 
 
 def _const(arr):
@@ -238,39 +232,7 @@ def pad(input, pad, mode="constant", value=0.0):
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
     if not any(pad):
         return input
-    nd = input.ndim
-    pairs = [(0, 0)] * (nd - len(pad) // 2) + [(pad[2 * i], pad[2 * i + 1])
-                                               for i in reversed(range(len(pad) // 2))]
-    for d, (lo, hi) in enumerate(pairs):
-        if input.shape[d] + lo + hi < 0:
-            raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {lo} and "
-                               f"{hi} resulted in a negative output size, which is invalid. "
-                               f"Check dimension {d} of your input.")
-    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
-    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, input.shape))
-
-    def padder(fill):
-        def fwd(a):
-            return backend.get_array_module(a).pad(a[crop], grow, constant_values=fill)
-        return fwd
-
-    shrink = tuple(slice(lo, n - hi) for (lo, hi), n in
-                   zip(grow, [n + lo + hi for (lo, hi), n in zip(pairs, input.shape)]))
-    regrow = [(max(-lo, 0), max(-hi, 0)) for lo, hi in pairs]
-
-    def adj(g):
-        return backend.get_array_module(g).pad(g[shrink], regrow)
-
-    return apply(ROWS["constant_pad_nd"], (input,), (Ctx((padder(value), adj, padder(0))),))
-
-
-def _out_size(size, k, s, p, d, ceil_mode=False):
-    # torch's pooling_output_shape: in ceil mode the last window must start inside the input
-    o = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= size + p:
-        o -= 1
-    return o
-
+    return _constant_pad(input, pad, value)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -295,135 +257,6 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     return out.squeeze(0) if unbatched else out
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation (mirrors ``F.conv2d``): one ``ConvolutionBackward0`` node.
-
-    Validates the arguments (naming the problem as torch does), resolves ``padding="same"`` and
-    unbatched input, then calls the core's ``nbgrad.conv2d`` (channels-last im2col + one matmul).
-
-    Args:
-        input (Tensor): (N, C_in, H, W) or unbatched (C_in, H, W).
-        weight (Tensor): (C_out, C_in / groups, kh, kw).
-        bias (Tensor, optional): (C_out,).
-        stride, padding, dilation (int | tuple[int, int]): ``padding`` may also be ``"valid"``
-            or ``"same"`` (stride 1).
-        groups (int): channel groups.
-
-    Returns:
-        Tensor: (N, C_out, H_out, W_out), contiguous;
-        ``H_out = (H + 2*ph - dh*(kh-1) - 1) // sh + 1``.
-
-    Raises:
-        RuntimeError: channel mismatch or a kernel larger than the padded input, in torch's words.
-    """
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    if input.ndim != 4:
-        raise RuntimeError(
-            f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
-            f"{list(input.shape)}")
-    n, c, h, w = input.shape
-    o, cg, kh, kw = weight.shape
-    sh, sw = _pair(stride, "stride")
-    dh, dw = _pair(dilation, "dilation")
-    if isinstance(padding, str):
-        if padding == "valid":
-            ph = pw = 0
-        elif padding == "same":
-            if (sh, sw) != (1, 1):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            th, tw = dh * (kh - 1), dw * (kw - 1)
-            if th % 2 or tw % 2:
-                input = pad(input, (tw // 2, tw - tw // 2, th // 2, th - th // 2))
-                ph = pw = 0
-            else:
-                ph, pw = th // 2, tw // 2
-        else:
-            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                             "{'valid', 'same'}")
-    else:
-        ph, pw = _pair(padding, "padding")
-    n, c, h, w = input.shape
-    if c != cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
-            f"input{list(input.shape)} to have {cg * groups} channels, but got {c} channels "
-            f"instead")
-    hp, wp = h + 2 * ph, w + 2 * pw
-    if hp < dh * (kh - 1) + 1 or wp < dw * (kw - 1) + 1:
-        raise RuntimeError(
-            f"Calculated padded input size per channel: ({hp} x {wp}). Kernel size: "
-            f"({dh * (kh - 1) + 1} x {dw * (kw - 1) + 1}). Kernel size can't be greater than "
-            f"actual input size")
-    out = nbgrad.conv2d(input, weight, bias, (sh, sw), (ph, pw), (dh, dw), groups)
-    return out.squeeze(0) if unbatched else out
-
-
-def _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, fill,
-                check_only=False):
-    """Validate pooling arguments; pad ``input`` (N, C, H, W) with ``fill`` as far as the windows
-    reach. Returns the padded tensor and the geometry (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)."""
-    kh, kw = _pair(kernel_size, "kernel_size")
-    if stride is None or (isinstance(stride, (tuple, list)) and not stride):
-        sh, sw = kh, kw
-    else:
-        sh, sw = _pair(stride, "stride")
-    ph, pw = _pair(padding, "padding")
-    dh, dw = _pair(dilation, "dilation")
-    if ph > kh // 2 or pw > kw // 2:
-        raise RuntimeError(
-            f"pad should be at most half of effective kernel size, but got pad={ph}, "
-            f"kernel_size={kh} and dilation={dh}")
-    n, c, h, w = input.shape
-    ho = _out_size(h, kh, sh, ph, dh, ceil_mode)
-    wo = _out_size(w, kw, sw, pw, dw, ceil_mode)
-    if ho <= 0 or wo <= 0:
-        raise RuntimeError(
-            f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
-            f"Output size is too small")
-    if check_only:
-        return None, None
-    extra_h = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
-    extra_w = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
-    x = input
-    if ph or pw or extra_h or extra_w:
-        x = pad(x, (pw, pw + extra_w, ph, ph + extra_h), value=fill)
-    return x, (kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
-
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
-    """Max over sliding windows (mirrors ``torch.nn.functional.max_pool2d``).
-
-    Args:
-        input (Tensor): (N, C, H, W) or (C, H, W).
-        kernel_size, stride (default: kernel_size), padding (-inf), dilation: int or pair.
-        ceil_mode (bool): round the output size up.
-
-    Returns:
-        Tensor (N, C, Ho, Wo); with ``return_indices`` also the int64 flat index (into H*W) of
-        each maximum. One ``MaxPool2DWithIndicesBackward0`` node (the core's
-        ``nbgrad.max_pool2d_with_indices``); the gradient goes to the first maximum of each
-        window in raster order, as torch's.
-    """
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    if input.ndim != 4:
-        raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
-    _pool_setup(input, kernel_size, stride, padding, dilation, ceil_mode, None, check_only=True)
-    if not return_indices:  # the int64 indices cost a pass of their own: build them only if asked
-        out = nbgrad.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
-        return out.squeeze(0) if unbatched else out
-    out, idx = nbgrad.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
-                                              ceil_mode)
-    if unbatched:
-        out, idx = out.squeeze(0), idx.squeeze(0)
-    return out, idx
-
-
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``; one
@@ -438,8 +271,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if input.ndim not in (3, 4):
         raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
                            f"{list(input.shape)}")
-    _pool_setup(input if input.ndim == 4 else input.unsqueeze(0), kernel_size, stride, padding,
-                1, ceil_mode, 0.0, check_only=True)
+    _pool_check(input if input.ndim == 4 else input.unsqueeze(0), kernel_size, stride, padding, 1,
+                ceil_mode)
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = (kh, kw) if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
         else _pair(stride, "stride")

@@ -19,7 +19,7 @@ from .elementwise import (_as_float, _check_bool_sub, abs, add, div, floor_divid
                           reciprocal, remainder, rsub, where)
 from .inplace import add_, div_, mul_, pow_, sub_
 from .indexing import getitem, setitem
-from .linalg import _tensor_lu, matmul
+from .linalg import matmul
 from .composite import _repeat
 from .tensor_methods import (_new, _new_like, _sparse_only, _sum_to_size, _to, _to_device, _type,
                              as_strided_, legacy_init, resize_, resize_as_, squeeze_, t_,
@@ -31,7 +31,6 @@ def bind():
     T = Tensor
     T.__init__ = legacy_init
     T.values = _sparse_only("values", "tensor ")
-    T.lu = _tensor_lu
     T.indices = _sparse_only("indices", "coordinate tensor ")
     variable.bind(T)
     # operators: the functions themselves where the argument order allows (fewer frames in a

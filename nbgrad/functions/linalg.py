@@ -438,6 +438,9 @@ def _tensor_lu(self, pivot=True, get_infos=False):
     return LU, piv
 
 
+method(_tensor_lu, "lu")  # Tensor.lu, PyTorch's deprecated spelling of linalg.lu_factor
+
+
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distance between each pair of rows (torch.cdist): x1 (B, P, M), x2 (B, R, M)
     (or without the batch dims, broadcast) -> (B, P, R). Its graph is PyTorch's: one

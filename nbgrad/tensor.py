@@ -537,13 +537,6 @@ class Tensor:
         from .printing import tensor_repr
         return tensor_repr(self)
 
-    def _repr_html_(self):
-        try:
-            from .viz import tensor_html
-            return tensor_html(self)
-        except Exception:
-            return None
-
     def __format__(self, spec):
         """A 0-dim tensor formats as its Python number (f"{loss}" -> 2.4543561935424805), as
         torch; any other tensor: str(t) for an empty spec, TypeError otherwise."""
@@ -562,6 +555,14 @@ def _init(t, data, storage, grad_fn, output_nr, requires_grad):
     t._output_nr = output_nr
     t._requires_grad = requires_grad
     t._grad = t._view = t._extra = None
+
+
+def fresh_zeros(shape, np_dtype, device=None):
+    """A new tensor of zeros, no graph, on `device` (default: the default device): the zeros
+    autograd and the op table make for a missing gradient, below the torch.* factories."""
+    dev = backend.get_default_device() if device is None else device
+    arr = np.zeros(shape, np_dtype)
+    return Tensor._make_fresh(arr if dev.type == "cpu" else backend.to_device(arr, dev))
 
 
 def _rebuild(arr, requires_grad):

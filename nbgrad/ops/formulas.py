@@ -20,9 +20,9 @@ import operator
 
 import numpy as np
 
-from .. import backend, creation, dtypes
+from .. import backend, dtypes
 from ..autograd.apply import apply as _apply, positions
-from ..tensor import Tensor
+from ..tensor import Tensor, fresh_zeros
 from . import kernels
 
 
@@ -501,8 +501,8 @@ class TensorFormulas:
 
     @staticmethod
     def zeros(shape, dt):
-        return creation.zeros(shape, dtype=dt if isinstance(dt, dtypes.dtype)
-                              else dtypes.from_np(dt))
+        return fresh_zeros(tuple(shape), dtypes.to_np(dt) if isinstance(dt, dtypes.dtype)
+                           else np.dtype(dt))
 
     @staticmethod
     def put_along_axis(z, idx, g, axis):

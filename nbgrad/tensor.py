@@ -139,10 +139,11 @@ class Tensor:
     as methods by nbgrad/functions.py.
     """
 
-    # `_st`: the Storage, or for a tensor made by an op (`_make_fresh`) the number of bytes it
+    # `_storage_or_nbytes`: the Storage, or for a tensor made by an op (`_make_fresh`) the number
+    # of bytes it
     # holds until someone asks for its storage (`_storage`): most op outputs never need one
-    __slots__ = ("_data", "_st", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
-                 "_view", "_extra", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_storage_or_nbytes", "_grad_fn", "_output_nr", "_requires_grad",
+                 "_grad", "_view", "_extra", "__weakref__", "__dict__")
     __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
 
     # ---- construction (internal, hot) ----
@@ -150,7 +151,7 @@ class Tensor:
     def _make(data, storage, grad_fn, output_nr, requires_grad):
         t = _new(Tensor)
         t._data = data
-        t._st = storage
+        t._storage_or_nbytes = storage
         t._grad_fn = grad_fn
         t._output_nr = output_nr
         t._requires_grad = requires_grad
@@ -174,11 +175,11 @@ class Tensor:
         t = _new(Tensor)
         t._data = data
         if _INF[0]:  # an inference tensor's storage says so from the start
-            t._st = Storage(data)
+            t._storage_or_nbytes = Storage(data)
         else:
             c = _C
             c.created += 1
-            t._st = n = data.nbytes
+            t._storage_or_nbytes = n = data.nbytes
             c.live_bytes = b = c.live_bytes + n
             if b > c.peak_bytes:
                 c.peak_bytes = b
@@ -190,22 +191,27 @@ class Tensor:
     @property
     def _storage(self):
         """The Storage under this tensor (made now for a tensor an op made without one)."""
-        st = self._st
+        st = self._storage_or_nbytes
         if type(st) is int:
-            st = self._st = Storage.adopt(self._data, st)
+            st = self._storage_or_nbytes = Storage.adopt(self._data, st)
         return st
 
     @_storage.setter
     def _storage(self, st):
-        old = self._st
+        old = self._storage_or_nbytes
         if type(old) is int:  # the bytes it counted go, as its storage would have
             _C.live_bytes -= old
             _C.freed += 1
-        self._st = st
+        self._storage_or_nbytes = st
+
+    # the slot's old name, still copied by functions.legacy_init (Tensor(t)); to go once that
+    # file's split names the slot itself
+    _st = property(lambda self: self._storage_or_nbytes,
+                   lambda self, v: setattr(self, "_storage_or_nbytes", v))
 
     def __del__(self):
         try:
-            n = self._st
+            n = self._storage_or_nbytes
         except AttributeError:  # (a constructor that failed half-way)
             return
         if type(n) is int:
@@ -550,7 +556,7 @@ _new = object.__new__
 
 def _init(t, data, storage, grad_fn, output_nr, requires_grad):
     t._data = data
-    t._st = Storage(data) if storage is None else storage
+    t._storage_or_nbytes = Storage(data) if storage is None else storage
     t._grad_fn = grad_fn
     t._output_nr = output_nr
     t._requires_grad = requires_grad

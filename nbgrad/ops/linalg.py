@@ -63,7 +63,7 @@ def _addmm(c, a, b, beta, alpha):
     return out
 
 
-# ---- issue 9: triangles and diagonals, fused products, torch.linalg ----------------------------
+# ---- triangles and diagonals, fused products, torch.linalg -------------------------------------
 # Formulas run on arrays or, under create_graph, on Tensors: matmul, mT, elementwise operators and
 # `xp` (formulas.py: tril, diagonal, inv, solve, eye, ...), so each serves every order.
 def _diag_index(n, m, offset):

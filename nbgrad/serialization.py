@@ -18,8 +18,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-import nbgrad
-from nbgrad import backend, dtypes
+from nbgrad import backend, creation, dtypes
+from nbgrad.nn.parameter import Parameter
 from nbgrad.tensor import Size, Tensor
 
 __all__ = ["save", "load"]
@@ -114,7 +114,7 @@ def _encode(obj, path, arrays):
 
 def _decode(node, arrays, map_location):
     if "t" in node:
-        t = nbgrad.from_numpy(np.array(arrays[node["t"]]))
+        t = creation.from_numpy(np.array(arrays[node["t"]]))
         device = node.get("device")
         if isinstance(map_location, dict):
             device = map_location.get(device or "cpu", device)
@@ -130,7 +130,7 @@ def _decode(node, arrays, map_location):
                     "storages to the CPU.")
             t = t.to(device)
         if node.get("param"):
-            return nbgrad.nn.Parameter(t, node.get("requires_grad", True))
+            return Parameter(t, node.get("requires_grad", True))
         if node.get("requires_grad"):
             t.requires_grad_(True)
         return t

@@ -3,7 +3,8 @@ log_softmax, dropout, dropout1d/2d, ...): each one row of nbgrad/ops/nn.py or a 
 """
 import numpy as np
 
-import nbgrad
+from nbgrad import random as _random
+from nbgrad import creation
 from nbgrad.autograd.apply import apply
 from nbgrad.ops import ROWS
 from .common import _const
@@ -67,7 +68,7 @@ def log_softmax(input, dim=None, dtype=None):
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (mirrors F.dropout).
 
-    The mask comes from nbgrad's global generator (``nbgrad.manual_seed``); its values differ
+    The mask comes from nbgrad's global generator (``_random.manual_seed``); its values differ
     from torch's stream.
 
     Raises:
@@ -78,9 +79,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        mask = nbgrad.zeros_like(input)
+        mask = creation.zeros_like(input)
     else:
-        keep = nbgrad.rand(tuple(input.shape), dtype=input.dtype, device=input.device)._data
+        keep = _random.rand(tuple(input.shape), dtype=input.dtype, device=input.device)._data
         keep = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
         mask = _const(keep)
     if inplace:
@@ -255,7 +256,7 @@ def _feature_dropout(input, p, training, inplace, batched_ndim, who):
     if p == 1.0:
         mask = np.zeros(shape, input._data.dtype)
     else:
-        keep = nbgrad.rand(shape, dtype=input.dtype)._data
+        keep = _random.rand(shape, dtype=input.dtype)._data
         mask = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
     if inplace:
         return input.mul_(_const(mask))

@@ -5,7 +5,9 @@ import math
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
+from nbgrad import functions
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
 from nbgrad.ops import ROWS
@@ -60,7 +62,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             "Expected query, key, and value to have the same dtype, but got query.dtype: "
             f"{_c_type(q.dtype)} key.dtype: {_c_type(k.dtype)} and value.dtype: "
             f"{_c_type(v.dtype)} instead.")
-    if attn_mask is not None and attn_mask.dtype != nbgrad.bool \
+    if attn_mask is not None and attn_mask.dtype != dtypes.bool_ \
             and not attn_mask.dtype.is_floating_point:
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
@@ -91,7 +93,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     blocked = xp.triu(xp.ones((n_q, n_k), dtype=bool), 1) if is_causal else None
     float_mask = None
     if attn_mask is not None:
-        if attn_mask.dtype == nbgrad.bool:
+        if attn_mask.dtype == dtypes.bool_:
             blocked = ~attn_mask._data
         else:
             float_mask = attn_mask
@@ -124,7 +126,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scores = scores + _const(add)
     if float_mask is not None:
         scores = scores + float_mask
-    attn = nbgrad._safe_softmax(scores, -1)
+    attn = functions._safe_softmax(scores, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(v)
@@ -135,14 +137,14 @@ def _float_mask(mask, name, dtype, other=None, other_name=""):
     warns, as torch, when ``other`` (the mask it is combined with) has another dtype."""
     if mask is None:
         return None
-    if mask.dtype != nbgrad.bool and not mask.dtype.is_floating_point:
+    if mask.dtype != dtypes.bool_ and not mask.dtype.is_floating_point:
         raise AssertionError(f"only bool and floating types of {name} are supported")
     if other is not None and other.dtype != mask.dtype:
         import warnings
         warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
                       "type for both instead.", stacklevel=3)
-    if mask.dtype == nbgrad.bool:
-        return _const(np.where(mask._data, -np.inf, 0.0).astype(nbgrad.dtypes.to_np(dtype)))
+    if mask.dtype == dtypes.bool_:
+        return _const(np.where(mask._data, -np.inf, 0.0).astype(dtypes.to_np(dtype)))
     return mask
 
 
@@ -274,8 +276,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key.")
-        k = nbgrad.cat([k, bias_k.repeat(1, bsz, 1)])
-        v = nbgrad.cat([v, bias_v.repeat(1, bsz, 1)])
+        k = functions.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = functions.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
@@ -289,8 +291,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = static_v if static_v is not None else \
         v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
     if add_zero_attn:
-        zeros = nbgrad.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
-        k, v = nbgrad.cat([k, zeros], 1), nbgrad.cat([v, zeros], 1)
+        zeros = creation.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)
+        k, v = functions.cat([k, zeros], 1), functions.cat([v, zeros], 1)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:

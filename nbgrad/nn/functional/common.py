@@ -3,7 +3,7 @@ argument, and the one kind of row for layers linear in their input (``_linear``)
 """
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
 from nbgrad.autograd.apply import apply
 from nbgrad.ops import Ctx, ROWS
 
@@ -11,7 +11,7 @@ from nbgrad.ops import Ctx, ROWS
 def _const(arr):
     """A constant (no-grad) tensor over the numpy array ``arr``."""
     arr = np.asarray(arr)
-    return nbgrad.from_numpy(arr if arr.flags.c_contiguous else arr.copy())
+    return creation.from_numpy(arr if arr.flags.c_contiguous else arr.copy())
 
 
 def _check_reduction(reduction, who):
@@ -31,7 +31,7 @@ def _reduce(loss, reduction, who):
 
 def _filled(like, value):
     """A constant tensor of ``like``'s shape (torch's C++ ``scalar - tensor``: SubBackward0)."""
-    return nbgrad.full(tuple(like.shape), value, dtype=like.dtype)
+    return creation.full(tuple(like.shape), value, dtype=like.dtype)
 
 
 def _linear(name, input, fwd, adj):

@@ -3,13 +3,13 @@ unsafe_view) as one fused node (nbgrad/autograd/fused.py); the chain is built on
 """
 import numpy as np
 
-import nbgrad
+from nbgrad import functions
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply
 from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.ops import ROWS
 from nbgrad.ops.formulas import NUMPY, _reduce_to
-from nbgrad.tensor import strides_of
+from nbgrad.tensor import Tensor, strides_of
 
 
 def linear(input, weight, bias=None):
@@ -41,10 +41,10 @@ def linear(input, weight, bias=None):
         out = _addmm_fused(bias, input, weight) if fuse else _addmm_chain(bias, input, weight)
         return out if x.ndim == 2 else apply(ROWS["view"], (out,), (x.shape[:-1] + w.shape[:1],))
     if bias is not None and input.ndim == 2:
-        return nbgrad.addmm(bias, input, weight.t())
+        return functions.addmm(bias, input, weight.t())
     if bias is not None and input.ndim > 2 and bias.ndim == 1 and input.is_contiguous():
         # torch's fused path for contiguous N-d input: addmm on a 2-D view, viewed back
-        out = nbgrad.addmm(bias, input.view(-1, input.shape[-1]), weight.t())
+        out = functions.addmm(bias, input.view(-1, input.shape[-1]), weight.t())
         return out.view((*input.shape[:-1], out.shape[-1]))
     out = input.matmul(weight.t())
     if bias is not None:
@@ -70,7 +70,7 @@ def _linear_fused(input, weight):
     x, w = input._data, weight._data
     rows = x.size // x.shape[-1]
     out2 = _MM.fwd(_VIEW.fwd(x, (rows, x.shape[-1])), _T.fwd(w))
-    out = nbgrad.Tensor._make_fresh(_UNSAFE_VIEW.fwd(out2, x.shape[:-1] + w.shape[:1]))
+    out = Tensor._make_fresh(_UNSAFE_VIEW.fwd(out2, x.shape[:-1] + w.shape[:1]))
     rx, rw = input._requires_grad, weight._requires_grad
     fused.record(out, _UNSAFE_VIEW.node, (tuple(out2.shape),), (input, weight),
                  ("self" if rw else None, "mat2" if rx else None), rx + rw + 1,
@@ -118,7 +118,7 @@ def _addmm_fused(bias, input, weight):
     x, w = input._data, weight._data
     rows = x.size // x.shape[-1]
     x2 = x if x.ndim == 2 else _VIEW.fwd(x, (rows, x.shape[-1]))
-    out = nbgrad.Tensor._make_fresh(_ADDMM.fwd(bias._data, x2, _T.fwd(w), 1, 1))
+    out = Tensor._make_fresh(_ADDMM.fwd(bias._data, x2, _T.fwd(w), 1, 1))
     rx, rw = input._requires_grad, weight._requires_grad
     fused.record(out, _ADDMM.node, (), (bias, input, weight),
                  (None, "mat1" if rw else None, "mat2" if rx else None),

@@ -6,7 +6,10 @@ import math
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation, dtypes
+from nbgrad import functions
+from nbgrad.autograd import grad_mode
+from nbgrad import tensor
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply, _broadcast_error
 from nbgrad.autograd.grad_mode import STATE as _GRAD
@@ -35,7 +38,7 @@ def _promoted(input, target):
     float64); tensors already of that dtype are returned as they are."""
     if input.dtype is target.dtype:
         return input, target
-    common = nbgrad.dtypes.from_np(nbgrad.dtypes.result_type(input._data, target._data))
+    common = dtypes.from_np(dtypes.result_type(input._data, target._data))
     return (input if input.dtype is common else input.to(common),
             target if target.dtype is common else target.to(common))
 
@@ -125,7 +128,7 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     x = input._data
     logp = _LOG_SOFTMAX.fwd(x, 1)
     ctx = Ctx(False)
-    out = nbgrad.Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
+    out = tensor.Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
                  _cross_entropy_chain, (logp, reduction, ctx),
@@ -262,7 +265,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"all elements of target should be between 0 and 1 ({_who})")
     _check_reduction(reduction, _who)
     if weight is not None:
-        weight = weight._data if isinstance(weight, nbgrad.Tensor) else np.asarray(weight)
+        weight = weight._data if isinstance(weight, tensor.Tensor) else np.asarray(weight)
     return apply(ROWS["binary_cross_entropy"], (input, target), (weight, reduction))
 
 
@@ -341,7 +344,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def _xlogy(x, y):
     """``x * log(y)``, 0 where x == 0 (torch.xlogy)."""
     zero = _const(x._data == 0)
-    return nbgrad.where(zero, 0.0, x * nbgrad.where(zero, 1.0, y).log())
+    return functions.where(zero, 0.0, x * functions.where(zero, 1.0, y).log())
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -383,9 +386,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         loss = input - target * (input + eps).log()
     if full:
         big = target > 1
-        t = nbgrad.where(big, target, 1.0)  # log of the targets <= 1 is never used
+        t = functions.where(big, target, 1.0)  # log of the targets <= 1 is never used
         stirling = t * t.log() - t + (t * (2 * math.pi)).log() * 0.5
-        loss = loss + nbgrad.where(big, stirling, 0.0)
+        loss = loss + functions.where(big, stirling, 0.0)
     return _reduce(loss, reduction, "poisson_nll_loss")
 
 
@@ -402,8 +405,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         ValueError: var of an incompatible size, or negative (torch's texts); an unknown
             reduction.
     """
-    if not isinstance(var, nbgrad.Tensor):
-        var = nbgrad.full(tuple(input.shape), float(var), dtype=input.dtype)
+    if not isinstance(var, tensor.Tensor):
+        var = creation.full(tuple(input.shape), float(var), dtype=input.dtype)
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -414,7 +417,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if (var._data < 0).any():
         raise ValueError("var has negative entry/entries")
     var = var.clone()
-    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+    with grad_mode.no_grad():  # clamped without blocking the gradient, as torch
         var.clamp_(min=eps)
     loss = (var.log() + (input - target) ** 2 / var) * 0.5
     if full:
@@ -440,7 +443,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     if out is None:
         return input / denom
-    with nbgrad.no_grad():
+    with grad_mode.no_grad():
         return out.copy_(input / denom)
 
 
@@ -450,7 +453,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """
     n1 = x1.norm(2, dim=dim, keepdim=True).clone()
     n2 = x2.norm(2, dim=dim, keepdim=True).clone()
-    with nbgrad.no_grad():  # clamped without blocking the gradient, as torch
+    with grad_mode.no_grad():  # clamped without blocking the gradient, as torch
         n1.clamp_(min=eps)
         n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
@@ -478,8 +481,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     mag1 = (input1 * input1).sum(d) + eps
     mag2 = (input2 * input2).sum(d) + eps
     cos = prod / (mag1 * mag2).sqrt()
-    pos = nbgrad.where(target == 1, _filled(cos, 1.0) - cos, 0.0)
-    neg = nbgrad.where(target == -1, (cos - margin).clamp_min(0), 0.0)
+    pos = functions.where(target == 1, _filled(cos, 1.0) - cos, 0.0)
+    neg = functions.where(target == -1, (cos - margin).clamp_min(0), 0.0)
     return _reduce(pos + neg, reduction, "cosine_embedding_loss")
 
 
@@ -514,7 +517,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_neg = nbgrad.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+        d_neg = functions.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     loss = (d_pos + margin - d_neg).clamp_min(0)
     return _reduce(loss, reduction, "triplet_margin_loss")
 
@@ -524,8 +527,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """``x`` where ``y = 1``, ``max(0, margin - x)`` where ``y = -1`` (mirrors
     ``F.hinge_embedding_loss``). ``input``, ``target``: the same shape (*).
     """
-    margin_part = nbgrad.where(target != 1, (_filled(input, margin) - input).clamp_min(0), 0.0)
-    self_part = nbgrad.where(target != -1, input, 0.0)
+    margin_part = functions.where(target != 1, (_filled(input, margin) - input).clamp_min(0), 0.0)
+    self_part = functions.where(target != -1, input, 0.0)
     return _reduce(margin_part + self_part, reduction, "hinge_embedding_loss")
 
 

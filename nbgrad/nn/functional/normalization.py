@@ -1,7 +1,8 @@
 """Normalisation layers' functions: batch_norm, layer_norm, rms_norm, group_norm,
 instance_norm (PyTorch's native_* nodes).
 """
-import nbgrad
+from nbgrad.autograd import grad_mode
+from nbgrad import typeinfo
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
 from nbgrad.ops import Ctx, ROWS
@@ -35,7 +36,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     (True, None, None, eps, ctx))
         if running_mean is not None:
             _, _, mean, var = ctx.value
-            with nbgrad.no_grad():
+            with grad_mode.no_grad():
                 m = momentum
                 running_mean.mul_(1 - m).add_(_const(mean), alpha=m)
                 running_var.mul_(1 - m).add_(_const(var), alpha=m * count / (count - 1))
@@ -88,7 +89,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     normalized_shape = _trailing_shape(input, normalized_shape, "*")
     k = len(normalized_shape)
     if eps is None:
-        eps = nbgrad.finfo(input.dtype).eps
+        eps = typeinfo.finfo(input.dtype).eps
     dims = list(range(input.ndim - k, input.ndim))
     ms = input.pow(2).mean(dims, keepdim=True)
     out = input * apply(ROWS["add_scalar"], (ms,), (eps,)).rsqrt()
@@ -128,7 +129,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     rv = None if running_var is None else running_var.repeat(n)
     out = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)
     if use_input_stats and running_mean is not None:
-        with nbgrad.no_grad():
+        with grad_mode.no_grad():
             running_mean.copy_(rm.reshape(n, c).mean(0))
             running_var.copy_(rv.reshape(n, c).mean(0))
     return out.reshape(tuple(input.shape))

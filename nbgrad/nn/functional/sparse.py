@@ -2,7 +2,9 @@
 """
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import functions
+from nbgrad.autograd import grad_mode
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
 from nbgrad.ops import ROWS
@@ -54,7 +56,7 @@ def _embedding_renorm_(weight, ids, max_norm, norm_type):
     big = norms > max_norm
     if big.any():
         scale = max_norm / (norms[big] + 1e-7)
-        with nbgrad.no_grad():
+        with grad_mode.no_grad():
             weight[_const(rows[big])] = _const(w[rows[big]] * scale[:, None].astype(w.dtype))
 
 
@@ -183,6 +185,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             if len(sel):
                 outs.append(rows[_const(sel.astype(np.int64))].amax(0))
             else:
-                outs.append(nbgrad.zeros(weight.shape[1], dtype=weight.dtype))
-        return nbgrad.stack(outs, 0)
+                outs.append(creation.zeros(weight.shape[1], dtype=weight.dtype))
+        return functions.stack(outs, 0)
     raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")

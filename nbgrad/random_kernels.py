@@ -46,7 +46,7 @@ def u53(words64):
     return (words64 & np.uint64(2 ** 53 - 1)).astype(np.float64) * 2.0 ** -53
 
 
-# ---- fused multiply-add, correctly rounded --------------------------------------------------------
+# ---- fused multiply-add, correctly rounded ---------------------------------------------
 
 
 def _two_sum(a, b):

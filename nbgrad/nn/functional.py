@@ -542,11 +542,21 @@ def log_softmax(input, dim=None, dtype=None):
     return input.log_softmax(dim)
 
 
+def _dropout_noise(input, shape, p):
+    """torch's dropout noise: ``empty(shape).bernoulli_(1 - p).div_(1 - p)`` in input's dtype,
+    on input's device."""
+    from nbgrad.random import _uniform, default_generator
+    dt = input._data.dtype
+    u = _uniform(default_generator, math.prod(shape), np.dtype(np.float64)).reshape(shape)
+    noise = (u < 1.0 - p).astype(dt) / dt.type(1.0 - p)
+    return noise if input.device.type == "cpu" else backend.to_device(noise, input.device)
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (mirrors F.dropout).
 
-    The mask comes from nbgrad's global generator (``nbgrad.manual_seed``); its values differ
-    from torch's stream.
+    The mask is torch's on the CPU, bit for bit: ``empty_like(input).bernoulli_(1 - p)`` from
+    the global generator, divided by ``1 - p``, then ``input * mask``.
 
     Raises:
         ValueError: p outside [0, 1].
@@ -558,9 +568,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         mask = nbgrad.zeros_like(input)
     else:
-        keep = nbgrad.rand(tuple(input.shape), dtype=input.dtype, device=input.device)._data
-        keep = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
-        mask = _const(keep)
+        mask = _const(_dropout_noise(input, tuple(input.shape), p))
     if inplace:
         return input.mul_(mask)
     return input * mask
@@ -2339,8 +2347,7 @@ def _feature_dropout(input, p, training, inplace, batched_ndim, who):
     if p == 1.0:
         mask = np.zeros(shape, input._data.dtype)
     else:
-        keep = nbgrad.rand(shape, dtype=input.dtype)._data
-        mask = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
+        mask = _dropout_noise(input, shape, p)
     if inplace:
         return input.mul_(_const(mask))
     return input * _const(mask)

@@ -156,3 +156,143 @@ def test_numpy_sin_cos_agree_with_glibc_on_box_muller_angles():
     theta = 2.0 * math.pi * u
     np.testing.assert_array_equal(np.cos(theta), [math.cos(t) for t in theta.tolist()])
     np.testing.assert_array_equal(np.sin(theta), [math.sin(t) for t in theta.tolist()])
+
+
+# ---- nn.init and the layers' default initialisation -----------------------------------------
+def test_linear_3_2_weight_is_torchs():
+    nbgrad.manual_seed(0)
+    torch.manual_seed(0)
+    np.testing.assert_array_equal(nbgrad.nn.Linear(3, 2).weight.detach().numpy(),
+                                  torch.nn.Linear(3, 2).weight.detach().numpy())
+
+
+LAYERS = {
+    "Linear": lambda T: T.nn.Linear(64, 128),
+    "Conv1d": lambda T: T.nn.Conv1d(4, 5, 2),
+    "Conv2d": lambda T: T.nn.Conv2d(3, 8, 3),
+    "ConvTranspose2d": lambda T: T.nn.ConvTranspose2d(3, 4, 3),
+    "Embedding": lambda T: T.nn.Embedding(10, 4),
+    "LSTM": lambda T: T.nn.LSTM(5, 7, num_layers=2),
+    "GRU": lambda T: T.nn.GRU(3, 4),
+    "RNN": lambda T: T.nn.RNN(3, 4),
+    "LSTMCell": lambda T: T.nn.LSTMCell(3, 5),
+    "MultiheadAttention": lambda T: T.nn.MultiheadAttention(8, 2),
+    "TransformerEncoderLayer": lambda T: T.nn.TransformerEncoderLayer(8, 2, 16),
+    "Bilinear": lambda T: T.nn.Bilinear(3, 4, 5),
+    "MLP": lambda T: T.nn.Sequential(T.nn.Linear(64, 128), T.nn.ReLU(), T.nn.Linear(128, 10)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_default_initialisation_is_torchs(name):
+    for seed in SEEDS[:2]:
+        nbgrad.manual_seed(seed)
+        torch.manual_seed(seed)
+        a = dict(LAYERS[name](nbgrad).named_parameters())
+        b = dict(LAYERS[name](torch).named_parameters())
+        assert list(a) == list(b)
+        for k in b:
+            np.testing.assert_array_equal(a[k].detach().numpy(), b[k].detach().numpy(), k)
+
+
+INITS = {
+    "uniform_": lambda T: T.nn.init.uniform_(T.empty(7), -2, 3),
+    "normal_": lambda T: T.nn.init.normal_(T.empty(70, dtype=T.float64), 1, 2),
+    "xavier_uniform_": lambda T: T.nn.init.xavier_uniform_(T.empty(30, 20)),
+    "xavier_normal_": lambda T: T.nn.init.xavier_normal_(T.empty(30, 20), gain=2.0),
+    "kaiming_uniform_": lambda T: T.nn.init.kaiming_uniform_(T.empty(30, 20),
+                                                             nonlinearity="relu"),
+    "kaiming_normal_": lambda T: T.nn.init.kaiming_normal_(T.empty(3, 5), mode="fan_out"),
+    "trunc_normal_": lambda T: T.nn.init.trunc_normal_(T.empty(300, 20), std=0.02),
+    "trunc_normal_wide": lambda T: T.nn.init.trunc_normal_(T.empty(4000), a=-0.5, b=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INITS))
+def test_init_is_torchs(name):
+    for seed in SEEDS:
+        same(INITS[name], seed)
+
+
+def test_orthogonal_draws_torchs_gaussians():
+    """orthogonal_ spends the stream as torch (the state after agrees); its QR is numpy's, not
+    MKL's, so the matrix agrees to float32 rounding."""
+    nbgrad.manual_seed(0)
+    torch.manual_seed(0)
+    a = nbgrad.nn.init.orthogonal_(nbgrad.empty(6, 4)).numpy()
+    b = torch.nn.init.orthogonal_(torch.empty(6, 4)).numpy()
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    np.testing.assert_array_equal(nbgrad.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+def test_dropout_masks_are_torchs():
+    for seed in SEEDS:
+        same(lambda T: T.nn.functional.dropout(T.ones(1000) * 3, 0.1), seed)
+        same(lambda T: T.nn.Dropout(0.5)(T.arange(60.).reshape(6, 10)), seed)
+        same(lambda T: T.nn.functional.dropout2d(T.ones(4, 6, 3, 3), 0.3), seed)
+
+
+# ---- data utilities ---------------------------------------------------------------------------
+def _loader_order(T):
+    ds = T.utils.data.TensorDataset(T.arange(50.).reshape(25, 2), T.arange(25))
+    out = []
+    for _ in range(2):
+        for _, y in T.utils.data.DataLoader(ds, batch_size=4, shuffle=True):
+            out += y.tolist()
+    return out + T.rand(3).tolist()
+
+
+def _loader_generator(T):
+    g = T.Generator().manual_seed(7)
+    ds = T.utils.data.TensorDataset(T.arange(25))
+    out = [b[0].tolist() for b in T.utils.data.DataLoader(ds, batch_size=5, shuffle=True,
+                                                          generator=g)]
+    return out + [T.rand(2, generator=g).tolist(), T.rand(2).tolist()]
+
+
+def _samplers(T):
+    return [list(T.utils.data.RandomSampler(range(10), replacement=True, num_samples=70)),
+            list(T.utils.data.RandomSampler(range(10), num_samples=23)),
+            list(T.utils.data.SubsetRandomSampler([3, 5, 7, 9, 11])),
+            list(T.utils.data.WeightedRandomSampler([0.1, 0.5, 0.2, 0.2], 12)),
+            list(T.utils.data.WeightedRandomSampler([0.1, 0.5, 0.2, 0.2], 3, False)),
+            T.rand(1).tolist()]
+
+
+def _splits(T):
+    parts = T.utils.data.random_split(range(30), [0.3, 0.3, 0.4])
+    parts += T.utils.data.random_split(range(10), [3, 7], generator=T.Generator().manual_seed(42))
+    return [list(p) for p in parts] + [T.rand(1).tolist()]
+
+
+@pytest.mark.parametrize("f", [_loader_order, _loader_generator, _samplers, _splits])
+def test_data_utilities_draw_as_torch(f):
+    for seed in SEEDS:
+        nbgrad.manual_seed(seed)
+        torch.manual_seed(seed)
+        assert f(nbgrad) == f(torch)
+
+
+# ---- a seeded training loop: the same losses ---------------------------------------------------
+def _train(T, steps=12):
+    T.manual_seed(0)
+    x = T.randn(160, 16)
+    y = T.randint(0, 4, (160,))
+    model = T.nn.Sequential(T.nn.Linear(16, 32), T.nn.ReLU(), T.nn.Dropout(0.2),
+                            T.nn.Linear(32, 4))
+    opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loader = T.utils.data.DataLoader(T.utils.data.TensorDataset(x, y), batch_size=32,
+                                     shuffle=True)
+    losses = []
+    while len(losses) < steps:
+        for xb, yb in loader:
+            loss = T.nn.functional.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return losses[:steps]
+
+
+def test_seeded_training_loop_prints_torchs_losses():
+    np.testing.assert_allclose(_train(nbgrad), _train(torch), rtol=1e-5)

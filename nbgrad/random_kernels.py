@@ -66,25 +66,31 @@ def _round_to_odd(s, err):
 
 
 def fma32(a, b, c):
-    """``a * b + c`` rounded once to float32 (float32 inputs, numbers or arrays).
+    """``a * b + c`` rounded once to float32 (float32 values: arrays, or numbers for b and c).
 
-    The product of two float32 is exact in float64; the float64 sum is rounded to odd where it
-    is inexact, which makes its rounding to float32 the correct one."""
+    The product of two float32 is exact in float64, and so is their sum with a float32 unless
+    the terms lie far apart; only a float64 sum that lands on a float32 halfway point can then
+    round twice wrongly, and those few elements are redone exactly (rounded to odd)."""
     a = np.asarray(a, np.float32)
-    if np.ndim(b) == 0 and np.ndim(c) == 0:
-        if float(c) == 0.0:
-            return a * _F(b)
-        if float(b) == 1.0:
-            return a + _F(c)
-    p = a.astype(np.float64) * np.asarray(b, np.float32).astype(np.float64)
-    c64 = np.asarray(c, np.float32).astype(np.float64)
-    s = p + c64
-    # only a float64 sum lying on a float32 halfway point can round twice wrongly
-    near = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000
-    if near.any():
-        s, err = _two_sum(p, np.broadcast_to(c64, p.shape))
-        s = _round_to_odd(s, err)
-    return s.astype(np.float32)
+    scalars = np.ndim(b) == 0 and np.ndim(c) == 0
+    if scalars:
+        b, c = float(np.float32(b)), float(np.float32(c))
+        if c == 0.0:
+            return a * np.float32(b)
+        if b == 1.0:
+            return a + np.float32(c)
+    s = a.astype(np.float64)
+    s *= b if scalars else np.asarray(b, np.float32)
+    s += c if scalars else np.asarray(c, np.float32)
+    out = s.astype(np.float32)
+    if ((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000).any():
+        idx = np.flatnonzero((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000)
+        flat = a.ravel()[idx].astype(np.float64)
+        p = flat * (b if scalars else np.broadcast_to(b, a.shape).ravel()[idx])
+        cc = np.full(idx.size, c) if scalars else \
+            np.broadcast_to(c, a.shape).ravel()[idx].astype(np.float64)
+        out.ravel()[idx] = _round_to_odd(*_two_sum(p, cc)).astype(np.float32)
+    return out
 
 
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
@@ -154,7 +160,7 @@ def log256_ps(x):
         y = fma32(y, x, p)
     y = fma32(y * x, z, e * _LOG_Q1)
     y = y - z * _HALF
-    return fma32(e, _LOG_Q2, x + y)
+    return (x + y) + e * _LOG_Q2  # e * Q2 is exact (8 + 9 bits): the fused add is a plain one
 
 
 def sincos256_ps(x):
@@ -167,8 +173,10 @@ def sincos256_ps(x):
     sign_sin = sign_sin ^ ((j & 4) << 29)
     sign_cos = (~(j - 2) & 4) << 29
     poly = (j & 2) == 0
-    for d in _DP:
-        x = fma32(y, d, x)
+    # y is an even integer below 2**4 here, and DP1, DP2 have 8 and 12 bits: their products are
+    # exact, so only the last of the three fused multiply-adds needs emulating
+    x = (x + y * _DP[0]) + y * _DP[1]
+    x = fma32(y, _DP[2], x)
     z = x * x
     yc = fma32(fma32(np.full_like(x, _COS_P[0]), z, _COS_P[1]), z, _COS_P[2])
     yc = fma32(yc * z, z, -(z * _HALF)) + _ONE

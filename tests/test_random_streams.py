@@ -296,3 +296,13 @@ def _train(T, steps=12):
 
 def test_seeded_training_loop_prints_torchs_losses():
     np.testing.assert_allclose(_train(nbgrad), _train(torch), rtol=1e-5)
+
+
+def test_distributions_sample_torchs_numbers():
+    cases = [lambda T: T.distributions.Normal(T.zeros(3), T.ones(3) * 2).sample((5,)),
+             lambda T: T.distributions.Normal(T.zeros(3), T.ones(3) * 2).rsample((50,)),
+             lambda T: T.distributions.Uniform(T.zeros(3), T.ones(3) * 2).sample((5,)),
+             lambda T: T.distributions.Bernoulli(T.ones(3) * 0.3).sample((5,)),
+             lambda T: T.distributions.Categorical(T.tensor([0.1, 0.2, 0.7])).sample((9,))]
+    for f in cases:
+        same(f, 1)

@@ -166,9 +166,27 @@ def _broadcastable(a, b):
 
 
 # ---- in-place fills (Tensor methods) ----------------------------------------------------------
+def _fill_order(self):
+    """None for a contiguous tensor; else the C-order positions of self's elements in the order
+    torch's TensorIterator fills a strided tensor: by address."""
+    if self.is_contiguous():
+        return None
+    shape, offsets = tuple(self.shape), np.zeros((), np.int64)
+    for d, (n, s) in enumerate(zip(shape, self.stride())):
+        offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(
+            (n,) + (1,) * (len(shape) - d - 1))
+    return np.argsort(np.broadcast_to(offsets, shape).ravel(), kind="stable")
+
+
 def _fill(self, row, values, op_name, others=()):
     """Write sampled values into self through the in-place path: one version bump, the leaf and
-    view rules, and the row's node on a non-leaf."""
+    view rules, and the row's node on a non-leaf. ``values`` are the draws in torch's fill
+    order, laid out in self's shape (so placed by address on a strided self)."""
+    order = _fill_order(self)
+    if order is not None:
+        placed = np.empty(values.size, np.asarray(values).dtype)
+        placed[order] = np.asarray(values).ravel()
+        values = placed.reshape(tuple(self.shape))
     values = _device_values(np.asarray(values, dtype=self._data.dtype), self)
     return apply(row, (self, *others), (values,), inplace=op_name)
 
@@ -197,7 +215,11 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """
     _require_float(self._data.dtype, "normal_kernel_cpu")
     _check_std(std)
-    z = _normal(_gen(generator), self.numel(), self._data.dtype, mean, std)
+    dt, n = self._data.dtype, self.numel()
+    if self.is_contiguous():
+        z = _normal(_gen(generator), n, dt, mean, std)
+    else:  # torch's scalar path for a strided tensor, whatever its size
+        z = _scalar_normal(_gen(generator), n, mean, std).astype(dt)
     return _fill(self, R["normal_"], z.reshape(self.shape), "normal_")
 
 
@@ -215,6 +237,9 @@ def bernoulli_(self, p=0.5, *, generator=None):
             raise RuntimeError(_P_IN)
         p.expand(*self.shape)  # PyTorch's error when p does not broadcast to self
         probs = np.broadcast_to(probs, tuple(self.shape))
+        order = _fill_order(self)
+        if order is not None:  # the probabilities in the order torch fills self
+            probs = probs.ravel()[order].reshape(probs.shape)
         return _fill(self, R["bernoulli_tensor_p"], _bernoulli_tensor(g, probs), "bernoulli_",
                      (p,))
     if not 0 <= p <= 1:

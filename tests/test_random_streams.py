@@ -306,3 +306,21 @@ def test_distributions_sample_torchs_numbers():
              lambda T: T.distributions.Categorical(T.tensor([0.1, 0.2, 0.7])).sample((9,))]
     for f in cases:
         same(f, 1)
+
+
+STRIDED = {
+    "uniform_t": lambda T: T.empty(4, 5).t().uniform_(),
+    "normal_t": lambda T: T.empty(4, 30).t().normal_(),  # torch's scalar path: not contiguous
+    "normal_step": lambda T: T.empty(6, 8)[:, ::2].normal_(),
+    "exponential_permuted": lambda T: T.empty(3, 4, 5).permute(2, 0, 1).exponential_(),
+    "bernoulli_tensor_t": lambda T: T.empty(4, 5).t().bernoulli_(T.rand(5, 4)),
+    "random_sliced": lambda T: T.empty(10, 10)[::3, 1:].random_(0, 9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRIDED))
+def test_fills_of_strided_tensors_follow_torchs_order(name):
+    """torch fills a strided tensor in address order (its TensorIterator), and normal_ takes
+    the scalar path there."""
+    for seed in SEEDS:
+        same(STRIDED[name], seed)

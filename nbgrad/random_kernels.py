@@ -83,10 +83,12 @@ def fma32(a, b, c):
     s *= b if scalars else np.asarray(b, np.float32)
     s += c if scalars else np.asarray(c, np.float32)
     out = s.astype(np.float32)
-    if ((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000).any():
-        idx = np.flatnonzero((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000)
-        flat = a.ravel()[idx].astype(np.float64)
-        p = flat * (b if scalars else np.broadcast_to(b, a.shape).ravel()[idx])
+    low = s.view(np.int64)
+    low &= 0x1FFFFFFF  # s is not needed any more: its bits below float32's precision
+    if (low == 0x10000000).any():
+        idx = np.flatnonzero(low == 0x10000000)
+        p = a.ravel()[idx].astype(np.float64)
+        p *= b if scalars else np.broadcast_to(b, a.shape).ravel()[idx]
         cc = np.full(idx.size, c) if scalars else \
             np.broadcast_to(c, a.shape).ravel()[idx].astype(np.float64)
         out.ravel()[idx] = _round_to_odd(*_two_sum(p, cc)).astype(np.float32)
@@ -153,10 +155,10 @@ def log256_ps(x):
     x = ((bits & ~0x7f800000) | 0x3f000000).view(np.float32)  # mantissa in [0.5, 1)
     small = x < _SQRTHF
     e = e - small.astype(np.float32)
-    x = (x - _ONE) + np.where(small, x, _F(0))
+    x = (x - _ONE) + x * small  # x + x - 1 where small, else x - 1
     z = x * x
-    y = np.full_like(x, _LOG_P[0])
-    for p in _LOG_P[1:]:
+    y = fma32(x, _LOG_P[0], _LOG_P[1])
+    for p in _LOG_P[2:]:
         y = fma32(y, x, p)
     y = fma32(y * x, z, e * _LOG_Q1)
     y = y - z * _HALF
@@ -178,12 +180,16 @@ def sincos256_ps(x):
     x = (x + y * _DP[0]) + y * _DP[1]
     x = fma32(y, _DP[2], x)
     z = x * x
-    yc = fma32(fma32(np.full_like(x, _COS_P[0]), z, _COS_P[1]), z, _COS_P[2])
+    yc = fma32(fma32(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
     yc = fma32(yc * z, z, -(z * _HALF)) + _ONE
-    ys = fma32(fma32(np.full_like(x, _SIN_P[0]), z, _SIN_P[1]), z, _SIN_P[2])
+    ys = fma32(fma32(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
     ys = fma32(ys * z, x, x)
-    s = np.where(poly, ys, yc)
-    c = np.where(poly, yc, ys)
+    # the kernel's selection by bit masks: sin = (cos poly & ~mask) + (sin poly & mask), and
+    # cos = the other two, each zeroed half an exact +0
+    mask = -(poly.astype(np.int32))
+    sin2 = (ys.view(np.int32) & mask).view(np.float32)
+    sin1 = (yc.view(np.int32) & ~mask).view(np.float32)
+    s, c = sin1 + sin2, (yc - sin1) + (ys - sin2)
     return ((s.view(np.int32) ^ sign_sin).view(np.float32),
             (c.view(np.int32) ^ sign_cos).view(np.float32))
 

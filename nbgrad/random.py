@@ -92,8 +92,13 @@ class Generator:
 
     def _words64(self, n):
         """The next n 64-bit draws, torch's random64(): (first word << 32) | second."""
-        w = self._words(2 * n).astype(np.uint64)
-        return (w[0::2] << np.uint64(32)) | w[1::2]
+        if n:
+            self._fresh = False
+        w = self._bits.random_raw(2 * n)  # uint64 holding the 32-bit words
+        hi = w[0::2]
+        hi <<= np.uint64(32)
+        hi |= w[1::2]
+        return hi
 
     # ---- torch's state layout ----
     def get_state(self):

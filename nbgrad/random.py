@@ -265,7 +265,12 @@ def _normal(g, n, np_dt, mean=0.0, std=1.0):
     below."""
     if n >= 16:
         work = np.dtype(np.float64) if np_dt == np.float64 else np.dtype(np.float32)
-        u = _uniform(g, n, work)
+        # float and double fill the whole tensor with uniforms first; half works block by
+        # block in a float buffer, so it draws no uniforms for the partial last block
+        drawn = n if np_dt == work else n - n % 16
+        u = _uniform(g, drawn, work)
+        if drawn < n:
+            u = np.concatenate([u, np.zeros(n - drawn, work)])
         tail = _uniform(g, 16, work) if n % 16 else None
         return K.normal_fill(u, tail, mean, std).astype(np_dt, copy=False)
     return _scalar_normal(g, n, mean, std).astype(np_dt)

@@ -33,15 +33,16 @@ def same(f, seed, *args):
     np.testing.assert_array_equal(nbgrad.get_rng_state().numpy(), torch.get_rng_state().numpy())
 
 
-F32, F64 = "float32", "float64"
+F32, F64, F16 = "float32", "float64", "float16"
 
 # name -> (f(T, n, dt), the dtypes it takes); n the number of elements
 SAMPLERS = {
-    "rand": (lambda T, n, dt: T.rand(n, dtype=getattr(T, dt)), (F32, F64)),
-    "randn": (lambda T, n, dt: T.randn(n, dtype=getattr(T, dt)), (F32, F64)),
+    "rand": (lambda T, n, dt: T.rand(n, dtype=getattr(T, dt)), (F32, F64, F16)),
+    "randn": (lambda T, n, dt: T.randn(n, dtype=getattr(T, dt)), (F32, F64, F16)),
     "uniform_": (lambda T, n, dt: T.empty(n, dtype=getattr(T, dt)).uniform_(-0.3, 1.7),
-                 (F32, F64)),
-    "normal_": (lambda T, n, dt: T.empty(n, dtype=getattr(T, dt)).normal_(0.25, 3.5), (F32, F64)),
+                 (F32, F64, F16)),
+    "normal_": (lambda T, n, dt: T.empty(n, dtype=getattr(T, dt)).normal_(0.25, 3.5),
+                (F32, F64, F16)),
     "normal_2d": (lambda T, n, dt: T.randn(n, 3, dtype=getattr(T, dt)), (F32, F64)),
     "randint_small": (lambda T, n, dt: T.randint(-4, 1000, (n,)), ("int64",)),
     "randint_large": (lambda T, n, dt: T.randint(0, 2**40, (n,)), ("int64",)),

@@ -9,8 +9,10 @@ the same 32-bit words in bulk), and each sampler spends the words as torch 2.13 
 prints torch's numbers, and ``get_rng_state()`` is torch's 5056-byte state, which
 ``torch.set_rng_state`` accepts, and the other way round.
 
-Tensors on a cupy device are drawn from the same CPU stream and moved: torch's CUDA generator
-(Philox, per device) is not reproduced, so their numbers differ from torch's on CUDA.
+Tensors on a cupy device are drawn from this same CPU stream and moved (cupy's own generator,
+which ``nbgrad.cuda.manual_seed`` seeds, is not used for them): torch's CUDA generator (Philox,
+one per device) is not reproduced, so their numbers differ from torch's on CUDA, and, unlike in
+torch, a draw on the GPU advances the CPU stream.
 
 Nothing here records a graph (this module sits below autograd: gradcheck draws its random
 vectors here); the samplers whose parameters are tensors, and the in-place fills, are in

@@ -365,11 +365,11 @@ def _randperm(g, n):
     i + (word % (n - i)), i = 0 .. n-2 (one 32-bit word each); beyond, the inside-out shuffle
     with 64-bit draws."""
     if n < (2 ** 32 - 1) // 20:
-        z = (g._words(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint32)).tolist()
+        m = max(n - 1, 0)
+        z = g._words(m) % np.arange(n, 1, -1, dtype=np.uint32)
         perm = list(range(n))
-        for i, k in enumerate(z):  # sequential by nature: each swap sees the previous ones
-            j = i + k
-            perm[i], perm[j] = perm[j], perm[i]
+        for i, j in enumerate((z + np.arange(m, dtype=np.uint32)).tolist()):
+            perm[i], perm[j] = perm[j], perm[i]  # sequential: each swap sees the earlier ones
         return np.array(perm, dtype=np.int64)
     z = (g._words64(n) % np.arange(1, n + 1, dtype=np.uint64)).tolist()
     perm = [0] * n

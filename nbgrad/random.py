@@ -293,6 +293,16 @@ def _scalar_normal(g, n, mean=0.0, std=1.0):
     return K.fma64(z[:n], float(std), float(mean))
 
 
+def _address_order(shape, strides):
+    """The C-order positions of a strided tensor's elements sorted by address: the order in
+    which torch's TensorIterator visits (and so fills) them."""
+    offsets = np.zeros((), np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(
+            (n,) + (1,) * (len(shape) - d - 1))
+    return np.argsort(np.broadcast_to(offsets, shape).ravel(), kind="stable")
+
+
 def _int_bounds(np_dt):
     """The inclusive range random_ and randint may draw from for np_dt."""
     if np_dt.kind == "b":

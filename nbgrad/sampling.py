@@ -20,9 +20,9 @@ from .autograd.grad_mode import STATE as _GRAD
 from .creation import _finish, _size, write_out
 from .ops import ROWS as R
 from . import random_kernels as K
-from .random import (_CTYPE, _continuous_only, _count, _device_values, _exponential, _from_to,
-                     _gen, _host, _int_bounds, _integers, _normal, _np_dt, _num, _random_full,
-                     _require_float, _scalar_normal, _uniform)
+from .random import (_CTYPE, _address_order, _continuous_only, _count, _device_values,
+                     _exponential, _from_to, _gen, _host, _int_bounds, _integers, _normal,
+                     _np_dt, _num, _random_full, _require_float, _scalar_normal, _uniform)
 from .tensor import Tensor
 
 __all__ = ["bernoulli", "normal", "uniform_", "normal_", "bernoulli_", "random_", "exponential_",
@@ -169,13 +169,7 @@ def _broadcastable(a, b):
 def _fill_order(self):
     """None for a contiguous tensor; else the C-order positions of self's elements in the order
     torch's TensorIterator fills a strided tensor: by address."""
-    if self.is_contiguous():
-        return None
-    shape, offsets = tuple(self.shape), np.zeros((), np.int64)
-    for d, (n, s) in enumerate(zip(shape, self.stride())):
-        offsets = offsets + (np.arange(n, dtype=np.int64) * s).reshape(
-            (n,) + (1,) * (len(shape) - d - 1))
-    return np.argsort(np.broadcast_to(offsets, shape).ravel(), kind="stable")
+    return None if self.is_contiguous() else _address_order(tuple(self.shape), self.stride())
 
 
 def _fill(self, row, values, op_name, others=()):

@@ -325,3 +325,59 @@ def test_fills_of_strided_tensors_follow_torchs_order(name):
     the scalar path there."""
     for seed in SEEDS:
         same(STRIDED[name], seed)
+
+
+def _train_lstm(T, steps=6):
+    T.manual_seed(1)
+    emb = T.nn.Embedding(20, 8)
+    lstm = T.nn.LSTM(8, 16, num_layers=2, dropout=0.3, batch_first=True)
+    head = T.nn.Linear(16, 20)
+    params = list(emb.parameters()) + list(lstm.parameters()) + list(head.parameters())
+    opt = T.optim.Adam(params, lr=0.01)
+    data = T.randint(0, 20, (64, 12))
+    loader = T.utils.data.DataLoader(T.utils.data.TensorDataset(data), batch_size=16,
+                                     shuffle=True)
+    losses = []
+    while len(losses) < steps:
+        for (xb,) in loader:
+            out, _ = lstm(T.nn.functional.dropout(emb(xb[:, :-1]), 0.1))
+            loss = T.nn.functional.cross_entropy(head(out).reshape(-1, 20),
+                                                 xb[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return losses[:steps]
+
+
+def _train_gpt(T, steps=4):
+    T.manual_seed(2)
+    emb = T.nn.Embedding(30, 16)
+    pos = T.nn.Parameter(T.randn(10, 16) * 0.02)
+    block = T.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
+    head = T.nn.Linear(16, 30)
+    params = list(emb.parameters()) + [pos] + list(block.parameters()) + list(head.parameters())
+    opt = T.optim.AdamW(params, lr=0.01)
+    data = T.randint(0, 30, (32, 11))
+    mask = T.nn.Transformer.generate_square_subsequent_mask(10)
+    losses = []
+    for _ in range(steps):
+        xb = data[T.randint(0, 32, (8,))]
+        h = block(emb(xb[:, :-1]) + pos, src_mask=mask, is_causal=True)
+        loss = T.nn.functional.cross_entropy(head(h).reshape(-1, 30), xb[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("train", [_train_lstm, _train_gpt])
+def test_seeded_sequence_models_print_torchs_losses(train):
+    """An LSTM with inter-layer dropout and a shuffled loader; a causal transformer block whose
+    dropout1 sees attention's transposed (batch_first) output, filled by address as torch."""
+    np.testing.assert_allclose(train(nbgrad), train(torch), rtol=1e-5)
+
+
+def test_dropout_of_a_transposed_view_is_torchs():
+    same(lambda T: T.nn.functional.dropout(T.ones(10, 4, 6).transpose(0, 1), 0.3), 0)

@@ -545,10 +545,17 @@ def log_softmax(input, dim=None, dtype=None):
 def _dropout_noise(input, shape, p):
     """torch's dropout noise: ``empty(shape).bernoulli_(1 - p).div_(1 - p)`` in input's dtype,
     on input's device."""
-    from nbgrad.random import _uniform, default_generator
+    from nbgrad.random import _address_order, _uniform, default_generator
+    from nbgrad.tensor import is_dense
     dt = input._data.dtype
-    u = _uniform(default_generator, math.prod(shape), np.dtype(np.float64)).reshape(shape)
-    noise = (u < 1.0 - p).astype(dt) / dt.type(1.0 - p)
+    u = _uniform(default_generator, math.prod(shape), np.dtype(np.float64))
+    if shape == tuple(input.shape) and not input.is_contiguous() and is_dense(input._data):
+        # empty_like keeps a dense input's strides, and bernoulli_ fills by address (a
+        # batch_first attention output is such a transposed view)
+        placed = np.empty_like(u)
+        placed[_address_order(shape, input.stride())] = u
+        u = placed
+    noise = (u.reshape(shape) < 1.0 - p).astype(dt) / dt.type(1.0 - p)
     return noise if input.device.type == "cpu" else backend.to_device(noise, input.device)
 
 

@@ -2,12 +2,15 @@
 in-place random fills (Tensor.uniform_, normal_, bernoulli_, random_, exponential_, geometric_,
 cauchy_, log_normal_).
 
-The values come from nbgrad/random.py's Generator and samplers; the rows in nbgrad/ops/random.py
+The values come from nbgrad/random.py's Generator and samplers, torch's CPU stream bit for bit
+(each function's docstring says which words it spends); the rows in nbgrad/ops/random.py
 put PyTorch's nodes in the graph (BernoulliBackward0, NormalBackward1..3, UniformBackward0, ...,
 gradients zero). In-place fills bump the version by one and follow the in-place rules: a leaf that
 requires grad is refused, a non-leaf records the node (CopySlices on a view's base).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -16,8 +19,10 @@ from .autograd.apply import _mask, apply
 from .autograd.grad_mode import STATE as _GRAD
 from .creation import _finish, _size, write_out
 from .ops import ROWS as R
-from .random import (_CTYPE, _continuous_only, _device_values, _gen, _host, _int_bounds,
-                     _integers, _np_dt, _num, _require_float, _standard_normal, _uniform01)
+from . import random_kernels as K
+from .random import (_CTYPE, _address_order, _continuous_only, _count, _device_values,
+                     _exponential, _from_to, _gen, _host, _int_bounds, _integers, _normal,
+                     _np_dt, _num, _random_full, _require_float, _scalar_normal, _uniform)
 from .tensor import Tensor
 
 __all__ = ["bernoulli", "normal", "uniform_", "normal_", "bernoulli_", "random_", "exponential_",
@@ -54,14 +59,26 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     if p is not None:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
-        u = _uniform01(g, tuple(input.shape), np.dtype(np.float64))
-        return Tensor._make_fresh(_device_values((u < p).astype(dt), input))
+        u = _uniform(g, input.numel(), np.dtype(np.float64))
+        return Tensor._make_fresh(_device_values((u < p).astype(dt).reshape(input.shape),
+                                                 input))
     _require_float(dt, "bernoulli_tensor_cpu_p_")
     probs = _host(input)
     if not np.all((probs >= 0) & (probs <= 1)):
         raise RuntimeError(_P_IN)
-    values = (_uniform01(g, probs.shape, np.dtype(np.float64)) < probs).astype(dt)
+    values = _bernoulli_tensor(g, probs).astype(dt)
     return apply(R["bernoulli"], (input,), (_device_values(values, input),))
+
+
+def _bernoulli_tensor(g, probs):
+    """torch's bernoulli_ with a tensor of probabilities (C order): a float64 p against a
+    53-bit uniform, any other dtype against a 24-bit float32 one."""
+    if probs.dtype == np.float64:
+        u = _uniform(g, probs.size, np.dtype(np.float64))
+    else:
+        u = _uniform(g, probs.size, np.dtype(np.float32))
+        probs = probs.astype(np.float32)
+    return u.reshape(probs.shape) < probs
 
 
 def _check_std(std):
@@ -110,8 +127,9 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         _check_std(std)
         dt = _np_dt(dtype)
         _require_float(dt, "normal_kernel_cpu")
-        z = _standard_normal(g, _size((size,) if isinstance(size, int) else tuple(size)), dt)
-        return _finish((z * std + mean).astype(dt, copy=False), device, requires_grad)
+        shape = _size((size,) if isinstance(size, int) else tuple(size))
+        z = _normal(g, _count(shape), dt, mean, std).reshape(shape)  # empty(size).normal_(...)
+        return _finish(z, device, requires_grad)
     for t in (mean, std):
         if isinstance(t, Tensor):
             _require_float(t._data.dtype, "normal_kernel_cpu")
@@ -120,13 +138,19 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         shape = tuple(np.broadcast_shapes(tuple(mean.shape), tuple(std.shape))) \
             if _broadcastable(mean, std) else None
         dt = np.result_type(mean._data.dtype, std._data.dtype)
-        values = _standard_normal(g, shape, dt) * _host(std) + _host(mean)
+        # torch: output.normal_(0, 1).mul_(std).add_(mean)
+        z = _normal(g, _count(shape), dt).reshape(shape)
+        values = z * _host(std).astype(dt) + _host(mean).astype(dt)
         return apply(R["normal_tensor_tensor"], (mean, std),
                      (_device_values(values.astype(dt, copy=False), mean),))
     t = mean if mt else std
     dt = t._data.dtype
-    z = _standard_normal(g, tuple(t.shape), dt)
-    values = (z * std + _host(mean)) if mt else (z * _host(std) + mean)
+    shape = tuple(t.shape)
+    if mt:  # torch: output.normal_(0, std).add_(mean)
+        values = _normal(g, _count(shape), dt, 0.0, std).reshape(shape) + _host(mean)
+    else:  # torch: output.normal_(0, 1).mul_(std).add_(mean)
+        z = _normal(g, _count(shape), dt).reshape(shape)
+        values = z * _host(std) + dt.type(mean)
     row = R["normal_tensor_float"] if mt else R["normal_float_tensor"]
     return apply(row, (t,), (_device_values(values.astype(dt, copy=False), t),))
 
@@ -142,9 +166,21 @@ def _broadcastable(a, b):
 
 
 # ---- in-place fills (Tensor methods) ----------------------------------------------------------
+def _fill_order(self):
+    """None for a contiguous tensor; else the C-order positions of self's elements in the order
+    torch's TensorIterator fills a strided tensor: by address."""
+    return None if self.is_contiguous() else _address_order(tuple(self.shape), self.stride())
+
+
 def _fill(self, row, values, op_name, others=()):
     """Write sampled values into self through the in-place path: one version bump, the leaf and
-    view rules, and the row's node on a non-leaf."""
+    view rules, and the row's node on a non-leaf. ``values`` are the draws in torch's fill
+    order, laid out in self's shape (so placed by address on a strided self)."""
+    order = _fill_order(self)
+    if order is not None:
+        placed = np.empty(values.size, np.asarray(values).dtype)
+        placed[order] = np.asarray(values).ravel()
+        values = placed.reshape(tuple(self.shape))
     values = _device_values(np.asarray(values, dtype=self._data.dtype), self)
     return apply(row, (self, *others), (values,), inplace=op_name)
 
@@ -161,8 +197,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kwargs):
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(from_)} > to={_num(to)}")
-    u = _uniform01(_gen(generator), tuple(self.shape), np.dtype(np.float64))
-    return _fill(self, R["uniform_"], from_ + (to - from_) * u, "uniform_")
+    u = _uniform(_gen(generator), self.numel(), dt, from_, to)
+    return _fill(self, R["uniform_"], u.reshape(self.shape), "uniform_")
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -173,8 +209,12 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """
     _require_float(self._data.dtype, "normal_kernel_cpu")
     _check_std(std)
-    z = _standard_normal(_gen(generator), tuple(self.shape), np.dtype(np.float64))
-    return _fill(self, R["normal_"], mean + std * z, "normal_")
+    dt, n = self._data.dtype, self.numel()
+    if self.is_contiguous():
+        z = _normal(_gen(generator), n, dt, mean, std)
+    else:  # torch's scalar path for a strided tensor, whatever its size
+        z = _scalar_normal(_gen(generator), n, mean, std).astype(dt)
+    return _fill(self, R["normal_"], z.reshape(self.shape), "normal_")
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -185,17 +225,21 @@ def bernoulli_(self, p=0.5, *, generator=None):
         RuntimeError: p outside [0, 1]; a p tensor that does not broadcast to self.
     """
     g = _gen(generator)
-    u = _uniform01(g, tuple(self.shape), np.dtype(np.float64))
     if isinstance(p, Tensor):
         probs = _host(p)
         if not np.all((probs >= 0) & (probs <= 1)):
             raise RuntimeError(_P_IN)
         p.expand(*self.shape)  # PyTorch's error when p does not broadcast to self
         probs = np.broadcast_to(probs, tuple(self.shape))
-        return _fill(self, R["bernoulli_tensor_p"], u < probs, "bernoulli_", (p,))
+        order = _fill_order(self)
+        if order is not None:  # the probabilities in the order torch fills self
+            probs = probs.ravel()[order].reshape(probs.shape)
+        return _fill(self, R["bernoulli_tensor_p"], _bernoulli_tensor(g, probs), "bernoulli_",
+                     (p,))
     if not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
-    return _fill(self, R["bernoulli_p"], u < p, "bernoulli_")
+    u = _uniform(g, self.numel(), np.dtype(np.float64))
+    return _fill(self, R["bernoulli_p"], (u < p).reshape(self.shape), "bernoulli_")
 
 
 def random_(self, *args, generator=None, **kwargs):
@@ -209,15 +253,20 @@ def random_(self, *args, generator=None, **kwargs):
     """
     dt = self._data.dtype
     top = _int_bounds(dt)[1] + 1
+    shape, n = tuple(self.shape), self.numel()
     if not args and not kwargs:
-        row, low, high = R["random_"], 0, top
-    elif len(args) == 1 and not kwargs or (not args and list(kwargs) == ["to"]):
+        row, values = R["random_"], _random_full(_gen(generator), n, dt).reshape(shape)
+        return _fill(self, row, values, "random_")
+    if len(args) == 1 and not kwargs or (not args and list(kwargs) == ["to"]):
         row, low, high = R["random_to"], 0, int(args[0] if args else kwargs["to"])
     else:
         bounds = dict(zip(("from", "to"), args), **kwargs)
         row, low = R["random_from_to"], int(bounds.get("from", 0))
+        if bounds.get("to") is None and low == -2 ** 63:  # torch's full 64-bit range kernel
+            values = _from_to(_gen(generator), n, low, 2 ** 63).astype(dt).reshape(shape)
+            return _fill(self, row, values, "random_")
         high = top if bounds.get("to") is None else int(bounds["to"])
-    values = _integers(_gen(generator), low, high, tuple(self.shape), dt)
+    values = _integers(_gen(generator), low, high, shape, dt)
     return _fill(self, row, values, "random_")
 
 
@@ -231,7 +280,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     _continuous_only(self._data.dtype, "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
-    values = _gen(generator).exponential(1.0 / lambd, tuple(self.shape))
+    values = _exponential(_gen(generator), self.numel(), lambd).reshape(self.shape)
     return _fill(self, R["exponential_"], values, "exponential_")
 
 
@@ -244,7 +293,8 @@ def geometric_(self, p, *, generator=None):
     """
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
-    values = _gen(generator).geometric(p, tuple(self.shape))
+    u = _uniform(_gen(generator), self.numel(), np.dtype(np.float64))
+    values = np.ceil(K.libm(math.log, u) / math.log1p(-p)).reshape(self.shape)
     return _fill(self, R["geometric_"], values, "geometric_")
 
 
@@ -260,7 +310,9 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
                            f"must be a floating point but you specified {_CTYPE[dt.name]}")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    values = median + sigma * _gen(generator).standard_cauchy(tuple(self.shape))
+    u = _uniform(_gen(generator), self.numel(), np.dtype(np.float64))
+    t = K.libm(math.tan, math.pi * (u - 0.5))
+    values = K.fma64(t, float(sigma), float(median)).reshape(self.shape)
     return _fill(self, R["cauchy_"], values, "cauchy_")
 
 
@@ -273,6 +325,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     _require_float(self._data.dtype, "log_normal_cpu")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    values = _gen(generator).lognormal(mean, std, tuple(self.shape))
+    z = _scalar_normal(_gen(generator), self.numel(), mean, std)
+    values = K.libm(math.exp, z).reshape(self.shape)
     return _fill(self, R["log_normal_"], values, "log_normal_")
 

@@ -1,6 +1,6 @@
 """Random sampling against torch: shapes, dtypes, ranges, distributions, Generator
 reproducibility, in-place version/leaf rules and node names, and PyTorch's error texts.
-(The numbers themselves differ: numpy's PCG64 is not torch's Mersenne Twister.)"""
+(The numbers themselves, torch's stream bit for bit, are tested in test_random_streams.py.)"""
 import numpy as np
 import pytest
 

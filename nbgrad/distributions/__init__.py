@@ -5,7 +5,9 @@ Normal, MultivariateNormal, Uniform, Bernoulli, Categorical, Independent,
 TransformedDistribution with ExpTransform / SigmoidTransform / AffineTransform (and their
 ``.inv``), and ``kl_divergence`` for two Normals. Shapes follow PyTorch: ``sample(sample_shape)``
 has shape ``sample_shape + batch_shape + event_shape``; ``log_prob`` drops the event dims.
-Samples come from nbgrad's generator (``manual_seed``), not PyTorch's random stream. Not done:
+Samples come from nbgrad's generator (``manual_seed``), torch's CPU stream, drawn as torch's
+sample / rsample draw them, so the same numbers (Normal, Uniform, Bernoulli, Categorical tested
+in tests/test_random_streams.py). Not done:
 the other distributions and constraints; argument validation (on by default, PyTorch's
 ValueError texts) covers Normal, Uniform, Bernoulli and Categorical parameters and the values
 given to their log_prob. The classes

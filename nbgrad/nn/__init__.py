@@ -1,7 +1,8 @@
 """``nbgrad.nn``: modules, parameters, losses, ``functional`` and ``init`` (mirrors ``torch.nn``).
 
 ``import nbgrad as torch`` then ``torch.nn.Linear(64, 10)`` works as in PyTorch: same names,
-same constructor defaults, same default initialisation (the random stream is nbgrad's).
+same constructor defaults, same default initialisation (torch's random stream, so after
+``manual_seed`` the same initial weights as torch's).
 """
 
 from .parameter import Parameter, Buffer

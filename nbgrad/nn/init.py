@@ -2,16 +2,19 @@
 
 Each fills its tensor in place under ``no_grad`` (one version bump, as torch's ``uniform_``) and
 returns it. Random values come from nbgrad's generator (``nbgrad.manual_seed`` or the
-``generator=`` argument), so the distributions match torch's but not the exact numbers.
+``generator=`` argument), which is torch's CPU stream, and each initialiser spends it as torch's
+does with torch's float expressions for the bounds, so the numbers are torch's bit for bit
+(``manual_seed(0); nn.Linear(3, 2).weight`` included). Two exceptions, in the last bits only:
+``orthogonal_`` (same Gaussian draws, numpy's QR rather than MKL's) and the rejection branch of
+``trunc_normal_`` for a narrow window (its ``log`` is numpy's, not torch's vectorised one).
 """
 
 import math
+import warnings
 
 import numpy as np
 
 from nbgrad import creation
-from nbgrad import dtypes
-from nbgrad import random as _random
 from nbgrad.autograd import grad_mode
 
 __all__ = [
@@ -55,36 +58,63 @@ def _fill(tensor, values):
     return tensor
 
 
-def _rand(shape, generator):
-    return _random.rand(tuple(shape), dtype=dtypes.float64, generator=generator)._data
-
-
-def _randn(shape, generator):
-    return _random.randn(tuple(shape), dtype=dtypes.float64, generator=generator)._data
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    """Fill with U(a, b)."""
-    return _fill(tensor, a + (b - a) * _rand(tensor.shape, generator))
+    """Fill with U(a, b) (torch.nn.init.uniform_: ``tensor.uniform_(a, b)``)."""
+    with grad_mode.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    """Fill with N(mean, std**2)."""
-    return _fill(tensor, mean + std * _randn(tensor.shape, generator))
+    """Fill with N(mean, std**2) (torch.nn.init.normal_: ``tensor.normal_(mean, std)``)."""
+    with grad_mode.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with N(mean, std**2) truncated to [a, b] (inverse-CDF method, as torch)."""
-    from math import erf, sqrt
+    """Fill with N(mean, std**2) restricted to [a, b], torch 2.13's rejection sampling: when the
+    window holds more than 30% of the mass, normal draws, the whole tensor redrawn and the
+    rejected elements replaced until none is left; otherwise uniform proposals on [a, b]
+    accepted with the normal's density ratio.
 
+    Warns (UserWarning): mean more than 2 std from [a, b] (torch's text).
+    """
     def norm_cdf(x):
-        return (1.0 + erf(x / sqrt(2.0))) / 2.0
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-    u = (2 * lo - 1) + (2 * hi - 2 * lo) * _rand(tensor.shape, generator)
-    from scipy.special import erfinv  # scikit-learn brings scipy
-    v = erfinv(u) * std * math.sqrt(2.0) + mean
-    return _fill(tensor, np.clip(v, a, b))
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+    with grad_mode.no_grad():
+        if tensor.numel() == 0:
+            return tensor
+        dt = tensor._data.dtype.type
+        lo, hi = float(dt(a)), float(dt(b))
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            result = tensor.normal_(mean, std, generator=generator)._data.copy()
+            while True:
+                bad = (result < lo) | (result > hi)
+                if not bad.any():
+                    break
+                fresh = creation.empty_like(tensor).normal_(mean, std, generator=generator)
+                result = np.where(bad, fresh._data, result)
+            return _fill(tensor, result)
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+        def log_ratio(x):  # torch: sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+            return ((x - dt(mean)) / dt(std)) ** 2 * dt(-0.5) - dt(log_peak)
+
+        def reject(cand):
+            u = creation.empty_like(tensor).uniform_(generator=generator)._data
+            return np.log(u) > cand
+
+        result = tensor.uniform_(a, b, generator=generator)._data.copy()
+        pending = reject(log_ratio(result))
+        while pending.any():
+            cand = creation.empty_like(tensor).uniform_(a, b, generator=generator)._data
+            result = np.where(pending, cand, result)
+            pending = np.where(pending, reject(log_ratio(cand)), pending)
+        return _fill(tensor, result)
 
 
 def constant_(tensor, val):
@@ -135,7 +165,8 @@ def _calculate_correct_fan(tensor, mode):
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     """U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std  # torch's expression, so torch's bound to the last bit
     return uniform_(tensor, -a, a, generator)
 
 
@@ -150,7 +181,8 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std  # torch's expression, so torch's bound to the last bit
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -166,13 +198,14 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one."""
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _randn((rows, cols), generator)
-    if rows < cols:
-        flat = flat.T
+    flat = creation.empty((rows, cols), dtype=tensor.dtype).normal_(0, 1, generator=generator)
+    flat = flat._data.T if rows < cols else flat._data
     q, r = np.linalg.qr(flat)
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
+    return _fill(tensor, (q * gain).reshape(tuple(tensor.shape)))

@@ -1,11 +1,15 @@
 """Activations, softmax and dropout (relu, gelu, elu, softplus, glu, prelu, softmax,
 log_softmax, dropout, dropout1d/2d, ...): each one row of nbgrad/ops/nn.py or a composition.
 """
+import math
+
 import numpy as np
 
+from nbgrad import backend
 from nbgrad import random as _random
 from nbgrad import creation
 from nbgrad.autograd.apply import apply
+from nbgrad.tensor import is_dense
 from nbgrad.ops import ROWS
 from .common import _const
 
@@ -65,11 +69,26 @@ def log_softmax(input, dim=None, dtype=None):
     return input.log_softmax(dim)
 
 
+def _dropout_noise(input, shape, p):
+    """torch's dropout noise: ``empty(shape).bernoulli_(1 - p).div_(1 - p)`` in input's dtype,
+    on input's device."""
+    dt = input._data.dtype
+    u = _random._uniform(_random.default_generator, math.prod(shape), np.dtype(np.float64))
+    if shape == tuple(input.shape) and not input.is_contiguous() and is_dense(input._data):
+        # empty_like keeps a dense input's strides, and bernoulli_ fills by address (a
+        # batch_first attention output is such a transposed view)
+        placed = np.empty_like(u)
+        placed[_random._address_order(shape, input.stride())] = u
+        u = placed
+    noise = (u.reshape(shape) < 1.0 - p).astype(dt) / dt.type(1.0 - p)
+    return noise if input.device.type == "cpu" else backend.to_device(noise, input.device)
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (mirrors F.dropout).
 
-    The mask comes from nbgrad's global generator (``_random.manual_seed``); its values differ
-    from torch's stream.
+    The mask is torch's on the CPU, bit for bit: ``empty_like(input).bernoulli_(1 - p)`` from
+    the global generator, divided by ``1 - p``, then ``input * mask``.
 
     Raises:
         ValueError: p outside [0, 1].
@@ -81,9 +100,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1.0:
         mask = creation.zeros_like(input)
     else:
-        keep = _random.rand(tuple(input.shape), dtype=input.dtype, device=input.device)._data
-        keep = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
-        mask = _const(keep)
+        mask = _const(_dropout_noise(input, tuple(input.shape), p))
     if inplace:
         return input.mul_(mask)
     return input * mask
@@ -256,8 +273,7 @@ def _feature_dropout(input, p, training, inplace, batched_ndim, who):
     if p == 1.0:
         mask = np.zeros(shape, input._data.dtype)
     else:
-        keep = _random.rand(shape, dtype=input.dtype)._data
-        mask = (keep < (1.0 - p)).astype(keep.dtype) * np.asarray(1.0 / (1.0 - p), keep.dtype)
+        mask = _dropout_noise(input, shape, p)
     if inplace:
         return input.mul_(_const(mask))
     return input * _const(mask)

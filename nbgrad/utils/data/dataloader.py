@@ -118,6 +118,11 @@ class DataLoader:
         return len(self.sampler)
 
     def __iter__(self):
+        # torch's _BaseDataLoaderIter draws its workers' base seed at once, even without
+        # workers: one int64 random_() from the loader's generator (else the global one), so
+        # the streams after an epoch are torch's
+        from nbgrad.random import _gen, _random_full
+        _random_full(_gen(self.generator), 1, np.dtype(np.int64))
         if self.num_workers > 0 and self.worker_init_fn is not None:
             self.worker_init_fn(0)
         ds = self.dataset

@@ -3,13 +3,15 @@ SubsetRandomSampler, WeightedRandomSampler, BatchSampler.
 
 Random indices are drawn lazily, a chunk at a time, as torch draws them: a RandomSampler with
 ``replacement=True, num_samples=10**12`` costs nothing until iterated, and iterating it holds one
-chunk in memory, not 10**12 indices. The values come from nbgrad's generators, not torch's stream.
+chunk in memory, not 10**12 indices. The values are torch's: the same generators, seeded the
+same way (a RandomSampler without a generator seeds a fresh one from the global generator at each
+epoch), spending the stream as torch's samplers do.
 """
 
 import numpy as np
 
-from nbgrad import creation
 from nbgrad import random as _random
+from nbgrad import creation
 from nbgrad.tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -54,9 +56,10 @@ def _epoch_generator(generator):
     """The stream of one epoch: ``generator``, or a fresh one seeded from the global one (torch)."""
     if generator is not None:
         return generator
-    g = _random.Generator()
-    g.manual_seed(int(_random.randint(0, 2 ** 62, (1,))._data[0]))
-    return g
+    from nbgrad.random import _random_full, default_generator
+    # torch: seed = int(torch.empty((), dtype=torch.int64).random_().item())
+    seed = int(_random_full(default_generator, 1, np.dtype(np.int64))[0])
+    return _random.Generator().manual_seed(seed)
 
 
 class SequentialSampler(Sampler):
@@ -119,9 +122,11 @@ class RandomSampler(Sampler):
             return
         for _ in range(self.num_samples // n):
             yield _random.randperm(n, generator=generator)._data
-        rest = self.num_samples % n
-        if rest:
-            yield _random.randperm(n, generator=generator)._data[:rest]
+        # torch draws the last permutation even when none of it is used (a caller's generator
+        # moves on by it)
+        rest = _random.randperm(n, generator=generator)._data[:self.num_samples % n]
+        if len(rest):
+            yield rest
 
     def __iter__(self):
         for chunk in self._chunks():

@@ -424,8 +424,9 @@ class ModelTracker:
 
     def _mode_pre(self, module, args):
         """On each Dropout / BatchNorm layer of a trained model, once watching is over: train
-        mode under no_grad, or eval mode while training, noted on its model."""
-        if self.enabled:
+        mode under no_grad, or eval mode while training, noted on its model (while watching,
+        the global hooks' own check does it)."""
+        if self.watching:
             return
         grad_on = self._grad_on()
         if module.training == grad_on:

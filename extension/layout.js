@@ -1,8 +1,8 @@
-// nbgrad: the panel's graph laid out in the browser, with viz.js (Graphviz compiled to
-// WebAssembly, extension/viz.js, MIT). The kernel sends viz.js once per page over a widget's comm
-// when a panel first asks (no network, nothing for the kernel to lay out); the Graph tab shows
-// the text tree until the SVG is in. Each panel tells the kernel once whether this browser can
-// lay out: from then on the kernel sends DOT instead of laying out itself.
+// nbgrad: a graph laid out in the browser, with viz.js (Graphviz compiled to WebAssembly,
+// extension/viz.js, MIT), for what the kernel could not lay out (past its time bound, or an SVG
+// too big to sync): the kernel lays out every other graph itself, so a panel is a picture
+// whatever the browser and the kernel are busy with. viz.js comes over a widget's comm, once per
+// page, when a panel first needs it (no network); the Graph tab shows the text tree until then.
 // This file is prepended to panel.js (one ES module).
 
 function nbgradVizInstance(model) {
@@ -33,14 +33,6 @@ function nbgradTell(model, ok) {
   if (nbgradTold.has(model)) return;
   nbgradTold.add(model);
   try { model.send({ type: "rendered", ok }); } catch (e) { /* no kernel: a saved notebook */ }
-}
-
-// Called when a panel is first drawn: load viz.js (once per page) and tell the kernel.
-function nbgradAnnounce(model) {
-  nbgradVizInstance(model).then(() => nbgradTell(model, true), (e) => {
-    console.warn("nbgrad: viz.js did not load:", e);
-    nbgradTell(model, false);
-  });
 }
 
 const nbgradLaidOut = new WeakMap(); // model -> {dot, svg}: a tab switch costs no new layout

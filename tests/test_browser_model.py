@@ -187,13 +187,14 @@ def kernel_states(tmp_path_factory):
 def show(page, state, width=900):
     import json
 
-    from nbgrad.notebook.widgets import NbgradPanel, viz_js
+    from nbgrad.notebook.widgets import panel_code, viz_js
 
     keys = ("summary", "tabs", "tab_order", "active", "graph", "selected", "collapsed", "dot",
             "folded", "theme")
-    html = PAGE % {"css": NbgradPanel._css, "width": width,
+    code = panel_code()  # what extension/loader.js receives from the kernel
+    html = PAGE % {"css": code["css"], "width": width,
                    "state": json.dumps({k: state.get(k) for k in keys}),
-                   "esm": json.dumps(NbgradPanel._esm), "viz": json.dumps(viz_js())}
+                   "esm": json.dumps(code["code"]), "viz": json.dumps(viz_js())}
     page.set_content(html)
     page.wait_for_selector("body[data-ready='1']", timeout=30_000)
     if state.get("active") == "Graph":  # laid out here (viz.js), or by the kernel

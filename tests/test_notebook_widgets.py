@@ -9,7 +9,7 @@ pytest.importorskip("anywidget")
 import nbgrad  # noqa: E402
 from nbgrad.notebook import inspect as nbi  # noqa: E402
 from nbgrad.notebook import render  # noqa: E402
-from nbgrad.notebook.widgets import NbgradPanel  # noqa: E402
+from nbgrad.notebook.widgets import NbgradPanel, panel_code  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -45,7 +45,10 @@ def test_panel_carries_widget_view_and_static_html():
         if svg is not None:
             for key in graph:
                 assert f'id="{key}"' in svg
-        assert "export default" in panel._esm and ".nbgrad-panel" in panel._css
+        # the loader is the widget's module; the code and the CSS come once per page
+        assert "export default" in panel._esm and len(panel._esm) < 4000
+        code = panel_code()
+        assert "export default" in code["code"] and ".nbgrad-panel" in code["css"]
     finally:
         panel.close()
 

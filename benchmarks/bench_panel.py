@@ -2,6 +2,7 @@
 
     python benchmarks/bench_panel.py                 # 9 repeats of each cell, with and without
     python benchmarks/bench_panel.py --repeats 15 --runs 3
+    python benchmarks/bench_panel.py --nbgrad /tmp/old      # another checkout, the same cells
 
 The same notebook runs twice through nbclient (ipykernel, ``store_widget_state=True``, as
 nbconvert --execute saves it): once with ``%load_ext nbgrad`` and once without. It repeats two
@@ -102,14 +103,15 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def run(load: bool, repeats: int, path: Path) -> tuple[dict, int, int]:
+def run(load: bool, repeats: int, path: Path, repo: Path = REPO) -> tuple[dict, int, int]:
     """Per kind, the list of (wall, cpu) seconds; the saved bytes; the number of cells."""
     import nbformat
     from nbclient import NotebookClient
 
     nb, kinds = notebook(load, repeats)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        [str(repo)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                       if p and Path(p).resolve() != REPO]))
     os.environ.update(env)  # the kernel inherits it
     NotebookClient(nb, kernel_name="python3", timeout=600, store_widget_state=True).execute()
     nbformat.write(nb, str(path))
@@ -130,6 +132,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--out", default="/tmp/nbgrad-bench-panel")
+    ap.add_argument("--nbgrad", default=str(REPO), help="the checkout to measure (first on the "
+                    "kernel's path); `git archive <commit> | tar -x -C /tmp/old` makes one")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -137,7 +141,7 @@ def main(argv=None) -> int:
         res = {}
         for load in (False, True):
             name = f"panel-{'with' if load else 'without'}.ipynb"
-            res[load] = run(load, args.repeats, out / name)
+            res[load] = run(load, args.repeats, out / name, Path(args.nbgrad).resolve())
         split = run.split
         print(f"run {r + 1} (load average {os.getloadavg()[0]:.1f}):")
         for kind in CELLS:

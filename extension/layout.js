@@ -6,25 +6,32 @@
 // This file is prepended to panel.js (one ES module).
 
 function nbgradVizInstance(model) {
+  // Every panel that needs viz.js asks through its own comm until one answer is in: a panel
+  // retired (its comm closed) while the kernel was busy loses its answer, not the others'.
   const g = globalThis;
   if (!g.__nbgradViz) {
-    g.__nbgradViz = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("no answer from the kernel")), 30000);
-      const onMsg = (msg) => {
-        if (!msg || msg.type !== "viz") return;
-        clearTimeout(timer);
-        model.off("msg:custom", onMsg);
-        if (!msg.code) { reject(new Error("viz.js is missing")); return; }
-        const url = URL.createObjectURL(new Blob([msg.code], { type: "text/javascript" }));
-        import(url).then((m) => m.instance()).then(resolve, reject)
-          .finally(() => URL.revokeObjectURL(url));
-      };
-      model.on("msg:custom", onMsg);
-      model.send({ type: "viz" });
-    });
-    g.__nbgradViz.catch(() => { g.__nbgradViz = null; });  // a later panel may try again
+    const st = { done: false, loading: false };
+    st.promise = new Promise((resolve, reject) => { st.resolve = resolve; st.reject = reject; });
+    st.promise.catch(() => {});
+    g.__nbgradViz = st;
   }
-  return g.__nbgradViz;
+  const st = g.__nbgradViz;
+  if (!st.done && !st.loading) {
+    const onMsg = (msg) => {
+      if (!msg || msg.type !== "viz") return;
+      model.off("msg:custom", onMsg);
+      if (st.done || st.loading) return;
+      if (!msg.code) { st.reject(new Error("viz.js is missing")); return; }
+      st.loading = true;
+      const url = URL.createObjectURL(new Blob([msg.code], { type: "text/javascript" }));
+      import(url).then((m) => m.instance()).then((v) => { st.done = true; st.resolve(v); },
+        (e) => { st.loading = false; st.reject(e); })
+        .finally(() => URL.revokeObjectURL(url));
+    };
+    model.on("msg:custom", onMsg);
+    try { model.send({ type: "viz" }); } catch (e) { /* no kernel: the text tree stays */ }
+  }
+  return st.promise;
 }
 
 const nbgradTold = new WeakSet(); // models that told their kernel whether viz.js works here

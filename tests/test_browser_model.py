@@ -259,5 +259,22 @@ def test_model_panel_front_end(kernel_states, tmp_path):
             panel = show(page, state)
             size = panel.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
             assert size >= 18
+
+            # a graph the kernel could not lay out: its DOT, laid out here by viz.js (which the
+            # kernel sends over the comm when a panel asks)
+            state = dict(kernel_states[2], active="Graph", graph="{}",
+                         dot='digraph { a [id=a, label="x"]; b [id=b, label="TanhBackward0"]; '
+                             "a -> b; }",
+                         tabs={**kernel_states[2]["tabs"], "Graph": '<div class="nbgrad-svg" '
+                               'data-layout="browser"><pre>x</pre></div>'})
+            panel = show(page, state)
+            laid = panel.locator(".nbgrad-svg[data-laid-out='browser'] svg g.node")
+            assert laid.filter(has_text="TanhBackward0").count() == 1
+
+            # fit width shrinks only: a small graph stays at its natural size
+            panel = show(page, kernel_states[5], width=1400)
+            svg = panel.locator(".nbgrad-svg svg").first
+            natural = float(svg.evaluate("e => e.viewBox.baseVal.width")) * 4 / 3
+            assert abs(svg.bounding_box()["width"] - natural) < 2, (svg.bounding_box(), natural)
         finally:
             browser.close()

@@ -27,11 +27,15 @@ RUN_BOUND_S = 240  # one notebook's Run All, the kernel's start included
 # every cell rendered (JupyterLab 4 otherwise draws only the cells in view)
 SETTINGS = {**NO_NEWS, "notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
 
+# the notebook shown (JupyterLab keeps the notebooks opened before in hidden tabs)
+NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+
 # In the page: per panel output, what its Graph tab shows. A live panel: its Graph tab opened
 # (clicked when another tab is shown first), then an <svg> with nodes; a static copy: its image.
+# (A cell whose graph was freed has nothing to draw, and says so: .nbgrad-nograph.)
 PANELS = """async () => {
   const out = [];
-  const cells = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')];
+  const cells = [...document.querySelectorAll('%s .jp-CodeCell')];
   for (const [i, cell] of cells.entries()) {
     for (const p of cell.querySelectorAll('.nbgrad-panel')) {
       const tab = [...p.querySelectorAll('.nbgrad-tab')].find((b) => b.textContent === 'Graph');
@@ -41,20 +45,22 @@ PANELS = """async () => {
       }
       const nodes = p.querySelectorAll('.nbgrad-body .nbgrad-svg svg g.node').length;
       out.push({cell: i, kind: p.classList.contains('nbgrad-waiting') ? 'waiting' : 'live',
-                picture: nodes > 0, tabs: !!tab,
+                picture: nodes > 0 || !!p.querySelector('.nbgrad-body .nbgrad-nograph'),
+                tabs: !!tab,
                 text: (p.querySelector('.nbgrad-body') || p).innerText.slice(0, 160)});
     }
     for (const s of cell.querySelectorAll('.nbgrad-static')) {
       const img = s.querySelector('img[src^="data:image/svg+xml"]');
-      out.push({cell: i, kind: 'static', picture: !!img && img.complete && img.naturalWidth > 0,
+      out.push({cell: i, kind: 'static', picture: (!!img && img.complete && img.naturalWidth > 0)
+                || !!s.querySelector('.nbgrad-nograph'),
                 tabs: true, text: s.innerText.slice(0, 160)});
     }
   }
   return out;
-}"""
+}""" % NB
 
-PROMPTS = """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
-  .map((e) => e.textContent.trim())"""
+PROMPTS = """() => [...document.querySelectorAll('%s .jp-CodeCell .jp-InputPrompt')]
+  .map((e) => e.textContent.trim())""" % NB
 
 
 @pytest.fixture(params=APPS)
@@ -81,8 +87,10 @@ def _shut_down_kernels(url):
 
 
 def _run_all(page, url, name, app):
-    page.goto(notebook_url(url, name, app), wait_until="domcontentloaded")
-    page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
+    # (?reset: a fresh workspace, without the notebooks opened before)
+    page.goto(notebook_url(url, name, app) + ("?reset" if app == "lab" else ""),
+              wait_until="domcontentloaded")
+    page.wait_for_selector(NB + " .jp-CodeCell", timeout=60_000)
     if app == "lab":
         page.get_by_text("| Idle").first.wait_for(timeout=60_000)
     else:
@@ -127,6 +135,8 @@ def test_run_all_draws_every_graph(server, tmp_path):
             for nb in NOTEBOOKS:
                 _run_all(page, url, nb.name, app)
                 panels = _pictures(page, nb.name)
+                if os.environ.get("NBGRAD_SCREENSHOTS"):  # every panel, as the user sees it
+                    _shoot_panels(page, shots / f"run_all_{app}_{nb.stem[:2]}")
                 seen[nb.name] = {k: sum(1 for q in panels if q["kind"] == k)
                                  for k in ("live", "static")}
                 if nb.name.startswith("07"):
@@ -138,12 +148,20 @@ def test_run_all_draws_every_graph(server, tmp_path):
     assert len(seen) == len(NOTEBOOKS)
 
 
+def _shoot_panels(page, prefix):
+    items = page.locator(f"{NB} .nbgrad-panel, {NB} .nbgrad-static")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    for i in range(items.count()):
+        items.nth(i).scroll_into_view_if_needed()
+        items.nth(i).screenshot(path=f"{prefix}_{i:02d}.png")
+
+
 def _wake_one(page, name, shot):
     """A retired panel's "interact" button: the panel becomes a live widget again, in place."""
-    index = page.evaluate("""() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')]
-        .findIndex((c) => c.querySelector('.nbgrad-static .nbgrad-wake'))""")
+    index = page.evaluate("""() => [...document.querySelectorAll('%s .jp-CodeCell')]
+        .findIndex((c) => c.querySelector('.nbgrad-static .nbgrad-wake'))""" % NB)
     assert index >= 0, f"{name}: no retired panel to wake"
-    cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+    cell = page.locator(NB + " .jp-CodeCell").nth(index)
     button = cell.locator(".nbgrad-static .nbgrad-wake").first
     button.scroll_into_view_if_needed()
     button.click()

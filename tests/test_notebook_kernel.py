@@ -5,10 +5,10 @@ show the red stale saved tensor, the provenance (cell numbers and ops), and no p
 cell. Each panel is a widget view *and* a static text/html copy.
 """
 
-import urllib.parse
 import os
 import re
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest

@@ -27,8 +27,8 @@ THEMES = ("light", "projector")
 
 KEEP_LIVE = 8  # panels kept as live widgets; older ones become their static copy and close
 KEEP_RETIRED = 32  # retired panels that can still wake (their data kept, plain and capped)
-MAX_STATIC_BYTES = 40_000  # a panel's static copy at most (saved with the notebook, every cell)
-MAX_STATIC_SVG = 28_000  # bytes of SVG drawn as the static copy's image; a bigger one: the tree
+MAX_STATIC_BYTES = 44_000  # a panel's static copy at most (saved with the notebook, every cell)
+MAX_STATIC_SVG = 32_000  # bytes of SVG drawn as the static copy's image; a bigger one: the tree
 STATIC_TABS = 4_000  # bytes of the static copy's other tabs (tables cut to fit)
 
 
@@ -167,6 +167,8 @@ class NbgradExtension:
             folded = model_report.default_folded(snap.model, len(snap.nodes),
                                                  loop=snap.model.is_loop)
         dot = render.to_dot(snap, folded=folded) if (snap.nodes or snap.tensors) else ""
+        if "[id=" not in dot:  # nothing to draw (a cell that freed its graph): no layout
+            dot = ""
         panel_cls = None
         if self.widget and _has_comm(self.ip):
             try:

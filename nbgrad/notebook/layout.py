@@ -141,7 +141,6 @@ _NODE_TITLE = re.compile(r'(<g id="[^"]+" class="node">\n)<title>[^<]*</title>\n
 _GEOMETRY = re.compile(r'\b(d|points|x|y|viewBox|transform|width|height|rx|ry|cx|cy|font-size)'
                        r'="([^"]*)"')
 _DECIMAL = re.compile(r"-?\d+\.\d+")
-_PRESERVE = re.compile(r' xml:space="preserve"(?=[^>]*>[^<]*</text>)')
 
 
 def _whole(m) -> str:
@@ -153,7 +152,7 @@ def _clean(raw: bytes) -> str:
     """Graphviz's SVG, a third smaller (it is synced, saved in the notebook and kept by the
     static copy): no comments, coordinates in whole points (a point is 1.33 px), no node tooltips
     (the element key; the panel shows details on hover), the common font set once on the root
-    group, no ``xml:space`` on texts without runs of spaces."""
+    group, no ``xml:space`` (Graphviz writes a run of spaces with non-breaking ones)."""
     text = raw.decode("utf-8", "replace")
     i = text.find("<svg")
     text = text[i:] if i >= 0 else text
@@ -163,6 +162,5 @@ def _clean(raw: bytes) -> str:
     text = text.replace(' font-size="10.00"', "")
     text = text.replace('class="graph"', 'class="graph" font-family="Helvetica,sans-Serif" '
                         'font-size="10"', 1)
-    text = _PRESERVE.sub(lambda m: m.group(0) if "  " in text[m.end():text.find("<", m.end())]
-                         else "", text)
+    text = text.replace(' xml:space="preserve"', "")  # (graphviz writes runs of spaces as &#160;)
     return _GEOMETRY.sub(_whole, text)

@@ -12,6 +12,9 @@ import re
 
 from . import layout, repeats
 
+NOTHING_DRAWN = ("No graph to draw: no tensor this cell made or changed has a grad_fn graph "
+                 "(its other tabs say what changed).")
+TOO_BIG = "The graph is too big to draw as a picture here: it is shown as text."
 DOT_MISSING = ("pygraphviz is not installed: the graph is shown as text "
                "(pip install 'nbgrad[notebook]' to see it as a picture).")
 
@@ -631,8 +634,20 @@ def graph_html(svg: str | None, snap, inline: bool = True) -> str:
         return (f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">'
                 f'<img style="max-width:100%;height:auto" alt="{html.escape(_alt(snap))}" '
                 f'src="{svg_uri(svg)}"></div>')
-    return (f'<div style="color:#8a5a00">{html.escape(DOT_MISSING)}</div>'
+    if not layout.available():
+        why = DOT_MISSING
+    elif draws_nothing(snap):
+        return (f'<div class="nbgrad-nograph" style="color:#666">{html.escape(NOTHING_DRAWN)}'
+                '</div>')
+    else:  # laid out past its time bound, or too big to send: the printed message says which
+        why = TOO_BIG
+    return (f'<div style="color:#8a5a00">{html.escape(why)}</div>'
             f'<pre style="font-size:11px">{html.escape(text_tree(snap))}</pre>')
+
+
+def draws_nothing(snap) -> bool:
+    """True when the graph of ``snap`` has no element to draw (a cell that freed its graph)."""
+    return "[id=" not in to_dot(snap)
 
 
 _URI_ESCAPE = re.compile(r'[%#<>&\n"]')
@@ -685,6 +700,22 @@ def earlier_html(snap, live: bool = False, shown=None) -> str:
 def tabs(snap, svg: str | None, live: bool = False) -> dict:
     """The panel's tab contents as HTML strings, in display order (error first when present);
     ``live``: for the widget (its earlier-graphs line has a "show" button)."""
+    if _TABS[0] is not snap:  # the widget and its static copy ask in turn: built once
+        _TABS[:] = [snap, _other_tabs(snap)]
+    return {name: graph_html(svg, snap) + earlier_html(snap, live) if body is None
+            else _styled_by_class(body) if live else body for name, body in _TABS[1].items()}
+
+
+def _styled_by_class(body: str) -> str:
+    """A table's inline styles replaced by panel.css's classes: the widget state (and so the
+    saved notebook) carries them once, not per cell of every table."""
+    return body.replace(f" {_TD}", "").replace(_TABLE, 'class="nbgrad-table"')
+
+
+_TABS: list = [None, None]  # the last snapshot's tabs but the Graph (None: its place)
+
+
+def _other_tabs(snap) -> dict:
     out = {}
     if snap.error:
         out["Error"] = error_html(snap.error)
@@ -693,7 +724,7 @@ def tabs(snap, svg: str | None, live: bool = False) -> dict:
         from .render_model import training_html
 
         out["Training"] = training_html(rep)
-    out["Graph"] = graph_html(svg, snap) + earlier_html(snap, live)
+    out["Graph"] = None
     if rep is not None and (rep.params or rep.notes):
         from .render_model import gradients_html
 

@@ -5,7 +5,8 @@ compares. A cell that touched nothing costs two tuple reads. A cell that touched
 with the previous one (``focus``): the panel draws what it made or changed, folds earlier graphs to
 a line, and is skipped when nothing autograd-related changed. The last ``KEEP_LIVE`` panels are live
 widgets; older ones are replaced by their static copy and closed, so nothing grows with the number
-of cells. The extension keeps plain data only (names, ids, versions), never a tensor or a node, and
+of cells; the last ``KEEP_RETIRED`` of those can wake (their "interact" button) while the kernel
+runs. The extension keeps plain data only (names, ids, versions), never a tensor or a node, and
 any exception (an interrupt included) inside it becomes a one-line message.
 """
 
@@ -449,6 +450,7 @@ def unload_ipython_extension(ip):
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
     ext._live.clear()  # the last panels stay live widgets on the page
+    ext._retired.clear()  # (their static copies stay; a click on "interact" does nothing now)
     if ext.models is not None:
         ext.models.uninstall()
     if getattr(ext, "_formatter", False):

@@ -1,7 +1,9 @@
 """DOT source -> SVG, in-process with pygraphviz (Graphviz's library; no ``dot`` executable).
 
-Used where no front end lays the graph out (nbclient, the static copy saved with a notebook,
-``nbgrad.viz``); a live widget lays out in the browser (extension/layout.js, viz.js). Bounds:
+Every panel's graph is laid out here, whatever the front end (the live widget, nbclient, the
+static copy saved with a notebook, ``nbgrad.viz``): a browser busy or a panel retired cannot leave
+it as text. The browser lays out (extension/layout.js, viz.js) only what this could not: past the
+time bound, or an SVG too big to sync. Bounds:
 
 - the snapshot caps the nodes (``max_nodes``) before any DOT is written;
 - a graph of at most :data:`IN_PROCESS_UP_TO` nodes and :data:`IN_PROCESS_EDGES` edges is laid

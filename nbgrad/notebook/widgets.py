@@ -92,8 +92,8 @@ def graph_data(snap, folded=(), expanded=()) -> dict:
 
 
 MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, details are dropped
-MAX_TABS = 44_000  # bytes of tab HTML per panel: long tables are cut to fit
-MAX_SVG = 32_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
+MAX_SVG = 96_000  # bytes of SVG synced (a 130-node model graph: 87 KB); bigger: DOT for viz.js
+MAX_TABS = MAX_SVG + 16_000  # bytes of tab HTML per panel: long tables are cut to fit
 MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
 MAX_DOT_ASKED = 64_000  # ... when the user asked for more (expanded a repeat, earlier graphs)
 

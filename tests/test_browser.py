@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from _jupyterlab import APPS, CHROMIUM, has_app, jupyterlab, launch_chromium, open_and_run_all
+from _jupyterlab import APPS, CHROMIUM, launch_chromium, open_and_run_all, serve
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -49,16 +49,11 @@ def write_notebook(root):
 
 @pytest.fixture(params=APPS)
 def lab(request, tmp_path):
-    app = request.param
-    if not has_app(app):
-        pytest.skip(f"{'jupyterlab' if app == 'lab' else 'notebook'} is not installed")
     root = tmp_path / "root"
     root.mkdir()
     write_notebook(root)
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    with jupyterlab(root, tmp_path, env, app=app,
-                    extra_args=["--ServerApp.disable_check_xsrf=True"]) as url:
-        yield url, tmp_path, app
+    with serve(request.param, root, tmp_path) as url:
+        yield url, tmp_path, request.param
 
 
 def test_panel_renders_in_the_browser(lab):

@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _jupyterlab import APPS, CHROMIUM, NO_NEWS, has_app, jupyterlab, launch_chromium, notebook_url
+from _jupyterlab import APPS, CHROMIUM, NO_NEWS, launch_chromium, open_and_run_all, serve
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -65,17 +65,12 @@ PROMPTS = """() => [...document.querySelectorAll('%s .jp-CodeCell .jp-InputPromp
 
 @pytest.fixture(params=APPS)
 def server(request, tmp_path):
-    app = request.param
-    if not has_app(app):
-        pytest.skip(f"{'jupyterlab' if app == 'lab' else 'notebook'} is not installed")
     root = tmp_path / "root"
     root.mkdir()
     for nb in NOTEBOOKS:
         shutil.copy(nb, root / nb.name)
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    with jupyterlab(root, tmp_path, env, settings=SETTINGS, app=app,
-                    extra_args=["--ServerApp.disable_check_xsrf=True"]) as url:
-        yield url, app
+    with serve(request.param, root, tmp_path, settings=SETTINGS) as url:
+        yield url, request.param
 
 
 def _shut_down_kernels(url):
@@ -87,19 +82,8 @@ def _shut_down_kernels(url):
 
 
 def _run_all(page, url, name, app):
-    # (?reset: a fresh workspace, without the notebooks opened before)
-    page.goto(notebook_url(url, name, app) + ("?reset" if app == "lab" else ""),
-              wait_until="domcontentloaded")
-    page.wait_for_selector(NB + " .jp-CodeCell", timeout=60_000)
-    if app == "lab":
-        page.get_by_text("| Idle").first.wait_for(timeout=60_000)
-    else:
-        page.locator("[data-status='idle']").first.wait_for(state="attached", timeout=60_000)
-    no_news = page.get_by_role("button", name="No", exact=True)
-    if no_news.count():
-        no_news.first.click()
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    # (?reset: a fresh JupyterLab workspace, without the notebooks opened before)
+    open_and_run_all(page, url, name + ("?reset" if app == "lab" else ""), app)
     deadline = time.monotonic() + RUN_BOUND_S
     prompts = []
     while time.monotonic() < deadline:  # every code cell ran: "[N]:" everywhere

@@ -7,7 +7,7 @@ import re
 import urllib.parse
 
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
+from test_notebook_focus import shell  # noqa: F401 - the fixture live_shell extends
 
 from nbgrad.notebook import extension, layout, render
 from nbgrad.notebook.render_model import shorten_middle
@@ -20,33 +20,28 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 
 class Recorder:
     def __init__(self):
-        self.bundles = []  # (data, metadata, transient)
+        self.bundles = []  # (data, transient, whether it updates a display)
 
     def __call__(self, data, metadata=None, source=None, *, transient=None, update=False, **kw):
         self.bundles.append((data, transient or {}, update))
 
 
 @pytest.fixture
-def shell(monkeypatch):
-    ip = InteractiveShell.instance()
-    rec = Recorder()
-    monkeypatch.setattr(ip.display_pub, "publish", rec)
+def live_shell(shell, monkeypatch):  # noqa: F811 - test_notebook_focus's fixture, extended
+    """test_notebook_focus's shell, its displays recorded with their display ids, widgets on."""
+    shell.recorder = Recorder()
+    monkeypatch.setattr(shell.display_pub, "publish", shell.recorder)
     monkeypatch.setattr(extension, "_has_comm", lambda ip: True)  # the widget path
-    ip.recorder = rec
-    ip.run_cell("import nbgrad")
-    extension.load_ipython_extension(ip)
-    yield ip
-    extension.unload_ipython_extension(ip)
-    ip.run_cell("%reset -f")
+    return shell
 
 
-def test_a_retired_panel_wakes_in_place(shell):
-    ext = extension.get_extension(shell)
+def test_a_retired_panel_wakes_in_place(live_shell):
+    ext = extension.get_extension(live_shell)
     for i in range(ext.keep_live + 1):
-        shell.run_cell(f"y{i} = (nbgrad.ones(3, requires_grad=True) * {i}).tanh()")
+        live_shell.run_cell(f"y{i} = (nbgrad.ones(3, requires_grad=True) * {i}).tanh()")
     # the first panel retired: its output updated to the static copy with an "interact" button
     first, oldest = None, None
-    for data, transient, update in shell.recorder.bundles:
+    for data, transient, update in live_shell.recorder.bundles:
         if WIDGET in data and first is None:
             first = transient["display_id"]
         if update and transient.get("display_id") == first:
@@ -56,29 +51,29 @@ def test_a_retired_panel_wakes_in_place(shell):
     assert m and "TanhBackward0" in urllib.parse.unquote(oldest["text/html"])
     live_before = [p.panel_id for p, _ in ext._live]
     # the click, relayed by any live panel: that panel is a widget again, in the same output
-    n = len(shell.recorder.bundles)
+    n = len(live_shell.recorder.bundles)
     ext._live[-1][0]._front_end_msg(None, {"type": "wake", "panel": m.group(1)}, [])
-    woken = [(d, t) for d, t, u in shell.recorder.bundles[n:] if u and WIDGET in d]
+    woken = [(d, t) for d, t, u in live_shell.recorder.bundles[n:] if u and WIDGET in d]
     assert len(woken) == 1 and woken[0][1]["display_id"] == first
     assert [p.panel_id for p, _ in ext._live] == live_before[1:] + [m.group(1)]
     assert len(ext._live) == ext.keep_live  # the oldest live one retired instead
     # an unknown (or already woken) id does nothing
-    n = len(shell.recorder.bundles)
+    n = len(live_shell.recorder.bundles)
     ext.wake(m.group(1))
     ext.wake("another-kernel-1")
-    assert len(shell.recorder.bundles) == n
+    assert len(live_shell.recorder.bundles) == n
 
 
-def test_retired_panels_that_can_wake_are_bounded(shell, monkeypatch):
+def test_retired_panels_that_can_wake_are_bounded(live_shell, monkeypatch):
     monkeypatch.setattr(extension, "KEEP_RETIRED", 2)
-    ext = extension.get_extension(shell)
+    ext = extension.get_extension(live_shell)
     ext.keep_live = 1
     for i in range(5):
-        shell.run_cell(f"z{i} = (nbgrad.ones(2, requires_grad=True) * {i}).exp()")
+        live_shell.run_cell(f"z{i} = (nbgrad.ones(2, requires_grad=True) * {i}).exp()")
     assert len(ext._retired) == 2
     # the one that can no longer wake lost its button
     last = {}
-    for data, transient, update in shell.recorder.bundles:
+    for data, transient, update in live_shell.recorder.bundles:
         if update:
             last[transient["display_id"]] = data["text/html"]
     buttons = [h for h in last.values() if "data-nbgrad-wake" in h]
@@ -124,10 +119,10 @@ def test_the_loader_gets_the_code_once_per_page():
         panel.close()
 
 
-def test_a_loop_of_parameters_is_folded_before_layout(shell):
-    shell.run_cell("ps = [nbgrad.randn(8, requires_grad=True) for _ in range(200)]\n"
+def test_a_loop_of_parameters_is_folded_before_layout(live_shell):
+    live_shell.run_cell("ps = [nbgrad.randn(8, requires_grad=True) for _ in range(200)]\n"
                    "s = sum((t * t).sum() for t in ps)")
-    ext = extension.get_extension(shell)
+    ext = extension.get_extension(live_shell)
     panel = ext._live[-1][0]
     dot = render.to_dot(panel._own)
     # one copy of the loop body and its leaf, not a box per parameter

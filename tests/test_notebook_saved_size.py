@@ -8,7 +8,6 @@ and its backward; 200 parameters summed in a loop), which reports the same figur
 """
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -27,28 +26,15 @@ BUDGET = 20_000  # bytes a cell adds with the extension, beyond what it saves wi
 REPEATS = 7  # cells of each kind: 14 panels, 8 of them live at the end
 
 
-def _execute(nb, tmp_path):
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + old if old else "")
-    try:
-        nbclient.NotebookClient(nb, kernel_name="python3", timeout=300, store_widget_state=True,
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    path = tmp_path / "saved.ipynb"
-    nbformat.write(nb, str(path))
-    return path.stat().st_size
-
-
 def test_saved_notebook_within_budget_per_cell(tmp_path):
+    from test_notebook_kernel import execute
+
     sizes = {}
     for load in (False, True):
         nb, kinds = bench_panel.notebook(load, REPEATS)
         (tmp_path / str(load)).mkdir()
-        sizes[load] = _execute(nb, tmp_path / str(load))
+        nb = execute([c.source for c in nb.cells], tmp_path / str(load))
+        sizes[load] = (tmp_path / str(load) / "executed.ipynb").stat().st_size
     split = bench_panel.saved_split(nb)
     assert len(split["live"]) == 8 and len(split["retired"]) == len(kinds) - 8
     # one more cell, once its panel retired: its static copy and its closed widget's state

@@ -30,7 +30,8 @@ KEEP_LIVE = 8  # panels kept as live widgets; older ones become their static cop
 KEEP_RETIRED = 32  # retired panels that can still wake (their data kept, plain and capped)
 MAX_STATIC_BYTES = 44_000  # a panel's static copy at most (saved with the notebook, every cell)
 MAX_STATIC_SVG = 32_000  # bytes of SVG drawn as the static copy's image; a bigger one: the tree
-STATIC_TABS = 4_000  # bytes of the static copy's other tabs (tables cut to fit)
+STATIC_TARGET = 16_000  # bytes a static copy aims at (a saved notebook keeps one per cell) ...
+STATIC_TABS = 6_000  # ... its tabs but the Graph cut to what the picture leaves, at least this
 
 
 def _safe_str(obj) -> str:
@@ -375,14 +376,16 @@ class NbgradExtension:
 
 def static_bundle(snap, svg, theme: str = "light") -> dict:
     """The panel as static HTML within MAX_STATIC_BYTES: the graph as an image if its SVG is
-    within MAX_STATIC_SVG (else the text tree), the other tabs cut to STATIC_TABS in all (a
-    saved notebook keeps one such copy per cell)."""
+    within MAX_STATIC_SVG (else the text tree), the other tabs cut to what the picture leaves of
+    STATIC_TARGET, STATIC_TABS at least (a saved notebook keeps one such copy per cell)."""
     from . import render
 
     if svg is not None and len(svg) > MAX_STATIC_SVG:
         svg = None
     tab_html = render.tabs(snap, svg)
-    cut = render.fit_tabs({k: v for k, v in tab_html.items() if k != "Graph"}, STATIC_TABS)
+    graph = render.graph_html(svg, snap, inline=False)
+    cut = render.fit_tabs({k: v for k, v in tab_html.items() if k != "Graph"},
+                          max(STATIC_TABS, STATIC_TARGET - len(graph)))
     tab_html = {k: cut.get(k, v) for k, v in tab_html.items()}
     body = render.panel_html(snap, svg, tab_html, theme=theme)
     return {"text/html": body, "text/plain": render.summary_text(snap)}

@@ -303,6 +303,8 @@ class ModelTracker:
             k = min(self.n_calls - frame.calls_before, len(self.calls))
             mine = [self.calls[-i] for i in range(k, 0, -1)]
             self.templates[id(module)] = _template(mine, frame.start, end, out)
+            # forgotten with its module: recent_calls walks every template each cell
+            weakref.finalize(module, self.templates.pop, id(module), None)
 
     def _on_backward(self, outputs, api) -> None:
         """The engine's observer: before each ``backward()``, the scalar it starts from (a

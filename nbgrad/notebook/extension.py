@@ -387,7 +387,7 @@ def static_bundle(snap, svg, theme: str = "light") -> dict:
     cut = render.fit_tabs({k: v for k, v in tab_html.items() if k != "Graph"},
                           max(STATIC_TABS, STATIC_TARGET - len(graph)))
     tab_html = {k: cut.get(k, v) for k, v in tab_html.items()}
-    body = render.panel_html(snap, svg, tab_html, theme=theme)
+    body = render.panel_html(snap, svg, tab_html, theme=theme, graph=graph)
     return {"text/html": body, "text/plain": render.summary_text(snap)}
 
 

@@ -739,11 +739,13 @@ def first_tab(tab_html: dict) -> str:
     return next(t for t in ("Error", "Training", "Graph") if t in tab_html)
 
 
-def panel_html(snap, svg: str | None, tab_html: dict | None = None, theme: str = "light") -> str:
+def panel_html(snap, svg: str | None, tab_html: dict | None = None, theme: str = "light",
+               graph: str | None = None) -> str:
     """The static panel: every tab as a ``<details>`` section (no script needed);
-    ``theme="projector"``: larger type, black on white."""
+    ``theme="projector"``: larger type, black on white; ``graph``: the static
+    :func:`graph_html` of ``svg`` when the caller made it already."""
     tab_html = dict(tab_html or tabs(snap, svg))
-    tab_html["Graph"] = graph_html(svg, snap, inline=False) + earlier_html(snap)
+    tab_html["Graph"] = (graph or graph_html(svg, snap, inline=False)) + earlier_html(snap)
     first = first_tab(tab_html)
     look = ("font-size:18px;color:#000;background:#fff;border:2px solid #000"
             if theme == "projector" else "font-size:12px;border:1px solid #ccc")

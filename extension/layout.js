@@ -1,30 +1,37 @@
-// nbgrad: the panel's graph laid out in the browser, with viz.js (Graphviz compiled to
-// WebAssembly, extension/viz.js, MIT). The kernel sends viz.js once per page over a widget's comm
-// when a panel first asks (no network, nothing for the kernel to lay out); the Graph tab shows
-// the text tree until the SVG is in. Each panel tells the kernel once whether this browser can
-// lay out: from then on the kernel sends DOT instead of laying out itself.
+// nbgrad: a graph laid out in the browser, with viz.js (Graphviz compiled to WebAssembly,
+// extension/viz.js, MIT), for what the kernel could not lay out (past its time bound, or an SVG
+// too big to sync): the kernel lays out every other graph itself, so a panel is a picture
+// whatever the browser and the kernel are busy with. viz.js comes over a widget's comm, once per
+// page, when a panel first needs it (no network); the Graph tab shows the text tree until then.
 // This file is prepended to panel.js (one ES module).
 
 function nbgradVizInstance(model) {
+  // Every panel that needs viz.js asks through its own comm until one answer is in: a panel
+  // retired (its comm closed) while the kernel was busy loses its answer, not the others'.
   const g = globalThis;
   if (!g.__nbgradViz) {
-    g.__nbgradViz = new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("no answer from the kernel")), 30000);
-      const onMsg = (msg) => {
-        if (!msg || msg.type !== "viz") return;
-        clearTimeout(timer);
-        model.off("msg:custom", onMsg);
-        if (!msg.code) { reject(new Error("viz.js is missing")); return; }
-        const url = URL.createObjectURL(new Blob([msg.code], { type: "text/javascript" }));
-        import(url).then((m) => m.instance()).then(resolve, reject)
-          .finally(() => URL.revokeObjectURL(url));
-      };
-      model.on("msg:custom", onMsg);
-      model.send({ type: "viz" });
-    });
-    g.__nbgradViz.catch(() => { g.__nbgradViz = null; });  // a later panel may try again
+    const st = { done: false, loading: false };
+    st.promise = new Promise((resolve, reject) => { st.resolve = resolve; st.reject = reject; });
+    st.promise.catch(() => {});
+    g.__nbgradViz = st;
   }
-  return g.__nbgradViz;
+  const st = g.__nbgradViz;
+  if (!st.done && !st.loading) {
+    const onMsg = (msg) => {
+      if (!msg || msg.type !== "viz") return;
+      model.off("msg:custom", onMsg);
+      if (st.done || st.loading) return;
+      if (!msg.code) { st.reject(new Error("viz.js is missing")); return; }
+      st.loading = true;
+      const url = URL.createObjectURL(new Blob([msg.code], { type: "text/javascript" }));
+      import(url).then((m) => m.instance()).then((v) => { st.done = true; st.resolve(v); },
+        (e) => { st.loading = false; st.reject(e); })
+        .finally(() => URL.revokeObjectURL(url));
+    };
+    model.on("msg:custom", onMsg);
+    try { model.send({ type: "viz" }); } catch (e) { /* no kernel: the text tree stays */ }
+  }
+  return st.promise;
 }
 
 const nbgradTold = new WeakSet(); // models that told their kernel whether viz.js works here
@@ -33,14 +40,6 @@ function nbgradTell(model, ok) {
   if (nbgradTold.has(model)) return;
   nbgradTold.add(model);
   try { model.send({ type: "rendered", ok }); } catch (e) { /* no kernel: a saved notebook */ }
-}
-
-// Called when a panel is first drawn: load viz.js (once per page) and tell the kernel.
-function nbgradAnnounce(model) {
-  nbgradVizInstance(model).then(() => nbgradTell(model, true), (e) => {
-    console.warn("nbgrad: viz.js did not load:", e);
-    nbgradTell(model, false);
-  });
 }
 
 const nbgradLaidOut = new WeakMap(); // model -> {dot, svg}: a tab switch costs no new layout

@@ -54,8 +54,10 @@ function viewControls(body) {
     bar.style.display = "";
     svg.removeAttribute("height");
     if (zoom === null) {
+      // fit = shrink only: a small graph stays at its natural size (enlarged, its lower nodes
+      // would fall below the panel's 560 px)
       svg.style.width = "100%";
-      svg.style.maxWidth = natural(svg) * 2 + "px";  // a tiny graph is not blown up
+      svg.style.maxWidth = natural(svg) + "px";
       svg.style.height = "auto";
     } else {
       svg.style.maxWidth = "none";
@@ -64,6 +66,16 @@ function viewControls(body) {
     }
     svg.setAttribute("width", svg.style.width);
     fit.classList.toggle("nbgrad-active", zoom === null);
+  }
+  function reveal() {
+    // the graph's key nodes (drawn red: stale, failing, NaN) in view in the panel's body
+    const svg = svgOf();
+    if (!svg) return;
+    const key = svg.querySelector('g.node [stroke="#d00000"]');
+    if (!key) return;
+    const box = key.getBoundingClientRect(), view = body.getBoundingClientRect();
+    if (!box.height || (box.top >= view.top && box.bottom <= view.bottom)) return;
+    body.scrollTop += box.top - view.top - Math.max(0, (view.height - box.height) / 2);
   }
   function current() {
     const svg = svgOf();
@@ -95,7 +107,7 @@ function viewControls(body) {
     if (drag && drag.moved) body.dataset.panned = "1";
     drag = null;
   });
-  return { bar, apply };
+  return { bar, apply, reveal };
 }
 
 function render({ model, el: root }) {
@@ -275,9 +287,11 @@ function render({ model, el: root }) {
       tabbar.append(b);
     }
     panel.classList.toggle("nbgrad-theme-projector", model.get("theme") === "projector");
+    const scrolled = body.dataset.tab === active ? body.scrollTop : null;
     body.innerHTML = tabs[active] || "";
     body.dataset.tab = active;
     view.apply();
+    if (scrolled === null) requestAnimationFrame(view.reveal); else body.scrollTop = scrolled;
     wireGraph();
     applyCollapse();
     select(model.get("selected"));
@@ -303,7 +317,6 @@ function render({ model, el: root }) {
   model.on("change:theme", draw);
   model.on("change:dot", draw);
   draw();
-  nbgradAnnounce(model);
   return () => { root.replaceChildren(); };
 }
 

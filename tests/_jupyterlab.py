@@ -94,6 +94,22 @@ def jupyterlab(root, tmp_path, env, settings=NO_NEWS, extra_args=(), app="lab"):
         log.close()
 
 
+@contextlib.contextmanager
+def serve(app, root, tmp_path, settings=NO_NEWS):
+    """:func:`jupyterlab` for the browser tests: skipped where ``app`` is not installed, this
+    checkout's nbgrad first on the kernels' path, cross-site checks off (the tests call the REST
+    API)."""
+    import pytest
+
+    if not has_app(app):
+        pytest.skip(f"{MODULE[app]} is not installed")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with jupyterlab(root, tmp_path, env, settings=settings, app=app,
+                    extra_args=["--ServerApp.disable_check_xsrf=True"]) as url:
+        yield url
+
+
 def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
 

@@ -187,13 +187,14 @@ def kernel_states(tmp_path_factory):
 def show(page, state, width=900):
     import json
 
-    from nbgrad.notebook.widgets import NbgradPanel, viz_js
+    from nbgrad.notebook.widgets import panel_code, viz_js
 
     keys = ("summary", "tabs", "tab_order", "active", "graph", "selected", "collapsed", "dot",
             "folded", "theme")
-    html = PAGE % {"css": NbgradPanel._css, "width": width,
+    code = panel_code()  # what extension/loader.js receives from the kernel
+    html = PAGE % {"css": code["css"], "width": width,
                    "state": json.dumps({k: state.get(k) for k in keys}),
-                   "esm": json.dumps(NbgradPanel._esm), "viz": json.dumps(viz_js())}
+                   "esm": json.dumps(code["code"]), "viz": json.dumps(viz_js())}
     page.set_content(html)
     page.wait_for_selector("body[data-ready='1']", timeout=30_000)
     if state.get("active") == "Graph":  # laid out here (viz.js), or by the kernel
@@ -258,5 +259,22 @@ def test_model_panel_front_end(kernel_states, tmp_path):
             panel = show(page, state)
             size = panel.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
             assert size >= 18
+
+            # a graph the kernel could not lay out: its DOT, laid out here by viz.js (which the
+            # kernel sends over the comm when a panel asks)
+            state = dict(kernel_states[2], active="Graph", graph="{}",
+                         dot='digraph { a [id=a, label="x"]; b [id=b, label="TanhBackward0"]; '
+                             "a -> b; }",
+                         tabs={**kernel_states[2]["tabs"], "Graph": '<div class="nbgrad-svg" '
+                               'data-layout="browser"><pre>x</pre></div>'})
+            panel = show(page, state)
+            laid = panel.locator(".nbgrad-svg[data-laid-out='browser'] svg g.node")
+            assert laid.filter(has_text="TanhBackward0").count() == 1
+
+            # fit width shrinks only: a small graph stays at its natural size
+            panel = show(page, kernel_states[5], width=1400)
+            svg = panel.locator(".nbgrad-svg svg").first
+            natural = float(svg.evaluate("e => e.viewBox.baseVal.width")) * 4 / 3
+            assert abs(svg.bounding_box()["width"] - natural) < 2, (svg.bounding_box(), natural)
         finally:
             browser.close()

@@ -5,7 +5,8 @@ compares. A cell that touched nothing costs two tuple reads. A cell that touched
 with the previous one (``focus``): the panel draws what it made or changed, folds earlier graphs to
 a line, and is skipped when nothing autograd-related changed. The last ``KEEP_LIVE`` panels are live
 widgets; older ones are replaced by their static copy and closed, so nothing grows with the number
-of cells. The extension keeps plain data only (names, ids, versions), never a tensor or a node, and
+of cells; the last ``KEEP_RETIRED`` of those can wake (their "interact" button) while the kernel
+runs. The extension keeps plain data only (names, ids, versions), never a tensor or a node, and
 any exception (an interrupt included) inside it becomes a one-line message.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 import shlex
 import sys
 import warnings
-from collections import deque
+import uuid
+from collections import OrderedDict, deque
 
 from . import adapter as A
 from . import focus as _focus
@@ -25,7 +27,11 @@ THEMES = ("light", "projector")
 
 
 KEEP_LIVE = 8  # panels kept as live widgets; older ones become their static copy and close
-MAX_STATIC_BYTES = 40_000  # a panel's static copy: the SVG image up to 30 KB, tabs cut to fit
+KEEP_RETIRED = 32  # retired panels that can still wake (their data kept, plain and capped)
+MAX_STATIC_BYTES = 44_000  # a panel's static copy at most (saved with the notebook, every cell)
+MAX_STATIC_SVG = 32_000  # bytes of SVG drawn as the static copy's image; a bigger one: the tree
+STATIC_TARGET = 16_000  # bytes a static copy aims at (a saved notebook keeps one per cell) ...
+STATIC_TABS = 6_000  # ... its tabs but the Graph cut to what the picture leaves, at least this
 
 
 def _safe_str(obj) -> str:
@@ -46,7 +52,7 @@ class NbgradExtension:
         self.widget = True  # False: static HTML only (also when no kernel comm is available)
         self.show_saved = True
         self.layout_timeout = 5.0  # seconds; a layout that takes longer falls back to text
-        self.frontend_renders = False  # a widget reported a layout done in the browser
+        self.frontend_renders = False  # a widget reported that viz.js works in its browser
         self.tracker = _focus.Tracker()
         self.theme = "light"  # "projector": larger fonts, high contrast
         self.models = None  # model_hooks.ModelTracker (module calls, gradients) while loaded
@@ -54,6 +60,11 @@ class NbgradExtension:
         self._memory_before = None
         self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
         self.keep_live = KEEP_LIVE
+        # panel id -> (drawn, folded, display id, static copy) of the retired panels that can
+        # still wake (plain data; the oldest are dropped)
+        self._retired: OrderedDict = OrderedDict()
+        self._panels = 0
+        self._session = uuid.uuid4().hex[:8]  # a panel id of another kernel never matches
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -141,8 +152,7 @@ class NbgradExtension:
         from . import layout
 
         try:
-            return layout.svg(dot, nodes=len(snap.nodes) + len(snap.tensors),
-                              timeout=self.layout_timeout)
+            return layout.svg(dot, timeout=self.layout_timeout)  # nodes as drawn (folded)
         except (TimeoutError, ValueError) as exc:
             print(f"nbgrad: graph layout failed ({_safe_str(exc)}); showing the graph as text",
                   file=sys.stderr)
@@ -151,7 +161,7 @@ class NbgradExtension:
     def show(self, snap):
         from IPython.display import display
 
-        from . import layout, render
+        from . import render
 
         folded = None
         if snap.model is not None:
@@ -160,6 +170,8 @@ class NbgradExtension:
             folded = model_report.default_folded(snap.model, len(snap.nodes),
                                                  loop=snap.model.is_loop)
         dot = render.to_dot(snap, folded=folded) if (snap.nodes or snap.tensors) else ""
+        if "[id=" not in dot:  # nothing to draw (a cell that freed its graph): no layout
+            dot = ""
         panel_cls = None
         if self.widget and _has_comm(self.ip):
             try:
@@ -170,21 +182,42 @@ class NbgradExtension:
             svg = self.layout(dot, snap) if dot else None
             display(static_bundle(snap, svg, self.theme), raw=True)
             return
-        # A browser that lays out (viz.js) gets the DOT only; nbclient and the first panel of a
-        # session get the SVG laid out here too, which the static copy also needs.
-        if not dot:
-            svg = None
-        elif self.frontend_renders:
-            svg = layout.cached(dot)
-        else:
-            svg = self.layout(dot, snap)
-        panel = panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
-                          theme=self.theme, layout_fn=self.layout if not self.frontend_renders
-                          else None, earlier_fn=self.with_earlier)
+        # Laid out here, whatever the front end: a browser busy with Run All, or a panel retired
+        # before its browser-side layout came back, would otherwise keep the text tree; the
+        # static copy needs the SVG too. The browser lays out only what the kernel could not
+        # (a layout past its time bound, an SVG too big to sync): see widgets.fit_tabs.
+        svg = self.layout(dot, snap) if dot else None
+        panel = self._panel(panel_cls, snap, svg, dot, folded)
         handle = display(panel, display_id=True)
-        self._live.append((panel, getattr(handle, "display_id", None)))
+        self._keep(panel, getattr(handle, "display_id", None))
+
+    def _panel(self, panel_cls, snap, svg, dot, folded):
+        self._panels += 1
+        return panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
+                         theme=self.theme, layout_fn=self.layout, earlier_fn=self.with_earlier,
+                         on_wake=self.wake, panel_id=f"{self._session}-{self._panels}")
+
+    def _keep(self, panel, display_id):
+        self._live.append((panel, display_id))
         while len(self._live) > self.keep_live:
             self._retire(*self._live.popleft())
+
+    def wake(self, panel_id: str):
+        """A retired panel's "interact" button was clicked: show it as a live widget again, in
+        place (its display id), as it was first drawn; the oldest live one retires instead."""
+        entry = self._retired.pop(panel_id, None)
+        if entry is None:
+            return
+        from IPython.display import update_display
+
+        from .widgets import NbgradPanel
+
+        (snap, svg, dot), folded, display_id, _static = entry
+        panel = self._panel(NbgradPanel, snap, svg, dot, folded)
+        panel.panel_id = panel_id
+        self._panels -= 1
+        update_display(panel, display_id=display_id)
+        self._keep(panel, display_id)
 
     def with_earlier(self, snap):
         """A snapshot of ``snap``'s named tensors and of the earlier graphs it folded to a line,
@@ -210,14 +243,20 @@ class NbgradExtension:
         self.frontend_renders = bool(ok)
 
     def _retire(self, panel, display_id):
-        """Replace an old panel's output by its static copy and close its widget."""
+        """Replace an old panel's output by its static copy (with an "interact" button while the
+        panel can be woken) and close its widget."""
         from IPython.display import update_display
 
         try:
             if display_id is not None:
-                update_display(panel.static_bundle(), raw=True, display_id=display_id)
+                update_display(panel.static_bundle(wake=True), raw=True, display_id=display_id)
+                self._retired[panel.panel_id] = (panel.drawn, list(panel.folded), display_id,
+                                                 panel.static_bundle())
+                while len(self._retired) > KEEP_RETIRED:  # the oldest can no longer wake
+                    _, (_, _, old_id, static) = self._retired.popitem(last=False)
+                    update_display(static, raw=True, display_id=old_id)
         finally:
-            panel.close()
+            panel.retire()
 
     def close_panels(self):
         while self._live:
@@ -333,18 +372,23 @@ class NbgradExtension:
                 f"live={self.keep_live}; "
                 f"timeout={self.layout_timeout:g} s"
                 f"; layout: {'pygraphviz' if layout.available() else 'text only (no pygraphviz)'}"
-                + ("; the browser lays out" if self.frontend_renders else ""))
+                + ("; the browser can lay out (viz.js)" if self.frontend_renders else ""))
 
 
 def static_bundle(snap, svg, theme: str = "light") -> dict:
-    """The panel as static HTML within MAX_STATIC_BYTES: the SVG as an image if it fits (else
-    the text tree), the other tabs cut to fit."""
+    """The panel as static HTML within MAX_STATIC_BYTES: the graph as an image if its SVG is
+    within MAX_STATIC_SVG (else the text tree), the other tabs cut to what the picture leaves of
+    STATIC_TARGET, STATIC_TABS at least (a saved notebook keeps one such copy per cell)."""
     from . import render
 
-    if svg is not None and 4 * len(svg) // 3 > 30_000:  # base64 in the <img>
+    if svg is not None and len(svg) > MAX_STATIC_SVG:
         svg = None
-    tab_html = render.fit_tabs(render.tabs(snap, svg), MAX_STATIC_BYTES - 2000, 31_000)
-    body = render.panel_html(snap, svg, tab_html, theme=theme)
+    tab_html = render.tabs(snap, svg)
+    graph = render.graph_html(svg, snap, inline=False)
+    cut = render.fit_tabs({k: v for k, v in tab_html.items() if k != "Graph"},
+                          max(STATIC_TABS, STATIC_TARGET - len(graph)))
+    tab_html = {k: cut.get(k, v) for k, v in tab_html.items()}
+    body = render.panel_html(snap, svg, tab_html, theme=theme, graph=graph)
     return {"text/html": body, "text/plain": render.summary_text(snap)}
 
 
@@ -402,6 +446,7 @@ def unload_ipython_extension(ip):
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
     ext._live.clear()  # the last panels stay live widgets on the page
+    ext._retired.clear()  # (their static copies stay; a click on "interact" does nothing now)
     if ext.models is not None:
         ext.models.uninstall()
     ext.ip = None

@@ -1,7 +1,9 @@
 """DOT source -> SVG, in-process with pygraphviz (Graphviz's library; no ``dot`` executable).
 
-Used where no front end lays the graph out (nbclient, the static copy saved with a notebook,
-``nbgrad.viz``); a live widget lays out in the browser (extension/layout.js, viz.js). Bounds:
+Every panel's graph is laid out here, whatever the front end (the live widget, nbclient, the
+static copy saved with a notebook, ``nbgrad.viz``): a browser busy or a panel retired cannot leave
+it as text. The browser lays out (extension/layout.js, viz.js) only what this could not: past the
+time bound, or an SVG too big to sync. Bounds:
 
 - the snapshot caps the nodes (``max_nodes``) before any DOT is written;
 - a graph of at most :data:`IN_PROCESS_UP_TO` nodes and :data:`IN_PROCESS_EDGES` edges is laid
@@ -137,8 +139,30 @@ def _forked(source: str, timeout: float) -> bytes:
     return b"".join(chunks)
 
 
+_NODE_TITLE = re.compile(r'(<g id="[^"]+" class="node">\n)<title>[^<]*</title>\n')
+_GEOMETRY = re.compile(r'\b(d|points|x|y|viewBox|transform|width|height|rx|ry|cx|cy|font-size)'
+                       r'="([^"]*)"')
+_DECIMAL = re.compile(r"-?\d+\.\d+")
+
+
+def _whole(m) -> str:
+    return m.group(1) + '="' + _DECIMAL.sub(lambda d: "%d" % round(float(d.group(0))),
+                                            m.group(2)) + '"'
+
+
 def _clean(raw: bytes) -> str:
+    """Graphviz's SVG, a third smaller (it is synced, saved in the notebook and kept by the
+    static copy): no comments, coordinates in whole points (a point is 1.33 px), no node tooltips
+    (the element key; the panel shows details on hover), the common font set once on the root
+    group, no ``xml:space`` (Graphviz writes a run of spaces with non-breaking ones)."""
     text = raw.decode("utf-8", "replace")
     i = text.find("<svg")
     text = text[i:] if i >= 0 else text
-    return _SVG_COMMENT.sub("", text)  # "<!-- name -->" per element: bytes to sync, no use
+    text = _SVG_COMMENT.sub("", text)
+    text = _NODE_TITLE.sub(r"\1", text)
+    text = text.replace(' font-family="Helvetica,sans-Serif"', "")
+    text = text.replace(' font-size="10.00"', "")
+    text = text.replace('class="graph"', 'class="graph" font-family="Helvetica,sans-Serif" '
+                        'font-size="10"', 1)
+    text = text.replace(' xml:space="preserve"', "")  # (graphviz writes runs of spaces as &#160;)
+    return _GEOMETRY.sub(_whole, text)

@@ -143,11 +143,21 @@ def kept_alive_rows(rep) -> list:
     return rows
 
 
+def shorten_middle(text: str, limit: int = 130) -> str:
+    """``text`` within about ``limit`` characters, cut in the middle at word boundaries: a note's
+    head says what, its tail where ("... at cell [4] line 9"), and both must stay."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    head = text[:half].rsplit(" ", 1)[0]
+    tail = text[-half:]
+    tail = tail.split(" ", 1)[1] if " " in tail else tail
+    return f"{head} \u2026 {tail}"
+
+
 def summary_notes(rep) -> str:
     """The header's part: "2 notes: ..." (the first note cut to one short line)."""
     if not rep or not rep.notes:
         return ""
-    first = rep.notes[0]
-    if len(first) > 90:
-        first = first[:87] + "..."
+    first = shorten_middle(rep.notes[0])
     return f"{len(rep.notes)} note{'s' if len(rep.notes) > 1 else ''}: {first}"

@@ -146,8 +146,26 @@ def fold(snap, repeats) -> object:
         nodes[key] = replace(n, next=list(dict.fromkeys(to.get(x, x) for x in n.next)),
                              repeat=kept.get(key, ""), stale=n.stale or key in stale,
                              outputs=list(dict.fromkeys(n.outputs + extra.get(key, []))))
+    # The leaves of the dropped copies (a parameter per copy: ``for t in ps``) go with them: their
+    # AccumulateGrad feeds only dropped nodes. The kept copy's is drawn inside its cluster.
+    used = {x for n in nodes.values() for x in n.next}
+    fed = {x for d in to for x in snap.nodes[d].next}  # read by a dropped copy
+    gone = {k for k, n in nodes.items() if n.is_accumulate and k in fed and k not in used}
+    leaves = {nodes[k].variable for k in gone}
+    for k in gone:
+        del nodes[k]
+    for r in repeats:  # a leaf of the kept copy alone (not a weight every copy reads)
+        for k in r.copies[r.keep]:
+            for x in snap.nodes[k].next:
+                if x in nodes and nodes[x].is_accumulate and x not in fed and not nodes[x].repeat:
+                    nodes[x] = replace(nodes[x], repeat=r.key)
+    # so do the named leaves no drawn node reaches any more (``ps[3]`` of a dropped copy, or of
+    # one the cap hid): they stay rows of the Tensors tab
+    reached = {n.variable for n in nodes.values() if n.variable}
+    leaves |= {t.key for t in snap.tensors if t.requires_grad and not t.grad_fn
+               and not t.is_view and t.key not in reached}
     tensors = [t if t.grad_fn_key not in to else replace(t, grad_fn_key=to[t.grad_fn_key])
-               for t in snap.tensors]
+               for t in snap.tensors if t.key not in leaves]
     return replace(snap, nodes=nodes, tensors=tensors)
 
 

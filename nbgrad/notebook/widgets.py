@@ -92,10 +92,10 @@ def graph_data(snap, folded=(), expanded=()) -> dict:
 
 
 MAX_GRAPH_JSON = 12_000  # bytes of hover details synced per panel; beyond, details are dropped
-MAX_TABS = 36_000  # bytes of tab HTML per panel: long tables are cut to fit
-MAX_SVG = 24_000  # bytes of SVG synced; a bigger graph goes as DOT for the browser
+MAX_SVG = 96_000  # bytes of SVG synced (a 130-node model graph: 87 KB); bigger: DOT for viz.js
+MAX_TABS = MAX_SVG + 16_000  # bytes of tab HTML per panel: long tables are cut to fit
 MAX_DOT = 16_000  # bytes of DOT sent for the browser to lay out; beyond, the text tree
-MAX_DOT_ASKED = 64_000  # ... when the user asked for more (expanded a repeat, showed earlier graphs)
+MAX_DOT_ASKED = 64_000  # ... when the user asked for more (expanded a repeat, earlier graphs)
 
 
 def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
@@ -164,11 +164,29 @@ def _compact(text: str, line_comment: str | None) -> str:
     return "\n".join(out)
 
 
+_CODE = None
+
+
+def panel_code() -> dict:
+    """The panel's front end: ``{"code": layout.js + panel.js, "css": panel.css}``, sent once per
+    page to the loader (extension/loader.js) that every panel carries as its ``_esm``."""
+    global _CODE
+    if _CODE is None:
+        _CODE = {"code": _compact(_asset("layout.js") + "\n" + _asset("panel.js"), "//"),
+                 "css": _compact(_asset("panel.css"), None)}
+    return _CODE
+
+
+# A retired panel's module (its view is gone: the static copy replaced it).
+_RETIRED_ESM = "export default { render() {} };"
+
+
 class NbgradPanel(anywidget.AnyWidget):
     """One cell's panel: tabs of HTML, the graph as SVG, hover details, selection."""
 
-    _esm = _compact(_asset("layout.js") + "\n" + _asset("panel.js"), "//")
-    _css = _compact(_asset("panel.css"), None)
+    # Only the loader: the widget state (and a saved notebook) keeps it once per panel; the
+    # code itself comes over the comm once per page (``panel_code``).
+    _esm = _compact(_asset("loader.js"), "//")
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
     tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
@@ -194,12 +212,16 @@ class NbgradPanel(anywidget.AnyWidget):
                               ).tag(sync=True)
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
-                 layout_fn=None, earlier_fn=None, **kwargs):
+                 layout_fn=None, earlier_fn=None, on_wake=None, panel_id: str = "", **kwargs):
         """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
         browser lays it out); ``earlier_fn(snap) -> snapshot or None``: ``snap`` with the
-        earlier graphs it folded to a line drawn too (the "show" button)."""
+        earlier graphs it folded to a line drawn too (the "show" button); ``on_wake(panel_id)``:
+        a retired panel's "interact" button was clicked (any live panel relays it)."""
         self._static = {"text/html": "", "text/plain": ""}
         self._on_rendered = on_rendered
+        self._on_wake = on_wake
+        self.panel_id = panel_id
+        self.drawn = (None, None, "")  # (snapshot, svg, dot) as first shown: to wake it later
         self._snap = None  # plain data, kept to redraw when the user folds or expands a module
         self._own = None  # this cell's snapshot (``_snap`` adds the earlier graphs once shown)
         self._layout_fn = layout_fn
@@ -257,6 +279,7 @@ class NbgradPanel(anywidget.AnyWidget):
         from .extension import static_bundle
 
         self._snap = self._own = snap
+        self.drawn = (snap, svg, dot)
         tab_html, dot = fit_tabs(snap, svg, dot)
         self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
@@ -271,16 +294,38 @@ class NbgradPanel(anywidget.AnyWidget):
     def _static_html(self) -> str:
         return self._static["text/html"]
 
-    def static_bundle(self) -> dict:
-        """The static copy (``text/html`` + ``text/plain``) that replaces a retired panel."""
-        return dict(self._static)
+    def static_bundle(self, wake: bool = False) -> dict:
+        """The static copy (``text/html`` + ``text/plain``) that replaces a retired panel;
+        ``wake``: with its "interact" button (the kernel makes it live again)."""
+        out = dict(self._static)
+        if wake and self.panel_id:
+            out["text/html"] = render.with_wake_button(out["text/html"], self.panel_id)
+        return out
+
+    def retire(self) -> None:
+        """Close the widget, leaving almost nothing of it in the saved widget state: nbclient
+        keeps the last state of every widget it saw, closed or not (40 KB a panel)."""
+        if self.comm is not None:
+            try:
+                self.comm.send({"method": "update", "buffer_paths": [], "state": {
+                    "tabs": {}, "tab_order": [], "graph": "{}", "dot": "", "summary": "",
+                    "folded": [], "expanded": [], "_esm": _RETIRED_ESM}})
+            except Exception:  # noqa: BLE001 - a comm already gone: nothing was kept
+                pass
+        self.close()
 
     def _front_end_msg(self, _widget, content, _buffers):
-        """``{"type": "viz"}``: send viz.js (once per page); ``{"type": "rendered", "ok": b}``:
-        the browser laid a graph out (the kernel then skips its own layout)."""
+        """``{"type": "code"}``: send the panel's code (once per page); ``{"type": "wake",
+        "panel": id}``: a retired panel's static copy was clicked, make it live again;
+        ``{"type": "viz"}``: send viz.js (a graph the kernel could not lay out);
+        ``{"type": "rendered", "ok": b}``: whether viz.js works in this browser."""
         if not isinstance(content, dict):
             return
-        if content.get("type") == "viz":
+        if content.get("type") == "code":
+            self.send({"type": "code", **panel_code()})
+        elif content.get("type") == "wake" and self._on_wake is not None:
+            self._on_wake(str(content.get("panel", "")))
+        elif content.get("type") == "viz":
             try:
                 self.send({"type": "viz", "code": viz_js()})
             except FileNotFoundError:

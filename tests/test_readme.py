@@ -52,3 +52,27 @@ def test_readme_example_runs_cell_by_cell(tmp_path, monkeypatch):
     assert "modified by an inplace operation" in last
     assert "saved by TanhBackward0 at cell [2] line 2" in last
     assert "modified in place by add_ at cell [2] line 3" in last
+
+
+def readme_test_command() -> str:
+    text = (REPO / "README.md").read_text()
+    section = text.split("Set up and run the tests with pip alone", 1)[1]
+    (command,) = re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)[:1]
+    return command.strip()
+
+
+def test_ci_runs_the_readmes_test_command_in_a_fresh_venv():
+    """.ci/run makes a venv and runs the README's test command in it: each part of it a line of
+    its own, in the README's order, after the venv is activated."""
+    command = readme_test_command()
+    assert command == 'pip install ".[test]" && pytest -q'
+    lines = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    venv = next(i for i, line in enumerate(lines) if line.startswith("python3 -m venv "))
+    activate = next(i for i, line in enumerate(lines) if line.startswith(". ")
+                    and line.endswith("/bin/activate\""))
+    at = [next(i for i, line in enumerate(lines) if line == part or line.startswith(part + " || "))
+          for part in command.split(" && ")]
+    assert venv < activate < at[0] < at[1], (venv, activate, at)
+    # pytest's exit status 5 (no test collected) fails the run rather than passing unnoticed
+    assert 'if [ "$status" -eq 5 ]' in (REPO / ".ci" / "run").read_text()

@@ -284,7 +284,9 @@ print(y._version, y.grad_fn)
 Now modify `y` in place. Nothing fails yet (PyTorch would say nothing until `backward()`), but
 **look at the panel**: the saved tensor of `TanhBackward0` is drawn in red, "saved v0, now v1",
 with where it was saved and where it was modified. The backward that will fail is predicted.
-Click the red `TanhBackward0` node: its details (source lines, versions) open below the graph.
+The red `TanhBackward0` node carries the story: the cell and line that saved `y`, its saved
+tensor marked *saved v0, now v1*, and the `add_` that modified it, with its cell and line (in an
+interactive panel, a click on the node also opens the source lines below the graph).
 """),
     code("""
 y.add_(3)
@@ -985,8 +987,9 @@ print({name: p._version for name, p in mlp.named_parameters()})
 A loop that builds the same piece of graph again and again — an RNN reading the 8 rows of each
 image, one step per row — is drawn **once**, in a blue box titled with the count and the line
 that built it (*8 x h = torch.tanh(...)*); its layers are boxes inside, and the dashed arrow is
-`h` going from one step to the next. Click the title to draw all 8 copies, click it again to
-fold them (`%nbgrad graph h` draws the same folded graph without the widget).
+`h` going from one step to the next. In an interactive panel, a click on the title draws all 8
+copies and a second click folds them (`%nbgrad graph h` draws the same folded graph as a
+picture).
 """),
     code("""
 torch.manual_seed(0)
@@ -1082,7 +1085,7 @@ print(X.shape, Y.shape)
 with **no history**: backward stops there. Everything before it gets no gradient and never
 learns, silently — the loss still goes down, a little, thanks to the layers after the cut.
 The panel under the backward cell says it in one line, with the line of the cut — *net.body.0.weight,
-net.body.0.bias got no gradient: its output was detached at cell [N] line 10* (`.detach()`, `.data`
+net.body.0.bias got no gradient: its output was detached at cell [N] line 9* (`.detach()`, `.data`
 and `torch.from_numpy` record where they ran) — and its *Gradients* tab lists every parameter by
 its module path with its gradient norm.
 """),

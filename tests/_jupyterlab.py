@@ -4,6 +4,7 @@ for and stopped by its PID), Debian's chromium driven by Playwright, and "Run > 
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -129,5 +130,18 @@ def open_and_run_all(page, url, name, app="lab"):
     no_news = page.get_by_role("button", name="No", exact=True)
     if no_news.count():
         no_news.first.click()
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    # A Run All sent before the page's kernel connection is ready runs nothing (seen in Notebook
+    # 7 on a loaded machine: the kernel shown idle, every prompt left "[ ]:"); a cell that runs or
+    # waits for the kernel shows "[*]:" or its count at once. Run All again only then.
+    started = page.locator(".jp-InputPrompt", has_text=re.compile(r"\[(\*|\d+)\]"))
+    for attempt in range(3):
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        try:
+            started.first.wait_for(timeout=30_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise

@@ -235,10 +235,17 @@ def test_an_exception_whose_text_raises(shell, capsys):
                "    def __str__(self):\n"
                "        raise ValueError('no text')\n"
                "x = nbgrad.ones(3, requires_grad=True)\ny = x.tanh()")
-    result, out = run(shell, "e = Weird()\ne.nbgrad_context = {'kind': 'other'}\nraise e")
+    raising = "e = Weird()\ne.nbgrad_context = {'kind': 'other'}\nraise e"
+    # not stored in the history: IPython 9 stores str(error) of a cell stored there, and when
+    # that raises, its own ValueError replaces the cell's error (IPython's doing, not the panel's)
+    n = len(shell.recorder.bundles)
+    result = shell.run_cell(raising, store_history=False)
     assert isinstance(result.error_in_exec, RuntimeError)
-    (p,) = panels(out)
+    (p,) = panels(shell.recorder.bundles[n:])
     assert "could not be read" in p["text/html"]
+    # stored, whichever error IPython reports then, the panel does not fail
+    result, _ = run(shell, raising)
+    assert result.error_in_exec is not None
     assert nbgrad_lines(capsys.readouterr().err) == []
 
 
@@ -361,8 +368,26 @@ def test_layout_in_process_and_forked_give_the_same_svg(monkeypatch):
     assert here == child and 'id="n' in here and "TanhBackward0" in here
 
 
+def _threads():
+    # IPython 9 stops its history-saving thread before a fork (a forked layout) and starts it
+    # again at the next stored cell: IPython's own thread, not the panel's
+    return {t for t in threading.enumerate() if not t.name.startswith("IPython")}
+
+
 def test_threads_do_not_leak_from_the_panel(shell):
-    before = threading.active_count()
+    before = _threads()
     for i in range(5):
         run(shell, f"q{i} = nbgrad.ones(2, requires_grad=True).exp()")
-    assert threading.active_count() <= before
+    assert _threads() <= before
+
+
+@pytest.mark.skipif(not layout.available(), reason="pygraphviz not installed")
+def test_first_layout_drops_only_fontconfig_warnings(monkeypatch, capfd):
+    import os
+
+    monkeypatch.setattr(layout, "_fonts_loaded", False)
+    with layout._fontconfig_warnings_dropped():
+        os.write(2, b'Fontconfig warning: "x.conf", line 6: unknown element "reset-dirs"\n')
+        os.write(2, b"something else\n")
+    assert layout._fonts_loaded
+    assert capfd.readouterr().err == "something else\n"

@@ -17,10 +17,13 @@ Without pygraphviz, :func:`svg` returns None and the panel shows the text tree.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
 import signal
+import sys
+import tempfile
 import time
 
 IN_PROCESS_UP_TO = 150  # nodes; above this (or 2x as many edges) a forked child does the work
@@ -29,6 +32,7 @@ DEFAULT_TIMEOUT = 5.0  # seconds
 _CACHE: dict[str, str] = {}  # DOT source -> SVG
 CACHE_SIZE = 16
 _SVG_COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
+_fonts_loaded = False  # the first text Graphviz measures loads fontconfig, once per process
 
 
 class LayoutTimeout(TimeoutError):
@@ -87,7 +91,43 @@ def _layout(source: str, fmt: str = "svg") -> bytes:
         graph = pygraphviz.AGraph(string=source)
     except Exception as exc:  # noqa: BLE001
         raise ValueError(f"graphviz could not read the graph: {exc}") from None
-    return graph.draw(format=fmt, prog="dot")
+    if _fonts_loaded:
+        return graph.draw(format=fmt, prog="dot")
+    with _fontconfig_warnings_dropped():
+        return graph.draw(format=fmt, prog="dot")
+
+
+@contextlib.contextmanager
+def _fontconfig_warnings_dropped():
+    """Run the first layout with the C-level stderr (fd 2) sent to a temporary file.
+
+    pygraphviz's wheels bundle a fontconfig older than Debian 12's configuration files; loading
+    them, it prints ``Fontconfig warning: ... unknown element "reset-dirs"`` on fd 2, which a
+    kernel shows as a red stderr box under the user's first cell. Fontconfig reads its
+    configuration once per process, at the first text measured (FONTCONFIG_FILE does not help:
+    the bundled library reads the system's conf.avail whatever the file says). The warnings are
+    dropped; anything else written to fd 2 meanwhile is written back.
+    """
+    global _fonts_loaded
+    _fonts_loaded = True
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no fd 2 (pythonw), or a closed sys.stderr
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [line for line in tmp.read().splitlines(keepends=True)
+                    if not line.startswith(b"Fontconfig warning:")]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def render(source: str, fmt: str) -> bytes:

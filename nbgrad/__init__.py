@@ -21,6 +21,7 @@ from .dtypes import float16 as half, float32 as float, float64 as double, int64 
 from .dtypes import int32 as int, int16 as short
 from .tensor import Size, Tensor
 from .storage import Storage as UntypedStorage
+from .typed_storage import TypedStorage  # noqa: F401
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import ops
@@ -46,6 +47,9 @@ from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
 from . import nn, optim, utils, viz
 from . import distributions  # noqa: E402  (torch.distributions)
 from .serialization import load, save
+from .typed_storage import STORAGE_TYPES as _STORAGE_TYPES  # noqa: E402
+
+globals().update(_STORAGE_TYPES)  # torch.FloatStorage, ... (the names checkpoints use)
 
 __version__ = "0.1.0"
 

@@ -515,3 +515,58 @@ def test_cuda_tensors_come_back_on_cuda_or_where_mapped():
     assert back["t"].device.type == "cuda" and back["v"].tolist() == [1, 2, 3]
     assert load_with(nbgrad, data, map_location="cpu")["t"].device.type == "cpu"
     assert load_with(torch, data, map_location="cpu")["v"].tolist() == [1, 2, 3]
+
+
+WHOLE_MODEL_PROGRAM = '''
+import io, pickle, sys
+import torch
+import torch.nn as nn
+
+class RNNModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Embedding(10, 4)
+        self.rnn = nn.LSTM(4, 5)
+        self.decoder = nn.Linear(5, 10)
+
+    def forward(self, x):
+        out, _ = self.rnn(self.encoder(x))
+        return self.decoder(out)
+
+torch.manual_seed(0)
+model = RNNModel()
+with open(sys.argv[1], "wb") as f:
+    torch.save(model, f)
+try:
+    torch.load(sys.argv[1])
+except pickle.UnpicklingError as e:
+    print("refused:", "GLOBAL __main__.RNNModel was not an allowed global" in str(e))
+with open(sys.argv[1], "rb") as f:
+    back = torch.load(f, weights_only=False)
+x = torch.tensor([[1, 2, 3]])
+print(type(back).__name__, type(back.rnn).__name__, bool((back(x) == model(x)).all()))
+with torch.serialization.safe_globals([RNNModel, nn.Embedding, nn.LSTM, nn.Linear]):
+    try:
+        torch.load(sys.argv[1])
+    except pickle.UnpicklingError as e:
+        print("still refused:", str(e).split("GLOBAL ")[1].split(" ")[0])
+'''
+
+
+def test_a_program_saving_a_whole_model_under_the_torch_alias(tmp_path):
+    """word_language_model's end: torch.save(model), then torch.load(f, weights_only=False)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = tmp_path / "prog.py"
+    script.write_text(WHOLE_MODEL_PROGRAM)
+    root = str(Path(nbgrad.__file__).parent.parent)
+    ours = subprocess.run([sys.executable, "-m", "nbgrad", str(script), str(tmp_path / "m.pt")],
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=root),
+                          capture_output=True, text=True, timeout=300)
+    theirs = subprocess.run([sys.executable, str(script), str(tmp_path / "t.pt")], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert ours.returncode == 0, ours.stderr[-2000:]
+    assert theirs.returncode == 0, theirs.stderr[-2000:]
+    assert ours.stdout == theirs.stdout

@@ -154,7 +154,7 @@ def _allowed():
             "torch.Tensor": Tensor, "torch.device": backend.device,
             "_codecs.encode": encode, "builtins.bytearray": bytearray, "builtins.set": set,
             "builtins.complex": complex,
-            "torch.UntypedStorage": Storage, "torch.storage.UntypedStorage": Storage,
+            "torch.storage.UntypedStorage": Storage,
             "torch.storage.TypedStorage": TypedStorage,
             "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
         })

@@ -56,7 +56,8 @@ _DEVICE = _Global("torch", "device")
 # nbgrad's classes and objects that have a PyTorch name of their own
 _TORCH_NAME = {Tensor: ("torch", "Tensor"), Parameter: ("torch.nn.parameter", "Parameter"),
                Size: ("torch", "Size"), backend.device: ("torch", "device"),
-               Storage: ("torch", "UntypedStorage"), TypedStorage: ("torch", "TypedStorage"),
+               Storage: ("torch.storage", "UntypedStorage"),
+               TypedStorage: ("torch.storage", "TypedStorage"),
                dtypes.dtype: ("torch", "dtype")}
 _TORCH_NAME.update({cls: ("torch", name) for name, cls in STORAGE_TYPES.items()})
 _TORCH_NAME.update({d: ("torch", d.name) for d in dtypes.ALL})

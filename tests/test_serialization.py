@@ -331,6 +331,9 @@ def test_paths_and_mmap(tmp_path):
         back["a"][0, 1] = 9.0  # copy-on-write: the file is unchanged
         assert back["row"].untyped_storage() is back["a"].untyped_storage()
     assert nbgrad.load(path)["a"][0, 1].item() == 1.0
+    theirs = torch.load(path, mmap=True)  # torch maps nbgrad's records too (64-byte aligned)
+    for k in obj:
+        same_tensor(obj[k], theirs[k])
     with pytest.raises(ValueError, match="f must be a file path in order to use the mmap"):
         nbgrad.load(io.BytesIO(path.read_bytes()), mmap=True)
 
@@ -570,3 +573,23 @@ def test_a_program_saving_a_whole_model_under_the_torch_alias(tmp_path):
     assert ours.returncode == 0, ours.stderr[-2000:]
     assert theirs.returncode == 0, theirs.stderr[-2000:]
     assert ours.stdout == theirs.stdout
+
+
+class _MyTensor(nbgrad.Tensor):
+    pass
+
+
+def test_tensor_attributes_and_subclasses():
+    t, n = torch.ones(2), nbgrad.ones(2)
+    t.note, n.note = "kept", "kept"
+    assert load_with(nbgrad, saved_by(torch, {"t": t}))["t"].note == "kept"
+    assert load_with(torch, saved_by(nbgrad, {"t": n}))["t"].note == "kept"
+    sub = nbgrad.Tensor._make_subclass(_MyTensor, nbgrad.arange(3.0))
+    data = saved_by(nbgrad, sub)
+    assert "_MyTensor was not an allowed global" in _refusal(nbgrad, data)
+    assert nbgrad.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data)) == \
+        [f"{__name__}._MyTensor"]
+    assert nbgrad.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(GOOD)) == []
+    with nbgrad.serialization.safe_globals([_MyTensor]):
+        back = load_with(nbgrad, data)
+    assert type(back) is _MyTensor and back.tolist() == [0.0, 1.0, 2.0]

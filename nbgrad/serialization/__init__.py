@@ -17,7 +17,7 @@ from .unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals, 
                         safe_globals)
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
-           "safe_globals", "DEFAULT_PROTOCOL"]
+           "safe_globals", "get_unsafe_globals_in_checkpoint", "DEFAULT_PROTOCOL"]
 
 DEFAULT_PROTOCOL = 2
 
@@ -73,3 +73,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     """
     return reader.load(f, map_location, pickle_module, weights_only=weights_only, mmap=mmap,
                        **pickle_load_args)
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The globals in a checkpoint's pickle that a weights-only load would refuse, as
+    ``"module.name"`` strings (torch.serialization.get_unsafe_globals_in_checkpoint).
+
+    Args:
+        f (str | os.PathLike | file object): a zip checkpoint.
+    """
+    return reader.unsafe_globals(f)

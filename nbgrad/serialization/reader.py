@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import pickletools
 import re
 import struct
 import sys
@@ -25,7 +26,7 @@ from .. import backend, dtypes
 from ..storage import Storage
 from ..typed_storage import TypedStorage
 from . import npz
-from .unpickler import FullUnpickler, UnsupportedStorage, WeightsUnpickler
+from .unpickler import FullUnpickler, UnsupportedStorage, WeightsUnpickler, _compat, allowed
 
 UNSAFE_MESSAGE = (
     "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "
@@ -448,6 +449,24 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             raise RuntimeError(f"file in archive is not in a subdirectory: {archive.first}")
         return _unpickle(archive, map_location, weights_only, path if mmap else None,
                          pickle_module, pickle_load_args)
+    finally:
+        if close:
+            fh.close()
+
+
+def unsafe_globals(f):
+    """See :func:`nbgrad.serialization.get_unsafe_globals_in_checkpoint`."""
+    fh, _, close = _open(f)
+    try:
+        archive = _Archive(fh)
+        if archive.prefix is None:
+            raise ValueError("Expected input to be a checkpoint returned by torch.save")
+        found = set()
+        for op, arg, _ in pickletools.genops(archive.read("data.pkl")):
+            if op.name == "GLOBAL":
+                module, name = _compat(*arg.split(" ", 1))
+                found.add(f"{module}.{name}")
+        return sorted(g for g in found if not allowed(g))
     finally:
         if close:
             fh.close()

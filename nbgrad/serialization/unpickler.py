@@ -119,7 +119,7 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     if type(ret) is not new_type:
         if not (isinstance(new_type, type) and issubclass(new_type, Tensor)):
             raise UnpicklingError(f"_rebuild_from_type_v2: {new_type} is not a Tensor type")
-        ret = ret.as_subclass(new_type)
+        ret = Tensor._make_subclass(new_type, ret, ret.requires_grad)
     return _set_obj_state(ret, state)
 
 
@@ -220,6 +220,13 @@ class safe_globals:
 
     def __exit__(self, *exc):
         _safe.difference_update(self.safe_globals)
+
+
+def allowed(full_path):
+    """Whether a weights-only load accepts the global ``module.name``."""
+    module = full_path.rsplit(".", 1)[0]
+    return module not in _BLOCKED_MODULES and (full_path in _allowed()
+                                               or full_path in _user_allowed())
 
 
 def _refused(full_path):

@@ -197,7 +197,7 @@ def _reduce_tensor(t):
                            t._storage._root else t._storage, dtype=t.dtype, _internal=True)
     args = (storage, offset, tuple(t._data.shape), strides, bool(t.requires_grad),
             OrderedDict())
-    if type(t) is not Tensor:
+    if type(t) is not Tensor or t.__dict__:  # a subclass, or Python attributes (t.foo = 1)
         return (REBUILD_FROM_TYPE_V2, (REBUILD_TENSOR_V2, type(t), args, dict(t.__dict__)))
     return (REBUILD_TENSOR_V2, args)
 

@@ -176,8 +176,14 @@ class TypedStorage:
 
     __str__ = __repr__
 
-    def __reduce__(self):
-        raise RuntimeError("a TypedStorage is saved by nbgrad.save (as torch.save), not pickled")
+    def __reduce__(self):  # (copy, deepcopy, multiprocessing; nbgrad.save writes storages itself)
+        flat = backend.to_device(_flat(self._untyped_storage._root), backend.CPU).copy()
+        return (_rebuild_typed, (flat, self.dtype.name))
+
+
+def _rebuild_typed(flat, dtype_name):
+    return TypedStorage(wrap_storage=Storage(flat), dtype=dtypes.from_name(dtype_name),
+                        _internal=True)
 
 
 def _class_repr():

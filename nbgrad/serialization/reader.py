@@ -267,8 +267,15 @@ class _StorageLoader:
             mm = np.memmap(self.mmap_path, dtype=np_dtype, mode="c", offset=arc.base + start,
                            shape=(numel,))
             return mm.view(np.ndarray)
-        data = arc.read(name)
-        return np.frombuffer(bytearray(data[:nbytes]), dtype=np_dtype)
+        arr = np.empty(numel, np_dtype)
+        if arc.is_stored(name):  # read straight into the array: no second copy
+            start, _ = arc.offset(name)
+            arc.fh.seek(arc.base + start)
+            if arc.fh.readinto(memoryview(arr).cast("B")) != nbytes:
+                raise _miniz(f"failed reading file {name}: file read failed")
+        else:
+            arr[...] = np.frombuffer(arc.read(name)[:nbytes], dtype=np_dtype)
+        return arr
 
 
 def _default_restore(storage, location):
@@ -322,12 +329,7 @@ def _unpickle(archive, map_location, weights_only, mmap_path, pickle_module, pic
             raise RuntimeError("Cannot use ``weights_only=True`` with TorchScript archives passed "
                                "to ``torch.load``. " + UNSAFE_MESSAGE)
         raise RuntimeError("nbgrad cannot load TorchScript archives (torch.jit.save)")
-    version = archive.read("version") if archive.has("version") else (
-        archive.read(".data/version") if archive.has(".data/version") else None)
-    if version is None:
-        raise RuntimeError('Expected hasRecord("version") to be true, but got false.  (Could '
-                           "this error message be improved?  If so, please report an "
-                           "enhancement request to PyTorch.)")
+    version = archive.read("version" if archive.has("version") else ".data/version")
     digits = re.match(rb"\s*(\d+)", version)  # (read as strtoll reads it: leading digits)
     if digits is None:
         raise RuntimeError(f"Couldn't parse the version {version.decode()} as Long Long.")
@@ -398,7 +400,7 @@ def _legacy(fh, weights_only):
         raise pickle.UnpicklingError(_wo_message(str(e))) from None
     except EOFError:
         raise
-    except _MALFORMED + (UnicodeDecodeError,) as e:
+    except _MALFORMED as e:  # (UnicodeDecodeError included: a ValueError)
         raise pickle.UnpicklingError(_wo_message(f"{type(e).__name__}: {e}")) from None
     if magic != _LEGACY_MAGIC:
         raise RuntimeError("Invalid magic number; corrupt file?")

@@ -593,3 +593,21 @@ def test_tensor_attributes_and_subclasses():
     with nbgrad.serialization.safe_globals([_MyTensor]):
         back = load_with(nbgrad, data)
     assert type(back) is _MyTensor and back.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("pkl, refused", [
+    (b"\x80\x02ctorch\nSize\n]K\x02a\x85\x81.", False),                 # NEWOBJ Size([2])
+    (b"\x80\x02ccollections\nOrderedDict\n)\x81.", False),
+    (b"\x80\x02ctorch\nTensor\n)\x81.", True),           # a Tensor needs more than __new__
+    (b"\x80\x02ctorch\nUntypedStorage\n)\x81.", True),
+    (b"\x80\x02ctorch\nfloat32\n}X\x01\x00\x00\x00aK\x01sb.", True),  # BUILD on a dtype
+    (b"\x80\x02ctorch\nFloatStorage\n}X\x01\x00\x00\x00aK\x01sb.", True),
+])
+def test_constructs_that_could_corrupt_nbgrad_objects_are_refused(pkl, refused):
+    data = _zip({"data.pkl": pkl, "version": b"3\n"})
+    if refused:
+        with pytest.raises(pickle.UnpicklingError):
+            load_with(nbgrad, data)
+    else:
+        load_with(nbgrad, data)
+    assert nbgrad.float32.itemsize == 4 and not hasattr(nbgrad.FloatStorage, "a")

@@ -267,6 +267,11 @@ _TORCH_OPCODES = (
     pickle.TUPLE1, pickle.TUPLE2, pickle.TUPLE3)
 
 
+# classes NEWOBJ may make (their __new__ alone gives a whole object; torch also lets it make
+# Tensors and storages, whose nbgrad objects need more than __new__: refused here)
+_PLAIN_CLASSES = (OrderedDict, Counter, set, bytearray, complex, Size)
+
+
 class WeightsUnpickler(pickle._Unpickler):
     """torch's weights-only unpickler (see the module docstring).
 
@@ -276,8 +281,7 @@ class WeightsUnpickler(pickle._Unpickler):
             a persistent id names (the loader reads it from the archive once per key).
     """
 
-    dispatch = _Opcodes({op[0]: f for op, f in ((op, pickle._Unpickler.dispatch[op[0]])
-                                                for op in _TORCH_OPCODES)})
+    dispatch = _Opcodes({op[0]: pickle._Unpickler.dispatch[op[0]] for op in _TORCH_OPCODES})
 
     def __init__(self, file, load_storage, encoding="utf-8"):
         super().__init__(file, encoding=encoding)
@@ -305,7 +309,8 @@ class WeightsUnpickler(pickle._Unpickler):
         cls = self.stack.pop()
         if cls is Parameter:
             self.append(Parameter(*args))
-        elif self._known(cls) and isinstance(cls, type):
+        elif cls in _PLAIN_CLASSES or (isinstance(cls, type) and any(
+                cls is v for v in _user_allowed().values())):
             self.append(cls.__new__(cls, *args))
         else:
             raise UnpicklingError("Can only create new object for nn.Parameter or classes "

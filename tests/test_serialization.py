@@ -611,3 +611,18 @@ def test_constructs_that_could_corrupt_nbgrad_objects_are_refused(pkl, refused):
     else:
         load_with(nbgrad, data)
     assert nbgrad.float32.itemsize == 4 and not hasattr(nbgrad.FloatStorage, "a")
+
+
+def test_environment_switches_as_torch(monkeypatch):
+    data = saved_by(nbgrad, {"a": np.arange(2)})
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.warns(UserWarning, match="forcing weights_only=False"):
+        assert load_with(nbgrad, data)["a"].tolist() == [0, 1]
+    with pytest.raises(pickle.UnpicklingError):
+        load_with(nbgrad, data, weights_only=True)
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.raises(RuntimeError, match="Only one of"):
+        load_with(nbgrad, data)
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    with pytest.raises(pickle.UnpicklingError):
+        load_with(nbgrad, data, weights_only=False)

@@ -412,7 +412,8 @@ def _legacy(fh, weights_only):
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):
     """See :func:`nbgrad.load`."""
-    if weights_only is None:
+    not_set = weights_only is None
+    if not_set:
         weights_only = pickle_module is None
     truthy = ("1", "y", "yes", "true")
     force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in truthy
@@ -422,6 +423,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
                            "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
     if force:
         weights_only = True
+    elif force_no and not_set:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the"
+                      "`weights_only` argument was not explicitly passed to `torch.load`, forcing "
+                      "weights_only=False.", UserWarning, stacklevel=3)
+        weights_only = False
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     if pickle_load_args and weights_only:

@@ -47,9 +47,8 @@ from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
 from . import nn, optim, utils, viz
 from . import distributions  # noqa: E402  (torch.distributions)
 from .serialization import load, save
-from .typed_storage import STORAGE_TYPES as _STORAGE_TYPES  # noqa: E402
-
-globals().update(_STORAGE_TYPES)  # torch.FloatStorage, ... (the names checkpoints use)
+from .typed_storage import (BoolStorage, ByteStorage, CharStorage, DoubleStorage,  # noqa: E402
+                            FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage)
 
 __version__ = "0.1.0"
 

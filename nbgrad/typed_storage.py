@@ -15,7 +15,9 @@ from . import backend, dtypes
 from .naming import expose, public
 from .storage import Storage
 
-__all__ = ["TypedStorage", "STORAGE_TYPES", "storage_type_of"]
+__all__ = ["TypedStorage", "STORAGE_TYPES", "storage_type_of", "FloatStorage", "DoubleStorage",
+           "HalfStorage", "LongStorage", "IntStorage", "ShortStorage", "CharStorage",
+           "ByteStorage", "BoolStorage"]
 
 _DEPRECATED = (
     "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
@@ -243,8 +245,18 @@ def _legacy_class(name, dt):
     return cls
 
 
-STORAGE_TYPES = {name: _legacy_class(name, dtypes.from_name(dt))
-                 for dt, name in _LEGACY_NAME.items()}
+FloatStorage = _legacy_class("FloatStorage", dtypes.float32)
+DoubleStorage = _legacy_class("DoubleStorage", dtypes.float64)
+HalfStorage = _legacy_class("HalfStorage", dtypes.float16)
+LongStorage = _legacy_class("LongStorage", dtypes.int64)
+IntStorage = _legacy_class("IntStorage", dtypes.int32)
+ShortStorage = _legacy_class("ShortStorage", dtypes.int16)
+CharStorage = _legacy_class("CharStorage", dtypes.int8)
+ByteStorage = _legacy_class("ByteStorage", dtypes.uint8)
+BoolStorage = _legacy_class("BoolStorage", dtypes.bool_)
+STORAGE_TYPES = {cls.__name__: cls for cls in (
+    FloatStorage, DoubleStorage, HalfStorage, LongStorage, IntStorage, ShortStorage, CharStorage,
+    ByteStorage, BoolStorage)}
 
 
 def storage_type_of(dtype):

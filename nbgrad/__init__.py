@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import sys as _sys
 import warnings as _warnings
 
 # NaN and inf propagate silently, as in PyTorch: the op table runs with numpy's floating-point
@@ -46,6 +47,9 @@ from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                set_anomaly_enabled, set_detect_anomaly)
 from . import nn, optim, utils, viz
 from . import distributions  # noqa: E402  (torch.distributions)
+# torch.autograd.functional (jacobian, hessian, ...) is built on the torch.* surface, a layer
+# above autograd: the package root, which may import every layer, loads it
+from .autograd import functional as _autograd_functional  # noqa: E402,F401
 from .serialization import load, save
 from .typed_storage import (BoolStorage, ByteStorage, CharStorage, DoubleStorage,  # noqa: E402
                             FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage)
@@ -59,6 +63,9 @@ inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 
 backend._init_threads()
 tracebacks.install()
+if "IPython" in _sys.modules:  # in a notebook: the notebook layer gives Tensor its HTML display
+    from .notebook import register_tensor_html as _register_tensor_html
+    _register_tensor_html()
 
 from .tensortypes import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
                           HalfTensor, IntTensor, LongTensor, ShortTensor)

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from . import _torch_errors, backend, dtypes
+from .naming import named
 from .storage import Storage
 from .tensor import _PROV, Size, Tensor, _init, _mark_cut
 
@@ -168,7 +169,7 @@ def _filled(fill):
         dt = dtypes.to_np(dtype) or dtypes.default_np()
         arr = fill(size, dt)
         return _finish(arr, device, requires_grad)
-    return f
+    return named(f, fill.__name__)
 
 
 zeros = _filled(np.zeros)
@@ -193,7 +194,7 @@ def _like(fn):
     def f(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
         return fn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                   requires_grad=requires_grad)
-    return f
+    return named(f, fn.__name__ + "_like")
 
 
 zeros_like = _like(zeros)

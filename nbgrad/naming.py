@@ -29,6 +29,15 @@ def public(name):
     return PREFIX[0] + "." + name
 
 
+def named(fn, name):
+    """`fn`, a function made by a factory, named `name` wherever a reader looks: ``__name__``,
+    ``__qualname__`` and its code object's name, which is what profilers and tracebacks print
+    (else every op a factory makes shows as the factory's inner ``f``). Returns `fn`."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__code__ = fn.__code__.replace(co_name=name, co_qualname=name)
+    return fn
+
+
 def cpp(name):
     """The name of a C++ node in PyTorch: ``'nbgrad::autograd::' + name`` (``torch::`` under the
     alias)."""

@@ -1,6 +1,6 @@
 """Tensor: a view (shape, strides, storage_offset, dtype, device) onto a Storage, plus autograd
 metadata (requires_grad, grad_fn, grad, hooks). The ops and most methods are bound onto it by
-nbgrad/functions.py, over the op table in nbgrad/ops/."""
+nbgrad/functions/, over the op table in nbgrad/ops/."""
 from __future__ import annotations
 
 import warnings
@@ -137,13 +137,14 @@ class Tensor:
     Create tensors with `nbgrad.tensor`, `nbgrad.zeros`, ...; `Tensor(data)` also works (the
     legacy constructor, nbgrad.creation.tensor_init). The autograd methods (backward,
     register_hook, retain_grad, grad_fn) are nbgrad/autograd/variable.py's; the ops are bound
-    as methods by nbgrad/functions.py.
+    as methods by nbgrad/functions/bind.py.
     """
 
-    # `_st`: the Storage, or for a tensor made by an op (`_make_fresh`) the number of bytes it
+    # `_storage_or_nbytes`: the Storage, or for a tensor made by an op (`_make_fresh`) the number
+    # of bytes it
     # holds until someone asks for its storage (`_storage`): most op outputs never need one
-    __slots__ = ("_data", "_st", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
-                 "_view", "_extra", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_storage_or_nbytes", "_grad_fn", "_output_nr", "_requires_grad",
+                 "_grad", "_view", "_extra", "__weakref__", "__dict__")
     __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
 
     # ---- construction (internal, hot) ----
@@ -151,7 +152,7 @@ class Tensor:
     def _make(data, storage, grad_fn, output_nr, requires_grad):
         t = _new(Tensor)
         t._data = data
-        t._st = storage
+        t._storage_or_nbytes = storage
         t._grad_fn = grad_fn
         t._output_nr = output_nr
         t._requires_grad = requires_grad
@@ -175,11 +176,11 @@ class Tensor:
         t = _new(Tensor)
         t._data = data
         if _INF[0]:  # an inference tensor's storage says so from the start
-            t._st = Storage(data)
+            t._storage_or_nbytes = Storage(data)
         else:
             c = _C
             c.created += 1
-            t._st = n = data.nbytes
+            t._storage_or_nbytes = n = data.nbytes
             c.live_bytes = b = c.live_bytes + n
             if b > c.peak_bytes:
                 c.peak_bytes = b
@@ -191,22 +192,22 @@ class Tensor:
     @property
     def _storage(self):
         """The Storage under this tensor (made now for a tensor an op made without one)."""
-        st = self._st
+        st = self._storage_or_nbytes
         if type(st) is int:
-            st = self._st = Storage.adopt(self._data, st)
+            st = self._storage_or_nbytes = Storage.adopt(self._data, st)
         return st
 
     @_storage.setter
     def _storage(self, st):
-        old = self._st
+        old = self._storage_or_nbytes
         if type(old) is int:  # the bytes it counted go, as its storage would have
             _C.live_bytes -= old
             _C.freed += 1
-        self._st = st
+        self._storage_or_nbytes = st
 
     def __del__(self):
         try:
-            n = self._st
+            n = self._storage_or_nbytes
         except AttributeError:  # (a constructor that failed half-way)
             return
         if type(n) is int:
@@ -539,13 +540,6 @@ class Tensor:
         from .printing import tensor_repr
         return tensor_repr(self)
 
-    def _repr_html_(self):
-        try:
-            from .viz import tensor_html
-            return tensor_html(self)
-        except Exception:
-            return None
-
     def __format__(self, spec):
         """A 0-dim tensor formats as its Python number (f"{loss}" -> 2.4543561935424805), as
         torch; any other tensor: str(t) for an empty spec, TypeError otherwise."""
@@ -559,11 +553,19 @@ _new = object.__new__
 
 def _init(t, data, storage, grad_fn, output_nr, requires_grad):
     t._data = data
-    t._st = Storage(data) if storage is None else storage
+    t._storage_or_nbytes = Storage(data) if storage is None else storage
     t._grad_fn = grad_fn
     t._output_nr = output_nr
     t._requires_grad = requires_grad
     t._grad = t._view = t._extra = None
+
+
+def fresh_zeros(shape, np_dtype, device=None):
+    """A new tensor of zeros, no graph, on `device` (default: the default device): the zeros
+    autograd and the op table make for a missing gradient, below the torch.* factories."""
+    dev = backend.get_default_device() if device is None else device
+    arr = np.zeros(shape, np_dtype)
+    return Tensor._make_fresh(arr if dev.type == "cpu" else backend.to_device(arr, dev))
 
 
 def _rebuild(arr, requires_grad):

@@ -155,7 +155,7 @@ def make_dot(var, params=None, show_attrs=False, show_saved=True, max_attr_chars
 
 
 def tensor_html(t) -> str:
-    """Rich HTML for a tensor (what ``Tensor._repr_html_`` shows)."""
+    """Rich HTML for a tensor (its display in IPython: ``nbgrad.notebook.register_tensor_html``)."""
     from nbgrad.notebook.render import tensor_html as _th
 
     return _th(t)

@@ -238,6 +238,33 @@ def test_max_pool_return_indices():
         assert np.array_equal(npy(i_n), i_t.numpy())
 
 
+def test_conv2d_and_max_pool2d_are_one_definition_for_torch_and_functional():
+    """torch.conv2d is torch.nn.functional.conv2d (as in PyTorch), and torch.max_pool2d takes
+    F.max_pool2d's arguments: unbatched input, padding strings, PyTorch's checks and texts."""
+    F = nbgrad.nn.functional
+    assert F.conv2d is nbgrad.conv2d and F.max_pool2d is nbgrad.max_pool2d
+    x, w = rnd(3, 5, 5), rnd(4, 3, 2, 2, seed=1)
+    for kw in (dict(), dict(padding="same"), dict(padding="valid"), dict(padding="same",
+                                                                         dilation=2)):
+        close(nbgrad.conv2d(to_ng(x), to_ng(w), **kw),
+              torch.conv2d(torch.from_numpy(x), torch.from_numpy(w), **kw))
+    close(nbgrad.max_pool2d(to_ng(x), 2), torch.max_pool2d(torch.from_numpy(x), 2))
+    cases = [  # (call, args): the same RuntimeError text as torch's
+        ("conv2d", (rnd(1, 3, 2, 2), rnd(4, 3, 3, 3))),  # kernel larger than the input
+        ("conv2d", (rnd(1, 2, 5, 5), rnd(4, 3, 3, 3))),  # channels
+        ("max_pool2d", (rnd(1, 2, 5, 5), 3, 1, 2)),  # padding more than half the kernel
+        ("max_pool2d", (rnd(1, 2, 2, 2), 3)),  # output too small
+    ]
+    for name, args in cases:
+        with pytest.raises(RuntimeError) as et:
+            getattr(torch, name)(*(torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+                                   for a in args))
+        for fn in (getattr(nbgrad, name), getattr(F, name)):
+            with pytest.raises(RuntimeError) as en:
+                fn(*(to_ng(a) if isinstance(a, np.ndarray) else a for a in args))
+            assert str(en.value) == str(et.value).split("\n")[0]
+
+
 def test_one_hot():
     t = np.array([0, 3, 1])
     assert np.array_equal(npy(nbgrad.nn.functional.one_hot(to_ng(t), 5)),

@@ -5,6 +5,7 @@ Executing real notebooks in a kernel is in test_notebook_kernel.py.
 """
 
 import gc
+import os
 
 import pytest
 
@@ -160,3 +161,23 @@ def test_tensor_html_repr_in_the_shell(shell):
     run(shell, "x = nbgrad.tensor([1.0, 2.0], requires_grad=True)")
     fmt = shell.display_formatter.format(shell.user_ns["x"])[0]
     assert "text/html" in fmt and "requires_grad" in fmt["text/html"]
+
+
+
+def test_tensor_html_is_registered_by_the_notebook_layer():
+    """The core has no _repr_html_: `import nbgrad` in an IPython shell registers the Tensor's
+    text/html formatter through nbgrad.notebook, without %load_ext (a fresh process: nbgrad is
+    imported there under IPython, as in Jupyter)."""
+    import subprocess
+    import sys
+
+    code = ("from IPython.core.interactiveshell import InteractiveShell\n"
+            "ip = InteractiveShell.instance()\n"
+            "ip.run_cell('import nbgrad; p = nbgrad.nn.Parameter(nbgrad.ones(2))')\n"
+            "fmt = ip.display_formatter.format(ip.user_ns['p'])[0]\n"
+            "import nbgrad\n"
+            "print(hasattr(nbgrad.Tensor, '_repr_html_'), 'requires_grad' in fmt['text/html'])\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.stdout.split()[-2:] == ["False", "True"], out.stderr[-2000:]

@@ -274,10 +274,14 @@ def test_training_loop_cell_gets_one_summary_panel(nb):
         "history (list) keeps 12 graphs alive" in text(train)
     # the last step's graph, its modules folded
     assert {"model.0", "model.1", "model.2"} <= set(st["folded"])
-    assert "<title>cluster_model" not in st["tabs"]["Graph"]  # (boxes, not module clusters)
-    assert ">model.0 (Linear)<" in st["tabs"]["Graph"]
+    # (one box per module call: the SVG of this graph, with the stale graphs of two earlier
+    # cells, is over the size synced, and the browser lays out the DOT)
+    graph = st["tabs"]["Graph"] if "<svg" in st["tabs"]["Graph"] else st["dot"]
+    assert "<title>cluster_model" not in graph and 'id="cluster_model' not in graph  # (boxes)
+    assert re.search(r'>model\.0 \(Linear\)<|label="model\.0 \(Linear\)\\n', graph)
     # the 12 steps' graphs kept in `history`: one step drawn, in a cluster with the count
-    assert ">12 x l = mse(model(x), y)<" in st["tabs"]["Graph"]
+    assert re.search(r'>12 x l = mse\(model\(x\), y\)<|label="12 x l = mse\(model\(x\), y\)"',
+                     graph)
 
 
 def test_graphs_kept_alive_by_a_list_named_in_memory(nb):
@@ -419,3 +423,107 @@ def test_a_container_of_released_graphs_is_walked_once(monkeypatch):
     history.append(mse(net(x), y))  # a new graph, not released: walked again, counted
     again = model_report.kept_alive(ns, cache=cache)
     assert again[0][1] == 6 and again[0][2] > first[0][2] and len(walked) > n_held
+
+
+# --- in process: what the panel says about a loop is what happened ---------------------------
+
+
+def _logistic(steps, lr, scale, seed=0):
+    import numpy as np
+
+    import nbgrad
+    from nbgrad import nn
+
+    rng = np.random.default_rng(seed)
+    X = nbgrad.tensor((rng.standard_normal((32, 2)) * scale).astype(np.float32))
+    t = (X[:, :1] > 0).float()
+    clf = nn.Linear(2, 1)
+    with nbgrad.no_grad():
+        clf.weight.copy_(nbgrad.tensor([[0.05, -0.02]]))
+        clf.bias.zero_()
+    return X, t, clf, nbgrad.optim.SGD(clf.parameters(), lr=lr)
+
+
+def test_a_loop_names_its_first_nan_step_op_and_the_parameters_it_wrote():
+    import math
+
+    import nbgrad
+    from nbgrad.notebook import model_hooks, model_report
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        X, t, clf, opt = _logistic(30, lr=8.0, scale=3.0)
+        tracker.reset_cell()
+        losses, finite_w = [], []
+        for _step in range(30):
+            finite_w.append(bool(nbgrad.isfinite(clf.weight).all()))
+            p = nbgrad.sigmoid(clf(X))
+            loss = -(t * nbgrad.log(p) + (1 - t) * nbgrad.log(1 - p)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        finite_w.append(bool(nbgrad.isfinite(clf.weight).all()))
+        rep = model_report.report(tracker, {"clf": clf, "X": X, "t": t, "loss": loss})
+    finally:
+        tracker.uninstall()
+    k = next(i for i, v in enumerate(losses, 1) if not math.isfinite(v))  # (steps from 1)
+    since = next(i for i, ok in enumerate(finite_w) if not ok)  # after step `since`'s update
+    assert rep.steps == 30 and len(rep.losses) == 30  # not 31
+    nan = [n for n in rep.notes if n.startswith("the loss is")]
+    assert nan and nan[0].startswith(f"the loss is NaN from step {k} of 30 on; the first "
+                                     "non-finite value was made by LogBackward0 at ")
+    assert nan[0].endswith(f"in step {k}") and "NegBackward0" not in nan[0]
+    assert f"clf.bias, clf.weight hold NaN since step {since} (written by " in " ".join(rep.notes)
+
+
+def test_clusters_of_a_second_model_never_carry_the_first_ones_names():
+    import nbgrad
+    from nbgrad import nn
+    from nbgrad.notebook import inspect as nbi
+    from nbgrad.notebook import model_hooks, model_report
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(4, 4), nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc2(self.fc1(x).relu())
+
+    class TinyLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.ln, self.head = nn.Embedding(7, 4), nn.LayerNorm(4), nn.Linear(4, 4)
+            self.unused = nn.Linear(4, 4)
+
+        def forward(self, ids):
+            return self.head(self.ln(self.emb(ids)))
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        model, lm = MLP(), TinyLM()
+        opt = nbgrad.optim.SGD(model.parameters(), lr=0.1)
+        x = nbgrad.randn(3, 4)
+        tracker.reset_cell()
+        for _ in range(3):  # watching ends after the first step
+            opt.zero_grad()
+            model(x).pow(2).sum().backward()
+            opt.step()
+        out = lm(nbgrad.tensor([[1, 2, 3]]))
+        out2 = lm.head(model(x))  # the user calls a submodule: its path names it
+        ns = {"model": model, "lm": lm, "out": out, "out2": out2}
+        snap = nbi.snapshot([("out", out)])
+        snap.model = model_report.with_graph(None, tracker, ns, snap)
+        titles = {c["title"] for c in snap.model.clusters.values()}
+        assert titles == {"lm (TinyLM)", "lm.emb (Embedding)", "lm.ln (LayerNorm)",
+                          "lm.head (Linear)"}
+        snap = nbi.snapshot([("out2", out2)])
+        snap.model = model_report.with_graph(None, tracker, ns, snap)
+        titles = {c["title"] for c in snap.model.clusters.values()}
+        assert titles == {"lm.head (Linear)", "model (MLP)", "model.fc1 (Linear)",
+                          "model.fc2 (Linear)"}
+    finally:
+        tracker.uninstall()

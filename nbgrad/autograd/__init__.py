@@ -92,15 +92,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     res = run_backward(outputs, grads, retain_graph, create_graph, inputs=ins,
                        allow_unused=allow_unused, accumulate=False, api="grad")
     if materialize_grads:
-        from ..creation import zeros_like
-        res = [zeros_like(t) if g is None else g for t, g in zip(ins, res)]
+        res = [_tm.fresh_zeros(t._data.shape, t._data.dtype, t.device) if g is None else g
+               for t, g in zip(ins, res)]
     return tuple(res)
-
-
-def __getattr__(name):
-    # torch.autograd.functional is built on the torch.* surface (stack, zeros_like), a layer
-    # above autograd: loaded on first use, so autograd itself does not import it (no cycle)
-    if name == "functional":
-        import importlib
-        return importlib.import_module(__name__ + ".functional")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

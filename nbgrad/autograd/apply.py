@@ -28,6 +28,22 @@ from .graph import (_SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg,
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
+
+# Which branch of `apply` serves a row (`Row.path`, decided once per row). Plain module-level
+# ints, as the saved kinds below: `apply` compares the path first thing on every call, and an
+# IntEnum member compares slower than an int (it misses CPython's int fast path).
+PATH_UNARY = 0    # one tensor input, one output
+PATH_BINARY = 1   # two broadcasting operands (the second maybe a Python number)
+PATH_VIEW = 2     # a view, or several (unbind, split)
+PATH_GENERAL = 3  # the rest: lists, several outputs, kernels with a ctx
+# What a row saves for its formulas, by kind (`Row.sources`: `(kind, k)` per saved name), ints
+# for the same reason (the savers compare them on every recorded op).
+SAVED_INPUT = 0    # an input (k: its position): a SavedTensor, or a Python number as given
+SAVED_OUTPUT = 1   # an output (k: which): a SavedTensor that knows it is its node's output
+SAVED_ARG = 2      # a non-tensor argument of the forward (k: its position), kept as given
+SAVED_SHAPE = 3    # an input's shape (`self_shape`)
+SAVED_CTX = 4      # the kernel's state (`ctx`), kept in a Ctx
+SAVED_STRIDES = 5  # an input's strides, in elements (`self_strides`)
 _fresh = Tensor._make_fresh
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -38,11 +54,18 @@ _site_at = provenance.site_at
 _cached_site_at = provenance.cached_site_at
 _BY_LASTI = provenance.BY_LASTI
 _getframe = sys._getframe
-# the as_strided row (set by nbgrad.ops.views): a view whose base changed in place gets its node
-AS_STRIDED = [None]
-# the clone row (set by nbgrad.ops.elementwise): an in-place op whose backward needs the old
-# value saves a clone of it, recorded as PyTorch records it (CloneBackward0 below the node)
-CLONE = [None]
+# The two rows this module applies by itself, given by the op table (`use_rows`) once defined:
+# the as_strided row (a view whose base changed in place gets its node) and the clone row (an
+# in-place op whose backward needs the old value saves a clone of it, recorded as PyTorch
+# records it: CloneBackward0 below the node).
+_AS_STRIDED_ROW = _CLONE_ROW = None
+
+
+def use_rows(*, as_strided, clone):
+    """Give this module the op table's `as_strided` and `clone` rows (nbgrad.ops does, once its
+    rows are defined: autograd sits below the table and never imports it)."""
+    global _AS_STRIDED_ROW, _CLONE_ROW
+    _AS_STRIDED_ROW, _CLONE_ROW = as_strided, clone
 
 
 def apply(row, inputs, args=(), inplace=None):
@@ -59,7 +82,7 @@ def apply(row, inputs, args=(), inplace=None):
     token = _quiet()  # NaN and Inf are values: no numpy warning reaches the user
     try:
         path = row.path
-        if path == 1 and inplace is None:
+        if path == PATH_BINARY and inplace is None:
             # two broadcasting operands, the second maybe a Python number, with PyTorch's
             # promotion: the hot path of Tensor operators, written out here (a call less)
             a, b = inputs
@@ -101,7 +124,7 @@ def apply(row, inputs, args=(), inplace=None):
             bd = b
             if tb is float:
                 if dt is _F32 or dt is _F64:
-                    if row.zero_d and type(ad) is _ND and (not args or args[0] == 1):
+                    if row.scalar_as_0d and type(ad) is _ND and (not args or args[0] == 1):
                         bd = (_ZD32 if dt is _F32 else _ZD64).get(b)
                         if bd is None:
                             bd = _zero_d(b, dt)
@@ -128,9 +151,9 @@ def apply(row, inputs, args=(), inplace=None):
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)
-        if path == 2:
+        if path == PATH_VIEW:
             return _apply_view(row, inputs[0], args)
-        if path == 0:  # one tensor input, one output
+        if path == PATH_UNARY:
             x = inputs[0]
             d = x._data
             if row.float_op and d.dtype.kind != "f":
@@ -182,10 +205,9 @@ def apply(row, inputs, args=(), inplace=None):
 
 # A Python float meeting a float32/float64 numpy array: numpy takes ~0.2 us longer for the weak
 # scalar than for a 0-d array of the array's dtype, with the same result (NEP 50 casts the float
-# to that dtype first; cupy arrays keep the float). These rows compute one ufunc of the two
-# operands (alpha 1), so they get a cached 0-d array instead; 0.0 and -0.0 (equal keys) and NaN
-# (never equal) are not cached.
-_ZERO_D_ROWS = frozenset(("add", "sub", "mul", "div"))
+# to that dtype first; cupy arrays keep the float). Rows flagged `scalar_as_0d` compute one ufunc
+# of the two operands (alpha 1), so they get a cached 0-d array instead; 0.0 and -0.0 (equal
+# keys) and NaN (never equal) are not cached.
 _ZD32, _ZD64 = {}, {}
 _ZERO_D = {_F32: _ZD32, _F64: _ZD64}
 
@@ -351,19 +373,19 @@ def _saver(row, mask):
     n = len(row.sources)
     if not plan:
         save = _nothing
-    elif len(plan) == 1 and plan[0][1] in (0, 1, 2, 3):
+    elif len(plan) == 1 and plan[0][1] in (SAVED_INPUT, SAVED_OUTPUT, SAVED_ARG, SAVED_SHAPE):
         j, kind, k, name = plan[0]
         before, after = (None,) * j, (None,) * (n - j - 1)
-        if kind == 2:  # an argument (add's alpha, softmax's dim): kept as given
+        if kind == SAVED_ARG:  # an argument (add's alpha, softmax's dim): kept as given
             def save(row, src, args, outs, ctx):
                 return before + (args[k],) + after
-        elif kind == 0:
+        elif kind == SAVED_INPUT:
             def save(row, src, args, outs, ctx):
                 x = src[k]
                 # a Python number PyTorch would wrap as a tensor is kept as is:
                 # OpNode._release turns it into FREED
                 return before + (SavedTensor(name, x) if isinstance(x, Tensor) else x,) + after
-        elif kind == 1:
+        elif kind == SAVED_OUTPUT:
             def save(row, src, args, outs, ctx):
                 o = outs[k]
                 o._output_nr = k
@@ -371,23 +393,24 @@ def _saver(row, mask):
         else:
             def save(row, src, args, outs, ctx):
                 return before + (tuple(src[k]._data.shape),) + after
-    elif all(p[1] in (2, 3, 5) for p in plan):  # arguments and layouts only (transpose's dims)
+    elif all(p[1] in (SAVED_ARG, SAVED_SHAPE, SAVED_STRIDES) for p in plan):
+        # arguments and layouts only (transpose's dims)
         spec = tuple((j, kind, k) for j, kind, k, _ in plan)
 
         def save(row, src, args, outs, ctx):
             saved = [None] * n
             for j, kind, k in spec:
-                saved[j] = args[k] if kind == 2 else tuple(src[k]._data.shape) if kind == 3 \
-                    else strides_of(src[k]._data)
+                saved[j] = args[k] if kind == SAVED_ARG else tuple(src[k]._data.shape) \
+                    if kind == SAVED_SHAPE else strides_of(src[k]._data)
             return tuple(saved)
-    elif all(p[1] in (0, 5) for p in plan):  # inputs and their strides (mm's)
+    elif all(p[1] in (SAVED_INPUT, SAVED_STRIDES) for p in plan):  # inputs and strides (mm's)
         spec = tuple(plan)
 
         def save(row, src, args, outs, ctx):
             saved = [None] * n
             for j, kind, k, name in spec:
                 x = src[k]
-                saved[j] = strides_of(x._data) if kind == 5 else \
+                saved[j] = strides_of(x._data) if kind == SAVED_STRIDES else \
                     SavedTensor(name, x) if isinstance(x, Tensor) else x
             return tuple(saved)
     else:
@@ -402,22 +425,22 @@ def _save(row, plan, src, args, outs, ctx):
     if _SAVED_HOOKS and row.unpack_order is not None:  # pack in PyTorch's order
         plan = sorted(plan, key=lambda p: row.unpack_order.index(p[0]))
     for j, kind, k, name in plan:
-        if kind == 0:
+        if kind == SAVED_INPUT:
             x = src[k]
             # a Python number PyTorch would wrap as a tensor is kept as is: OpNode._release
             # turns it into FREED
             saved[j] = SavedTensor(name, x) if isinstance(x, Tensor) else x
-        elif kind == 1:  # an output, numbered before it is saved: its SavedTensor keeps it
+        elif kind == SAVED_OUTPUT:  # numbered before it is saved: its SavedTensor keeps it
             outs[k]._output_nr = k
             saved[j] = SavedTensor(name, outs[k], True)
-        elif kind == 2:
+        elif kind == SAVED_ARG:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
             saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k],
                                                                   row.ctx_saves, src, args)
-        elif kind == 3:
+        elif kind == SAVED_SHAPE:
             saved[j] = tuple(src[k]._data.shape)
-        elif kind == 5:
+        elif kind == SAVED_STRIDES:
             saved[j] = strides_of(src[k]._data)
         else:
             saved[j] = _Ctx(ctx)
@@ -525,7 +548,7 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     """A tensor viewing `x`'s storage through the array `out`."""
     r = _new(Tensor)
     r._data = out
-    r._st = x._storage
+    r._storage_or_nbytes = x._storage
     r._grad_fn = None
     r._output_nr = 0
     r._requires_grad = False
@@ -551,7 +574,7 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
 
 def make_as_strided_node(base, view):
     """AsStridedBackward0 from `view` to `base`'s current grad_fn (regenerated view grad_fn)."""
-    return _record(AS_STRIDED[0], (), (base,), (_geom(base), _geom(view), None), 1)
+    return _record(_AS_STRIDED_ROW, (), (base,), (_geom(base), _geom(view), None), 1)
 
 
 # ---- in-place ----------------------------------------------------------------------------------
@@ -670,7 +693,7 @@ def _apply_inplace(row, inputs, args, op_name):
     one and, in grad mode, rebase its history (CopySlices on the base when t is a view)."""
     __tracebackhide__ = True
     t = inputs[0]
-    uf = _UFUNC_INPLACE.get(row.name)
+    uf = row.inplace_ufunc
     if uf is not None and _ufunc_inplace(uf, t, inputs[1], args):
         t._storage.bump(op_name)
         return t
@@ -683,9 +706,9 @@ def _apply_inplace(row, inputs, args, op_name):
         if mask:
             edges = tuple(map(_edge, inputs))
             plan = row.plan(mask)
-            if any(e[1:3] == (0, 0) for e in plan):  # backward needs the old value
+            if any(e[1:3] == (SAVED_INPUT, 0) for e in plan):  # backward needs the old value
                 if t._requires_grad and not isinstance(edges[0][0], _AccumulateGrad):
-                    self_copy = apply(CLONE[0], (t,), (False,))
+                    self_copy = apply(_CLONE_ROW, (t,), (False,))
                 else:
                     old = t._data.copy()
                     self_copy = Tensor._make(old, Storage(old), None, edges[0][1],
@@ -694,11 +717,11 @@ def _apply_inplace(row, inputs, args, op_name):
     same = False  # copy_ from the very same elements returns early in PyTorch (no checks)
     for x in others:  # (fill_ reads its 0-d value before writing)
         if isinstance(x, Tensor) and x._storage is t._storage and op_name != "fill_":
-            if row.name == "index_put":  # refuses the very same elements too
+            if row.overlap_check == "any":  # refuses the very same elements too (index_put_)
                 if not _masked_fill_put(x, args):
                     _check_overlap(d, x._data, False)
             elif x._data is not d:
-                same = row.name == "copy" and _same_data(d, x._data)
+                same = row.overlap_check == "same_is_noop" and _same_data(d, x._data)
                 if not same:
                     _check_overlap(d, x._data)
     arrays = [d]
@@ -718,16 +741,12 @@ def _apply_inplace(row, inputs, args, op_name):
         raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
                            f"output type {_np_name(d.dtype)}")
     if not same:
-        _write(t, d, res, row.name)
+        _write(t, d, res, row.unchecked_write)
     t._storage.bump(op_name)
     if mask:
         meta = _meta_for(inputs, d) if row.broadcast else None
         _rebase(row, t, inputs, args, mask, edges, self_copy, meta)
     return t
-
-
-# binary rows whose in-place form numpy's ufunc can write straight into the target
-_UFUNC_INPLACE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
 
 
 def _ufunc_inplace(uf, t, other, args):
@@ -759,18 +778,14 @@ def _ufunc_inplace(uf, t, other, args):
     return True
 
 
-# rows PyTorch writes without checking the target for internal overlap (fill_, zero_, ...)
-_UNCHECKED_WRITE = frozenset(("fill", "zero", "masked_fill", "index_fill", "index_fill_tensor",
-                              "index_put"))
-
-
-def _write(t, d, res, row_name):
+def _write(t, d, res, unchecked):
     """d[...] = res. PyTorch refuses a target with internal overlap (a dimension of stride 0
-    and size > 1: an expand) except for the rows above; an expand without one is written
-    (numpy's broadcast views are read-only: write through the storage's array instead)."""
+    and size > 1: an expand) except for the rows flagged `unchecked_write` (fill_, zero_, ...);
+    an expand without one is written (numpy's broadcast views are read-only: write through the
+    storage's array instead)."""
     strides = d.strides
     overlap = 0 in strides and _overlapping(d.shape, strides)
-    if overlap and row_name not in _UNCHECKED_WRITE:
+    if overlap and not unchecked:
         _write_overlap_error()
     if overlap:  # only the elements the op writes (an unchanged alias must not undo them)
         if not getattr(d.flags, "writeable", True):

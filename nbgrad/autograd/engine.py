@@ -12,7 +12,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
-from .graph import AccumulateGrad, _check_same_meta, _run_tensor_hooks
+from .graph import GRAD_OWNED, GRAD_SHARED, AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import STATE
 from .apply import _view_of
 from ..tensor import NO_GRAD_MODE
@@ -418,22 +418,23 @@ def _grad_view(arr, vb, made, grad_outputs):
 
 
 def _ownership(node, g, shared, grad_outputs):
-    """What AccumulateGrad may do with the gradient `g` of its buffer: 2 keep it (the engine's
-    own new array), 0 copy it (something else may hold it), or, for a view only the engine
-    holds, the Storage of the memory it views (the caller's gradient's, when it is a view of
-    that: PyTorch's .grad then shares its memory and version counter)."""
+    """What AccumulateGrad may do with the gradient `g` of its buffer (graph.GRAD_*): keep it
+    (GRAD_OWNED: the engine's own new array), copy it (GRAD_SHARED: something else may hold
+    it), or, for a view only the engine holds, the Storage of the memory it views (the caller's
+    gradient's, when it is a view of that: PyTorch's .grad then shares its memory and version
+    counter)."""
     if node in shared:
-        return 0
+        return GRAD_SHARED
     if type(g) is not _ND:
-        return 2 if isinstance(g, np.generic) else 0
+        return GRAD_OWNED if isinstance(g, np.generic) else GRAD_SHARED
     if g.base is None:
-        return 2
+        return GRAD_OWNED
     root = root_array(g)
     for given in grad_outputs:
         if isinstance(given, _tm.Tensor) and given._storage._root is root:
             return given._storage
     if root.nbytes == g.nbytes and g.flags.c_contiguous:  # all of a new array (sum_to's
-        return 2  # (1, n) viewed as (n,)): as good as that array
+        return GRAD_OWNED  # (1, n) viewed as (n,)): as good as that array
     return _tm.Storage(root)
 
 

@@ -7,6 +7,7 @@ from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle
 
 import functools
 
+from .. import dtypes
 from ..backend import as_array
 from .grad_mode import STATE, no_grad
 from .graph import Node, SavedTensor
@@ -83,8 +84,7 @@ class BackwardCFunction(Node, FunctionCtx):
         for g, shape_dt in zip(grads, self._out_meta):
             if g is None:
                 if self._materialize:
-                    from ..creation import zeros
-                    g = zeros(*shape_dt[0], dtype=shape_dt[1])
+                    g = _tm.fresh_zeros(tuple(shape_dt[0]), dtypes.to_np(shape_dt[1]))
                 wrapped.append(g)
             else:
                 wrapped.append(g if isinstance(g, _tm.Tensor)

@@ -617,6 +617,13 @@ _NODE_BASES[:0] = [Node]  # nodes print as PyTorch's under the torch alias (nbgr
 expose(Node, "torch.autograd.graph")
 
 
+# Who holds a gradient array AccumulateGrad is given (`owned`): the third answer is the Storage
+# of the memory a view-gradient views, when only the engine holds it. Plain ints, not an IntEnum:
+# every leaf's accumulation tests them, and an IntEnum member compares slower than an int.
+GRAD_SHARED = 0  # something else may hold it: copy it into .grad
+GRAD_OWNED = 2   # the engine's own new array: it becomes .grad as it is
+
+
 class AccumulateGrad(Node):
     """Sink node of a leaf that requires grad: adds the incoming grad into `variable.grad`."""
 
@@ -633,9 +640,10 @@ class AccumulateGrad(Node):
         self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 
-    def _backward(self, g, create_graph, owned=0):
-        """`owned` (the engine's): 2 when nothing else holds the array `g`, 0 when something
-        may, or for a view nothing else holds the Storage of the memory it views."""
+    def _backward(self, g, create_graph, owned=GRAD_SHARED):
+        """`owned` (the engine's, `engine._ownership`): GRAD_OWNED when nothing else holds the
+        array `g`, GRAD_SHARED when something may, or for a view nothing else holds the Storage
+        of the memory it views."""
         var = self.variable
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
@@ -643,8 +651,8 @@ class AccumulateGrad(Node):
         if hooks:
             new = _run_tensor_hooks(hooks, g)
             if new is not g:  # the hook's result: the engine's own unless the hook kept it
-                owned = 2 if type(new) is _ND and new.base is None and \
-                    _getrefcount(new) == 2 else 0
+                owned = GRAD_OWNED if type(new) is _ND and new.base is None and \
+                    _getrefcount(new) == 2 else GRAD_SHARED
             g = new
         if g is None or not var._requires_grad:  # (turned off since: its hooks ran, no .grad)
             return ()
@@ -654,7 +662,7 @@ class AccumulateGrad(Node):
         return ()
 
 
-def accumulate_into(var, g, create_graph, owned=0):
+def accumulate_into(var, g, create_graph, owned=GRAD_SHARED):
     """Add gradient `g` (array or Tensor) into `var.grad` as PyTorch's AccumulateGrad does: the
     first one is taken as is when nothing else holds it and it is laid out as the variable
     (torch's gradient layout contract), else copied into the variable's layout (version 1),
@@ -672,7 +680,7 @@ def accumulate_into(var, g, create_graph, owned=0):
         elif owned and g.flags.writeable and (
                 g.strides == var._data.strides and var._data.flags.c_contiguous and
                 0 not in g.strides or obeys_layout(g, var._data)):  # (the usual case inline)
-            var._grad = _tm.Tensor._make_fresh(g) if owned == 2 else \
+            var._grad = _tm.Tensor._make_fresh(g) if owned == GRAD_OWNED else \
                 _tm.Tensor._make(g, owned, None, 0, False)
         else:  # PyTorch's clone_obey_contract
             var._grad = _tm.Tensor._make_fresh(_clone_as(g, var._data))

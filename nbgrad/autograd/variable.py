@@ -1,6 +1,6 @@
 """Tensor's autograd methods: grad_fn, retain_grad, register_hook, backward and the leaf's
 AccumulateGrad. They need the graph, so they live here, above the data model (nbgrad/tensor.py),
-and nbgrad/functions.py binds them onto Tensor with the ops."""
+and nbgrad/functions/bind.py binds them onto Tensor with the ops."""
 from __future__ import annotations
 
 import weakref
@@ -103,7 +103,7 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 
 
 def bind(T):
-    """Put these methods on Tensor (called once by nbgrad/functions.py)."""
+    """Put these methods on Tensor (called once by nbgrad/functions/bind.py)."""
     T.grad_fn = property(grad_fn)
     T.retain_grad = retain_grad
     T.register_hook = register_hook

@@ -9,7 +9,10 @@ import math
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
+from nbgrad import random as _random
+from nbgrad.autograd import grad_mode
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -47,17 +50,17 @@ def calculate_gain(nonlinearity, param=None):
 
 def _fill(tensor, values):
     """Write numpy ``values`` into ``tensor`` in place under no_grad (one version bump)."""
-    with nbgrad.no_grad():
-        tensor.copy_(nbgrad.from_numpy(np.asarray(values, dtype=tensor._data.dtype)))
+    with grad_mode.no_grad():
+        tensor.copy_(creation.from_numpy(np.asarray(values, dtype=tensor._data.dtype)))
     return tensor
 
 
 def _rand(shape, generator):
-    return nbgrad.rand(tuple(shape), dtype=nbgrad.float64, generator=generator)._data
+    return _random.rand(tuple(shape), dtype=dtypes.float64, generator=generator)._data
 
 
 def _randn(shape, generator):
-    return nbgrad.randn(tuple(shape), dtype=nbgrad.float64, generator=generator)._data
+    return _random.randn(tuple(shape), dtype=dtypes.float64, generator=generator)._data
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
@@ -86,7 +89,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     """Fill with ``val``."""
-    with nbgrad.no_grad():
+    with grad_mode.no_grad():
         tensor.fill_(val)
     return tensor
 
@@ -96,7 +99,7 @@ def ones_(tensor):
 
 
 def zeros_(tensor):
-    with nbgrad.no_grad():
+    with grad_mode.no_grad():
         tensor.zero_()
     return tensor
 

@@ -1,5 +1,6 @@
 """``nn.Parameter`` and ``nn.Buffer``: tensors a Module registers (mirrors torch.nn.parameter)."""
 
+from nbgrad import creation
 from nbgrad.naming import expose
 from nbgrad.tensor import Tensor
 
@@ -20,10 +21,8 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __new__(cls, data=None, requires_grad=True):
-        import nbgrad
-
         if data is None:
-            data = nbgrad.empty(0)
+            data = creation.empty(0)
         return Tensor._make_subclass(cls, data.detach(), requires_grad)
 
     def __init__(self, data=None, requires_grad=True):  # state set in __new__

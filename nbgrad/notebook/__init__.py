@@ -13,5 +13,27 @@
 - ``extension``: ``%load_ext nbgrad`` (pre/post_run_cell hooks, the ``%nbgrad`` magic).
 
 Nothing outside this package imports it at module level; ``nbgrad.load_ipython_extension`` and
-``nbgrad.viz`` import it lazily.
+``nbgrad.viz`` import it lazily, and ``import nbgrad`` under IPython calls
+:func:`register_tensor_html` (this file only, which imports nothing at module level).
 """
+
+
+def _tensor_html(t):
+    try:
+        from .render import tensor_html
+        return tensor_html(t)
+    except Exception:  # noqa: BLE001  (no rich display rather than a traceback in the cell)
+        return None
+
+
+def register_tensor_html(ip=None):
+    """Give Tensor its rich HTML display in IPython (``text/html`` formatter); the core has no
+    ``_repr_html_``. Called by ``import nbgrad`` under IPython and by ``%load_ext nbgrad``;
+    twice is a no-op. ``ip``: the shell, by default the running one (none: nothing to do)."""
+    if ip is None:
+        from IPython import get_ipython
+        ip = get_ipython()
+        if ip is None:
+            return
+    from ..tensor import Tensor
+    ip.display_formatter.formatters["text/html"].for_type(Tensor, _tensor_html)

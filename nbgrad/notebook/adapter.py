@@ -236,6 +236,22 @@ def raw_where(obj):
     return getattr(obj, "_where", None)
 
 
+def sites_since(mark: int) -> tuple:
+    """``(new mark, [raw where])``: the places in user code the engine recorded since ``mark``
+    (a count it returned before; 0 at first), newest first. The engine keeps each place once, in
+    the order first seen (``provenance.SITES``); when it emptied its table, all it holds."""
+    from itertools import islice
+
+    from nbgrad import provenance
+
+    sites = getattr(provenance, "SITES", None)
+    if not isinstance(sites, dict):
+        return mark, []
+    n = len(sites)
+    new = n - mark if n >= mark else n
+    return n, list(islice(reversed(sites.values()), new))
+
+
 def location(raw):
     """A Location (``str()`` -> "cell [3] line 1", ``.source``) from :func:`raw_where`'s value."""
     if isinstance(raw, tuple):

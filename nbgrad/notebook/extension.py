@@ -89,6 +89,7 @@ class NbgradExtension:
         before = self._activity_before
         after = A.activity()
         self._activity_before = after
+        _inspect.stamp_cells()
         err = getattr(result, "error_in_exec", None)
         autograd_err = err if _inspect.is_autograd_error(err) else None
         if before is not None and after == before and autograd_err is None:
@@ -352,12 +353,6 @@ def _has_comm(ip) -> bool:
     return getattr(ip, "kernel", None) is not None
 
 
-def _html_formatter(t):
-    from .render import tensor_html
-
-    return tensor_html(t)
-
-
 def load_ipython_extension(ip):
     """Register the hooks, the ``%nbgrad`` magic and Tensor's HTML repr; twice is a no-op."""
     if id(ip) in _STATE:
@@ -368,11 +363,9 @@ def load_ipython_extension(ip):
     ip.events.register("post_run_cell", ext.post_run_cell)
     ip.register_magic_function(ext.magic, magic_kind="line", magic_name="nbgrad")
     try:
-        import nbgrad
+        from . import register_tensor_html
 
-        if not hasattr(nbgrad.Tensor, "_repr_html_"):
-            ip.display_formatter.formatters["text/html"].for_type(nbgrad.Tensor, _html_formatter)
-            ext._formatter = True
+        register_tensor_html(ip)
     except Exception as exc:  # noqa: BLE001
         warnings.warn(f"nbgrad: no HTML repr for tensors ({exc})", stacklevel=2)
     try:
@@ -411,13 +404,6 @@ def unload_ipython_extension(ip):
     ext._live.clear()  # the last panels stay live widgets on the page
     if ext.models is not None:
         ext.models.uninstall()
-    if getattr(ext, "_formatter", False):
-        try:
-            import nbgrad
-
-            ip.display_formatter.formatters["text/html"].pop(nbgrad.Tensor, None)
-        except Exception:  # noqa: BLE001
-            pass
     ext.ip = None
 
 

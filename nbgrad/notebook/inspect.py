@@ -137,7 +137,27 @@ class Snapshot:
 
 # --- reading the core (through the adapter) ----------------------------------------------------
 
-_WHERE_CACHE: dict = {}  # raw (code, lasti) capture -> (str, source): a line never moves
+_WHERE_CACHE: dict = {}  # (id(code), lasti) -> (code, str, source): a line never moves
+_CELL_OF: dict = {}  # id(code) -> (code, execution count of the run that compiled it)
+_SITES_MARK = [0]
+
+
+def stamp_cells() -> None:
+    """Note the execution count of each place in user code the engine recorded since the last
+    call (after each cell): a cell run again compiles new code under the same file name, which
+    IPython then maps to the new count, while the nodes the first run made came from the first
+    (every place shows the count of the run that made it)."""
+    _SITES_MARK[0], raws = A.sites_since(_SITES_MARK[0])
+    if len(_CELL_OF) > 65536:
+        _CELL_OF.clear()
+    for raw in raws:
+        code = raw[0] if isinstance(raw, tuple) else None
+        if code is None or id(code) in _CELL_OF:
+            continue
+        try:
+            _CELL_OF[id(code)] = (code, A.location(raw).cell)
+        except Exception:  # noqa: BLE001 - a place that cannot be read keeps its own count
+            continue
 
 
 def _where(obj) -> tuple[str, str]:
@@ -145,28 +165,35 @@ def _where(obj) -> tuple[str, str]:
 
 
 def _where_of(raw) -> tuple[str, str]:
-    """("cell [3] line 1", its source line) of a raw provenance capture."""
+    """("cell [3] line 1", its source line) of a raw provenance capture (or a Location)."""
     if raw is None:
         return "", ""
-    hit = _WHERE_CACHE.get(raw) if isinstance(raw, tuple) else None
-    if hit is not None:
-        return hit
+    code, lasti = getattr(raw, "code", None), getattr(raw, "lasti", None)
+    if isinstance(raw, tuple) and len(raw) == 2:
+        code, lasti = raw
+    key = (id(code), lasti)
+    hit = _WHERE_CACHE.get(key) if code is not None else None
+    if hit is not None and hit[0] is code:
+        return hit[1], hit[2]
     try:
-        loc = A.location(raw)
-        out = (str(loc), (getattr(loc, "source", "") or ""))
+        loc = A.location((code, lasti) if code is not None else raw)
+        text = str(loc)
+        stamped = _CELL_OF.get(id(code))
+        if stamped is not None and stamped[0] is code and stamped[1] is not None:
+            text = f"cell [{stamped[1]}] line {loc.lineno}"
+        out = (text, (getattr(loc, "source", "") or ""))
     except Exception:  # a Location that cannot resolve must not break the panel
         return "", ""
-    if isinstance(raw, tuple) and ("cell [" in out[0] or ".py:" in out[0]):
+    if code is not None and ("cell [" in out[0] or ".py:" in out[0]):
         if len(_WHERE_CACHE) > 20000:
             _WHERE_CACHE.clear()
-        _WHERE_CACHE[raw] = out
+        _WHERE_CACHE[key] = (code, *out)
     return out
 
 
 def _loc_str(loc) -> str:
     try:
-        loc = A.location(loc)
-        return "" if loc is None else str(loc)
+        return _where_of(loc)[0]
     except Exception:
         return ""
 

@@ -23,7 +23,7 @@ import math
 import warnings
 import weakref
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -63,6 +63,9 @@ class Call:
     # recorded it; where: the cut); sure: the storages say so (else only the record does)
     cut: tuple | None = None
     out_cut: tuple | None = None  # (how, where raw): its output was cut inside its forward
+    root: object = None  # weakref to the module the user called (this call's, or an outer one)
+    depth: int = 1  # 1: a call the user made; 2: a call inside it, ...
+    watched: bool = True  # False: a call after watching (only its node range and module known)
 
 
 @dataclass
@@ -99,23 +102,26 @@ class ModelTracker:
     each loss module (its value; without one, a forward pre-hook on each trained model counts
     the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
     ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
-    weights). Module clusters of a later step come from the watched step's, matched by node
-    names. Measured by ``benchmarks/bench_model_panel.py``.
+    weights). Every module call, watched or not, is recorded as its node range, its module and
+    the module the user called (a counter read before and after, a weak reference): a graph's
+    module clusters come from the calls that made its nodes, never from names. Measured by
+    ``benchmarks/bench_model_panel.py``.
     """
 
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
-        self.n_calls = 0  # calls ever appended to self.calls
         self.pending_ratio: list = []  # stats whose weights were copied before a step
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
-        self.templates: dict = {}  # id(root module) -> (nodes made, [Call] relative, names)
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
         self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
         self.samples = 0  # armings so far
+        self._counted_now = None  # id of a model whose step was counted as its hook was added
         self.loss_hooks: dict = {}  # id(loss module) -> handle of its hook reading the loss
         self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
         self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
-        self.enabled = False
+        self.enabled = False  # the module hooks are installed
+        self.watching = True  # this cell's first steps: module calls are watched in full
+        self.root = None  # weakref to the module of the outermost call running now
         self._counter = self._grad_on = None  # readers of the engine's node counter, grad mode
         self.global_hooks = False
         self.cell = 0
@@ -185,6 +191,7 @@ class ModelTracker:
         """Called before each cell: per-cell counters start again, and watching."""
         self.cell += 1
         self.depth = 0
+        self.watching = True
         self.roots_seen = 0
         self.steps: dict = {}  # id(trained model) -> its calls with grad this cell
         self.loss_steps = 0  # loss-module outputs with grad this cell
@@ -195,9 +202,14 @@ class ModelTracker:
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
         self.losses: list = []  # the loss of every step (loss modules' outputs)
         self.backward_losses: list = []  # the scalar each backward call started from
-        self.step_norms: list = []  # [(top-level call index, total squared grad norm)]
+        self.step_norms: list = []  # [(arming, total squared grad norm, step)]: step = the
+        # backward call (from 1) whose gradients were summed
         self.notes: dict = {}  # key -> text, in order
         self.eval_forward: dict = {}  # id(model) -> (weakref, where): forward in eval, grad on
+        self.n_backward = 0  # backward calls this cell: "step k" is the k-th
+        self.nan = None  # the first non-finite loss a backward started from: see _nan_step
+        self.nan_leaves: dict = {}  # id(leaf) -> [weakref, kind, since, step seen, where raw]
+        self.finite_at: dict = {}  # id(leaf) -> (the last step it was seen finite, weakref)
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0
@@ -209,10 +221,15 @@ class ModelTracker:
     def _pre(self, module, args):
         d = self.depth = self.depth + 1
         if d == 1:
-            if self.watched_backwards >= WATCH_BACKWARDS or self.roots_seen >= WATCH_CALLS:
-                self._disable()  # the first steps are done: counting hooks take over
+            self.root = weakref.ref(module)
+            if self.watching and (self.watched_backwards >= WATCH_BACKWARDS
+                                  or self.roots_seen >= WATCH_CALLS):
+                self.watching = False  # the first steps are done: counting hooks take over
                 self._start_counting()
-                return
+        if not self.watching:
+            self.frames.append(self._counter())  # a call recorded by its node range only
+            return
+        if d == 1:
             self.roots_seen += 1
             if self.pending_ratio:
                 self._ratios()
@@ -239,7 +256,6 @@ class ModelTracker:
                 if rec is not None and rec[0] != "from_numpy" and frame.cut is None:
                     frame.cut = (rec[1], rec[0], False)  # a detach somewhere: a weaker lead
         frame.depth = depth
-        frame.calls_before = self.n_calls
         if depth == 1:
             if grad_on != module.training:
                 self._mode_check(module, frame, grad_on)
@@ -275,6 +291,11 @@ class ModelTracker:
             return
         self.depth = d - 1
         frame = self.frames.pop()
+        if type(frame) is int:  # not watched: the node range, the module and its root
+            self.calls.append(Call(frame, self._counter(), weakref.ref(module),
+                                   type(module).__name__, None, True, True, self.cell,
+                                   root=self.root, depth=d, watched=False))
+            return
         out = output
         if isinstance(output, (tuple, list)):
             out = next((o for o in output if _is_tensor(o)), None)
@@ -285,8 +306,7 @@ class ModelTracker:
         out_cut = A.cut_of(out) if out is not None and not out_rg and frame.grad_on else None
         self.calls.append(Call(frame.start, end, weakref.ref(module), type(module).__name__,
                                frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
-                               out_cut))
-        self.n_calls += 1
+                               out_cut, root=self.root, depth=d))
         if out_rg:
             parent = self.frames[-1]
             if len(parent.child_outputs) > 256:
@@ -298,23 +318,71 @@ class ModelTracker:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
             if not self.global_hooks:  # (a global hook runs before the module's own hooks are
                 self._loss_hook(module, args, output)  # read: then the new one runs anyway)
-        tpl = self.templates.get(id(module))
-        if tpl is None or tpl[0] != end - frame.start:  # a new structure: remember it
-            k = min(self.n_calls - frame.calls_before, len(self.calls))
-            mine = [self.calls[-i] for i in range(k, 0, -1)]
-            self.templates[id(module)] = _template(mine, frame.start, end, out)
 
     def _on_backward(self, outputs, api) -> None:
         """The engine's observer: before each ``backward()``, the scalar it starts from (a
-        functional loss, ``F.cross_entropy(...).backward()``, has no module to hook)."""
-        if api != "backward" or len(outputs) != 1 or len(self.backward_losses) >= MAX_STEPS:
+        functional loss, ``F.cross_entropy(...).backward()``, has no module to hook); from the
+        first non-finite one on, where the NaN / Inf came from (:meth:`_nan_step`)."""
+        if api != "backward":
+            return
+        self.n_backward += 1
+        if len(outputs) != 1:
             return
         try:
             a = A.array(outputs[0])
-            if a.size == 1:
-                self.backward_losses.append(float(a.reshape(-1)[0]))
+            if a.size != 1:
+                return
+            v = float(a.reshape(-1)[0])
+            if len(self.backward_losses) < MAX_STEPS:
+                self.backward_losses.append(v)
+            if not math.isfinite(v) or self.nan is not None:
+                self._nan_step(outputs[0], v)
         except Exception:  # noqa: BLE001 - the backward runs whatever happens here
             pass
+
+    def _nan_step(self, out, value) -> None:
+        """A backward is about to start from a non-finite loss (or one did earlier in this
+        cell): its graph still holds what backward frees. The first time, the op that made the
+        first non-finite value (``nan_origin_graph``); every time, which leaves (parameters)
+        hold NaN / Inf now: one that the previous step saw finite became so in that step's
+        update (the optimizer's write: its last in-place op)."""
+        from .model_report import _nonfinite_kind, graph_leaves, nan_origin_graph
+
+        k = self.n_backward
+        fn = A.grad_fn(out)
+        if fn is None:
+            return
+        for leaf in graph_leaves(fn):
+            key = id(leaf)
+            kind = _nonfinite_kind(A.array(leaf))
+            if kind is None:
+                self.finite_at[key] = (k, weakref.ref(leaf))
+                continue
+            if key in self.nan_leaves:
+                continue
+            seen = self.finite_at.get(key, (None,))[0]
+            self.nan_leaves[key] = [weakref.ref(leaf), kind, k - 1 if seen == k - 1 else None,
+                                    k, _last_write(leaf)]
+        if self.nan is None and not math.isfinite(value):
+            node, why = nan_origin_graph(fn)
+            self.nan = {"step": k, "loss": "NaN" if value != value else "Inf",
+                        "op": A.node_name(node) if node is not None else None,
+                        "where": A.raw_where(node) if node is not None else None, "why": why,
+                        "leaves": [r[0] for r in self.nan_leaves.values() if r[3] == k]}
+
+    def check_leaves_now(self) -> None:
+        """After the cell: the leaves the last step saw finite, read once more (the update after
+        the last backward call made them non-finite: since that step)."""
+        from .model_report import _nonfinite_kind
+
+        k = self.n_backward
+        for key, (k_seen, ref) in list(self.finite_at.items()):
+            leaf = ref()
+            if key in self.nan_leaves or k_seen != k or leaf is None:
+                continue
+            kind = _nonfinite_kind(A.array(leaf))
+            if kind is not None:
+                self.nan_leaves[key] = [ref, kind, k, k + 1, _last_write(leaf)]
 
     def _loss_hook(self, module, args, output):
         """On each loss module seen, every call: its value (the Training tab's curve); a loss
@@ -325,15 +393,18 @@ class ModelTracker:
                 self.losses.append(float(a.item()))
             if output.requires_grad:
                 self.loss_steps += 1
-                if not self.enabled:
+                if not self.watching:
                     self._step(self.loss_steps, self.trained)
 
     def _root_pre(self, module, args):
         """On a model trained without a loss module, every call with grad: a training step."""
         if self._grad_on():
             k = id(module)
+            if self._counted_now == k:  # counted when this hook was registered, in this call
+                self._counted_now = None
+                return
             n = self.steps[k] = self.steps.get(k, 0) + 1
-            if not self.enabled:
+            if not self.watching:
                 self._step(n, {k: weakref.ref(module)})
 
     def step_count(self) -> int:
@@ -380,7 +451,8 @@ class ModelTracker:
                 continue
             if not self.loss_steps and k not in self.roots:
                 self.roots[k] = mod.register_forward_pre_hook(self._root_pre)
-                n = self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now
+                n = self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now (its
+                self._counted_now = k  # new hook may run in this very call: not twice)
                 self._step(n, {k: ref})
             for sub in _submodules(mod):
                 if type(sub).__name__ in _MODE_LAYERS and id(sub) not in self.mode_layers:
@@ -476,9 +548,9 @@ class ModelTracker:
         """Sum a parameter's squared norm into the total of the sample it was armed for."""
         norms = self.step_norms
         if norms and norms[-1][0] == i:
-            norms[-1] = (i, norms[-1][1] + sq)
+            norms[-1] = (i, norms[-1][1] + sq, norms[-1][2])
         elif len(norms) < MAX_STEPS:
-            norms.append((i, sq))
+            norms.append((i, sq, max(self.n_backward, 1)))
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,
@@ -514,28 +586,8 @@ class ModelTracker:
         self.eval_forward.clear()
 
     def recent_calls(self, snap=None) -> list:
-        """The watched calls, and for the graphs of ``snap`` made in unwatched steps, the
-        watched step's calls shifted to where the same node names sit."""
-        out = list(self.calls)
-        if snap is None:
-            return out
-        seq_names = {n.seq: n.name for n in snap.nodes.values()
-                     if n.seq and not n.is_accumulate}
-        for _total, calls, names in self.templates.values():
-            if not names:
-                continue
-            r0, first = min(names.items())
-            anchors = 0
-            for q, name in seq_names.items():
-                if name != first or anchors >= 64:
-                    continue
-                s = q - r0
-                hits = [seq_names.get(s + r) == nm for r, nm in names.items()
-                        if s + r in seq_names]
-                if hits and all(hits) and len(hits) * 2 >= len(names):
-                    anchors += 1
-                    out += [replace(c, start=c.start + s, end=c.end + s) for c in calls]
-        return out
+        """The module calls remembered (the last ``MAX_CALLS``), oldest first."""
+        return list(self.calls)
 
     # -- notes --------------------------------------------------------------------------------
 
@@ -578,29 +630,8 @@ class ModelTracker:
                   + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
 
 
-def _template(calls, start, end, out) -> tuple:
-    """A top-level call's structure: its node count, its calls relative to its start, and the
-    names of the nodes it made by relative number (found from its output's graph)."""
-    names = {}
-    fn = A.grad_fn(out) if out is not None else None
-    stack, seen = ([fn] if fn is not None else []), set()
-    while stack and len(seen) < 4 * (end - start) + 16:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        s = A.sequence_number(node)
-        if not start < s <= end:
-            continue
-        names[s - start] = A.node_name(node)
-        stack.extend(A.next_nodes(node))
-    return (end - start, [replace(c, start=c.start - start, end=c.end - start) for c in calls],
-            names)
-
-
 class _Frame:
-    __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth",
-                 "calls_before")
+    __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
 
     def __init__(self, start, grad_on, where):
         self.start, self.grad_on, self.where = start, grad_on, where
@@ -608,7 +639,6 @@ class _Frame:
         self.child_outputs: set = set()
         self.cut = None
         self.depth = 0
-        self.calls_before = 0
 
 
 _is_tensor = A.is_tensor
@@ -616,14 +646,24 @@ _TENSOR_TYPES = (A.tensor_type(),)
 
 
 def _storage_ptr(t) -> int:
-    """Which storage ``t`` views (its identity: a ``.detach()`` or ``.data`` shares it)."""
-    return id(A.storage(t))
+    """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
+    or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
+    return A.storage_ptr(A.storage(t))
 
 
 def _is_loss(module) -> bool:
     from nbgrad.nn.modules.loss import _Loss
 
     return isinstance(module, _Loss)
+
+
+def _last_write(t):
+    """``(op name, raw where)`` of the last in-place write into ``t`` (an optimizer's), or None."""
+    try:
+        hist = A.version_history(t)
+    except Exception:  # noqa: BLE001
+        return None
+    return (str(hist[-1][1]), hist[-1][2]) if hist else None
 
 
 def _submodules(top):

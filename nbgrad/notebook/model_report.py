@@ -55,7 +55,7 @@ class ModelReport:
     notes: list = field(default_factory=list)  # one sentence each
     losses: list = field(default_factory=list)  # per step of this cell
     grad_norms: list = field(default_factory=list)  # total gradient norm of each watched step
-    grad_norm_steps: list = field(default_factory=list)  # the top-level call index of each
+    grad_norm_steps: list = field(default_factory=list)  # the step (backward call) of each
     steps: int = 0  # backward calls this cell
     kept_alive: list = field(default_factory=list)  # [(variable, graphs, saved bytes, items)]
     nan: dict | None = None
@@ -141,13 +141,14 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
     mods, pnames = scanned.mods, scanned.params
     calls = tracker.recent_calls()
     counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
-    rep.steps = max(counted if tracker.backward_seen else 0,
-                    max((st.hits for st in tracker.params.values()), default=0))
+    rep.steps = tracker.n_backward or max(  # (an engine whose backward calls are not seen)
+        counted if tracker.backward_seen else 0,
+        max((st.hits for st in tracker.params.values()), default=0))
     # the values backward started from (what is optimised: a functional loss too), else the
     # loss modules' outputs
     rep.losses = list(tracker.backward_losses) or list(tracker.losses)
-    rep.grad_norm_steps = [i for i, _ in tracker.step_norms]
-    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s in tracker.step_norms]
+    rep.grad_norm_steps = [k for _, _, k in tracker.step_norms]
+    rep.grad_norms = [math.sqrt(s) if s == s else float("nan") for _, s, _ in tracker.step_norms]
     backward_models = set()
     summed: dict = {}  # ("at least " or "", backward calls) -> parameters summed into
     for pid, st in tracker.params.items():
@@ -176,7 +177,7 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
         rep.notes.append(f"{grads} accumulated from {least}{n} backward calls since zero_grad "
                          "(fine if you meant to accumulate gradients)")
     # parameters of a model that had a backward this cell but got no gradient, and of the other
-    # models trained this cell when a cut (a .detach() of their output) explains it
+    # models called with grad on in this cell (their output never reached a backward)
     others = set()
     if backward_models:
         others = {mods[k].split(".", 1)[0] for k in tracker.trained if k in mods} - backward_models
@@ -194,14 +195,73 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
                 outer = outer.rsplit(".", 1)[0]
                 why2, cut = _why_no_grad(mod_of.get(outer), calls, mods, who=outer)
                 why = why2 if cut else why
-            if cut or path.split(".", 1)[0] in backward_models:
-                rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
+            rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
+    rep.notes[:0] = nan_notes(tracker, pnames, scanned)
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():
         m = mref() if mref is not None else None
         path = mods.get(id(m)) if m is not None else None
         who = (f"{path} ({cls}) " if path else f"a {cls} ") if cls else ""
         rep.notes.append(who + text.format(where=_where_str(where) or "?", **kw))
     return rep
+
+
+def nan_notes(tracker: ModelTracker, pnames: dict, scanned: Scan | None = None) -> list:
+    """The loop's NaN / Inf in words: the step whose loss first was non-finite and the op that
+    made the first non-finite value in it; which parameters (and buffers) hold NaN / Inf, since
+    which step and written by what. Steps count the backward calls of the cell from 1."""
+    if tracker.nan is None and not tracker.nan_leaves:
+        return []
+    tracker.check_leaves_now()
+    out = []
+    n = tracker.n_backward
+    nan = tracker.nan
+    if nan is not None:
+        text = f"the loss is {nan['loss']} from step {nan['step']} of {n} on"
+        if nan["op"] is not None:
+            where, source = _where_of(nan["where"])
+            text += (f"; the first non-finite value was made by {nan['op']}"
+                     + (f" at {where}" if where else "") + (f" ({source})" if source else "")
+                     + f" in step {nan['step']}")
+        elif nan["why"] == "leaf":
+            text += (f"; in step {nan['step']} it was already computed from leaves holding "
+                     "NaN/Inf")
+        out.append(text)
+    groups: dict = {}
+    for ref, kind, since, seen, write in tracker.nan_leaves.values():
+        leaf = ref()
+        if leaf is None:
+            continue
+        name = pnames.get(id(leaf)) or f"a leaf of shape {list(A.shape(leaf))}"
+        if since is not None:
+            how = f"since step {since}"
+            if write is not None:
+                where, source = _where_of(write[1])
+                how += (f" (written by {write[0]}" + (f" at {where}" if where else "")
+                        + (f": {source}" if source else "") + ")")
+        else:
+            how = f"already when step {seen} ran"
+        groups.setdefault((kind, how), []).append(name)
+    for (kind, how), names in groups.items():
+        names = sorted(names)
+        verb = "holds" if len(names) == 1 else "hold"
+        out.append(f"{', '.join(names)} {verb} {kind} {how}")
+    bufs = []
+    for top in (scanned.tops if scanned is not None else ()):
+        try:
+            for bname, b in top.named_buffers():
+                if A.is_tensor(b) and _nonfinite_kind(A.array(b)) is not None:
+                    bufs.append(f"{scanned.mods.get(id(top), '?')}.{bname}")
+        except Exception:  # noqa: BLE001 - a module that cannot list its buffers
+            continue
+    if bufs:
+        out.append(f"buffers holding NaN/Inf now: {', '.join(sorted(set(bufs))[:8])}")
+    return out
+
+
+def _where_of(raw) -> tuple:
+    from . import inspect as _inspect
+
+    return _inspect._where_of(raw)
 
 
 def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap, skip=(),
@@ -215,12 +275,21 @@ def with_graph(rep: ModelReport | None, tracker: ModelTracker, ns: dict, snap, s
     rep.clusters = graph_clusters(tracker, ns, snap, skip, scanned)
     changed = {n for t in snap.tensors if t.named and t.version_delta != 0
                for n in t.name.split(" = ")}
-    rep.nan = nan_origin(ns, skip, only=changed, named=named)
+    rep.nan = None if tracker.nan is not None else nan_origin(ns, skip, only=changed,
+                                                                named=named)
     if rep.nan:
         n = rep.nan
-        rep.notes.insert(0, f"{n['tensor']} has {n['kind']}: the first op that produced it is "
-                         f"{n['op']}" + (f" at {n['where']}" if n["where"] else "")
-                         + (f" ({n['source']})" if n["source"] else ""))
+        if n["op"] is not None:
+            text = (f"{n['tensor']} has {n['kind']}: the first op that produced it is {n['op']}"
+                    + (f" at {n['where']}" if n["where"] else "")
+                    + (f" ({n['source']})" if n["source"] else ""))
+        elif n["leaves"]:
+            text = (f"{n['tensor']} has {n['kind']}: {', '.join(x for x in n['leaves'] if x)} "
+                    "held NaN/Inf already")
+        else:
+            text = (f"{n['tensor']} has {n['kind']}: its graph's saved tensors were freed by "
+                    "backward, so where it was first made is not known")
+        rep.notes.insert(0, text)
     if not any(n.startswith("a loss target") or "target broadcasts" in n for n in rep.notes):
         rep.notes += broadcast_losses(snap)
     rep.kept_alive = kept_alive(ns, skip, scanned.containers, tracker.kept_walks)
@@ -240,13 +309,7 @@ def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=(),
     """The module clusters of ``snap`` (:func:`clusters`); the parameters its graph reaches get
     their module path as name. ``scanned``: the namespace's :func:`scan`, made here if None."""
     scanned = scanned or scan(ns, skip)
-    mods, pnames = scanned.mods, scanned.params
-    for t in snap.tensors:  # a parameter the graph reaches is drawn with its path
-        if not t.name:
-            path = pnames.get(int(t.key[1:]))
-            if path is not None:
-                t.name = path
-    return clusters(snap, tracker.recent_calls(snap), mods)
+    return clusters(snap, tracker.recent_calls(snap), scanned.mods, scanned.params)
 
 
 def _named_params(ns, top_names):
@@ -269,7 +332,7 @@ def _why_no_grad(module_id, calls, mods, who=None) -> tuple[str, bool]:
     ``.data`` or numpy round trip ran when the core recorded it (provenance on), else where the
     next module used the cut tensor. ``(text, whether a cut was found)``; ``who``: the path of an
     outer module asked about instead (the text then names it)."""
-    mine = [c for c in calls if module_id is not None and id(c.ref()) == module_id]
+    mine = [c for c in calls if c.watched and module_id is not None and id(c.ref()) == module_id]
     if not mine:
         return "its module was not called since the panel was loaded", False
     last = mine[-1]
@@ -283,7 +346,7 @@ def _why_no_grad(module_id, calls, mods, who=None) -> tuple[str, bool]:
                     f"{_where_str(last.out_cut[1]) or '?'}"), True
         return f"{out} did not require grad (detached inside its forward)", True
     out = f"the output of {mod}" if who else "its output"
-    later = [c for c in calls if c.start >= last.end and c.cut is not None]
+    later = [c for c in calls if c.watched and c.start >= last.end and c.cut is not None]
     for c in sorted(later, key=lambda c: not c.cut[2])[:1]:  # what the storages confirm first
         where, how = _where_str(c.cut[0]) or "?", c.cut[1]
         m = c.ref()
@@ -297,52 +360,127 @@ def _why_no_grad(module_id, calls, mods, who=None) -> tuple[str, bool]:
             "unused layer)"), False
 
 
-def clusters(snap, calls, mods: dict) -> dict:
-    """``{path: {"title", "parent", "keys"}}``: the snapshot's nodes grouped by the innermost
-    module call that made them, and each parameter's box with its module."""
-    seqs = {k: n.seq for k, n in snap.nodes.items()
-            if getattr(n, "seq", 0) and not n.is_accumulate}
+def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
+    """``{key: {"title", "parent", "keys"}}``: the snapshot's nodes grouped by the innermost
+    module call that made them (its node range), each parameter's box with the module that owns
+    it. A cluster's key is the path from the module the user called (its name in the namespace,
+    ``mods``: ``id -> path``) down to the module (``lm.head``; its title ``lm.head (Linear)``),
+    one for all the calls of a module. A module no call of which made a drawn node has no
+    cluster.
+    Unnamed parameters get their path as name (``pnames``, then their module's)."""
+    seqs = sorted((n.seq, k) for k, n in snap.nodes.items()
+                  if getattr(n, "seq", 0) and not n.is_accumulate)
     if not seqs:
         return {}
-    lo, hi = min(seqs.values()), max(seqs.values())
-    near = [c for c in calls if c.end >= lo and c.start < hi]
-    out: dict = {}
-
-    def cluster_of(c):
-        m = c.ref()
-        path = mods.get(id(m)) if m is not None else None
-        if path is None:
-            return None
-        if path not in out:
-            out[path] = {"title": f"{path} ({c.cls})", "parent": None, "keys": []}
-        return path
-
+    lo, hi = seqs[0][0], seqs[-1][0]
+    calls = list(calls)
+    parent: dict = {}  # index of a call -> index of the call it ran in (post order: the next
+    open_: dict = {}  # call one level up to end after it)
+    for i in range(len(calls) - 1, -1, -1):
+        c = calls[i]
+        j = open_.get(c.depth - 1)
+        if j is not None and calls[j].start <= c.start and c.end <= calls[j].end:
+            parent[i] = j
+        open_[c.depth] = i
+        for d in [d for d in open_ if d > c.depth]:
+            del open_[d]
+    near = [i for i, c in enumerate(calls) if c.end >= lo and c.start < hi]
     # innermost first: the narrowest call containing a node wins
-    near.sort(key=lambda c: c.end - c.start)
-    for key, s in seqs.items():
-        for c in near:
-            if c.start < s <= c.end:
-                path = cluster_of(c)
-                if path is not None:  # the node, and the tensors it saved
-                    out[path]["keys"] += [key] + [sv.key for sv in snap.nodes[key].saved]
-                break
-    # outer modules of the ones found (``model`` around ``model.0``), even with no node of their own
-    for c in near:
-        cluster_of(c)
+    near.sort(key=lambda i: (calls[i].end - calls[i].start, -calls[i].depth))
+    from bisect import bisect_right
+
+    seq_list = [s for s, _ in seqs]
+    made: dict = {}  # index of a call -> keys of the nodes it made (innermost)
+    taken: set = set()
+    for i in near:
+        c = calls[i]
+        for s, k in seqs[bisect_right(seq_list, c.start):bisect_right(seq_list, c.end)]:
+            if k not in taken:
+                taken.add(k)
+                made.setdefault(i, []).append(k)
+    shown = set(made)
+    for i in list(made):  # the calls around them (``model`` around ``model.0``)
+        while i in parent and parent[i] not in shown:
+            i = parent[i]
+            shown.add(i)
+    within: dict = {}  # id(module) -> {id(submodule): its path inside it}
+    keys: dict = {}  # index -> cluster key, or None (an unnamed module)
+    out: dict = {}
+    owner: dict = {}  # id(parameter) -> (cluster key, parameter name)
+
+    def rel(outer, m):
+        subs = within.get(id(outer))
+        if subs is None:
+            subs = within[id(outer)] = _subpaths(outer)
+        return subs.get(id(m))
+
+    def key_of(i):
+        if i in keys:
+            return keys[i]
+        keys[i] = None
+        c = calls[i]
+        m = c.ref()
+        if m is None:
+            return None
+        base = None
+        j = parent.get(i)
+        up = calls[j].ref() if j is not None else None
+        if up is not None and j in shown:
+            r = rel(up, m)
+            pk = key_of(j)
+            if r is not None and pk is not None:
+                base = f"{pk}.{r}" if r else pk
+        if base is None:
+            root = c.root() if c.root is not None else None
+            top = mods.get(id(root)) if root is not None else None
+            r = rel(root, m) if top is not None else None
+            base = (f"{top}.{r}" if r else top) if r is not None else mods.get(id(m))
+        if base is None:
+            return None
+        key = keys[i] = base
+        if key in out:  # the module called again: one cluster for its calls
+            return key
+        out[key] = {"title": f"{key} ({c.cls})", "parent": None, "keys": []}
+        try:
+            for pname, p in m.named_parameters(recurse=False):
+                owner.setdefault(id(p), (key, pname))
+        except Exception:  # noqa: BLE001 - a module that cannot list its parameters
+            pass
+        return key
+
+    for i in sorted(shown, key=lambda i: (calls[i].start, calls[i].depth)):
+        key_of(i)
+    for i, ks in made.items():
+        key = keys.get(i)
+        if key is not None:  # the nodes, and the tensors they saved
+            out[key]["keys"] += [x for k in ks
+                                 for x in [k] + [sv.key for sv in snap.nodes[k].saved]]
     by_tensor = {t.key: t for t in snap.tensors}
     for n in snap.nodes.values():
         t = by_tensor.get(n.variable) if n.variable else None
-        if t is not None and t.name:
-            owner = t.name.split(" = ")[0].rsplit(".", 1)[0]
-            if owner in out:
-                out[owner]["keys"] += [n.key, t.key]
-    for path, c in out.items():
-        parent = path.rsplit(".", 1)[0] if "." in path else None
-        while parent is not None and parent not in out:
-            parent = parent.rsplit(".", 1)[0] if "." in parent else None
-        c["parent"] = parent
+        if t is None:
+            continue
+        hit = owner.get(int(t.key[1:]))
+        if hit is not None:
+            out[hit[0]]["keys"] += [n.key, t.key]
+        if not t.name:
+            path = (pnames or {}).get(int(t.key[1:]))
+            t.name = path or (f"{hit[0]}.{hit[1]}" if hit is not None else "")
+    for key, c in out.items():
+        up = key.rsplit(".", 1)[0] if "." in key else None
+        while up is not None and up not in out:
+            up = up.rsplit(".", 1)[0] if "." in up else None
+        c["parent"] = up
     return {p: c for p, c in out.items() if c["keys"] or any(
         o["parent"] == p for o in out.values())}
+
+
+def _subpaths(root) -> dict:
+    """``{id(module): path inside root}`` ("" for the root itself, "fc1", "blocks.0.attn")."""
+    try:
+        return {id(m): name for i, (name, m) in enumerate(root.named_modules()) if i <= 2000}
+    except Exception:  # noqa: BLE001
+        return {}
 
 
 def default_folded(rep: ModelReport, n_nodes: int, loop: bool = False) -> list:
@@ -417,26 +555,24 @@ def cluster_dot(rep: ModelReport, shown: set, folded=()) -> list:
         kids.setdefault(c["parent"], []).append(p)
     out = []
 
-    def emit(path, pad):
+    def emit(path, pad) -> list:
         c = rep.clusters[path]
         if any(path == f or path.startswith(f + ".") for f in folded):
-            return
+            return []
         keys = [k for k in c["keys"] if k in shown]
-        sub = kids.get(path, [])
-        if not keys and not sub:
-            return
+        inner = [line for s in kids.get(path, []) for line in emit(s, pad + "  ")]
+        if not keys and not inner:  # nothing of it drawn (folded away, or in a hidden copy)
+            return []
         cid = cluster_id(path)
-        out.append(f'{pad}subgraph "{cid}" {{')
-        out.append(f'{pad}  id="{cid}"; label="{_esc(c["title"])}"; labeljust=l; fontsize=10; '
-                   'style="rounded,dashed"; color="#8a8aa8"; fontcolor="#44446a";')
+        lines = [f'{pad}subgraph "{cid}" {{',
+                 f'{pad}  id="{cid}"; label="{_esc(c["title"])}"; labeljust=l; fontsize=10; '
+                 'style="rounded,dashed"; color="#8a8aa8"; fontcolor="#44446a";']
         if keys:
-            out.append(pad + "  " + "; ".join(f'"{k}"' for k in dict.fromkeys(keys)) + ";")
-        for s in sub:
-            emit(s, pad + "  ")
-        out.append(pad + "}")
+            lines.append(pad + "  " + "; ".join(f'"{k}"' for k in dict.fromkeys(keys)) + ";")
+        return lines + inner + [pad + "}"]
 
     for root in kids.get(None, []):
-        emit(root, "  ")
+        out += emit(root, "  ")
     return out
 
 
@@ -492,13 +628,16 @@ def _nonfinite_kind(a) -> str | None:
 def nan_origin(ns: dict, skip=(), only=None, named=None) -> dict | None:
     """The first op (lowest sequence number) whose output holds NaN/Inf, found from a named
     non-finite tensor (of the names in ``only``, when given) through the saved tensors of its
-    graph (no anomaly mode needed). ``named``: ``ns``'s named tensors, when already listed."""
+    graph (no anomaly mode needed). ``named``: ``ns``'s named tensors, when already listed.
+    ``op`` is None when the graph cannot tell (its saved tensors were freed by backward);
+    ``leaves``: the names of the graph's leaves that hold NaN/Inf themselves."""
     from . import inspect as _inspect
 
     if named is None:
         named = _inspect.named_tensors(ns, skip=skip)
     if only is not None:
         named = [(name, t) for name, t in named if name in only] if only else []
+    names = {id(t): name for name, t in named}
     for name, t in named:
         fn = t.grad_fn
         if fn is None or t.numel() > 1_000_000:
@@ -506,37 +645,73 @@ def nan_origin(ns: dict, skip=(), only=None, named=None) -> dict | None:
         kind = _nonfinite_kind(A.array(t))
         if kind is None:
             continue
-        best = fn
-        queue, seen = [fn], {id(fn)}
-        head = 0
-        while head < len(queue) and head < 5000:
-            node = queue[head]
-            head += 1
-            nxt = A.next_nodes(node)
-            saved = {}
-            for st in A.saved_tensors(node):
-                if st.released:
-                    continue
-                try:
-                    data = saved[st.name] = A.saved_value(node, st.name)
-                except Exception:  # noqa: BLE001
-                    continue
-                if _nonfinite_kind(data) is None:
-                    continue
-                src = node if st.is_output else _input_node(node, st.name, nxt)
-                if src is not None and A.sequence_number(src) < A.sequence_number(best):
-                    best = src
-            if A.sequence_number(node) < A.sequence_number(best) and \
-                    _out_of_domain(A.node_name(node), saved):
-                best = node
-            for nf in nxt:
-                if id(nf) not in seen:
-                    seen.add(id(nf))
-                    queue.append(nf)
-        where, source = _inspect._where(best)
-        return {"tensor": name, "kind": kind, "op": A.node_name(best), "where": where,
-                "source": source}
+        best, _why = nan_origin_graph(fn)
+        where, source = _inspect._where(best) if best is not None else ("", "")
+        leaves = [names.get(id(v), "") for v in graph_leaves(fn)
+                  if _nonfinite_kind(A.array(v)) is not None]
+        return {"tensor": name, "kind": kind, "op": A.node_name(best) if best else None,
+                "where": where, "source": source, "leaves": leaves}
     return None
+
+
+def graph_leaves(fn, limit: int = 5000) -> list:
+    """The leaf tensors (``AccumulateGrad``'s variables) of the graph under ``fn``."""
+    out, seen, stack = [], {id(fn)}, [fn]
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        v = A.leaf_variable(node)
+        if v is not None:
+            out.append(v)
+        for nf in A.next_nodes(node):
+            if id(nf) not in seen:
+                seen.add(id(nf))
+                stack.append(nf)
+    return out
+
+
+def nan_origin_graph(fn) -> tuple:
+    """``(node, why)``: the op of the graph under ``fn`` that made its first non-finite value
+    from finite inputs (the lowest sequence number among the nodes whose output a saved tensor
+    shows non-finite, or that saved the 0 of a log or a division), or ``(None, why)``: a leaf
+    holds NaN/Inf already (``"leaf"``), or backward freed what would tell (``"freed"``)."""
+    best = None
+    queue, seen = [fn], {id(fn)}
+    head = 0
+    released = leaf_bad = False
+    while head < len(queue) and head < 5000:
+        node = queue[head]
+        head += 1
+        nxt = A.next_nodes(node)
+        v = A.leaf_variable(node)
+        if v is not None and _nonfinite_kind(A.array(v)) is not None:
+            leaf_bad = True
+        saved = {}
+        for st in A.saved_tensors(node):
+            if st.released:
+                released = True
+                continue
+            try:
+                data = saved[st.name] = A.saved_value(node, st.name)
+            except Exception:  # noqa: BLE001
+                continue
+            if _nonfinite_kind(data) is None:
+                continue
+            src = node if st.is_output else _input_node(node, st.name, nxt)
+            if src is not None and A.leaf_variable(src) is None and (
+                    best is None or A.sequence_number(src) < A.sequence_number(best)):
+                best = src
+        if (best is None or A.sequence_number(node) < A.sequence_number(best)) and \
+                _out_of_domain(A.node_name(node), saved):
+            best = node
+        for nf in nxt:
+            if id(nf) not in seen:
+                seen.add(id(nf))
+                queue.append(nf)
+    if leaf_bad:
+        return None, "leaf"
+    if best is None:
+        return (None, "freed") if released else (fn, "")
+    return best, ""
 
 
 _LOGS = {"LogBackward0": 0.0, "Log2Backward0": 0.0, "Log10Backward0": 0.0,

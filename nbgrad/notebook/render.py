@@ -741,4 +741,9 @@ def cap_html(body: str, limit: int) -> str:
         return body
     cut = body.rfind("</tr>", 0, limit)
     cut = cut + len("</tr>") if cut > 0 else max(body.rfind(">", 0, limit) + 1, 0)
-    return body[:cut] + f"</table><div><i>... cut here ({len(body) // 1000} KB in all)</i></div>"
+    svg = body.rfind("<svg", 0, cut)  # never inside a picture: before it
+    if svg >= 0 and body.find("</svg>", svg, cut) < 0:
+        cut = svg
+    table = body.rfind("<table", 0, cut) > body.rfind("</table>", 0, cut)
+    return (body[:cut] + ("</table>" if table else "")
+            + f"<div><i>... cut here ({len(body) // 1000} KB in all)</i></div>")

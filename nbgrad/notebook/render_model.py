@@ -21,11 +21,18 @@ def _num(x, fmt="{:.3g}") -> str:
 
 
 def polyline(values, width=120, height=24, color="#1a73e8", log=False) -> str:
-    """An inline SVG line of ``values`` (non-finite ones dropped), scaled to the box."""
+    """An inline SVG line of ``values`` (non-finite ones dropped), scaled to the box; a long
+    series keeps the lowest and highest value of each 4-pixel column (spikes stay)."""
     pts = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if len(pts) > width // 2:
+        cols: dict = {}
+        for i, v in pts:
+            cols.setdefault(int(i * (width // 4) / len(values)), []).append((i, v))
+        pts = sorted({p for col in cols.values() for p in
+                      (min(col, key=lambda q: q[1]), max(col, key=lambda q: q[1]))})
     if log:
         pts = [(i, math.log10(v)) for i, v in pts if v > 0]
-    if len(pts) < 2:
+    if not pts:
         return ""
     n = max(len(values) - 1, 1)
     lo = min(v for _, v in pts)
@@ -33,9 +40,11 @@ def polyline(values, width=120, height=24, color="#1a73e8", log=False) -> str:
     span = (hi - lo) or 1.0
     xy = " ".join(f"{2 + (width - 4) * i / n:.1f},{height - 2 - (height - 4) * (v - lo) / span:.1f}"
                   for i, v in pts)
+    mark = (f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{xy}"/>'
+            if len(pts) > 1 else f'<circle cx="{xy.split(",")[0]}" cy="{xy.split(",")[1]}" '
+            f'r="2.5" fill="{color}"/>')  # one finite value: a dot, not an empty box
     return (f'<svg class="nbgrad-spark" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}"><polyline fill="none" stroke="{color}" '
-            f'stroke-width="1.5" points="{xy}"/></svg>')
+            f'viewBox="0 0 {width} {height}">{mark}</svg>')
 
 
 def curve(title, values, color, width=420, height=110, unit=None) -> str:
@@ -83,18 +92,42 @@ def gradients_html(rep) -> str:
     return notes_html(rep) + (table or "<i>no parameter has had a backward yet</i>")
 
 
+def sampled_curve(title, steps, values, n, color, width=420, height=110) -> str:
+    """Values known at some steps only (1-based ``steps`` out of ``n``), drawn on the same step
+    axis as the loss: a dot per sample, joined when there are several."""
+    pts = [(k, v) for k, v in zip(steps, values) if v is not None and math.isfinite(v)]
+    at = ", ".join(str(k) for k in steps[:12]) + (", ..." if len(steps) > 12 else "")
+    head = (f'<div><b>{html.escape(title)}</b> <span style="color:#555">sampled at step'
+            f'{"s" if len(steps) > 1 else ""} {at} of {n}')
+    if not pts:
+        return head + ": no finite value</span></div>"
+    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
+    span = (hi - lo) or 1.0
+    xy = [(2 + (width - 4) * (k - 1) / max(n - 1, 1), height - 6 - (height - 12) * (v - lo) / span)
+          for k, v in pts]
+    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>' for x, y in xy)
+    line = (f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="'
+            + " ".join(f"{x:.1f},{y:.1f}" for x, y in xy) + '"/>' if len(xy) > 1 else "")
+    vals = ", ".join(_num(v) for v in values[:12])
+    return (f'<div class="nbgrad-curve">{head}: {vals}</span></div>'
+            f'<svg class="nbgrad-spark" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}">{line}{dots}</svg></div>')
+
+
 def training_html(rep) -> str:
-    """A training-loop cell: the loss and gradient-norm curves over its steps."""
-    parts = [f"<div>{rep.steps} training steps in this cell; the graph of the last step is in "
-             "the Graph tab, its modules folded.</div>"]
+    """A training-loop cell: the loss curve over its steps, the total gradient norm at the
+    steps sampled (the first two and every 50th), on the same step axis."""
+    parts = [f"<div>{rep.steps} training steps (backward calls) in this cell; the graph of "
+             "the last step is in the Graph tab, its modules folded.</div>"]
     if rep.losses:
         parts.append(curve("loss", rep.losses, "#c0392b"))
     else:
         parts.append("<div><i>loss: no backward call started from a scalar (nothing to "
                      "plot)</i></div>")
     if rep.grad_norms:
-        parts.append(curve("total gradient norm", rep.grad_norms, "#1a73e8",
-                           unit=f"of the {len(rep.grad_norms)} steps watched"))
+        parts.append(sampled_curve("total gradient norm", rep.grad_norm_steps, rep.grad_norms,
+                                   max(rep.steps, max(rep.grad_norm_steps, default=1)),
+                                   "#1a73e8"))
     return notes_html(rep) + "".join(parts)
 
 

@@ -4,11 +4,14 @@ Read in this order: registry.py (the Row schema: how a row is written and what i
 the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py —
 with formulas.py (derivative formulas longer than a line) and kernels.py (conv/pool array
 kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the torch.* functions that pick
-a row and parse PyTorch's arguments are nbgrad/functions.py.
+a row and parse PyTorch's arguments are nbgrad/functions/.
 """
 from __future__ import annotations
 
 from . import elementwise, indexing, linalg, nn, random, reductions, views  # noqa: F401  (fill ROWS)
 from .registry import ROWS, Ctx, Row, op
+from ..autograd import apply as _apply
+
+_apply.use_rows(as_strided=ROWS["as_strided"], clone=ROWS["clone"])  # the two apply uses itself
 
 __all__ = ["ROWS", "Row", "op", "Ctx"]

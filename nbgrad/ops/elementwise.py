@@ -10,8 +10,7 @@ import math
 import numpy as np
 
 from .. import backend
-from ..autograd import apply
-from ..naming import cpp
+from ..naming import cpp, named
 from ..backend import get_array_module as _xp
 from .formulas import _halved_at_ties, _in_range, _repeat_backward
 from .registry import ROWS, op
@@ -25,25 +24,26 @@ def _ufunc(f):
 
     def fwd(self):
         return f(self) if type(self) is np.ndarray else getattr(_xp(self), name)(self)
-    fwd.__name__ = name
-    return fwd
+    return named(fwd, name)
 
 # ---- binary (broadcasting) --------------------------------------------------------------------
 op("add", lambda self, other, alpha: self + other if alpha == 1 else self + alpha * other,
-   broadcast=True,
+   broadcast=True, scalar_as_0d=True, inplace_ufunc=np.add,
    self=lambda g: g,
    other=lambda g, alpha, xp: g if alpha == 1 else xp.mul_scalar(g, alpha))
 op("sub", lambda self, other, alpha: self - other if alpha == 1 else self - alpha * other,
-   broadcast=True,
+   broadcast=True, scalar_as_0d=True, inplace_ufunc=np.subtract,
    self=lambda g: g,
    other=lambda g, alpha, xp: -g if alpha == 1 else xp.mul_scalar(-g, alpha))
 op("rsub", lambda self, other, alpha: other - self if alpha == 1 else other - alpha * self,
    node="RsubBackward1",
    self=lambda g, alpha: -g if alpha == 1 else g * -alpha)
-op("mul", lambda self, other: self * other, broadcast=True,
+op("mul", lambda self, other: self * other, broadcast=True, scalar_as_0d=True,
+   inplace_ufunc=np.multiply,
    self=lambda g, other: g * other,
    other=lambda g, self: g * self)
-op("div", lambda self, other: self / other, broadcast=True,
+op("div", lambda self, other: self / other, broadcast=True, scalar_as_0d=True,
+   inplace_ufunc=np.true_divide,
    self=lambda g, other: g / other,
    other=lambda g, self, other: -g * (self / other / other))
 # a tensor and a number as PyTorch's backward formulas combine them (mul.Scalar, div.Scalar):
@@ -137,7 +137,6 @@ op("repeat", lambda self, repeats: _xp(self).tile(self, repeats),
 op("clone", lambda self, contiguous: _xp(self).ascontiguousarray(self) if contiguous
    else self.copy(order="K"),
    self=lambda g: g)
-apply.CLONE[0] = ROWS["clone"]  # what an in-place op saves of its target's old value
 # saves no tensor, as PyTorch's (which keeps self's options): `src` is self's dtype
 op("to_copy", lambda self, dtype, src: self.astype(dtype), node="ToCopyBackward0",
    self=lambda g, src, xp: xp.astype(g, src))
@@ -149,25 +148,27 @@ op("masked_fill_scalar", lambda self, value, mask: _xp(mask).where(mask, value, 
    node="MaskedFillBackward0",
    self=lambda g, mask, xp: xp.masked_fill(g, mask, 0))
 op("masked_fill", lambda self, value, mask: _xp(mask).where(mask, value, self), broadcast=True,
-   node="MaskedFillBackward1",
+   node="MaskedFillBackward1", unchecked_write=True,
    self=lambda g, mask, xp: xp.masked_fill(g, mask, 0),
    value=lambda g, mask, xp: xp.where(mask, g, 0).sum())
 op("fill", lambda self, value: _xp(self).full_like(self, value), node="FillBackward2",
+   unchecked_write=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape))  # zeros, not g * 0 (NaN * 0)
 op("fill_tensor", lambda self, value: _xp(value).broadcast_to(value, self.shape).astype(self.dtype),
    node="FillBackward3", broadcast=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape),
    value=lambda g: g.sum())
-op("zero", lambda self: _xp(self).zeros_like(self),
+op("zero", lambda self: _xp(self).zeros_like(self), unchecked_write=True,
    self=lambda g, xp: xp.new_zeros(g, g.shape))
 op("copy", lambda self, src: _xp(src).broadcast_to(src, self.shape).astype(self.dtype, copy=False),
-   node="CopyBackwards", broadcast=True,
+   node="CopyBackwards", broadcast=True, overlap_check="same_is_noop",
    self=lambda g, xp: xp.new_zeros(g, g.shape),  # zeros_like(grad), not g * 0 (NaN * 0)
    src=lambda g: g)
 ROWS["copy"].node.name = lambda self: cpp("CopyBackwards")  # a C++ node in PyTorch
 
 
-# ---- issue 9: more elementwise rows ------------------------------------------------------------
+# ---- more elementwise: logs, hyperbolic and inverse trig, binary special functions, rounding,
+# remainders, clamps, interpolation, addcmul/addcdiv ------------------------------------------
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2  # erfinv'(y) = sqrt(pi)/2 exp(erfinv(y)^2)
 

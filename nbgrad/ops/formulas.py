@@ -7,11 +7,9 @@ the backward itself is recorded (create_graph), so the same formula gives higher
 whose array and Tensor spellings differ (scatter writes, casts, kernel backwards): each of those
 is a method written twice below, side by side, never an `if` inside a formula.
 
-Why not gradients that are always Tensors (PyTorch, tinygrad)? Measured on the 10-op chain of
-(2, 2) tensors (CPU time, this machine, 16:20 on the day of the change): backward costs 5.0 us per
-node with array gradients and 6.8 us with Tensor gradients (the same formulas through `TENSORS`),
-+1.8 us per op, when a whole forward+backward op may cost 0.6x torch's ~7.5 us, ~4.5 us. So arrays
-on the first order, Tensors only under create_graph; one formula serves both.
+Why not gradients that are always Tensors (PyTorch, tinygrad)? Tensor gradients cost a third
+more per backward node on the 10-op chain (benchmarks/README.md, "Array gradients on the first
+order"). So arrays on the first order, Tensors only under create_graph; one formula serves both.
 """
 from __future__ import annotations
 
@@ -20,9 +18,9 @@ import operator
 
 import numpy as np
 
-from .. import backend, creation, dtypes
+from .. import backend, dtypes
 from ..autograd.apply import apply as _apply, positions
-from ..tensor import Tensor
+from ..tensor import Tensor, fresh_zeros
 from . import kernels
 
 
@@ -501,8 +499,8 @@ class TensorFormulas:
 
     @staticmethod
     def zeros(shape, dt):
-        return creation.zeros(shape, dtype=dt if isinstance(dt, dtypes.dtype)
-                              else dtypes.from_np(dt))
+        return fresh_zeros(tuple(shape), dtypes.to_np(dt) if isinstance(dt, dtypes.dtype)
+                           else np.dtype(dt))
 
     @staticmethod
     def put_along_axis(z, idx, g, axis):
@@ -871,7 +869,7 @@ def _sum_all(a, dtype):
 
 
 # ------------------------------------------------------------------------------------------------
-# Issue 9's rows (sort/scatter/linalg/...): operations whose array and Tensor spellings differ,
+# Sorting, scatter, linear algebra, ...: operations whose array and Tensor spellings differ,
 # each written for ArrayFormulas and for TensorFormulas side by side (index args stay arrays)
 # ------------------------------------------------------------------------------------------------
 def _index_tensor(index):

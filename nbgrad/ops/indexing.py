@@ -21,7 +21,7 @@ def _index_put_fwd(self, values, index, accumulate):
     return _index_put(self, values, index, accumulate)
 
 
-op("index_put", _index_put_fwd,
+op("index_put", _index_put_fwd, overlap_check="any", unchecked_write=True,
    self=lambda g, index, accumulate, xp: g if accumulate else xp.zeroed(g, index),
    values=lambda g, index, values_shape, xp: _reduce_to(g[index], values_shape, None, xp))
 # PyTorch's index backward writes with the in-place _index_put_impl_ (IndexPutImplBackward0)
@@ -59,7 +59,7 @@ def _index_add(a, s, dim, index):
     return out
 
 
-# ---- issue 9: scatter family, index_copy/index_fill, masked_select/masked_scatter ---------------
+# ---- scatter family, index_copy/index_fill, masked_select/masked_scatter ------------------------
 # Formulas run on arrays or, under create_graph, on Tensors: through `xp` (formulas.py) only.
 def _scatter_fwd(self, src, dim, index):
     out = self.copy()
@@ -142,10 +142,10 @@ op("index_copy", _index_copy_fwd,
    self=lambda g, dim, index, xp: xp.zero_along(g, dim, index),
    source=lambda g, dim, index, xp: xp.index_select(g, dim, index))
 op("index_fill", lambda self, dim, index, value: _index_copy_fwd(self, value, dim, index),
-   node="IndexFillBackward0",
+   node="IndexFillBackward0", unchecked_write=True,
    self=lambda g, dim, index, xp: xp.zero_along(g, dim, index))
 op("index_fill_tensor", lambda self, value, dim, index: _index_copy_fwd(self, value, dim, index),
-   node="IndexFillBackward1",
+   node="IndexFillBackward1", unchecked_write=True,
    self=lambda g, dim, index, xp: xp.zero_along(g, dim, index),
    value=lambda g, dim, index, xp: xp.index_select(g, dim, index).sum())
 

@@ -1,5 +1,5 @@
 """Rows: matrix products (mm, bmm, dot, mv, addmm). torch.matmul is composed of these in
-nbgrad/functions.py, as PyTorch composes it, so the graph shows the same nodes.
+nbgrad/functions/linalg.py, as PyTorch composes it, so the graph shows the same nodes.
 
 Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
 """
@@ -63,7 +63,7 @@ def _addmm(c, a, b, beta, alpha):
     return out
 
 
-# ---- issue 9: triangles and diagonals, fused products, torch.linalg ----------------------------
+# ---- triangles and diagonals, fused products, torch.linalg -------------------------------------
 # Formulas run on arrays or, under create_graph, on Tensors: matmul, mT, elementwise operators and
 # `xp` (formulas.py: tril, diagonal, inv, solve, eye, ...), so each serves every order.
 def _diag_index(n, m, offset):

@@ -103,7 +103,7 @@ def _logsumexp(a, dim, keepdim):
     return r if keepdim else (r.squeeze(dim) if dim is not None else r.reshape(()))
 
 
-# ---- issue 9: sorting and selection, nan-reductions, paired reductions, scans -------------------
+# ---- sorting and selection, nan-reductions, paired reductions, scans ----------------------------
 def _sort_key(a, descending):
     """What an ascending sort orders to give `a` in the requested order; descending puts NaN
     first (it sorts as the largest)."""
@@ -281,7 +281,7 @@ op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=d
    self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
 
 
-# ---- issue 9: results without a derivative: PyTorch records a node that refuses backward -------
+# ---- results without a derivative: PyTorch records a node that refuses backward ----------------
 def _refuse(name, exc=NotImplementedError):
     def formula(g):
         raise exc(f"the derivative for '{name}' is not implemented." if exc is NotImplementedError

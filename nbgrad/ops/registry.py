@@ -47,8 +47,11 @@ import operator
 import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
-from ..autograd.apply import _ZERO_D_ROWS, _edge, _zero_d, apply
+from ..autograd.apply import (PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW,
+                              SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
+                              SAVED_STRIDES, _edge, _zero_d, apply)
 from ..autograd.grad_mode import STATE as _GRAD
+from ..naming import named
 from ..tensor import Tensor
 from .formulas import NUMPY, ROWS, TENSORS, _reduce_to, array_formulas
 _ND = np.ndarray
@@ -86,7 +89,7 @@ class OpNode(Node):
                     t = type(s)
                     if t in UNPACKED:
                         v[j] = s.unpack(self, False)
-                    elif t is float and row.zero_d:  # x * 2.0's other (see apply._zero_d)
+                    elif t is float and row.scalar_as_0d:  # x * 2.0's other (see apply._zero_d)
                         v[j] = _zero_d(s, g.dtype)
             if row.single:
                 outs = [row.calls[0](row.formulas[0], g, v)]
@@ -164,8 +167,9 @@ class OpNode(Node):
                 t = type(s)
                 if t is SavedTensor or t is Ctx or t is SavedArray:
                     s.release()
-                elif (t is float or t is int or t is bool) if kinds[j] == 0 else (
-                        kinds[j] == 2 and t is not int and t is not float and _array_arg(s)):
+                elif (t is float or t is int or t is bool) if kinds[j] == SAVED_INPUT else (
+                        kinds[j] == SAVED_ARG and t is not int and t is not float
+                        and _array_arg(s)):
                     if freed is None:
                         freed = list(saved)
                     freed[j] = FREED
@@ -176,13 +180,15 @@ class OpNode(Node):
     def __dir__(self):
         row = type(self)._row
         return sorted(set(super().__dir__()) | {f"_saved_{n}" for n in row.names} |
-                      {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources) if src[0] < 2})
+                      {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources)
+                       if src[0] in (SAVED_INPUT, SAVED_OUTPUT)})
 
     def __getattr__(self, name):
         if name.startswith("_raw_saved_"):  # the SavedTensor object itself (torch's)
             row = type(self)._row
             key = name[11:]
-            if key in row.index and row.sources[row.index[key]][0] < 2:  # an input or output
+            if key in row.index and \
+                    row.sources[row.index[key]][0] in (SAVED_INPUT, SAVED_OUTPUT):  # a tensor
                 s = self._saved[row.index[key]] if self._saved else None
                 return SavedTensor._undefined(key) if s is None else s
         if name.startswith("_saved_"):
@@ -239,7 +245,7 @@ def _double_row(parent, spec):
                         f"formula reads {names}, and `g` first")
     order = [n for n in names if n in spec] + [n for n in names if n not in spec]
     if spec["g"] == "again":
-        spec["g"] = _Again(parent.name, order[1:])
+        spec["g"] = _again(parent.name, order[1:])
     wants_xp = "xp" in _params(f)
 
     def fwd(*vals):
@@ -248,7 +254,8 @@ def _double_row(parent, spec):
             kw["xp"] = array_formulas(vals[0])
         return f(**kw)
 
-    d = Row(parent.name + "_backward", fwd, spec, node=node, params=tuple(order))
+    d = Row(parent.name + "_backward", named(fwd, parent.name + "_backward"), spec, node=node,
+            params=tuple(order))
     d.order = tuple(order)
     d.aliases = aliases
     return d
@@ -261,24 +268,15 @@ def _self_adjoint(node):
     return dict(node=node, g="again", self=lambda gg, xp: xp.zeros_like(gg))
 
 
-class _Again:
-    """The formula "this backward op again" of a double row: declares the parameters its row
-    reads (`_params` reads them from `__code__`), as a written formula would."""
-
-    def __init__(self, name, names):
-        self.name = name
-        params = ("gg",) + tuple(names) + ("xp",)
-        self.__code__ = _Code(params, len(params))
-
-    def __call__(self, gg, *vals):
-        return vals[-1].backward_op(self.name, gg, *vals[:-1])
-
-
-class _Code:
-    __slots__ = ("co_varnames", "co_argcount")
-
-    def __init__(self, names, count):
-        self.co_varnames, self.co_argcount = names, count
+def _again(name, names):
+    """The formula `g="again"` of a double row: row `name`'s backward op applied again, to the
+    new gradient `gg` and the same saved values (`names`, in the row's order). Its parameters
+    are declared in `params`, which `_params` reads before a code object's: `gg`, the names,
+    then `xp`, as a written formula would have them."""
+    def again(gg, *vals):  # vals: the saved values, then xp
+        return vals[-1].backward_op(name, gg, *vals[:-1])
+    again.params = ("gg",) + tuple(names) + ("xp",)
+    return named(again, name + "_backward_again")
 
 
 def _double_node(node, g):
@@ -360,6 +358,11 @@ def node_name(op_name):
 
 
 def _params(f):
+    """The parameter names of a forward or formula: its declared `params` (a formula made by a
+    function, `_again`), else its code's positional parameters."""
+    declared = getattr(f, "params", None)
+    if declared is not None:
+        return declared
     code = f.__code__
     return code.co_varnames[:code.co_argcount]
 
@@ -390,7 +393,9 @@ class Row:
     """One op: forward, node class, and per-input derivative formulas (see the module doc)."""
 
     def __init__(self, name, fwd, formulas, node=None, n_out=1, view=False, broadcast=False,
-                 float_op=False, ctx=False, double=None, params=None, ctx_saves=None):
+                 float_op=False, ctx=False, double=None, params=None, ctx_saves=None,
+                 scalar_as_0d=False, inplace_ufunc=None, overlap_check="partial",
+                 unchecked_write=False):
         self.name = name
         self.fwd = fwd
         self.n_out = n_out
@@ -426,10 +431,11 @@ class Row:
         self.listed = self.inputs == ("tensors",)
         if self.listed:
             self.inputs = ()  # one edge per tensor of the list, all served by the joint formula
-        # which branch of nbgrad.autograd.apply serves it: 0 one input and output, 1 two
-        # broadcasting operands, 2 views, 3 the rest
-        self.path = (2 if view else 1 if broadcast and len(self.inputs) == 2 else
-                     0 if len(self.inputs) == 1 and n_out == 1 and not self.listed else 3)
+        # which branch of nbgrad.autograd.apply serves it (PATH_* there)
+        self.path = (PATH_VIEW if view else
+                     PATH_BINARY if broadcast and len(self.inputs) == 2 else
+                     PATH_UNARY if len(self.inputs) == 1 and n_out == 1 and not self.listed else
+                     PATH_GENERAL)
         self.formulas = tuple(keyed.get(n) for n in self.inputs)
         names, uses = [], []
         for f in self.formulas + ((self.joint,) if self.joint else ()):
@@ -451,14 +457,27 @@ class Row:
         # OpNode._backward's common path: one output, no joint formula; the saved values it
         # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
         self.plain = self.joint is None and n_out == 1
-        self.zero_d = name in _ZERO_D_ROWS  # a saved Python float meets g as a 0-d array
+        # a Python float operand becomes a cached 0-d array of the tensor's dtype, in the forward
+        # and when a saved one meets g (nbgrad.autograd.apply._zero_d: the ufunc is faster)
+        self.scalar_as_0d = scalar_as_0d
+        # the numpy ufunc that writes the in-place form straight into the target (add_: np.add)
+        self.inplace_ufunc = inplace_ufunc
+        # an in-place op's input sharing the target's storage: "partial" refuses a partial
+        # overlap (the very same elements are fine), "any" refuses the very same elements too
+        # (index_put_, but a masked fill), "same_is_noop" does nothing for them (copy_)
+        if overlap_check not in ("partial", "any", "same_is_noop"):
+            raise TypeError(f"row {name}: overlap_check={overlap_check!r}")
+        self.overlap_check = overlap_check
+        # written without PyTorch's check of the target for internal overlap (fill_, zero_, ...)
+        self.unchecked_write = unchecked_write
         self.slot_kinds = tuple(kind for kind, _ in self.sources)  # (OpNode._release)
         # the order saved values are packed and unpacked in under saved_tensors_hooks (PyTorch's:
         # inputs by name, then outputs; a kernel's ctx holds outputs); None: the saved order
         order = tuple(sorted(range(len(names)), key=lambda j: (
-            self.sources[j][0] == 1 or names[j] == "ctx", names[j])))
+            self.sources[j][0] == SAVED_OUTPUT or names[j] == "ctx", names[j])))
         self.unpack_order = None if order == tuple(range(len(names))) else order
-        self.unpack_at = tuple(j + 2 for j in order if self.sources[j][0] <= 2)
+        self.unpack_at = tuple(j + 2 for j in order
+                               if self.sources[j][0] in (SAVED_INPUT, SAVED_OUTPUT, SAVED_ARG))
         self.plans = {}
         self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative
@@ -484,20 +503,21 @@ class Row:
         return self.calls[i](self.formulas[i], g, [NUMPY, None, *saved])
 
     def _source(self, n):
+        """`(kind, k)` of a name a formula uses (SAVED_* in nbgrad.autograd.apply)."""
         if n in self.inputs:
-            return (0, self.inputs.index(n))
+            return (SAVED_INPUT, self.inputs.index(n))
         if n == "result":
-            return (1, 0)
+            return (SAVED_OUTPUT, 0)
         if n.startswith("result") and n[6:].isdigit():
-            return (1, int(n[6:]))
+            return (SAVED_OUTPUT, int(n[6:]))
         if n in self.args:
-            return (2, self.args.index(n))
+            return (SAVED_ARG, self.args.index(n))
         if n.endswith("_shape") and n[:-6] in self.inputs:
-            return (3, self.inputs.index(n[:-6]))
+            return (SAVED_SHAPE, self.inputs.index(n[:-6]))
         if n.endswith("_strides") and n[:-8] in self.inputs:  # in elements, as torch's
-            return (5, self.inputs.index(n[:-8]))
+            return (SAVED_STRIDES, self.inputs.index(n[:-8]))
         if n == "ctx" and self.ctx:
-            return (4, 0)
+            return (SAVED_CTX, 0)
         raise NameError(f"formula of {self.name} uses unknown name {n!r}")
 
     def plan(self, mask):
@@ -520,14 +540,16 @@ class Row:
         return f"<Row {self.name}: {self.node.__name__}({', '.join(self.inputs)})>"
 
 
-_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double", "ctx_saves")
+_FLAGS = ("node", "n_out", "view", "broadcast", "float_op", "ctx", "double", "ctx_saves",
+          "scalar_as_0d", "inplace_ufunc", "overlap_check", "unchecked_write")
 
 
 def op(name, fwd, **kw):
     """Define a row and register it under `name` (see the module doc); returns the Row.
 
     Keyword arguments are the flags (node, n_out, view, broadcast, float_op, ctx, double,
-    ctx_saves) and, for every other key, the formula of the input(s) it names;
+    ctx_saves, scalar_as_0d, inplace_ufunc, overlap_check, unchecked_write) and, for every
+    other key, the formula of the input(s) it names;
     `grad_version=n`: PyTorch's formula writes its gradients in place n times (zeros, then
     index_put_ or scatter_), so they have _version n (the engine starts their count there)."""
     if name in ROWS:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend, dtypes
-from ..autograd import apply
 from ..backend import get_array_module as _xp
 from .formulas import _along, array_formulas, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
@@ -98,7 +97,6 @@ for _name, _node in (("split", "SplitBackward0"), ("split_sizes", "SplitWithSize
            g, [tuple(n if i == dim else s for i, s in enumerate(self_shape)) for n in sizes], xp),
            axis=dim))
 
-apply.AS_STRIDED[0] = ROWS["as_strided"]  # the node of a view whose base changed in place
 
 
 def _slice_view(a, index):
@@ -196,7 +194,7 @@ def _split(a, sizes, dim):
     return outs
 
 
-# ---- issue 9: roll, rot90, block_diag (copies, with PyTorch's nodes) -----------------------------
+# ---- roll, rot90, block_diag (copies, with PyTorch's nodes) --------------------------------------
 def _neg(shifts):
     return tuple(-s for s in shifts) if isinstance(shifts, tuple) else -shifts
 

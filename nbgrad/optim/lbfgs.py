@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-import nbgrad
+from nbgrad.autograd import grad_mode
 from ..backend import get_array_module as _xp
 from .optimizer import Optimizer, _tensor_of
 
@@ -169,7 +169,7 @@ class LBFGS(Optimizer):
             p._bump_version("copy_")
 
     def _evaluate(self, closure):
-        with nbgrad.enable_grad():
+        with grad_mode.enable_grad():
             loss = closure()
         return loss, float(loss)
 
@@ -179,7 +179,7 @@ class LBFGS(Optimizer):
         Args:
             closure (callable): re-evaluates the model and returns the loss (required).
         """
-        with nbgrad.no_grad():
+        with grad_mode.no_grad():
             return self._step(closure)
 
     def _step(self, closure):

@@ -13,7 +13,8 @@ import itertools
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -32,7 +33,7 @@ def _use_grad(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        with nbgrad.no_grad():
+        with grad_mode.no_grad():
             return step(self, *args, **kwargs)
 
     return wrapper
@@ -40,7 +41,7 @@ def _use_grad(step):
 
 def _tensor_of(arr):
     """A fresh nbgrad tensor owning ``arr`` (a numpy array, or a device array: on its device)."""
-    return nbgrad.from_numpy(arr) if type(arr) is np.ndarray else Tensor._make_fresh(arr)
+    return creation.from_numpy(arr) if type(arr) is np.ndarray else Tensor._make_fresh(arr)
 
 
 class Optimizer:
@@ -138,7 +139,7 @@ class Optimizer:
     def _closure_loss(self, closure):
         if closure is None:
             return None
-        with nbgrad.enable_grad():
+        with grad_mode.enable_grad():
             return closure()
 
     # ------------------------------------------------------------------ state dict

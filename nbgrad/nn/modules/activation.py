@@ -2,7 +2,8 @@
 as in torch). Each calls the ``nn.functional`` function of the same name; reprs are torch's.
 """
 
-import nbgrad
+from nbgrad import creation
+from nbgrad.autograd import grad_mode
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -326,11 +327,11 @@ class PReLU(Module):
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
-        self.weight = Parameter(nbgrad.empty((num_parameters,), **_factory(device, dtype)))
+        self.weight = Parameter(creation.empty((num_parameters,), **_factory(device, dtype)))
         self.reset_parameters()
 
     def reset_parameters(self):
-        with nbgrad.no_grad():
+        with grad_mode.no_grad():
             self.weight.fill_(self.init)
 
     def forward(self, input):
@@ -386,22 +387,22 @@ class MultiheadAttention(Module):
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(nbgrad.empty((3 * embed_dim, embed_dim), **kw))
+            self.in_proj_weight = Parameter(creation.empty((3 * embed_dim, embed_dim), **kw))
             for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
                 self.register_parameter(name, None)
         else:
-            self.q_proj_weight = Parameter(nbgrad.empty((embed_dim, embed_dim), **kw))
-            self.k_proj_weight = Parameter(nbgrad.empty((embed_dim, self.kdim), **kw))
-            self.v_proj_weight = Parameter(nbgrad.empty((embed_dim, self.vdim), **kw))
+            self.q_proj_weight = Parameter(creation.empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(creation.empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(creation.empty((embed_dim, self.vdim), **kw))
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(nbgrad.empty((3 * embed_dim,), **kw))
+            self.in_proj_bias = Parameter(creation.empty((3 * embed_dim,), **kw))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
-            self.bias_k = Parameter(nbgrad.empty((1, 1, embed_dim), **kw))
-            self.bias_v = Parameter(nbgrad.empty((1, 1, embed_dim), **kw))
+            self.bias_k = Parameter(creation.empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(creation.empty((1, 1, embed_dim), **kw))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn

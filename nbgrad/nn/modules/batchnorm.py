@@ -1,6 +1,8 @@
 """Batch normalisation: BatchNorm1d, BatchNorm2d (mirrors ``torch.nn.modules.batchnorm``)."""
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
+from nbgrad.autograd import grad_mode
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -22,18 +24,18 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         self._has_bias = bias
         if affine:
-            self.weight = Parameter(nbgrad.empty((num_features,), **kw))
+            self.weight = Parameter(creation.empty((num_features,), **kw))
             if bias:
-                self.bias = Parameter(nbgrad.empty((num_features,), **kw))
+                self.bias = Parameter(creation.empty((num_features,), **kw))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", nbgrad.zeros((num_features,), **kw))
-            self.register_buffer("running_var", nbgrad.ones((num_features,), **kw))
-            self.register_buffer("num_batches_tracked", nbgrad.tensor(0, dtype=nbgrad.int64))
+            self.register_buffer("running_mean", creation.zeros((num_features,), **kw))
+            self.register_buffer("running_var", creation.ones((num_features,), **kw))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=dtypes.int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -42,7 +44,7 @@ class _BatchNorm(Module):
 
     def reset_running_stats(self):
         if self.track_running_stats:
-            with nbgrad.no_grad():
+            with grad_mode.no_grad():
                 self.running_mean.zero_()
                 self.running_var.fill_(1)
                 self.num_batches_tracked.zero_()
@@ -62,7 +64,7 @@ class _BatchNorm(Module):
                 f"{tuple(input.shape)}")
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            with nbgrad.no_grad():
+            with grad_mode.no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:
                 eaf = 1.0 / float(self.num_batches_tracked.item())

@@ -3,7 +3,7 @@
 
 import math
 
-import nbgrad
+from nbgrad import creation
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -63,9 +63,9 @@ class _ConvNd(Module):
         self.padding_mode = padding_mode
         shape = ((in_channels, out_channels // groups) if self._transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
-        self.weight = Parameter(nbgrad.empty(shape, **kw))
+        self.weight = Parameter(creation.empty(shape, **kw))
         if bias:
-            self.bias = Parameter(nbgrad.empty((out_channels,), **kw))
+            self.bias = Parameter(creation.empty((out_channels,), **kw))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -2,7 +2,7 @@
 
 import math
 
-import nbgrad
+from nbgrad import creation
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -46,9 +46,9 @@ class Linear(Module):
         kw = _factory(device, dtype)
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(nbgrad.empty((out_features, in_features), **kw))
+        self.weight = Parameter(creation.empty((out_features, in_features), **kw))
         if bias:
-            self.bias = Parameter(nbgrad.empty((out_features,), **kw))
+            self.bias = Parameter(creation.empty((out_features,), **kw))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -97,9 +97,9 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(nbgrad.empty((out_features, in1_features, in2_features), **kw))
+        self.weight = Parameter(creation.empty((out_features, in1_features, in2_features), **kw))
         if bias:
-            self.bias = Parameter(nbgrad.empty((out_features,), **kw))
+            self.bias = Parameter(creation.empty((out_features,), **kw))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -8,7 +8,10 @@ fails) reads them, as in torch.
 from collections import OrderedDict, namedtuple
 import itertools
 
-import nbgrad
+from nbgrad import autograd
+from nbgrad import creation
+from nbgrad import dtypes
+from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
 from ..parameter import Parameter, Buffer
 
@@ -202,7 +205,7 @@ class Module:
         bw = None
         if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks \
                 or _global_backward_pre_hooks:
-            if nbgrad.is_grad_enabled():
+            if grad_mode.is_grad_enabled():
                 bw = _BackwardHooks(self)
                 args = bw.wrap_inputs(args)
         result = self.forward(*args, **kwargs)
@@ -559,7 +562,7 @@ class Module:
         """Replace every parameter's data, every grad and every buffer by ``fn(tensor)``."""
         for m in self.children():
             m._apply(fn)
-        with nbgrad.no_grad():
+        with grad_mode.no_grad():
             for key, p in self._parameters.items():
                 if p is None:
                     continue
@@ -613,13 +616,13 @@ class Module:
                        else device)
 
     def float(self):
-        return self._apply(lambda t: t.to(nbgrad.float32) if t.is_floating_point() else t)
+        return self._apply(lambda t: t.to(dtypes.float32) if t.is_floating_point() else t)
 
     def double(self):
-        return self._apply(lambda t: t.to(nbgrad.float64) if t.is_floating_point() else t)
+        return self._apply(lambda t: t.to(dtypes.float64) if t.is_floating_point() else t)
 
     def half(self):
-        return self._apply(lambda t: t.to(nbgrad.float16) if t.is_floating_point() else t)
+        return self._apply(lambda t: t.to(dtypes.float16) if t.is_floating_point() else t)
 
     def type(self, dst_type):
         return self._apply(lambda t: t.to(dst_type))
@@ -674,7 +677,7 @@ class Module:
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
                 try:
-                    input_param = nbgrad.tensor(input_param)
+                    input_param = creation.tensor(input_param)
                 except Exception:
                     error_msgs.append(
                         f'While copying the parameter named "{key}", expected torch.Tensor or '
@@ -696,7 +699,7 @@ class Module:
                 setattr(self, name, input_param)
                 continue
             try:
-                with nbgrad.no_grad():
+                with grad_mode.no_grad():
                     param.copy_(input_param)
             except Exception as ex:
                 error_msgs.append(
@@ -871,7 +874,7 @@ class _BackwardHooks:
         return grads
 
 
-class _BackwardHookFunction(nbgrad.autograd.Function):
+class _BackwardHookFunction(autograd.Function):
     """Identity on its tensors; its backward hands their gradients to a callback (the last
     argument: Function's backward pairs gradients with the leading tensor arguments)."""
 
@@ -905,7 +908,7 @@ def _typename(obj):
 
 
 def _is_dtype(a):
-    return isinstance(a, nbgrad.dtype)
+    return isinstance(a, dtypes.dtype)
 
 
 def zero_grads(params, set_to_none=True):

@@ -1,6 +1,6 @@
 """LayerNorm, GroupNorm, RMSNorm (mirrors ``torch.nn.modules.normalization``)."""
 
-import nbgrad
+from nbgrad import creation
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -13,8 +13,8 @@ __all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
 def _affine_parameters(module, shape, affine, bias, kw):
     """weight (ones) and bias (zeros) of ``shape``, or None where not wanted; filled by
     reset_parameters as torch's (so their ``_version`` is 1, as in torch)."""
-    module.register_parameter("weight", Parameter(nbgrad.empty(shape, **kw)) if affine else None)
-    module.register_parameter("bias", Parameter(nbgrad.empty(shape, **kw))
+    module.register_parameter("weight", Parameter(creation.empty(shape, **kw)) if affine else None)
+    module.register_parameter("bias", Parameter(creation.empty(shape, **kw))
                               if affine and bias else None)
     _reset_affine(module)
 
@@ -113,7 +113,7 @@ class RMSNorm(Module):
                  dtype=None):
         super().__init__()
         kw = _norm_settings(self, normalized_shape, eps, elementwise_affine, device, dtype)
-        self.register_parameter("weight", Parameter(nbgrad.empty(self.normalized_shape, **kw))
+        self.register_parameter("weight", Parameter(creation.empty(self.normalized_shape, **kw))
                                 if elementwise_affine else None)
         self.reset_parameters()
 

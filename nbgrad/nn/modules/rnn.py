@@ -20,7 +20,9 @@ import math
 import numbers
 import warnings
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
+from nbgrad import functions
 from nbgrad.autograd.apply import apply
 from nbgrad.backends import mkldnn
 from nbgrad.ops import ROWS
@@ -166,7 +168,7 @@ class RNNBase(Module):
                     shapes += [("weight_hr", (proj_size, hidden_size))]
                 names = []
                 for base, shape in shapes:
-                    setattr(self, base + suffix, Parameter(nbgrad.empty(shape, **kw)))
+                    setattr(self, base + suffix, Parameter(creation.empty(shape, **kw)))
                     names.append(base + suffix)
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
@@ -279,9 +281,9 @@ class RNNBase(Module):
         h_size, c_size = self._hidden_sizes(batch)
         kw = {"dtype": x.dtype, "device": x.device}
         if hx is None:
-            states = [nbgrad.zeros(h_size, **kw)]
+            states = [creation.zeros(h_size, **kw)]
             if is_lstm:
-                states.append(nbgrad.zeros(c_size, **kw))
+                states.append(creation.zeros(c_size, **kw))
             return x, batch_sizes, states, not batched, unsorted_indices
         states = list(hx) if is_lstm else [hx]
         want = 3 if batched else 2
@@ -328,17 +330,17 @@ class RNNBase(Module):
                         done_c.append(c[bs:])
                         c = c[:bs]
                 elif bs > now:  # backward: sequences start
-                    h = nbgrad.cat([h, h0[now:bs]], 0)
+                    h = functions.cat([h, h0[now:bs]], 0)
                     if c is not None:
-                        c = nbgrad.cat([c, c0[now:bs]], 0)
+                        c = functions.cat([c, c0[now:bs]], 0)
             h, c = _step(mode, gis[t], F.linear(h, w_hh, b_hh), h, c)
             if w_hr is not None:
                 h = F.linear(h, w_hr)
             outs[t] = h
         if done_h:
-            h = nbgrad.cat([h] + done_h[::-1], 0)
+            h = functions.cat([h] + done_h[::-1], 0)
             if c is not None:
-                c = nbgrad.cat([c] + done_c[::-1], 0)
+                c = functions.cat([c] + done_c[::-1], 0)
         return outs, h, c
 
     def _project(self, x, w_ih, b_ih, batch_sizes):
@@ -374,7 +376,7 @@ class RNNBase(Module):
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         fused = (is_lstm and mkldnn.enabled and batch_sizes is None and not self.proj_size
-                 and x.dtype == nbgrad.float32)
+                 and x.dtype == dtypes.float32)
         if fused:  # torch's oneDNN path: one node per layer and direction, states by select
             x = x.contiguous()  # a transposed (batch-first) input is copied: CloneBackward0
             h0 = [states[0][k] for k in range(len(states[0]))] if hx is not None else None
@@ -399,13 +401,14 @@ class RNNBase(Module):
                 gis = self._project(x, w_ih, b_ih, batch_sizes)
                 out, h, c = self._direction(gis, h0[k], c0[k] if is_lstm else None, w_hh, b_hh,
                                             w_hr, batch_sizes, direction == 1)
-                outs.append(nbgrad.stack(out, 0) if batch_sizes is None else nbgrad.cat(out, 0))
+                outs.append(functions.stack(out, 0) if batch_sizes is None
+                            else functions.cat(out, 0))
                 h_n.append(h)
                 c_n.append(c)
-            x = outs[0] if num_directions == 1 else nbgrad.cat(outs, outs[0].ndim - 1)
+            x = outs[0] if num_directions == 1 else functions.cat(outs, outs[0].ndim - 1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        hidden = [nbgrad.stack(h_n, 0)] + ([nbgrad.stack(c_n, 0)] if is_lstm else [])
+        hidden = [functions.stack(h_n, 0)] + ([functions.stack(c_n, 0)] if is_lstm else [])
         if batch_sizes is not None:
             output = PackedSequence(x, input.batch_sizes, input.sorted_indices, unsorted)
             if unsorted is not None:
@@ -492,11 +495,11 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(nbgrad.empty((num_chunks * hidden_size, input_size), **kw))
-        self.weight_hh = Parameter(nbgrad.empty((num_chunks * hidden_size, hidden_size), **kw))
+        self.weight_ih = Parameter(creation.empty((num_chunks * hidden_size, input_size), **kw))
+        self.weight_hh = Parameter(creation.empty((num_chunks * hidden_size, hidden_size), **kw))
         if bias:
-            self.bias_ih = Parameter(nbgrad.empty((num_chunks * hidden_size,), **kw))
-            self.bias_hh = Parameter(nbgrad.empty((num_chunks * hidden_size,), **kw))
+            self.bias_ih = Parameter(creation.empty((num_chunks * hidden_size,), **kw))
+            self.bias_hh = Parameter(creation.empty((num_chunks * hidden_size,), **kw))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
@@ -537,7 +540,7 @@ class RNNCellBase(Module):
         out = []
         for k, s in enumerate(states):
             if s is None:
-                s = nbgrad.zeros((n, self.hidden_size), dtype=input.dtype, device=input.device)
+                s = creation.zeros((n, self.hidden_size), dtype=input.dtype, device=input.device)
             elif s.shape[0] != n:
                 raise RuntimeError(f"Input batch size {n} doesn't match hidden{k} batch size "
                                    f"{s.shape[0]} ({name}: expected hidden ({n}, "

@@ -1,6 +1,7 @@
 """Embedding, EmbeddingBag (mirrors ``torch.nn.modules.sparse``)."""
 
-import nbgrad
+from nbgrad import creation
+from nbgrad.autograd import grad_mode
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -48,7 +49,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(nbgrad.empty((num_embeddings, embedding_dim), **kw),
+            self.weight = Parameter(creation.empty((num_embeddings, embedding_dim), **kw),
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:
@@ -57,7 +58,7 @@ class Embedding(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            with nbgrad.no_grad():
+            with grad_mode.no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
@@ -100,7 +101,7 @@ class EmbeddingBag(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.padding_idx = _padding_idx(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
-            self.weight = Parameter(nbgrad.empty((num_embeddings, embedding_dim), **kw))
+            self.weight = Parameter(creation.empty((num_embeddings, embedding_dim), **kw))
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight)
@@ -111,7 +112,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            with nbgrad.no_grad():
+            with grad_mode.no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):

@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
 from .. import functional as F
 from .. import init
 from .activation import MultiheadAttention
@@ -29,9 +30,9 @@ __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "Transform
 
 def _square_subsequent_mask(sz, device=None, dtype=None):
     """(sz, sz) float: 0 on and below the diagonal, -inf above it (a causal mask)."""
-    dtype = dtype if dtype is not None else nbgrad.get_default_dtype()
-    mask = np.triu(np.full((sz, sz), -np.inf), 1).astype(nbgrad.dtypes.to_np(dtype))
-    out = nbgrad.from_numpy(mask)
+    dtype = dtype if dtype is not None else dtypes.get_default_dtype()
+    mask = np.triu(np.full((sz, sz), -np.inf), 1).astype(dtypes.to_np(dtype))
+    out = creation.from_numpy(mask)
     return out if device is None else out.to(device)
 
 

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad.autograd import grad_mode
 from nbgrad.backend import get_array_module
 from nbgrad.tensor import Tensor
 
@@ -80,7 +81,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     tensors = _as_list(tensors)
     norm_type = float(norm_type)
     if not tensors:
-        return nbgrad.tensor(0.0)
+        return creation.tensor(0.0)
     arrays = [t._data for t in tensors]
     xp = get_array_module(arrays[0])
     dtype = xp.result_type(*arrays)
@@ -150,6 +151,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     Returns None.
     """
     clip_value = float(clip_value)
-    with nbgrad.no_grad():
+    with grad_mode.no_grad():
         for g in _grads(parameters):
             g.clamp_(min=-clip_value, max=clip_value)

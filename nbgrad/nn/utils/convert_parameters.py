@@ -1,6 +1,6 @@
 """One flat vector from parameters and back (mirrors ``torch.nn.utils.convert_parameters``)."""
 
-import nbgrad
+from nbgrad import functions
 from nbgrad.tensor import Tensor
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
@@ -27,7 +27,7 @@ def parameters_to_vector(parameters):
     for param in parameters:
         device = _check_device(param, device)
         vec.append(param.view(-1))
-    return nbgrad.cat(vec)
+    return functions.cat(vec)
 
 
 def vector_to_parameters(vec, parameters):

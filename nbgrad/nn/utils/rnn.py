@@ -15,7 +15,8 @@ from collections import namedtuple
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
 from nbgrad.autograd.apply import apply
 from nbgrad.ops import ROWS
 from nbgrad.tensor import Tensor
@@ -30,7 +31,7 @@ def _ints(x):
 
 
 def _index(arr):
-    return nbgrad.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+    return creation.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
 
 
 def invert_permutation(permutation):
@@ -77,11 +78,11 @@ class PackedSequence(namedtuple("PackedSequence_",
 
     def double(self):
         """The same sequences with float64 data."""
-        return self.to(dtype=nbgrad.float64)
+        return self.to(dtype=dtypes.float64)
 
     def float(self):
         """The same sequences with float32 data."""
-        return self.to(dtype=nbgrad.float32)
+        return self.to(dtype=dtypes.float32)
 
     @property
     def is_cuda(self):
@@ -151,7 +152,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
 
 def _filled(shape, fill, like):
-    return nbgrad.full(shape, fill, dtype=like.dtype, device=like.device)
+    return creation.full(shape, fill, dtype=like.dtype, device=like.device)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):

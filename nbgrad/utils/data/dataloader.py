@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
 from ._utils.collate import default_collate, default_convert
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -137,7 +137,7 @@ class DataLoader:
                 sl = slice(int(idx[0]), int(idx[-1]) + 1)
                 yield [t[sl].clone() for t in tensors]
             else:
-                index = nbgrad.from_numpy(idx)
+                index = creation.from_numpy(idx)
                 yield [t[index] for t in tensors]
 
     def _iter_iterable(self):

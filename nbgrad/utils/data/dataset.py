@@ -6,7 +6,7 @@ import itertools
 import math
 import warnings
 
-import nbgrad
+from nbgrad import random as _random
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "ChainDataset", "random_split"]
@@ -141,7 +141,7 @@ def random_split(dataset, lengths, generator=None):
         lengths = subset_lengths
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    perm = nbgrad.randperm(n, generator=generator)._data.tolist()
+    perm = _random.randperm(n, generator=generator)._data.tolist()
     out, offset = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[offset:offset + length]))

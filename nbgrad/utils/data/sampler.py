@@ -8,7 +8,8 @@ chunk in memory, not 10**12 indices. The values come from nbgrad's generators, n
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import random as _random
 from nbgrad.tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -53,8 +54,8 @@ def _epoch_generator(generator):
     """The stream of one epoch: ``generator``, or a fresh one seeded from the global one (torch)."""
     if generator is not None:
         return generator
-    g = nbgrad.Generator()
-    g.manual_seed(int(nbgrad.randint(0, 2 ** 62, (1,))._data[0]))
+    g = _random.Generator()
+    g.manual_seed(int(_random.randint(0, 2 ** 62, (1,))._data[0]))
     return g
 
 
@@ -114,13 +115,13 @@ class RandomSampler(Sampler):
         if self.replacement:
             for start in range(0, self.num_samples, _CHUNK):
                 size = min(_CHUNK, self.num_samples - start)
-                yield nbgrad.randint(0, n, (size,), generator=generator)._data
+                yield _random.randint(0, n, (size,), generator=generator)._data
             return
         for _ in range(self.num_samples // n):
-            yield nbgrad.randperm(n, generator=generator)._data
+            yield _random.randperm(n, generator=generator)._data
         rest = self.num_samples % n
         if rest:
-            yield nbgrad.randperm(n, generator=generator)._data[:rest]
+            yield _random.randperm(n, generator=generator)._data[:rest]
 
     def __iter__(self):
         for chunk in self._chunks():
@@ -138,7 +139,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in nbgrad.randperm(len(self.indices), generator=self.generator)._data.tolist():
+        for i in _random.randperm(len(self.indices), generator=self.generator)._data.tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -169,13 +170,13 @@ class WeightedRandomSampler(Sampler):
         if w.ndim != 1:
             raise ValueError("weights should be a 1d sequence but given weights have shape "
                              f"{tuple(w.shape)}")
-        self.weights = nbgrad.tensor(np.asarray(w, dtype=np.float64))
+        self.weights = creation.tensor(np.asarray(w, dtype=np.float64))
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self):
-        drawn = nbgrad.multinomial(self.weights, self.num_samples, self.replacement,
+        drawn = _random.multinomial(self.weights, self.num_samples, self.replacement,
                                    generator=self.generator)
         yield from drawn._data.tolist()
 

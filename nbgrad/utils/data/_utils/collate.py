@@ -5,7 +5,9 @@ import copy
 
 import numpy as np
 
-import nbgrad
+from nbgrad import creation
+from nbgrad import dtypes
+from nbgrad import functions
 from nbgrad.tensor import Tensor
 
 __all__ = ["default_collate", "default_convert"]
@@ -15,7 +17,7 @@ def _array_to_tensor(arr):
     if arr.dtype.kind in "USO":
         raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, "
                         f"dicts or lists; found numpy array of dtype {arr.dtype}")
-    return nbgrad.from_numpy(np.ascontiguousarray(arr))
+    return creation.from_numpy(np.ascontiguousarray(arr))
 
 
 def _collate_fields(batch, elem):
@@ -52,17 +54,17 @@ def default_collate(batch):
     """
     elem = batch[0]
     if isinstance(elem, Tensor):
-        return nbgrad.stack(list(batch), 0)
+        return functions.stack(list(batch), 0)
     if isinstance(elem, np.ndarray):
         return _array_to_tensor(np.stack(batch))
     if isinstance(elem, np.generic):
         return _array_to_tensor(np.array(batch))
     if isinstance(elem, bool):
-        return nbgrad.tensor(batch, dtype=nbgrad.bool)
+        return creation.tensor(batch, dtype=dtypes.bool_)
     if isinstance(elem, float):
-        return nbgrad.tensor(batch, dtype=nbgrad.float64)
+        return creation.tensor(batch, dtype=dtypes.float64)
     if isinstance(elem, int):
-        return nbgrad.tensor(batch, dtype=nbgrad.int64)
+        return creation.tensor(batch, dtype=dtypes.int64)
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
@@ -82,9 +84,9 @@ def default_convert(data):
     """One sample, unbatched: numpy arrays become tensors, containers are converted per field
     (mirrors ``torch.utils.data.default_convert``, the collate of ``batch_size=None``)."""
     if isinstance(data, np.ndarray) and data.dtype.kind not in "USO":
-        return nbgrad.from_numpy(np.ascontiguousarray(data))
+        return creation.from_numpy(np.ascontiguousarray(data))
     if isinstance(data, np.generic) and data.dtype.kind not in "USO":
-        return nbgrad.from_numpy(np.array(data))
+        return creation.from_numpy(np.array(data))
     if isinstance(data, collections.abc.Mapping):
         return type(data)({k: default_convert(v) for k, v in data.items()})
     if isinstance(data, tuple) and hasattr(data, "_fields"):

@@ -1,0 +1,67 @@
+"""Helpers every torch.* function shares: tensors from numbers, PyTorch's out= semantics,
+argument checks with PyTorch's error texts, broadcast and type-name helpers.
+"""
+from __future__ import annotations
+
+import builtins
+
+from .. import backend, creation, _torch_errors
+from ..autograd.apply import _broadcast_error, _mask
+from ..autograd.grad_mode import no_grad, STATE as _GRAD
+from ..tensor import Tensor, type_name
+
+
+_builtin_max, _builtin_min, _builtin_sum, _builtin_abs = builtins.max, builtins.min, builtins.sum, \
+    builtins.abs
+
+
+def _t(x, like=None):
+    """A Tensor for `x` (numbers become 0-d tensors of a matching dtype)."""
+    if isinstance(x, Tensor):
+        return x
+    if like is not None and isinstance(x, (int, float, bool)):
+        kind = like._data.dtype.kind
+        if kind == "f" or (kind in "iu" and type(x) is not float) or type(x) is bool:
+            return _filled_like(x, like)
+    return creation.tensor(x)
+
+
+def _filled_like(value, like):
+    """`value` (a number or array-like) as a tensor of `like`'s dtype, on `like`'s device."""
+    return Tensor._make_fresh(backend.get_array_module(like._data).asarray(value,
+                                                                             like._data.dtype))
+
+
+def _check_tensor(x, fname, arg="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fname}(): argument '{arg}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _out(name, fn, inputs, out):
+    """Run `fn()` and write its result into `out` (PyTorch's out= semantics)."""
+    if _GRAD.enabled and _mask(inputs):
+        raise _torch_errors.out_requires_grad(name)
+    with no_grad():
+        r = fn()
+    return creation.write_out(out, r, name)
+
+
+def _broadcast_batch(ba, bb):
+    """The broadcast of two batch shapes (tuple), or PyTorch's error."""
+    n = builtins.max(len(ba), len(bb))
+    out = []
+    for x, y in zip((1,) * (n - len(ba)) + ba, (1,) * (n - len(bb)) + bb):
+        if x != y and x != 1 and y != 1:
+            raise _broadcast_error(ba, bb)
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def type_name_of(t):
+    """'nbgrad.FloatTensor'-style type string of a tensor (for error messages)."""
+    return type_name(t._data.dtype, t._data)
+
+
+def _xp(t):
+    return backend.get_array_module(t._data)

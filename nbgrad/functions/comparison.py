@@ -1,0 +1,137 @@
+"""Comparisons and logic (eq, lt, logical_and, bitwise_*, isnan, all, any, nonzero, ...):
+boolean or integer results, no gradient, computed on the arrays directly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend, dtypes
+from ..autograd.apply import apply, _arr, _broadcast_error, _fresh
+from ..ops import ROWS as R
+from ..tensor import Tensor
+from .registry import method
+from .args import _t
+
+
+def _cmp(ufunc, name):
+    def f(input, other):
+        a = input._data if isinstance(input, Tensor) else input
+        b = other._data if isinstance(other, Tensor) else other
+        try:
+            return _fresh(_arr(ufunc(a, b)))
+        except ValueError:
+            raise _broadcast_error(np.shape(a), np.shape(b)) from None
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (torch.{name}); returns a bool tensor, no gradient."
+    return f
+
+
+eq = method(_cmp(np.equal, "eq"))
+ne = method(_cmp(np.not_equal, "ne"))
+lt = method(_cmp(np.less, "lt"))
+le = method(_cmp(np.less_equal, "le"))
+gt = method(_cmp(np.greater, "gt"))
+ge = method(_cmp(np.greater_equal, "ge"))
+greater = method(gt, "greater")
+greater_equal = method(ge, "greater_equal")
+less = method(lt, "less")
+less_equal = method(le, "less_equal")
+not_equal = method(ne, "not_equal")
+logical_and = method(_cmp(np.logical_and, "logical_and"))
+logical_or = method(_cmp(np.logical_or, "logical_or"))
+logical_xor = method(_cmp(np.logical_xor, "logical_xor"))
+
+
+def _ints_only(f):
+    """PyTorch's text when a bitwise op meets a floating tensor."""
+    def g(input, *other):
+        for x in (input,) + other:
+            if isinstance(x, Tensor) and x._data.dtype.kind == "f":
+                raise NotImplementedError(f'"{f.__name__}_cpu" not implemented for '
+                                          f"'{dtypes.from_np(x._data.dtype)._tensor_name[:-6]}'")
+        return f(input, *other)
+    g.__name__, g.__doc__ = f.__name__, f.__doc__ + " Integer and bool tensors only."
+    return g
+
+
+bitwise_and = method(_ints_only(_cmp(np.bitwise_and, "bitwise_and")))
+bitwise_or = method(_ints_only(_cmp(np.bitwise_or, "bitwise_or")))
+bitwise_xor = method(_ints_only(_cmp(np.bitwise_xor, "bitwise_xor")))
+
+
+def _nograd_unary(fn, name):
+    def f(input):
+        d = input._data
+        return _fresh(_arr(fn(d) if type(d) is np.ndarray else
+                           getattr(backend.get_array_module(d), fn.__name__)(d)))
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (torch.{name}); no gradient."
+    return f
+
+
+logical_not = method(_nograd_unary(np.logical_not, "logical_not"))
+bitwise_not = method(_ints_only(_nograd_unary(np.invert, "bitwise_not")))
+isnan = method(_nograd_unary(np.isnan, "isnan"))
+isinf = method(_nograd_unary(np.isinf, "isinf"))
+isfinite = method(_nograd_unary(np.isfinite, "isfinite"))
+signbit = _nograd_unary(np.signbit, "signbit")
+
+
+@method
+def round(input, *, decimals=0):
+    """Round to `decimals` places, halves to even (torch.round); gradient zero (RoundBackward0,
+    RoundBackward1 with decimals)."""
+    if decimals == 0:
+        return apply(R["round"], (input,))
+    return apply(R["round_decimals"], (input,), (decimals,))
+
+
+@method
+def equal(input, other):
+    """True when both have the same shape and elements (torch.equal)."""
+    return input._data.shape == other._data.shape and bool((input._data == other._data).all())
+
+
+@method
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise |a - b| <= atol + rtol * |b| as a bool tensor (torch.isclose)."""
+    return _fresh(_arr(np.isclose(input._data, _t(other)._data, rtol, atol, equal_nan)))
+
+
+@method
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when every element isclose (torch.allclose); returns a Python bool."""
+    return bool(np.allclose(input._data, _t(other)._data, rtol, atol, equal_nan))
+
+
+@method
+def all(input, dim=None, keepdim=False):
+    """True where all elements (over `dim`) are nonzero; a bool tensor (torch.all)."""
+    return _fresh(_arr(np.all(input._data, axis=dim, keepdims=keepdim)))
+
+
+@method
+def any(input, dim=None, keepdim=False):
+    """True where any element (over `dim`) is nonzero; a bool tensor (torch.any)."""
+    return _fresh(_arr(np.any(input._data, axis=dim, keepdims=keepdim)))
+
+
+@method
+def nonzero(input, *, as_tuple=False):
+    """Indices of nonzero elements: (n, ndim) int64, or a tuple of 1-D tensors with as_tuple
+    (torch.nonzero)."""
+    d = input._data
+    nz = np.nonzero(d.reshape(1) if d.ndim == 0 else d)
+    if d.ndim == 0:  # one index column per dim: none
+        if as_tuple:
+            return (_fresh(nz[0].astype(np.int64)),)
+        return _fresh(np.zeros((nz[0].size, 0), np.int64))
+    if as_tuple:
+        return tuple(_fresh(i.astype(np.int64)) for i in nz)
+    return _fresh(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
+
+
+@method
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements, over `dim` or all; int64 (torch.count_nonzero)."""
+    return _fresh(_arr(np.count_nonzero(input._data, axis=dim)).astype(np.int64))

@@ -1,0 +1,675 @@
+"""Linear algebra (matmul, mm, bmm, addmm and the fused products, cross, lu, svd, det, inverse,
+matrix_power, triangles and diagonals). Batched matmul records PyTorch's decomposition as one
+fused node (autograd/fused.py).
+"""
+from __future__ import annotations
+
+import builtins
+import collections
+import math
+import warnings
+
+import numpy as np
+
+from .. import creation, dtypes
+from ..autograd import fused
+from ..autograd.apply import apply, _arr, _device_error, _fresh
+from ..autograd.grad_mode import is_grad_enabled, STATE as _GRAD
+from ..ops import ROWS as R
+from ..ops.views import _ViewImpossible
+from ..tensor import _dim, Tensor
+from .registry import method
+from .args import _broadcast_batch, _out
+from .views import contiguous, _fold, reshape, transpose, unsqueeze, view
+from .elementwise import mul, where
+
+
+@method
+def matmul(input, other, *, out=None):
+    """Matrix product with numpy/PyTorch broadcasting rules (torch.matmul).
+
+    (n,)@(n,) -> () DotBackward0; (n,m)@(m,p) MmBackward0; (n,m)@(m,) MvBackward0;
+    (b,n,m)@(b,m,p) BmmBackward0; other batched cases MatmulBackward0.
+    """
+    a, b = input._data, other._data
+    if out is None and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and \
+            a.dtype is b.dtype and type(a) is type(b):
+        return apply(_MM, (input, other))  # the usual case, checked
+    if out is not None:
+        return _out("matmul", lambda: matmul(input, other), (input, other), out)
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{a.ndim}D and {b.ndim}D")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{dtypes.from_np(a.dtype).name} != {dtypes.from_np(b.dtype).name}")
+    if type(a) is not type(b):
+        raise _device_error(a, b)
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb and a.ndim == 2 and b.ndim == 1:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{ka}), "
+                           f"vec ({kb})")
+    if ka != kb:
+        if a.ndim == 2 and b.ndim == 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{ka} and "
+                               f"{b.shape[0]}x{b.shape[1]})")
+        if a.ndim == 1 and b.ndim == 1:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                               f"[{b.shape[0]}] to have the same number of elements, but got "
+                               f"{a.shape[0]} and {b.shape[0]} elements respectively")
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b.shape[0] if b.ndim > 2 else 1}, {ka}] but got: "
+                           f"[{b.shape[0] if b.ndim > 2 else 1}, {kb}].")
+    return _matmul(input, other)
+
+
+_MM = R["mm"]
+
+
+def _matmul(a, b):
+    """matmul as PyTorch decomposes it (aten's _matmul_impl), so the graph shows the same nodes:
+    mm / mv / dot; a batched operand folded into the rows of one mm or mv (UnsafeViewBackward0
+    around it) when torch folds; else expand both to the broadcast batch, fold it into one dim,
+    bmm, unfold. The views are applied as rows directly (no public reshape / expand)."""
+    da, db = a._data.ndim, b._data.ndim
+    if da == 2 and db == 2:
+        return apply(R["mm"], (a, b))
+    if da == 1 and db == 1:
+        return apply(R["dot"], (a, b))
+    if da == 2 and db == 1:
+        return apply(R["mv"], (a, b))
+    if da == 1 and db == 2:
+        return apply(R["squeeze_dims_"], (apply(R["mm"], (unsqueeze(a, 0), b)),), ((0,),))
+    if _should_fold(a, b, da, db):
+        return _matmul_folded(a, b, da, db)
+    sa, sb = a._data.shape, b._data.shape
+    if da == 3 and db == 3 and sa[0] != sb[0]:  # a batch of one that requires grad: squeezed
+        if sa[0] == 1 and a._requires_grad:
+            return _matmul(apply(R["squeeze_dim"], (a,), (0,)), b)
+        if sb[0] == 1 and b._requires_grad:
+            return _matmul(a, apply(R["squeeze_dim"], (b,), (0,)))
+    if da > 1 and db > 1 and _GRAD.enabled and (a._requires_grad or b._requires_grad) and \
+            type(a._data) is np.ndarray and type(b._data) is np.ndarray and fused.usable():
+        r = _bmm_fused(a, b)
+        if r is not None:
+            return r
+    return _bmm_chain(a, b)
+
+
+def _bmm_chain(a, b):
+    """Batched matmul: expand both to the broadcast batch, fold it into one dim, bmm, unfold."""
+    da, db = a._data.ndim, b._data.ndim
+    sa, sb = a._data.shape, b._data.shape
+    ba, bb = sa[:-2], sb[:-2]
+    batch = ba if ba == bb else _broadcast_batch(ba, bb)
+    n, k = sa[-2] if da > 1 else 1, sa[-1]
+    p = sb[-1] if db > 1 else 1
+    rows = math.prod(batch)
+    a3 = _fold(apply(R["expand"], (a,), (batch + (n, k),)), (rows, n, k))
+    if db == 1:
+        b3 = apply(R["unsqueeze"], (_fold(apply(R["expand"], (b,), (batch + (k,),)), (rows, k)),),
+                   (2,))
+        out = apply(R["squeeze_dim"], (apply(R["bmm"], (a3, b3)),), (2,))
+    else:
+        b3 = _fold(apply(R["expand"], (b,), (batch + (k, p),)), (rows, k, p))
+        out = apply(R["bmm"], (a3, b3))
+    shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
+    return apply(R["unsafe_view"], (out,), (shape,))
+
+
+def _bmm_fused(a, b):
+    """`_bmm_chain` of two operands of 2 dims or more, recorded as one UnsafeViewBackward0 node
+    (nbgrad.autograd.fused) whose backward runs the chain's formulas (unsafe_view, bmm, view or
+    reshape_alias, expand) on arrays; the chain's nodes are built when looked at. None when a
+    fold would copy (then the chain is recorded as it is)."""
+    ad, bd = a._data, b._data
+    sa, sb = ad.shape, bd.shape
+    n, k, p = sa[-2], sa[-1], sb[-1]
+    if len(sa) == 3 and len(sb) == 3 and sa[0] == sb[0]:
+        # one batch dim, the same (attention's q @ k^T): the expands and folds are the
+        # operands as they are
+        batch, rows = sa[:1], sa[0]
+        fa = _VIEW if ad.flags.c_contiguous else _RESHAPE_ALIAS
+        fb = _VIEW if bd.flags.c_contiguous else _RESHAPE_ALIAS
+        out3 = _BMM.fwd(ad, bd)
+    else:
+        ba, bb = sa[:-2], sb[:-2]
+        batch = ba if ba == bb else _broadcast_batch(ba, bb)
+        rows = math.prod(batch)
+        ea, eb = _EXPAND.fwd(ad, batch + (n, k)), _EXPAND.fwd(bd, batch + (k, p))
+        fa = _VIEW if ea.flags.c_contiguous else _RESHAPE_ALIAS
+        fb = _VIEW if eb.flags.c_contiguous else _RESHAPE_ALIAS
+        try:
+            a3, b3 = fa.fwd(ea, (rows, n, k)), fb.fwd(eb, (rows, k, p))
+        except _ViewImpossible:
+            return None
+        out3 = _BMM.fwd(a3, b3)
+    r = _fresh(_arr(_UNSAFE_VIEW.fwd(out3, batch + (n, p))))
+    ra, rb = a._requires_grad, b._requires_grad
+    fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
+                 ("self" if rb else None, "mat2" if ra else None), 2 * ra + 2 * rb + 1,
+                 _bmm_fused_backward, _bmm_chain,
+                 (batch, rows, n, k, p, fa, fb, sa, sb))
+    return r
+
+
+def _bmm_fused_backward(node, g, arrays):
+    """The chain's formulas in the order its nodes would run: unsafe_view, bmm, then per
+    operand view (or reshape_alias) and expand."""
+    ad, bd = arrays
+    batch, rows, n, k, p, fa, fb, sa, sb = node._chain.info
+    g3 = _UNSAFE_VIEW.vjp(0, g, (rows, n, p))
+    (ca, _), (cb, _) = node._next
+    ga = gb = None
+    same = len(sa) == len(sb) == 3 and sa[0] == sb[0]  # (the operands were the folds)
+    if ca is not None:
+        b3 = bd if same else fb.fwd(_EXPAND.fwd(bd, batch + (k, p)), (rows, k, p))
+        ga = _EXPAND.vjp(0, fa.vjp(0, _BMM.vjp(0, g3, b3, None), batch + (n, k)), sa)
+    if cb is not None:
+        a3 = ad if same else fa.fwd(_EXPAND.fwd(ad, batch + (n, k)), (rows, n, k))
+        gb = _EXPAND.vjp(0, fb.vjp(0, _BMM.vjp(1, g3, None, a3), batch + (k, p)), sb)
+    return [ga, gb]
+
+
+_EXPAND, _BMM, _UNSAFE_VIEW = R["expand"], R["bmm"], R["unsafe_view"]
+_VIEW, _RESHAPE_ALIAS = R["view"], R["reshape_alias"]
+
+
+def _should_fold(a, b, da, db):
+    """aten's should_fold: whether the operand of 3 dims or more (the other one's transpose
+    when that is the larger) is folded into the rows of one mm / mv instead of a bmm."""
+    larger = da >= db
+    if not ((da if larger else db) >= 3 and (db if larger else da) <= 2):
+        return False
+    if (b if larger else a)._requires_grad:
+        return True
+    if da == 2:
+        return False
+    t1 = a._data if larger else b._data.swapaxes(-2, -1)
+    if not t1.size:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return builtins.all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _matmul_folded(a, b, da, db):
+    """The larger operand (or b's transpose) viewed as one matrix: mm / mv, unfolded; with the
+    transpose, the result is transposed back and made contiguous (CloneBackward0), as torch."""
+    transpose = db > da
+    if transpose:
+        t1 = apply(R["transpose"], (b,), (db - 2, db - 1))
+        t2 = apply(R["t"], (a,)) if da == 2 else a
+    else:
+        t1, t2 = a, b
+    s1 = t1._data.shape
+    shape = s1[:-1]
+    folded = _fold(t1, (math.prod(shape), s1[-1]))
+    if t2._data.ndim == 1:
+        return apply(R["unsafe_view"], (apply(R["mv"], (folded, t2)),), (shape,))
+    out = apply(R["unsafe_view"], (apply(R["mm"], (folded, t2)),), (shape + t2._data.shape[1:],))
+    if not transpose:
+        return out
+    return contiguous(apply(R["transpose"], (out,), (len(shape) - 1, len(shape))))
+
+
+@method
+def mm(input, mat2):
+    """(n, m) @ (m, p) (torch.mm)."""
+    if input._data.ndim != 2 or mat2._data.ndim != 2:
+        raise RuntimeError("self must be a matrix" if input._data.ndim != 2 else
+                           "mat2 must be a matrix")
+    return matmul(input, mat2)
+
+
+@method
+def bmm(input, mat2):
+    """(b, n, m) @ (b, m, p) (torch.bmm)."""
+    if input._data.ndim != 3 or mat2._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if input._data.ndim != 3 else
+                           "batch2 must be a 3D tensor")
+    if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != \
+            mat2._data.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
+                           f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}].")
+    return apply(R["bmm"], (input, mat2))
+
+
+@method
+def dot(input, other):
+    """Inner product of two 1-D tensors (torch.dot)."""
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and "
+                           f"{other._data.ndim}D tensors")
+    return matmul(input, other)
+
+
+@method
+def mv(input, vec):
+    """(n, m) @ (m,) (torch.mv)."""
+    return matmul(input, vec)
+
+
+@method
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2); `input` broadcasts to (n, p) (torch.addmm).
+
+    This is what nn.Linear uses on 2-D input: grad_fn AddmmBackward0.
+    """
+    a, b = mat1._data, mat2._data
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got {}-D tensor".format(a.ndim) if a.ndim != 2
+                           else "mat2 must be a matrix, got {}-D tensor".format(b.ndim))
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} "
+                           f"and {b.shape[0]}x{b.shape[1]})")
+    return apply(R["addmm"], (input, mat1, mat2), (beta, alpha))
+
+
+@method
+def outer(input, vec2):
+    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
+    return mul(reshape(input, -1, 1), vec2)
+
+
+def linalg_cross(input, other, *, dim=-1):
+    """Cross product of 3-vectors along ``dim`` (torch.linalg.cross): input, other (..., 3, ...)
+    broadcast against each other; one LinalgCrossBackward0 node.
+
+    Raises:
+        RuntimeError: ``dim`` of length other than 3 (PyTorch's text), or shapes that do not
+            broadcast.
+    """
+    a, b = input._data, other._data
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = _dim(dim, a.ndim)
+    if a.shape[d] != 3 or b.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[d]} and {b.shape[d]}")
+    return apply(R["linalg_cross"], (input, other), (d,))
+
+
+@method
+def cross(input, other, dim=None):
+    """Cross product of 3-vectors (torch.cross): along ``dim``, or, when it is None (deprecated
+    in PyTorch, with its warning), along the first dimension of size 3. LinalgCrossBackward0.
+
+    Raises:
+        RuntimeError: no dimension of size 3 (PyTorch's text); see :func:`linalg_cross`.
+    """
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                      "The default value of dim will change to agree with that of linalg.cross "
+                      "in a future release.", UserWarning, stacklevel=2)
+        shape = input._data.shape
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return linalg_cross(input, other, dim=dim)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm of v over every dim but ``dim``, keeping them as size-1 dims (shape
+    (n, 1, ...) for dim 0); dim -1: the norm of all of v, 0-d (torch.norm_except_dim)."""
+    p = float(pow) if pow not in (1, 2) else pow
+    nd = v._data.ndim
+    if dim == -1:
+        return apply(R["norm"], (v,), (p, None, False))
+    dim = _dim(dim, nd)
+    shape = v._data.shape
+    if dim == 0:  # composed as PyTorch composes it: a view, a norm, a view back
+        n = apply(R["norm"], (v.contiguous().view(shape[0], -1),), (p, 1, False))
+        return n.view(shape[0], *[1] * (nd - 1))
+    if dim == nd - 1:
+        n = apply(R["norm"], (v.contiguous().view(-1, shape[-1]),), (p, 0, False))
+        return n.view(*[1] * (nd - 1), shape[-1])
+    return norm_except_dim(v.transpose(0, dim), pow, 0).transpose(0, dim)
+
+
+def _weight_norm(v, g, dim=0):
+    """w = v * g / ||v|| with the norm over every dim but ``dim`` (torch._weight_norm, what
+    nn.utils.weight_norm computes before each forward): v (out, ...), g of the norm's shape
+    ((out, 1, ...) for dim 0). For the first or last dim one WeightNormInterfaceBackward0 node,
+    as PyTorch's fused kernel; other dims and -1 (the whole tensor) composed: MulBackward0.
+
+    Raises:
+        IndexError: dim out of range (PyTorch's text).
+    """
+    if dim != -1:
+        dim = _dim(dim, v._data.ndim)
+    if dim not in (0, v._data.ndim - 1):  # PyTorch's fused kernel serves the first and last
+        return v * (g / norm_except_dim(v, 2, dim))
+    return apply(R["weight_norm_interface"], (v, g), (dim,))
+
+
+_lu_factor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_lu_unpack = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _no_lu_grad(name, *ts):
+    if is_grad_enabled() and builtins.any(isinstance(t, Tensor) and t.requires_grad for t in ts):
+        node = "LuUnpackBackward0" if name == "lu_unpack" else "LinalgLuFactorExBackward0"
+        raise RuntimeError(f"nbgrad does not implement the derivative of {name} yet (PyTorch "
+                           f"records {node}): call it under no_grad() or on a tensor that does "
+                           "not require grad")
+
+
+def linalg_lu_factor(A, *, pivot=True):
+    """LU factorisation with partial pivoting, LAPACK's getrf (torch.linalg.lu_factor): A
+    (..., m, n) -> LU (..., m, n) holding L below the diagonal (unit diagonal implied) and U on
+    and above it, pivots (..., min(m, n)) int32, 1-based row swaps. No gradient yet.
+
+    Raises:
+        RuntimeError: A requires grad (nbgrad has no derivative for it yet), or pivot=False.
+    """
+    _no_lu_grad("lu_factor", A)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    a = np.array(A._data, copy=True)
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    piv = np.zeros(a.shape[:-2] + (k,), dtype=np.int32)
+    rows = np.arange(m)
+    for j in range(k):  # one column at a time, vectorised over the batch
+        p = np.abs(a[..., j:, j]).argmax(-1) + j
+        piv[..., j] = p + 1
+        pj = np.take_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), -2)
+        rj = a[..., j:j + 1, :].copy()
+        np.put_along_axis(a, p[..., None, None] * np.ones((1, n), dtype=int), rj, -2)
+        a[..., j:j + 1, :] = pj
+        d = a[..., j, j]
+        below = rows > j
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a[..., below, j] = a[..., below, j] / d[..., None]
+        a[..., j + 1:, j + 1:] -= a[..., j + 1:, j:j + 1] * a[..., j:j + 1, j + 1:]
+    return _lu_factor(Tensor._make_fresh(a), Tensor._make_fresh(piv))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from lu_factor's result, A = P @ L @ U (torch.lu_unpack): P (..., m, m), L
+    (..., m, k) unit lower, U (..., k, n) upper. No gradient yet.
+
+    Raises:
+        RuntimeError: LU_data requires grad (nbgrad has no derivative for it yet).
+    """
+    _no_lu_grad("lu_unpack", LU_data)
+    a = LU_data._data
+    m, n = a.shape[-2:]
+    k = builtins.min(m, n)
+    L = U = P = None
+    if unpack_data:
+        L = np.tril(a[..., :, :k], -1) + np.eye(m, k, dtype=a.dtype)
+        U = np.triu(a[..., :k, :])
+    if unpack_pivots:
+        piv = LU_pivots._data.astype(np.int64) - 1
+        perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+        for j in range(k):
+            pj = piv[..., j:j + 1]
+            a_j = perm[..., j:j + 1].copy()
+            perm[..., j:j + 1] = np.take_along_axis(perm, pj, -1)
+            np.put_along_axis(perm, pj, a_j, -1)
+        P = (perm[..., :, None] == np.arange(m)).swapaxes(-1, -2).astype(a.dtype)
+    empty = np.zeros((0,), dtype=a.dtype)
+    return _lu_unpack(*(Tensor._make_fresh(x if x is not None else empty) for x in (P, L, U)))
+
+
+_LU_WARNED = [False]
+
+
+def _tensor_lu(self, pivot=True, get_infos=False):
+    """Tensor.lu (deprecated torch.lu, with PyTorch's once-per-process warning): (LU, pivots),
+    and infos (zeros) with get_infos."""
+    if not _LU_WARNED[0]:
+        _LU_WARNED[0] = True
+        warnings.warn(
+            "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+            "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+            "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+            "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+            "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+            "compute_pivots)", UserWarning, stacklevel=2)
+    LU, piv = linalg_lu_factor(self, pivot=pivot)
+    if get_infos:
+        return LU, piv, creation.zeros(*self.shape[:-2], dtype=dtypes.int32)
+    return LU, piv
+
+
+method(_tensor_lu, "lu")  # Tensor.lu, PyTorch's deprecated spelling of linalg.lu_factor
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distance between each pair of rows (torch.cdist): x1 (B, P, M), x2 (B, R, M)
+    (or without the batch dims, broadcast) -> (B, P, R). Its graph is PyTorch's: one
+    CdistBackward0 node, or for p = 2 with more than 25 rows on either side (or
+    compute_mode='use_mm_for_euclid_dist') EuclideanDistBackward0 then ViewBackward0.
+
+    Raises:
+        RuntimeError: fewer than 2 dims, different M, or p < 0 (PyTorch's texts).
+    """
+    a, b = x1._data, x2._data
+    if a.ndim < 2 or b.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D")
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} "
+                           f"X2: {b.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    rows1, rows2 = a.shape[-2], b.shape[-2]
+    mm = compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == "use_mm_for_euclid_dist_if_necessary" and (rows1 > 25 or rows2 > 25))
+    if p == 2 and mm:
+        d = apply(R["euclidean_dist"], (x1, x2), ())
+        return view(d, *d._data.shape)
+    return apply(R["cdist"], (x1, x2), (float(p),))
+
+
+_svd_result = collections.namedtuple("svd", ["U", "S", "V"])
+
+
+@method
+def svd(input, some=True, compute_uv=True):
+    """Singular value decomposition, PyTorch's older form (torch.svd): (U, S, V) with
+    input = U diag(S) V^T for input (..., m, n). ``some`` gives the reduced U (m, k) and V (n, k),
+    k = min(m, n); ``some=False`` the full U (m, m) and V (n, n). ``compute_uv=False`` gives
+    zero U (m, m) and V (n, n), as PyTorch does. U and S come from one LinalgSvdBackward0 node,
+    V through TransposeBackward0, as in PyTorch (which recommends torch.linalg.svd, whose third
+    output is V^T).
+    """
+    if not compute_uv:
+        s = apply(R["linalg_svd"], (input,), (False,))[1]
+        m, n = input._data.shape[-2:]
+        batch = tuple(input._data.shape[:-2])
+        return _svd_result(creation.zeros(*batch, m, m, dtype=input.dtype), s,
+                           creation.zeros(*batch, n, n, dtype=input.dtype))
+    U, S, Vh = apply(R["linalg_svd"], (input,), (not some,))
+    return _svd_result(U, S, transpose(Vh, -2, -1))
+
+
+# ---- triangles, diagonals, fused products, determinants -----------------------------------------
+def _matrix_check(input, fname):
+    if input._data.ndim < 2:
+        raise RuntimeError(f"{fname}: input tensor must have at least 2 dimensions")
+
+
+@method
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (below and on the `diagonal`-th), zeros above
+    (torch.tril)."""
+    _matrix_check(input, "tril")
+    return apply(R["tril"], (input,), (diagonal,))
+
+
+@method
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (on and above the `diagonal`-th) (torch.triu)."""
+    _matrix_check(input, "triu")
+    return apply(R["triu"], (input,), (diagonal,))
+
+
+@method
+def tril_(self, diagonal=0):
+    """In-place tril (torch.Tensor.tril_); bumps _version by 1."""
+    _matrix_check(self, "tril")
+    return apply(R["tril"], (self,), (diagonal,), inplace="tril_")
+
+
+@method
+def triu_(self, diagonal=0):
+    """In-place triu (torch.Tensor.triu_); bumps _version by 1."""
+    _matrix_check(self, "triu")
+    return apply(R["triu"], (self,), (diagonal,), inplace="triu_")
+
+
+@method
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices with the last dim of input on their `offset` diagonal, in dims dim1, dim2 of the
+    result (torch.diag_embed): (..., n) -> (..., n + |offset|, n + |offset|)."""
+    nd = input._data.ndim + 1
+    d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(R["diag_embed"], (input,), (offset, d1, d2))
+
+
+@method
+def diag(input, diagonal=0):
+    """1-D input: a matrix with it on the `diagonal`-th diagonal (DiagEmbedBackward0); 2-D: that
+    diagonal as a 1-D copy (torch.diag)."""
+    nd = input._data.ndim
+    if nd == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if nd != 2:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
+    return apply(R["diag_copy"], (input,), (diagonal,))
+
+
+@method
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (torch.trace)."""
+    if input._data.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
+                           f"{input._data.ndim}")
+    return apply(R["trace"], (input,))
+
+
+def _fused(name, shapes):
+    """torch.X(input, a, b, *, beta=1, alpha=1) for the fused products addbmm & co., with
+    their in-place forms; `shapes` checks the operands (PyTorch's texts)."""
+    row = R[name]
+
+    def f(input, a, b, *, beta=1, alpha=1):
+        shapes(a, b)
+        return apply(row, (input, a, b), (beta, alpha))
+
+    def f_(self, a, b, *, beta=1, alpha=1):
+        shapes(a, b)
+        return apply(row, (self, a, b), (beta, alpha), inplace=name + "_")
+    f.__name__, f_.__name__ = name, name + "_"
+    f.__doc__ = (f"beta * input + alpha * product of the two operands, input broadcasting "
+                 f"(torch.{name}).")
+    f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
+    return method(f), method(f_)  # both are Tensor methods
+
+
+def _check_bmm(a, b):
+    sa, sb = a._data.shape, b._data.shape
+    if len(sa) != 3 or len(sb) != 3:
+        raise RuntimeError(f"batch{1 if len(sa) != 3 else 2} must be a 3D tensor")
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+
+
+def _check_mv(a, b):
+    if a._data.ndim != 2 or b._data.ndim != 1 or a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat "
+                           f"({'x'.join(map(str, a._data.shape))}), vec ({b._data.shape[0]})")
+
+
+def _check_vectors(a, b):
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got "
+                           f"{a._data.ndim}-D" if a._data.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {b._data.ndim}-D")
+
+
+baddbmm, baddbmm_ = _fused("baddbmm", _check_bmm)
+addbmm, addbmm_ = _fused("addbmm", _check_bmm)
+addmv, addmv_ = _fused("addmv", _check_mv)
+addr, addr_ = _fused("addr", _check_vectors)
+
+
+def _square(A, fname):
+    s = A._data.shape
+    if len(s) < 2:
+        raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
+    if s[-1] != s[-2]:
+        raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
+                           f"{s[-2]} by {s[-1]} matrices")
+
+
+_slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+@method
+def det(input):
+    """Determinants of (..., n, n) (torch.det = torch.linalg.det; LinalgDetBackward0)."""
+    _square(input, "det")
+    return apply(R["linalg_det"], (input,))
+
+
+@method
+def inverse(input):
+    """Inverses of (..., n, n) (torch.inverse = torch.linalg.inv; LinalgInvExBackward0)."""
+    _square(input, "inv")
+    return apply(R["linalg_inv"], (input,))
+
+
+@method
+def slogdet(input):
+    """(sign, log|det|) of (..., n, n) (torch.slogdet = torch.linalg.slogdet)."""
+    _square(input, "slogdet")
+    return _slogdet(*apply(R["linalg_slogdet"], (input,)))
+
+
+@method
+def logdet(input):
+    """log(det(input)), NaN for a negative determinant (torch.logdet)."""
+    sign, lad = slogdet(input)
+    return where(sign < 0, float("nan"), lad)
+
+
+@method
+def pinverse(input, rcond=1e-15):
+    """The Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv;
+    LinalgPinvBackward0)."""
+    return apply(R["linalg_pinv"], (input,))
+
+
+@method
+def matrix_power(input, n):
+    """input multiplied by itself n times (n < 0: its inverse's) (torch.matrix_power =
+    torch.linalg.matrix_power), composed of matmuls by binary powers as PyTorch does."""
+    _square(input, "matrix_power")
+    if n == 0:
+        e = creation.eye(input._data.shape[-1], dtype=input.dtype).expand(*input._data.shape)
+        return input.clone().copy_(e)
+    if n < 0:
+        input, n = inverse(input), -n
+    if n == 1:
+        return input.clone()
+    if n == 2:
+        return matmul(input, input)
+    if n == 3:
+        return matmul(matmul(input, input), input)
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = input if z is None else matmul(z, z)
+        if bit:
+            result = z if result is None else matmul(result, z)
+    return result

@@ -1,0 +1,429 @@
+"""Reductions, scans and sorting (sum, mean, max, var, norm, softmax, cumsum, sort, topk,
+median, quantile, ...): dim/keepdim parsing around the rows of nbgrad/ops/reductions.py.
+"""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from .. import backend, dtypes
+from ..autograd.apply import apply, _arr, _fresh
+from ..ops import ROWS as R
+from ..ops.reductions import _sorted_idx
+from ..tensor import _dim, Tensor
+from .registry import method
+from .args import _builtin_max
+from .views import flatten, to_dtype, transpose, unsqueeze, view
+from .comparison import isnan, logical_not
+from .elementwise import div, maximum, minimum
+from .inplace import lerp_
+from .indexing import gather
+
+
+def _dims(dim, ndim):
+    """Normalise dim (int, tuple, list or None) to None, an int, or a sorted tuple."""
+    if dim is None:
+        return None
+    if ndim == 0:  # dims -1 and 0 of a 0-d tensor: nothing to reduce (PyTorch allows them)
+        for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+            _dim(d, 0)
+        return ()
+    if isinstance(dim, (tuple, list)):
+        if len(dim) == 0:
+            return None
+        ds = tuple(sorted(_dim(d, ndim) for d in dim))
+        return ds if len(ds) > 1 else ds[0]
+    return _dim(dim, ndim)
+
+
+def _red_args(dim, keepdim, axis, keepdims):
+    if axis is not None:
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    return dim, keepdim
+
+
+@method
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """Sum of all elements, or over `dim` (int or tuple) (torch.sum). Ints sum to int64."""
+    d = input._data
+    if dim is None and axis is None and dtype is None and not keepdim and d.dtype.kind == "f":
+        return apply(_SUM, (input,), (None,))  # the common case, kept short
+    dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
+    dt = dtypes.to_np(dtype)
+    if dt is not None and dt != d.dtype and d.dtype.kind == "f":
+        input, d, dt = to_dtype(input, dtype), None, None
+        d = input._data
+    if dt is None and d.dtype.kind in "biu":
+        dt = np.dtype(np.int64)
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        r = apply(R["sum"], (input,), (dt,))
+        return r if not keepdim else r.reshape((1,) * d.ndim)
+    return apply(R["sum_dim"], (input,), (_dims(dim, d.ndim), keepdim, dt))
+
+
+_SUM = R["sum"]
+
+
+def _float_check(input, name):
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: "
+                           f"{dtypes.from_np(input._data.dtype)._tensor_name[:-6]}")
+
+
+@method
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    """Mean of all elements, or over `dim` (torch.mean). Needs a floating dtype."""
+    dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
+    if dtype is not None:
+        input = input.to(dtype)
+    _float_check(input, "mean")
+    if dim is None:
+        r = apply(R["mean"], (input,))
+        return r if not keepdim else r.reshape((1,) * input._data.ndim)
+    return apply(R["mean_dim"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+@method
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product of all elements, or along `dim` (torch.prod); zeros are handled in backward."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:
+        return apply(R["prod"], (input,))
+    return apply(R["prod_dim"], (input,), (_dim(dim, input._data.ndim), keepdim))
+
+
+_minmax = collections.namedtuple("max", ["values", "indices"])
+_minmax_min = collections.namedtuple("min", ["values", "indices"])
+
+
+def _empty_check(input, name):
+    if input._data.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+
+
+@method
+def max(input, dim=None, keepdim=False, *, out=None):
+    """Max of all elements; with `dim`, (values, indices); with a tensor, maximum (torch.max)."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        _empty_check(input, "max")
+        return apply(R["max"], (input,))
+    return _vals_indices(R["max_dim"], input, dim, keepdim, _minmax)
+
+
+@method
+def min(input, dim=None, keepdim=False):
+    """Min of all elements; with `dim`, (values, indices); with a tensor, minimum (torch.min)."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        _empty_check(input, "min")
+        return apply(R["min"], (input,))
+    return _vals_indices(R["min_dim"], input, dim, keepdim, _minmax_min)
+
+
+def _vals_indices(row, input, dim, keepdim, ntuple):
+    return ntuple(*apply(row, (input,), (_dim(dim, input._data.ndim), keepdim)))
+
+
+@method
+def amax(input, dim=(), keepdim=False):
+    """Max over `dim` (all if empty); ties share the gradient evenly (torch.amax)."""
+    return apply(R["amax"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+@method
+def amin(input, dim=(), keepdim=False):
+    """Min over `dim` (all if empty); ties share the gradient evenly (torch.amin)."""
+    return apply(R["amin"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+@method
+def argmax(input, dim=None, keepdim=False):
+    """Index of the max (flattened when dim is None) (torch.argmax). int64, no gradient."""
+    d = input._data
+    if dim is None:
+        return _fresh(_arr(np.argmax(d)).astype(np.int64))
+    return _fresh(_arr(np.argmax(d, axis=_dim(dim, d.ndim), keepdims=keepdim)).astype(np.int64))
+
+
+@method
+def argmin(input, dim=None, keepdim=False):
+    """Index of the min (torch.argmin). int64, no gradient."""
+    d = input._data
+    if dim is None:
+        return _fresh(_arr(np.argmin(d)).astype(np.int64))
+    return _fresh(_arr(np.argmin(d, axis=_dim(dim, d.ndim), keepdims=keepdim)).astype(np.int64))
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+@method
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance (Bessel-corrected by default) (torch.var)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _float_check(input, "var")
+    return apply(R["var"], (input,), (_dims(dim, input._data.ndim),
+                                      _correction(unbiased, correction), keepdim))
+
+
+@method
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation (Bessel-corrected by default) (torch.std)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _float_check(input, "std")
+    return apply(R["std"], (input,), (_dims(dim, input._data.ndim),
+                                      _correction(unbiased, correction), keepdim))
+
+
+@method
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over all elements or `dim` (torch.norm; 'fro' is p=2)."""
+    if p == "fro" or p is None:
+        p = 2
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(R["norm"], (input,), (float(p) if p not in (1, 2) else p,
+                                       _dims(dim, input._data.ndim), keepdim))
+
+
+@method
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input), dim)), computed stably (torch.logsumexp)."""
+    return apply(R["logsumexp"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+@method
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(R["softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
+@method
+def log_softmax(input, dim, dtype=None):
+    """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(R["log_softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
+@method
+def cumsum(input, dim, *, dtype=None):
+    """Cumulative sum along `dim` (torch.cumsum)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(R["cumsum"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def _safe_softmax(input, dim, dtype=None):
+    """Softmax along `dim` where a slice that is -inf throughout gives zeros, not nan
+    (torch._safe_softmax, attention's softmax; one SafeSoftmaxBackward0 node)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["_safe_softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
+@method
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort `input` along `dim` (torch.argsort); int64, no gradient. Equal
+    elements keep their order (a stable sort; PyTorch guarantees it only with stable=True)."""
+    d = input._data
+    if d.ndim == 0:
+        return _fresh(backend.get_array_module(d).zeros((), np.int64))
+    return _fresh(_sorted_idx(d, _dim(dim, d.ndim), descending).astype(np.int64))
+
+
+# ---- sorting, selection, nan-reductions, scans --------------------------------------------------
+_rt = {n: collections.namedtuple(n, f) for n, f in (
+    ("sort", "values indices"), ("topk", "values indices"), ("kthvalue", "values indices"),
+    ("median", "values indices"), ("mode", "values indices"), ("cummax", "values indices"),
+    ("cummin", "values indices"), ("aminmax", "min max"))}
+
+
+@method
+def sort(input, dim=-1, descending=False, *, stable=None):
+    """(values, indices) sorted along `dim` (torch.sort); the sort is stable, NaN sorts as the
+    largest. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
+    where each value came from."""
+    if input._data.ndim == 0:
+        return _rt["sort"](input.clone(), _fresh(np.zeros((), np.int64)))
+    row = R["sort" if stable is None else "sort_stable"]
+    return _rt["sort"](*apply(row, (input,), (_dim(dim, input._data.ndim), descending)))
+
+
+@method
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The k largest (smallest) elements along `dim` and their indices (torch.topk)."""
+    d = _dim(dim, _builtin_max(input._data.ndim, 1))
+    n = input._data.shape[d] if input._data.ndim else 1
+    if k < 0 or k > n:
+        raise RuntimeError("selected index k out of range")
+    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest)))
+
+
+@method
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element along `dim` and its index (torch.kthvalue)."""
+    d = _dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    return _rt["kthvalue"](*apply(R["kthvalue"], (input,), (k, d, keepdim)))
+
+
+@method
+def median(input, dim=None, keepdim=False):
+    """The lower median of all elements (MedianBackward0), or (values, indices) along `dim`
+    (MedianBackward1) (torch.median)."""
+    if dim is None:
+        return apply(R["median"], (input,))
+    return _rt["median"](*apply(R["median_dim"], (input,), (_dim(dim, input._data.ndim),
+                                                              keepdim)))
+
+
+@method
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along `dim` (the smallest if several) and the last index where it
+    occurs (torch.mode)."""
+    return _rt["mode"](*apply(R["mode"], (input,), (_dim(dim, input._data.ndim), keepdim)))
+
+
+@method
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero (torch.nansum)."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["nansum"], (input,), (_dims(dim, input._data.ndim), keepdim))
+
+
+@method
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the non-NaN elements (torch.nanmean): nansum / count, as PyTorch composes it."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    _float_check(input, "nanmean")
+    count = sum(logical_not(isnan(input)), dim, keepdim)
+    return div(nansum(input, dim, keepdim), count)
+
+
+def _stat_mean(name, input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _float_check(input, name)
+    return apply(R[name], (input,), (_dims(dim, input._data.ndim),
+                                     _correction(unbiased, correction), keepdim))
+
+
+@method
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) in one node, StdMeanBackward0 (torch.std_mean)."""
+    return _stat_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+@method
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) in one node, VarMeanBackward0 (torch.var_mean)."""
+    return _stat_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+@method
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) over all elements or `dim`; ties share the gradient (torch.aminmax)."""
+    d = None if dim is None else _dim(dim, input._data.ndim)
+    return _rt["aminmax"](*apply(R["aminmax"], (input,), (d, keepdim)))
+
+
+@method
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along `dim` (torch.cumprod); zeros are fine in backward."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return apply(R["cumprod"], (input,), (_dim(dim, input._data.ndim),))
+
+
+@method
+def cummax(input, dim):
+    """Running maximum along `dim` and the index where it was reached (torch.cummax)."""
+    return _rt["cummax"](*apply(R["cummax"], (input,), (_dim(dim, input._data.ndim),)))
+
+
+@method
+def cummin(input, dim):
+    """Running minimum along `dim` and the index where it was reached (torch.cummin)."""
+    return _rt["cummin"](*apply(R["cummin"], (input,), (_dim(dim, input._data.ndim),)))
+
+
+@method
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(input))) along `dim`, stable (torch.logcumsumexp)."""
+    return apply(R["logcumsumexp"], (input,), (_dim(dim, input._data.ndim),))
+
+
+@method
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles (q a number or 1-D tensor in [0, 1]) over all elements or along `dim`
+    (torch.quantile), composed as PyTorch does: sort, view, gather both neighbours, lerp_, and
+    the quantiles moved to the first dim. A NaN in a reduced row makes its quantiles NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+@method
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile ignoring NaN (torch.nanquantile): NaN only where a row is all NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if interpolation != "linear":
+        raise NotImplementedError("nbgrad: quantile supports interpolation='linear' only")
+    scalar_q = not isinstance(q, Tensor)
+    qa = np.asarray(q if scalar_q else backend.to_device(q._data, backend.CPU),
+                    dtype=input._data.dtype)  # the ranks are worked out on the host
+    if ((qa < 0) | (qa > 1)).any():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]" if not scalar_q else
+                           f"quantile() q must be in the range [0, 1] but got {q}")
+    nd = input._data.ndim
+    if dim is None:
+        srt = sort(flatten(input)).values
+        out_shape = [1] * nd if keepdim else []
+    else:
+        d = _dim(dim, nd)
+        x = input if d == nd - 1 else transpose(unsqueeze(input, -1), d, -1)
+        srt = sort(x).values
+        out_shape = [1 if i == d else n for i, n in enumerate(input._data.shape)
+                     if keepdim or i != d]
+    n = srt._data.shape[-1]
+    srt = view(srt, tuple(out_shape + [n]))  # (..., n), keepdim's size-1 dims included
+    nan = np.isnan(backend.to_device(srt._data, backend.CPU))  # NaN sorts last
+    qv = qa.reshape(-1)
+    if ignore_nan:  # the quantile of the non-NaN values; all NaN: the last (NaN) one
+        count = (~nan).sum(-1, keepdims=True)
+        ranks = np.where(count == 0, n - 1, qv * (count - 1))
+    else:
+        ranks = np.where(nan.any(-1, keepdims=True), n - 1, qv * (n - 1))
+    below = np.floor(ranks).astype(np.int64)
+
+    def at(i):
+        return _fresh(backend.to_device(np.ascontiguousarray(i), backend.device_of(srt._data)))
+    values = gather(srt, -1, at(below))
+    lerp_(values, gather(srt, -1, at(np.ceil(ranks).astype(np.int64))),
+          at((ranks - below).astype(input._data.dtype)))
+    if not scalar_q:  # the quantiles first (PyTorch: unsqueeze_(0).transpose_(0, -1))
+        values = apply(R["unsqueeze_"], (values,), (0,))
+        values = apply(R["transpose_"], (values,), (0, values._data.ndim - 1))
+    return apply(R["squeeze_dims_"], (values,), ((values._data.ndim - 1,),))

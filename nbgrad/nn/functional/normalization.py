@@ -1,0 +1,135 @@
+"""Normalisation layers' functions: batch_norm, layer_norm, rms_norm, group_norm,
+instance_norm (PyTorch's native_* nodes).
+"""
+from nbgrad.autograd import grad_mode
+from nbgrad import typeinfo
+from nbgrad import backend
+from nbgrad.autograd.apply import apply
+from nbgrad.ops import Ctx, ROWS
+from .common import _const
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise over the batch (and spatial) dims per channel (mirrors ``F.batch_norm``; one
+    NativeBatchNormBackward0 node for input, weight and bias, in training and in eval).
+
+    Args:
+        input (Tensor): (N, C) or (N, C, L) or (N, C, H, W).
+        running_mean, running_var (Tensor | None): (C,), updated in place when ``training``
+            (``running_var`` with the unbiased variance, as torch).
+        weight, bias (Tensor, optional): (C,).
+        momentum (float | None): None means a cumulative average (set by the module).
+
+    Raises:
+        ValueError: one value per channel in training.
+    """
+    c = input.shape[1]
+    ctx = Ctx(None)
+    if training:
+        count = input.numel() // c
+        if count <= 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape}")
+        out = apply(ROWS["native_batch_norm"], (input, weight, bias),
+                    (True, None, None, eps, ctx))
+        if running_mean is not None:
+            _, _, mean, var = ctx.value
+            with grad_mode.no_grad():
+                m = momentum
+                running_mean.mul_(1 - m).add_(_const(mean), alpha=m)
+                running_var.mul_(1 - m).add_(_const(var), alpha=m * count / (count - 1))
+        return out
+    invstd = 1 / backend.get_array_module(running_var._data).sqrt(running_var._data + eps)
+    return apply(ROWS["native_batch_norm"], (input, weight, bias),
+                 (False, running_mean._data.copy(), invstd, eps, ctx))
+
+
+def _trailing_shape(input, normalized_shape, star):
+    """``normalized_shape`` as a tuple, checked against ``input``'s trailing dims; torch's
+    RuntimeError otherwise (layer_norm writes ``[*, 4]``, rms_norm ``[*4]``: ``star``)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[{star}{', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{list(input.shape)}")
+    return normalized_shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``; one
+    NativeLayerNormBackward0 node for input, weight and bias).
+
+    Raises:
+        RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
+    """
+    normalized_shape = _trailing_shape(input, normalized_shape, "*, ")
+    return apply(ROWS["native_layer_norm"], (input, weight, bias),
+                 (normalized_shape, eps, Ctx(None)))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Root-mean-square normalisation over the last ``len(normalized_shape)`` dims (mirrors
+    ``F.rms_norm``): ``input * rsqrt(mean(input**2) + eps) * weight``, recorded as torch's CPU
+    composite (PowBackward0, MeanBackward1, AddBackward1, RsqrtBackward0, MulBackward0).
+
+    Args:
+        input (Tensor): floating point, shape (*, *normalized_shape).
+        weight (Tensor, optional): shape ``normalized_shape``.
+        eps (float, optional): added to the mean square; default ``finfo(input.dtype).eps``.
+
+    Raises:
+        RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
+    """
+    normalized_shape = _trailing_shape(input, normalized_shape, "*")
+    k = len(normalized_shape)
+    if eps is None:
+        eps = typeinfo.finfo(input.dtype).eps
+    dims = list(range(input.ndim - k, input.ndim))
+    ms = input.pow(2).mean(dims, keepdim=True)
+    out = input * apply(ROWS["add_scalar"], (ms,), (eps,)).rsqrt()
+    return out if weight is None else out * weight
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise over groups of channels (mirrors ``F.group_norm``; one
+    NativeGroupNormBackward0 node for input, weight and bias): statistics per (sample, group),
+    then the per-channel affine.
+
+    Raises:
+        RuntimeError: channels not divisible by num_groups (torch's text).
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    c = input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    return apply(ROWS["native_group_norm"], (input, weight, bias), (num_groups, eps, Ctx(None)))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) over its spatial dims (mirrors ``F.instance_norm``):
+    batch_norm over the input viewed as (1, N*C, *spatial), as torch does
+    (NativeBatchNormBackward0 between two views); running stats averaged over the batch.
+    """
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(1, n * c, *input.shape[2:])
+    w = None if weight is None else weight.repeat(n)
+    b = None if bias is None else bias.repeat(n)
+    rm = None if running_mean is None else running_mean.repeat(n)
+    rv = None if running_var is None else running_var.repeat(n)
+    out = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        with grad_mode.no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    return out.reshape(tuple(input.shape))

@@ -1,0 +1,283 @@
+"""Pooling other than max_pool2d (avg_pool2d, the 1-d pools, adaptive pools) and resampling
+(interpolate, upsample). max_pool2d is torch.max_pool2d (nbgrad/functions/nn.py).
+"""
+import math
+
+import numpy as np
+
+from nbgrad import backend
+from nbgrad.functions.nn import max_pool2d, _out_size, _pair, _pool_check
+from .common import _const, _linear, _single
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over sliding windows (mirrors ``torch.nn.functional.avg_pool2d``; one
+    AvgPool2DBackward0 node, as torch).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        count_include_pad (bool): divide by the full window size even where it overlaps the
+            zero padding (torch's default).
+        divisor_override (int, optional): divide by this instead.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
+                           f"{list(input.shape)}")
+    _pool_check(input if input.ndim == 4 else input.unsqueeze(0), kernel_size, stride, padding, 1,
+                ceil_mode)
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = (kh, kw) if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    lead, (h, w) = tuple(input.shape[:-2]), tuple(input.shape[-2:])
+    ho, wo = _out_size(h, kh, sh, ph, 1, ceil_mode), _out_size(w, kw, sw, pw, 1, ceil_mode)
+    if divisor_override:
+        div = float(divisor_override)
+    else:
+        # window extents, clipped like torch: to the padded input (count_include_pad) or input
+        hs, ws = np.arange(ho) * sh - ph, np.arange(wo) * sw - pw
+        he, we = np.minimum(hs + kh, h + ph), np.minimum(ws + kw, w + pw)
+        if not count_include_pad:
+            hs, ws = np.maximum(hs, 0), np.maximum(ws, 0)
+            he, we = np.minimum(he, h), np.minimum(we, w)
+        counts = (he - hs)[:, None] * (we - ws)[None, :]
+        div = float(kh * kw) if (counts == kh * kw).all() else backend.to_device(
+            counts.astype(input._data.dtype), input.device)
+    extra_h = max(0, (ho - 1) * sh + kh - h - 2 * ph)
+    extra_w = max(0, (wo - 1) * sw + kw - w - 2 * pw)
+    grow = ((0, 0),) * len(lead) + ((ph, ph + extra_h), (pw, pw + extra_w))
+    windows = [(slice(i, i + sh * (ho - 1) + 1, sh), slice(j, j + sw * (wo - 1) + 1, sw))
+               for i in range(kh) for j in range(kw)]
+
+    def fwd(a):  # the sum of kh*kw strided views: elementwise, as fast as numpy goes
+        a = backend.get_array_module(a).pad(a, grow)
+        total = a[..., windows[0][0], windows[0][1]].copy()
+        for wh, ww in windows[1:]:
+            total += a[..., wh, ww]
+        return total / div
+
+    def adj(g):
+        xp = backend.get_array_module(g)
+        g = g / div
+        z = xp.zeros(lead + (h + 2 * ph + extra_h, w + 2 * pw + extra_w), g.dtype)
+        for wh, ww in windows:
+            z[..., wh, ww] += g
+        return xp.ascontiguousarray(z[..., ph:ph + h, pw:pw + w])
+
+    return _linear("avg_pool2d", input, fwd, adj)
+
+
+def _mat_fwd(mh, mw):
+    """x -> mh @ x @ mw.T over the last two dims (either matrix may be None: identity)."""
+    def fwd(a):
+        xp = backend.get_array_module(a)  # the matrices are made on the host
+        if mw is not None:
+            a = a @ xp.asarray(mw).T
+        return xp.asarray(mh) @ a if mh is not None else xp.ascontiguousarray(a)
+    return fwd
+
+
+def _check_1d_pool(input, who):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{who}: expected 2D or 3D input (C, L) or (N, C, L), got "
+                           f"{list(input.shape)}")
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows of (N, C, L) or (C, L) (mirrors ``F.max_pool1d``)."""
+    _check_1d_pool(input, "max_pool1d")
+    k = _single(kernel_size)
+    s = k if stride is None or stride == [] else _single(stride)
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)),
+                     (1, _single(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Mean over sliding windows of (N, C, L) or (C, L) (mirrors ``F.avg_pool1d``)."""
+    _check_1d_pool(input, "avg_pool1d")
+    k = _single(kernel_size)
+    s = k if stride is None or stride == [] else _single(stride)
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def _adaptive_windows(n_in, n_out):
+    """torch's adaptive pooling windows: [floor(i n_in / n_out), ceil((i+1) n_in / n_out))."""
+    i = np.arange(n_out)
+    return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
+
+
+def _adaptive_matrix(n_in, n_out, dtype):
+    starts, ends = _adaptive_windows(n_in, n_out)
+    m = np.zeros((n_out, n_in), dtype)
+    for i, (a, b) in enumerate(zip(starts, ends)):
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _out_sizes(output_size, shape):
+    size = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * len(shape)
+    return tuple(s if o is None else int(o) for o, s in zip(size, shape))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average over torch's adaptive windows to ``output_size`` (mirrors
+    ``F.adaptive_avg_pool2d``; one AdaptiveAvgPool2DBackward0 node, ``A_h @ x @ A_w^T`` with the
+    averaging matrices; output (1, 1) is a mean, as torch).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (C, H, W).
+        output_size (int | tuple): (H_out, W_out); None keeps that dim.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    ho, wo = _out_sizes(output_size, input.shape[-2:])
+    h, w = input.shape[-2:]
+    if (ho, wo) == (1, 1):
+        return input.mean((-2, -1), keepdim=True)
+    dt = input._data.dtype
+    mh, mw = _adaptive_matrix(h, ho, dt), _adaptive_matrix(w, wo, dt)
+    return _linear("adaptive_avg_pool2d", input, _mat_fwd(mh, mw), _mat_fwd(mh.T, mw.T))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_avg_pool1d;
+    adaptive_avg_pool2d over a height-1 image, as torch)."""
+    _check_1d_pool(input, "adaptive_avg_pool1d")
+    lo = _out_sizes(output_size, input.shape[-1:])[0]
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, lo)).squeeze(-2)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows (mirrors ``F.adaptive_max_pool2d``; one
+    AdaptiveMaxPool2DBackward0 node; the gradient goes to each window's first maximum).
+
+    Returns:
+        Tensor (*, H_out, W_out); with ``return_indices`` also the int64 flat index into H*W.
+    """
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    x = input._data
+    h, w = x.shape[-2:]
+    ho, wo = _out_sizes(output_size, (h, w))
+    (hs, he), (ws, we) = _adaptive_windows(h, ho), _adaptive_windows(w, wo)
+    lead = x.shape[:-2]
+    xp = backend.get_array_module(x)  # the input's module: indices stay on its device
+    flat = x.reshape(-1, h, w)
+    idx = xp.empty((flat.shape[0], ho, wo), np.int64)
+    for i in range(ho):
+        for j in range(wo):
+            win = flat[:, hs[i]:he[i], ws[j]:we[j]]
+            k = win.reshape(len(flat), -1).argmax(1)
+            kw_ = we[j] - ws[j]
+            idx[:, i, j] = (hs[i] + k // kw_) * w + ws[j] + k % kw_
+    rows = xp.arange(len(flat))[:, None] * (h * w) + idx.reshape(len(flat), -1)
+    out_shape = lead + (ho, wo)
+
+    def fwd(a):
+        return a.reshape(-1)[rows].reshape(out_shape)
+
+    def adj(g):
+        m = backend.get_array_module(g)
+        z = m.zeros(x.size, g.dtype)
+        m.add.at(z, rows.reshape(-1), g.reshape(-1))
+        return z.reshape(x.shape)
+
+    out = _linear("adaptive_max_pool2d", input, fwd, adj)
+    return (out, _const(idx.reshape(out_shape))) if return_indices else out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows of (N, C, L) or (C, L) (F.adaptive_max_pool1d;
+    adaptive_max_pool2d over a height-1 image, as torch)."""
+    _check_1d_pool(input, "adaptive_max_pool1d")
+    lo = _out_sizes(output_size, input.shape[-1:])[0]
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, lo), return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
+    """(n_out, n_in) interpolation weights along one dim, torch's source-index rules."""
+    m = np.zeros((n_out, n_in), dtype)
+    dst = np.arange(n_out, dtype=np.float64)
+    rows = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        ratio = 1.0 / scale if scale else n_in / n_out
+        src = np.floor((dst + 0.5) * ratio) if mode == "nearest-exact" else np.floor(dst * ratio)
+        m[rows, np.minimum(src.astype(np.int64), n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        src = dst * ratio
+    else:
+        ratio = 1.0 / scale if scale else n_in / n_out
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = src - i0
+    np.add.at(m, (rows, i0), 1.0 - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (mirrors ``F.interpolate``): modes "nearest", "nearest-exact",
+    "linear" (3-D input), "bilinear" (4-D input), each one node as torch
+    (UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...), computed as a product with
+    per-dim interpolation matrices built with torch's source-index rules.
+
+    Args:
+        input (Tensor): (N, C, L) or (N, C, H, W).
+        size (int | tuple) or scale_factor (float | tuple): exactly one.
+        align_corners (bool): linear modes only (default False).
+
+    Raises:
+        ValueError: both or neither of size / scale_factor, align_corners with nearest;
+        NotImplementedError: other modes, antialias.
+    """
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    if mode in ("nearest", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear") or antialias:
+        raise NotImplementedError(f"interpolate: mode {mode!r} (antialias={antialias}) is not "
+                                  "supported (nearest, nearest-exact, linear, bilinear)")
+    dims = input.ndim - 2
+    if dims not in (1, 2) or (mode == "linear" and dims != 1) or (mode == "bilinear"
+                                                                   and dims != 2):
+        need = {"linear": "3D", "bilinear": "4D"}.get(mode, "3D or 4D")
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need} input")
+    spatial = tuple(input.shape[2:])
+    if size is not None:
+        out_size = _out_sizes(size, spatial)
+        scales = (None,) * dims
+    else:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * dims
+        out_size = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
+        scales = (None,) * dims if recompute_scale_factor else tuple(float(f) for f in sf)
+    dt = input._data.dtype
+    mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
+            for n, o, sc in zip(spatial, out_size, scales)]
+    mh = mats[0] if dims == 2 else None
+    name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact",
+            "linear": "upsample_linear", "bilinear": "upsample_bilinear"}[mode] + f"{dims}d"
+    return _linear(name, input, _mat_fwd(mh, mats[-1]),
+                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)

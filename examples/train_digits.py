@@ -113,7 +113,7 @@ def main(argv=None):
         print(f"{kind}: test accuracy {acc:.4f} ({len(data[3])} images), "
               f"{sec * 1000:.1f} ms/epoch")
         if args.save:
-            torch.save(model.state_dict(), f"{args.save}_{kind}.npz")
+            torch.save(model.state_dict(), f"{args.save}_{kind}.pt")
 
 
 if __name__ == "__main__":

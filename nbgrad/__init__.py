@@ -22,6 +22,7 @@ from .dtypes import float16 as half, float32 as float, float64 as double, int64 
 from .dtypes import int32 as int, int16 as short
 from .tensor import Size, Tensor
 from .storage import Storage as UntypedStorage
+from .typed_storage import TypedStorage  # noqa: F401
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import ops
@@ -50,6 +51,8 @@ from . import distributions  # noqa: E402  (torch.distributions)
 # above autograd: the package root, which may import every layer, loads it
 from .autograd import functional as _autograd_functional  # noqa: E402,F401
 from .serialization import load, save
+from .typed_storage import (BoolStorage, ByteStorage, CharStorage, DoubleStorage,  # noqa: E402
+                            FloatStorage, HalfStorage, IntStorage, LongStorage, ShortStorage)
 
 __version__ = "0.1.0"
 

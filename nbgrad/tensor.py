@@ -12,6 +12,7 @@ from . import backend, dtypes, provenance
 from .naming import expose, public
 from . import storage as _storage
 from .storage import Storage
+from .typed_storage import TypedStorage as _TypedStorage
 
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -292,7 +293,8 @@ class Tensor:
         return self._storage
 
     def storage(self):
-        return self._storage
+        """The storage as this tensor's dtype (a TypedStorage; deprecated in torch, warns once)."""
+        return _TypedStorage._of_tensor(self)
 
     def is_contiguous(self, memory_format=None):
         return bool(self._data.flags.c_contiguous)

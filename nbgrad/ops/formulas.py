@@ -161,6 +161,10 @@ class ArrayFormulas:
             return kernels.erf_float32(x)
         return backend.erf(x)
 
+    @staticmethod
+    def erfinv(x):
+        return backend.erfinv(x)
+
     def put(self, g, shape, index):
         """zeros(shape) with `g` written at `index` (basic or advanced)."""
         z = self.m.zeros(shape, g.dtype)
@@ -613,7 +617,7 @@ class TensorFormulas:
                 dh if needs[5] else None, dc if needs[6] else None)
 
 
-for _name in ("exp", "log", "log1p", "erf", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
+for _name in ("exp", "log", "log1p", "erf", "erfinv", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
 TensorFormulas.sign = staticmethod(operator.methodcaller("sgn"))  # PyTorch's formulas: sgn
 

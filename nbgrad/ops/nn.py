@@ -352,8 +352,9 @@ op("scaled_dot_product_flash_attention_for_cpu",
    lambda query, key, value, bias, dead, scale, groups: _like(query, _sdpa_probs(
        query, key, bias, dead, scale, groups, _xp(query)) @ _heads(value, groups, _xp(query))),
    node="ScaledDotProductFlashAttentionForCpuBackward0",
-   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, needs, xp:
-      _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
+   # `result`: saved as torch's kernel saves its output (a write into it fails backward)
+   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, result,
+      needs, xp: _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
 
 
 def _like(query, out):
@@ -793,6 +794,8 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     xhat *= rstd
     xhat = xhat.reshape(x.shape)
     ctx.value = (xhat, rstd)
+    if weight is None and bias is None:
+        return xhat.copy()  # its own array: xhat, read by the backward, has no version check
     out = xhat if weight is None else xhat * weight
     if bias is not None:
         out = m.add(out, bias, out=out) if out is not xhat and bias.dtype == out.dtype \
@@ -890,6 +893,8 @@ def _batch_norm(x, weight, bias, training, mean, invstd, eps, ctx):
         xc = x - mean.reshape(shape)
         ctx.value = (xc * inv.reshape(shape), inv, None, None)
     out = ctx.value[0]
+    if weight is None and bias is None:
+        return out.copy()  # its own array: xhat, read by the backward, has no version check
     if weight is not None:
         out = out * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)
@@ -934,6 +939,8 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
     rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
     xhat = (xc * rstd).reshape(x.shape)
     ctx.value = (xhat, rstd)
+    if weight is None and bias is None:
+        return xhat.copy()  # its own array: xhat, read by the backward, has no version check
     shape = (1, c) + (1,) * (x.ndim - 2)
     out = xhat if weight is None else xhat * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)

@@ -119,3 +119,78 @@ def test_norms_without_affine_do_not_hand_out_what_they_saved():
         (y * T.tensor([1., 2., 3., 4.])).sum().backward()
         res.append(x.grad.numpy())
     np.testing.assert_allclose(res[1], res[0], rtol=1e-5, atol=1e-6)
+
+
+def _arrays(v, depth=0):
+    if isinstance(v, np.ndarray):
+        yield v
+    elif isinstance(v, (tuple, list)) and depth < 3:
+        for x in v:
+            yield from _arrays(x, depth + 1)
+
+
+@pytest.mark.parametrize("name,run", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_outputs_share_no_memory_with_unchecked_saves(name, run):
+    """The audit behind the test above, on memory: an output's array is never an array its node
+    keeps without a version check (a kernel's ctx, a saved index array), nor, for a row that is
+    not a view, an input's memory under another storage."""
+    from nbgrad.autograd.graph import Ctx
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        leaves, outs = run(nbgrad, None)
+    for k, o in enumerate(outs):
+        fn = getattr(o, "grad_fn", None)
+        if fn is None:
+            continue
+        for s in getattr(fn, "_saved", None) or ():
+            kept = s.value if type(s) is Ctx else s if isinstance(s, np.ndarray) else None
+            for a in _arrays(kept):
+                assert not np.shares_memory(a, o._data), f"output {k} is kept by {fn}"
+        row = getattr(type(fn), "_row", None)
+        if row is not None and not row.view and o._base is None:
+            for x in leaves:
+                assert not np.shares_memory(x._data, o._data), f"output {k} is an input's memory"
+
+
+def test_pixel_unshuffle_of_one_pixel_is_a_copy():
+    res = []
+    for T in (torch, nbgrad):
+        x = T.arange(4.0).reshape(1, 1, 2, 2).requires_grad_()
+        y = T.nn.functional.pixel_unshuffle(x * 1, 2)
+        z = T.nn.functional.pixel_unshuffle(x.detach(), 2)
+        z.add_(1)
+        y.mul_(3)
+        y.sum().backward()
+        res.append((x.detach().numpy().copy(), x.grad.numpy().copy()))
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    np.testing.assert_array_equal(res[1][1], res[0][1])
+
+
+INDEXED = {  # ops that keep an index or mask tensor for their backward
+    "gather": lambda T, x, i: x.gather(1, i),
+    "index": lambda T, x, i: x[i[:, 0]],
+    "index_select": lambda T, x, i: x.index_select(0, i[:, 0]),
+    "take_along_dim": lambda T, x, i: T.take_along_dim(x, i, 1),
+    "scatter": lambda T, x, i: T.zeros(3, 4, dtype=x.dtype).scatter(1, i, x[:, :2]),
+    "embedding": lambda T, x, i: T.nn.functional.embedding(i, x),
+    "nll_loss": lambda T, x, i: T.nn.functional.nll_loss(x, i[:, 0]),
+    "cross_entropy": lambda T, x, i: T.nn.functional.cross_entropy(x, i[:, 0]),
+    "masked_fill": lambda T, x, i: x.masked_fill(i[:, :1] > 0, 0.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDEXED))
+def test_index_written_after_the_op_does_not_change_the_gradient(name):
+    """The index a node keeps is not the index tensor's memory: a write into that tensor after
+    the op leaves the gradient as torch computes it without the write (torch raises "modified
+    by an inplace operation" for the tensors it saves; nbgrad keeps a copy of the array)."""
+    grads = []
+    for T, write in ((torch, False), (nbgrad, True)):
+        x = T.arange(12.0, dtype=T.float64).reshape(3, 4).requires_grad_()
+        i = T.tensor([[0, 1], [1, 2], [2, 0]])
+        y = INDEXED[name](T, x, i)
+        if write:
+            i.fill_(1)
+        (y * T.arange(float(y.numel()), dtype=T.float64).reshape(y.shape)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

@@ -356,7 +356,7 @@ def _saver(row, mask):
         before, after = (None,) * j, (None,) * (n - j - 1)
         if kind == 2:  # an argument (add's alpha, softmax's dim): kept as given
             def save(row, src, args, outs, ctx):
-                return before + (args[k],) + after
+                return before + (_kept(args[k]),) + after
         elif kind == 0:
             def save(row, src, args, outs, ctx):
                 x = src[k]
@@ -377,7 +377,7 @@ def _saver(row, mask):
         def save(row, src, args, outs, ctx):
             saved = [None] * n
             for j, kind, k in spec:
-                saved[j] = args[k] if kind == 2 else tuple(src[k]._data.shape) if kind == 3 \
+                saved[j] = _kept(args[k]) if kind == 2 else tuple(src[k]._data.shape) if kind == 3 \
                     else strides_of(src[k]._data)
             return tuple(saved)
     elif all(p[1] in (0, 5) for p in plan):  # inputs and their strides (mm's)
@@ -397,6 +397,19 @@ def _saver(row, mask):
     return save
 
 
+def _kept(v):
+    """A saved argument; an index or mask array as a copy: it is usually a tensor's memory
+    (gather's index, a mask), which a later in-place write would change under the node, with
+    no version to tell (PyTorch saves these as tensors and checks their version)."""
+    t = type(v)
+    if t is np.ndarray or hasattr(v, "__cuda_array_interface__"):
+        return v.copy()
+    if t is tuple and any(type(i) is np.ndarray or hasattr(i, "__cuda_array_interface__")
+                          for i in v):
+        return tuple(_kept(i) for i in v)
+    return v
+
+
 def _save(row, plan, src, args, outs, ctx):
     saved = [None] * len(row.sources)
     if _SAVED_HOOKS and row.unpack_order is not None:  # pack in PyTorch's order
@@ -413,8 +426,8 @@ def _save(row, plan, src, args, outs, ctx):
         elif kind == 2:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
-            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k],
-                                                                  row.ctx_saves, src, args)
+            saved[j] = _kept(args[k]) if not _SAVED_HOOKS else saved_arg(
+                name, args[k], row.ctx_saves, src, args)
         elif kind == 3:
             saved[j] = tuple(src[k]._data.shape)
         elif kind == 5:

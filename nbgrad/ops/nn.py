@@ -232,7 +232,15 @@ def _linear_map(name, node, double=None):
         node=double, g=lambda gg, ctx, xp: _forward_map(name, gg, ctx, xp))
     if spec is not None and name in _SAVE_SELF:
         spec["self"] = lambda gg, self, xp: xp.zeros_like(self)
-    op(name, lambda self, ctx: ctx.value[0](self), node=node, double=spec, self=formula)
+    op(name, lambda self, ctx: _own(ctx.value[0](self), self), node=node, double=spec,
+       self=formula)
+
+
+def _own(out, x):
+    """`out`, or a copy of it where the map returned a view of `x` (pixel_unshuffle of a 1x1
+    image is a reshape): not a view row, so its output must not be `x`'s memory, which a write
+    into either would change under the other's version counter."""
+    return out.copy() if _xp(out).may_share_memory(out, x) else out
 
 
 def _maps(ctx):
@@ -692,7 +700,7 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
             rows = _arange(len(t), x)
             total = _sum_all(x[rows, t], x.dtype)
             n = len(t) if reduction == "mean" else 1
-            ctx.value = (rows, t, None, n)
+            ctx.value = (rows, t.copy(), None, n)  # the target tensor's memory otherwise
             return _xp(x).asarray(-total / n, x.dtype)
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]

@@ -539,9 +539,12 @@ def _log_sigmoid(x, xp):
 
 
 def _log_sigmoid_grad(x, xp):
+    """torch's log_sigmoid_backward: 1 - s for x < 0, s otherwise, s = exp(-|x|) / (1 + that)
+    (both branches in x's dtype: an int `where` beside them made float32 float64)."""
     neg = x < 0
     z = xp.exp(xp.where(neg, x, -x))  # exp(-|x|)
-    return xp.where(neg, 1, 0) - xp.where(neg, 1, -1) * (z / (1 + z))
+    s = z / (1 + z)
+    return xp.where(neg, 1 - s, s)
 
 
 def _halves(x, dim):

@@ -174,8 +174,13 @@ class OpNode(Node):
             self._saved = tuple(freed)
 
     def __dir__(self):
+        # the saved values under torch's names (a kept shape is `_saved_self_sym_sizes`); the
+        # slot `_saved` and `_saved_tensors` answer but are not listed, as in torch
         row = type(self)._row
-        return sorted(set(super().__dir__()) | {f"_saved_{n}" for n in row.names} |
+        shown = {3: "_sym_sizes", 5: "_sym_strides"}
+        saved = {f"_saved_{n[:n.rindex('_')] + shown[src[0]] if src[0] in shown else n}"
+                 for n, src in zip(row.names, row.sources)}
+        return sorted(set(super().__dir__()) - {"_saved", "_saved_tensors"} | saved |
                       {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources) if src[0] < 2})
 
     def __getattr__(self, name):

@@ -397,16 +397,23 @@ def _saver(row, mask):
     return save
 
 
+_PLAIN = frozenset((int, float, bool, type(None), slice, str, type(Ellipsis)))
+
+
 def _kept(v):
     """A saved argument; an index or mask array as a copy: it is usually a tensor's memory
     (gather's index, a mask), which a later in-place write would change under the node, with
     no version to tell (PyTorch saves these as tensors and checks their version)."""
     t = type(v)
+    if t in _PLAIN:
+        return v
+    if t is tuple:
+        for i in v:
+            if type(i) not in _PLAIN:
+                return tuple([_kept(i) for i in v])
+        return v
     if t is np.ndarray or hasattr(v, "__cuda_array_interface__"):
         return v.copy()
-    if t is tuple and any(type(i) is np.ndarray or hasattr(i, "__cuda_array_interface__")
-                          for i in v):
-        return tuple(_kept(i) for i in v)
     return v
 
 

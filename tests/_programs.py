@@ -2,9 +2,11 @@
 either library and in float32 or float64: the differential checks that work on *any* op
 (in-place writes into its outputs, dtypes kept end to end, special points) draw from here.
 
-A program is `(name, run)`; `run(T, dtype)` builds the inputs (and, for a layer, the layer with
-torch's initial weights copied through numpy) in library `T` and returns `(leaves, outputs)`:
-the tensors that require grad (inputs first, then parameters) and the op's outputs. The sources
+A program is `(name, run)`; `run(T, dtype, special=None)` builds the inputs (and, for a layer,
+the layer with torch's initial weights copied through numpy) in library `T` and returns
+`(leaves, outputs)`: the tensors that require grad (inputs first, then parameters) and the op's
+outputs. `special(array) -> array`, when given, remakes each floating input that requires grad
+(a zero put in, ties, an inf: tests/test_special_points.py). The sources
 are the suite's own lists (test_ops.py's CASES, test_ops_ext.py's, test_real_programs.py's, the
 nn rows of test_nn_rows.py, the activations and composite losses of test_nn_functional_more.py,
 the layers of test_nn_layers.py, test_nn_layers_more.py and test_nn_modules_more.py), so a case
@@ -35,8 +37,10 @@ def _cast(a, dtype):
     return a.astype(dtype) if dtype is not None and a.dtype.kind == "f" else a
 
 
-def _tensor(T, a, rg, dtype):
+def _tensor(T, a, rg, dtype, special=None):
     a = _cast(np.array(a), dtype)
+    if special is not None and rg and a.dtype.kind == "f":
+        a = special(a.copy())
     t = T.tensor(a.copy())
     if rg and a.dtype.kind == "f":
         t.requires_grad_(True)
@@ -44,7 +48,7 @@ def _tensor(T, a, rg, dtype):
 
 
 def _case(case):
-    def run(T, dtype=None):
+    def run(T, dtype=None, special=None):
         rng = np.random.default_rng(zlib.crc32(case.name.encode()))
         xs, leaves = [], []
         for spec in case.specs:
@@ -52,7 +56,7 @@ def _case(case):
             if rg is None:
                 xs.append(a)
                 continue
-            t = _tensor(T, a, rg, dtype)
+            t = _tensor(T, a, rg, dtype, special)
             xs.append(t)
             if t.requires_grad:
                 leaves.append(t)
@@ -62,8 +66,8 @@ def _case(case):
 
 
 def _functional(fn, arrays, grad, with_lib=True):
-    def run(T, dtype=None):
-        xs = [_tensor(T, a, g, dtype) for a, g in zip(arrays, grad)]
+    def run(T, dtype=None, special=None):
+        xs = [_tensor(T, a, g, dtype, special) for a, g in zip(arrays, grad)]
         F = T.nn.functional
         y = fn(T, F, *xs) if with_lib else fn(F, *xs)
         return [x for x in xs if x.requires_grad], test_ops._outs(y)
@@ -71,7 +75,7 @@ def _functional(fn, arrays, grad, with_lib=True):
 
 
 def _module(make, x):
-    def run(T, dtype=None):
+    def run(T, dtype=None, special=None):
         torch.manual_seed(0)  # the same initial weights on every run
         mt = make(torch.nn).double()
         m = mt if T is torch else make(nbgrad.nn).double()
@@ -80,7 +84,7 @@ def _module(make, x):
                                for k, v in mt.state_dict().items()})
         if dtype == np.float32:
             m = m.float()
-        xt = _tensor(T, x, True, dtype)
+        xt = _tensor(T, x, True, dtype, special)
         leaves = ([xt] if xt.requires_grad else []) + [p for p in m.parameters()]
         return leaves, test_ops._outs(m(xt))
     return run

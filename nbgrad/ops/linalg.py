@@ -264,7 +264,7 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
 op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: _xp(A).linalg.det(A),
-   A=lambda g, A, result, xp: (g * result)[..., None, None] * _mT(xp.inv(A)))
+   A=lambda g, A, result, xp: _det_grad(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
 op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
@@ -286,6 +286,23 @@ op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=di
    node="LinalgCrossBackward0", broadcast=True,
    self=lambda g, other, dim, xp: xp.cross(other, g, dim),
    other=lambda g, self, dim, xp: xp.cross(g, self, dim))
+
+
+def _det_grad(g, A, result, xp):
+    """g det(A) A^-T; where numpy's inv finds A singular, torch's singular formula instead: the
+    cofactors from the SVD, det(U) det(Vh) U diag(product of the other singular values) Vh.
+    (torch's first order takes its LU formula while its LU finds no zero pivot, and gives 0
+    for [[1, 2], [1, 2]], whose exact cofactors are [[2, -1], [-2, 1]].)"""
+    if type(A) is np.ndarray:
+        try:
+            inv = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            u, s, vh = np.linalg.svd(A)
+            d = xp.prod_others(s, s.ndim - 1) * (
+                g * np.linalg.det(u) * np.linalg.det(vh))[..., None]
+            return (u * d[..., None, :]) @ vh
+        return (g * result)[..., None, None] * _mT(inv)
+    return (g * result)[..., None, None] * _mT(xp.inv(A))
 
 
 _SVD_NON_FINITE = ("linalg.svd: The algorithm failed to converge because the input matrix "

@@ -167,6 +167,7 @@ CASES = [
     Case("pow_fn", lambda T, a: T.pow(a, 2.5), ("pos", (3, 4))),
     Case("pow_tt", lambda T, a, b: a ** b, ("pos", (3, 4)), (3, 4)),
     Case("pow_tt_bcast", lambda T, a, b: a ** b, ("pos", (3, 1)), (4,)),
+    Case("pow_tt_const_exponent", lambda T, a, b: a.pow(b), ("pos", (3, 4)), ("const", (4,))),
     Case("rpow_float", lambda T, a: 2.0 ** a, (3, 4)),
     Case("rpow_int", lambda T, a: 3 ** a, (3, 4)),
     # ---- elementwise unary ----

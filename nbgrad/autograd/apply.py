@@ -378,7 +378,7 @@ def _saver(row, mask):
         before, after = (None,) * j, (None,) * (n - j - 1)
         if kind == SAVED_ARG:  # an argument (add's alpha, softmax's dim): kept as given
             def save(row, src, args, outs, ctx):
-                return before + (args[k],) + after
+                return before + (_kept(args[k]),) + after
         elif kind == SAVED_INPUT:
             def save(row, src, args, outs, ctx):
                 x = src[k]
@@ -400,7 +400,7 @@ def _saver(row, mask):
         def save(row, src, args, outs, ctx):
             saved = [None] * n
             for j, kind, k in spec:
-                saved[j] = args[k] if kind == SAVED_ARG else tuple(src[k]._data.shape) \
+                saved[j] = _kept(args[k]) if kind == SAVED_ARG else tuple(src[k]._data.shape) \
                     if kind == SAVED_SHAPE else strides_of(src[k]._data)
             return tuple(saved)
     elif all(p[1] in (SAVED_INPUT, SAVED_STRIDES) for p in plan):  # inputs and strides (mm's)
@@ -420,6 +420,26 @@ def _saver(row, mask):
     return save
 
 
+_PLAIN = frozenset((int, float, bool, type(None), slice, str, type(Ellipsis)))
+
+
+def _kept(v):
+    """A saved argument; an index or mask array as a copy: it is usually a tensor's memory
+    (gather's index, a mask), which a later in-place write would change under the node, with
+    no version to tell (PyTorch saves these as tensors and checks their version)."""
+    t = type(v)
+    if t in _PLAIN:
+        return v
+    if t is tuple:
+        for i in v:
+            if type(i) not in _PLAIN:
+                return tuple([_kept(i) for i in v])
+        return v
+    if t is np.ndarray or hasattr(v, "__cuda_array_interface__"):
+        return v.copy()
+    return v
+
+
 def _save(row, plan, src, args, outs, ctx):
     saved = [None] * len(row.sources)
     if _SAVED_HOOKS and row.unpack_order is not None:  # pack in PyTorch's order
@@ -436,8 +456,8 @@ def _save(row, plan, src, args, outs, ctx):
         elif kind == SAVED_ARG:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
-            saved[j] = args[k] if not _SAVED_HOOKS else saved_arg(name, args[k],
-                                                                  row.ctx_saves, src, args)
+            saved[j] = _kept(args[k]) if not _SAVED_HOOKS else saved_arg(
+                name, args[k], row.ctx_saves, src, args)
         elif kind == SAVED_SHAPE:
             saved[j] = tuple(src[k]._data.shape)
         elif kind == SAVED_STRIDES:

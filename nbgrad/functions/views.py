@@ -11,6 +11,7 @@ import operator
 
 from .. import dtypes
 from ..autograd.apply import apply, _fresh, _geom
+from ..autograd.grad_mode import STATE as _GRAD
 from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible
 from ..tensor import _dim, Size
@@ -417,13 +418,22 @@ def contiguous(input, memory_format=None):
     """Self if C-contiguous, else a contiguous copy (CloneBackward0) (torch.Tensor.contiguous)."""
     if input._data.flags.c_contiguous:
         return input
-    return apply(R["clone"], (input,), (True,))
+    return _copied(input, apply(R["clone"], (input,), (True,)))
 
 
 @method
 def clone(input, *, memory_format=None):
     """A copy with its own storage; differentiable (CloneBackward0) (torch.clone)."""
-    return apply(R["clone"], (input,), (False,))
+    return _copied(input, apply(R["clone"], (input,), (False,)))
+
+
+def _copied(input, out):
+    """``out``, a copy of ``input``; of an inference tensor outside inference mode, at version 1:
+    torch makes it empty, then copy_ writes it (counted on the new, normal tensor)."""
+    st = input._storage_or_nbytes
+    if type(st) is not int and st.inference and not _GRAD.inference:
+        out._bump_version("copy_")
+    return out
 
 
 @method
@@ -440,8 +450,8 @@ def to_dtype(input, dtype):
     if input._data.dtype == dt:
         return input
     if dt.kind == "f":
-        return apply(R["to_copy"], (input,), (dt, input._data.dtype))
-    return _fresh(input._data.astype(dt))  # not differentiable: no node
+        return _copied(input, apply(R["to_copy"], (input,), (dt, input._data.dtype)))
+    return _copied(input, _fresh(input._data.astype(dt)))  # not differentiable: no node
 
 
 def _index_tuple(x):

@@ -170,6 +170,13 @@ ROWS["copy"].node.name = lambda self: cpp("CopyBackwards")  # a C++ node in PyTo
 # ---- more elementwise: logs, hyperbolic and inverse trig, binary special functions, rounding,
 # remainders, clamps, interpolation, addcmul/addcdiv ------------------------------------------
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+def _atan2_recip(self, other, xp):
+    """1 / (self^2 + other^2), 0 at the origin, as torch's atan2_backward: the gradient there
+    is (0, -0), not NaN (the second derivative there is NaN in both)."""
+    d = self * self + other * other
+    return xp.masked_fill(xp.reciprocal(d), d == 0, 0)
+
+
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2  # erfinv'(y) = sqrt(pi)/2 exp(erfinv(y)^2)
 
 
@@ -197,10 +204,10 @@ op("acos", _ufunc(np.arccos), float_op=True,
 op("atan", _ufunc(np.arctan), float_op=True,
    self=lambda g, self, xp: g / xp.add_scalar(self * self, 1))
 op("erfinv", lambda self: backend.erfinv(self), float_op=True,
-   self=lambda g, result, xp: g * _SQRT_PI_OVER_2 * xp.exp(result * result))
+   self=lambda g, self, xp: g * _SQRT_PI_OVER_2 * xp.exp(xp.erfinv(self) ** 2))  # saves self
 op("atan2", lambda self, other: _xp(self).arctan2(self, other), broadcast=True,
-   self=lambda g, self, other: g * other / (self * self + other * other),
-   other=lambda g, self, other: -g * self / (self * self + other * other))
+   self=lambda g, self, other, xp: g * other * _atan2_recip(self, other, xp),
+   other=lambda g, self, other, xp: g * -self * _atan2_recip(self, other, xp))
 op("hypot", lambda self, other: _xp(self).hypot(self, other), broadcast=True,
    self=lambda g, self, result: g * self / result,
    other=lambda g, other, result: g * other / result)

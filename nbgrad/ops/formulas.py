@@ -159,6 +159,10 @@ class ArrayFormulas:
             return kernels.erf_float32(x)
         return backend.erf(x)
 
+    @staticmethod
+    def erfinv(x):
+        return backend.erfinv(x)
+
     def put(self, g, shape, index):
         """zeros(shape) with `g` written at `index` (basic or advanced)."""
         z = self.m.zeros(shape, g.dtype)
@@ -508,7 +512,18 @@ class TensorFormulas:
 
     @staticmethod
     def prod_others(x, dim):
-        return x.prod(dim, keepdim=True) / x
+        """torch's prod_backward: prod / x where x has no zero; else its
+        prod_safe_zeros_backward, exclusive cumulative products from both ends (the division
+        would give NaN), differentiable again through cumprod's zero-safe formula."""
+        if not bool((_raw(x) == 0).any()):
+            return x.prod(dim, keepdim=True) / x
+        n = x.shape[dim]
+        shape = list(x.shape)
+        shape[dim] = 1
+        ones = x.new_ones(tuple(shape))
+        left = TensorFormulas.concatenate([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+        right = TensorFormulas.concatenate([ones, x.narrow(dim, 1, n - 1).flip(dim)], dim)
+        return left * right.cumprod(dim).flip(dim)
 
     @staticmethod
     def as_strided_backward(g, base_geom, view_geom):
@@ -611,7 +626,8 @@ class TensorFormulas:
                 dh if needs[5] else None, dc if needs[6] else None)
 
 
-for _name in ("exp", "log", "log1p", "erf", "cos", "sin", "abs", "tanh"):  # t.exp(), ...
+for _name in ("exp", "log", "log1p", "erf", "erfinv", "reciprocal", "cos", "sin", "abs",
+              "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
 TensorFormulas.sign = staticmethod(operator.methodcaller("sgn"))  # PyTorch's formulas: sgn
 

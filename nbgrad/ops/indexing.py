@@ -97,7 +97,8 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         value = xp.gather(result, dim, index)
         self_is = self == result
         src_is = src == value
-        n = xp.scatter_along(self_is * 1.0, dim, index, src_is * 1.0, add=True)
+        dt = xp.dtype(g)  # (a bool times 1.0 is float64 in numpy)
+        n = xp.scatter_along(xp.astype(self_is, dt), dim, index, xp.astype(src_is, dt), add=True)
         share = g / n
         gself = xp.where(self_is, share, 0)
         gsrc = xp.where(src_is, xp.gather(share, dim, index), 0)

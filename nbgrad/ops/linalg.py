@@ -264,9 +264,11 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
 op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: _xp(A).linalg.det(A),
-   A=lambda g, A, result, xp: (g * result)[..., None, None] * _mT(xp.inv(A)))
+   A=lambda g, A, result, xp: _det_grad(g, A, result, xp))
+# `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
+# an in-place write into the sign makes backward fail as torch's does
 op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
-   A=lambda g, A, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
+   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
 op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
@@ -275,16 +277,60 @@ op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
-op("linalg_svd", lambda A, full_matrices: tuple(_xp(A).linalg.svd(
-    A, full_matrices=full_matrices)), n_out=3,
+op("linalg_svd", lambda A, full_matrices: _svd_fwd(A, full_matrices), n_out=3,
    A=lambda g, result, result1, result2, full_matrices, xp: _svd_backward(
        g, result, result1, result2, full_matrices, xp))
-op("linalg_pinv", lambda A: _xp(A).linalg.pinv(A),
+op("linalg_pinv", lambda A: _pinv_fwd(A),
    A=lambda g, A, result: _pinv_backward(g, result, A))
 op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=dim),
    node="LinalgCrossBackward0", broadcast=True,
    self=lambda g, other, dim, xp: xp.cross(other, g, dim),
    other=lambda g, self, dim, xp: xp.cross(g, self, dim))
+
+
+def _det_grad(g, A, result, xp):
+    """g det(A) A^-T; where numpy's inv finds A singular, torch's singular formula instead: the
+    cofactors from the SVD, det(U) det(Vh) U diag(product of the other singular values) Vh.
+    (torch's first order takes its LU formula while its LU finds no zero pivot, and gives 0
+    for [[1, 2], [1, 2]], whose exact cofactors are [[2, -1], [-2, 1]].)"""
+    if type(A) is np.ndarray:
+        try:
+            inv = np.linalg.inv(A)
+        except np.linalg.LinAlgError:
+            u, s, vh = np.linalg.svd(A)
+            d = xp.prod_others(s, s.ndim - 1) * (
+                g * np.linalg.det(u) * np.linalg.det(vh))[..., None]
+            return (u * d[..., None, :]) @ vh
+        return (g * result)[..., None, None] * _mT(inv)
+    return (g * result)[..., None, None] * _mT(xp.inv(A))
+
+
+_SVD_NON_FINITE = ("linalg.svd: The algorithm failed to converge because the input matrix "
+                   "contained non-finite values.")
+
+
+def _svd_fwd(A, full_matrices):
+    """numpy's svd, never on a matrix with inf or NaN (LAPACK's gesdd loops forever on inf):
+    NaN raises torch's error; inf gives NaN singular values, as torch's (and NaN vectors)."""
+    xp = _xp(A)
+    if not bool(xp.isfinite(A).all()):
+        if bool(xp.isnan(A).any()):
+            raise RuntimeError(_SVD_NON_FINITE)
+        m, n = A.shape[-2:]
+        k = min(m, n)
+        return tuple(xp.full(A.shape[:-2] + s, xp.nan, A.dtype) for s in (
+            (m, m if full_matrices else k), (k,), (n if full_matrices else k, n)))
+    return tuple(xp.linalg.svd(A, full_matrices=full_matrices))
+
+
+def _pinv_fwd(A):
+    """numpy's pinv (an svd: never on inf or NaN, see _svd_fwd); with inf, zeros as torch's."""
+    xp = _xp(A)
+    if not bool(xp.isfinite(A).all()):
+        if bool(xp.isnan(A).any()):
+            raise RuntimeError(_SVD_NON_FINITE)
+        return xp.zeros(A.shape[:-2] + A.shape[:-3:-1], A.dtype)
+    return xp.linalg.pinv(A)
 
 
 def _cdist_fwd(x1, x2, p):

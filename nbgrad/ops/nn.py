@@ -232,7 +232,15 @@ def _linear_map(name, node, double=None):
         node=double, g=lambda gg, ctx, xp: _forward_map(name, gg, ctx, xp))
     if spec is not None and name in _SAVE_SELF:
         spec["self"] = lambda gg, self, xp: xp.zeros_like(self)
-    op(name, lambda self, ctx: ctx.value[0](self), node=node, double=spec, self=formula)
+    op(name, lambda self, ctx: _own(ctx.value[0](self), self), node=node, double=spec,
+       self=formula)
+
+
+def _own(out, x):
+    """`out`, or a copy of it where the map returned a view of `x` (pixel_unshuffle of a 1x1
+    image is a reshape): not a view row, so its output must not be `x`'s memory, which a write
+    into either would change under the other's version counter."""
+    return out.copy() if _xp(out).may_share_memory(out, x) else out
 
 
 def _maps(ctx):
@@ -352,8 +360,9 @@ op("scaled_dot_product_flash_attention_for_cpu",
    lambda query, key, value, bias, dead, scale, groups: _like(query, _sdpa_probs(
        query, key, bias, dead, scale, groups, _xp(query)) @ _heads(value, groups, _xp(query))),
    node="ScaledDotProductFlashAttentionForCpuBackward0",
-   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, needs, xp:
-      _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
+   # `result`: saved as torch's kernel saves its output (a write into it fails backward)
+   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, result,
+      needs, xp: _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
 
 
 def _like(query, out):
@@ -530,9 +539,12 @@ def _log_sigmoid(x, xp):
 
 
 def _log_sigmoid_grad(x, xp):
+    """torch's log_sigmoid_backward: 1 - s for x < 0, s otherwise, s = exp(-|x|) / (1 + that)
+    (both branches in x's dtype: an int `where` beside them made float32 float64)."""
     neg = x < 0
     z = xp.exp(xp.where(neg, x, -x))  # exp(-|x|)
-    return xp.where(neg, 1, 0) - xp.where(neg, 1, -1) * (z / (1 + z))
+    s = z / (1 + z)
+    return xp.where(neg, 1 - s, s)
 
 
 def _halves(x, dim):
@@ -691,7 +703,7 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
             rows = _arange(len(t), x)
             total = _sum_all(x[rows, t], x.dtype)
             n = len(t) if reduction == "mean" else 1
-            ctx.value = (rows, t, None, n)
+            ctx.value = (rows, t.copy(), None, n)  # the target tensor's memory otherwise
             return _xp(x).asarray(-total / n, x.dtype)
     cdim = 0 if x.ndim == 1 else 1
     c = x.shape[cdim]
@@ -793,6 +805,8 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     xhat *= rstd
     xhat = xhat.reshape(x.shape)
     ctx.value = (xhat, rstd)
+    if weight is None and bias is None:
+        return xhat.copy()  # its own array: xhat, read by the backward, has no version check
     out = xhat if weight is None else xhat * weight
     if bias is not None:
         out = m.add(out, bias, out=out) if out is not xhat and bias.dtype == out.dtype \
@@ -890,6 +904,8 @@ def _batch_norm(x, weight, bias, training, mean, invstd, eps, ctx):
         xc = x - mean.reshape(shape)
         ctx.value = (xc * inv.reshape(shape), inv, None, None)
     out = ctx.value[0]
+    if weight is None and bias is None:
+        return out.copy()  # its own array: xhat, read by the backward, has no version check
     if weight is not None:
         out = out * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)
@@ -934,6 +950,8 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
     rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
     xhat = (xc * rstd).reshape(x.shape)
     ctx.value = (xhat, rstd)
+    if weight is None and bias is None:
+        return xhat.copy()  # its own array: xhat, read by the backward, has no version check
     shape = (1, c) + (1,) * (x.ndim - 2)
     out = xhat if weight is None else xhat * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)

@@ -178,8 +178,13 @@ class OpNode(Node):
             self._saved = tuple(freed)
 
     def __dir__(self):
+        # the saved values under torch's names (a kept shape is `_saved_self_sym_sizes`); the
+        # slot `_saved` and `_saved_tensors` answer but are not listed, as in torch
         row = type(self)._row
-        return sorted(set(super().__dir__()) | {f"_saved_{n}" for n in row.names} |
+        shown = {SAVED_SHAPE: "_sym_sizes", SAVED_STRIDES: "_sym_strides"}
+        saved = {f"_saved_{n[:n.rindex('_')] + shown[src[0]] if src[0] in shown else n}"
+                 for n, src in zip(row.names, row.sources)}
+        return sorted(set(super().__dir__()) - {"_saved", "_saved_tensors"} | saved |
                       {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources)
                        if src[0] in (SAVED_INPUT, SAVED_OUTPUT)})
 
@@ -532,6 +537,9 @@ class Row:
                 for i, used in enumerate(self.uses):
                     if mask >> i & 1:
                         need.update(used)
+                # outputs are saved whichever inputs want a gradient, as torch's generated code
+                # saves them (pow(x, t)'s result, read by t's formula: a write into it fails)
+                need.update(n for n, (kind, _) in zip(self.names, self.sources) if kind == SAVED_OUTPUT)
             p = self.plans[mask] = tuple((j, *self.sources[j], n)
                                          for j, n in enumerate(self.names) if n in need)
         return p

@@ -266,11 +266,15 @@ def activity() -> tuple:
 def memory_stats(device: str) -> dict:
     """nbgrad's counters for ``device``, with torch's (``torch_``-prefixed keys) once loaded."""
     out = {}
-    for e in engines():
+    es = engines()
+    for e in es:
         try:
-            out.update(e.memory_stats(device))
+            stats = e.memory_stats(device)
         except Exception:  # noqa: BLE001 - one engine's counters may be unreadable (no CUDA)
             continue
+        if e is _nb and len(es) > 1 and not stats.get("peak_bytes"):
+            continue  # a torch notebook that never made an nbgrad tensor: no nbgrad line
+        out.update(stats)
     return out
 
 

@@ -261,7 +261,15 @@ def _read_saved(node, name, raw, index):
     except Exception:  # noqa: BLE001 - older torch: no .data on a SavedTensor
         data = None
     hooked = getattr(raw, "unpack_hook", None) is not None
-    s.released = data is None and not hooked
+    s.released = False
+    if data is None and not hooked:  # never saved (an undefined tensor), or freed by backward
+        try:
+            if getattr(node, "_saved_" + name) is None:
+                return None
+        except RuntimeError as exc:
+            s.released = "freed" in str(exc)
+            if not s.released:
+                return None
     if data is not None and not hooked:
         s.shape, s.dtype = tuple(int(d) for d in data.shape), data.dtype
         s.nbytes = int(data.numel()) * int(data.element_size())

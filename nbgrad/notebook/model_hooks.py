@@ -187,6 +187,7 @@ class ModelTracker:
         self.cell += 1
         self.depth = 0
         self.watching = True
+        self._counted_now = None
         self.roots_seen = 0
         self.steps: dict = {}  # id(trained model) -> its calls with grad this cell
         self.loss_steps = 0  # loss-module outputs with grad this cell
@@ -285,6 +286,8 @@ class ModelTracker:
         if d <= 0 or len(self.frames) < 2:  # hooks turned on inside a forward
             return
         self.depth = d - 1
+        if d == 1:  # (torch runs a hook added during a call from the next call on)
+            self._counted_now = None
         frame = self.frames.pop()
         if type(frame) is int:  # not watched: the node range, the module and its root
             self.calls.append(Call(frame, A.node_count(module), weakref.ref(module),

@@ -82,6 +82,7 @@ class _State:
         self.array_cuts: dict = {}  # address of a numpy array's memory -> (how, where)
         self.sites: dict = {}  # (id(code), lasti) -> (code, lasti), first seen first
         self.events = 0  # in-place writes, cuts and backward calls seen
+        self.last_seq = -1  # the sequence number of the last node stamped
         self.nodes = 0  # nodes stamped (the node counter when torch has no _get_sequence_nr)
         self.observers: list = []
         self.faults: list = []  # one line per kind of fault, said once after the cell
@@ -153,8 +154,12 @@ class Recorder(TorchFunctionMode):
                     if fn is not None:
                         md = fn.metadata
                         if KEY not in md:
-                            md[KEY] = _where()
+                            where = md[KEY] = _where()
                             STATE.nodes += 1
+                            seq = fn._sequence_nr()
+                            if seq > STATE.last_seq + 1:  # a composite (linear: TBackward0 too)
+                                _stamp_inner(fn, STATE.last_seq, where)
+                            STATE.last_seq = seq
                 elif type(out) in (tuple, list) or isinstance(out, tuple):
                     _stamp_all(out)
             elif kind == INPLACE:
@@ -180,6 +185,20 @@ def _stamp_all(outs) -> None:
                         where = _where(depth=3)
                     md[KEY] = where
                     STATE.nodes += 1
+
+
+def _stamp_inner(fn, after: int, where) -> None:
+    """Stamp the nodes a composite op made inside (sequence numbers after ``after``) that the
+    recorder did not see: they get the line of the call that made them."""
+    stack, n = [fn], 0
+    while stack and n < 64:
+        n += 1
+        for nf, _ in stack.pop().next_functions:
+            if nf is not None and after < nf._sequence_nr() < 1 << 62:
+                md = nf.metadata
+                if KEY not in md:
+                    md[KEY] = where
+                    stack.append(nf)
 
 
 def _wrote(target, op: str) -> None:

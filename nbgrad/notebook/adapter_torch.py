@@ -425,7 +425,27 @@ def set_recording(on: bool) -> None:
 
 
 def cell_finished() -> list:
-    return R.stop()
+    notes = R.stop()
+    if _MISSING and not _SAID:
+        _SAID.append(True)
+        notes.append(f"torch {torch.__version__} has no {', '.join(_MISSING)}")
+    return notes
+
+
+def _missing() -> list:
+    """What this torch lacks of what the panel reads (said once, in one line)."""
+    out = []
+    if not hasattr(_Node, "metadata"):
+        out.append("grad_fn.metadata (the lines of nodes are not shown)")
+    if _seq_nr is None:
+        out.append("_get_sequence_nr (module clusters from recorded calls only)")
+    if not hasattr(torch._C._autograd, "SavedTensor"):
+        out.append("_raw_saved_* (saved tensors are not shown)")
+    return out
+
+
+_MISSING = _missing()
+_SAID: list = []
 
 
 def error_context(exc) -> dict | None:

@@ -722,7 +722,8 @@ def memory_info(snap: Snapshot, before: dict | None = None) -> dict:
     for dev, stats in now.items():
         b = (before or {}).get(dev)
         if b:
-            for k in ("live_bytes", "live_storages", "used_bytes", "total_bytes"):
+            for k in ("live_bytes", "live_storages", "used_bytes", "total_bytes",
+                      "torch_cuda_allocated", "torch_cuda_reserved", "torch_cuda_ooms"):
                 if k in stats and k in b:
                     delta[f"{dev}.{k}"] = stats[k] - b[k]
     named_bytes = sum(st.nbytes for st in snap.storages)

@@ -168,8 +168,8 @@ class Recorder(TorchFunctionMode):
             elif kind == CUT:
                 _cut(func, args, out)
         except Exception as exc:  # noqa: BLE001 - recording never breaks the user's op
-            _fault(f"could not record {getattr(func, '__name__', 'an op')} "
-                   f"({type(exc).__name__})")
+            _fault(f"could not record every op (the first: "
+                   f"{getattr(func, '__name__', '?')}, {type(exc).__name__})", "record")
         return out
 
 
@@ -285,9 +285,11 @@ def _backward(func, args, kwargs) -> None:
             _fault("a backward observer failed")
 
 
-def _fault(text: str) -> None:
-    if text not in STATE.said and len(STATE.faults) < 8:
-        STATE.said.add(text)
+def _fault(text: str, key=None) -> None:
+    """A one-line note for after the cell, once per ``key`` (the text) in a cell."""
+    key = key or text
+    if key not in STATE.said and len(STATE.faults) < 8:
+        STATE.said.add(key)
         STATE.faults.append(text)
 
 
@@ -331,6 +333,7 @@ def stop() -> list:
                    "recording stays on until it exits")
             STATE.mode = mode
     out, STATE.faults = STATE.faults, []
+    STATE.said = set()
     return out
 
 

@@ -24,6 +24,7 @@ node), and nothing holds a tensor or a node (a code object per line, weak refere
 
 from __future__ import annotations
 
+import importlib
 import sys
 import weakref
 
@@ -85,6 +86,9 @@ class _State:
         self.last_seq = -1  # the sequence number of the last node stamped
         self.nodes = 0  # nodes stamped (the node counter when torch has no _get_sequence_nr)
         self.observers: list = []
+        self.opt_hooks = None  # handles of torch's global optimizer step hooks
+        self.suspended = None  # DisableTorchFunction entered for an optimizer step
+        self.step_where = None
         self.faults: list = []  # one line per kind of fault, said once after the cell
         self.said: set = set()
 
@@ -209,22 +213,25 @@ def _wrote(target, op: str) -> None:
         return
     STATE.events += 1
     for t in (target if isinstance(target, (list, tuple)) else (target,)):
-        if not isinstance(t, _Tensor):
-            continue
-        ptr = t.untyped_storage().data_ptr()
-        w = STATE.writes.get(ptr)
-        if w is None:
-            if len(STATE.writes) >= MAX_STORAGES:
-                STATE.writes.clear()
-            w = STATE.writes[ptr] = []
-        elif len(w) >= WRITES_PER_STORAGE:
-            del w[0]
-        w.append((0 if t.is_inference() else t._version, op, where))
-        fn = t.grad_fn
-        if fn is not None:
-            md = fn.metadata
-            if KEY not in md:
-                md[KEY] = where
+        if isinstance(t, _Tensor):
+            _write(t, op, where)
+
+
+def _write(t, op, where) -> None:
+    ptr = t.untyped_storage().data_ptr()
+    w = STATE.writes.get(ptr)
+    if w is None:
+        if len(STATE.writes) >= MAX_STORAGES:
+            STATE.writes.clear()
+        w = STATE.writes[ptr] = []
+    elif len(w) >= WRITES_PER_STORAGE:
+        del w[0]
+    w.append((0 if t.is_inference() else t._version, op, where))
+    fn = t.grad_fn
+    if fn is not None:
+        md = fn.metadata
+        if KEY not in md:
+            md[KEY] = where
 
 
 def _cut(func, args, out) -> None:
@@ -301,12 +308,59 @@ def sites_since(mark: int) -> tuple:
     return n, list(islice(reversed(STATE.sites.values()), new))
 
 
+def _opt_pre(optimizer, args, kwargs) -> None:
+    """Before an optimizer's step: the recorder steps aside (a step is hundreds of small
+    in-place ops on parameters and state: recording each would cost more than the step)."""
+    if STATE.mode is None or STATE.suspended is not None:
+        return
+    off = torch._C.DisableTorchFunction()
+    off.__enter__()
+    STATE.suspended = off
+    STATE.step_where = _where(skip_panel=True)
+
+
+def _opt_post(optimizer, args, kwargs) -> None:
+    """After it: one write per parameter it updated, named ``<Optimizer>.step`` at the user's
+    line of ``step()``."""
+    off, STATE.suspended = STATE.suspended, None
+    if off is None:
+        return
+    off.__exit__(None, None, None)
+    where = STATE.step_where
+    if where is None and STATE.cells is not None:
+        return
+    STATE.events += 1
+    op = f"{type(optimizer).__name__}.step"
+    try:
+        with torch._C.DisableTorchFunction():  # (these reads are the panel's, not the user's)
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        _write(p, op, where)
+    except Exception as exc:  # noqa: BLE001
+        _fault(f"could not record an optimizer step ({type(exc).__name__})", "step")
+
+
+def _hook_optimizers() -> None:
+    """torch's global optimizer step hooks, registered once (they act only while recording)."""
+    if STATE.opt_hooks is not None:
+        return
+    try:
+        opt = importlib.import_module("torch.optim.optimizer")
+    except Exception:  # noqa: BLE001 - a torch without it: steps are recorded op by op
+        opt = None
+    pre = getattr(opt, "register_optimizer_step_pre_hook", None)
+    post = getattr(opt, "register_optimizer_step_post_hook", None)
+    STATE.opt_hooks = (pre(_opt_pre), post(_opt_post)) if pre and post else ()
+
+
 def start(ip=None) -> None:
     """Enter the recorder for the cell about to run (no-op when ``record=off`` or entered)."""
     if not STATE.on or STATE.mode is not None:
         return
     if ip is not None:
         STATE.cells = getattr(getattr(ip, "compile", None), "_filename_map", None)
+    _hook_optimizers()
     mode = Recorder()
     try:
         mode.__enter__()
@@ -319,6 +373,9 @@ def start(ip=None) -> None:
 def stop() -> list:
     """Leave the recorder after the cell; the one-line faults of this cell (said once each)."""
     mode, STATE.mode = STATE.mode, None
+    if STATE.suspended is not None:  # an optimizer step that raised: its post hook never ran
+        off, STATE.suspended = STATE.suspended, None
+        off.__exit__(None, None, None)
     if mode is not None:
         try:
             from torch.overrides import _get_current_function_mode_stack

@@ -58,6 +58,14 @@ CELLS = {
     "record_off": "%nbgrad set record=off",
     "unrecorded": "a = torch.ones(2, requires_grad=True)\nb = a.exp()",
     "versions": "print('VERSIONS', x._version, y._version, net[0].weight._version)",
+    "record_on": "%nbgrad set record=on",
+    "gc_make": "big_a = torch.randn(100, requires_grad=True)\nbig_b = big_a.exp() * 2\n"
+               "big_c = big_b[:10]\nbig_c.add_(1)\npass  # (no Out[] holding a result)",
+    "gc_drop": ("import weakref, gc\n"
+                "refs = [weakref.ref(t) for t in (big_a, big_b, big_c)]\n"
+                "del big_a, big_b, big_c\n"
+                "gc.collect()\n"
+                "print('ALIVE', sum(r() is not None for r in refs))"),
 }
 CELLS["loop"] = "import json\n" + CELLS["loop"]
 
@@ -239,3 +247,9 @@ def test_versions_untouched(nb):
     y.add_(3)
     assert printed(cells["versions"], "VERSIONS").split()[:2] == [str(x._version),
                                                                   str(y._version)]
+
+
+def test_no_tensor_or_graph_kept_alive_by_the_panel(nb):
+    cells, _ = nb
+    assert panel_outputs(cells["gc_make"])  # the panel read them (a view, a write, a graph)
+    assert printed(cells["gc_drop"], "ALIVE") == "0"

@@ -91,9 +91,11 @@ class _HookApi:
 
 
 def _unrecorded(hook):
-    off = torch._C.DisableTorchFunction
+    off, state = torch._C.DisableTorchFunction, R.STATE
 
     def nbgrad_panel_module_hook(*args):
+        if state.mode is None:  # (record=off: nothing to step aside from)
+            return hook(*args)
         with off():
             return hook(*args)
 

@@ -27,6 +27,18 @@ import sys
 import torch
 
 from . import torch_record as R
+from .adapter_nbgrad import (  # noqa: F401 - nbgrad's API is PyTorch's: these read both alike
+    base,
+    grad_fn,
+    nbytes,
+    next_nodes,
+    node_name,
+    shape,
+    storage,
+    storage_nbytes,
+    storage_ptr,
+    version,
+)
 
 ENGINE = "torch"
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -105,17 +117,7 @@ def _unrecorded(hook):
 # --- tensors -----------------------------------------------------------------------------------
 
 
-def grad_fn(t):
-    return t.grad_fn
 
-
-def version(t) -> int:
-    """``t._version`` (0 for an inference tensor, which has no version counter)."""
-    return 0 if t.is_inference() else int(t._version)
-
-
-def base(t):
-    return t._base if t._is_view() else None
 
 
 def grad(t):
@@ -127,34 +129,13 @@ def version_and_grad(t) -> tuple:
     return version(t), grad(t)
 
 
-def shape(t) -> tuple:
-    return tuple(int(s) for s in t.shape)
 
 
-def storage(t):
-    try:
-        return t.untyped_storage()
-    except Exception:  # noqa: BLE001 - sparse, meta, functorch wrappers: no storage to read
-        return None
-
-
-def storage_ptr(sobj) -> int:
-    return int(sobj.data_ptr()) if sobj is not None else 0
-
-
-def storage_nbytes(sobj) -> int:
-    try:
-        return int(sobj.nbytes()) if sobj is not None else 0
-    except Exception:  # noqa: BLE001
-        return 0
 
 
 def element_offset(t, ptr: int) -> int:
     return int(t.storage_offset())
 
-
-def nbytes(t) -> int:
-    return int(t.numel()) * int(t.element_size())
 
 
 def array(t):
@@ -188,19 +169,6 @@ def cut_of(t):
 # --- nodes -------------------------------------------------------------------------------------
 
 
-def node_name(node) -> str:
-    try:
-        name = node.name()
-    except Exception:  # noqa: BLE001
-        name = type(node).__name__
-    return str(name).rsplit("::", 1)[-1]
-
-
-def next_nodes(node) -> tuple:
-    try:
-        return tuple(nf for nf, _ in node.next_functions if nf is not None)
-    except Exception:  # noqa: BLE001
-        return ()
 
 
 _SAVED_NAMES: dict = {}  # node type -> the names of its saved tensors (``_raw_saved_<name>``)

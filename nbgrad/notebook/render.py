@@ -513,8 +513,10 @@ def memory_html(snap, activity_delta=None) -> str:
         if du:
             rows.append(["this cell", f"{_in_bytes(abs(du))} {'more' if du > 0 else 'less'} "
                          f"used in the {dev} memory pool"])
-    for dev in sorted({k.split(".")[0] for k in delta if k.endswith(".torch_cuda_allocated")}):
-        rows += _torch_cuda_delta(delta, dev)
+    if any(k.endswith(".torch_cuda_allocated") for k in delta):
+        from .render_cuda import cuda_delta_rows
+
+        rows += cuda_delta_rows(delta)
     ad = activity_delta or m.get("activity_delta")
     if ad:
         rows.append(["this cell made", f"{_plural(ad[0], 'graph node')}, "
@@ -539,41 +541,15 @@ def memory_html(snap, activity_delta=None) -> str:
                          f"{_plural(st.get('free_blocks') or 0, 'free block')}, limit "
                          f"{_in_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
         if "torch_cuda_allocated" in st:
-            rows.append(["CUDA caching allocator (torch)", _torch_cuda_state(st)])
+            from .render_cuda import cuda_state
+
+            rows.append(["CUDA caching allocator (torch)", cuda_state(st)])
     rep = getattr(snap, "model", None)
     if rep is not None:
         from .render_model import kept_alive_rows
 
         rows += kept_alive_rows(rep)
     return _table(["", ""], [[html.escape(a), html.escape(b)] for a, b in rows])
-
-
-def _torch_cuda_state(st: dict) -> str:
-    """torch's caching allocator in one line (``adapter_torch.cuda_summary``'s keys)."""
-    b = _in_bytes
-    out = (f"{b(st['torch_cuda_allocated'])} allocated, {b(st.get('torch_cuda_reserved'))} "
-           f"reserved, {b(st.get('torch_cuda_active'))} active, peak "
-           f"{b(st.get('torch_cuda_peak'))}; {b(st.get('torch_cuda_inactive_split'))} in "
-           "inactive split blocks (fragmentation)")
-    if "torch_cuda_segments" in st:
-        out += (f"; {_plural(st['torch_cuda_segments'], 'segment')}, largest free block "
-                f"{b(st.get('torch_cuda_largest_free_block'))}")
-    return out + (f"; {_plural(st.get('torch_cuda_allocations') or 0, 'allocation')}, "
-                  f"{st.get('torch_cuda_alloc_retries') or 0} allocation retries, "
-                  f"{_plural(st.get('torch_cuda_ooms') or 0, 'OOM')}")
-
-
-def _torch_cuda_delta(delta: dict, dev: str) -> list:
-    rows = []
-    for key, what in (("allocated", "allocated"), ("reserved", "reserved by the allocator"),
-                      ("ooms", "OOMs")):
-        d = delta.get(f"{dev}.torch_cuda_{key}")
-        if d and key == "ooms":
-            rows.append(["this cell", f"{d} more CUDA out-of-memory errors"])
-        elif d:
-            rows.append(["this cell", f"{_in_bytes(abs(d))} {'more' if d > 0 else 'less'} "
-                         f"{what} on CUDA"])
-    return rows
 
 
 def error_html(err) -> str:

@@ -297,9 +297,12 @@ def leaf_variable(node):
 
 
 def raw_where(obj):
-    """The ``(code, lasti)`` the recorder stamped on ``obj.metadata``, or None."""
+    """The ``(code, lasti)`` of the user's line that made the node ``obj``: the recorder's
+    stamp on ``obj.metadata`` (an in-place op's rebased node), else the range of node numbers
+    its call made; None when the recorder did not see it."""
     try:
-        return obj.metadata.get(R.KEY)
+        where = obj.metadata.get(R.KEY)
+        return where if where is not None else R.where_of(obj._sequence_nr())
     except Exception:  # noqa: BLE001
         return None
 
@@ -408,7 +411,7 @@ def _missing() -> list:
     if not hasattr(_Node, "metadata"):
         out.append("grad_fn.metadata (the lines of nodes are not shown)")
     if _seq_nr is None:
-        out.append("_get_sequence_nr (module clusters from recorded calls only)")
+        out.append("_get_sequence_nr (no lines of nodes, no module clusters)")
     if not hasattr(torch._C._autograd, "SavedTensor"):
         out.append("_raw_saved_* (saved tensors are not shown)")
     return out

@@ -4,13 +4,15 @@ write and of each cut, seen by a lean ``TorchFunctionMode`` entered around each 
 While a cell runs (``pre_run_cell`` to ``post_run_cell``; ``%nbgrad set record=off`` leaves it
 out) every torch call passes through :class:`Recorder`, which calls the function and then:
 
-- stamps the output's ``grad_fn.metadata[KEY]`` with ``(code, lasti)`` of the innermost frame of
-  a notebook cell (a ``sys._getframe`` walk; the line is worked out only when shown), unless the
-  node has one already;
+- when the call made nodes (torch's node counter, ``_get_sequence_nr``, moved), keeps the range
+  of their sequence numbers with ``(code, lasti)`` of the innermost frame of a notebook cell (a
+  ``sys._getframe`` walk; the line is worked out only when shown): a composite's inner nodes
+  (``linear``'s ``TBackward0``) get its line too, and no node's Python object is made;
 - for an in-place op (``add_``, ``t[i] = v``, ``out=``, ``_foreach_*_``, ``inplace=True``), keeps
   ``(version after, op name, where)`` for the storage it wrote, keyed by the storage's address,
   a few per storage and a bounded number of storages (a storage freed and another made at the
-  same address is told apart by its version: entries above the current version are dropped);
+  same address is told apart by its version: entries above the current version are dropped),
+  and stamps the rebased node's ``grad_fn.metadata[KEY]``;
 - for ``.detach()``, ``.data``, ``.detach_()`` and ``.numpy()`` of a tensor that requires grad,
   the cut and its line: by ``id`` with a weak reference (a tensor), or by address (a numpy
   array, for the ``torch.from_numpy`` that may follow);
@@ -27,6 +29,8 @@ from __future__ import annotations
 import importlib
 import sys
 import weakref
+from array import array
+from bisect import bisect_right
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -35,6 +39,7 @@ KEY = "nbgrad_where"  # grad_fn.metadata key: (code, lasti) of the user's line t
 MAX_STORAGES = 4096  # storages whose in-place writes are remembered (then the map starts over)
 WRITES_PER_STORAGE = 8
 MAX_CUTS = 4096
+MAX_RANGES = 1 << 18  # node-number ranges kept (24 bytes each: 6 MB at most)
 MAX_SITES = 1 << 16
 
 _PANEL_DIR = __file__.rsplit("/", 1)[0] + "/"
@@ -83,7 +88,8 @@ class _State:
         self.array_cuts: dict = {}  # address of a numpy array's memory -> (how, where)
         self.sites: dict = {}  # (id(code), lasti) -> (code, lasti), first seen first
         self.events = 0  # in-place writes, cuts and backward calls seen
-        self.last_seq = -1  # the sequence number of the last node stamped
+        self.starts, self.ends = array("q"), array("q")  # node-number ranges, in order ...
+        self.wheres: list = []  # ... and the (code, lasti) of the call that made each
         self.nodes = 0  # nodes stamped (the node counter when torch has no _get_sequence_nr)
         self.observers: list = []
         self.opt_hooks = None  # handles of torch's global optimizer step hooks
@@ -135,9 +141,15 @@ def _where(skip_panel=False, depth=2):
 _TORCH_DIR = torch.__file__.rsplit("/", 1)[0] + "/"
 
 
+_seq_nr = getattr(getattr(torch._C, "_autograd", None), "_get_sequence_nr", None) or int
+
+
 class Recorder(TorchFunctionMode):
-    """The mode entered around a cell; lean: a dict lookup by function, the call, and for an
-    output with a new ``grad_fn`` a frame walk (measured in benchmarks/bench_torch_panel.py)."""
+    """The mode entered around a cell; lean: a dict lookup by function, the call, torch's node
+    counter read before and after it, and, when the call made nodes, a frame walk and one entry
+    in the table of node-number ranges (measured in benchmarks/bench_torch_panel.py: touching
+    ``grad_fn`` of each output instead, its Python object and ``metadata`` dict, cost ~3 us per
+    node)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         __tracebackhide__ = True  # noqa: F841 - IPython shows the user's line, not this frame
@@ -146,26 +158,17 @@ class Recorder(TorchFunctionMode):
             kind = _classify(func)
         if kind == BACKWARD:
             _backward(func, args, kwargs)
+        before = _seq_nr()
         out = func(*args, **kwargs) if kwargs else func(*args)
         try:
+            after = _seq_nr()
+            if after != before:
+                _made(before, after)
             if kind == PLAIN:
                 if kwargs and kwargs.get("out") is not None:
                     _wrote(kwargs["out"], getattr(func, "__name__", "out="))
                 elif kwargs and kwargs.get("inplace") and args:
                     _wrote(args[0], getattr(func, "__name__", "") + "(inplace=True)")
-                elif isinstance(out, _Tensor):
-                    fn = out.grad_fn
-                    if fn is not None:
-                        md = fn.metadata
-                        if KEY not in md:
-                            where = md[KEY] = _where()
-                            STATE.nodes += 1
-                            seq = fn._sequence_nr()
-                            if seq > STATE.last_seq + 1:  # a composite (linear: TBackward0 too)
-                                _stamp_inner(fn, STATE.last_seq, where)
-                            STATE.last_seq = seq
-                elif type(out) in (tuple, list) or isinstance(out, tuple):
-                    _stamp_all(out)
             elif kind == INPLACE:
                 if args:
                     _wrote(args[0], getattr(func, "__name__", "?"))
@@ -177,32 +180,30 @@ class Recorder(TorchFunctionMode):
         return out
 
 
-def _stamp_all(outs) -> None:
-    where = None
-    for o in outs:
-        if isinstance(o, _Tensor):
-            fn = o.grad_fn
-            if fn is not None:
-                md = fn.metadata
-                if KEY not in md:
-                    if where is None:
-                        where = _where(depth=3)
-                    md[KEY] = where
-                    STATE.nodes += 1
+def _made(before: int, after: int) -> None:
+    """Nodes ``before <= seq < after`` were made by the call running now: their line, as one
+    range (merged with the previous one when the same line made both)."""
+    where = _where(depth=3)
+    STATE.nodes += after - before
+    ends, wheres = STATE.ends, STATE.wheres
+    if wheres and wheres[-1] is where and ends[-1] == before:
+        ends[-1] = after
+        return
+    if len(wheres) >= MAX_RANGES:  # the oldest half goes (their nodes are mostly freed)
+        half = MAX_RANGES // 2
+        del STATE.starts[:half], ends[:half], wheres[:half]
+    STATE.starts.append(before)
+    ends.append(after)
+    wheres.append(where)
 
 
-def _stamp_inner(fn, after: int, where) -> None:
-    """Stamp the nodes a composite op made inside (sequence numbers after ``after``) that the
-    recorder did not see: they get the line of the call that made them."""
-    stack, n = [fn], 0
-    while stack and n < 64:
-        n += 1
-        for nf, _ in stack.pop().next_functions:
-            if nf is not None and after < nf._sequence_nr() < 1 << 62:
-                md = nf.metadata
-                if KEY not in md:
-                    md[KEY] = where
-                    stack.append(nf)
+def where_of(seq: int):
+    """``(code, lasti)`` of the call that made the node numbered ``seq``, or None."""
+    ends = STATE.ends
+    i = bisect_right(ends, seq)
+    if i < len(ends) and STATE.starts[i] <= seq:
+        return STATE.wheres[i]
+    return None
 
 
 def _wrote(target, op: str) -> None:

@@ -1620,6 +1620,17 @@ NOTEBOOKS = {
 }
 
 
+def _with_builders_of_their_own():
+    """The notebooks whose cells live in a builder module of their own (notebooks/_build_*.py)."""
+    sys.path.insert(0, str(HERE))
+    from _build_torch import nb10
+
+    return {"10_debugging_pytorch.ipynb": nb10(md, code, raises, title, exercises)}
+
+
+NOTEBOOKS.update(_with_builders_of_their_own())
+
+
 def build(out_dir: Path = HERE) -> list[Path]:
     written = []
     for name, cells in NOTEBOOKS.items():

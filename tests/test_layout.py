@@ -31,7 +31,6 @@ OVER_BUDGET = {"nbgrad.ops.nn": 1090, "nbgrad.ops.formulas": 985,
 # (module -> the modules it may still import against the order). An entry that is no longer
 # needed fails the test, so the list only shrinks.
 PENDING = {
-    "nbgrad.notebook.adapter": {"nbgrad"},  # `import nbgrad` (its owners are at work on it)
     # gradgradcheck draws its grad_outputs from torch's stream (random.py, which makes tensors
     # through creation.py, a torch.* surface module that imports nothing above the data model)
     "nbgrad.autograd.gradcheck": {"nbgrad.random"},

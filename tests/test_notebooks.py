@@ -414,6 +414,28 @@ def test_09_attention(executed):
     assert acc >= 0.95
 
 
+def test_10_pytorch(executed):
+    """The panel over real PyTorch: each classic bug named in the cell that made it."""
+    nb = executed("10_debugging_pytorch.ipynb")
+
+    def note(source):
+        return html.unescape(" ".join(p.data["text/plain"] + p.data.get("text/html", "")
+                                      for p in panels(cell_with(nb, source))))
+    made, changed = cell_with(nb, "y = x.sigmoid()"), cell_with(nb, "y.mul_(2)")
+    assert "stale saved tensor" in note("y.mul_(2)")
+    err = note("loss.backward()    # torch")
+    assert "modified by an inplace operation" in text_of(cell_with(nb, "loss.backward()    #"))
+    assert f"cell [{made.execution_count}] line 2" in err
+    assert f"modified by mul_ at cell [{changed.execution_count}] line 1" in err
+    cut = note("return self.head(h.detach())")
+    assert "net.encoder.0.weight" in cut and "got no gradient" in cut and "detached" in cut
+    assert "accumulated from 3 backward calls" in note("BUG: no opt.zero_grad() before it")
+    nan = note("torch.log(probs)")
+    assert "LogBackward0" in nan and "first non-finite value" in nan
+    loop = note("BUG: still in eval mode")
+    assert "40 training steps" in loop and "eval mode" in loop
+
+
 def test_runs_without_graphviz(jupyter_path, tmp_path):
     """pygraphviz cannot be imported: the notebook still runs, says what it skipped, and the
     panels and %nbgrad graph fall back to a text tree."""

@@ -1,277 +1,322 @@
-"""The notebook layer's one reading of an autograd engine: nbgrad's introspection API, adapted.
+"""The notebook layer's one reading of autograd engines: which engine an object belongs to.
 
 Everything in ``nbgrad/notebook/`` that looks at a tensor, a ``grad_fn`` node, a saved tensor, a
-storage or the memory counters goes through these functions (the contract is
-``docs/internals.md``). A second engine (PyTorch itself, say) would be read by writing this module
-again for it: the names mirror PyTorch's (``grad_fn``, ``next_functions``, ``_saved_*``,
-``_version``, ``_base``, ``untyped_storage``).
+storage, a module or the memory counters goes through these functions (the contract is
+``docs/internals.md``). Each engine has its reading of the contract in a module of its own:
+``adapter_nbgrad`` (nbgrad's introspection API) and ``adapter_torch`` (PyTorch's public one,
+``grad_fn``, ``next_functions``, ``_saved_*``, ``metadata``, ``_version``, ``_base``,
+``untyped_storage``). A function of one object asks the engine of that object's *type* (judged by
+``type()``, cached per type: a ``Mock(spec=Tensor)`` claims ``__class__`` but not its type); a
+function of no object asks every engine loaded. This is the only place that tells engines apart:
+inspect, render, focus and the model panel read both through the same path.
 
-Every reader is defensive: the namespace holds user objects (mocks, subclasses whose properties
-raise, objects whose ``__getattr__`` raises anything), so a reader either returns plain data or
-raises an ``Exception`` the caller skips *for that one object*. Nothing here keeps a reference.
+torch is never imported here: its reading is loaded only once ``torch`` is in ``sys.modules``
+(the user imported it). Every reader is defensive: it returns plain data or raises an
+``Exception`` the caller skips *for that one object*. Nothing here keeps a reference.
 """
 
 from __future__ import annotations
 
 import sys
 
-ENGINE = "nbgrad"
+from . import adapter_nbgrad as _nb
+
+_BY_TYPE: dict = {}  # type -> the engine's reading module (a few dozen types in a session)
 
 
-# --- types: decided by type(), never by isinstance() on the object (a Mock(spec=Tensor) claims
-# __class__ = Tensor, and isinstance() would believe it) --------------------------------------
+def _torch():
+    """torch's reading when the user imported torch, else None (never imports torch itself)."""
+    if "torch" not in sys.modules:
+        return None
+    try:
+        from . import adapter_torch
+    except Exception:  # noqa: BLE001 - a torch too old or broken: nbgrad's panel still works
+        return None
+    return adapter_torch if adapter_torch.usable() else None
 
 
-def tensor_type():
-    import nbgrad
+def engines() -> list:
+    """The readings of the engines loaded now: nbgrad's, then torch's once it was imported."""
+    t = _torch()
+    return [_nb] if t is None else [_nb, t]
 
-    return nbgrad.Tensor
+
+def _of(obj):
+    """The reading module of ``obj``'s engine, by its type (nbgrad's when no engine owns it)."""
+    cls = type(obj)
+    r = _BY_TYPE.get(cls)
+    if r is None:
+        r = _nb
+        t = _torch()
+        if t is not None and not _nb.owns(cls) and t.owns(cls):
+            r = t
+        if t is not None or len(_BY_TYPE) < 4096:  # (before torch loads: nothing to remember)
+            if len(_BY_TYPE) > 4096:
+                _BY_TYPE.clear()
+            _BY_TYPE[cls] = r
+    return r
+
+
+def engine_of(obj) -> str:
+    """``"nbgrad"`` or ``"torch"``: which engine ``obj`` belongs to."""
+    return _of(obj).ENGINE
+
+
+# --- types ---------------------------------------------------------------------------------------
+
+
+def tensor_types() -> tuple:
+    """The tensor types of the engines loaded (a tuple for ``issubclass``)."""
+    return tuple(e.tensor_type() for e in engines())
 
 
 def is_tensor(obj) -> bool:
     """A real engine tensor (or subclass instance), judged by its type alone."""
-    return issubclass(type(obj), tensor_type())
+    return issubclass(type(obj), tensor_types())
 
 
 def is_module(obj) -> bool:
-    """An ``nn.Module`` instance (only when nbgrad.nn was imported: no import happens here)."""
-    nn = sys.modules.get("nbgrad.nn")
-    mod = getattr(nn, "Module", None) if nn is not None else None
-    return mod is not None and issubclass(type(obj), mod)
+    """An ``nn.Module`` instance of an engine (no ``nn`` is imported here)."""
+    return any(e.is_module(obj) for e in engines())
+
+
+def is_loss(module) -> bool:
+    return _of(module).is_loss(module)
 
 
 def named_parameters(module):
-    """``module.named_parameters()`` (an iterator of ``(path, tensor)``)."""
-    return module.named_parameters()
+    return _of(module).named_parameters(module)
 
 
-# --- tensors -----------------------------------------------------------------------------------
+# --- tensors (by the tensor's type) ------------------------------------------------------------
 
 
 def grad_fn(t):
-    return t.grad_fn
+    return _of(t).grad_fn(t)
 
 
 def version(t) -> int:
-    """``t._version`` (0 for an inference tensor, which has no version counter)."""
-    return 0 if t.is_inference() else int(t._version)
+    return _of(t).version(t)
 
 
 def base(t):
-    """The tensor ``t`` is a view of, or None."""
-    return t._base if t._is_view() else None
+    return _of(t).base(t)
 
 
 def grad(t):
-    """The raw ``.grad`` slot (no warning for a non-leaf)."""
-    g = getattr(t, "_grad", None)
-    if g is None and getattr(t, "is_leaf", False):
-        g = getattr(t, "grad", None)
-    return g
+    return _of(t).grad(t)
 
 
 def version_and_grad(t) -> tuple:
-    """``(t._version, raw .grad)``: the two things an in-place op or a backward changes on a
-    tensor that stays bound to its name (the cheap per-cell check)."""
-    return version(t), getattr(t, "_grad", None)
+    return _of(t).version_and_grad(t)
 
 
 def shape(t) -> tuple:
-    return tuple(int(s) for s in t.shape)
+    return _of(t).shape(t)
 
 
-def dtype_str(dtype) -> str:
-    s = str(dtype)
-    return s[len("nbgrad."):] if s.startswith("nbgrad.") else s.replace("torch.", "")
+dtype_str = _nb.dtype_str  # "float32" from nbgrad.float32 and torch.float32 alike
 
 
 def storage(t):
-    """The storage object of ``t`` (identity = its ``id``), or None."""
-    try:
-        return t.untyped_storage()
-    except Exception:  # noqa: BLE001
-        return None
+    return _of(t).storage(t)
 
 
 def storage_ptr(sobj) -> int:
-    return int(sobj.data_ptr()) if sobj is not None else 0
+    return _of(sobj).storage_ptr(sobj) if sobj is not None else 0
 
 
 def storage_nbytes(sobj) -> int:
-    try:
-        return int(sobj.nbytes()) if sobj is not None else 0
-    except Exception:  # noqa: BLE001
-        return 0
+    return _of(sobj).storage_nbytes(sobj) if sobj is not None else 0
 
 
 def element_offset(t, ptr: int) -> int:
-    """``t.storage_offset()``, from the storage pointer already read."""
-    try:
-        return (int(t.data_ptr()) - ptr) // max(int(t.element_size()), 1)
-    except Exception:  # noqa: BLE001
-        return int(t.storage_offset())
+    return _of(t).element_offset(t, ptr)
 
 
 def nbytes(t) -> int:
-    return int(t.numel()) * int(t.element_size())
+    return _of(t).nbytes(t)
 
 
 def array(t):
-    """The backend array (numpy / cupy) a tensor views: read only."""
-    return t._data
+    """A numpy array of ``t``'s values (a view where the engine allows): read only."""
+    return _of(t).array(t)
 
 
 def version_history(t) -> list:
-    return list(t._version_history())
+    return _of(t).version_history(t)
 
 
-# --- nodes -------------------------------------------------------------------------------------
+def cut_of(t):
+    return _of(t).cut_of(t) if t is not None else None
+
+
+# --- nodes (by the node's type) ------------------------------------------------------------------
 
 
 def node_name(node) -> str:
-    """'MulBackward0', 'AccumulateGrad' (PyTorch's ``torch::autograd::`` prefix dropped)."""
-    try:
-        name = node.name()
-    except Exception:  # noqa: BLE001
-        name = type(node).__name__
-    return str(name).rsplit("::", 1)[-1]
+    return _of(node).node_name(node)
 
 
 def next_nodes(node) -> tuple:
-    """The nodes ``node`` passes gradients to (``next_functions``, Nones dropped)."""
-    try:
-        return tuple(nf for nf, _ in node.next_functions if nf is not None)
-    except Exception:  # noqa: BLE001
-        return ()
+    return _of(node).next_nodes(node)
 
 
 def saved_tensors(node) -> tuple:
-    """The node's saved tensors (objects with ``name``, ``shape``, ``saved_version``, ...)."""
-    fn = getattr(node, "_saved_tensors", None)
-    if fn is None:
-        return ()
-    try:
-        return tuple(fn())
-    except Exception:  # noqa: BLE001
-        return ()
+    return _of(node).saved_tensors(node)
 
 
 def sequence_number(node) -> int:
-    """The engine's creation counter of ``node`` (0 when unknown): nodes made inside one module
-    call have numbers between :func:`node_counter` read before and after it."""
-    try:
-        return int(node._seq)
-    except Exception:  # noqa: BLE001
-        return 0
-
-
-def node_counter():
-    """A function of no arguments giving how many nodes the engine has made so far (the last
-    :func:`sequence_number` given); cheap enough to call in a hook on every module call."""
-    import operator
-    from functools import partial
-
-    from nbgrad.autograd import provenance
-
-    return partial(operator.getitem, provenance.NODES, 0)
+    return _of(node).sequence_number(node)
 
 
 def saved_value(node, name):
-    """The backend array of the saved tensor ``name`` of ``node`` (``node._saved_<name>``)."""
-    return getattr(node, f"_saved_{name}")._data
+    return _of(node).saved_value(node, name)
 
 
-def grad_enabled():
-    """A function of no arguments: whether grad mode is on (``torch.is_grad_enabled``)."""
-    from nbgrad.autograd import grad_mode
+def leaf_variable(node):
+    return _of(node).leaf_variable(node)
 
-    return grad_mode.is_grad_enabled
+
+def raw_where(obj):
+    return _of(obj).raw_where(obj)
+
+
+# --- per engine, chosen by an object of it (a module, a parameter) ----------------------------
+
+
+def node_count(obj) -> int:
+    """How many nodes ``obj``'s engine has made so far (nodes made after have a larger
+    :func:`sequence_number`): read before and after a module call."""
+    return _of(obj).node_count()
+
+
+def grad_on(obj) -> bool:
+    """Whether grad mode is on in ``obj``'s engine."""
+    return _of(obj).grad_on()
+
+
+def module_hook_api(engine):
+    """The module of ``engine``'s global module hooks (``register_module_forward_pre_hook``)."""
+    return engine.module_hook_api()
+
+
+# --- every engine loaded ---------------------------------------------------------------------
 
 
 def capture_where(skip=()):
     """The raw place in user code running now (for :func:`location`), or None: the innermost
-    frame outside the engine's files (and outside the files in ``skip``)."""
-    from nbgrad.autograd import provenance
+    frame outside the engines' files (and outside the files in ``skip``)."""
+    t = _torch()
+    if t is None:
+        return _nb.capture_where(skip)
+    return t.capture_where(tuple(skip) + (0,))  # (0: a tuple never empty: the walk skips both)
 
-    if not skip:
-        return provenance.capture()
-    f = sys._getframe(1)
-    while f is not None and (f.f_code.co_filename in provenance.LIB_FILES
-                             or f.f_code.co_filename in skip):
-        f = f.f_back
-    return None if f is None else (f.f_code, f.f_lasti)
+
+_OBSERVERS: list = []
 
 
 def observe_backward(cb) -> None:
-    """Have ``cb(outputs, api)`` called before each ``backward`` (``api="backward"``) or
-    ``autograd.grad`` (``"grad"``) call, ``outputs`` being the tensors it starts from."""
-    from nbgrad.autograd import engine
-
-    if cb not in engine.BACKWARD_OBSERVERS:
-        engine.BACKWARD_OBSERVERS.append(cb)
+    """Have ``cb(outputs, api)`` called before each backward or ``autograd.grad`` call of every
+    engine loaded now or later (see :func:`engines_loaded`)."""
+    if cb not in _OBSERVERS:
+        _OBSERVERS.append(cb)
+    for e in engines():
+        e.observe_backward(cb)
 
 
 def unobserve_backward(cb) -> None:
-    from nbgrad.autograd import engine
-
-    while cb in engine.BACKWARD_OBSERVERS:
-        engine.BACKWARD_OBSERVERS.remove(cb)
-
-
-def cut_of(t):
-    """``(how, raw where)`` when ``t`` was made by cutting a graph (``"detach"``, ``"data"``,
-    ``"detach_"``, ``"from_numpy"``) while provenance was on, else None (:func:`location`
-    reads the place)."""
-    e = getattr(t, "_extra", None)
-    return getattr(e, "cut", None) if e is not None else None
+    while cb in _OBSERVERS:
+        _OBSERVERS.remove(cb)
+    for e in engines():
+        e.unobserve_backward(cb)
 
 
-def leaf_variable(node):
-    """The leaf tensor of an ``AccumulateGrad`` node, else None."""
-    return getattr(node, "variable", None)
+def engines_loaded() -> None:
+    """Give an engine imported since (torch, by the user's cell) the backward observers."""
+    for cb in _OBSERVERS:
+        for e in engines():
+            e.observe_backward(cb)
 
 
-def raw_where(obj):
-    """What the engine recorded about where ``obj`` (a node) was made; None when nothing."""
-    return getattr(obj, "_where", None)
+def sites_since(mark) -> tuple:
+    """``(new mark, [raw where])``: the places in user code the engines recorded since ``mark``
+    (0 at first, then what this returned), newest first."""
+    marks = dict(mark) if isinstance(mark, tuple) else {}
+    out, raws = [], []
+    for e in engines():
+        m, r = e.sites_since(marks.get(e.ENGINE, 0))
+        out.append((e.ENGINE, m))
+        raws.extend(r)
+    return tuple(out), raws
 
 
-def sites_since(mark: int) -> tuple:
-    """``(new mark, [raw where])``: the places in user code the engine recorded since ``mark``
-    (a count it returned before; 0 at first), newest first. The engine keeps each place once, in
-    the order first seen (``provenance.SITES``); when it emptied its table, all it holds."""
-    from itertools import islice
-
-    from nbgrad import provenance
-
-    sites = getattr(provenance, "SITES", None)
-    if not isinstance(sites, dict):
-        return mark, []
-    n = len(sites)
-    new = n - mark if n >= mark else n
-    return n, list(islice(reversed(sites.values()), new))
-
-
-def location(raw):
-    """A Location (``str()`` -> "cell [3] line 1", ``.source``) from :func:`raw_where`'s value."""
-    if isinstance(raw, tuple):
-        from nbgrad.autograd.provenance import Location
-
-        return Location.of(raw)
-    return raw
-
-
-# --- activity and memory -----------------------------------------------------------------------
+location = _nb.location  # a Location from a raw (code, lasti): the same for every engine
 
 
 def activity() -> tuple:
-    """Ever-growing counters (nodes made, version bumps, storages made, storages freed)."""
-    from nbgrad.autograd import graph
-
-    return graph.activity()
+    """Ever-growing counters, summed over the engines: (nodes made, in-place writes or backward
+    calls, storages made, storages freed); compared before and after a cell."""
+    out = (0, 0, 0, 0)
+    for e in engines():
+        out = tuple(a + b for a, b in zip(out, e.activity()))
+    return out
 
 
 def memory_stats(device: str) -> dict:
-    from nbgrad import backend
+    """nbgrad's counters for ``device``, with torch's (``torch_``-prefixed keys) once loaded."""
+    out = {}
+    es = engines()
+    for e in es:
+        try:
+            stats = e.memory_stats(device)
+        except Exception:  # noqa: BLE001 - one engine's counters may be unreadable (no CUDA)
+            continue
+        if e is _nb and len(es) > 1 and not stats.get("peak_bytes"):
+            continue  # a torch notebook that never made an nbgrad tensor: no nbgrad line
+        out.update(stats)
+    return out
 
-    return dict(backend.memory_stats(device))
+
+def cell_started(ip=None) -> None:
+    """Before a cell: each engine starts what it records during a cell (torch: the recorder)."""
+    for e in engines():
+        e.cell_started(ip, _RECORDING[0])
+
+
+def cell_finished() -> list:
+    """After a cell: each engine stops recording; one-line notes of what could not be read."""
+    notes = []
+    for e in engines():
+        notes.extend(e.cell_finished())
+    return notes
+
+
+_RECORDING = [True]
+
+
+def recording() -> bool:
+    """Whether engines that need a recorder to know lines (torch) run one during cells."""
+    return _RECORDING[0]
+
+
+def set_recording(on: bool) -> None:
+    """``%nbgrad set record=on|off``: torch's per-op recorder (nbgrad records by itself)."""
+    _RECORDING[0] = bool(on)
+    t = _torch()
+    if t is not None:
+        t.set_recording(on)
+
+
+def error_context(exc) -> dict | None:
+    """The plain explanation an engine attached to (or can read from) an autograd error."""
+    ctx = _nb.error_context(exc)
+    t = _torch()
+    if ctx is None and t is not None:
+        ctx = t.error_context(exc)
+    return ctx
+
+
+def is_engine_error(exc) -> bool:
+    """An error raised from inside an engine (by the last frame of its traceback)."""
+    return any(e.is_engine_error(exc) for e in engines())

@@ -70,6 +70,7 @@ class NbgradExtension:
 
     def pre_run_cell(self, info=None):
         try:
+            A.engines_loaded()  # (torch imported by the last cell: its backward observers)
             self._activity_before = A.activity()
             self._memory_before = _inspect.memory_probe()
             if self.models is not None:
@@ -78,10 +79,17 @@ class NbgradExtension:
                     from . import model_report
 
                     self.models.watch(model_report.scan(self.ip.user_ns, self._hidden()).tops)
+            if self.enabled:
+                A.cell_started(self.ip)  # torch: the recorder of lines and writes, last
         except Exception as exc:  # noqa: BLE001 - the hook must never break the cell
             self._warn(exc)
 
     def post_run_cell(self, result):
+        try:
+            for note in A.cell_finished():  # first: the panel's own reads are not recorded
+                print(f"nbgrad: {note}; the panel shows what it could read.", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001
+            self._warn(exc)
         try:
             if not self.enabled:
                 return
@@ -266,7 +274,8 @@ class NbgradExtension:
 
     def magic(self, line: str):
         """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off
-        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets) |
+        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets)
+        record=on|off (torch: lines of nodes, in-place writes and cuts) |
         torch [on|off|status] (``import torch`` resolves to nbgrad: nbgrad.as_torch)"""
         try:
             return self._magic(line)
@@ -352,6 +361,14 @@ class NbgradExtension:
                     print(f"nbgrad: theme must be one of {', '.join(THEMES)}, not {v!r}")
                     continue
                 self.theme = v
+            elif k == "record":  # torch: the per-op recorder of lines, writes and cuts
+                flag = v.lower() in ("1", "on", "true", "yes")
+                if not flag and v.lower() not in ("0", "off", "false", "no"):
+                    print(f"nbgrad: record must be on or off, not {v!r}")
+                    continue
+                from . import adapter
+
+                adapter.set_recording(flag)
             elif k in ("widget", "saved"):
                 flag = v.lower() in ("1", "on", "true", "yes")
                 if not flag and v.lower() not in ("0", "off", "false", "no"):
@@ -360,7 +377,7 @@ class NbgradExtension:
                 setattr(self, "widget" if k == "widget" else "show_saved", flag)
             else:
                 print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout, "
-                      "theme, live)")
+                      "theme, live, record)")
         print(self.status())
 
     def status(self) -> str:
@@ -369,7 +386,7 @@ class NbgradExtension:
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
                 f"widget={'on' if self.widget else 'off'}; "
                 f"saved={'on' if self.show_saved else 'off'}; theme={self.theme}; "
-                f"live={self.keep_live}; "
+                f"live={self.keep_live}; record={'on' if A.recording() else 'off'}; "
                 f"timeout={self.layout_timeout:g} s"
                 f"; layout: {'pygraphviz' if layout.available() else 'text only (no pygraphviz)'}"
                 + ("; the browser can lay out (viz.js)" if self.frontend_renders else ""))
@@ -445,6 +462,7 @@ def unload_ipython_extension(ip):
         except ValueError:
             pass
     ip.magics_manager.magics["line"].pop("nbgrad", None)
+    A.cell_finished()  # (the recorder of the cell running %unload_ext stops now)
     ext._live.clear()  # the last panels stay live widgets on the page
     ext._retired.clear()  # (their static copies stay; a click on "interact" does nothing now)
     if ext.models is not None:

@@ -38,6 +38,7 @@ class SavedInfo:
     is_output: bool
     modified_by: list = field(default_factory=list)  # [(version, op_name, where str)]
     alias: str | None = None  # the named tensor viewing the same storage, if any
+    modified_source: str = ""  # the source line of the last modification, when known
 
 
 @dataclass
@@ -245,8 +246,10 @@ def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
     ``skip`` are left out; names are cut to :data:`MAX_LABEL` characters. An object that cannot
     be read (a raising ``__getattr__``, a mock) is skipped on its own.
     """
-    tt = tensor_types or A.tensor_type()
+    tt = tensor_types or A.tensor_types()  # a tuple: nbgrad's, and torch's once imported
     check = isinstance if tensor_types else (lambda o, types: issubclass(type(o), types))
+    if type(tt) is not tuple:
+        tt = (tt,)
     containers = (list, tuple, dict)
     out = []
     entries = []
@@ -258,7 +261,7 @@ def named_tensors(ns: dict, tensor_types=None, modules=True, skip=()) -> list:
             continue
     for name, v in entries:
         cls = type(v)
-        if cls is tt:  # the common case first: a plain tensor under a plain name
+        if cls in tt:  # the common case first: a plain tensor under a plain name
             if type(name) is str and name[:1] != "_" and name not in _SKIP and name not in skip:
                 out.append((name if len(name) <= MAX_LABEL else short(name), v))
             continue
@@ -497,7 +500,10 @@ def snapshot(
                     continue
                 if s.is_stale:
                     try:
-                        s.modified_by = _modified_by(st.modified_by())
+                        mods = st.modified_by()
+                        s.modified_by = _modified_by(mods)
+                        s.modified_source = short(_where_of(mods[-1][2])[1], _MAX_SOURCE) \
+                            if mods else ""
                     except Exception:
                         s.modified_by = []
                     if not s.released:
@@ -508,6 +514,7 @@ def snapshot(
 
     if error is not None:
         snap.error = error_info(error)
+        _from_graph(snap)
         ctx = snap.error.get("context") or {}
         if ctx.get("node_name"):
             failing = [n for n in nodes.values()
@@ -588,7 +595,7 @@ def error_info(exc: BaseException) -> dict:
     except Exception:  # noqa: BLE001 - an exception whose __str__ raises
         msg = f"{type(exc).__name__} (its message could not be read)"
     try:
-        ctx = getattr(exc, "nbgrad_context", None)
+        ctx = A.error_context(exc)  # nbgrad's context, or what torch's message says
     except Exception:  # noqa: BLE001
         ctx = None
     out = {"type": type(exc).__name__, "message": msg, "headline": msg.split("\n", 1)[0],
@@ -604,27 +611,11 @@ def error_info(exc: BaseException) -> dict:
     lines = out["lines"]
     kind = plain.get("kind")
     if kind == "saved_modified":
-        tensor = plain.get("tensor", "a tensor")
-        lines.append(
-            f"{tensor} was saved by {plain.get('node_name', '?')}"
-            + (f" at {plain['node_where']}" if plain.get("node_where") else "")
-            + f" (version {plain.get('saved_version', '?')})")
-        for v, op, where in plain.get("modified_by") or ():
-            lines.append(f"modified by {op}" + (f" at {where}" if where else "")
-                         + f" (now version {v})")
-        lines.append(f"it is now at version {plain.get('version', '?')}; the backward of "
-                     f"{plain.get('node_name', '?')} needs version "
-                     f"{plain.get('saved_version', '?')}.")
         where_src = ctx.get("node_where")
         src = getattr(where_src, "source", "") if where_src is not None else ""
-        if src:
-            lines.append(f"saved by: {src}")
         mods = ctx.get("modified_by") or ()
         msrc = getattr(A.location(mods[-1][2]), "source", "") if mods else ""
-        if msrc:
-            lines.append(f"modified by: {msrc}")
-        lines.append("fix: do the in-place op on a clone() (or before the forward that saves it), "
-                     "or use the out-of-place op.")
+        out["lines"] = _saved_modified_lines(plain, src, msrc)
     elif kind in _INPLACE_KINDS:
         op, where = plain.get("op") or "an in-place op", plain.get("where")
         shape = list(plain["shape"]) if plain.get("shape") is not None else "?"
@@ -639,26 +630,57 @@ def error_info(exc: BaseException) -> dict:
     return out
 
 
+def _saved_modified_lines(plain: dict, src: str, msrc: str) -> list:
+    """The explanation of a stale saved tensor: who saved it where, who modified it where."""
+    lines = []
+    tensor = plain.get("tensor", "a tensor")
+    lines.append(
+        f"{tensor} was saved by {plain.get('node_name', '?')}"
+        + (f" at {plain['node_where']}" if plain.get("node_where") else "")
+        + f" (version {plain.get('saved_version', '?')})")
+    for v, op, where in plain.get("modified_by") or ():
+        lines.append(f"modified by {op}" + (f" at {where}" if where else "")
+                     + f" (now version {v})")
+    lines.append(f"it is now at version {plain.get('version', '?')}; the backward of "
+                 f"{plain.get('node_name', '?')} needs version "
+                 f"{plain.get('saved_version', '?')}.")
+    if src:
+        lines.append(f"saved by: {src}")
+    if msrc:
+        lines.append(f"modified by: {msrc}")
+    lines.append("fix: do the in-place op on a clone() (or before the forward that saves it), "
+                 "or use the out-of-place op.")
+    return lines
+
+
+def _from_graph(snap: Snapshot) -> None:
+    """An engine whose error names no node (torch's names the tensor and the versions): the
+    node, its line and the modifying line from the graph's stale saved tensor with those
+    versions, read by the engine's own check."""
+    err = snap.error or {}
+    ctx = err.get("context")
+    if not ctx or ctx.get("kind") != "saved_modified" or ctx.get("node_name"):
+        return
+    stale = snap.stale_saved
+    match = [(n, s) for n, s in stale if s.version == ctx.get("version")
+             and s.saved_version == ctx.get("saved_version")] or stale
+    if not match:
+        return
+    node, saved = match[0]
+    ctx.update(node_name=node.name, node_where=node.where, modified_by=list(saved.modified_by))
+    err["lines"] = _saved_modified_lines(ctx, node.source, saved.modified_source)
+
+
 def is_autograd_error(exc: BaseException | None) -> bool:
-    """True for errors nbgrad explains, or RuntimeErrors raised from inside nbgrad."""
+    """True for errors an engine explains, or RuntimeErrors raised from inside an engine."""
     if exc is None:
         return False
     try:
-        if getattr(exc, "nbgrad_context", None) is not None:
+        if A.error_context(exc) is not None:
             return True
+        return A.is_engine_error(exc)
     except Exception:  # noqa: BLE001 - a user exception with a raising __getattr__
         return False
-    if not isinstance(exc, RuntimeError):
-        return False
-    tb = exc.__traceback__
-    last = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    if last is None:
-        return False
-    fname = last.tb_frame.f_code.co_filename.replace("\\", "/")
-    return "/nbgrad/" in fname and "/nbgrad/notebook/" not in fname
 
 
 # --- memory ----------------------------------------------------------------------------------
@@ -700,7 +722,8 @@ def memory_info(snap: Snapshot, before: dict | None = None) -> dict:
     for dev, stats in now.items():
         b = (before or {}).get(dev)
         if b:
-            for k in ("live_bytes", "live_storages", "used_bytes", "total_bytes"):
+            for k in ("live_bytes", "live_storages", "used_bytes", "total_bytes",
+                      "torch_cuda_allocated", "torch_cuda_reserved", "torch_cuda_ooms"):
                 if k in stats and k in b:
                     delta[f"{dev}.{k}"] = stats[k] - b[k]
     named_bytes = sum(st.nbytes for st in snap.storages)

@@ -40,12 +40,6 @@ _MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"
                 "BatchNorm2d", "BatchNorm3d")
 
 
-def _module_api():
-    from nbgrad.nn.modules import module as m
-
-    return m
-
-
 @dataclass
 class Call:
     """One module call: nodes with ``start < _seq <= end`` were made inside it."""
@@ -122,7 +116,7 @@ class ModelTracker:
         self.enabled = False  # the module hooks are installed
         self.watching = True  # this cell's first steps: module calls are watched in full
         self.root = None  # weakref to the module of the outermost call running now
-        self._counter = self._grad_on = None  # readers of the engine's node counter, grad mode
+        self.installed = False
         self.global_hooks = False
         self.cell = 0
         self.kept: dict = {}  # container name -> graphs it kept alive at the last report
@@ -132,9 +126,9 @@ class ModelTracker:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def install(self) -> None:
-        self._counter = A.node_counter()
-        self._grad_on = A.grad_enabled()
-        self.global_hooks = hasattr(_module_api(), "register_module_forward_pre_hook")
+        self.installed = True
+        self.global_hooks = all(hasattr(A.module_hook_api(e), "register_module_forward_pre_hook")
+                                for e in A.engines())
         self._install_warnings()
         A.observe_backward(self._on_backward)
         self._enable()
@@ -151,10 +145,11 @@ class ModelTracker:
 
     def _enable(self) -> None:
         if self.global_hooks:
-            if "global" not in self._on:
-                m = _module_api()
-                self._on["global"] = (m.register_module_forward_pre_hook(self._pre),
-                                      m.register_module_forward_hook(self._post))
+            for e in A.engines():  # (torch's too, from the cell after the user imported it)
+                if ("global", e.ENGINE) not in self._on:
+                    m = A.module_hook_api(e)
+                    self._on[("global", e.ENGINE)] = (m.register_module_forward_pre_hook(self._pre),
+                                                      m.register_module_forward_hook(self._post))
         else:
             for mod in list(self._mods):
                 if id(mod) not in self._on:
@@ -192,6 +187,7 @@ class ModelTracker:
         self.cell += 1
         self.depth = 0
         self.watching = True
+        self._counted_now = None
         self.roots_seen = 0
         self.steps: dict = {}  # id(trained model) -> its calls with grad this cell
         self.loss_steps = 0  # loss-module outputs with grad this cell
@@ -213,7 +209,7 @@ class ModelTracker:
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0
-        if self._counter is not None and not self.enabled:
+        if self.installed and (not self.enabled or len(self._on) < len(A.engines())):
             self._enable()
 
     # -- module hooks (on while watching) ----------------------------------------------------
@@ -227,7 +223,7 @@ class ModelTracker:
                 self.watching = False  # the first steps are done: counting hooks take over
                 self._start_counting()
         if not self.watching:
-            self.frames.append(self._counter())  # a call recorded by its node range only
+            self.frames.append(A.node_count(module))  # a call recorded by its node range only
             return
         if d == 1:
             self.roots_seen += 1
@@ -238,9 +234,9 @@ class ModelTracker:
         self._watched_pre(module, args, d)
 
     def _watched_pre(self, module, args, depth):
-        grad_on = self._grad_on()
+        grad_on = A.grad_on(module)
         parent = self.frames[-1]
-        frame = _Frame(self._counter(), grad_on, A.capture_where())
+        frame = _Frame(A.node_count(module), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
         frame.inputs = {id(a) for a in ins}
         if grad_on and parent.child_outputs:
@@ -290,9 +286,11 @@ class ModelTracker:
         if d <= 0 or len(self.frames) < 2:  # hooks turned on inside a forward
             return
         self.depth = d - 1
+        if d == 1:  # (torch runs a hook added during a call from the next call on)
+            self._counted_now = None
         frame = self.frames.pop()
         if type(frame) is int:  # not watched: the node range, the module and its root
-            self.calls.append(Call(frame, self._counter(), weakref.ref(module),
+            self.calls.append(Call(frame, A.node_count(module), weakref.ref(module),
                                    type(module).__name__, None, True, True, self.cell,
                                    root=self.root, depth=d, watched=False))
             return
@@ -302,7 +300,7 @@ class ModelTracker:
         elif not _is_tensor(output):
             out = None
         out_rg = bool(out is not None and out.requires_grad)
-        end = self._counter()
+        end = A.node_count(module)
         out_cut = A.cut_of(out) if out is not None and not out_rg and frame.grad_on else None
         self.calls.append(Call(frame.start, end, weakref.ref(module), type(module).__name__,
                                frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
@@ -314,7 +312,7 @@ class ModelTracker:
             parent.child_outputs.add(_storage_ptr(out))
         if d > 1:
             return
-        if _is_loss(module) and id(module) not in self.loss_hooks:
+        if A.is_loss(module) and id(module) not in self.loss_hooks:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
             if not self.global_hooks:  # (a global hook runs before the module's own hooks are
                 self._loss_hook(module, args, output)  # read: then the new one runs anyway)
@@ -387,7 +385,7 @@ class ModelTracker:
     def _loss_hook(self, module, args, output):
         """On each loss module seen, every call: its value (the Training tab's curve); a loss
         with grad is a training step (see :meth:`_step`)."""
-        if type(output) in _TENSOR_TYPES:
+        if _is_tensor(output):
             a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
                 self.losses.append(float(a.item()))
@@ -398,7 +396,7 @@ class ModelTracker:
 
     def _root_pre(self, module, args):
         """On a model trained without a loss module, every call with grad: a training step."""
-        if self._grad_on():
+        if A.grad_on(module):
             k = id(module)
             if self._counted_now == k:  # counted when this hook was registered, in this call
                 self._counted_now = None
@@ -428,7 +426,7 @@ class ModelTracker:
         the global hooks' own check does it)."""
         if self.watching:
             return
-        grad_on = self._grad_on()
+        grad_on = A.grad_on(module)
         if module.training == grad_on:
             return
         root = self.mode_layers.get(id(module))
@@ -535,7 +533,7 @@ class ModelTracker:
             tracker._step_norm(st.sample, sq)
             if st.with_ratio:  # the update ratio is read at the next step
                 st.prev = A.array(p).copy()
-                st.prev_nodes = tracker._counter()
+                st.prev_nodes = A.node_count(p)
                 tracker.pending_ratio.append(st)
             if tracker.eval_forward:
                 mod = st.module() if st.module is not None else None
@@ -556,13 +554,12 @@ class ModelTracker:
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,
         once a forward ran since (not in the backward that copied them)."""
-        now = self._counter()
         later = []
         for st in self.pending_ratio:
-            if st.prev_nodes >= now:
+            p = st.ref()
+            if p is not None and st.prev_nodes >= A.node_count(p):
                 later.append(st)
                 continue
-            p = st.ref()
             if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
                 continue
             w = A.array(p).reshape(-1)
@@ -643,19 +640,12 @@ class _Frame:
 
 
 _is_tensor = A.is_tensor
-_TENSOR_TYPES = (A.tensor_type(),)
 
 
 def _storage_ptr(t) -> int:
     """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
     or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
     return A.storage_ptr(A.storage(t))
-
-
-def _is_loss(module) -> bool:
-    from nbgrad.nn.modules.loss import _Loss
-
-    return isinstance(module, _Loss)
 
 
 def _last_write(t):

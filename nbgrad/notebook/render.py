@@ -442,6 +442,10 @@ def memory_html(snap, activity_delta=None) -> str:
         if du:
             rows.append(["this cell", f"{_in_bytes(abs(du))} {'more' if du > 0 else 'less'} "
                          f"used in the {dev} memory pool"])
+    if any(k.endswith(".torch_cuda_allocated") for k in delta):
+        from .render_cuda import cuda_delta_rows
+
+        rows += cuda_delta_rows(delta)
     ad = activity_delta or m.get("activity_delta")
     if ad:
         rows.append(["this cell made", f"{_plural(ad[0], 'graph node')}, "
@@ -465,6 +469,10 @@ def memory_html(snap, activity_delta=None) -> str:
                          f"{_in_bytes(st.get('total_bytes'))} reserved, "
                          f"{_plural(st.get('free_blocks') or 0, 'free block')}, limit "
                          f"{_in_bytes(st.get('limit')) if st.get('limit') else 'none'}"])
+        if "torch_cuda_allocated" in st:
+            from .render_cuda import cuda_state
+
+            rows.append(["CUDA caching allocator (torch)", cuda_state(st)])
     rep = getattr(snap, "model", None)
     if rep is not None:
         from .render_model import kept_alive_rows

@@ -1,0 +1,330 @@
+"""nbgrad's reading of the adapter contract: its introspection API, as the notebook layer reads it.
+
+The notebook layer never imports this module: ``adapter`` picks it (or ``adapter_torch``) by the
+type of the object read. The names mirror PyTorch's (``grad_fn``, ``next_functions``,
+``_saved_*``, ``_version``, ``_base``, ``untyped_storage``); the contract is
+``docs/internals.md``.
+
+Every reader is defensive: the namespace holds user objects (mocks, subclasses whose properties
+raise, objects whose ``__getattr__`` raises anything), so a reader either returns plain data or
+raises an ``Exception`` the caller skips *for that one object*. Nothing here keeps a reference.
+"""
+
+from __future__ import annotations
+
+import sys
+
+ENGINE = "nbgrad"
+
+
+# --- types: decided by type(), never by isinstance() on the object (a Mock(spec=Tensor) claims
+# __class__ = Tensor, and isinstance() would believe it) --------------------------------------
+
+
+def tensor_type():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def is_tensor(obj) -> bool:
+    """A real engine tensor (or subclass instance), judged by its type alone."""
+    return issubclass(type(obj), tensor_type())
+
+
+def owns(cls) -> bool:
+    """Whether objects of type ``cls`` are nbgrad's (tensor, node, storage, module)."""
+    from ..autograd.graph import Node
+    from ..storage import Storage
+
+    types = (tensor_type(), Node, Storage)
+    nn = sys.modules.get("nbgrad.nn")
+    mod = getattr(nn, "Module", None) if nn is not None else None
+    return issubclass(cls, types + ((mod,) if mod is not None else ()))
+
+
+def is_module(obj) -> bool:
+    """An ``nn.Module`` instance (only when nbgrad.nn was imported: no import happens here)."""
+    nn = sys.modules.get("nbgrad.nn")
+    mod = getattr(nn, "Module", None) if nn is not None else None
+    return mod is not None and issubclass(type(obj), mod)
+
+
+def is_loss(module) -> bool:
+    from ..nn.modules.loss import _Loss
+
+    return isinstance(module, _Loss)
+
+
+def module_hook_api():
+    """The module holding nn's global hooks (``register_module_forward_pre_hook``)."""
+    from ..nn.modules import module as m
+
+    return m
+
+
+def named_parameters(module):
+    """``module.named_parameters()`` (an iterator of ``(path, tensor)``)."""
+    return module.named_parameters()
+
+
+# --- tensors -----------------------------------------------------------------------------------
+
+
+def grad_fn(t):
+    return t.grad_fn
+
+
+def version(t) -> int:
+    """``t._version`` (0 for an inference tensor, which has no version counter)."""
+    return 0 if t.is_inference() else int(t._version)
+
+
+def base(t):
+    """The tensor ``t`` is a view of, or None."""
+    return t._base if t._is_view() else None
+
+
+def grad(t):
+    """The raw ``.grad`` slot (no warning for a non-leaf)."""
+    g = getattr(t, "_grad", None)
+    if g is None and getattr(t, "is_leaf", False):
+        g = getattr(t, "grad", None)
+    return g
+
+
+def version_and_grad(t) -> tuple:
+    """``(t._version, raw .grad)``: the two things an in-place op or a backward changes on a
+    tensor that stays bound to its name (the cheap per-cell check)."""
+    return version(t), getattr(t, "_grad", None)
+
+
+def shape(t) -> tuple:
+    return tuple(int(s) for s in t.shape)
+
+
+def dtype_str(dtype) -> str:
+    s = str(dtype)
+    return s[len("nbgrad."):] if s.startswith("nbgrad.") else s.replace("torch.", "")
+
+
+def storage(t):
+    """The storage object of ``t`` (identity = its ``id``), or None."""
+    try:
+        return t.untyped_storage()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def storage_ptr(sobj) -> int:
+    return int(sobj.data_ptr()) if sobj is not None else 0
+
+
+def storage_nbytes(sobj) -> int:
+    try:
+        return int(sobj.nbytes()) if sobj is not None else 0
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def element_offset(t, ptr: int) -> int:
+    """``t.storage_offset()``, from the storage pointer already read."""
+    try:
+        return (int(t.data_ptr()) - ptr) // max(int(t.element_size()), 1)
+    except Exception:  # noqa: BLE001
+        return int(t.storage_offset())
+
+
+def nbytes(t) -> int:
+    return int(t.numel()) * int(t.element_size())
+
+
+def array(t):
+    """The backend array (numpy / cupy) a tensor views: read only."""
+    return t._data
+
+
+def version_history(t) -> list:
+    return list(t._version_history())
+
+
+# --- nodes -------------------------------------------------------------------------------------
+
+
+def node_name(node) -> str:
+    """'MulBackward0', 'AccumulateGrad' (PyTorch's ``torch::autograd::`` prefix dropped)."""
+    try:
+        name = node.name()
+    except Exception:  # noqa: BLE001
+        name = type(node).__name__
+    return str(name).rsplit("::", 1)[-1]
+
+
+def next_nodes(node) -> tuple:
+    """The nodes ``node`` passes gradients to (``next_functions``, Nones dropped)."""
+    try:
+        return tuple(nf for nf, _ in node.next_functions if nf is not None)
+    except Exception:  # noqa: BLE001
+        return ()
+
+
+def saved_tensors(node) -> tuple:
+    """The node's saved tensors (objects with ``name``, ``shape``, ``saved_version``, ...)."""
+    fn = getattr(node, "_saved_tensors", None)
+    if fn is None:
+        return ()
+    try:
+        return tuple(fn())
+    except Exception:  # noqa: BLE001
+        return ()
+
+
+def sequence_number(node) -> int:
+    """The engine's creation counter of ``node`` (0 when unknown): nodes made inside one module
+    call have numbers between :func:`node_counter` read before and after it."""
+    try:
+        return int(node._seq)
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def node_count() -> int:
+    """How many nodes nbgrad has made so far (the last :func:`sequence_number` given)."""
+    from ..autograd import provenance
+
+    return provenance.NODES[0]
+
+
+def grad_on() -> bool:
+    from ..autograd import grad_mode
+
+    return grad_mode.is_grad_enabled()
+
+
+def saved_value(node, name):
+    """The backend array of the saved tensor ``name`` of ``node`` (``node._saved_<name>``)."""
+    return getattr(node, f"_saved_{name}")._data
+
+
+def capture_where(skip=()):
+    """The raw place in user code running now (for :func:`location`), or None: the innermost
+    frame outside the engine's files (and outside the files in ``skip``)."""
+    from nbgrad.autograd import provenance
+
+    if not skip:
+        return provenance.capture()
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename in provenance.LIB_FILES
+                             or f.f_code.co_filename in skip):
+        f = f.f_back
+    return None if f is None else (f.f_code, f.f_lasti)
+
+
+def observe_backward(cb) -> None:
+    """Have ``cb(outputs, api)`` called before each ``backward`` (``api="backward"``) or
+    ``autograd.grad`` (``"grad"``) call, ``outputs`` being the tensors it starts from."""
+    from nbgrad.autograd import engine
+
+    if cb not in engine.BACKWARD_OBSERVERS:
+        engine.BACKWARD_OBSERVERS.append(cb)
+
+
+def unobserve_backward(cb) -> None:
+    from nbgrad.autograd import engine
+
+    while cb in engine.BACKWARD_OBSERVERS:
+        engine.BACKWARD_OBSERVERS.remove(cb)
+
+
+def cut_of(t):
+    """``(how, raw where)`` when ``t`` was made by cutting a graph (``"detach"``, ``"data"``,
+    ``"detach_"``, ``"from_numpy"``) while provenance was on, else None (:func:`location`
+    reads the place)."""
+    e = getattr(t, "_extra", None)
+    return getattr(e, "cut", None) if e is not None else None
+
+
+def leaf_variable(node):
+    """The leaf tensor of an ``AccumulateGrad`` node, else None."""
+    return getattr(node, "variable", None)
+
+
+def raw_where(obj):
+    """What the engine recorded about where ``obj`` (a node) was made; None when nothing."""
+    return getattr(obj, "_where", None)
+
+
+def sites_since(mark: int) -> tuple:
+    """``(new mark, [raw where])``: the places in user code the engine recorded since ``mark``
+    (a count it returned before; 0 at first), newest first. The engine keeps each place once, in
+    the order first seen (``provenance.SITES``); when it emptied its table, all it holds."""
+    from itertools import islice
+
+    from nbgrad import provenance
+
+    sites = getattr(provenance, "SITES", None)
+    if not isinstance(sites, dict):
+        return mark, []
+    n = len(sites)
+    new = n - mark if n >= mark else n
+    return n, list(islice(reversed(sites.values()), new))
+
+
+def location(raw):
+    """A Location (``str()`` -> "cell [3] line 1", ``.source``) from :func:`raw_where`'s value."""
+    if isinstance(raw, tuple):
+        from nbgrad.autograd.provenance import Location
+
+        return Location.of(raw)
+    return raw
+
+
+# --- activity and memory -----------------------------------------------------------------------
+
+
+def activity() -> tuple:
+    """Ever-growing counters (nodes made, version bumps, storages made, storages freed)."""
+    from nbgrad.autograd import graph
+
+    return graph.activity()
+
+
+def memory_stats(device: str) -> dict:
+    from nbgrad import backend
+
+    return dict(backend.memory_stats(device))
+
+
+# --- the cell's lifecycle and errors -----------------------------------------------------------
+
+
+def cell_started(ip=None, record: bool = True) -> None:
+    """nbgrad records provenance by itself: nothing to start."""
+
+
+def cell_finished() -> list:
+    return []
+
+
+def error_context(exc) -> dict | None:
+    """``err.nbgrad_context``: the plain explanation nbgrad attached to an autograd error."""
+    try:
+        ctx = getattr(exc, "nbgrad_context", None)
+    except Exception:  # noqa: BLE001 - a user exception with a raising __getattr__
+        return None
+    return ctx if isinstance(ctx, dict) else None
+
+
+def is_engine_error(exc) -> bool:
+    """A RuntimeError whose traceback ends inside nbgrad (outside its notebook layer)."""
+    if not isinstance(exc, RuntimeError):
+        return False
+    fname = _last_frame_file(exc)
+    return "/nbgrad/" in fname and "/nbgrad/notebook/" not in fname
+
+
+def _last_frame_file(exc) -> str:
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return "" if last is None else last.tb_frame.f_code.co_filename.replace("\\", "/")

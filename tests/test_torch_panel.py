@@ -1,0 +1,212 @@
+"""The torch reading of the adapter and its recorder, in this process (no kernel).
+
+What the extension must never do to torch: change a value, an error, a ``_version``, or keep a
+tensor or a graph alive. What it must read: stale saved tensors by torch's own check, cuts with
+their line, the CUDA allocator's documented structures (tested with a fake: no GPU here), and a
+torch internal that raises degrades to a one-line note.
+"""
+
+import gc
+import sys
+import weakref
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from nbgrad.notebook import adapter as A  # noqa: E402
+from nbgrad.notebook import adapter_torch as T  # noqa: E402
+from nbgrad.notebook import torch_record as R  # noqa: E402
+
+
+@pytest.fixture
+def recorder():
+    """The recorder as a cell would have it, this file standing for the cell."""
+    old = R.STATE.cells
+    R.STATE.cells = {__file__: 1}
+    R.set_on(True)
+    R.start()
+    try:
+        yield R.STATE
+    finally:
+        R.stop()
+        R.STATE.cells = old
+
+
+def program():
+    """Ops of every kind the recorder treats apart: plain, composite, in-place, views, cuts,
+    multi-output, out=, backward."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, requires_grad=True)
+    lin = torch.nn.Linear(3, 2)
+    h = lin(x).relu()
+    a, b = h.split(1, dim=1)
+    v = torch.zeros(4)[1:]
+    v.mul_(2.0)
+    buf = torch.empty(4, 2)
+    torch.add(h.detach(), 1.0, out=buf)
+    y = (a * b).sum() + buf.sum() + x.data.sum()
+    y.backward()
+    return [x.grad, lin.weight.grad, lin.bias.grad, y.detach(), buf], \
+        [x._version, lin.weight._version, buf._version, v._version]
+
+
+def test_values_versions_and_errors_identical(recorder):
+    R.stop()
+    want, want_v = program()
+    R.start()
+    got, got_v = program()
+    assert got_v == want_v
+    for g, w in zip(got, want):
+        assert torch.equal(g, w) and g.dtype == w.dtype
+    # the same error, the same text
+    msgs = []
+    for rec in (False, True):
+        (R.start if rec else R.stop)()
+        x = torch.ones(3, requires_grad=True)
+        y = x.exp()
+        y.add_(1)
+        with pytest.raises(RuntimeError) as e:
+            y.sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_no_tensor_or_graph_kept_alive(recorder):
+    x = torch.randn(50, 50, requires_grad=True)
+    y = x.tanh() * 2
+    y.add_(1)
+    d = y.detach()
+    n = y.detach().numpy()  # noqa: F841 - a numpy round trip recorded by address
+    refs = [weakref.ref(t) for t in (x, y, d)]
+    assert A.cut_of(d)[0] == "detach"
+    del x, y, d, n
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_lines_of_nodes_writes_and_cuts(recorder):
+    x = torch.ones(3, requires_grad=True)
+    y = x.tanh()  # line A
+    line_a = sys._getframe().f_lineno - 1
+    z = y * 2
+    y.add_(3)  # line B
+    line_b = sys._getframe().f_lineno - 1
+    w = x.data  # line C
+    line_c = sys._getframe().f_lineno - 1
+    R.stop()
+    tanh = z.grad_fn.next_functions[0][0]
+    assert A.node_name(tanh) == "TanhBackward0"
+    assert A.location(A.raw_where(tanh)).lineno == line_a
+    (saved,) = A.saved_tensors(tanh)
+    assert saved.name == "result" and saved.is_stale and not saved.released
+    assert (saved.saved_version, saved.version) == (0, 1)
+    ((version, op, where),) = saved.modified_by()
+    assert (version, op, A.location(where).lineno) == (1, "add_", line_b)
+    how, where = A.cut_of(w)
+    assert how == "data" and A.location(where).lineno == line_c
+    # torch's own check agrees
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        tanh._saved_result
+    assert A.sequence_number(tanh) < A.sequence_number(z.grad_fn) <= A.node_count(z)
+
+
+def test_the_panels_own_reads_are_not_recorded(recorder):
+    x = torch.ones(3, requires_grad=True) * 2
+    before = R.STATE.events
+    A.array(x)  # a detach inside the panel
+    assert R.STATE.events == before and A.cut_of(x) is None
+
+
+def test_a_raising_torch_internal_degrades_to_one_line(recorder, monkeypatch):
+    def broken(*_a, **_k):
+        raise RuntimeError("internal changed")
+
+    monkeypatch.setattr(R, "_where", broken)
+    x = torch.ones(3, requires_grad=True)
+    y = (x * 3).sum()  # the op's result is untouched
+    y.backward()
+    assert torch.equal(x.grad, torch.full((3,), 3.0))
+    notes = R.stop()
+    assert len(notes) == 1 and "could not record" in notes[0] and "\n" not in notes[0]
+    R.start()
+
+
+def test_saved_tensors_with_hooks_are_not_unpacked():
+    calls = []
+
+    def unpack(t):
+        calls.append(1)
+        return t
+
+    x = torch.ones(3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        y = x.exp()
+    (s,) = A.saved_tensors(y.grad_fn)
+    assert not calls and not s.is_stale
+
+
+def test_released_saved_tensor_after_backward():
+    x = torch.ones(3, requires_grad=True)
+    y = x.exp()
+    y.sum().backward()
+    (s,) = A.saved_tensors(y.grad_fn)
+    assert s.released and not s.is_stale
+
+
+def test_engine_is_chosen_per_object_by_type():
+    import nbgrad
+
+    t, n = torch.ones(1, requires_grad=True), nbgrad.ones(1, requires_grad=True)
+    assert A.engine_of(t) == "torch" and A.engine_of(n) == "nbgrad"
+    assert A.engine_of((t * 2).grad_fn) == "torch" and A.engine_of((n * 2).grad_fn) == "nbgrad"
+    assert A.is_tensor(t) and A.is_tensor(n) and A.is_tensor(torch.nn.Parameter(t))
+    assert A.is_module(torch.nn.Linear(1, 1)) and A.is_module(nbgrad.nn.Linear(1, 1))
+
+    class Fake:
+        __class__ = torch.Tensor  # claims to be one
+
+    assert not A.is_tensor(Fake())
+
+
+# The documented structures of torch.cuda.memory_stats() and torch.cuda.memory._snapshot()
+# (torch/cuda/memory.py docstrings), as a GPU session returns them.
+FAKE_STATS = {
+    "allocated_bytes.all.current": 3 << 20, "allocated_bytes.all.peak": 8 << 20,
+    "reserved_bytes.all.current": 20 << 20, "active_bytes.all.current": 4 << 20,
+    "inactive_split_bytes.all.current": 1 << 20, "allocation.all.current": 7,
+    "segment.all.current": 2, "num_alloc_retries": 1, "num_ooms": 0,
+    "allocated_bytes.small_pool.current": 1 << 20,
+}
+FAKE_SEGMENTS = [
+    {"device": 0, "address": 1 << 30, "total_size": 2 << 20, "allocated_size": 1 << 20,
+     "active_size": 1 << 20, "segment_type": "small", "stream": 0,
+     "blocks": [{"size": 1 << 20, "state": "active_allocated"},
+                {"size": 1 << 20, "state": "inactive"}]},
+    {"device": 0, "address": 2 << 30, "total_size": 18 << 20, "allocated_size": 2 << 20,
+     "active_size": 3 << 20, "segment_type": "large", "stream": 0,
+     "blocks": [{"size": 2 << 20, "state": "active_allocated"},
+                {"size": 1 << 20, "state": "active_pending_free"},
+                {"size": 15 << 20, "state": "inactive"}]},
+]
+
+
+def test_cuda_allocator_read_from_its_documented_structure():
+    out = T.cuda_summary(FAKE_STATS, FAKE_SEGMENTS)
+    assert out["torch_cuda_allocated"] == 3 << 20 and out["torch_cuda_reserved"] == 20 << 20
+    assert out["torch_cuda_peak"] == 8 << 20 and out["torch_cuda_inactive_split"] == 1 << 20
+    assert out["torch_cuda_alloc_retries"] == 1 and out["torch_cuda_ooms"] == 0
+    assert out["torch_cuda_segments"] == 2 and out["torch_cuda_largest_free_block"] == 15 << 20
+    assert T.cuda_summary({}, None) == {}  # an allocator that reports nothing: nothing claimed
+    from nbgrad.notebook import render
+    from nbgrad.notebook.inspect import Snapshot
+
+    snap = Snapshot()
+    snap.memory = {"devices": {"cpu": out}, "delta": {"cpu.torch_cuda_allocated": 1 << 20}}
+    html = render.memory_html(snap)
+    assert "CUDA caching allocator" in html and "3.0 MiB allocated" in html
+    assert "1.0 MiB more allocated on CUDA" in html
+
+
+def test_memory_stats_never_initialises_cuda():
+    assert T.memory_stats("cpu") == {} or torch.cuda.is_initialized()

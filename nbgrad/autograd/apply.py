@@ -751,7 +751,10 @@ def _ufunc_inplace(uf, t, other, args):
     if type(d) is not _ND or d.dtype.kind != "f" or 0 in d.strides:
         return False
     if isinstance(other, Tensor):
-        if other._storage is t._storage or other._data.dtype is not d.dtype or (
+        # (a tensor whose storage is not made yet, a byte count, shares memory with no other)
+        st = other._storage_or_nbytes
+        if type(st) is not int and st is t._storage_or_nbytes or \
+                other._data.dtype is not d.dtype or (
                 _GRAD.enabled and (t._requires_grad or other._requires_grad)):
             return False
         o = other._data

@@ -43,5 +43,5 @@ def test_suites_pass_on_the_general_path():
     env = dict(os.environ, NBGRAD_GENERAL_PATH="1", PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
            *SUITES]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=540)
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=580)
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]

@@ -57,6 +57,25 @@ def chain_10(lib):
     return run
 
 
+def chain_mixed(lib, phase=None):
+    """The issue's 10-op chain: Python-number and tensor operands, unary ops, a fresh leaf each
+    time (x * 1.5, + 0.5, * x, tanh, sigmoid, exp, * 1.5, + x, tanh, sum; the leaf's making
+    counted). `phase`: "fwd" times
+    the forward alone."""
+    def run():
+        x = lib.ones(2, 2, requires_grad=True)
+        y = x * 1.5
+        y = y + 0.5
+        y = y * x
+        y = y.tanh().sigmoid().exp()
+        y = y * 1.5
+        y = y + x
+        s = y.tanh().sum()
+        if phase != "fwd":
+            s.backward()
+    return run
+
+
 def chain_1000(lib):
     x = lib.ones(2, 2, requires_grad=True)
 
@@ -169,6 +188,13 @@ def main():
         fns["torch"] = chain_10(torch)
     b = _interleaved(fns, rounds, 100)
     rows.append(("10-op chain (2,2) fwd+bwd, per op", {k: v / 11 for k, v in b.items()}))
+    for phase in ("fwd", None):
+        fns = {"nbgrad": chain_mixed(nbgrad, phase)}
+        if torch:
+            fns["torch"] = chain_mixed(torch, phase)
+        b = _interleaved(fns, rounds, 100)
+        rows.append((f"10-op chain, number/tensor operands, {phase or 'fwd+bwd'}, per op",
+                     {k: v / 10 for k, v in b.items()}))
     prov = nbgrad.provenance
     on = chain_10(nbgrad)
 

@@ -3,6 +3,7 @@
     python benchmarks/bench_real.py                    # all three loops, 300 timed steps each
     python benchmarks/bench_real.py --steps 100 --only mlp_lm
     python benchmarks/bench_real.py --only gpt --phases --profile   # where the time goes
+    python benchmarks/bench_real.py --eval no_grad     # the forward and loss alone (eval())
 
 Each loop is written once, in the style of public teaching code, against a module ``lib`` that is
 ``torch`` or ``nbgrad`` (the same source runs on both, as ``import nbgrad as torch`` would):
@@ -58,6 +59,9 @@ class Phases:
 
 
 mark = Phases()
+# --eval no_grad / inference_mode: each loop's forward and loss alone, under that mode, modules
+# in eval() (what evaluating the model on a batch costs); None: the training step
+EVAL = None
 
 
 # ================================================================================= (a) MLP LM
@@ -102,6 +106,15 @@ def make_mlp_lm(lib, data, batches):
         p.requires_grad = True
     it = iter(batches)
     lr = 0.1
+
+    if EVAL:
+        def evaluate():
+            ix = lib.tensor(next(it))
+            Xb, Yb = Xtr[ix], Ytr[ix]
+            with getattr(lib, EVAL)():
+                h = lib.tanh(C[Xb].view(-1, CONTEXT * EMB) @ W1 + b1)
+                return F.cross_entropy(h @ W2 + b2, Yb)
+        return evaluate
 
     def step():
         mark.start()
@@ -272,6 +285,15 @@ def make_gpt(lib, data, batches):
         y = lib.stack([train_data[i + 1:i + BLOCK + 1] for i in ix])
         return x, y
 
+    if EVAL:
+        model.eval()
+
+        def evaluate():
+            xb, yb = get_batch()
+            with getattr(lib, EVAL)():
+                return model(xb, yb)[1]
+        return evaluate
+
     def step():
         mark.start()
         xb, yb = get_batch()
@@ -329,6 +351,15 @@ def make_lstm(lib, data, batches):
     criterion = lib.nn.CrossEntropyLoss()
     optimizer = lib.optim.Adam(model.parameters(), lr=1e-2)
     it = iter(batches)
+
+    if EVAL:
+        model.eval()
+
+        def evaluate():
+            ix = lib.tensor(next(it))
+            with getattr(lib, EVAL)():
+                return criterion(model(X[ix]), Y[ix])
+        return evaluate
 
     def step():
         mark.start()
@@ -430,6 +461,11 @@ def missing_api(name):
 def setup(name, steps_total):
     """(data, batch index list, {label: step factory})."""
     rng = np.random.default_rng(1)
+    if name == "mlp_lm" and EVAL:
+        data = lm_data()
+        batches = [rng.integers(0, len(data[0]), BATCH_LM) for _ in range(steps_total)]
+        return data, batches, {"torch": lambda d, b: make_mlp_lm(torch, d, b),
+                               "nbgrad": lambda d, b: make_mlp_lm(nbgrad, d, b)}
     if name == "mlp_lm":
         data = lm_data()
         batches = [rng.integers(0, len(data[0]), BATCH_LM) for _ in range(steps_total)]
@@ -443,9 +479,11 @@ def setup(name, steps_total):
                                "nbgrad": lambda d, b: make_gpt(nbgrad, d, b)}
     data = digits_rows()
     batches = [rng.integers(0, len(data[0]), BATCH_LSTM) for _ in range(steps_total)]
-    return data, batches, {"torch": lambda d, b: make_lstm(torch, d, b),
-                           "nbgrad": lambda d, b: make_lstm(nbgrad, d, b),
-                           "numpy": make_lstm_numpy}
+    makers = {"torch": lambda d, b: make_lstm(torch, d, b),
+              "nbgrad": lambda d, b: make_lstm(nbgrad, d, b)}
+    if not EVAL:
+        makers["numpy"] = make_lstm_numpy
+    return data, batches, makers
 
 
 def run(step, n):
@@ -478,7 +516,8 @@ def bench(name, steps, warmup=20):
             if r == 0:
                 losses[label] = ls
     ref = np.array(losses["torch"])
-    print(f"\n{name}: per training step, median of {steps} steps, best of {ROUNDS} rounds")
+    what = f"evaluation ({EVAL})" if EVAL else "training"
+    print(f"\n{name}: per {what} step, median of {steps} steps, best of {ROUNDS} rounds")
     print(f"  {'':8s} {'cpu us':>9s} {'wall us':>9s} {'/ torch (cpu)':>14s} {'last loss':>10s}"
           f" {'max |loss - torch|':>19s}")
     for label, (c, w) in best.items():
@@ -531,7 +570,11 @@ def main():
     ap.add_argument("--only", choices=["mlp_lm", "gpt", "lstm"], action="append")
     ap.add_argument("--phases", action="store_true", help="nbgrad's CPU time by phase")
     ap.add_argument("--profile", action="store_true", help="pyinstrument tree of nbgrad's step")
+    ap.add_argument("--eval", choices=["no_grad", "inference_mode"],
+                    help="time each model's forward and loss alone under this mode (eval())")
     args = ap.parse_args()
+    global EVAL
+    EVAL = args.eval
     torch.set_num_threads(1)
     nbgrad.set_num_threads(1)
     print(f"torch {torch.__version__} (1 thread), numpy {np.__version__} (1 BLAS thread), "

@@ -267,6 +267,75 @@ def bench_loader(x, y, n_epochs):
     return res
 
 
+class _Rows:
+    """A map-style Dataset of numpy rows: ``(image row float32, label int)`` per item."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x.reshape(len(x), 64).astype(np.float32), y
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], int(self.y[i])
+
+
+def bench_data(x, y, n_epochs):
+    """Per batch, iterating alone: a DataLoader over a TensorDataset (batch 64, shuffle) and
+    over a map-style Dataset of numpy rows with the default collate; torch on 1 thread."""
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    n_batches = -(-len(x) // BATCH)
+    print(f"\nDataLoader, per batch of {BATCH} (shuffle), median of {n_epochs} epochs, best of 3:")
+    for label in ("TensorDataset", "numpy rows"):
+        loaders = {}
+        for lib in (torch, nbgrad):
+            ds = lib.utils.data.TensorDataset(lib.tensor(x.reshape(len(x), 64)), lib.tensor(y)) \
+                if label == "TensorDataset" else _Rows(x, y)
+            loaders[lib.__name__] = lib.utils.data.DataLoader(ds, batch_size=BATCH, shuffle=True)
+        res = {}
+        for _ in range(3):
+            for name, loader in loaders.items():
+                def epoch(rng, loader=loader):
+                    for _ in loader:
+                        pass
+                cpu = time_epochs(epoch, n_epochs)[1] / n_batches
+                res[name] = min(res.get(name, cpu), cpu)
+        print(f"  {label:14s} torch {res['torch'] * 1e6:7.1f} us   "
+              f"nbgrad {res['nbgrad'] * 1e6:7.1f} us   nbgrad / torch {res['nbgrad'] / res['torch']:.2f}x")
+    torch.set_num_threads(default_threads)
+
+
+def bench_eval(kind, x, y, n_epochs):
+    """The model's forward over the data in batches of 64, eval() and under no_grad /
+    inference_mode; torch on 1 thread."""
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    xs = x if kind == "cnn" else x.reshape(len(x), 64)
+    fns = {}
+    for lib in (torch, nbgrad):
+        torch.manual_seed(0)
+        model = (cnn if kind == "cnn" else mlp)(lib)
+        model.eval()
+        batches = [lib.tensor(xs[i:i + BATCH]) for i in range(0, len(xs), BATCH)]
+        fns[lib.__name__] = (lib, model, batches)
+    print(f"\n{kind.upper()} evaluation, forward of {len(batches)} batches of {BATCH}, eval(), "
+          f"best of 3:")
+    for mode in ("no_grad", "inference_mode"):
+        res = {}
+        for _ in range(3):
+            for name, (lib, model, batches) in fns.items():
+                def epoch(rng, lib=lib, model=model, batches=batches):
+                    with getattr(lib, mode)():
+                        for xb in batches:
+                            model(xb)
+                cpu = time_epochs(epoch, n_epochs)[1]
+                res[name] = min(res.get(name, cpu), cpu)
+        print(f"  {mode:14s} torch {res['torch'] * 1e3:7.2f} ms   nbgrad {res['nbgrad'] * 1e3:7.2f}"
+              f" ms   nbgrad / torch {res['nbgrad'] / res['torch']:.2f}x")
+    torch.set_num_threads(default_threads)
+
+
 def bench_memory(kind, x, y):
     np_impl = NumpyMLP(x, y) if kind == "mlp" else NumpyCNN(x, y)
     _, ng_step = make_lib_step(nbgrad, kind, x, y)
@@ -442,7 +511,8 @@ def profile(kind, x, y):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--only", choices=["mlp", "cnn", "memory", "loader", "profile", "kernels"])
+    p.add_argument("--only", choices=["mlp", "cnn", "memory", "loader", "profile", "kernels",
+                                      "eval", "data"])
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     p.add_argument("--blas-threads", type=int, default=1,
@@ -464,6 +534,11 @@ def main():
         bench_speed("cnn", x, y, max(5, args.epochs // 4))
     if args.only in (None, "loader"):
         bench_loader(x, y, args.epochs)
+    if args.only in (None, "eval"):
+        bench_eval("mlp", x, y, args.epochs)
+        bench_eval("cnn", x, y, max(5, args.epochs // 4))
+    if args.only in (None, "data"):
+        bench_data(x, y, args.epochs)
     if args.only in (None, "memory"):
         bench_memory("mlp", x, y)
         bench_memory("cnn", x, y)

@@ -112,7 +112,7 @@ BY_LASTI = {}  # lasti -> the last user site seen at that offset (any code): a c
 
 
 def cached_site_at(f):
-    """`site_at(f)`, first trying the BY_LASTI cache (`apply`'s binary path has this inlined)."""
+    """`site_at(f)`, first trying the BY_LASTI cache."""
     s = BY_LASTI.get(f.f_lasti)
     if s is None or s[0] is not f.f_code:
         s = site_at(f)

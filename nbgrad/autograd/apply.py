@@ -20,6 +20,7 @@ from ..tensor import (DEFAULT, INFERENCE, MULTI_OUTPUT, NO_GRAD_MODE, Tensor, _V
                       is_dense, strides_of, wake_views)
 from .. import provenance
 from ..naming import cpp, node_class
+from .grad_mode import GENERAL_PATH
 from .grad_mode import STATE as _GRAD
 from .graph import AccumulateGrad as _AccumulateGrad
 from .graph import Ctx as _Ctx
@@ -52,7 +53,6 @@ _init_node = Node.__init__
 _PROV = provenance.ENABLED
 _site_at = provenance.site_at
 _cached_site_at = provenance.cached_site_at
-_BY_LASTI = provenance.BY_LASTI
 _getframe = sys._getframe
 # The two rows this module applies by itself, given by the op table (`use_rows`) once defined:
 # the as_strided row (a view whose base changed in place gets its node) and the clone row (an
@@ -84,7 +84,7 @@ def apply(row, inputs, args=(), inplace=None):
         path = row.path
         if path == PATH_BINARY and inplace is None:
             # two broadcasting operands, the second maybe a Python number, with PyTorch's
-            # promotion: the hot path of Tensor operators, written out here (a call less)
+            # promotion (the general path below does not broadcast or promote)
             a, b = inputs
             ad = a._data
             if isinstance(b, Tensor):
@@ -109,12 +109,7 @@ def apply(row, inputs, args=(), inplace=None):
                         if ad.shape != out.shape or bd.shape != out.shape or a._data.dtype is not \
                                 out.dtype or b._data.dtype is not out.dtype:
                             meta = _meta_for(inputs, out)
-                        where = None
-                        if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
-                            f = _getframe(2)
-                            where = _BY_LASTI.get(f.f_lasti)
-                            if where is None or where[0] is not f.f_code:
-                                where = _site_at(f)
+                        where = _cached_site_at(_getframe(2)) if _PROV[0] else None
                         _record(row, (r,), inputs, args, ra | (rb << 1), meta,
                                 (_edge(a, where) if ra else _NONE_EDGE,
                                  _edge(b, where) if rb else _NONE_EDGE), where=where)
@@ -139,12 +134,7 @@ def apply(row, inputs, args=(), inplace=None):
                 out = _arr(out)
             r = _fresh(out)
             if a._requires_grad and _GRAD.enabled:
-                where = None
-                if _PROV[0]:  # the user's line (provenance.site_at, its cache inlined)
-                    f = _getframe(2)
-                    where = _BY_LASTI.get(f.f_lasti)
-                    if where is None or where[0] is not f.f_code:
-                        where = _site_at(f)
+                where = _cached_site_at(_getframe(2)) if _PROV[0] else None
                 _record(row, (r,), inputs, args, 1,
                         _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
                         (_edge(a, where), _NONE_EDGE), where=where)
@@ -153,7 +143,9 @@ def apply(row, inputs, args=(), inplace=None):
             return _apply_inplace(row, inputs, args, inplace)
         if path == PATH_VIEW:
             return _apply_view(row, inputs[0], args)
-        if path == PATH_UNARY:
+        if path == PATH_UNARY and not GENERAL_PATH:
+            # one tensor input: the general path below, written out without its loops and
+            # checks (NBGRAD_GENERAL_PATH=1 runs the general path alone)
             x = inputs[0]
             d = x._data
             if row.float_op and d.dtype.kind != "f":
@@ -186,7 +178,7 @@ def apply(row, inputs, args=(), inplace=None):
                 mask = _mask(inputs)
                 if mask:
                     _record(row, (r,), inputs, args, mask, _meta(row, inputs, out), ctx=ctx,
-                            where=_site_at(_getframe(2)) if _PROV[0] else None)
+                            where=_cached_site_at(_getframe(2)) if _PROV[0] else None)
             return r
         outs = tuple(_fresh(_arr(o)) for o in out)
         if _GRAD.enabled:
@@ -779,7 +771,10 @@ def _ufunc_inplace(uf, t, other, args):
     if type(d) is not _ND or d.dtype.kind != "f" or 0 in d.strides:
         return False
     if isinstance(other, Tensor):
-        if other._storage is t._storage or other._data.dtype is not d.dtype or (
+        # (a tensor whose storage is not made yet, a byte count, shares memory with no other)
+        st = other._storage_or_nbytes
+        if type(st) is not int and st is t._storage_or_nbytes or \
+                other._data.dtype is not d.dtype or (
                 _GRAD.enabled and (t._requires_grad or other._requires_grad)):
             return False
         o = other._data

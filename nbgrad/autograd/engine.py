@@ -13,7 +13,7 @@ import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
 from .graph import GRAD_OWNED, GRAD_SHARED, AccumulateGrad, _check_same_meta, _run_tensor_hooks
-from .grad_mode import STATE
+from .grad_mode import GENERAL_PATH, STATE
 from .apply import _view_of
 from ..tensor import NO_GRAD_MODE
 
@@ -175,7 +175,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     anomaly_on = anomaly.STATE.enabled
     check_nan = anomaly.STATE.check_nan if anomaly_on else False
     release = not retain_graph
-    plain = captures is None and not anomaly_on  # nodes without hooks just run
+    # nodes without hooks just run, and a chain's next node is taken without the edge loop
+    # (NBGRAD_GENERAL_PATH=1: every node goes through the general steps below)
+    plain = captures is None and not anomaly_on and not GENERAL_PATH
     pop = buffers.pop
     get = buffers.get
     token = quiet()  # NaN and Inf are values: formulas run with numpy's warnings off
@@ -195,7 +197,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         node._release()
                     # One live edge (x * 2.0 has a second, None) to a node no other edge has
                     # fed yet and none will (a chain): that node is ready with exactly this
-                    # gradient — the edge loop below, written out for this case.
+                    # gradient — the edge loop below, written out for this case (kept for
+                    # speed: benchmarks/README.md, seventh round).
                     c = None
                     if len(out) == 1:
                         (c, _), = node._next

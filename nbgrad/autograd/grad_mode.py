@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 
 from .. import storage as _storage
 
@@ -21,6 +22,12 @@ class _State:
 
 
 STATE = _State()  # read on every op; a plain attribute is the cheapest global flag
+
+# NBGRAD_GENERAL_PATH=1 (read once, at import): the few mechanisms that keep a written-out fast
+# case beside their general path for speed (apply's one-input ops, the engine's chain step) run
+# the general path alone, so that the op suite and the differential tests check it on its own
+# (tests/test_general_path.py runs them so).
+GENERAL_PATH = os.environ.get("NBGRAD_GENERAL_PATH", "") not in ("", "0")
 
 
 def is_grad_enabled() -> bool:

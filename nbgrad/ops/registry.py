@@ -56,7 +56,6 @@ from ..tensor import Tensor
 from .formulas import NUMPY, ROWS, TENSORS, _reduce_to, array_formulas
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
-_V0 = (NUMPY, None)  # what formulas index when the node saved nothing: xp, needs
 
 
 def _array_arg(x):
@@ -76,71 +75,38 @@ class OpNode(Node):
     def _backward(self, g, create_graph):
         __tracebackhide__ = True
         row = self._row
-        if row.plain and not create_graph and type(g) is _ND:
-            # first order on numpy, one output, a formula per input: the common case, written
-            # out (the general path below gives the same result)
-            saved = self._saved
-            if saved is None:
-                v = _V0
-            else:
-                v = [NUMPY, None, *saved]
-                for j in row.unpack_at:
-                    s = v[j]
-                    t = type(s)
-                    if t in UNPACKED:
-                        v[j] = s.unpack(self, False)
-                    elif t is float and row.scalar_as_0d:  # x * 2.0's other (see apply._zero_d)
-                        v[j] = _zero_d(s, g.dtype)
-            if row.single:
-                outs = [row.calls[0](row.formulas[0], g, v)]
-            else:
-                outs = []
-                i = 0
-                calls = row.calls
-                for c, _ in self._next:
-                    call = calls[i]
-                    outs.append(None if c is None or call is None else
-                                call(row.formulas[i], g, v))
-                    i += 1
-            meta = self._meta
-            if meta is not None:
-                for i, m in enumerate(meta):
-                    if m is not None and outs[i] is not None:
-                        outs[i] = _reduce_to(outs[i], m[0], m[1], NUMPY)
-            return outs
-        multi = self._n_out != 1
-        if create_graph:
+        if not create_graph and self._n_out == 1:
+            xp = NUMPY if type(g) is _ND else array_formulas(g)
+        elif create_graph:
             if row.double_row is not None:
                 return [_apply_double(self, g)]
             if row.double is not None:
                 return _double_node(self, g)
             xp = TENSORS
-        elif not multi:
-            xp = NUMPY if type(g) is _ND else array_formulas(g)
         else:
             g = list(g)
             xp = array_formulas(next(x for x in g if x is not None))
-        # what the formulas index: xp, needs, then the saved values in the row's order
-        needs = tuple(c is not None for c, _ in self._next) if row.joint is not None else None
+        # what the formulas index: xp, needs (joint formulas only), then the saved values in
+        # the row's order, unpacked (hooks run) in the order they were packed, as PyTorch's
         saved = self._saved
         if saved is None:
-            v = (xp, needs)
-        elif row.unpack_order is None:
-            v = [xp, needs]
-            for s in saved:
-                v.append(s.unpack(self, create_graph) if type(s) in UNPACKED else s)
-        else:  # unpack (hooks run) in the order they were packed, as PyTorch's
-            v = [xp, needs, *saved]
-            for j in row.unpack_order:
-                s = saved[j]
-                if type(s) in UNPACKED:
-                    v[j + 2] = s.unpack(self, create_graph)
-        if row.n_out == -1 and not multi:  # unbind/split with one output: still a list
+            v = [xp, None]
+        else:
+            v = [xp, None, *saved]
+            for j in row.unpack_at:
+                s = v[j]
+                t = type(s)
+                if t in UNPACKED:
+                    v[j] = s.unpack(self, create_graph)
+                elif t is float and row.scalar_as_0d and xp is NUMPY:
+                    v[j] = _zero_d(s, g.dtype)  # x * 2.0's other, as in the forward (apply._zero_d)
+        if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
-        if row.joint is not None:
-            outs = list(row.joint_call(row.joint, g, v))
-        elif row.single:  # one input: no loop
+        if row.single:  # one input: no loop
             outs = [row.calls[0](row.formulas[0], g, v)]
+        elif row.joint is not None:
+            v[1] = tuple(c is not None for c, _ in self._next)
+            outs = list(row.joint_call(row.joint, g, v))
         else:
             outs = []
             for (c, _), call, f in zip(self._next, row.calls, row.formulas):
@@ -459,9 +425,6 @@ class Row:
         self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
-        # OpNode._backward's common path: one output, no joint formula; the saved values it
-        # unpacks (inputs, outputs, arguments) at their places in its list (xp, needs, saved)
-        self.plain = self.joint is None and n_out == 1
         # a Python float operand becomes a cached 0-d array of the tensor's dtype, in the forward
         # and when a saved one meets g (nbgrad.autograd.apply._zero_d: the ufunc is faster)
         self.scalar_as_0d = scalar_as_0d
@@ -481,8 +444,8 @@ class Row:
         order = tuple(sorted(range(len(names)), key=lambda j: (
             self.sources[j][0] == SAVED_OUTPUT or names[j] == "ctx", names[j])))
         self.unpack_order = None if order == tuple(range(len(names))) else order
-        self.unpack_at = tuple(j + 2 for j in order
-                               if self.sources[j][0] in (SAVED_INPUT, SAVED_OUTPUT, SAVED_ARG))
+        self.unpack_at = tuple(j + 2 for j in order  # (OpNode._backward's list: xp, needs, saved)
+                               if self.sources[j][0] not in (SAVED_SHAPE, SAVED_STRIDES))
         self.plans = {}
         self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative

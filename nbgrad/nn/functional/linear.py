@@ -32,9 +32,21 @@ def linear(input, weight, bias=None):
         # the usual case, checked: torch's nodes (TBackward0, [ViewBackward0,] MmBackward0 /
         # AddmmBackward0, [UnsafeViewBackward0 / ViewBackward0]), recorded as one node when
         # something requires grad (nbgrad.autograd.fused)
-        fuse = type(x) is np.ndarray and _GRAD.enabled and (
-            input._requires_grad or weight._requires_grad or
-            bias is not None and bias._requires_grad) and fused.usable()
+        graph = _GRAD.enabled and (input._requires_grad or weight._requires_grad or
+                                   bias is not None and bias._requires_grad)
+        if not graph:  # nothing to record (no_grad, eval): the arrays' product, the chain's values
+            if x.ndim == 2:
+                out = _MM.fwd(x, _T.fwd(w)) if bias is None else \
+                    _ADDMM.fwd(bias._data, x, _T.fwd(w), 1, 1)
+                return Tensor._make_fresh(out)
+            if bias is None:
+                return Tensor._make_fresh(_UNSAFE_VIEW.fwd(_MM.fwd(
+                    _VIEW.fwd(x, (x.size // x.shape[-1], x.shape[-1])), _T.fwd(w)),
+                    x.shape[:-1] + w.shape[:1]))
+            out = Tensor._make_fresh(_ADDMM.fwd(bias._data, _VIEW.fwd(
+                x, (x.size // x.shape[-1], x.shape[-1])), _T.fwd(w), 1, 1))
+            return apply(ROWS["view"], (out,), (x.shape[:-1] + w.shape[:1],))  # (torch's _base)
+        fuse = type(x) is np.ndarray and fused.usable()
         if bias is None:
             return _linear_fused(input, weight) if fuse and x.ndim > 2 else \
                 _linear_chain(input, weight)

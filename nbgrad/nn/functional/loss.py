@@ -84,7 +84,7 @@ def _check_class_target(input, target, who, ignore_index):
                 f"shape {tuple(x.shape)}, got {tuple(t.shape)}")
     if not t.size:
         return cdim, c, False
-    in_range = t.min() >= 0 and t.max() < c
+    in_range = t.view(np.uint64).max() < c  # (one pass: a negative index is a huge uint64)
     if not in_range:
         bad = ((t < 0) | (t >= c)) & (t != ignore_index)
         if bad.any():

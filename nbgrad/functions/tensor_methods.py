@@ -62,8 +62,8 @@ def legacy_init(self, *args, dtype=None, device=None, requires_grad=False):
     if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None and device is None:
         a = apply(R["alias"], (args[0],))
         a._storage  # (a view has its Storage: shared, not counted twice)
-        for k in ("_data", "_storage_or_nbytes", "_grad_fn", "_output_nr", "_requires_grad", "_grad",
-                  "_view", "_extra"):
+        for k in ("_data", "_storage_or_nbytes", "_grad_fn", "_output_nr", "_requires_grad",
+                  "_grad", "_view", "_extra"):
             setattr(self, k, getattr(a, k))
         vs = self._storage._views
         if vs and vs[-1]() is a:  # the storage remembers views to wake: this one, not a

@@ -9,7 +9,7 @@ import numpy as np
 from nbgrad import creation, dtypes
 from nbgrad import functions
 from nbgrad.autograd import grad_mode
-from nbgrad import tensor
+from nbgrad.tensor import Tensor
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply, _broadcast_error
 from nbgrad.autograd.grad_mode import STATE as _GRAD
@@ -128,7 +128,7 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     x = input._data
     logp = _LOG_SOFTMAX.fwd(x, 1)
     ctx = Ctx(False)
-    out = tensor.Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
+    out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
                  _cross_entropy_chain, (logp, reduction, ctx),
@@ -265,7 +265,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"all elements of target should be between 0 and 1 ({_who})")
     _check_reduction(reduction, _who)
     if weight is not None:
-        weight = weight._data if isinstance(weight, tensor.Tensor) else np.asarray(weight)
+        weight = weight._data if isinstance(weight, Tensor) else np.asarray(weight)
     return apply(ROWS["binary_cross_entropy"], (input, target), (weight, reduction))
 
 
@@ -405,7 +405,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         ValueError: var of an incompatible size, or negative (torch's texts); an unknown
             reduction.
     """
-    if not isinstance(var, tensor.Tensor):
+    if not isinstance(var, Tensor):
         var = creation.full(tuple(input.shape), float(var), dtype=input.dtype)
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):

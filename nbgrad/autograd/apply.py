@@ -134,7 +134,11 @@ def apply(row, inputs, args=(), inplace=None):
                 if not isinstance(b, (int, float, np.generic)):
                     return NotImplemented  # Python: "unsupported operand type(s)", as torch
                 ad, bd = _coerce(ad, b)
-            out = row.fwd(ad, bd, *args)
+            try:
+                out = row.fwd(ad, bd, *args)
+            except OverflowError:  # an int out of an integer dtype's range: torch wraps it
+                ad, bd = _coerce(ad, b)
+                out = row.fwd(ad, bd, *args)
             if type(out) is not _ND:
                 out = _arr(out)
             r = _fresh(out)
@@ -521,27 +525,14 @@ def _scalar(b):
 
 
 def _coerce(ad, bd):
-    """Apply PyTorch's type promotion before handing two operands to numpy (NEP 50 differs for
-    int-with-float and for 0-d tensors)."""
-    if isinstance(bd, (_ND, np.generic)) or hasattr(bd, "__cuda_array_interface__"):
-        if isinstance(bd, np.generic):
-            return _coerce(ad, bd.item())
+    """Both operands in their PyTorch result type (dtypes.promote) before numpy sees them (NEP 50
+    differs for int-with-float, for 0-d tensors and for numbers out of an integer type's range)."""
+    if isinstance(bd, _ND) or hasattr(bd, "__cuda_array_interface__"):
         if type(ad) is not type(bd):
             raise _device_error(ad, bd)
-        if ad.dtype != bd.dtype:
-            rt = dtypes.result_type(ad, bd)
-            if ad.dtype != rt:
-                ad = ad.astype(rt)
-            if bd.dtype != rt:
-                bd = bd.astype(rt)
-        return ad, bd
-    bd = _scalar(bd)
-    k = ad.dtype.kind
-    if type(bd) is float and k != "f":
-        ad = ad.astype(dtypes.default_np())
-    elif type(bd) is int and k == "b":
-        ad = ad.astype(np.int64)
-    return ad, bd
+    else:
+        _scalar(bd)  # (a TypeError for what is neither a Tensor nor a number)
+    return dtypes.promote(ad, bd)[0]
 
 
 def _view_of(x, out, creation=DEFAULT, creator=None):

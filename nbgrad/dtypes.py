@@ -113,6 +113,31 @@ def to_np(d):
         raise TypeError(f"not a dtype: {d!r}") from None
 
 
+def dtype_arg(fname, d, got=None):
+    """The numpy dtype of a torch.* function's ``dtype=`` argument (None stays None): an nbgrad
+    dtype, or Python's float, int, bool (float64, int64, bool, as torch).
+
+    Raises:
+        TypeError: anything else, a string or a numpy type (PyTorch's text; `got`, the
+            positional arguments, for the functions whose text lists them).
+    """
+    if d is None or type(d) is dtype:
+        return None if d is None else d.np
+    if d is builtins.float:
+        return np.dtype(np.float64)
+    if d is builtins.int:
+        return np.dtype(np.int64)
+    if d is builtins.bool:
+        return np.dtype(np.bool_)
+    if type(d) is _unsupported_dtype:
+        return to_np(d)
+    if got is not None:  # (the functions with several signatures word it so)
+        got = "".join(type(a).__name__ + ", " for a in got)
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got ({got}"
+                        f"dtype={type(d).__name__}), but expected one of:")
+    raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not {type(d).__name__}")
+
+
 def get_default_dtype() -> dtype:
     """torch.get_default_dtype."""
     return _DEFAULT[0]

@@ -291,8 +291,9 @@ def _refuse(name, exc=NotImplementedError):
 
 def _unique(a, axis):
     xp = backend.get_array_module(a)
-    if axis is None:
-        v, i, c = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+    if axis is None:  # (each NaN is distinct, as torch: numpy merges them by default)
+        nan = {"equal_nan": False} if xp is np else {}
+        v, i, c = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True, **nan)
         return v, i.reshape(a.shape).astype(np.int64), c.astype(np.int64)
     if a.shape[axis] == 0:
         return a.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)

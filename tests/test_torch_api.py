@@ -268,3 +268,28 @@ def test_load_state_dict_takes_tensors_only_as_torch(value):
         except RuntimeError as e:
             return str(e)
     assert run(nbgrad) == run(torch) is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_topk_and_kthvalue_choose_among_ties_as_torch(seed):
+    """Which of equal elements topk and kthvalue report is torch's CPU algorithms' choice
+    (quickselect; libstdc++'s partial_sort, nth_element and sort): rows full of ties, NaNs,
+    -0.0 and 0.0, along each dim, both branches of topk (k * 64 <= n and not)."""
+    rng = np.random.default_rng(seed)
+    for shape in ((7,), (3, 40), (2, 130, 2), (5, 1), (300,)):
+        a = rng.integers(-2, 3, shape).astype(np.float64)
+        a[a == 2] = np.nan if seed % 2 else 2.0
+        a[a == 1] = -0.0 if seed % 3 == 0 else 1.0
+        a[a == -1] = 0.0 if seed % 3 == 0 else -1.0
+        for dim in range(a.ndim):
+            n = shape[dim]
+            for k in sorted({min(2, n), 1, n // 2 + 1, n}):
+                for largest in (True, False):
+                    got = nbgrad.tensor(a).topk(k, dim, largest)
+                    want = torch.tensor(a).topk(k, dim, largest)
+                    assert got.indices.tolist() == want.indices.tolist(), (shape, dim, k, largest)
+                    assert np.array_equal(np.signbit(got.values.numpy()),
+                                          np.signbit(want.values.numpy()))
+                got = nbgrad.tensor(a).kthvalue(k, dim)
+                want = torch.tensor(a).kthvalue(k, dim)
+                assert got.indices.tolist() == want.indices.tolist(), (shape, dim, k)

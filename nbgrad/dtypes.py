@@ -290,6 +290,31 @@ def result_type(*operands):
     return _combine(dim, _combine(zero, wrapped))
 
 
+def promote_arrays(a, b):
+    """Two arrays (0-d ones are 0-d tensors) in their torch.result_type: result_type's two-array
+    case, without its general loop (the mixed-dtype path of every binary operator)."""
+    if (a.ndim == 0) == (b.ndim == 0):
+        dt = promote_types(a.dtype, b.dtype)
+    elif a.ndim:
+        dt = _combine(a.dtype, b.dtype)
+    else:
+        dt = _combine(b.dtype, a.dtype)
+    return (a if a.dtype == dt else a.astype(dt)), (b if b.dtype == dt else b.astype(dt))
+
+
+_INT_RANGE = {}
+
+
+def int_fits(x, dt):
+    """Whether the Python int `x` is in the range of the integer numpy dtype `dt` (else torch
+    wraps it, where numpy raises or compares exactly)."""
+    r = _INT_RANGE.get(dt)
+    if r is None:
+        info = np.iinfo(dt)
+        r = _INT_RANGE[dt] = (int(info.min), int(info.max))
+    return r[0] <= x <= r[1]
+
+
 def as_dtype(x, dt):
     """Array or Python number `x` in the numpy dtype `dt`; integers wrap as torch's do
     (uint8 with -3 is 253), the array unchanged when it has that dtype already."""
@@ -298,8 +323,7 @@ def as_dtype(x, dt):
     if isinstance(x, np.generic):
         x = x.item()
     if dt.kind in "iu" and type(x) is not bool:
-        info = np.iinfo(dt)
-        if not info.min <= x <= info.max:
+        if not int_fits(x, dt):
             return np.array(x & ((1 << (8 * dt.itemsize)) - 1)).astype(dt)[()]
     return dt.type(x)
 

@@ -530,6 +530,7 @@ def _coerce(ad, bd):
     if isinstance(bd, _ND) or hasattr(bd, "__cuda_array_interface__"):
         if type(ad) is not type(bd):
             raise _device_error(ad, bd)
+        return dtypes.promote_arrays(ad, bd)
     else:
         _scalar(bd)  # (a TypeError for what is neither a Tensor nor a number)
     return dtypes.promote(ad, bd)[0]

@@ -17,11 +17,16 @@ def _cmp(ufunc, name):
     def f(input, other):
         a = input._data if isinstance(input, Tensor) else input
         b = other._data if isinstance(other, Tensor) else other
-        if type(a) is not type(b) or a.dtype is not b.dtype:  # (uint8 < -3 compares in uint8)
+        tb = type(b)
+        if tb is type(a):
+            if a.dtype is not b.dtype:
+                a, b = dtypes.promote_arrays(a, b)
+        elif not ((tb is float and a.dtype.kind == "f") or
+                  (tb is int and a.dtype.kind in "iu" and dtypes.int_fits(b, a.dtype))):
             if not isinstance(input, Tensor) and not isinstance(other, Tensor):
                 raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                                 f"{type(input).__name__}")
-            a, b = dtypes.promote(a, b)[0]
+            a, b = dtypes.promote(a, b)[0]  # (uint8 < -3 compares in uint8, as torch)
         try:
             return _fresh(_arr(ufunc(a, b)))
         except ValueError:

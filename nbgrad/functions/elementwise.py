@@ -196,11 +196,21 @@ def _division_dtype(kernel, input, other):
 def _rounded_div(input, other, mode):
     """torch.div with rounding_mode 'trunc' or 'floor' (no gradient): integers stay integers
     (floor rounds toward -inf, as Python's //), in torch's result type."""
+    if isinstance(input, Tensor) and (type(other) is float or type(other) is int):
+        a = input._data
+        k = a.dtype.kind
+        if k == "f" or (k in "iu" and type(other) is int and other and
+                        dtypes.int_fits(other, a.dtype)):  # (no promotion: the usual case)
+            return _fresh(_arr(_rounded(backend.get_array_module(a), a, other, mode, a.dtype)))
     _division_dtype("div_" + mode, input, other)
     ad = input._data if isinstance(input, Tensor) else input
     od = other._data if isinstance(other, Tensor) else other
     (a, b), dt = dtypes.promote(ad, od)
     xp = backend.get_array_module(ad if isinstance(input, Tensor) else od)
+    return _fresh(_arr(_rounded(xp, a, b, mode, dt)))
+
+
+def _rounded(xp, a, b, mode, dt):
     if dt.kind == "f":
         with np.errstate(divide="ignore", invalid="ignore"):  # (x / 0 is a value: inf or nan)
             q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
@@ -208,7 +218,7 @@ def _rounded_div(input, other, mode):
         q = xp.floor_divide(a, b)
         if mode == "trunc" and dt.kind == "i":  # toward zero: one up where the signs differ
             q = q + ((q * b != a) & ((a < 0) != (b < 0))).astype(dt)
-    return _fresh(_arr(xp.asarray(q, dt)))
+    return xp.asarray(q, dt)
 
 
 @method
@@ -353,6 +363,8 @@ def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
     d = input._data
+    if d.dtype.kind == "f" and type(min) is not bool and type(max) is not bool:
+        return apply(R["clamp"], (input,), (min, max))  # (numbers keep a float dtype)
     dt = dtypes.result_type(d, *(b for b in (min, max) if b is not None))
     if d.dtype != dt:  # (an int tensor clamped to 0.5 is float32, as torch)
         input = to_dtype(input, dtypes.from_np(dt))

@@ -13,24 +13,33 @@ from .registry import method
 from .args import _t
 
 
+def _operands(name, input, other):
+    """The arrays (or a Python number) of a two-operand op, one of which must be a Tensor."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return (input._data if isinstance(input, Tensor) else input,
+            other._data if isinstance(other, Tensor) else other)
+
+
+def _run(fn, a, b):
+    try:
+        return _fresh(_arr(fn(a, b)))
+    except ValueError:
+        raise _broadcast_error(np.shape(a), np.shape(b)) from None
+
+
 def _cmp(ufunc, name):
     def f(input, other):
-        a = input._data if isinstance(input, Tensor) else input
-        b = other._data if isinstance(other, Tensor) else other
+        a, b = _operands(name, input, other)
         tb = type(b)
         if tb is type(a):
             if a.dtype is not b.dtype:
                 a, b = dtypes.promote_arrays(a, b)
         elif not ((tb is float and a.dtype.kind == "f") or
                   (tb is int and a.dtype.kind in "iu" and dtypes.int_fits(b, a.dtype))):
-            if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                                f"{type(input).__name__}")
             a, b = dtypes.promote(a, b)[0]  # (uint8 < -3 compares in uint8, as torch)
-        try:
-            return _fresh(_arr(ufunc(a, b)))
-        except ValueError:
-            raise _broadcast_error(np.shape(a), np.shape(b)) from None
+        return _run(ufunc, a, b)
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (torch.{name}); returns a bool tensor, no gradient."
     return f
@@ -68,19 +77,11 @@ def _bitwise(fn, name, kernel):
     """An integer/bool op in the operands' torch.result_type; PyTorch's text (naming its
     `kernel`) for a float one."""
     def f(input, other):
-        a = input._data if isinstance(input, Tensor) else input
-        b = other._data if isinstance(other, Tensor) else other
-        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(input).__name__}")
-        (a, b), dt = dtypes.promote(a, b)
+        (a, b), dt = dtypes.promote(*_operands(name, input, other))
         if dt.kind == "f" or (dt.kind == "b" and kernel.endswith("shift")):
             raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
                                       f"'{dtypes.from_np(dt)._tensor_name[:-6]}'")
-        try:
-            return _fresh(_arr(fn(a, b)))
-        except ValueError:
-            raise _broadcast_error(np.shape(a), np.shape(b)) from None
+        return _run(fn, a, b)
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (torch.{name}); integer and bool tensors, no gradient."
     return f

@@ -31,7 +31,10 @@ def _run(fn, a, b):
 
 def _cmp(ufunc, name):
     def f(input, other):
-        a, b = _operands(name, input, other)
+        if isinstance(input, Tensor):  # (operators: always; `2 < t` is t.__gt__(2))
+            a, b = input._data, other._data if isinstance(other, Tensor) else other
+        else:
+            a, b = _operands(name, input, other)
         tb = type(b)
         if tb is type(a):
             if a.dtype is not b.dtype:
@@ -39,7 +42,10 @@ def _cmp(ufunc, name):
         elif not ((tb is float and a.dtype.kind == "f") or
                   (tb is int and a.dtype.kind in "iu" and dtypes.int_fits(b, a.dtype))):
             a, b = dtypes.promote(a, b)[0]  # (uint8 < -3 compares in uint8, as torch)
-        return _run(ufunc, a, b)
+        try:
+            return _fresh(_arr(ufunc(a, b)))
+        except ValueError:
+            raise _broadcast_error(np.shape(a), np.shape(b)) from None
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (torch.{name}); returns a bool tensor, no gradient."
     return f

@@ -315,6 +315,14 @@ def int_fits(x, dt):
     return r[0] <= x <= r[1]
 
 
+def can_cast(src, dst):
+    """torch.can_cast of two numpy dtypes: everything but a float into an integer or bool, or
+    an integer into bool (uint8 += int64 computes in int64 and writes uint8, as torch)."""
+    if src.kind == "f":
+        return dst.kind == "f"
+    return dst.kind != "b" or src.kind == "b"
+
+
 def as_dtype(x, dt):
     """Array or Python number `x` in the numpy dtype `dt`; integers wrap as torch's do
     (uint8 with -3 is 253), the array unchanged when it has that dtype already."""

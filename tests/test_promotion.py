@@ -79,6 +79,15 @@ BINARY = {
     "atan2": lambda lib, a, b: lib.atan2(a, b),
     "where": lambda lib, a, b: lib.where(lib.tensor([True, False, True, False]), a, b),
 }
+# ops whose first operand is a tensor: in place (the result is cast back to its dtype when
+# torch.can_cast allows), and clamp by a bound
+TENSOR_FIRST = {
+    "iadd": _binary(operator.iadd), "isub": _binary(operator.isub),
+    "imul": _binary(operator.imul), "itruediv": _binary(operator.itruediv),
+    "add_": lambda lib, a, b: a.add_(b), "mul_": lambda lib, a, b: a.mul_(b),
+    "clamp_": lambda lib, a, b: a.clamp_(min=b), "clamp": lambda lib, a, b: a.clamp(min=b),
+    "clamp_max": lambda lib, a, b: a.clamp(max=b),
+}
 # ops of tensors only (no Python number on either side)
 JOINING = {
     "cat": lambda lib, a, b: lib.cat([a, b]),
@@ -116,6 +125,14 @@ def cases():
             for s in SCALARS:
                 out.append((name, f"{d} {name} {s!r}", fn, (("t", d, A, False), ("s", s))))
                 out.append((name, f"{s!r} {name} {d}", fn, (("s", s), ("t", d, B, False))))
+    for name, fn in TENSOR_FIRST.items():
+        for da in DTYPES:
+            for db in DTYPES:
+                for zb in (False, True):
+                    out.append((name, f"{da} {name} {db}{'[0d]' if zb else ''}", fn,
+                                (("t", da, A, False), ("t", db, B, zb))))
+            for s in SCALARS:
+                out.append((name, f"{da} {name} {s!r}", fn, (("t", da, A, False), ("s", s))))
     for name, fn in UNARY.items():
         for d in DTYPES:
             out.append((name, f"{name}({d})", fn, (("t", d, A, False),)))

@@ -675,8 +675,13 @@ def _same_data(a, b):
         backend.data_ptr(a) == backend.data_ptr(b)
 
 
+def _cast_error(src, dst):
+    return RuntimeError(f"result type {_np_name(src)} can't be cast to the desired output type "
+                        f"{_np_name(dst)}")
+
+
 def _np_name(dt):
-    return {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}.get(dt.kind, str(dt))
+    return dtypes.from_np(dt)._tensor_name[:-6]  # torch's ScalarType name: Float, Char, ...
 
 
 
@@ -721,6 +726,8 @@ def _apply_inplace(row, inputs, args, op_name):
         arrays.append(x._data if isinstance(x, Tensor) else x)
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
+        if arrays[0].dtype != d.dtype and not dtypes.can_cast(arrays[0].dtype, d.dtype):
+            raise _cast_error(arrays[0].dtype, d.dtype)  # (the promoted type, as torch names)
     try:
         res = row.fwd(*arrays, *args)
     except ValueError:
@@ -729,9 +736,8 @@ def _apply_inplace(row, inputs, args, op_name):
     if res.shape != d.shape:
         raise RuntimeError(f"output with shape {list(d.shape)} doesn't match the broadcast shape "
                            f"{list(res.shape)}")
-    if res.dtype != d.dtype and not np.can_cast(res.dtype, d.dtype, "same_kind"):
-        raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
-                           f"output type {_np_name(d.dtype)}")
+    if res.dtype != d.dtype and not dtypes.can_cast(res.dtype, d.dtype):
+        raise _cast_error(res.dtype, d.dtype)
     if not same:
         _write(t, d, res, row.unchecked_write)
     t._storage.bump(op_name)

@@ -365,7 +365,7 @@ def clamp(input, min=None, max=None, *, out=None):
     d = input._data
     if d.dtype.kind == "f" and type(min) is not bool and type(max) is not bool:
         return apply(R["clamp"], (input,), (min, max))  # (numbers keep a float dtype)
-    dt = dtypes.result_type(d, *(b for b in (min, max) if b is not None))
+    dt = _clamp_dtype(input, min, max)
     if d.dtype != dt:  # (an int tensor clamped to 0.5 is float32, as torch)
         input = to_dtype(input, dtypes.from_np(dt))
     if dt.kind in "iu":  # a bound out of the dtype's range wraps, as torch
@@ -374,15 +374,39 @@ def clamp(input, min=None, max=None, *, out=None):
 
 
 def _clamp_tensor(input, min, max):
-    """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
-    -inf / +inf."""
+    """clamp with tensor bounds (ClampBackward0, a gradient for each bound), in the result type
+    of the three; a missing bound is -inf / +inf."""
+    rt = _clamp_dtype(input, min, max)
+    if input._data.dtype != rt:
+        input = to_dtype(input, dtypes.from_np(rt))
     return apply(R["clamp_tensor"], (input,) + _clamp_bounds(input, min, max))
 
 
+def _clamp_dtype(input, min, max):
+    """torch's result type of a clamp: of the tensor and its bounds.
+
+    Raises:
+        NotImplementedError: a bool clamp by bool numbers (PyTorch's kernel names)."""
+    rt = dtypes.result_type(input._data, *(b._data if isinstance(b, Tensor) else b
+                                           for b in (min, max) if b is not None))
+    if rt.kind == "b" and not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        which = "" if min is not None and max is not None else "_min" if min is not None \
+            else "_max"
+        raise NotImplementedError(f'"clamp{which}_scalar_cpu" not implemented for \'Bool\'')
+    return rt
+
+
 def _clamp_bounds(input, min, max):
-    inf = float("inf")
+    """Both bounds as tensors of input's dtype; a missing one the dtype's lowest / highest."""
+    dt = input._data.dtype
+    if dt.kind == "f":
+        lowest, highest = float("-inf"), float("inf")
+    elif dt.kind == "b":
+        lowest, highest = False, True
+    else:
+        lowest, highest = int(np.iinfo(dt).min), int(np.iinfo(dt).max)
     bounds = []
-    for b, none in ((min, -inf), (max, inf)):
+    for b, none in ((min, lowest), (max, highest)):
         b = _t(none if b is None else b, input)
         if b._data.dtype != input._data.dtype:
             b = to_dtype(b, input.dtype)

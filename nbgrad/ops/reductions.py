@@ -152,9 +152,14 @@ def _topk(a, k, dim, largest):
         moved = xp.moveaxis(idx, dim, -1)
         flat = moved.reshape(-1, k).copy()
         for r in tied:
-            flat[r] = selection.topk_indices(rows[r].tolist(), k, largest)
+            flat[r] = xp.asarray(selection.topk_indices(_host(rows[r]).tolist(), k, largest))
         idx = xp.moveaxis(flat.reshape(moved.shape), -1, dim)
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def _host(x):
+    """A numpy copy of a device array (the tie rules run on the host, row by row)."""
+    return x if type(x) is np.ndarray else x.get()
 
 
 def _tied_rows(a, chosen, dim):
@@ -169,15 +174,14 @@ def _tied_rows(a, chosen, dim):
     dup = srt[:, 1:] == srt[:, :-1]
     if a.dtype.kind == "f":
         dup |= xp.isnan(srt[:, 1:]) & xp.isnan(srt[:, :-1])
-    candidates = xp.nonzero(dup.any(axis=1))[0].tolist()
+    candidates = _host(xp.nonzero(dup.any(axis=1))[0]).tolist()
     if not candidates:
         return None
     picked = xp.moveaxis(chosen, dim, -1).reshape(rows.shape[0], -1)
     tied = []
     for r in candidates:
-        twice = srt[r, 1:][dup[r]]
-        p = picked[r]
-        if xp.isin(p, twice).any() or (xp.isnan(twice).any() and xp.isnan(p).any()
+        twice, p = _host(srt[r, 1:][dup[r]]), _host(picked[r])
+        if np.isin(p, twice).any() or (np.isnan(twice).any() and np.isnan(p).any()
                                        if a.dtype.kind == "f" else False):
             tied.append(r)
     return (rows, tied) if tied else None
@@ -193,7 +197,7 @@ def _kth(a, pos, dim, keepdim):
         flat = _xp(idx).moveaxis(idx, dim, -1).reshape(-1) if a.ndim else idx.reshape(-1)
         flat = flat.copy()
         for r in tied:
-            flat[r] = selection.kth_index(rows[r].tolist(), pos)
+            flat[r] = selection.kth_index(_host(rows[r]).tolist(), pos)
         moved = _xp(idx).moveaxis(idx, dim, -1)
         idx = _xp(idx).moveaxis(flat.reshape(moved.shape), -1, dim) if a.ndim else \
             flat.reshape(idx.shape)

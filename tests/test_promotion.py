@@ -165,6 +165,25 @@ def test_promotion_matches_torch(op):
     assert not bad, f"{len(bad)} cases differ:\n" + "\n".join(bad[:20])
 
 
+def test_result_type_promote_types_and_can_cast_as_torch():
+    for da in DTYPES:
+        for db in DTYPES:
+            ta, tb = getattr(torch, da), getattr(torch, db)
+            na, nb = getattr(nbgrad, da), getattr(nbgrad, db)
+            assert str(nbgrad.promote_types(na, nb)).split(".")[-1] == \
+                str(torch.promote_types(ta, tb)).split(".")[-1]
+            assert nbgrad.can_cast(na, nb) == torch.can_cast(ta, tb), (da, db)
+            for za in (False, True):
+                x = [_tensors(lib, da, A, za) for lib in (torch, nbgrad)]
+                y = [_tensors(lib, db, B, False) for lib in (torch, nbgrad)]
+                assert str(nbgrad.result_type(x[1], y[1])).split(".")[-1] == \
+                    str(torch.result_type(x[0], y[0])).split(".")[-1]
+            for s in SCALARS:
+                assert str(nbgrad.result_type(_tensors(nbgrad, da, A, False), s)) \
+                    .split(".")[-1] == str(torch.result_type(_tensors(torch, da, A, False), s)) \
+                    .split(".")[-1]
+
+
 if __name__ == "__main__":
     import collections
     import warnings

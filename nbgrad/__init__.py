@@ -40,7 +40,7 @@ from .random import (Generator, default_generator, get_rng_state, initial_seed, 
                      randperm, seed, set_rng_state)
 from .sampling import bernoulli, normal
 from .printing import set_printoptions
-from .typeinfo import finfo, iinfo
+from .typeinfo import can_cast, finfo, iinfo, promote_types, result_type
 from . import accelerator, amp, autograd, backends, cuda, distributed
 from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401

@@ -106,7 +106,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     Raises:
         RuntimeError: requires_grad on a non-floating dtype.
     """
-    arr = _to_array(data, dtype, None, copy=True)
+    arr = _to_array(data, dtypes.dtype_arg("tensor", dtype), None, copy=True)
     return _finish(arr, device, requires_grad)
 
 
@@ -166,7 +166,7 @@ def _filled(fill):
         if fill is not np.empty and any(isinstance(s, int) and s < 0 for s in _flat(size)):
             raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
         size = _size(size)
-        dt = dtypes.to_np(dtype) or dtypes.default_np()
+        dt = dtypes.dtype_arg(fill.__name__, dtype) or dtypes.default_np()
         arr = fill(size, dt)
         return _finish(arr, device, requires_grad)
     return named(f, fill.__name__)
@@ -185,7 +185,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = (dtypes.bool_ if isinstance(fill_value, bool) else dtypes.int64
                  if isinstance(fill_value, int) else None)
-    dt = dtypes.to_np(dtype) or dtypes.default_np()
+    dt = dtypes.dtype_arg("full", dtype) or dtypes.default_np()
     return _finish(np.full(_size((size,) if isinstance(size, int) else tuple(size)), fill_value,
                            dtype=dt), device, requires_grad)
 
@@ -210,13 +210,18 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values start, start+step, ... < end (torch.arange); int64 unless a float is given."""
+    given = (start,) if end is None else (start, end) if step == 1 else (start, end, step)
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if vals[2] == 0:
+        raise RuntimeError("step must be nonzero")
+    if not ((vals[2] > 0 and vals[1] >= vals[0]) or (vals[2] < 0 and vals[1] <= vals[0])):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = dtypes.get_default_dtype() if any(isinstance(v, float) for v in vals) else \
             dtypes.int64
-    dt = dtypes.to_np(dtype)
+    dt = dtypes.dtype_arg("arange", dtype, given)
     return _finish(np.arange(*vals).astype(dt), device, requires_grad)
 
 
@@ -245,19 +250,19 @@ deprecated_range.__name__ = deprecated_range.__qualname__ = "range"  # exported 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end inclusive (torch.linspace)."""
-    dt = dtypes.to_np(dtype) or dtypes.default_np()
+    dt = dtypes.dtype_arg("linspace", dtype, (start, end, steps)) or dtypes.default_np()
     return _finish(np.linspace(start, end, steps).astype(dt), device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """`steps` values base ** linspace(start, end) (torch.logspace)."""
-    dt = dtypes.to_np(dtype) or dtypes.default_np()
+    dt = dtypes.dtype_arg("logspace", dtype, (start, end, steps)) or dtypes.default_np()
     return _finish(np.logspace(start, end, steps, base=base).astype(dt), device, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """Identity matrix (n, m) (torch.eye)."""
-    dt = dtypes.to_np(dtype) or dtypes.default_np()
+    dt = dtypes.dtype_arg("eye", dtype, (n,) if m is None else (n, m)) or dtypes.default_np()
     return _finish(np.eye(n, m, dtype=dt), device, requires_grad)
 
 

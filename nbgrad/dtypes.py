@@ -113,6 +113,31 @@ def to_np(d):
         raise TypeError(f"not a dtype: {d!r}") from None
 
 
+def dtype_arg(fname, d, got=None):
+    """The numpy dtype of a torch.* function's ``dtype=`` argument (None stays None): an nbgrad
+    dtype, or Python's float, int, bool (float64, int64, bool, as torch).
+
+    Raises:
+        TypeError: anything else, a string or a numpy type (PyTorch's text; `got`, the
+            positional arguments, for the functions whose text lists them).
+    """
+    if d is None or type(d) is dtype:
+        return None if d is None else d.np
+    if d is builtins.float:
+        return np.dtype(np.float64)
+    if d is builtins.int:
+        return np.dtype(np.int64)
+    if d is builtins.bool:
+        return np.dtype(np.bool_)
+    if type(d) is _unsupported_dtype:
+        return to_np(d)
+    if got is not None:  # (the functions with several signatures word it so)
+        got = "".join(type(a).__name__ + ", " for a in got)
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got ({got}"
+                        f"dtype={type(d).__name__}), but expected one of:")
+    raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not {type(d).__name__}")
+
+
 def get_default_dtype() -> dtype:
     """torch.get_default_dtype."""
     return _DEFAULT[0]
@@ -185,16 +210,133 @@ def infer_np_dtype(data):
     return arr.dtype
 
 
-def result_type(a, b):
-    """PyTorch's promotion of two numpy arrays' dtypes (0-d arrays act like scalars)."""
-    da, db = a.dtype, b.dtype
-    if da == db:
-        return da
-    ka, kb = da.kind, db.kind
-    fa, fb = ka == "f", kb == "f"
-    if fa != fb:  # float beats int/bool, whatever the sizes (a 0-d float tensor keeps its dtype)
-        return da if fa else db
-    if (a.ndim == 0) != (b.ndim == 0):          # same category: the dimensioned one wins
-        if (ka == "b") == (kb == "b"):
-            return db if a.ndim == 0 else da
-    return np.promote_types(da, db)
+# ---- promotion (torch.result_type): the one place every op takes its result dtype from ---------
+# Categories, lowest first: bool < integer < floating. Operands come in three priorities:
+# dimensioned tensors, 0-d tensors, then Python numbers ("wrapped numbers"); a lower priority
+# changes the result only when it is of a higher category (int32 tensor + int64 0-d tensor is
+# int32, + a 0-d float64 tensor float64, + 2.5 the default float dtype).
+
+def _category(d):
+    k = d.kind
+    return 2 if k == "f" else 0 if k == "b" else 1
+
+
+def promote_types(d1, d2):
+    """torch.promote_types of two numpy dtypes: a float beats any integer whatever the sizes
+    (int64 with float16 is float16); otherwise numpy's table, which is torch's for these."""
+    if d1 is d2 or d1 == d2:
+        return d1
+    c1, c2 = _category(d1), _category(d2)
+    if c1 != c2:
+        return d1 if c1 > c2 else d2
+    return np.promote_types(d1, d2)
+
+
+def common_dtype(np_dtypes):
+    """promote_types over several dtypes (cat and stack: every operand counts as dimensioned)."""
+    out = None
+    for d in np_dtypes:
+        out = d if out is None else promote_types(out, d)
+    return out
+
+
+def _combine(higher, lower):
+    """torch's combine_categories: `lower` (a less prioritised operand class) wins only when it
+    is of a higher category than `higher`."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    ch, cl = _category(higher), _category(lower)
+    if ch == 2:
+        return higher
+    if ch == 0 or cl == 2:
+        return promote_types(higher, lower)
+    return higher
+
+
+def _scalar_np(x):
+    """The dtype torch gives a Python number in promotion (float: the default dtype)."""
+    t = type(x)
+    if t is bool or t is np.bool_:
+        return np.dtype(np.bool_)
+    if t is int:
+        return np.dtype(np.int64)
+    if t is float:
+        return _DEFAULT[0].np
+    if isinstance(x, np.generic):
+        return _scalar_np(x.item())
+    if isinstance(x, int):
+        return np.dtype(np.int64)
+    if isinstance(x, float):
+        return _DEFAULT[0].np
+    raise TypeError(f"unsupported operand type: expected a Tensor or a Python number, got "
+                    f"{t.__name__}")
+
+
+def result_type(*operands):
+    """torch.result_type of arrays (0-d arrays are 0-d tensors) and Python numbers."""
+    dim = zero = wrapped = None
+    for x in operands:
+        if hasattr(x, "dtype") and not isinstance(x, np.generic):
+            d = x.dtype
+            if x.ndim:
+                dim = d if dim is None else promote_types(dim, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+        else:
+            d = _scalar_np(x)
+            wrapped = d if wrapped is None else promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def promote_arrays(a, b):
+    """Two arrays (0-d ones are 0-d tensors) in their torch.result_type: result_type's two-array
+    case, without its general loop (the mixed-dtype path of every binary operator)."""
+    if (a.ndim == 0) == (b.ndim == 0):
+        dt = promote_types(a.dtype, b.dtype)
+    elif a.ndim:
+        dt = _combine(a.dtype, b.dtype)
+    else:
+        dt = _combine(b.dtype, a.dtype)
+    return (a if a.dtype == dt else a.astype(dt)), (b if b.dtype == dt else b.astype(dt))
+
+
+_INT_RANGE = {}
+
+
+def int_fits(x, dt):
+    """Whether the Python int `x` is in the range of the integer numpy dtype `dt` (else torch
+    wraps it, where numpy raises or compares exactly)."""
+    r = _INT_RANGE.get(dt)
+    if r is None:
+        info = np.iinfo(dt)
+        r = _INT_RANGE[dt] = (int(info.min), int(info.max))
+    return r[0] <= x <= r[1]
+
+
+def can_cast(src, dst):
+    """torch.can_cast of two numpy dtypes: everything but a float into an integer or bool, or
+    an integer into bool (uint8 += int64 computes in int64 and writes uint8, as torch)."""
+    if src.kind == "f":
+        return dst.kind == "f"
+    return dst.kind != "b" or src.kind == "b"
+
+
+def as_dtype(x, dt):
+    """Array or Python number `x` in the numpy dtype `dt`; integers wrap as torch's do
+    (uint8 with -3 is 253), the array unchanged when it has that dtype already."""
+    if hasattr(x, "dtype") and not isinstance(x, np.generic):
+        return x if x.dtype == dt else x.astype(dt)
+    if isinstance(x, np.generic):
+        x = x.item()
+    if dt.kind in "iu" and type(x) is not bool:
+        if not int_fits(x, dt):
+            return np.array(x & ((1 << (8 * dt.itemsize)) - 1)).astype(dt)[()]
+    return dt.type(x)
+
+
+def promote(*operands):
+    """The operands (arrays or Python numbers) in their torch.result_type, and that dtype."""
+    dt = result_type(*operands)
+    return tuple(as_dtype(x, dt) for x in operands), dt

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import dtypes
 
-__all__ = ["finfo", "iinfo"]
+__all__ = ["finfo", "iinfo", "promote_types", "result_type", "can_cast"]
 
 
 class finfo:
@@ -63,3 +63,30 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
+
+
+def _np_of(x, fname):
+    if type(x) is dtypes.dtype:
+        return x.np
+    raise TypeError(f"{fname}(): argument must be torch.dtype, not {type(x).__name__}")
+
+
+def promote_types(type1, type2):
+    """The dtype of an op mixing tensors of these dtypes (torch.promote_types): a float beats
+    any integer, bool loses to all."""
+    return dtypes.from_np(dtypes.promote_types(_np_of(type1, "promote_types"),
+                                               _np_of(type2, "promote_types")))
+
+
+def result_type(tensor1, tensor2):
+    """The dtype of an op on these operands, Tensors or Python numbers (torch.result_type): 0-d
+    tensors and numbers count only when of a higher category (bool < int < float)."""
+    def operand(x):
+        return x._data if hasattr(x, "_data") else x
+    return dtypes.from_np(dtypes.result_type(operand(tensor1), operand(tensor2)))
+
+
+def can_cast(from_, to):
+    """Whether torch's casting rules allow writing `from_` into `to` (torch.can_cast): all but
+    a float into an integer or bool, or an integer into bool."""
+    return dtypes.can_cast(_np_of(from_, "can_cast"), _np_of(to, "can_cast"))

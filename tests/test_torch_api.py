@@ -232,3 +232,64 @@ def test_legacy_long_tensor_truncates_floats_like_torch():
     import nbgrad
     data = [1.5, 2.7, -1.5]
     assert nbgrad.LongTensor(data).tolist() == torch.LongTensor(data).tolist()
+
+
+def _outcome(T, expr):
+    try:
+        r = eval(expr, {"T": T, "np": np, "nan": float("nan")})
+    except Exception as e:  # noqa: BLE001 - the exception is the result
+        return type(e).__name__, str(e).split("\n")[0]
+    rs = r if isinstance(r, tuple) else (r,)
+    return [(str(x.dtype).split(".")[-1], np.asarray(x.tolist()).tolist()) for x in rs]
+
+
+@pytest.mark.parametrize("expr", [
+    "T.tensor([1., nan, 2., nan, 1.]).unique()",
+    "T.tensor([1., nan, 2., nan, 1.]).unique(return_inverse=True, return_counts=True)",
+    "T.unique(T.tensor([nan, 1., nan]), return_inverse=True)",
+    "T.arange(0, 10, -1)", "T.arange(10, 0)", "T.arange(0., 1., -0.5)", "T.arange(0, 0, -1)",
+    "T.arange(3, 0, -1)", "T.arange(0, 1, 0)",
+    "T.zeros(2, dtype='float32')", "T.ones(2, dtype=np.float32)", "T.full((2,), 1., dtype='int64')",
+    "T.tensor([1], dtype='float32')", "T.eye(2, dtype='float32')", "T.arange(3, dtype='int64')",
+    "T.linspace(0, 1, 3, dtype=np.float64)",
+    "T.zeros(2, dtype=float)", "T.tensor([1], dtype=float)", "T.arange(3, dtype=float)",
+    "T.zeros(2, dtype=int)", "T.ones(2, dtype=bool)",
+])
+def test_small_disagreements_as_torch(expr):
+    assert repr(_outcome(nbgrad, expr)) == repr(_outcome(torch, expr))
+
+
+@pytest.mark.parametrize("value", ["np.ones((1, 2), np.float32)", "[[1.0, 2.0]]"])
+def test_load_state_dict_takes_tensors_only_as_torch(value):
+    def run(T):
+        m = T.nn.Linear(2, 1)
+        try:
+            m.load_state_dict({"weight": eval(value), "bias": T.zeros(1)})
+        except RuntimeError as e:
+            return str(e)
+    assert run(nbgrad) == run(torch) is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_topk_and_kthvalue_choose_among_ties_as_torch(seed):
+    """Which of equal elements topk and kthvalue report is torch's CPU algorithms' choice
+    (quickselect; libstdc++'s partial_sort, nth_element and sort): rows full of ties, NaNs,
+    -0.0 and 0.0, along each dim, both branches of topk (k * 64 <= n and not)."""
+    rng = np.random.default_rng(seed)
+    for shape in ((7,), (3, 40), (2, 130, 2), (5, 1), (300,)):
+        a = rng.integers(-2, 3, shape).astype(np.float64)
+        a[a == 2] = np.nan if seed % 2 else 2.0
+        a[a == 1] = -0.0 if seed % 3 == 0 else 1.0
+        a[a == -1] = 0.0 if seed % 3 == 0 else -1.0
+        for dim in range(a.ndim):
+            n = shape[dim]
+            for k in sorted({min(2, n), 1, n // 2 + 1, n}):
+                for largest in (True, False):
+                    got = nbgrad.tensor(a).topk(k, dim, largest)
+                    want = torch.tensor(a).topk(k, dim, largest)
+                    assert got.indices.tolist() == want.indices.tolist(), (shape, dim, k, largest)
+                    assert np.array_equal(np.signbit(got.values.numpy()),
+                                          np.signbit(want.values.numpy()))
+                got = nbgrad.tensor(a).kthvalue(k, dim)
+                want = torch.tensor(a).kthvalue(k, dim)
+                assert got.indices.tolist() == want.indices.tolist(), (shape, dim, k)

@@ -129,7 +129,11 @@ def apply(row, inputs, args=(), inplace=None):
                 if not isinstance(b, (int, float, np.generic)):
                     return NotImplemented  # Python: "unsupported operand type(s)", as torch
                 ad, bd = _coerce(ad, b)
-            out = row.fwd(ad, bd, *args)
+            try:
+                out = row.fwd(ad, bd, *args)
+            except OverflowError:  # an int out of an integer dtype's range: torch wraps it
+                ad, bd = _coerce(ad, b)
+                out = row.fwd(ad, bd, *args)
             if type(out) is not _ND:
                 out = _arr(out)
             r = _fresh(out)
@@ -533,27 +537,15 @@ def _scalar(b):
 
 
 def _coerce(ad, bd):
-    """Apply PyTorch's type promotion before handing two operands to numpy (NEP 50 differs for
-    int-with-float and for 0-d tensors)."""
-    if isinstance(bd, (_ND, np.generic)) or hasattr(bd, "__cuda_array_interface__"):
-        if isinstance(bd, np.generic):
-            return _coerce(ad, bd.item())
+    """Both operands in their PyTorch result type (dtypes.promote) before numpy sees them (NEP 50
+    differs for int-with-float, for 0-d tensors and for numbers out of an integer type's range)."""
+    if isinstance(bd, _ND) or hasattr(bd, "__cuda_array_interface__"):
         if type(ad) is not type(bd):
             raise _device_error(ad, bd)
-        if ad.dtype != bd.dtype:
-            rt = dtypes.result_type(ad, bd)
-            if ad.dtype != rt:
-                ad = ad.astype(rt)
-            if bd.dtype != rt:
-                bd = bd.astype(rt)
-        return ad, bd
-    bd = _scalar(bd)
-    k = ad.dtype.kind
-    if type(bd) is float and k != "f":
-        ad = ad.astype(dtypes.default_np())
-    elif type(bd) is int and k == "b":
-        ad = ad.astype(np.int64)
-    return ad, bd
+        return dtypes.promote_arrays(ad, bd)
+    else:
+        _scalar(bd)  # (a TypeError for what is neither a Tensor nor a number)
+    return dtypes.promote(ad, bd)[0]
 
 
 def _view_of(x, out, creation=DEFAULT, creator=None):
@@ -695,8 +687,13 @@ def _same_data(a, b):
         backend.data_ptr(a) == backend.data_ptr(b)
 
 
+def _cast_error(src, dst):
+    return RuntimeError(f"result type {_np_name(src)} can't be cast to the desired output type "
+                        f"{_np_name(dst)}")
+
+
 def _np_name(dt):
-    return {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}.get(dt.kind, str(dt))
+    return dtypes.from_np(dt)._tensor_name[:-6]  # torch's ScalarType name: Float, Char, ...
 
 
 
@@ -741,6 +738,8 @@ def _apply_inplace(row, inputs, args, op_name):
         arrays.append(x._data if isinstance(x, Tensor) else x)
     if len(arrays) == 2 and row.broadcast:
         arrays = list(_coerce(d, arrays[1]))
+        if arrays[0].dtype != d.dtype and not dtypes.can_cast(arrays[0].dtype, d.dtype):
+            raise _cast_error(arrays[0].dtype, d.dtype)  # (the promoted type, as torch names)
     try:
         res = row.fwd(*arrays, *args)
     except ValueError:
@@ -749,9 +748,8 @@ def _apply_inplace(row, inputs, args, op_name):
     if res.shape != d.shape:
         raise RuntimeError(f"output with shape {list(d.shape)} doesn't match the broadcast shape "
                            f"{list(res.shape)}")
-    if res.dtype != d.dtype and not np.can_cast(res.dtype, d.dtype, "same_kind"):
-        raise RuntimeError(f"result type {_np_name(res.dtype)} can't be cast to the desired "
-                           f"output type {_np_name(d.dtype)}")
+    if res.dtype != d.dtype and not dtypes.can_cast(res.dtype, d.dtype):
+        raise _cast_error(res.dtype, d.dtype)
     if not same:
         _write(t, d, res, row.unchecked_write)
     t._storage.bump(op_name)

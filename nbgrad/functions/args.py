@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 
-from .. import backend, creation, _torch_errors
+from .. import backend, creation, dtypes, _torch_errors
 from ..autograd.apply import _broadcast_error, _mask
 from ..autograd.grad_mode import no_grad, STATE as _GRAD
 from ..tensor import Tensor, type_name
@@ -27,14 +27,17 @@ def _t(x, like=None):
 
 
 def _filled_like(value, like):
-    """`value` (a number or array-like) as a tensor of `like`'s dtype, on `like`'s device."""
+    """`value` (a number or array-like) as a tensor of `like`'s dtype, on `like`'s device (an
+    int out of an integer dtype's range wraps, as in torch)."""
+    if type(value) is int:
+        value = dtypes.as_dtype(value, like._data.dtype)
     return Tensor._make_fresh(backend.get_array_module(like._data).asarray(value,
                                                                              like._data.dtype))
 
 
-def _check_tensor(x, fname, arg="input"):
+def _check_tensor(x, fname, arg="input", position=1):
     if not isinstance(x, Tensor):
-        raise TypeError(f"{fname}(): argument '{arg}' (position 1) must be Tensor, not "
+        raise TypeError(f"{fname}(): argument '{arg}' (position {position}) must be Tensor, not "
                         f"{type(x).__name__}")
 
 
@@ -65,3 +68,31 @@ def type_name_of(t):
 
 def _xp(t):
     return backend.get_array_module(t._data)
+
+
+# torch's C++ names of the dtypes, as its dtype-mismatch texts print them
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}
+
+
+def c_name(t):
+    """torch's C++ name of a tensor's dtype ("double", "long int"), for its error texts."""
+    return _C_NAMES[t._data.dtype.name]
+
+
+def scalar_name(t):
+    """torch's ScalarType name of a tensor's dtype ("Double", "Long")."""
+    return type_name(t._data.dtype, t._data).split(".")[-1][:-6]
+
+
+def check_same_dtype(tensors, text):
+    """Raise RuntimeError(text(tensors)) when the tensors (None skipped) differ in dtype: the
+    matmul family and the layers built on it do not promote (torch)."""
+    dt = None
+    for t in tensors:
+        if t is not None:
+            if dt is None:
+                dt = t._data.dtype
+            elif t._data.dtype != dt:
+                raise RuntimeError(text())

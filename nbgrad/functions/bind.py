@@ -14,7 +14,8 @@ from ..tensor import Tensor, type_name
 from .registry import METHODS
 from .args import _t
 from .views import _shape_arg, permute, reshape, to_dtype, transpose, view
-from .comparison import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, eq, ge, gt, le, lt, ne
+from .comparison import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or,
+                         bitwise_right_shift, bitwise_xor, eq, ge, gt, le, lt, ne)
 from .elementwise import (_as_float, _check_bool_sub, abs, add, div, floor_divide, mul, neg, pow,
                           reciprocal, remainder, rsub, where)
 from .inplace import add_, div_, mul_, pow_, sub_
@@ -24,6 +25,14 @@ from .composite import _repeat
 from .tensor_methods import (_new, _new_like, _sparse_only, _sum_to_size, _to, _to_device, _type,
                              as_strided_, legacy_init, resize_, resize_as_, squeeze_, t_,
                              transpose_, unsqueeze_)
+
+
+def _invert(t):
+    """``~t`` (torch: a TypeError for a float tensor; bitwise_not's is NotImplementedError)."""
+    if t._data.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(t)
 
 
 def bind():
@@ -58,8 +67,9 @@ def bind():
     T.__truediv__ = div
     T.__rtruediv__ = lambda s, o: mul(reciprocal(_as_float(s)), o)
     T.__floordiv__ = floor_divide
-    T.__rfloordiv__ = lambda s, o: floor_divide(_t(o, s), s)
+    T.__rfloordiv__ = lambda s, o: div(o, s, rounding_mode="floor")
     T.__mod__ = remainder
+    T.__rmod__ = lambda s, o: remainder(o, s)
     T.__pow__ = pow
     T.__rpow__ = lambda s, o: pow(o, s)
     T.__matmul__ = matmul
@@ -67,10 +77,14 @@ def bind():
     T.__neg__ = neg
     T.__pos__ = lambda s: s
     T.__abs__ = abs
-    T.__invert__ = bitwise_not
-    T.__and__ = bitwise_and
-    T.__or__ = bitwise_or
-    T.__xor__ = bitwise_xor
+    T.__invert__ = _invert
+    T.__and__ = T.__rand__ = bitwise_and
+    T.__or__ = T.__ror__ = bitwise_or
+    T.__xor__ = T.__rxor__ = bitwise_xor
+    T.__lshift__ = bitwise_left_shift
+    T.__rshift__ = bitwise_right_shift
+    T.__rlshift__ = lambda s, o: bitwise_left_shift(o, s)
+    T.__rrshift__ = lambda s, o: bitwise_right_shift(o, s)
     T.__eq__ = eq
     T.__ne__ = ne
     T.__lt__ = lt

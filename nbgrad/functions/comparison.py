@@ -13,10 +13,35 @@ from .registry import method
 from .args import _t
 
 
+def _operands(name, input, other):
+    """The arrays (or a Python number) of a two-operand op, one of which must be a Tensor."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return (input._data if isinstance(input, Tensor) else input,
+            other._data if isinstance(other, Tensor) else other)
+
+
+def _run(fn, a, b):
+    try:
+        return _fresh(_arr(fn(a, b)))
+    except ValueError:
+        raise _broadcast_error(np.shape(a), np.shape(b)) from None
+
+
 def _cmp(ufunc, name):
     def f(input, other):
-        a = input._data if isinstance(input, Tensor) else input
-        b = other._data if isinstance(other, Tensor) else other
+        if isinstance(input, Tensor):  # (operators: always; `2 < t` is t.__gt__(2))
+            a, b = input._data, other._data if isinstance(other, Tensor) else other
+        else:
+            a, b = _operands(name, input, other)
+        tb = type(b)
+        if tb is type(a):
+            if a.dtype is not b.dtype:
+                a, b = dtypes.promote_arrays(a, b)
+        elif not ((tb is float and a.dtype.kind == "f") or
+                  (tb is int and a.dtype.kind in "iu" and dtypes.int_fits(b, a.dtype))):
+            a, b = dtypes.promote(a, b)[0]  # (uint8 < -3 compares in uint8, as torch)
         try:
             return _fresh(_arr(ufunc(a, b)))
         except ValueError:
@@ -54,9 +79,43 @@ def _ints_only(f):
     return g
 
 
-bitwise_and = method(_ints_only(_cmp(np.bitwise_and, "bitwise_and")))
-bitwise_or = method(_ints_only(_cmp(np.bitwise_or, "bitwise_or")))
-bitwise_xor = method(_ints_only(_cmp(np.bitwise_xor, "bitwise_xor")))
+def _bitwise(fn, name, kernel):
+    """An integer/bool op in the operands' torch.result_type; PyTorch's text (naming its
+    `kernel`) for a float one."""
+    def f(input, other):
+        (a, b), dt = dtypes.promote(*_operands(name, input, other))
+        if dt.kind == "f" or (dt.kind == "b" and kernel.endswith("shift")):
+            raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
+                                      f"'{dtypes.from_np(dt)._tensor_name[:-6]}'")
+        return _run(fn, a, b)
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (torch.{name}); integer and bool tensors, no gradient."
+    return f
+
+
+def _shift(left):
+    """torch's shifts: a shift by a negative amount or by the type's width or more gives 0
+    (a right shift of a signed value: its sign, 0 or -1), where numpy's is undefined."""
+    def fn(a, b):
+        bits = 8 * a.dtype.itemsize
+        xp = backend.get_array_module(a)
+        out_of_range = (b < 0) | (b >= bits)
+        safe = xp.where(out_of_range, 0, b).astype(a.dtype)
+        if left or a.dtype.kind != "i":
+            fill = xp.zeros_like(a)
+        else:
+            fill = xp.right_shift(a, a.dtype.type(bits - 1))
+        if left:
+            return xp.where(out_of_range, fill, xp.left_shift(a, safe))
+        return xp.where(out_of_range, fill, xp.right_shift(a, safe))
+    return fn
+
+
+bitwise_and = method(_bitwise(np.bitwise_and, "bitwise_and", "bitwise_and"))
+bitwise_or = method(_bitwise(np.bitwise_or, "bitwise_or", "bitwise_or"))
+bitwise_xor = method(_bitwise(np.bitwise_xor, "bitwise_xor", "bitwise_xor"))
+bitwise_left_shift = method(_bitwise(_shift(True), "bitwise_left_shift", "lshift"))
+bitwise_right_shift = method(_bitwise(_shift(False), "bitwise_right_shift", "rshift"))
 
 
 def _nograd_unary(fn, name):

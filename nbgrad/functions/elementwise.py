@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import backend, dtypes
 from ..autograd.apply import apply, _arr, _broadcast_error, _fresh
 from ..ops import ROWS as R
 from ..tensor import Tensor
@@ -87,9 +87,12 @@ def rsub(input, other, *, alpha=1):
     """other - alpha * input (torch.rsub)."""
     if isinstance(other, Tensor):
         return sub(other, input, alpha=alpha)
+    _check_bool_sub(other, input)
     d = input._data
     if type(other) is float and d.dtype.kind != "f":
         input = input.to(dtypes.get_default_dtype())
+    elif type(other) is int and d.dtype.kind in "iu":  # out of the dtype's range: wraps
+        other = int(dtypes.as_dtype(other, d.dtype))
     return apply(R["rsub"], (input,), (other, alpha))
 
 
@@ -112,16 +115,12 @@ def div(input, other, *, rounding_mode=None, out=None):
     if out is not None:
         return _out("div", lambda: div(input, other, rounding_mode=rounding_mode),
                     (input, other), out)
+    if rounding_mode is not None:
+        return _rounded_div(input, other, rounding_mode)
     if not isinstance(input, Tensor):
         return mul(reciprocal(_as_float(other)), input)
     if rounding_mode is not None:
-        od = other._data if isinstance(other, Tensor) else other
-        q = input._data / od
-        q = np.trunc(q) if rounding_mode == "trunc" else np.floor(q)
-        if input._data.dtype.kind in "iu" and (not isinstance(other, Tensor) or
-                                               od.dtype.kind in "iu") and type(od) is not float:
-            q = q.astype(input._data.dtype)
-        return _fresh(_arr(q))
+        return _rounded_div(input, other, rounding_mode)
     if input._data.dtype.kind != "f" and (not isinstance(other, Tensor) or
                                           other._data.dtype.kind != "f") and \
             type(other) is not float:
@@ -157,14 +156,69 @@ def fmod(input, other):
 
 
 def _mod_like(name, input, other):
+    if not isinstance(input, Tensor):
+        if name == "fmod" or not isinstance(other, Tensor):
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            f"({type(input).__name__}, {type(other).__name__}), but expected one "
+                            "of:\n * (Tensor input, Tensor other)\n * (Tensor input, Number other)")
+        dt = _division_dtype(name, input, other)  # remainder(Number, Tensor): a wrapped number
+        xp = backend.get_array_module(other._data)
+        input = Tensor._make_fresh(xp.asarray(dtypes.as_dtype(input, dt)))
+    else:
+        dt = _division_dtype(name, input, other)
+    if input._data.dtype != dt:
+        input = to_dtype(input, dtypes.from_np(dt))
     if isinstance(other, Tensor):
         return apply(R[name + "_tensor"], (input, other))
-    if not isinstance(input, Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(input).__name__}")
-    if type(other) is float and input._data.dtype.kind != "f":
-        input = to_dtype(input, dtypes.get_default_dtype())
+    if dt.kind in "iu":
+        other = int(dtypes.as_dtype(other, dt))
     return apply(R[name], (input,), (other,))
+
+
+def _division_dtype(kernel, input, other):
+    """The result dtype (numpy) of an integer-capable division (``//``, ``%``, fmod, div with
+    rounding), torch's promotion of the two operands.
+
+    Raises:
+        NotImplementedError: bool operands (PyTorch's text naming its `kernel`).
+        RuntimeError: an integer division by zero (PyTorch's text is "ZeroDivisionError").
+    """
+    a = input._data if isinstance(input, Tensor) else input
+    b = other._data if isinstance(other, Tensor) else other
+    dt = dtypes.result_type(a, b)
+    if dt.kind == "b":
+        raise NotImplementedError(f'"{kernel}_cpu" not implemented for \'Bool\'')
+    if dt.kind in "iu" and not (dtypes.as_dtype(b, dt) != 0).all():
+        raise RuntimeError("ZeroDivisionError")
+    return dt
+
+
+def _rounded_div(input, other, mode):
+    """torch.div with rounding_mode 'trunc' or 'floor' (no gradient): integers stay integers
+    (floor rounds toward -inf, as Python's //), in torch's result type."""
+    if isinstance(input, Tensor) and (type(other) is float or type(other) is int):
+        a = input._data
+        k = a.dtype.kind
+        if k == "f" or (k in "iu" and type(other) is int and other and
+                        dtypes.int_fits(other, a.dtype)):  # (no promotion: the usual case)
+            return _fresh(_arr(_rounded(backend.get_array_module(a), a, other, mode, a.dtype)))
+    _division_dtype("div_" + mode, input, other)
+    ad = input._data if isinstance(input, Tensor) else input
+    od = other._data if isinstance(other, Tensor) else other
+    (a, b), dt = dtypes.promote(ad, od)
+    xp = backend.get_array_module(ad if isinstance(input, Tensor) else od)
+    return _fresh(_arr(_rounded(xp, a, b, mode, dt)))
+
+
+def _rounded(xp, a, b, mode, dt):
+    if dt.kind == "f":
+        with np.errstate(divide="ignore", invalid="ignore"):  # (x / 0 is a value: inf or nan)
+            q = xp.floor_divide(a, b) if mode == "floor" else xp.trunc(a / b)
+    else:
+        q = xp.floor_divide(a, b)
+        if mode == "trunc" and dt.kind == "i":  # toward zero: one up where the signs differ
+            q = q + ((q * b != a) & ((a < 0) != (b < 0))).astype(dt)
+    return xp.asarray(q, dt)
 
 
 @method
@@ -175,17 +229,50 @@ def pow(input, exponent, *, out=None):
     if not isinstance(input, Tensor):
         if not isinstance(exponent, Tensor):
             raise TypeError("pow() needs at least one Tensor")
-        e = exponent if exponent._data.dtype.kind == "f" or type(input) is int else \
-            exponent.to(dtypes.get_default_dtype())
+        dt = _pow_dtype(input, exponent._data)
+        if dt.kind in "iu" and type(input) is int:
+            input = int(dtypes.as_dtype(input, dt))
+        e = exponent if exponent._data.dtype == dt else to_dtype(exponent, dtypes.from_np(dt))
+        if dt.kind in "iu" and (e._data < 0).any():
+            return _fresh(_arr(_int_pow(backend.get_array_module(e._data).asarray(
+                dtypes.as_dtype(input, dt)), e._data)))
         return apply(R["rpow"], (e,), (input,))
     if isinstance(exponent, Tensor):
+        dt = _pow_dtype(input._data, exponent._data)
+        if input._data.dtype != dt:
+            input = to_dtype(input, dtypes.from_np(dt))
+        if exponent._data.dtype != dt:
+            exponent = to_dtype(exponent, dtypes.from_np(dt))
+        if dt.kind in "iu" and (exponent._data < 0).any():
+            return _fresh(_arr(_int_pow(input._data, exponent._data)))
         return apply(R["pow_tt"], (input, exponent))
     exponent = _scalar_arg(exponent)
-    if type(exponent) is float and input._data.dtype.kind != "f":
-        input = input.to(dtypes.get_default_dtype())
-    if type(exponent) is int and exponent < 0 and input._data.dtype.kind in "iu":
+    if type(exponent) is bool and input._data.dtype.kind == "b":  # x ** True is x, ** False 1
+        return _fresh(input._data | (not exponent))
+    dt = _pow_dtype(input._data, exponent)
+    if input._data.dtype != dt:
+        input = to_dtype(input, dtypes.from_np(dt))
+    if type(exponent) is int and exponent < 0 and dt.kind in "iu":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return apply(R["pow"], (input,), (exponent,))
+
+
+def _pow_dtype(base, exponent):
+    dt = dtypes.result_type(base, exponent)
+    if dt.kind == "b":
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    return dt
+
+
+def _int_pow(base, exponent):
+    """Integer base ** exponent with negative exponents as torch gives them: 1 ** e is 1,
+    (-1) ** e is 1 or -1 by parity, anything else 0 (numpy refuses negative powers)."""
+    xp = backend.get_array_module(base)
+    base, exponent = xp.broadcast_arrays(base, exponent)
+    negative = exponent < 0
+    out = base ** xp.where(negative, 0, exponent)
+    inverse = xp.where(base == 1, 1, xp.where(base == -1, 1 - 2 * (exponent & 1), 0))
+    return xp.where(negative, inverse.astype(base.dtype), out)
 
 
 def _scalar_arg(x):
@@ -221,13 +308,23 @@ def neg(input):
 negative = method(neg, "negative")
 
 
+# torch's kernel for the unary ops that refuse a bool tensor (sign keeps it)
+_BOOL_KERNEL = {"abs": "abs_cpu", "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu",
+                "trunc": "trunc_vml_cpu"}
+
+
 def _unary_fn(name, doc):
     row = R[name]
+    bool_kernel = _BOOL_KERNEL.get(name)
 
     def f(input, *, out=None):
         if out is not None:
             return _out(name, lambda: f(input), (input,), out)
         _check_tensor(input, name)
+        if input._data.dtype.kind == "b" and (bool_kernel or name in ("sign", "sgn")):
+            if bool_kernel is None:
+                return _fresh(input._data.copy())
+            raise NotImplementedError(f'"{bool_kernel}" not implemented for \'Bool\'')
         return apply(row, (input,))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"{doc} elementwise (torch.{name}). Shape and dtype are kept (ints become float)."
@@ -265,19 +362,51 @@ def clamp(input, min=None, max=None, *, out=None):
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
+    d = input._data
+    if d.dtype.kind == "f" and type(min) is not bool and type(max) is not bool:
+        return apply(R["clamp"], (input,), (min, max))  # (numbers keep a float dtype)
+    dt = _clamp_dtype(input, min, max)
+    if d.dtype != dt:  # (an int tensor clamped to 0.5 is float32, as torch)
+        input = to_dtype(input, dtypes.from_np(dt))
+    if dt.kind in "iu":  # a bound out of the dtype's range wraps, as torch
+        min, max = (b if type(b) is not int else int(dtypes.as_dtype(b, dt)) for b in (min, max))
     return apply(R["clamp"], (input,), (min, max))
 
 
 def _clamp_tensor(input, min, max):
-    """clamp with tensor bounds (ClampBackward0, a gradient for each bound); a missing bound is
-    -inf / +inf."""
+    """clamp with tensor bounds (ClampBackward0, a gradient for each bound), in the result type
+    of the three; a missing bound is -inf / +inf."""
+    rt = _clamp_dtype(input, min, max)
+    if input._data.dtype != rt:
+        input = to_dtype(input, dtypes.from_np(rt))
     return apply(R["clamp_tensor"], (input,) + _clamp_bounds(input, min, max))
 
 
+def _clamp_dtype(input, min, max):
+    """torch's result type of a clamp: of the tensor and its bounds.
+
+    Raises:
+        NotImplementedError: a bool clamp by bool numbers (PyTorch's kernel names)."""
+    rt = dtypes.result_type(input._data, *(b._data if isinstance(b, Tensor) else b
+                                           for b in (min, max) if b is not None))
+    if rt.kind == "b" and not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        which = "" if min is not None and max is not None else "_min" if min is not None \
+            else "_max"
+        raise NotImplementedError(f'"clamp{which}_scalar_cpu" not implemented for \'Bool\'')
+    return rt
+
+
 def _clamp_bounds(input, min, max):
-    inf = float("inf")
+    """Both bounds as tensors of input's dtype; a missing one the dtype's lowest / highest."""
+    dt = input._data.dtype
+    if dt.kind == "f":
+        lowest, highest = float("-inf"), float("inf")
+    elif dt.kind == "b":
+        lowest, highest = False, True
+    else:
+        lowest, highest = int(np.iinfo(dt).min), int(np.iinfo(dt).max)
     bounds = []
-    for b, none in ((min, -inf), (max, inf)):
+    for b, none in ((min, lowest), (max, highest)):
         b = _t(none if b is None else b, input)
         if b._data.dtype != input._data.dtype:
             b = to_dtype(b, input.dtype)
@@ -303,13 +432,17 @@ def clamp_max(input, max):
 @method
 def maximum(input, other):
     """Elementwise maximum of two tensors (torch.maximum); ties share the gradient."""
-    return apply(R["maximum"], (input, _t(other, input)))
+    _check_tensor(input, "maximum")
+    _check_tensor(other, "maximum", "other", 2)
+    return apply(R["maximum"], (input, other))
 
 
 @method
 def minimum(input, other):
     """Elementwise minimum of two tensors (torch.minimum); ties share the gradient."""
-    return apply(R["minimum"], (input, _t(other, input)))
+    _check_tensor(input, "minimum")
+    _check_tensor(other, "minimum", "other", 2)
+    return apply(R["minimum"], (input, other))
 
 
 def where(condition, input=None, other=None):
@@ -382,11 +515,21 @@ sgn = method(_unary_fn("sgn", "Sign, the complex-aware spelling (real tensors: s
 
 
 def _binary_fn(name, doc):
+    """A float op of two tensors (atan2, hypot, ...): integer operands compute in the default
+    float dtype, after torch's promotion."""
     row = R[name]
 
     def f(input, other):
         _check_tensor(input, name)
-        return apply(row, (input, _t(other, input)))
+        _check_tensor(other, name, "other", 2)
+        dt = dtypes.result_type(input._data, other._data)
+        if dt.kind != "f":
+            dt = dtypes.default_np()
+        if input._data.dtype != dt:
+            input = to_dtype(input, dtypes.from_np(dt))
+        if other._data.dtype != dt:
+            other = to_dtype(other, dtypes.from_np(dt))
+        return apply(row, (input, other))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"{doc}, elementwise with broadcasting (torch.{name})."
     return f

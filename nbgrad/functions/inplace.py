@@ -10,9 +10,10 @@ from ..autograd.apply import apply
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
-from .args import _filled_like, _t
+from .args import _C_NAMES, _filled_like, _t
 from .views import _expand_shape
-from .elementwise import _alpha_first, _clamp_bounds, _scalar_arg
+from .elementwise import (_alpha_first, _check_bool_sub, _clamp_bounds, _clamp_dtype,
+                          _clamp_tensor, _scalar_arg)
 
 
 def _ip_binary(row_name, op_name, alpha=False):
@@ -21,6 +22,8 @@ def _ip_binary(row_name, op_name, alpha=False):
         def f(self, other, *rest, alpha=1):
             if rest:
                 other, alpha = _alpha_first(op_name, other, rest)
+            if row_name == "sub":
+                _check_bool_sub(self, other)
             return apply(row, (self, other), (alpha,), inplace=op_name)
     else:
         def f(self, other):
@@ -37,7 +40,16 @@ mul_ = method(_ip_binary("mul", "mul_"))
 
 @method
 def div_(self, other):
-    """In-place true division (torch.Tensor.div_); bumps _version by 1."""
+    """In-place true division (torch.Tensor.div_); bumps _version by 1.
+
+    Raises:
+        RuntimeError: an integer or bool tensor (its quotient is float; PyTorch's text)."""
+    d = self._data.dtype
+    if d.kind != "f":
+        rt = dtypes.result_type(self._data, other._data if isinstance(other, Tensor) else other)
+        rt = rt if rt.kind == "f" else dtypes.default_np()
+        raise RuntimeError(f"result type {dtypes.from_np(rt)._tensor_name[:-6]} can't be cast "
+                           f"to the desired output type {dtypes.from_np(d)._tensor_name[:-6]}")
     return apply(R["div"], (self, other), (), inplace="div_")
 
 
@@ -75,9 +87,20 @@ def clamp_(self, min=None, max=None):
     """In-place clamp (torch.Tensor.clamp_); bumps _version by 1."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
+    d = self._data.dtype
+    rt = _clamp_dtype(self, min, max)
+    bounds_are_tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
+    if not dtypes.can_cast(rt, d):  # (torch names the output type as C++ does for numbers)
+        out = dtypes.from_np(d)._tensor_name[:-6] if bounds_are_tensors else _C_NAMES[d.name]
+        raise RuntimeError(f"result type {dtypes.from_np(rt)._tensor_name[:-6]} can't be cast "
+                           f"to the desired output type {out}")
+    if bounds_are_tensors:
+        if rt != d and not self._requires_grad:  # computed in the wider type, then written
+            return self.copy_(_clamp_tensor(self, min, max))
         return apply(R["clamp_tensor"], (self,) + _clamp_bounds(self, min, max), (),
                      inplace="clamp_")
+    if d.kind in "iu":  # a number out of the dtype's range wraps, as torch
+        min, max = (b if type(b) is not int else int(dtypes.as_dtype(b, d)) for b in (min, max))
     return apply(R["clamp"], (self,), (min, max), inplace="clamp_")
 
 

@@ -19,7 +19,7 @@ from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible
 from ..tensor import _dim, Tensor
 from .registry import method
-from .args import _broadcast_batch, _out
+from .args import _broadcast_batch, _out, c_name, check_same_dtype, scalar_name
 from .views import contiguous, _fold, reshape, transpose, unsqueeze, view
 from .elementwise import mul, where
 
@@ -41,8 +41,12 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
     if a.dtype != b.dtype:
+        if a.ndim == 1 and b.ndim == 1:
+            _dot_dtypes(input, other)
+        if a.ndim == 2 and b.ndim == 1:
+            _mv_dtypes(input, other)
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{dtypes.from_np(a.dtype).name} != {dtypes.from_np(b.dtype).name}")
+                           f"{c_name(input)} != {c_name(other)}")
     if type(a) is not type(b):
         raise _device_error(a, b)
     ka = a.shape[-1]
@@ -233,7 +237,19 @@ def bmm(input, mat2):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input._data.shape[0]}, {input._data.shape[2]}] but got: "
                            f"[{mat2._data.shape[0]}, {mat2._data.shape[1]}].")
+    check_same_dtype((input, mat2), lambda: f"expected scalar type {scalar_name(input)} but "
+                     f"found {scalar_name(mat2)}")
     return apply(R["bmm"], (input, mat2))
+
+
+def _dot_dtypes(input, other):
+    check_same_dtype((input, other), lambda: f"dot : expected both vectors to have same dtype, "
+                     f"but found {scalar_name(input)} and {scalar_name(other)}")
+
+
+def _mv_dtypes(input, vec):  # (torch's addmv: its zero "self" in the vector's... first dtype)
+    check_same_dtype((input, vec), lambda: f"addmv input tensors must have the same dtype, but "
+                     f"got {scalar_name(vec)}, {scalar_name(input)}, and {scalar_name(vec)}")
 
 
 @method
@@ -264,6 +280,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} "
                            f"and {b.shape[0]}x{b.shape[1]})")
+    check_same_dtype((input, mat2), lambda: f"self and mat2 must have the same dtype, but got "
+                     f"{scalar_name(input)} and {scalar_name(mat2)}")
+    check_same_dtype((mat1, mat2), lambda: f"mat1 and mat2 must have the same dtype, but got "
+                     f"{scalar_name(mat1)} and {scalar_name(mat2)}")
     return apply(R["addmm"], (input, mat1, mat2), (beta, alpha))
 
 

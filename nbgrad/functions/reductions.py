@@ -92,6 +92,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product of all elements, or along `dim` (torch.prod); zeros are handled in backward."""
     if dtype is not None:
         input = input.to(dtype)
+    elif input._data.dtype.kind in "biu" and input._data.dtype != np.int64:
+        input = to_dtype(input, dtypes.int64)  # (torch: integers and bools accumulate in int64)
     if dim is None:
         return apply(R["prod"], (input,))
     return apply(R["prod_dim"], (input,), (_dim(dim, input._data.ndim), keepdim))
@@ -149,6 +151,8 @@ def amin(input, dim=(), keepdim=False):
 def argmax(input, dim=None, keepdim=False):
     """Index of the max (flattened when dim is None) (torch.argmax). int64, no gradient."""
     d = input._data
+    if d.dtype.kind == "b":
+        raise RuntimeError("argmax(): does not support bool input")
     if dim is None:
         return _fresh(_arr(np.argmax(d)).astype(np.int64))
     return _fresh(_arr(np.argmax(d, axis=_dim(dim, d.ndim), keepdims=keepdim)).astype(np.int64))
@@ -158,6 +162,8 @@ def argmax(input, dim=None, keepdim=False):
 def argmin(input, dim=None, keepdim=False):
     """Index of the min (torch.argmin). int64, no gradient."""
     d = input._data
+    if d.dtype.kind == "b":
+        raise RuntimeError("argmin(): does not support bool input")
     if dim is None:
         return _fresh(_arr(np.argmin(d)).astype(np.int64))
     return _fresh(_arr(np.argmin(d, axis=_dim(dim, d.ndim), keepdims=keepdim)).astype(np.int64))
@@ -227,6 +233,8 @@ def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along `dim` (torch.cumsum)."""
     if dtype is not None:
         input = input.to(dtype)
+    elif input._data.dtype.kind in "biu" and input._data.dtype != np.int64:
+        input = to_dtype(input, dtypes.int64)  # (torch: integers and bools accumulate in int64)
     return apply(R["cumsum"], (input,), (_dim(dim, input._data.ndim),))
 
 
@@ -353,6 +361,8 @@ def cumprod(input, dim, *, dtype=None):
     """Cumulative product along `dim` (torch.cumprod); zeros are fine in backward."""
     if dtype is not None:
         input = to_dtype(input, dtype)
+    elif input._data.dtype.kind in "biu" and input._data.dtype != np.int64:
+        input = to_dtype(input, dtypes.int64)  # (torch: integers and bools accumulate in int64)
     return apply(R["cumprod"], (input,), (_dim(dim, input._data.ndim),))
 
 

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import backend
+from . import selection
 from ..backend import get_array_module as _xp
 from .formulas import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                        _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
@@ -145,7 +146,65 @@ def _topk(a, k, dim, largest):
             idx = xp.take_along_axis(cand, xp.argsort(ck, axis=dim, kind="stable"), axis=dim)
     if idx is None:
         idx = xp.take(_sorted_idx(a, dim, largest), xp.arange(k), axis=dim)
+    found = _tied_rows(a, xp.take_along_axis(a, idx, axis=dim), dim)
+    if found is not None:  # among equal elements, the ones torch's partial sort reports
+        rows, tied = found
+        moved = xp.moveaxis(idx, dim, -1)
+        flat = moved.reshape(-1, k).copy()
+        for r in tied:
+            flat[r] = xp.asarray(selection.topk_indices(_host(rows[r]).tolist(), k, largest))
+        idx = xp.moveaxis(flat.reshape(moved.shape), -1, dim)
     return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+
+def _host(x):
+    """A numpy copy of a device array (the tie rules run on the host, row by row)."""
+    return x if type(x) is np.ndarray else x.get()
+
+
+def _tied_rows(a, chosen, dim):
+    """(rows of `a` with its dim last, their numbers) where an element equal to a chosen one (in
+    `chosen`, along `dim`) is not unique in the row, so which index is reported is torch's
+    algorithm's choice; None when there are none (the usual case: one sort of the rows)."""
+    xp = backend.get_array_module(a)
+    if a.ndim == 0 or a.shape[dim] < 2 or chosen.size == 0:
+        return None
+    rows = xp.moveaxis(a, dim, -1).reshape(-1, a.shape[dim])
+    srt = xp.sort(rows, axis=1)
+    dup = srt[:, 1:] == srt[:, :-1]
+    if a.dtype.kind == "f":
+        dup |= xp.isnan(srt[:, 1:]) & xp.isnan(srt[:, :-1])
+    candidates = _host(xp.nonzero(dup.any(axis=1))[0]).tolist()
+    if not candidates:
+        return None
+    picked = xp.moveaxis(chosen, dim, -1).reshape(rows.shape[0], -1)
+    tied = []
+    for r in candidates:
+        twice, p = _host(srt[r, 1:][dup[r]]), _host(picked[r])
+        if np.isin(p, twice).any() or (np.isnan(twice).any() and np.isnan(p).any()
+                                       if a.dtype.kind == "f" else False):
+            tied.append(r)
+    return (rows, tied) if tied else None
+
+
+def _kth(a, pos, dim, keepdim):
+    """kthvalue: the element at sorted position `pos` along `dim`, and among equal ones the
+    index torch's quickselect reports."""
+    vals, idx = _pick(a, pos, dim, True)
+    found = _tied_rows(a, vals, dim)
+    if found is not None:
+        rows, tied = found
+        flat = _xp(idx).moveaxis(idx, dim, -1).reshape(-1) if a.ndim else idx.reshape(-1)
+        flat = flat.copy()
+        for r in tied:
+            flat[r] = selection.kth_index(_host(rows[r]).tolist(), pos)
+        moved = _xp(idx).moveaxis(idx, dim, -1)
+        idx = _xp(idx).moveaxis(flat.reshape(moved.shape), -1, dim) if a.ndim else \
+            flat.reshape(idx.shape)
+        vals = _xp(a).take_along_axis(a, idx, axis=dim) if a.ndim else a.reshape(idx.shape)
+    if not keepdim:
+        vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+    return vals, idx
 
 
 def _pick(a, pos, dim, keepdim):
@@ -235,7 +294,7 @@ op("sort_stable", lambda self, dim, descending: _sort(self, dim, descending), n_
 op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp), grad_version=2)
-op("kthvalue", lambda self, k, dim, keepdim: _pick(self, k - 1, dim, keepdim), n_out=2,
+op("kthvalue", lambda self, k, dim, keepdim: _kth(self, k - 1, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
 op("median", lambda self: _xp(self).sort(self.reshape(-1))[(self.size - 1) // 2],
@@ -291,8 +350,9 @@ def _refuse(name, exc=NotImplementedError):
 
 def _unique(a, axis):
     xp = backend.get_array_module(a)
-    if axis is None:
-        v, i, c = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+    if axis is None:  # (each NaN is distinct, as torch: numpy merges them by default)
+        nan = {"equal_nan": False} if xp is np else {}
+        v, i, c = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True, **nan)
         return v, i.reshape(a.shape).astype(np.int64), c.astype(np.int64)
     if a.shape[axis] == 0:
         return a.copy(), xp.zeros(0, np.int64), xp.zeros(0, np.int64)

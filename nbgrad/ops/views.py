@@ -160,8 +160,14 @@ class _ViewImpossible(Exception):
 
 def _stack(arrays, dim):
     """xp.stack; along dim 0, one concatenate viewed with the new dim (np.stack's own
-    expand_dims per array costs three times as much for a batch of slices)."""
+    expand_dims per array costs three times as much for a batch of slices); in PyTorch's result
+    dtype, as cat."""
     a0 = arrays[0]
+    rt = a0.dtype
+    if not all(a.dtype == rt for a in arrays):
+        rt = dtypes.common_dtype(a.dtype for a in arrays)
+        arrays = [a.astype(rt, copy=False) for a in arrays]
+        a0 = arrays[0]
     if dim == 0 and a0.ndim:
         return _xp(a0).concatenate(arrays).reshape((len(arrays),) + a0.shape)
     return _xp(a0).stack(arrays, axis=dim)
@@ -172,8 +178,7 @@ def _cat(arrays, dim):
     rt = arrays[0].dtype
     if all(a.dtype == rt for a in arrays):  # the usual case: nothing to promote
         return _xp(arrays[0]).concatenate(arrays, axis=dim)
-    for a in arrays[1:]:
-        rt = dtypes.result_type(np.empty(1, rt), a if a.ndim else a.reshape(1))
+    rt = dtypes.common_dtype(a.dtype for a in arrays)
     return _xp(arrays[0]).concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
 
 

@@ -9,6 +9,7 @@ from nbgrad import backend
 from nbgrad import random as _random
 from nbgrad import creation
 from nbgrad.autograd.apply import apply
+from nbgrad.functions.args import check_same_dtype, scalar_name
 from nbgrad.tensor import is_dense
 from nbgrad.ops import ROWS
 from .common import _const
@@ -249,6 +250,8 @@ def prelu(input, weight):
     Raises:
         RuntimeError: weight has neither 1 nor C elements (torch's text).
     """
+    check_same_dtype((input, weight), lambda: f"prelu: Type promoting not supported. Got "
+                     f"{scalar_name(input)} and {scalar_name(weight)}")
     n = weight.numel()
     c = input.shape[1] if input.ndim >= 2 else 1
     if n != 1 and n != c:

@@ -33,8 +33,6 @@ def pad(input, pad, mode="constant", value=0.0):
                                   "replicate, circular)")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
-    if not any(pad):
-        return input
     return _constant_pad(input, pad, value)
 
 

@@ -4,6 +4,7 @@ unsafe_view) as one fused node (nbgrad/autograd/fused.py); the chain is built on
 import numpy as np
 
 from nbgrad import functions
+from nbgrad.functions.args import c_name, check_same_dtype, scalar_name
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply
 from nbgrad.autograd.grad_mode import STATE as _GRAD
@@ -25,6 +26,8 @@ def linear(input, weight, bias=None):
         ``AddmmBackward0`` node (N-d input viewed to 2-D and back), as torch.
     """
     x, w = input._data, weight._data
+    if x.dtype is not w.dtype or (bias is not None and bias._data.dtype is not w.dtype):
+        _linear_dtype_error(input, weight, bias)
     if (x.ndim >= 2 and w.ndim == 2 and x.shape[-1] == w.shape[1] and x.dtype is w.dtype
             and type(x) is type(w) and x.flags.c_contiguous
             and (bias is None or (bias._data.shape == w.shape[:1] and bias._data.dtype is x.dtype
@@ -168,6 +171,17 @@ assert _ADDMM.names == ("beta", "mat2", "mat1_strides", "alpha", "mat1", "mat2_s
 assert _MM.names == ("mat2", "self_strides", "self", "mat2_strides")
 
 
+def _linear_dtype_error(input, weight, bias):
+    """torch's texts for a linear whose operands differ in dtype (no promotion)."""
+    if bias is None or input._data.ndim == 1:
+        check_same_dtype((input, weight), lambda: f"expected m1 and m2 to have the same dtype, "
+                         f"but got: {c_name(input)} != {c_name(weight)}")
+    check_same_dtype((bias, weight), lambda: f"self and mat2 must have the same dtype, but got "
+                     f"{scalar_name(bias)} and {scalar_name(weight)}")
+    check_same_dtype((input, weight), lambda: f"mat1 and mat2 must have the same dtype, but got "
+                     f"{scalar_name(input)} and {scalar_name(weight)}")
+
+
 def bilinear(input1, input2, weight, bias=None):
     """``y_o = x1^T W_o x2 + b_o`` (mirrors ``F.bilinear``; torch's graph: a TrilinearBackward0
     node between views).
@@ -177,6 +191,10 @@ def bilinear(input1, input2, weight, bias=None):
     Raises:
         RuntimeError: sizes that do not match the weight.
     """
+    check_same_dtype((input1, input2, weight, bias), lambda: (
+        f"All tensors must have the same dtype, got input1: {c_name(input1)}, input2: "
+        f"{c_name(input2)}, weight: {c_name(weight)}"
+        + (f", bias: {c_name(bias)}" if bias is not None else "")))
     o, i1, i2 = weight.shape
     if input1.shape[-1] != i1 or input2.shape[-1] != i2 or \
             tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):

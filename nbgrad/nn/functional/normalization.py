@@ -5,6 +5,7 @@ from nbgrad.autograd import grad_mode
 from nbgrad import typeinfo
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.functions.args import check_same_dtype, scalar_name
 from nbgrad.ops import Ctx, ROWS
 from .common import _const
 
@@ -24,6 +25,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     Raises:
         ValueError: one value per channel in training.
     """
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"batch_norm" not implemented for \'{scalar_name(input)}\'')
+    _check_mixed((input, weight, bias, running_mean, running_var))
     c = input.shape[1]
     ctx = Ctx(None)
     if training:
@@ -61,6 +65,11 @@ def _trailing_shape(input, normalized_shape, star):
     return normalized_shape
 
 
+def _check_mixed(tensors):
+    """torch's CPU norm kernels take one dtype for input and parameters (no promotion)."""
+    check_same_dtype(tensors, lambda: "mixed dtype (CPU): all inputs must share same datatype.")
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the last ``len(normalized_shape)`` dims (mirrors ``F.layer_norm``; one
     NativeLayerNormBackward0 node for input, weight and bias).
@@ -69,6 +78,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
     """
     normalized_shape = _trailing_shape(input, normalized_shape, "*, ")
+    _check_mixed((input, weight, bias))
     return apply(ROWS["native_layer_norm"], (input, weight, bias),
                  (normalized_shape, eps, Ctx(None)))
 
@@ -112,6 +122,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    _check_mixed((input, weight, bias))
     return apply(ROWS["native_group_norm"], (input, weight, bias), (num_groups, eps, Ctx(None)))
 
 

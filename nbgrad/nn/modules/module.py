@@ -9,7 +9,6 @@ from collections import OrderedDict, namedtuple
 import itertools
 
 from nbgrad import autograd
-from nbgrad import creation
 from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
@@ -675,15 +674,12 @@ class Module:
                     missing_keys.append(key)
                 continue
             input_param = state_dict[key]
-            if not isinstance(input_param, Tensor):
-                try:
-                    input_param = creation.tensor(input_param)
-                except Exception:
-                    error_msgs.append(
-                        f'While copying the parameter named "{key}", expected torch.Tensor or '
-                        f"Tensor-like object from checkpoint but received {type(input_param)}"
-                    )
-                    continue
+            if not isinstance(input_param, Tensor):  # (a numpy array too, as torch)
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(input_param)}"
+                )
+                continue
             if tuple(input_param.shape) != tuple(param.shape):
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {input_param.shape} "

@@ -2,7 +2,7 @@
 ``dataset`` (Dataset, TensorDataset, Subset, ConcatDataset, random_split, ...), ``sampler``
 (Sequential/Random/SubsetRandom/WeightedRandom/BatchSampler), ``distributed``
 (DistributedSampler), ``dataloader`` (DataLoader,
-in-process) and ``_utils.collate`` (default_collate, default_convert).
+in-process or in worker processes) and ``_utils.collate`` (default_collate, default_convert).
 """
 
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
@@ -17,6 +17,6 @@ from . import dataset, sampler, dataloader, distributed  # noqa: F401  (torch's 
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
     "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-    "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "DataLoader", "default_collate", "default_convert",
-    "get_worker_info",
+    "WeightedRandomSampler", "BatchSampler", "DistributedSampler", "DataLoader",
+    "default_collate", "default_convert", "get_worker_info",
 ]

@@ -9,6 +9,7 @@ a row and parse PyTorch's arguments are nbgrad/functions/.
 from __future__ import annotations
 
 from . import elementwise, indexing, linalg, nn, random, reductions, views  # noqa: F401  (fill ROWS)
+from . import volumes  # noqa: F401,E402  (3-D layers)
 from .registry import ROWS, Ctx, Row, op
 from ..autograd import apply as _apply
 

@@ -412,3 +412,21 @@ def test_bce_with_logits_extreme_values_are_finite():
     x = np.array([-800.0, -30.0, 0.5, 30.0, 800.0])
     t = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
     loss_both(lambda nn: nn.BCEWithLogitsLoss(reduction="none"), x, t)
+
+
+@pytest.mark.parametrize("call", [
+    "F.conv3d(T.ones(2, 3, 4), T.ones(2, 3, 1, 1, 1))",
+    "F.conv3d(T.ones(1, 3, 4, 4, 4), T.ones(2, 2, 1, 1, 1))",
+    "F.conv3d(T.ones(1, 2, 2, 2, 2), T.ones(2, 2, 3, 3, 3))",
+    "F.conv3d(T.ones(1, 2, 4, 4, 4), T.ones(2, 2, 1, 1, 1), stride=2, padding='same')",
+    "F.max_pool3d(T.ones(2, 3), 2)", "F.max_pool3d(T.ones(1, 1, 4, 4, 4), 2, padding=2)",
+    "F.avg_pool3d(T.ones(2, 2), 2)", "F.adaptive_avg_pool3d(T.ones(2, 2), 2)",
+    "T.nn.BatchNorm3d(3)(T.ones(2, 3, 4, 4))",
+])
+def test_3d_layer_errors_as_torch(call):
+    def first(T):
+        with pytest.raises(Exception) as info:
+            eval(call, {"T": T, "F": T.nn.functional})
+        return type(info.value), str(info.value).split("\n")[0].split(" for BatchNorm3d")[0]
+    ours, theirs = first(nbgrad), first(torch)
+    assert ours[0].__name__ == theirs[0].__name__ and ours[1] == theirs[1]

@@ -1,7 +1,8 @@
 """The op table: every differentiable primitive, its forward and its derivative side by side.
 
 Read in this order: registry.py (the Row schema: how a row is written and what it saves), then
-the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py —
+the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py,
+volumes.py (the 3-D layers, with their N-d kernels) —
 with formulas.py (derivative formulas longer than a line) and kernels.py (conv/pool array
 kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the torch.* functions that pick
 a row and parse PyTorch's arguments are nbgrad/functions/.

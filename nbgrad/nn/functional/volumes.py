@@ -48,7 +48,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             raise ValueError(f"Invalid padding string {padding!r}, should be one of "
                              "{'valid', 'same'}")
         if padding == "same" and s != (1, 1, 1):
-            raise ValueError("padding='same' is not supported for strided convolutions")
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
         totals = [dd * (kk - 1) if padding == "same" else 0 for dd, kk in zip(d, k)]
         if any(t % 2 for t in totals):
             from .conv import pad
@@ -97,8 +97,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """Max over (kd, kh, kw) windows with -inf padding (mirrors ``F.max_pool3d``); with
     ``return_indices`` also the flat D*H*W index of each maximum."""
     if input.ndim not in (4, 5):
-        raise RuntimeError(f"non-empty 4D or 5D (batch mode) tensor expected for input, but got "
-                           f"{list(input.shape)}")
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 4 else (input, False)
     k, s, p = _pool_args(kernel_size, stride, padding)
     d = _triple(dilation, "max_pool3d: dilation")
@@ -141,8 +140,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     default); ``divisor_override`` divides by that number instead.
     """
     if input.ndim not in (4, 5):
-        raise RuntimeError(f"non-empty 4D or 5D (batch mode) tensor expected for input, but got "
-                           f"{list(input.shape)}")
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     k, s, p = _pool_args(kernel_size, stride, padding)
     dt = input._data.dtype
     mats = [_avg_matrix(n, kk, ss, pp, ceil_mode, count_include_pad, not divisor_override, dt)

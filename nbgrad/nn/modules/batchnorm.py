@@ -105,9 +105,13 @@ class BatchNorm2d(_BatchNorm):
     """
 
     def _check_input_dim(self, input):
-        if input.ndim != 4:
-            raise ValueError(f"expected 4D input (got {input.ndim}D input) for {self!r}; "
-                             f"input shape {tuple(input.shape)}")
+        _expect_ndim(self, input, 4)
+
+
+def _expect_ndim(layer, input, ndim):
+    if input.ndim != ndim:
+        raise ValueError(f"expected {ndim}D input (got {input.ndim}D input) for {layer!r}; "
+                         f"input shape {tuple(input.shape)}")
 
 
 class BatchNorm3d(_BatchNorm):
@@ -118,6 +122,4 @@ class BatchNorm3d(_BatchNorm):
     """
 
     def _check_input_dim(self, input):
-        if input.ndim != 5:
-            raise ValueError(f"expected 5D input (got {input.ndim}D input) for {self!r}; "
-                             f"input shape {tuple(input.shape)}")
+        _expect_ndim(self, input, 5)

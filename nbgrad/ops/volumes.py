@@ -25,7 +25,7 @@ def _window_view(a, kernel, stride, dilation, out):
     shape = a.shape[:2] + tuple(out) + tuple(kernel)
     strides = st[:2] + tuple(s * t for s, t in zip(stride, sp)) + tuple(
         d * t for d, t in zip(dilation, sp))
-    return _xp(a).lib.stride_tricks.as_strided(a, shape, strides, writeable=False)
+    return _xp(a).lib.stride_tricks.as_strided(a, shape, strides)  # read only
 
 
 def _pad(x, lo, hi, fill):
@@ -128,7 +128,7 @@ def max_pool_nd_backward(gy, flat, self_shape):
     size = int(np.prod(self_shape[2:]))
     gx = xp.zeros((n * c, size), gy.dtype)
     rows = xp.arange(n * c).reshape(-1, 1)
-    np.add.at(gx, (rows, flat.reshape(n * c, -1)), gy.reshape(n * c, -1))
+    xp.add.at(gx, (rows, flat.reshape(n * c, -1)), gy.reshape(n * c, -1))
     return gx.reshape(self_shape)
 
 

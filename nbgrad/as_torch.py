@@ -24,12 +24,16 @@ expects them: ``torch.Size([2, 3])``, ``dtype=torch.float64``, ``x.type() == 'to
 ``<class 'torch.Tensor'>``, ``torch::autograd::AccumulateGrad``, a custom Function's node as
 ``<torch.autograd.function.MyFnBackward object at ...>``, and error texts naming
 ``[torch.FloatTensor [2, 3]]``; :func:`disable` switches back to nbgrad's own names (see
-:mod:`nbgrad.naming`).
+:mod:`nbgrad.naming`). ``torch.__version__`` is the PyTorch version nbgrad follows
+(:data:`TORCH_VERSION`, comparable with strings and tuples as torch's ``TorchVersion``), so that
+version checks written for torch pass; nbgrad's own stays in ``nbgrad.__version__``.
 """
 from __future__ import annotations
 
 import dis
 import importlib
+import operator
+import re
 import importlib.abc
 import importlib.machinery
 import sys
@@ -37,10 +41,56 @@ import types
 
 from . import naming
 
-__all__ = ["enable", "disable", "is_enabled", "switch"]
+__all__ = ["enable", "disable", "is_enabled", "switch", "TORCH_VERSION"]
+
+TORCH_VERSION = "2.13.0"  # the PyTorch release whose behaviour nbgrad follows
 
 _IMPORT_FROM = dis.opmap["IMPORT_FROM"]
 _set_aside = {}  # the real torch modules enable() took out of sys.modules
+
+
+def _release(version):
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version)
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+class _TorchVersion(str):
+    """``torch.__version__`` under the alias: a str that compares with version strings and
+    tuples by release number, as torch's ``TorchVersion`` (``torch.__version__ >= "2.1"``,
+    ``>= (2, 1)``); pre-release and local tags are not ordered (string comparison where a side
+    has no release number)."""
+
+    __slots__ = ()
+
+    def _cmp(self, other, op):
+        if isinstance(other, (tuple, list)):
+            other = ".".join(str(p) for p in other)
+        if isinstance(other, str):
+            a, b = _release(self), _release(other)
+            if a is not None and b is not None:
+                n = max(len(a), len(b))
+                return op(a + (0,) * (n - len(a)), b + (0,) * (n - len(b)))
+        return op(str(self), other)
+
+    def __eq__(self, other):
+        return self._cmp(other, operator.eq)
+
+    def __ne__(self, other):
+        return self._cmp(other, operator.ne)
+
+    def __lt__(self, other):
+        return self._cmp(other, operator.lt)
+
+    def __le__(self, other):
+        return self._cmp(other, operator.le)
+
+    def __gt__(self, other):
+        return self._cmp(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._cmp(other, operator.ge)
+
+    __hash__ = str.__hash__
 
 
 def _torch_name(nbgrad_name):
@@ -112,7 +162,10 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             # modules at the top and use them behind a flag; using a name from it raises
             module = types.ModuleType(f"nbgrad (no {spec.name})",
                                       f"nbgrad does not implement {spec.name}.")
-        return _TorchModule(spec.name, module)
+        alias = _TorchModule(spec.name, module)
+        if spec.name == "torch":
+            alias.__version__ = _TorchVersion(TORCH_VERSION)  # (dunders stay on the alias)
+        return alias
 
     def exec_module(self, module):
         pass  # the nbgrad module it stands for is already executed

@@ -427,15 +427,39 @@ _RANDINT_SIGNATURES = (
     "bool pin_memory = False, bool requires_grad = False)")
 
 
-def randint(*args, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
-            requires_grad=False, pin_memory=False):
+_NO = object()  # an argument not given
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def randint(*args, low=_NO, high=_NO, size=None, generator=None, out=None, dtype=None,
+            layout=None, device=None, requires_grad=False, pin_memory=False):
     """Integers drawn uniformly from [low, high) (torch.randint): ``randint(high, size)`` or
-    ``randint(low, high, size)``; size a tuple. dtype default int64 (floats and bool allowed).
+    ``randint(low, high, size)``, each argument positional or by keyword as torch's signatures
+    allow (``randint(low=0, high=10, size=(3,))``, ``randint(2, high=5, size=(3,))``); size a
+    tuple. dtype default int64 (floats and bool allowed).
 
     Raises:
         TypeError: PyTorch's texts for a missing or non-tuple size, or float bounds.
         RuntimeError: low >= high, bounds outside the dtype, requires_grad on an integer dtype.
     """
+    if low is not _NO or high is not _NO:
+        given = {k: v for k, v in (("low", low), ("high", high)) if v is not _NO}
+        if high is _NO and not args:
+            raise TypeError('randint() missing 2 required positional argument: "high", "size"')
+        explicit_low = bool(args) or low is not _NO
+        if (high is _NO or (size is None and not explicit_low) or len(args) > (low is _NO)
+                or not all(map(_is_int, given.values()))):
+            got = ", ".join([type(a).__name__ for a in args] + (
+                [f"size={type(size).__name__}"] if size is not None else []) + [
+                f"{k}={type(v).__name__}" for k, v in given.items()])
+            raise TypeError(f"randint() received an invalid combination of arguments - got "
+                            f"({got}), but expected one of:\n{_RANDINT_SIGNATURES}")
+        if size is None:
+            raise TypeError('randint() missing 1 required positional arguments: "size"')
+        args = (low if low is not _NO else args[0] if args else 0, high)
     if size is not None:
         args = args + (size,)
     if len(args) not in (2, 3) or any(not isinstance(a, (int, np.integer)) or

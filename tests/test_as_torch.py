@@ -357,3 +357,21 @@ def test_notebook_magic_switches_the_kernel(tmp_path):
     assert err[0].evalue == "nbgrad does not implement torch.linalg_nope yet"
     assert text(nb.cells[4]).startswith("import torch -> nbgrad: off")
     assert text(nb.cells[5]).split("\n")[:2] == ["torch", "nbgrad.float32 nbgrad.tensor"]
+
+
+def test_version_under_the_alias_is_the_pytorch_one_nbgrad_follows(tmp_path):
+    torch = pytest.importorskip("torch")
+    assert as_torch.TORCH_VERSION == torch.__version__.split("+")[0]
+    path = _script(tmp_path, "version.py", """
+        import torch
+        import nbgrad
+        from torch import __version__
+        v = torch.__version__
+        print(v, v is __version__, isinstance(v, str), v.split(".")[:2])
+        print(v >= "2.0", v >= (2, 1), v < "2.13.1", v == "2.13", v > (2, 13, 0), v != "1.0")
+        print(nbgrad.__version__ == nbgrad.__dict__["__version__"] != v)
+    """)
+    ours = _run(["-m", "nbgrad", str(path)], tmp_path)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout.splitlines() == [
+        "2.13.0 True True ['2', '13']", "True True True True False True", "True"]

@@ -124,6 +124,24 @@ LAYER_CASES = [
     ("batchnorm2d", lambda nn: nn.BatchNorm2d(3), (4, 3, 5, 5)),
     ("batchnorm2d_nostats", lambda nn: nn.BatchNorm2d(3, track_running_stats=False),
      (4, 3, 5, 5)),
+    ("conv3d", lambda nn: nn.Conv3d(2, 4, 3, padding=1), (2, 2, 4, 5, 4)),
+    ("conv3d_stride_groups", lambda nn: nn.Conv3d(4, 6, (2, 3, 2), stride=(2, 1, 1), groups=2,
+                                                  bias=False), (1, 4, 5, 4, 4)),
+    ("conv3d_reflect_unbatched", lambda nn: nn.Conv3d(2, 3, 3, padding=1,
+                                                      padding_mode="reflect"), (2, 4, 4, 4)),
+    ("maxpool3d", lambda nn: nn.MaxPool3d(2), (2, 3, 4, 6, 4)),
+    ("maxpool3d_overlap_ceil", lambda nn: nn.MaxPool3d(3, stride=2, padding=1, ceil_mode=True),
+     (1, 2, 5, 6, 7)),
+    ("avgpool3d", lambda nn: nn.AvgPool3d(2), (2, 3, 4, 6, 4)),
+    ("avgpool3d_pad", lambda nn: nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False),
+     (1, 2, 5, 6, 7)),
+    ("adaptive_avgpool3d", lambda nn: nn.AdaptiveAvgPool3d((2, 3, 1)), (2, 3, 5, 6, 4)),
+    ("adaptive_avgpool3d_global", lambda nn: nn.AdaptiveAvgPool3d(1), (2, 3, 5, 6, 4)),
+    ("batchnorm3d", lambda nn: nn.BatchNorm3d(3), (4, 3, 3, 4, 2)),
+    ("sequential_cnn3d", lambda nn: nn.Sequential(
+        nn.Conv3d(1, 4, 3, padding=1), nn.BatchNorm3d(4), nn.ReLU(), nn.MaxPool3d(2),
+        nn.Conv3d(4, 2, 1), nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(2, 3)),
+     (2, 1, 4, 4, 4)),
     ("sequential_mlp", lambda nn: nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4)),
      (5, 6)),
     ("sequential_cnn", lambda nn: nn.Sequential(
@@ -394,3 +412,21 @@ def test_bce_with_logits_extreme_values_are_finite():
     x = np.array([-800.0, -30.0, 0.5, 30.0, 800.0])
     t = np.array([1.0, 0.0, 1.0, 0.0, 1.0])
     loss_both(lambda nn: nn.BCEWithLogitsLoss(reduction="none"), x, t)
+
+
+@pytest.mark.parametrize("call", [
+    "F.conv3d(T.ones(2, 3, 4), T.ones(2, 3, 1, 1, 1))",
+    "F.conv3d(T.ones(1, 3, 4, 4, 4), T.ones(2, 2, 1, 1, 1))",
+    "F.conv3d(T.ones(1, 2, 2, 2, 2), T.ones(2, 2, 3, 3, 3))",
+    "F.conv3d(T.ones(1, 2, 4, 4, 4), T.ones(2, 2, 1, 1, 1), stride=2, padding='same')",
+    "F.max_pool3d(T.ones(2, 3), 2)", "F.max_pool3d(T.ones(1, 1, 4, 4, 4), 2, padding=2)",
+    "F.avg_pool3d(T.ones(2, 2), 2)", "F.adaptive_avg_pool3d(T.ones(2, 2), 2)",
+    "T.nn.BatchNorm3d(3)(T.ones(2, 3, 4, 4))",
+])
+def test_3d_layer_errors_as_torch(call):
+    def first(T):
+        with pytest.raises(Exception) as info:
+            eval(call, {"T": T, "F": T.nn.functional})
+        return type(info.value), str(info.value).split("\n")[0].split(" for BatchNorm3d")[0]
+    ours, theirs = first(nbgrad), first(torch)
+    assert ours[0].__name__ == theirs[0].__name__ and ours[1] == theirs[1]

@@ -376,3 +376,31 @@ def test_out_refuses_inputs_that_require_grad():
     for T in (nbgrad, torch):
         with pytest.raises(RuntimeError, match="out=... arguments don't support automatic"):
             T.normal(T.zeros(3, requires_grad=True), 1.0, out=T.zeros(3))
+
+
+# ---- randint: every signature torch accepts, positional or by keyword --------------------------
+RANDINT_CALLS = [
+    "low=2, high=5, size=(3,)", "high=5, size=(3,)", "2, high=5, size=(3,)", "5, size=(3,)",
+    "2, 5, size=(3,)", "5, (3,)", "2, 5, (3,)", "high=5, size=(3,), low=1",
+    "2, high=5, size=[3]", "low=-3, high=3, size=(2, 2), dtype=T.int32",
+    "low=0, high=7, size=(4,), generator=T.Generator().manual_seed(3)",
+]
+RANDINT_ERRORS = ["low=2, size=(3,)", "low=2, high=5", "high=5", "size=(3,)",
+                  "low=1.5, high=5, size=(3,)", "5, low=1, size=(2,)", "2, 5"]
+
+
+@pytest.mark.parametrize("call", RANDINT_CALLS)
+def test_randint_signatures_as_torch(call):
+    def draw(T):
+        T.manual_seed(0)
+        return eval(f"T.randint({call})")
+    ours, theirs = draw(nbgrad), draw(torch)
+    assert ours.tolist() == theirs.tolist()
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+
+
+@pytest.mark.parametrize("call", RANDINT_ERRORS)
+def test_randint_argument_errors_as_torch(call):
+    fn = eval(f"lambda T: T.randint({call})")
+    (ours, ours_text), (theirs, theirs_text) = first_line(fn, nbgrad), first_line(fn, torch)
+    assert ours == theirs and ours_text.split(" - got")[0] == theirs_text.split(" - got")[0]

@@ -273,6 +273,7 @@ def _forward_map(name, g, ctx, xp):
 
 # the backward ops of these take the forward's input (PyTorch saves it: zeros its gradient)
 _SAVE_SELF = ("avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "reflection_pad1d",
+              "avg_pool3d", "adaptive_avg_pool3d",
               "reflection_pad2d", "replication_pad1d", "replication_pad2d")
 _PARTNER = {"pixel_shuffle": "pixel_unshuffle", "pixel_unshuffle": "pixel_shuffle",
             "col2im": "im2col", "im2col": "col2im"}
@@ -280,6 +281,7 @@ for _name, _node in (
         ("avg_pool2d", "AvgPool2DBackward0"),
         ("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0"),
         ("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0"),
+        ("avg_pool3d", "AvgPool3DBackward0"), ("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0"),
         ("upsample_nearest1d", "UpsampleNearest1DBackward0"),
         ("upsample_nearest2d", "UpsampleNearest2DBackward0"),
         ("_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),

@@ -21,6 +21,7 @@ from .conv import (conv1d, conv_transpose1d, conv_transpose2d, flatten, fold, pa
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                       adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d,
                       upsample)
+from .volumes import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .sparse import embedding, embedding_bag, one_hot
 from .loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
@@ -46,6 +47,7 @@ __all__ = [
     "pairwise_distance", "cosine_similarity", "cosine_embedding_loss", "margin_ranking_loss",
     "triplet_margin_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "multi_margin_loss",
+    "conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
     "conv1d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "avg_pool1d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",

@@ -9,7 +9,7 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _BatchNorm(Module):
@@ -105,6 +105,21 @@ class BatchNorm2d(_BatchNorm):
     """
 
     def _check_input_dim(self, input):
-        if input.ndim != 4:
-            raise ValueError(f"expected 4D input (got {input.ndim}D input) for {self!r}; "
-                             f"input shape {tuple(input.shape)}")
+        _expect_ndim(self, input, 4)
+
+
+def _expect_ndim(layer, input, ndim):
+    if input.ndim != ndim:
+        raise ValueError(f"expected {ndim}D input (got {input.ndim}D input) for {layer!r}; "
+                         f"input shape {tuple(input.shape)}")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W) per channel (mirrors ``torch.nn.BatchNorm3d``).
+
+    Raises:
+        ValueError: ``expected 5D input (got 4D input)``, naming the layer.
+    """
+
+    def _check_input_dim(self, input):
+        _expect_ndim(self, input, 5)

@@ -10,7 +10,7 @@ from ..parameter import Parameter
 from .module import Module
 from .utils import _factory
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _ntuple(v, n):
@@ -81,7 +81,7 @@ class _ConvNd(Module):
     def _check(self, input):
         n, c = self._n, self.in_channels
         shape = tuple(input.shape)
-        dims = "L" if n == 1 else "H, W"
+        dims = ("L", "H, W", "D, H, W")[n - 1]
         if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != c:
             raise RuntimeError(f"{self!r}: expected input (N, {c}, {dims}) or ({c}, {dims}), "
                                f"got {shape}")
@@ -168,6 +168,25 @@ class Conv2d(_ConvNd):
                          groups, bias, padding_mode, device=device, dtype=dtype)
 
     _conv = staticmethod(F.conv2d)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution (mirrors ``torch.nn.Conv3d``): (N, C_in, D, H, W) or (C_in, D, H, W) ->
+    (N, C_out, D_out, H_out, W_out); weight (C_out, C_in / groups, kd, kh, kw) and bias
+    initialised as torch's; the arguments as :class:`Conv2d`'s, ints or triples.
+
+    Raises:
+        RuntimeError: wrong rank or channel count, naming the layer.
+    """
+
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device=device, dtype=dtype)
+
+    _conv = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

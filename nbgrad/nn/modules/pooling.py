@@ -5,7 +5,8 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxPool3d",
+           "AvgPool3d", "AdaptiveAvgPool3d"]
 
 
 class _PoolNd(Module):
@@ -16,7 +17,7 @@ class _PoolNd(Module):
     def _check(self, input):
         n = self._n
         if input.ndim not in (n + 1, n + 2):
-            dims = "L" if n == 1 else "H, W"
+            dims = ("L", "H, W", "D, H, W")[n - 1]
             raise RuntimeError(f"{self!r}: expected input (N, C, {dims}) or (C, {dims}), got "
                                f"{tuple(input.shape)}")
 
@@ -60,8 +61,16 @@ class MaxPool2d(_MaxPoolNd):
     _fn = "max_pool2d"
 
 
+class MaxPool3d(_MaxPoolNd):
+    """Max over (kd, kh, kw) windows of (N, C, D, H, W) or (C, D, H, W) (``torch.nn.MaxPool3d``)."""
+
+    _n, _fn = 3, "max_pool3d"
+
+
 class AvgPool2d(_PoolNd):
     """Mean over sliding windows (mirrors ``torch.nn.AvgPool2d``)."""
+
+    _fn = "avg_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
@@ -75,11 +84,19 @@ class AvgPool2d(_PoolNd):
 
     def forward(self, input):
         self._check(input)
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding,
+                                    self.ceil_mode, self.count_include_pad,
+                                    self.divisor_override)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over (kd, kh, kw) windows of (N, C, D, H, W) or (C, D, H, W)
+    (``torch.nn.AvgPool3d``)."""
+
+    _n, _fn = 3, "avg_pool3d"
 
 
 def _single(v):
@@ -158,3 +175,12 @@ class AdaptiveMaxPool2d(_AdaptivePool):
     """Max over torch's adaptive windows to ``output_size`` (AdaptiveMaxPool2d)."""
 
     _fn = "adaptive_max_pool2d"
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average over torch's adaptive windows to ``output_size`` (AdaptiveAvgPool3d)."""
+
+    _fn, _n = "adaptive_avg_pool3d", 3
+
+    def __init__(self, output_size):
+        super().__init__(output_size)

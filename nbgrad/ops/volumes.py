@@ -1,0 +1,151 @@
+"""Rows: the 3-D layers PyTorch records as one node (ConvolutionBackward0 of conv3d,
+MaxPool3DWithIndicesBackward0), with their array kernels written once for any number of spatial
+dims over a strided window view (N, C, *out, *kernel) of the padded input.
+
+First order only: under create_graph their backward raises (the 2-D rows in nn.py have double
+backward). The average and adaptive 3-D pools are linear maps: rows of nn.py's ``_linear_map``
+kind (AvgPool3DBackward0, AdaptiveAvgPool3DBackward0), built in nn/functional/pooling3d.py.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..backend import get_array_module as _xp
+from .formulas import TENSORS
+from .kernels import pool_out_size
+from .registry import op
+
+
+def _window_view(a, kernel, stride, dilation, out):
+    """(N, C, *S) padded array -> strided view (N, C, *out, *kernel) of its windows."""
+    st = a.strides
+    sp = st[2:]
+    shape = a.shape[:2] + tuple(out) + tuple(kernel)
+    strides = st[:2] + tuple(s * t for s, t in zip(stride, sp)) + tuple(
+        d * t for d, t in zip(dilation, sp))
+    return _xp(a).lib.stride_tricks.as_strided(a, shape, strides)  # read only
+
+
+def _pad(x, lo, hi, fill):
+    xp = _xp(x)
+    if not any(lo) and not any(hi):
+        return x
+    out = xp.full(x.shape[:2] + tuple(n + a + b for n, a, b in zip(x.shape[2:], lo, hi)), fill,
+                  x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(a, a + n) for a, n in zip(lo, x.shape[2:]))] = x
+    return out
+
+
+def conv_nd_forward(x, w, b, stride, padding, dilation, groups):
+    """y = convNd(x, w, b): x (N, C, *S), w (O, C/groups, *k); returns (y, ctx)."""
+    xp = _xp(x)
+    k = w.shape[2:]
+    out = tuple((n + 2 * p - d * (kk - 1) - 1) // s + 1
+                for n, kk, s, p, d in zip(x.shape[2:], k, stride, padding, dilation))
+    xpad = _pad(x, padding, padding, 0)
+    win = _window_view(xpad, k, stride, dilation, out)
+    nd, og, cg = len(k), w.shape[0] // groups, w.shape[1]
+    red = [1] + list(range(2 + nd, 2 + 2 * nd))
+    parts = [xp.tensordot(win[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og], (red, [1] + list(
+        range(2, 2 + nd)))) for g in range(groups)]  # each (N, *out, og)
+    y = xp.concatenate(parts, -1) if groups > 1 else parts[0]
+    if b is not None:
+        y = y + b
+    y = xp.ascontiguousarray(xp.moveaxis(y, -1, 1))
+    return y, (xpad.shape, out)
+
+
+def conv_nd_backward(gy, x, w, ctx, stride, padding, dilation, groups, needs):
+    """(grad input, grad weight, grad bias) of :func:`conv_nd_forward` for upstream gy."""
+    xp = _xp(gy)
+    pad_shape, out = ctx
+    k, nd = w.shape[2:], len(w.shape) - 2
+    og, cg = w.shape[0] // groups, w.shape[1]
+    sp = list(range(2, 2 + nd))
+    gx = gw = gb = None
+    if needs[0]:
+        gxp = xp.zeros(pad_shape, gy.dtype)
+        for off in itertools.product(*(range(kk) for kk in k)):
+            region = tuple(slice(o * d, o * d + s * (n - 1) + 1, s)
+                           for o, d, s, n in zip(off, dilation, stride, out))
+            for g in range(groups):
+                wg = w[(slice(g * og, (g + 1) * og), slice(None)) + off]  # (og, cg)
+                part = xp.tensordot(gy[:, g * og:(g + 1) * og], wg, ([1], [0]))  # (N, *out, cg)
+                gxp[(slice(None), slice(g * cg, (g + 1) * cg)) + region] += xp.moveaxis(part, -1, 1)
+        gx = gxp[(slice(None), slice(None)) + tuple(
+            slice(p, p + n) for p, n in zip(padding, x.shape[2:]))]
+        gx = xp.ascontiguousarray(gx)
+    if needs[1]:
+        win = _window_view(_pad(x, padding, padding, 0), k, stride, dilation, out)
+        gw = xp.concatenate([xp.tensordot(
+            gy[:, g * og:(g + 1) * og], win[:, g * cg:(g + 1) * cg], ([0] + sp, [0] + sp))
+            for g in range(groups)], 0) if groups > 1 else xp.tensordot(gy, win, ([0] + sp,
+                                                                             [0] + sp))
+        gw = gw.astype(w.dtype, copy=False)
+    if len(needs) > 2 and needs[2]:
+        gb = gy.sum(axis=tuple([0] + sp))
+    return gx, gw, gb
+
+
+def max_pool_nd_forward(x, kernel, stride, padding, dilation, ceil_mode):
+    """Max over windows with -inf padding, torch's choice of maximum (the first in raster order,
+    the last NaN): returns ((y, int64 flat spatial indices), ctx)."""
+    xp = _xp(x)
+    spatial = x.shape[2:]
+    out = tuple(pool_out_size(n, kk, s, p, d, ceil_mode)
+                for n, kk, s, p, d in zip(spatial, kernel, stride, padding, dilation))
+    hi = tuple(max(p, (o - 1) * s + d * (kk - 1) + 1 - n - p)
+               for n, kk, s, p, d, o in zip(spatial, kernel, stride, padding, dilation, out))
+    xpad = _pad(x, padding, hi, -np.inf)
+    kk = int(np.prod(kernel))
+    win = _window_view(xpad, kernel, stride, dilation, out).reshape(x.shape[:2] + out + (kk,))
+    choice = xp.argmax(win, -1)
+    nans = xp.isnan(win)
+    if nans.any():
+        last_nan = kk - 1 - xp.argmax(nans[..., ::-1], -1)
+        choice = xp.where(nans.any(-1), last_nan, choice)
+    y = xp.take_along_axis(win, choice[..., None], -1)[..., 0]
+    # the flat index into the input's spatial dims of each chosen element
+    flat = xp.zeros(choice.shape, np.int64)
+    rest = choice
+    coords = []
+    for kd in reversed(kernel):
+        coords.append(rest % kd)
+        rest = rest // kd
+    coords.reverse()
+    for i, (c, s, p, d, n) in enumerate(zip(coords, stride, padding, dilation, spatial)):
+        pos = xp.arange(out[i]).reshape((-1,) + (1,) * (len(out) - 1 - i)) * s - p + c * d
+        flat = flat * n + pos
+    return (xp.ascontiguousarray(y), flat), flat
+
+
+def max_pool_nd_backward(gy, flat, self_shape):
+    """The gradient of :func:`max_pool_nd_forward`: gy added at each chosen element."""
+    xp = _xp(gy)
+    n, c = self_shape[:2]
+    size = int(np.prod(self_shape[2:]))
+    gx = xp.zeros((n * c, size), gy.dtype)
+    rows = xp.arange(n * c).reshape(-1, 1)
+    xp.add.at(gx, (rows, flat.reshape(n * c, -1)), gy.reshape(n * c, -1))
+    return gx.reshape(self_shape)
+
+
+def _first_order(name, xp):
+    if xp is TENSORS:
+        raise RuntimeError(f"nbgrad: double backward through {name} of a 3-D layer is not "
+                           "supported yet")
+
+
+op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, groups:
+   conv_nd_forward(input, weight, bias, stride, padding, dilation, groups),
+   node="ConvolutionBackward0", ctx=True,
+   **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
+      needs, xp: _first_order("ConvolutionBackward0", xp) or conv_nd_backward(
+          g, input, weight, ctx.get(), stride, padding, dilation, groups, needs)})
+op("max_pool3d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
+   max_pool_nd_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
+   node="MaxPool3DWithIndicesBackward0", ctx=True, n_out=2,
+   self=lambda g, self_shape, ctx, xp: _first_order("MaxPool3DWithIndicesBackward0", xp) or
+   max_pool_nd_backward(g[0], ctx.get(), self_shape))

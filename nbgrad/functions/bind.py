@@ -3,6 +3,10 @@
 behaviour of nbgrad/functions/tensor_methods.py. Runs once, when nbgrad.functions is imported."""
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from .. import backend, creation, dtypes
 from ..autograd import variable
 from ..autograd.apply import apply
@@ -24,6 +28,19 @@ from .composite import _repeat
 from .tensor_methods import (_new, _new_like, _sparse_only, _sum_to_size, _to, _to_device, _type,
                              as_strided_, legacy_init, resize_, resize_as_, squeeze_, t_,
                              transpose_, unsqueeze_)
+
+
+_OPERANDS = (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)
+
+
+def _compare(f):
+    """A comparison operator: NotImplemented for an operand that is no number or tensor (a str,
+    None), so that Python answers as for torch: == False, != True, < "not supported"."""
+    def op(s, o):
+        __tracebackhide__ = True
+        return f(s, o) if isinstance(o, _OPERANDS) else NotImplemented
+    op.__name__ = f"__{f.__name__}__"
+    return op
 
 
 def bind():
@@ -71,12 +88,8 @@ def bind():
     T.__and__ = bitwise_and
     T.__or__ = bitwise_or
     T.__xor__ = bitwise_xor
-    T.__eq__ = eq
-    T.__ne__ = ne
-    T.__lt__ = lt
-    T.__le__ = le
-    T.__gt__ = gt
-    T.__ge__ = ge
+    T.__eq__, T.__ne__, T.__lt__ = _compare(eq), _compare(ne), _compare(lt)
+    T.__le__, T.__gt__, T.__ge__ = _compare(le), _compare(gt), _compare(ge)
     T.__iadd__ = add_
     T.__isub__ = sub_
     T.__imul__ = mul_

@@ -4,10 +4,11 @@ a scheduler, drawn from a seed. Every builder takes the library `T` (torch or nb
 same code builds both sides; torch's weights are copied into nbgrad's through numpy.
 
 Most programs run in float64, where the two libraries agree to ~1e-12 and a real bug stands
-out; a third in float32. The tolerance of each compared value is measured, not chosen: torch is run a second time with
-its inputs and weights moved by a few ulps, and the distance torch moves from itself is the
-rounding noise of that value (large where the program is ill-conditioned: a max-pool tie, a
-ReLU at zero). dtype promotion and module dtype strictness are promo's area: not drawn here.
+out; a third in float32. The tolerance of each compared value is measured, not chosen: torch is
+run again with its inputs and weights moved by a few ulps, and the distance torch moves from
+itself is the rounding noise of that value (large where the program is ill-conditioned: a
+max-pool tie, a ReLU at zero); see tests/test_nn_differential.py. dtype promotion and module
+dtype strictness are promo's area: not drawn here.
 """
 from __future__ import annotations
 

@@ -57,13 +57,12 @@ KNOWN = {
     "LayerNorm_shape", "Softmax_int", "as_strided_out_of_bounds", "batch_norm_running_shape",
     "bincount_float", "bitwise_not_float", "cosine_embedding_shapes",
     "cross_entropy_float_target_1d", "cross_entropy_weight_shape", "embedding_bag_bad",
-    "float_of_many", "full_like_bad", "gather_float_index", "gelu_int", "index_add_mismatch",
-    "index_put_shape", "int_of_many", "inv_int", "leaky_relu_str", "lshift_float",
-    "masked_select_shape", "matrix_norm_1d", "max_dim_empty", "median_empty", "mv_1d",
-    "nll_loss_3d_input_target", "numpy_requires_grad", "one_hot_float", "ones_negative",
-    "outer_2d", "pad_odd", "pad_reflect_too_big", "pad_too_many", "relu_bool", "repeat_negative",
-    "resize_as_", "sdpa_mismatch", "softmax_int", "solve_mismatch", "sum_str_dim",
-    "tensor_str_dtype", "to_bad_type", "vector_norm_int", "view_dtype_bad", "zeros_str_dtype",
+    "full_like_bad", "gather_float_index", "gelu_int", "index_add_mismatch", "index_put_shape",
+    "inv_int", "leaky_relu_str", "lshift_float", "masked_select_shape", "matrix_norm_1d",
+    "median_empty", "mv_1d", "nll_loss_3d_input_target", "numpy_requires_grad", "one_hot_float",
+    "ones_negative", "outer_2d", "relu_bool", "repeat_negative", "resize_as_", "sdpa_mismatch",
+    "softmax_int", "solve_mismatch", "sum_str_dim", "tensor_str_dtype", "to_bad_type",
+    "vector_norm_int", "view_dtype_bad", "zeros_str_dtype",
 }
 
 

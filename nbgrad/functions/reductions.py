@@ -134,6 +134,7 @@ def max(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
         _empty_check(input, "max")
         return apply(R["max"], (input,))
+    _check_reduced_dim("max", input, dim, IndexError)
     return _vals_indices(R["max_dim"], input, dim, keepdim, _minmax)
 
 
@@ -145,6 +146,7 @@ def min(input, dim=None, keepdim=False):
     if dim is None:
         _empty_check(input, "min")
         return apply(R["min"], (input,))
+    _check_reduced_dim("min", input, dim, IndexError)
     return _vals_indices(R["min_dim"], input, dim, keepdim, _minmax_min)
 
 

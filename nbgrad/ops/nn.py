@@ -391,8 +391,8 @@ op("scaled_dot_product_flash_attention_for_cpu_backward",
    lambda grad_out, query, key, value, bias, dead, scale, groups: _sdpa_grads(
        grad_out, query, key, value, bias, dead, scale, groups, (True,) * 3, _xp(query)),
    node="NotImplemented", n_out=3,
-   **{"grad_out, query, key, value": _refuse(
-       "_scaled_dot_product_flash_attention_for_cpu_backward", RuntimeError)})
+   **{"grad_out, query, key, value": lambda g: _refuse(
+       "_scaled_dot_product_flash_attention_for_cpu_backward", RuntimeError)(g)})
 
 
 def _sdpa_grads(g, q, k, v, bias, dead, scale, groups, needs, xp):
@@ -627,7 +627,7 @@ op("multi_margin_loss_backward",
    lambda grad_output, self, target, p, margin, weight, reduction: _multi_margin_grad(
        grad_output, self, target, p, margin, weight, reduction, _xp(self)),
    node="NotImplemented",
-   **{"grad_output, self": _refuse("multi_margin_loss_backward", RuntimeError)})
+   **{"grad_output, self": lambda g: _refuse("multi_margin_loss_backward", RuntimeError)(g)})
 
 
 def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):

@@ -35,7 +35,7 @@ NAMESPACES = [
     ("torch.autograd", "nbgrad.autograd", "any"),
     ("torch.utils.data", "nbgrad.utils.data", "any"),
 ]
-SECTIONS = ["elementwise", "reductions", "linalg", "views", "indexing", "nn"]
+SECTIONS = ["elementwise", "reductions", "linalg", "views", "indexing", "nn", "attention"]
 
 
 def _resolve(path: str):

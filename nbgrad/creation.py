@@ -1,6 +1,7 @@
 """Creating tensors (torch.tensor, zeros, ones, arange, ...); random ones are in random.py."""
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -167,9 +168,20 @@ def _filled(fill):
             raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
         size = _size(size)
         dt = dtypes.dtype_arg(fill.__name__, dtype) or dtypes.default_np()
-        arr = fill(size, dt)
+        arr = _allocated(fill, size, dt)
         return _finish(arr, device, requires_grad)
     return named(f, fill.__name__)
+
+
+def _allocated(fill, size, dt):
+    """fill(size, dt), numpy's MemoryError turned into torch's RuntimeError (its text)."""
+    try:
+        return fill(size, dt)
+    except MemoryError:
+        nbytes = int(np.prod(size, dtype=object)) * np.dtype(dt).itemsize
+        raise RuntimeError(f"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                           f"can't allocate memory: you tried to allocate {nbytes} bytes. "
+                           f"Error code 12 (Cannot allocate memory)") from None
 
 
 zeros = _filled(np.zeros)
@@ -214,15 +226,28 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if vals[2] == 0:
-        raise RuntimeError("step must be nonzero")
-    if not ((vals[2] > 0 and vals[1] >= vals[0]) or (vals[2] < 0 and vals[1] <= vals[0])):
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(*vals)
     if dtype is None:
         dtype = dtypes.get_default_dtype() if any(isinstance(v, float) for v in vals) else \
             dtypes.int64
     dt = dtypes.dtype_arg("arange", dtype, given)
     return _finish(np.arange(*vals).astype(dt), device, requires_grad)
+
+
+def _check_range(start, end, step):
+    """torch's checks of arange's arguments (RuntimeError, its texts)."""
+    for v in (start, end):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {_num(start)} -> {_num(end)}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
+def _num(v):
+    """A number as C++ prints it in torch's texts: 0, 1.5, inf, nan."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def deprecated_range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -236,10 +261,7 @@ def deprecated_range(start, end, step=1, *, dtype=None, device=None, requires_gr
                   "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
                   "which produces values in [start, end).", UserWarning, stacklevel=2)
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    _check_range(start, end, step)
     n = int(np.floor((end - start) / step)) + 1
     dt = dtypes.to_np(dtype) or dtypes.default_np()
     return _finish((start + step * np.arange(n)).astype(dt), device, requires_grad)
@@ -250,18 +272,28 @@ deprecated_range.__name__ = deprecated_range.__qualname__ = "range"  # exported 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """`steps` evenly spaced values from start to end inclusive (torch.linspace)."""
+    _check_steps(steps)
     dt = dtypes.dtype_arg("linspace", dtype, (start, end, steps)) or dtypes.default_np()
     return _finish(np.linspace(start, end, steps).astype(dt), device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """`steps` values base ** linspace(start, end) (torch.logspace)."""
+    _check_steps(steps)
     dt = dtypes.dtype_arg("logspace", dtype, (start, end, steps)) or dtypes.default_np()
     return _finish(np.logspace(start, end, steps, base=base).astype(dt), device, requires_grad)
 
 
+def _check_steps(steps):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+
+
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """Identity matrix (n, m) (torch.eye)."""
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     dt = dtypes.dtype_arg("eye", dtype, (n,) if m is None else (n, m)) or dtypes.default_np()
     return _finish(np.eye(n, m, dtype=dt), device, requires_grad)
 

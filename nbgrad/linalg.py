@@ -101,6 +101,7 @@ def qr(A, mode="reduced"):
     """(Q, R) with A = Q R, Q orthonormal columns (torch.linalg.qr, mode "reduced")."""
     if mode != "reduced":
         raise NotImplementedError("nbgrad: linalg.qr supports mode='reduced' only")
+    _matrices(A, "qr")
     return _qr(*apply(R["linalg_qr"], (A,)))
 
 
@@ -117,7 +118,13 @@ def eigvalsh(A, UPLO="L"):
 
 def svd(A, full_matrices=True):
     """(U, S, Vh) with A = U diag(S) Vh, S descending (torch.linalg.svd; LinalgSvdBackward0)."""
+    _matrices(A, "svd")
     return _svd(*apply(R["linalg_svd"], (A,), (full_matrices,)))
+
+
+def _matrices(A, fname):
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
 
 
 def svdvals(A):

@@ -495,10 +495,15 @@ class Tensor:
         return self._data.item()
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self):
+        if self._data.size != 1:  # torch's text for float() / int(), not item()'s
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.item()
 
     def __index__(self):
         if self._data.dtype.kind not in "iu" or self._data.size != 1:

@@ -260,6 +260,38 @@ def test_lbfgs_step_for_step(kw):
     assert (sn["func_evals"], sn["n_iter"]) == (st["func_evals"], st["n_iter"])
     assert len(sn["old_dirs"]) == len(st["old_dirs"])
     np.testing.assert_allclose(float(sn["H_diag"]), float(st["H_diag"]), rtol=1e-6)
+    # the state dict's structure: keys in torch's order, 0-d tensors where torch keeps tensors
+    # (t on a first step, H_diag, ro, al), Python numbers where torch keeps numbers
+    assert _structure(on.state_dict()["state"][0]) == _structure(ot.state_dict()["state"][0])
+
+
+def _structure(v):
+    if isinstance(v, dict):
+        return [(k, _structure(x)) for k, x in v.items()]
+    if isinstance(v, list):
+        return [_structure(x) for x in v]
+    if type(v).__name__ == "Tensor":
+        return ("Tensor", tuple(v.shape), str(v.dtype).split(".")[-1])
+    return type(v).__name__
+
+
+@pytest.mark.parametrize("steps, max_iter", [(1, 1), (1, 3), (3, 3)])
+def test_lbfgs_state_keeps_torch_types(steps, max_iter):
+    """A first step from a steep start (t = lr / |g|_1, a 0-d tensor in torch), then more."""
+    states = []
+    for lib in (torch, nbgrad):
+        p = lib.nn.Parameter(lib.tensor([1.0, 2.0, -3.0]))
+        opt = lib.optim.LBFGS([p], max_iter=max_iter)
+
+        def closure():
+            opt.zero_grad()
+            loss = (p ** 4).sum() + p[0] * p[1]
+            loss.backward()
+            return loss
+        for _ in range(steps):
+            opt.step(closure)
+        states.append(_structure(opt.state_dict()["state"][0]))
+    assert states[1] == states[0]
 
 
 def test_lbfgs_converges_on_a_quadratic_and_checks_arguments():

@@ -3,6 +3,10 @@
 behaviour of nbgrad/functions/tensor_methods.py. Runs once, when nbgrad.functions is imported."""
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from .. import backend, creation, dtypes
 from ..autograd import variable
 from ..autograd.apply import apply
@@ -33,6 +37,19 @@ def _invert(t):
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
     return bitwise_not(t)
+
+
+_OPERANDS = (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)
+
+
+def _compare(f):
+    """A comparison operator: NotImplemented for an operand that is no number or tensor (a str,
+    None), so that Python answers as for torch: == False, != True, < "not supported"."""
+    def op(s, o):
+        __tracebackhide__ = True
+        return f(s, o) if isinstance(o, _OPERANDS) else NotImplemented
+    op.__name__ = f"__{f.__name__}__"
+    return op
 
 
 def bind():
@@ -85,12 +102,8 @@ def bind():
     T.__rshift__ = bitwise_right_shift
     T.__rlshift__ = lambda s, o: bitwise_left_shift(o, s)
     T.__rrshift__ = lambda s, o: bitwise_right_shift(o, s)
-    T.__eq__ = eq
-    T.__ne__ = ne
-    T.__lt__ = lt
-    T.__le__ = le
-    T.__gt__ = gt
-    T.__ge__ = ge
+    T.__eq__, T.__ne__, T.__lt__ = _compare(eq), _compare(ne), _compare(lt)
+    T.__le__, T.__gt__, T.__ge__ = _compare(le), _compare(gt), _compare(ge)
     T.__iadd__ = add_
     T.__isub__ = sub_
     T.__imul__ = mul_

@@ -8,7 +8,7 @@ import numpy as np
 from .. import backend, dtypes
 from ..autograd.apply import apply, _arr, _broadcast_error, _fresh
 from ..ops import ROWS as R
-from ..tensor import Tensor
+from ..tensor import Tensor, _dim
 from .registry import method
 from .args import _t
 
@@ -154,25 +154,36 @@ def equal(input, other):
 @method
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |a - b| <= atol + rtol * |b| as a bool tensor (torch.isclose)."""
-    return _fresh(_arr(np.isclose(input._data, _t(other)._data, rtol, atol, equal_nan)))
+    b = _t(other)._data
+    _broadcastable(input._data, b)
+    return _fresh(_arr(np.isclose(input._data, b, rtol, atol, equal_nan)))
 
 
 @method
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True when every element isclose (torch.allclose); returns a Python bool."""
-    return bool(np.allclose(input._data, _t(other)._data, rtol, atol, equal_nan))
+    b = _t(other)._data
+    _broadcastable(input._data, b)
+    return bool(np.allclose(input._data, b, rtol, atol, equal_nan))
+
+
+def _broadcastable(a, b):
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise _broadcast_error(a.shape, b.shape) from None
 
 
 @method
 def all(input, dim=None, keepdim=False):
     """True where all elements (over `dim`) are nonzero; a bool tensor (torch.all)."""
-    return _fresh(_arr(np.all(input._data, axis=dim, keepdims=keepdim)))
+    return _fresh(_arr(np.all(input._data, axis=_axis(dim, input), keepdims=keepdim)))
 
 
 @method
 def any(input, dim=None, keepdim=False):
     """True where any element (over `dim`) is nonzero; a bool tensor (torch.any)."""
-    return _fresh(_arr(np.any(input._data, axis=dim, keepdims=keepdim)))
+    return _fresh(_arr(np.any(input._data, axis=_axis(dim, input), keepdims=keepdim)))
 
 
 @method
@@ -193,4 +204,14 @@ def nonzero(input, *, as_tuple=False):
 @method
 def count_nonzero(input, dim=None):
     """Number of nonzero elements, over `dim` or all; int64 (torch.count_nonzero)."""
-    return _fresh(_arr(np.count_nonzero(input._data, axis=dim)).astype(np.int64))
+    return _fresh(_arr(np.count_nonzero(input._data, axis=_axis(dim, input))).astype(np.int64))
+
+
+def _axis(dim, input):
+    """dim (None, an int or a tuple) checked as torch checks it (IndexError, its text)."""
+    nd = input._data.ndim
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return tuple(_dim(d, nd) for d in dim) if nd else None
+    return _dim(dim, nd) if nd else None

@@ -40,6 +40,8 @@ def _index_arrays(input, idx):
 
 
 def _to_index_array(i):
+    if isinstance(i, str):  # torch reads it as data for a new index tensor
+        raise TypeError("new(): invalid data type 'str'")
     if isinstance(i, float):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                          "Variables are valid indices (got float)")
@@ -304,7 +306,9 @@ def take_along_dim(input, indices, dim=None):
 def _index_arg(index, fname):
     ix = index._data if isinstance(index, Tensor) else np.asarray(index)
     if ix.dtype.kind not in "iu":
-        raise RuntimeError(f"{fname}(): Expected dtype int64 for index")
+        raise RuntimeError(f"{fname}(): Expected dtype "
+                           f"{'int32/int64' if fname in ('gather', 'scatter') else 'int64'} "
+                           f"for index")
     return ix
 
 
@@ -325,20 +329,33 @@ def _out_and_inplace(plan, name, doc):
     return method(f), method(f_)  # both are Tensor methods
 
 
+def _in_bounds(input, d, ix):
+    """torch's RuntimeError for an index outside dim `d` of `input` (scatter & co.)."""
+    n = input._data.shape[d] if input._data.ndim else 1
+    bad = (ix < -n) | (ix >= n) if ix.size else ix
+    if ix.size and bad.any():
+        raise RuntimeError(f"index {int(ix[bad].reshape(-1)[0])} is out of bounds for dimension "
+                           f"{d} with size {n}")
+    return ix
+
+
 def _scatter_plan(input, dim, index, src=None, *, value=None, reduce=None):
     if reduce is not None:
         return _scatter_reduce_plan(input, dim, index, src, {"add": "sum",
                                                              "multiply": "prod"}[reduce])
     d, ix = _dim(dim, input._data.ndim), _index_arg(index, "scatter")
+    _in_bounds(input, d, ix)
     src = value if src is None else src
+    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if isinstance(src, Tensor):
         return R["scatter"], (src,), (d, ix)
     return R["scatter_value"], (), (d, ix, src)
 
 
 def _scatter_add_plan(input, dim, index, src):
-    return R["scatter_add"], (src,), (_dim(dim, input._data.ndim),
-                                      _index_arg(index, "scatter_add"))
+    d = _dim(dim, input._data.ndim)
+    return R["scatter_add"], (src,), (d, _in_bounds(input, d, _index_arg(index, "scatter_add")))
 
 
 def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):

@@ -19,7 +19,7 @@ from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible
 from ..tensor import _dim, Tensor
 from .registry import method
-from .args import _broadcast_batch, _out, c_name, check_same_dtype, scalar_name
+from .args import _broadcast_batch, _out, c_name, check_same_dtype, scalar_name, type_name_of
 from .views import contiguous, _fold, reshape, transpose, unsqueeze, view
 from .elementwise import mul, where
 
@@ -284,6 +284,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                      f"{scalar_name(input)} and {scalar_name(mat2)}")
     check_same_dtype((mat1, mat2), lambda: f"mat1 and mat2 must have the same dtype, but got "
                      f"{scalar_name(mat1)} and {scalar_name(mat2)}")
+    _check_expand(input, (a.shape[0], b.shape[1]))
     return apply(R["addmm"], (input, mat1, mat2), (beta, alpha))
 
 
@@ -583,6 +584,7 @@ def _fused(name, shapes):
 
     def f(input, a, b, *, beta=1, alpha=1):
         shapes(a, b)
+        _check_expand(input, _PRODUCT_SHAPE[name](a._data.shape, b._data.shape))
         return apply(row, (input, a, b), (beta, alpha))
 
     def f_(self, a, b, *, beta=1, alpha=1):
@@ -593,6 +595,28 @@ def _fused(name, shapes):
                  f"(torch.{name}).")
     f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
     return method(f), method(f_)  # both are Tensor methods
+
+
+_PRODUCT_SHAPE = {"baddbmm": lambda sa, sb: (sa[0], sa[1], sb[2]),
+                  "addbmm": lambda sa, sb: (sa[1], sb[2]),
+                  "addmv": lambda sa, sb: (sa[0],),
+                  "addr": lambda sa, sb: (sa[0], sb[0])}
+
+
+def _check_expand(input, target):
+    """`input` must expand to the product's shape: torch's expand text where it cannot."""
+    shape = tuple(input.shape) if isinstance(input, Tensor) else ()
+    if len(shape) > len(target):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(target)}): "
+                           f"the number of sizes provided ({len(target)}) must be greater or "
+                           f"equal to the number of dimensions in the tensor ({len(shape)})")
+    for i in range(len(target) - 1, -1, -1):
+        j = i - (len(target) - len(shape))
+        if j >= 0 and shape[j] != 1 and shape[j] != target[i]:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target[i]}) must match the existing size "
+                f"({shape[j]}) at non-singleton dimension {i}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(shape)}")
 
 
 def _check_bmm(a, b):
@@ -667,6 +691,11 @@ def logdet(input):
 def pinverse(input, rcond=1e-15):
     """The Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv;
     LinalgPinvBackward0)."""
+    if input._data.ndim < 2:
+        raise RuntimeError(f"linalg.pinv({type_name_of(input).split('.')[-1][:-6]}"
+                           f"{{{list(input.shape)}}}): "
+                           f"expected a tensor with 2 or more dimensions of float, double, cfloat "
+                           f"or cdouble types")
     return apply(R["linalg_pinv"], (input,))
 
 

@@ -111,6 +111,14 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                              "{'valid', 'same'}")
     else:
         ph, pw = _pair(padding, "padding")
+    if min(sh, sw) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(ph, pw) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {o} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
     n, c, h, w = input.shape
     if c != cg * groups:
         raise RuntimeError(

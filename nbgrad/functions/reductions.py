@@ -33,8 +33,27 @@ def _dims(dim, ndim):
         if len(dim) == 0:
             return None
         ds = tuple(sorted(_dim(d, ndim) for d in dim))
+        for a, b in zip(ds, ds[1:]):
+            if a == b:
+                raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
         return ds if len(ds) > 1 else ds[0]
     return _dim(dim, ndim)
+
+
+def _check_reduced_dim(name, input, dim, exc):
+    """torch refuses to reduce an empty tensor over all of it, and over an empty dim."""
+    d = input._data
+    if d.size:
+        return
+    if dim is None or dim == ():
+        tail = (". Specify the reduction dim with the 'dim' argument." if exc is RuntimeError
+                else ".")
+        raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0"
+                  f"{tail}")
+    for k in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+        if d.ndim and d.shape[_dim(k, d.ndim)] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {_dim(k, d.ndim)} to have "
+                             f"non-zero size.")
 
 
 def _red_args(dim, keepdim, axis, keepdims):
@@ -117,6 +136,7 @@ def max(input, dim=None, keepdim=False, *, out=None):
     if dim is None:
         _empty_check(input, "max")
         return apply(R["max"], (input,))
+    _check_reduced_dim("max", input, dim, IndexError)
     return _vals_indices(R["max_dim"], input, dim, keepdim, _minmax)
 
 
@@ -128,6 +148,7 @@ def min(input, dim=None, keepdim=False):
     if dim is None:
         _empty_check(input, "min")
         return apply(R["min"], (input,))
+    _check_reduced_dim("min", input, dim, IndexError)
     return _vals_indices(R["min_dim"], input, dim, keepdim, _minmax_min)
 
 
@@ -138,12 +159,14 @@ def _vals_indices(row, input, dim, keepdim, ntuple):
 @method
 def amax(input, dim=(), keepdim=False):
     """Max over `dim` (all if empty); ties share the gradient evenly (torch.amax)."""
+    _check_reduced_dim("amax", input, dim, RuntimeError)
     return apply(R["amax"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
 @method
 def amin(input, dim=(), keepdim=False):
     """Min over `dim` (all if empty); ties share the gradient evenly (torch.amin)."""
+    _check_reduced_dim("amin", input, dim, RuntimeError)
     return apply(R["amin"], (input,), (_dims(dim, input._data.ndim), keepdim))
 
 
@@ -153,6 +176,7 @@ def argmax(input, dim=None, keepdim=False):
     d = input._data
     if d.dtype.kind == "b":
         raise RuntimeError("argmax(): does not support bool input")
+    _check_reduced_dim("argmax", input, dim, IndexError)
     if dim is None:
         return _fresh(_arr(np.argmax(d)).astype(np.int64))
     return _fresh(_arr(np.argmax(d, axis=_dim(dim, d.ndim), keepdims=keepdim)).astype(np.int64))
@@ -164,6 +188,7 @@ def argmin(input, dim=None, keepdim=False):
     d = input._data
     if d.dtype.kind == "b":
         raise RuntimeError("argmin(): does not support bool input")
+    _check_reduced_dim("argmin", input, dim, IndexError)
     if dim is None:
         return _fresh(_arr(np.argmin(d)).astype(np.int64))
     return _fresh(_arr(np.argmin(d, axis=_dim(dim, d.ndim), keepdims=keepdim)).astype(np.int64))

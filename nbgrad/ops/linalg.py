@@ -9,8 +9,9 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import _maybe_multiply, _mT, array_formulas
-from .registry import op
+from .formulas import TENSORS, _maybe_multiply, _mT, array_formulas
+from ..autograd.apply import apply as _apply
+from .registry import ROWS, op
 
 # (under create_graph the formulas' steps are PyTorch's: mm with t(), bmm with transpose)
 op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
@@ -264,7 +265,7 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
 op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: _xp(A).linalg.det(A),
-   A=lambda g, A, result, xp: _det_grad(g, A, result, xp))
+   A=lambda g, A, result, xp: _det_backward(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
 op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
@@ -286,23 +287,6 @@ op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=di
    node="LinalgCrossBackward0", broadcast=True,
    self=lambda g, other, dim, xp: xp.cross(other, g, dim),
    other=lambda g, self, dim, xp: xp.cross(g, self, dim))
-
-
-def _det_grad(g, A, result, xp):
-    """g det(A) A^-T; where numpy's inv finds A singular, torch's singular formula instead: the
-    cofactors from the SVD, det(U) det(Vh) U diag(product of the other singular values) Vh.
-    (torch's first order takes its LU formula while its LU finds no zero pivot, and gives 0
-    for [[1, 2], [1, 2]], whose exact cofactors are [[2, -1], [-2, 1]].)"""
-    if type(A) is np.ndarray:
-        try:
-            inv = np.linalg.inv(A)
-        except np.linalg.LinAlgError:
-            u, s, vh = np.linalg.svd(A)
-            d = xp.prod_others(s, s.ndim - 1) * (
-                g * np.linalg.det(u) * np.linalg.det(vh))[..., None]
-            return (u * d[..., None, :]) @ vh
-        return (g * result)[..., None, None] * _mT(inv)
-    return (g * result)[..., None, None] * _mT(xp.inv(A))
 
 
 _SVD_NON_FINITE = ("linalg.svd: The algorithm failed to converge because the input matrix "
@@ -363,3 +347,33 @@ op("cdist", lambda x1, x2, p: _cdist_fwd(x1, x2, p), node="CdistBackward0",
    **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)})
 op("euclidean_dist", lambda x1, x2: _cdist_fwd(x1, x2, 2.0), node="EuclideanDistBackward0",
    **{"x1, x2": lambda g, x1, x2, result, xp: _cdist_grads(g, x1, x2, result, 2.0, xp)})
+
+
+def _det_backward(g, A, result, xp):
+    """torch's linalg_det_backward: the cofactors d A^{-T} (d = g det), solved from A's LU. Where
+    d == 0 (a singular A, or g == 0) that solve has a zero right side, which BLAS leaves zero: the
+    first-order gradient is 0 there. Recorded (create_graph), torch takes those matrices'
+    cofactors from the SVD instead, U diag(prod_{j != i} s_j) V^H det(U) det(V^H) g, which stays
+    right (and differentiable) for a singular A."""
+    d = (g * result)[..., None, None]
+    zero = (d._data if xp is TENSORS else d) == 0
+    if not zero.any():
+        return d * _mT(xp.inv(A))
+    dt = (A._data if xp is TENSORS else A).dtype
+    safe = xp.where(xp.constant(zero), xp.constant(np.eye(A.shape[-1], dtype=dt)), A)
+    if xp is not TENSORS:  # the singular ones never solved
+        return np.where(zero, dt.type(0), d * _mT(xp.inv(safe)))
+    u, s, vh = _apply(ROWS["linalg_svd"], (A,), (False,))
+    alpha = _apply(ROWS["linalg_det"], (u,)) * _apply(ROWS["linalg_det"], (vh,))
+    cof = (u * (_prod_others_safe(s, xp) * (g * alpha)[..., None])[..., None, :]) @ vh
+    return xp.where(xp.constant(zero), cof, d * _mT(xp.inv(safe)))
+
+
+def _prod_others_safe(s, xp):
+    """prod_{j != i} s_j along the last dim by exclusive products from both ends, as torch's
+    prod_safe_zeros_backward (s.prod() / s divides by the zero singular values)."""
+    ones = xp.constant(np.ones(tuple(s.shape[:-1]) + (1,), s._data.dtype))
+    left = xp.cumprod(xp.concatenate([ones, s[..., :-1]], -1), -1)
+    right = xp.flip(xp.cumprod(xp.concatenate([ones, xp.flip(s, (-1,))[..., :-1]], -1), -1),
+                    (-1,))
+    return left * right

@@ -20,11 +20,12 @@ import math
 import numpy as np
 
 from .. import backend
+from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
 from .formulas import TENSORS, _sum_all, _zeros_for, array_formulas
-from .reductions import _logsumexp
+from .reductions import _logsumexp, _refuse
 from .registry import ROWS, Ctx, _self_adjoint, op
 
 # ---- over a dim -------------------------------------------------------------------------------
@@ -354,57 +355,6 @@ def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
     return xp.stack(rows, 1 if batch_first else 0)
 
 
-# ---- attention --------------------------------------------------------------------------------
-# bias: the additive mask (0 / -inf / float values), broadcastable to (..., L, S), or None;
-# dead: (..., L, 1) rows with nothing to attend to (their bias zeroed), which give zeros
-# groups: query heads per key/value head (grouped-query attention; 1 otherwise)
-op("scaled_dot_product_flash_attention_for_cpu",
-   lambda query, key, value, bias, dead, scale, groups: _like(query, _sdpa_probs(
-       query, key, bias, dead, scale, groups, _xp(query)) @ _heads(value, groups, _xp(query))),
-   node="ScaledDotProductFlashAttentionForCpuBackward0",
-   # `result`: saved as torch's kernel saves its output (a write into it fails backward)
-   **{"query, key, value": lambda g, query, key, value, bias, dead, scale, groups, result,
-      needs, xp: _sdpa_grads(g, query, key, value, bias, dead, scale, groups, needs, xp)})
-
-
-def _like(query, out):
-    """``out`` laid out in memory as ``query`` is, as torch's kernel writes it: the usual
-    ``out.transpose(1, 2).reshape(N, L, H * E)`` after heads split by a view is then a view."""
-    res = _xp(query).empty_like(query)  # numpy keeps query's stride order
-    res[...] = out
-    return res
-
-
-def _heads(kv, groups, xp):
-    """(N, Hk, S, E) -> (N, Hk * groups, S, E): each key/value head serves `groups` queries."""
-    return kv if groups == 1 else xp.repeat(kv, groups, axis=-3)
-
-
-def _sum_heads(g, groups):
-    if groups == 1:
-        return g
-    return g.reshape(g.shape[:-3] + (g.shape[-3] // groups, groups) + g.shape[-2:]).sum(axis=-3)
-
-
-def _sdpa_probs(q, k, bias, dead, scale, groups, xp):
-    s = (q @ _heads(k, groups, xp).swapaxes(-2, -1)) * scale
-    if bias is not None:
-        s = s + bias
-    p = xp.exp(s - s.max(axis=-1, keepdims=True))
-    p = p / p.sum(axis=-1, keepdims=True)
-    return p if dead is None else xp.where(dead, 0.0, p)
-
-
-def _sdpa_grads(g, q, k, v, bias, dead, scale, groups, needs, xp):
-    """dq, dk, dv of softmax(q k^T * scale + bias) v; the weights are recomputed, not saved."""
-    p = _sdpa_probs(q, k, bias, dead, scale, groups, xp)
-    dp = g @ _heads(v, groups, xp).swapaxes(-2, -1)
-    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale
-    return (ds @ _heads(k, groups, xp) if needs[0] else None,
-            _sum_heads(ds.swapaxes(-2, -1) @ q, groups) if needs[1] else None,
-            _sum_heads(p.swapaxes(-2, -1) @ g, groups) if needs[2] else None)
-
-
 def _safe_softmax(a, dim):
     m = a.max(axis=dim, keepdims=True)
     e = _xp(a).exp(a - _xp(m).where(_xp(m).isfinite(m), m, 0))
@@ -621,10 +571,17 @@ def _multi_margin(x, t, p, margin, w, xp):
     return h.sum(1) / c, z
 
 
+# torch has no derivative of multi_margin_loss_backward either (a NotImplemented node)
+op("multi_margin_loss_backward",
+   lambda grad_output, self, target, p, margin, weight, reduction: _multi_margin_grad(
+       grad_output, self, target, p, margin, weight, reduction, _xp(self)),
+   node="NotImplemented",
+   **{"grad_output, self": lambda g: _refuse("multi_margin_loss_backward", RuntimeError)(g)})
+
+
 def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
     if xp is TENSORS:
-        raise RuntimeError("nbgrad: double backward through MultiMarginLossBackward0 is not "
-                           "supported yet")
+        return _apply(ROWS["multi_margin_loss_backward"], (g, x), (t, p, margin, w, reduction))
     n, c = x.shape
     _, z = _multi_margin(x, t, p, margin, w, _xp(x))
     d = (z > 0) * (2 * z if p == 2 else 1.0) / c
@@ -988,9 +945,13 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
 
 
 def _trilinear_grads(g, i1, i2, i3, needs, xp):
-    if xp is TENSORS:
-        raise RuntimeError("nbgrad: double backward through TrilinearBackward0 is not "
-                           "supported yet")
+    if xp is TENSORS:  # recorded: the first two as _trilinear again (torch's formula calls it)
+        tri = ROWS["_trilinear"]
+        b, o = g.shape
+        return (_apply(tri, (g, xp.permute(i2, (1, 0, 2)), i3)) if needs[0] else None,
+                (xp.t(g) @ (i1[:, :, None] * i3[:, None, :]).reshape(b, -1)).reshape(
+                    i2.shape) if needs[1] else None,
+                _apply(tri, (g, xp.permute(i2, (2, 0, 1)), i1)) if needs[2] else None)
     return (xp.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
             xp.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
             xp.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
@@ -1017,13 +978,18 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
 
 
 def _conv_transpose_grads(g, x, w, stride, padding, dilation, groups, needs, xp):
-    if xp is TENSORS:
-        raise RuntimeError("nbgrad: double backward through ConvolutionBackward0 of a "
-                           "transposed convolution is not supported yet")
-    if g.ndim == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
+    if len(g.shape) == 3:  # conv_transpose1d: the 2-D kernels over a height-1 image
         return _height1_grads(_conv_transpose_grads(g[:, :, None], x[:, :, None], w[:, :, None],
                                                     stride, padding, dilation, groups, needs,
                                                     xp))
+    if xp is TENSORS:  # recorded: the convolution of g, and conv2d's weight gradient (the
+        # transposed convolution is conv2d's input gradient: its adjoint is conv2d itself)
+        gx = _apply(ROWS["convolution"], (g, w, None), (stride, padding, dilation, groups)) \
+            if needs[0] else None
+        gw = xp.conv2d_backward(x, None, g, w, stride, padding, dilation, groups,
+                                (False, True, False))[1] if needs[1] else None
+        gb = g.sum(axis=(0, 2, 3)) if len(needs) > 2 and needs[2] else None
+        return gx, gw, gb
     gx = gw = gb = None
     y, cctx = kernels.conv2d_forward(g, w, None, stride, padding, dilation, groups)
     if needs[0]:

@@ -502,7 +502,8 @@ class Row:
                         need.update(used)
                 # outputs are saved whichever inputs want a gradient, as torch's generated code
                 # saves them (pow(x, t)'s result, read by t's formula: a write into it fails)
-                need.update(n for n, (kind, _) in zip(self.names, self.sources) if kind == SAVED_OUTPUT)
+                need.update(n for n, (kind, _) in zip(self.names, self.sources)
+                            if kind == SAVED_OUTPUT)
             p = self.plans[mask] = tuple((j, *self.sources[j], n)
                                          for j, n in enumerate(self.names) if n in need)
         return p

@@ -27,8 +27,9 @@ op("unsafe_view", lambda self, shape: self.reshape(shape),
    self=lambda g, self_shape: g.reshape(self_shape))
 op("alias", lambda self: self.view(), view=True,
    self=lambda g: g)
-op("transpose", lambda self, dim0, dim1: self.swapaxes(dim0, dim1), view=True,
-   self=lambda g, dim0, dim1: g.swapaxes(dim0, dim1))
+# a 0-d tensor's transpose(0, 0) (or -1, 0) is a view of it, as in PyTorch
+op("transpose", lambda self, dim0, dim1: self.swapaxes(dim0, dim1) if self.ndim else self.view(),
+   view=True, self=lambda g, dim0, dim1: g.swapaxes(dim0, dim1) if g.ndim else g)
 op("t", lambda self: self.T, node="TBackward0", view=True,
    self=lambda g, xp: xp.t(g))
 op("permute", lambda self, dims: self.transpose(dims), view=True,

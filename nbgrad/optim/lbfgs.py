@@ -200,13 +200,14 @@ class LBFGS(Optimizer):
             return orig_loss
 
         d = _array(state.get("d"))
-        t = state.get("t")
+        t = _number(state.get("t"))
         old_dirs = [_array(v) for v in state.get("old_dirs", [])]
         old_stps = [_array(v) for v in state.get("old_stps", [])]
-        ro = list(state.get("ro", []))
-        h_diag = state.get("H_diag")
+        ro = [_number(v) for v in state.get("ro", [])]
+        h_diag = _number(state.get("H_diag"))
         prev_flat_grad = _array(state.get("prev_flat_grad"))
         prev_loss = state.get("prev_loss")
+        al = [_number(v) for v in state["al"]] if "al" in state else None
 
         n_iter = 0
         while n_iter < max_iter:
@@ -215,11 +216,11 @@ class LBFGS(Optimizer):
             # direction: steepest descent first, then the two-loop recursion over the history
             if state["n_iter"] == 1:
                 d = -flat_grad
-                old_dirs, old_stps, ro, h_diag = [], [], [], 1.0
+                old_dirs, old_stps, ro, h_diag = [], [], [], 1
             else:
                 y = flat_grad - prev_flat_grad
                 s = d * t
-                ys = float(y @ s)
+                ys = y @ s
                 if ys > 1e-10:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
@@ -228,21 +229,22 @@ class LBFGS(Optimizer):
                     old_dirs.append(y)
                     old_stps.append(s)
                     ro.append(1.0 / ys)
-                    h_diag = ys / float(y @ y)
-                al = state.setdefault("al", [None] * history_size)
+                    h_diag = ys / (y @ y)
+                if al is None:
+                    al = state["al"] = [None] * history_size  # the key where torch puts it
                 q = -flat_grad
                 for i in range(len(old_dirs) - 1, -1, -1):
-                    al[i] = float(old_stps[i] @ q) * ro[i]
+                    al[i] = (old_stps[i] @ q) * ro[i]
                     q -= al[i] * old_dirs[i]
                 d = r = q * h_diag
                 for i in range(len(old_dirs)):
-                    be_i = float(old_dirs[i] @ r) * ro[i]
+                    be_i = (old_dirs[i] @ r) * ro[i]
                     r += (al[i] - be_i) * old_stps[i]
             prev_flat_grad = flat_grad.copy()
             prev_loss = loss
             # step length
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / float(_abs(flat_grad).sum())) * lr
+                t = min(1.0, 1.0 / _abs(flat_grad).sum()) * lr
             else:
                 t = lr
             gtd = float(flat_grad @ d)
@@ -281,11 +283,13 @@ class LBFGS(Optimizer):
                 break
 
         state["d"] = _tensor_of(d)
-        state["t"] = t
+        state["t"] = _scalar_state(t)
         state["old_dirs"] = [_tensor_of(v) for v in old_dirs]
         state["old_stps"] = [_tensor_of(v) for v in old_stps]
-        state["ro"] = ro
-        state["H_diag"] = h_diag
+        state["ro"] = [_scalar_state(v) for v in ro]
+        if al is not None:
+            state["al"] = [_scalar_state(v) for v in al]
+        state["H_diag"] = _scalar_state(h_diag)
         state["prev_flat_grad"] = _tensor_of(prev_flat_grad)
         state["prev_loss"] = prev_loss
         return orig_loss
@@ -293,3 +297,14 @@ class LBFGS(Optimizer):
 
 def _array(t):
     return None if t is None else t._data
+
+
+# torch keeps the scalars it computed from tensors (t on the first step, H_diag, ro, al) as 0-d
+# tensors in the state, and Python numbers as they were (lr, H_diag = 1): so does nbgrad, the
+# computation itself running on 0-d values of the parameters' dtype as torch's does
+def _scalar_state(v):
+    return v if v is None or type(v) in (int, float) else _tensor_of(_xp(v).asarray(v))
+
+
+def _number(v):
+    return v._data[()] if hasattr(v, "_data") else v

@@ -23,17 +23,27 @@ def pad(input, pad, mode="constant", value=0.0):
         value (float): fill value.
 
     Raises:
-        ValueError: reflect padding not smaller than the dim; RuntimeError: a negative output
-            size; NotImplementedError: an unknown mode.
+        RuntimeError: reflect padding not smaller than the dim, a padding of odd length or
+            longer than twice the dims, a negative output size (torch's texts);
+            NotImplementedError: an unknown mode.
     """
     if mode in ("reflect", "replicate", "circular"):
         return _pad_by_index(input, pad, mode)
     if mode != "constant":
         raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, "
                                   "replicate, circular)")
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
+    _check_pad_length(input, pad)
     return _constant_pad(input, pad, value)
+
+
+def _check_pad_length(input, pad):
+    """torch's RuntimeErrors for a padding of odd length, or longer than the input has dims."""
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{input.ndim}")
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -65,8 +75,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 def _pad_by_index(input, pad, mode):
     """reflect / replicate / circular padding: gather along each padded dim (reflect and
     replicate of 1 or 2 dims: one ReflectionPad2DBackward0-style node, as torch)."""
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise ValueError("Padding length must be divisible by 2 and at most twice the input dims")
+    _check_pad_length(input, pad)
     gathers = []
     for i in range(len(pad) // 2):
         d = input.ndim - 1 - i
@@ -77,9 +86,9 @@ def _pad_by_index(input, pad, mode):
         idx = np.arange(-lo, n + hi)
         if mode == "reflect":
             if lo >= n or hi >= n:
-                raise ValueError(f"Padding size should be less than the corresponding input "
-                                 f"dimension, but got: padding ({lo}, {hi}) at dimension {d} "
-                                 f"of input {list(input.shape)}")
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({lo}, "
+                                   f"{hi}) at dimension {d} of input {list(input.shape)}")
             idx = np.abs(idx)
             idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
         elif mode == "replicate":

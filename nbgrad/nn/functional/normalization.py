@@ -2,7 +2,7 @@
 instance_norm (PyTorch's native_* nodes).
 """
 from nbgrad.autograd import grad_mode
-from nbgrad import typeinfo
+from nbgrad import dtypes, typeinfo
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
 from nbgrad.functions.args import check_same_dtype, scalar_name
@@ -79,6 +79,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """
     normalized_shape = _trailing_shape(input, normalized_shape, "*, ")
     _check_mixed((input, weight, bias))
+    if input._data.dtype.kind not in "fc":
+        raise NotImplementedError(f'"LayerNormKernelImpl" not implemented for '
+                                  f"'{dtypes.from_np(input._data.dtype)._tensor_name[:-6]}'")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != tuple(normalized_shape):
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(normalized_shape)}")
     return apply(ROWS["native_layer_norm"], (input, weight, bias),
                  (normalized_shape, eps, Ctx(None)))
 

@@ -200,24 +200,25 @@ def _correction(unbiased, correction):
     return 1 if unbiased is None or unbiased else 0
 
 
+def _spread(name, input, dim, unbiased, keepdim, correction):
+    """The var / std row over `dim`; `std(x, True)` reads a bool dim as `unbiased`, as torch."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _float_check(input, name)
+    return apply(R[name], (input,), (_dims(dim, input._data.ndim),
+                                     _correction(unbiased, correction), keepdim))
+
+
 @method
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance (Bessel-corrected by default) (torch.var)."""
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    _float_check(input, "var")
-    return apply(R["var"], (input,), (_dims(dim, input._data.ndim),
-                                      _correction(unbiased, correction), keepdim))
+    return _spread("var", input, dim, unbiased, keepdim, correction)
 
 
 @method
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation (Bessel-corrected by default) (torch.std)."""
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    _float_check(input, "std")
-    return apply(R["std"], (input,), (_dims(dim, input._data.ndim),
-                                      _correction(unbiased, correction), keepdim))
+    return _spread("std", input, dim, unbiased, keepdim, correction)
 
 
 @method

@@ -1,0 +1,218 @@
+"""Values mode (``%nbgrad set values=on``): the numbers flowing through the graph.
+
+- Each tensor box shows its data and, once known, its ``.grad``: in full for a tensor of at most
+  ``SMALL`` elements, else a summary (shape, min / max / mean).
+- Each edge into a ``grad_fn`` node shows the gradient that flowed along it in the last backward
+  of the cell, as the engine computed it: :class:`EdgeGrads` registers a post-hook
+  (``node.register_hook(fn(grad_inputs, grad_outputs))``, PyTorch's Node hook) on every node of
+  the graph a backward starts from, just before it runs (``adapter.observe_backward``), for graphs
+  of at most ``MAX_HOOKED`` nodes; the hooks only read, and are removed after the cell.
+
+What is kept is plain data (:func:`keep`: a tuple of floats, or a summary), never a tensor, and
+for both engines (read through ``adapter.array``). Off (the default outside the classroom
+notebooks), none of this runs: the panel's cost is unchanged.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import adapter as A
+
+SMALL = 6  # elements shown in full; larger tensors get shape, min, max, mean
+MAX_HOOKED = 300  # nodes of a graph whose edges are watched in a backward (above: not watched)
+_MAX_SEEN = 2000  # nodes whose edge gradients are remembered until the next cell
+
+
+def keep(arr):
+    """What values mode keeps of an array (numpy or a backend array): ``("v", shape, values)``
+    (values a tuple of Python floats) for at most SMALL elements, else ``("s", shape, min, max,
+    mean)``; None for None."""
+    if arr is None:
+        return None
+    a = np.asarray(arr.get() if hasattr(arr, "get") and not isinstance(arr, np.ndarray) else arr)
+    shape = tuple(a.shape)
+    if a.size <= SMALL:
+        return ("v", shape, tuple(float(v) for v in a.reshape(-1)))
+    if a.dtype.kind not in "fiub":
+        return ("s", shape, None, None, None)
+    f = a.astype(np.float64, copy=False)
+    with np.errstate(all="ignore"):
+        return ("s", shape, float(f.min()), float(f.max()), float(f.mean()))
+
+
+def num(v: float) -> str:
+    """One number as shown: four significant digits (``0.7071``, ``-3``, ``1.2e-05``)."""
+    return f"{v:.4g}"
+
+
+def text(kept) -> str:
+    """A kept value as one short line: ``0.7071``, ``[1, -2, 0.5]``, ``[[1, 2], [3, 4]]``, or
+    ``[64, 10] min -0.3 max 0.5 mean 0.01``; ``""`` for None."""
+    if kept is None:
+        return ""
+    if kept[0] == "v":
+        _, shape, vals = kept
+        if not shape:
+            return num(vals[0])
+        return _nested(shape, [num(v) for v in vals])
+    _, shape, lo, hi, mean = kept
+    head = "[" + ", ".join(str(s) for s in shape) + "]"
+    if lo is None:
+        return head
+    return f"{head} min {num(lo)} max {num(hi)} mean {num(mean)}"
+
+
+def _nested(shape, items) -> str:
+    if len(shape) == 1:
+        return "[" + ", ".join(items) + "]"
+    step = len(items) // shape[0] if shape[0] else 0
+    return "[" + ", ".join(_nested(shape[1:], items[i * step:(i + 1) * step])
+                           for i in range(shape[0])) + "]"
+
+
+def tensor_values(t) -> str:
+    """``"data 0.7071\\ngrad -0.5"``: a tensor's values, and its ``.grad`` once known."""
+    lines = [f"data {text(keep(A.array(t)))}"]
+    g = A.grad(t)
+    if g is not None:
+        lines.append(f"grad {text(keep(A.array(g)))}")
+    return "\n".join(lines)
+
+
+class EdgeGrads:
+    """The gradient along each edge in the cell's last backward, read by the engine's own
+    post-hooks on each node (see the module doc). ``grads_of(node)``: ``{child key: [text, ...]}``
+    (one text per edge to that child, in ``next_functions`` order)."""
+
+    def __init__(self):
+        self.handles = []
+        self.seen = {}  # id(node) -> (weakref to the node, {child key: [kept, ...]})
+        self.installed = False
+
+    def install(self):
+        if not self.installed:
+            A.observe_backward(self.before_backward)
+            self.installed = True
+
+    def uninstall(self):
+        if self.installed:
+            A.unobserve_backward(self.before_backward)
+            self.installed = False
+        self.clear_hooks()
+        self.seen = {}
+
+    def clear_hooks(self):
+        for h in self.handles:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001 - a graph already freed
+                pass
+        self.handles = []
+
+    def new_cell(self):
+        """A cell begins: the previous cell's hooks go; what they read is forgotten."""
+        self.clear_hooks()
+        self.seen = {}
+
+    def before_backward(self, outputs, api):
+        """A backward starts from ``outputs``: watch every node of their graph (bounded)."""
+        self.clear_hooks()  # the last backward is what is shown
+        self.seen = {}
+        nodes = []
+        seen = set()
+        stack = []
+        for t in outputs:
+            try:
+                fn = A.grad_fn(t)
+            except Exception:  # noqa: BLE001
+                fn = None
+            if fn is not None and id(fn) not in seen:
+                seen.add(id(fn))
+                stack.append(fn)
+        while stack:
+            n = stack.pop()
+            nodes.append(n)
+            if len(nodes) > MAX_HOOKED:
+                return  # too big to watch: edges show nothing
+            for c in A.next_nodes(n):
+                if id(c) not in seen:
+                    seen.add(id(c))
+                    stack.append(c)
+        for n in nodes:
+            if A.node_name(n) == "AccumulateGrad":
+                continue
+            try:
+                self.handles.append(n.register_hook(self._hook(n)))
+            except Exception:  # noqa: BLE001 - a node that takes no hook: its edges show nothing
+                pass
+
+    def _hook(self, node):
+        ref = weakref.ref(node)
+        seen = self.seen
+
+        def read_edges(grad_inputs, grad_outputs):
+            n = ref()
+            if n is None or len(seen) > _MAX_SEEN:
+                return None
+            out = {}
+            try:
+                nexts = [c for c, _ in n.next_functions]
+                for c, g in zip(nexts, grad_inputs):
+                    if c is not None:
+                        out.setdefault(f"n{id(c)}", []).append(
+                            None if g is None else keep(A.array(g)))
+            except Exception:  # noqa: BLE001 - reading must never break the backward
+                return None
+            seen[id(n)] = (ref, out)
+            return None
+        return read_edges
+
+    def grads_of(self, node) -> dict:
+        got = self.seen.get(id(node))
+        if got is None or got[0]() is not node:
+            return {}
+        return {k: [text(v) if v is not None else "None" for v in vs] for k, vs in got[1].items()}
+
+
+def annotate(snap, named, edges: EdgeGrads | None) -> None:
+    """Fill ``TensorInfo.values`` and ``NodeInfo.grads`` of ``snap`` (read from ``named``, the
+    ``[(name, tensor)]`` it was taken from, and the leaves its AccumulateGrad nodes hold)."""
+    objs = {}
+    for _, t in named:
+        objs[f"t{id(t)}"] = t
+    want = snap.nodes
+    stack = []
+    seen = set()
+    for t in list(objs.values()):
+        try:
+            fn = A.grad_fn(t)
+        except Exception:  # noqa: BLE001
+            fn = None
+        if fn is not None and f"n{id(fn)}" in want and id(fn) not in seen:
+            seen.add(id(fn))
+            stack.append(fn)
+    while stack:
+        n = stack.pop()
+        key = f"n{id(n)}"
+        info = want.get(key)
+        if info is None:
+            continue
+        if edges is not None:
+            info.grads = edges.grads_of(n)
+        var = A.leaf_variable(n) if info.is_accumulate else None
+        if var is not None:
+            objs.setdefault(f"t{id(var)}", var)
+        for c in A.next_nodes(n):
+            if id(c) not in seen and f"n{id(c)}" in want:
+                seen.add(id(c))
+                stack.append(c)
+    for info in snap.tensors:
+        t = objs.get(info.key)
+        if t is not None:
+            try:
+                info.values = tensor_values(t)
+            except Exception:  # noqa: BLE001 - an unreadable tensor shows no values
+                pass

@@ -97,7 +97,8 @@ class StepPanel:
         if node is None:
             return None
         i = len(self.walk.steps)
-        self.saved[i] = [(name, V.keep(val) if hasattr(val, "shape") else val)
+        self.saved[i] = [(name, V.text(V.keep(val)) if hasattr(val, "shape") else
+                          "freed" if val is None else _inspect.short(str(val)))
                          for name, val in A.saved_inputs(node)]
         st = self.walk.step()
         if st is not None and st.leaf is not None:
@@ -254,7 +255,7 @@ class StepPanel:
         saved = self.saved.get(st.index) or []
         if saved:
             rows.append("<p>saved values it used: " + ", ".join(
-                f"<code>{e(n)} = {e(V.text(v) if isinstance(v, tuple) and v and v[0] in 'vs' else str(v))}</code>"
+                f"<code>{e(n)} = {e(v)}</code>"
                 for n, v in saved) + "</p>")
         if st.error is not None:
             err = _inspect.error_info(st.error)

@@ -349,9 +349,21 @@ def _q(s: str) -> str:
     return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def step(loss, named=(), name: str = "loss", values: bool = True) -> StepPanel:
+def step(loss, named=None, name: str = "loss", values: bool = True) -> StepPanel:
     """A :class:`StepPanel` walking ``loss.backward()`` (nbgrad tensors; a scalar), its boxes
-    labelled with the names of ``named`` (``[(name, tensor)]``)."""
+    labelled with the names of ``named`` (``[(name, tensor)]``; default: the IPython namespace's
+    tensors, when IPython runs). Raises as ``loss.backward()`` would (RuntimeError), and
+    NotImplementedError for a torch tensor."""
+    if named is None:
+        named = []
+        try:
+            from IPython import get_ipython
+
+            ip = get_ipython()
+            if ip is not None:
+                named = _inspect.named_tensors(ip.user_ns, skip=getattr(ip, "user_ns_hidden", ()))
+        except Exception:  # noqa: BLE001 - unnamed boxes then
+            named = []
     return StepPanel(loss, named=named, root_name=name, values=values)
 
 

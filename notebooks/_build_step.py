@@ -14,7 +14,7 @@ def nb11(md, code, raises, title, exercises):
               "runs `loss.backward()` one node at a time, in the engine's own order, and shows "
               "the gradient each node receives, the formula it applies (its row of the op "
               "table) and what it sends along each edge. **Predict each gradient before you "
-              "click *next*.**"),
+              "click *next* in the interactive panel.**"),
         code('''
 %load_ext nbgrad
 %nbgrad set values=on
@@ -48,14 +48,15 @@ print("n =", n.item(), " o =", o.item())
 `result = o = 0.7071`. What does it send to `n`? Then `n = (x1*w1 + x2*w2) + b` is an addition:
 what does `AddBackward0` send to each side? What will `w1.grad` and `x2.grad` be?
 
-Run the next cell and click **next ▶** once per node: the yellow node runs next, the orange one
-just ran; each edge shows the gradient sent along it. **run to end** finishes the walk.
+Run the next cell; in the interactive panel it shows, click **next ▶** once per node: the yellow
+node runs next, the orange one just ran; each edge shows the gradient sent along it. **run to
+end** finishes the walk.
 """),
         code('''
 %nbgrad step o
 '''),
         md("""
-The same walk without clicking (this is what a saved notebook shows): `step(o)` gives the panel
+The same walk driven from code (this is what a saved notebook shows): `step(o)` gives the panel
 object; `.next()` runs one node, `.run_to_end()` the rest. At the end every leaf's `.grad` is
 bit for bit what `o.backward()` gives — checked here on a second copy of the graph.
 """),

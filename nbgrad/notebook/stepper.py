@@ -304,7 +304,7 @@ class StepPanel:
         prev = W.Button(description="\u25c0 previous", layout=W.Layout(width="110px"))
         nxt = W.Button(description="next \u25b6", button_style="primary",
                        layout=W.Layout(width="110px"))
-        end = W.Button(description="run to end \u23ed", layout=W.Layout(width="120px"))
+        end = W.Button(description="run to end \u00bb", layout=W.Layout(width="120px"))
         vals = W.ToggleButton(value=self.values, description="values",
                               layout=W.Layout(width="80px"))
         self._html = W.HTML(self.html())

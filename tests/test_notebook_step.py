@@ -243,3 +243,39 @@ def test_values_shown_equal_data_and_grads(values_nb):
     for want in (p.grad, x.grad, w.grad):
         assert any(len(e) == 3 and np.allclose(e, want.numpy(), rtol=1e-3, atol=1e-4)
                    for e in edge_nums), (want, edge_nums)
+
+
+@pytest.fixture(scope="module")
+def torch_nb(tmp_path_factory):
+    return execute([
+        "import torch\n%load_ext nbgrad\n%nbgrad set values=on",
+        "x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)\n"
+        "w = torch.tensor([1.5, 0.25, -0.75], requires_grad=True)\n"
+        "y = (x * w).tanh()\nl = y.sum()\nl.backward()",
+        "%nbgrad step (x * w).sum()",
+    ], tmp_path_factory.mktemp("values_torch"))
+
+
+def test_values_over_pytorch_tensors(torch_nb):
+    svg = svg_in(panel_html(torch_nb.cells[1]))
+    texts = [html.unescape(re.sub(r"<[^>]+>", "", t))
+             for t in re.findall(r"<text[^>]*>(.*?)</text>", svg)]
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w = torch.tensor([1.5, 0.25, -0.75], requires_grad=True)
+    (x * w).tanh().sum().backward()
+    grads = [_numbers(t[5:]) for t in texts if t.startswith("grad ")]
+    datas = [_numbers(t[5:]) for t in texts if t.startswith("data ")]
+    for want in (x.grad, w.grad):
+        assert any(len(g) == 3 and np.allclose(g, want.numpy(), rtol=1e-3, atol=1e-4)
+                   for g in grads), (want, grads)
+    assert any(len(d) == 3 and np.allclose(d, x.detach().numpy()) for d in datas), datas
+    edges = [_numbers(t) for t in texts if t.startswith("[") and "data" not in t]
+    assert any(len(e) == 3 and np.allclose(e, x.grad.numpy(), rtol=1e-3, atol=1e-4)
+               for e in edges), edges
+
+
+def test_step_says_why_not_over_pytorch(torch_nb):
+    from nbgrad.notebook.adapter import NO_WALK
+
+    text = "".join(o.get("text", "") for o in torch_nb.cells[2].outputs)
+    assert NO_WALK in text, torch_nb.cells[2].outputs

@@ -139,6 +139,7 @@ class NbgradExtension:
             from . import render_values
 
             render_values.annotate(snap, focus.named if focus.relevant else [], self.values)
+            self.values.new_cell()  # (the nodes its hooks read are not held past the cell)
         if rep is not None or (self.models is not None and snap.nodes):
             from . import model_report
 

@@ -6,7 +6,8 @@
   of the cell, as the engine computed it: :class:`EdgeGrads` registers a post-hook
   (``node.register_hook(fn(grad_inputs, grad_outputs))``, PyTorch's Node hook) on every node of
   the graph a backward starts from, just before it runs (``adapter.observe_backward``), for graphs
-  of at most ``MAX_HOOKED`` nodes; the hooks only read, and are removed after the cell.
+  of at most ``MAX_HOOKED`` nodes; the hooks only read, and are removed, with the nodes they
+  read, once the cell's panel is drawn (or when the next cell starts).
 
 What is kept is plain data (:func:`keep`: a tuple of floats, or a summary), never a tensor, and
 for both engines (read through ``adapter.array``). Off (the default outside the classroom
@@ -89,7 +90,10 @@ class EdgeGrads:
 
     def __init__(self):
         self.handles = []
-        self.seen = {}  # id(node) -> (weakref to the node, {child key: [kept, ...]})
+        # id(node) -> (node, {child key: [kept, ...]}, its children): held from the backward to
+        # the end of the cell (new_cell), never longer
+        self.seen = {}
+        self.pending = {}  # id(hook) -> its node, while the hooks are on (the same lifetime)
         self.installed = False
 
     def install(self):
@@ -111,9 +115,10 @@ class EdgeGrads:
             except Exception:  # noqa: BLE001 - a graph already freed
                 pass
         self.handles = []
+        self.pending = {}
 
     def new_cell(self):
-        """A cell begins: the previous cell's hooks go; what they read is forgotten."""
+        """A cell begins, or its panel was drawn: the hooks go, and what they read and held."""
         self.clear_hooks()
         self.seen = {}
 
@@ -150,12 +155,12 @@ class EdgeGrads:
                 pass
 
     def _hook(self, node):
-        ref = weakref.ref(node)
-        seen = self.seen
+        ref = weakref.ref(self)  # (the hook lives on the node: it keeps neither the node nor us)
 
         def read_edges(grad_inputs, grad_outputs):
-            n = ref()
-            if n is None or len(seen) > _MAX_SEEN:
+            me = ref()
+            n = me.pending.get(id(read_edges)) if me is not None else None
+            if n is None or len(me.seen) > _MAX_SEEN:
                 return None
             out = {}
             try:
@@ -166,13 +171,16 @@ class EdgeGrads:
                             None if g is None else keep(A.array(g)))
             except Exception:  # noqa: BLE001 - reading must never break the backward
                 return None
-            seen[id(n)] = (ref, out)
+            # the node and its children are held until the cell's panel read them (torch makes
+            # a node's Python object anew when none is held: its id, the panel's key, would change)
+            me.seen[id(n)] = (n, out, nexts)
             return None
+        self.pending[id(read_edges)] = node
         return read_edges
 
     def grads_of(self, node) -> dict:
         got = self.seen.get(id(node))
-        if got is None or got[0]() is not node:
+        if got is None or got[0] is not node:
             return {}
         return {k: [text(v) if v is not None else "None" for v in vs] for k, vs in got[1].items()}
 

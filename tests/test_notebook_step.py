@@ -279,3 +279,38 @@ def test_step_says_why_not_over_pytorch(torch_nb):
 
     text = "".join(o.get("text", "") for o in torch_nb.cells[2].outputs)
     assert NO_WALK in text, torch_nb.cells[2].outputs
+
+
+@pytest.fixture(scope="module")
+def toggled(tmp_path_factory):
+    return execute([
+        "import json, nbgrad\n%load_ext nbgrad",
+        "x = nbgrad.tensor([0.5, -1.0, 2.0], requires_grad=True)\n"
+        "w = nbgrad.tensor([1.5, 0.25, -0.75], requires_grad=True)\n"
+        "l = (x * w).tanh().sum()\nl.backward()",
+        "from nbgrad.notebook.extension import get_extension\n"
+        "panel = get_extension()._live[-1][0]\n"
+        "before = (panel.values_shown, panel.tabs['Graph'])\n"
+        "panel.values_shown = True\n"
+        "on = panel.tabs['Graph']\n"
+        "panel.values_shown = False\n"
+        "print('RESULT ' + json.dumps(dict(shown=before[0], before=before[1], on=on,\n"
+        "      off=panel.tabs['Graph'])))",
+    ], tmp_path_factory.mktemp("toggle"))
+
+
+def test_values_toggle_in_the_panel(toggled):
+    r = _result(toggled.cells[2])
+    assert not r["shown"] and "data " not in r["before"] and "nbgrad-values-toggle" in r["before"]
+    assert "data " not in r["off"]
+    texts = [html.unescape(re.sub(r"<[^>]+>", "", t))
+             for t in re.findall(r"<text[^>]*>(.*?)</text>", r["on"])]
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w = torch.tensor([1.5, 0.25, -0.75], requires_grad=True)
+    (x * w).tanh().sum().backward()
+    grads = [_numbers(t[5:]) for t in texts if t.startswith("grad ")]
+    datas = [_numbers(t[5:]) for t in texts if t.startswith("data ")]
+    for want in (x, w):
+        assert any(len(d) == 3 and np.allclose(d, want.detach().numpy()) for d in datas), datas
+        assert any(len(g) == 3 and np.allclose(g, want.grad.numpy(), rtol=1e-3, atol=1e-4)
+                   for g in grads), grads

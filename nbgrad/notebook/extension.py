@@ -211,7 +211,14 @@ class NbgradExtension:
         self._panels += 1
         return panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
                          theme=self.theme, layout_fn=self.layout, earlier_fn=self.with_earlier,
-                         on_wake=self.wake, panel_id=f"{self._session}-{self._panels}")
+                         on_wake=self.wake, panel_id=f"{self._session}-{self._panels}",
+                         values_fn=self.with_values)
+
+    def with_values(self, snap):
+        """``snap`` with its named tensors' values read now (a panel's values button)."""
+        from . import render_values
+
+        return render_values.with_values_now(snap, self.ip.user_ns)
 
     def _keep(self, panel, display_id):
         self._live.append((panel, display_id))

@@ -224,3 +224,41 @@ def annotate(snap, named, edges: EdgeGrads | None) -> None:
                 info.values = tensor_values(t)
             except Exception:  # noqa: BLE001 - an unreadable tensor shows no values
                 pass
+
+
+def toggle_html(shown: bool) -> str:
+    """The live Graph tab's values switch (``extension/panel.js`` syncs ``values_shown``)."""
+    return ('<div class="nbgrad-values-line" style="color:#666">values in the graph: '
+            f'<button class="nbgrad-values-toggle" title="the values and .grad of each tensor, the gradient '
+            f'along each edge">{"hide" if shown else "show"}</button></div>')
+
+
+def has_values(snap) -> bool:
+    return any(t.values for t in snap.tensors) or any(n.grads for n in snap.nodes.values())
+
+
+def without_values(snap):
+    """A copy of ``snap`` whose boxes and edges show no values (the snapshot itself is kept)."""
+    from dataclasses import replace
+
+    return replace(snap, tensors=[replace(t, values="") for t in snap.tensors],
+                   nodes={k: replace(n, grads={}) for k, n in snap.nodes.items()})
+
+
+def with_values_now(snap, ns: dict):
+    """A copy of ``snap`` with the values of its named tensors read now from namespace ``ns``
+    (by name; a name bound to another tensor since is left out) and of the leaves they reach;
+    no edge gradients (no backward was watched)."""
+    from dataclasses import replace
+
+    out = replace(snap, tensors=[replace(t) for t in snap.tensors],
+                  nodes={k: replace(n, grads={}) for k, n in snap.nodes.items()})
+    named = []
+    for t in out.tensors:
+        for name in (t.name.split(" = ") if t.named else ()):
+            v = ns.get(name)
+            if v is not None and f"t{id(v)}" == t.key:
+                named.append((name, v))
+                break
+    annotate(out, named, None)
+    return out

@@ -166,3 +166,20 @@ def test_formula_text_is_the_rows_source():
         for line, f in zip(formula_lines(row), [f for f in row.formulas if f is not None]):
             assert line.split(": ", 1)[1] == pretty(source_of(f))
     assert pretty("g * x * x + y * y.sum()") == "g * x² + y * y.sum()"
+
+
+def test_detect_anomaly_stops_the_walk_as_backward():
+    def build(m):
+        a = m.tensor([0.0, 1.0], requires_grad=True)
+        return (a.sqrt() * 0).sum()  # sqrt's gradient at 0 times 0: NaN
+    with nbgrad.autograd.detect_anomaly():
+        walk = BackwardWalk(build(nbgrad))
+        walk.run()
+        with pytest.raises(RuntimeError) as real:
+            build(nbgrad).backward()
+    with pytest.warns(UserWarning), torch.autograd.detect_anomaly():
+        with pytest.raises(RuntimeError) as theirs:
+            build(torch).backward()
+    assert walk.error is not None and str(walk.error) == str(real.value)
+    assert str(walk.error) == str(theirs.value)
+    assert walk.steps[-1].name == "SqrtBackward0"

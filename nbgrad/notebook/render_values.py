@@ -229,8 +229,8 @@ def annotate(snap, named, edges: EdgeGrads | None) -> None:
 def toggle_html(shown: bool) -> str:
     """The live Graph tab's values switch (``extension/panel.js`` syncs ``values_shown``)."""
     return ('<div class="nbgrad-values-line" style="color:#666">values in the graph: '
-            f'<button class="nbgrad-values-toggle" title="the values and .grad of each tensor, the gradient '
-            f'along each edge">{"hide" if shown else "show"}</button></div>')
+            '<button class="nbgrad-values-toggle" title="the values and .grad of each tensor, '
+            f'the gradient along each edge">{"hide" if shown else "show"}</button></div>')
 
 
 def has_values(snap) -> bool:

@@ -231,7 +231,7 @@ class StepPanel:
         rows = []
         where = f" <span style='color:gray'>made at {e(view.where)}</span>" \
             if view is not None and view.where else ""
-        rows.append(f"<p>ran <code><b>{e(A_name(st))}</b></code>{where}</p>")
+        rows.append(f"<p>ran <code><b>{e(_name_of(st))}</b></code>{where}</p>")
         if st.grad_in is None:
             rows.append("<p>no gradient reached it: it passes nothing on.</p>")
         else:
@@ -273,8 +273,8 @@ class StepPanel:
 
     def _next_line(self) -> str:
         if self.pos < len(self.walk.steps):
-            return (f"<p style='color:gray'>next: {html.escape(A_name(self.walk.steps[self.pos]))}"
-                    "</p>")
+            nxt = html.escape(_name_of(self.walk.steps[self.pos]))
+            return f"<p style='color:gray'>next: {nxt}</p>"
         if self.walk.error is not None:
             return "<p style='color:#d00000'>stopped: backward() raises at this node.</p>"
         nxt = self.walk.pending()
@@ -287,7 +287,7 @@ class StepPanel:
         svg = self.svg()
         pic = f"<div style='overflow:auto;max-width:100%'>{svg}</div>" if svg else \
             "<pre>" + html.escape("\n".join(
-                f"{'*' if i < self.pos else ' '} {A_name(st)}"
+                f"{'*' if i < self.pos else ' '} {_name_of(st)}"
                 for i, st in enumerate(self.walk.steps))) + "</pre>"
         return (f"<div class='nbgrad-step' style='display:flex;gap:16px;flex-wrap:wrap;"
                 f"font-family:sans-serif;font-size:13px'><div>{pic}</div>"
@@ -337,7 +337,7 @@ class StepPanel:
         return bundle
 
 
-def A_name(st) -> str:
+def _name_of(st) -> str:
     return _short(st.name)
 
 
@@ -391,5 +391,4 @@ def step_magic(ext, rest: str):
     except RuntimeError as exc:  # backward() would refuse: say so as it does
         print(f"nbgrad: {expr}.backward() raises RuntimeError: {exc}")
         return None
-    ext.stepper = panel
     return panel

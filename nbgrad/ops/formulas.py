@@ -19,7 +19,8 @@ import operator
 import numpy as np
 
 from .. import backend, dtypes
-from ..autograd.apply import apply as _apply, positions
+from ..autograd.apply import apply as _apply
+from ..autograd.record import positions
 from ..tensor import Tensor, fresh_zeros
 from . import kernels
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import _along, _reduce_to, scatter_reduce_array
+from .derivatives import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
 op("index", lambda self, index: _index(self, index),

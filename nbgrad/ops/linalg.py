@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import TENSORS, _maybe_multiply, _mT, array_formulas
+from .formulas import TENSORS, array_formulas
+from .derivatives import _maybe_multiply, _mT
 from ..autograd.apply import apply as _apply
 from .registry import ROWS, op
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
-from .formulas import TENSORS, _sum_all
+from .formulas import TENSORS
+from .derivatives import _sum_all
 from .reductions import _refuse
 from .registry import ROWS, op
 

@@ -25,7 +25,8 @@ from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
-from .formulas import TENSORS, _zeros_for
+from .formulas import TENSORS
+from .derivatives import _zeros_for
 from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 

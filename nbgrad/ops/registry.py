@@ -53,7 +53,8 @@ from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, 
 from ..autograd.grad_mode import STATE as _GRAD
 from ..naming import named
 from ..tensor import Tensor
-from .formulas import NUMPY, ROWS, TENSORS, _reduce_to, array_formulas
+from .formulas import NUMPY, ROWS, TENSORS, array_formulas
+from .derivatives import _reduce_to
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
 

@@ -3,8 +3,8 @@
 Read in this order: registry.py (the Row schema: how a row is written and what it saves), then
 the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py,
 activations.py, losses.py, volumes.py (the 3-D layers, with their N-d kernels), attention.py —
-with formulas.py (derivative formulas longer than a line) and kernels.py (conv/pool array
-kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the torch.* functions that pick
+with formulas.py (the formula namespace `xp`), derivatives.py (formulas longer than a line) and
+kernels.py (conv/pool array kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the torch.* functions that pick
 a row and parse PyTorch's arguments are nbgrad/functions/.
 """
 from __future__ import annotations

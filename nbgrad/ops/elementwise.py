@@ -1,7 +1,7 @@
 """Rows: elementwise ops — binary (broadcasting; a Python number may stand for either side) and
 unary, plus the fills and copies that in-place ops and assignment use.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Rows: indexing with integer or bool arrays (copies, not views), index_put, index_add,
 index_select, gather.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Rows: matrix products (mm, bmm, dot, mv, addmm). torch.matmul is composed of these in
 nbgrad/functions/linalg.py, as PyTorch composes it, so the graph shows the same nodes.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ formulas recompute it from the saved inputs when the backward is itself recorded
 
 The array kernels (im2col, window views, all conv/pool geometry) are in kernels.py; a kernel's
 forward returns what its backward needs, kept in a `Ctx` released with the node.
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Rows: reductions (sum, mean, prod, max/min, var/std, norm, logsumexp) and scans (cumsum).
 
 A `_dim` row reduces over `dim` (an int or a tuple of ints) and keeps it when `keepdim`.
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 

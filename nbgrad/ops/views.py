@@ -1,6 +1,6 @@
 """Rows: views (the output shares the input's storage and version counter), and joining.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 

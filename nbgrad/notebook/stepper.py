@@ -283,8 +283,15 @@ class StepPanel:
         return (f"<p style='color:gray'>next: <code>{html.escape(A.node_name(nxt))}</code> "
                 "(predict what it sends, then step)</p>")
 
-    def html(self) -> str:
+    def html(self, inline: bool = True) -> str:
+        """The current state as HTML: the graph inline (the widget), or as an ``<img>`` with a
+        data URI (``inline=False``: the static copy, which survives the sanitiser of an
+        untrusted notebook), beside the text."""
         svg = self.svg()
+        if svg and not inline:
+            from . import render
+
+            svg = f'<img src="{render.svg_uri(svg)}" alt="the graph of the backward walk">'
         pic = f"<div style='overflow:auto;max-width:100%'>{svg}</div>" if svg else \
             "<pre>" + html.escape("\n".join(
                 f"{'*' if i < self.pos else ' '} {_name_of(st)}"
@@ -332,7 +339,7 @@ class StepPanel:
         except Exception:  # noqa: BLE001 - no ipywidgets / no comm: the static view
             bundle = {}
         bundle = dict(bundle or {})
-        bundle["text/html"] = self.html()
+        bundle["text/html"] = self.html(inline=False)
         bundle.setdefault("text/plain", f"<nbgrad step-by-step backward of {self.root_name}>")
         return bundle
 

@@ -314,3 +314,34 @@ def test_values_toggle_in_the_panel(toggled):
         assert any(len(d) == 3 and np.allclose(d, want.detach().numpy()) for d in datas), datas
         assert any(len(g) == 3 and np.allclose(g, want.grad.numpy(), rtol=1e-3, atol=1e-4)
                    for g in grads), grads
+
+
+def test_edge_watch_is_bounded_per_cell():
+    """The first MAX_WATCHED backward calls of a cell are watched (their hooks read what the
+    engine sent along each edge, equal to torch's gradients); later ones are not, and nothing
+    is held once the cell is over."""
+    import nbgrad
+    from nbgrad.notebook import render_values as V
+
+    e = V.EdgeGrads()
+    e.install()
+    try:
+        e.new_cell()
+        a = nbgrad.tensor([1.0, -2.0], requires_grad=True)
+        y = (a * a).sum()
+        y.backward()
+        mul = y.grad_fn.next_functions[0][0]
+        got = e.grads_of(mul)
+        t = torch.tensor([1.0, -2.0], requires_grad=True)
+        (t * t).sum().backward()
+        (texts,) = got.values()  # both edges of a * a go to a's AccumulateGrad
+        half = V.text(V.keep((t.grad / 2).numpy()))
+        assert texts == [half, half]
+        for _ in range(V.MAX_WATCHED):
+            (a * 3).sum().backward()
+        assert e.calls == V.MAX_WATCHED + 1 and not e.seen and not e.handles
+        e.new_cell()
+        assert not e.seen and not e.pending and e.calls == 0
+    finally:
+        e.uninstall()
+    assert not nbgrad.autograd.engine.BACKWARD_OBSERVERS

@@ -8,7 +8,7 @@ backing numpy array directly, which records nothing.
 One file per kind of layer, as torch.nn.functional's documentation groups them: ``linear``,
 ``activation``, ``conv`` (conv2d itself is torch.conv2d), ``pooling`` (max_pool2d is
 torch.max_pool2d), ``volumes`` (3-D layers), ``upsampling`` (interpolate, lp_pool, max_unpool),
-``normalization``, ``sparse`` (embeddings), ``loss``, ``attention``; ``common`` holds what they
+``normalization``, ``sparse`` (embeddings), ``loss`` (``ctc``: the CTC loss), ``attention``; ``common`` holds what they
 share.
 """
 from nbgrad.functions.nn import conv2d, max_pool2d
@@ -22,6 +22,7 @@ from .conv import (conv1d, conv_transpose1d, conv_transpose2d, flatten, fold, pa
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                       adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d)
 from .volumes import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d
+from .ctc import ctc_loss
 from .upsampling import (interpolate, lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d,
                          max_unpool3d, upsample)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
@@ -55,5 +56,5 @@ __all__ = [
     "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",
     "instance_norm", "dropout1d", "dropout2d", "bilinear", "embedding_bag",
     "scaled_dot_product_attention", "multi_head_attention_forward",
-    "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "ctc_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
 ]

@@ -34,7 +34,8 @@ def max_unpool_forward(x, indices, output_size):
     if flat_idx.size:
         bad = (flat_idx < 0) | (flat_idx >= size)
         if bad.any():
-            raise RuntimeError(f"Found an invalid max index: {int(flat_idx[bad][0])} (output "
+            # (torch's kernel keeps the last invalid index it met)
+            raise RuntimeError(f"Found an invalid max index: {int(flat_idx[bad][-1])} (output "
                                f"volumes are of size {'x'.join(str(n) for n in output_size)})")
     out = xp.zeros((flat_idx.shape[0], size), x.dtype)
     rows = xp.arange(flat_idx.shape[0]).reshape(-1, 1)

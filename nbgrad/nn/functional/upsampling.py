@@ -135,7 +135,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](
             input, out_size)
     ok = (mode in ("nearest", "nearest-exact") and dim in (1, 2, 3)) or \
-        _LINEAR_DIMS.get(mode) == dim or (mode == "bicubic" and dim == 2)
+        _LINEAR_DIMS.get(mode) == dim or (mode in ("bicubic", "lanczos") and dim == 2)
     if not ok:
         need = _LINEAR_DIMS.get(mode)
         if need is not None and input.ndim in (3, 4, 5):
@@ -144,6 +144,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
             f"the modes: {_MODES} (got {mode})")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if antialias or mode == "lanczos":
         raise NotImplementedError(f"interpolate: antialias=True ({mode}) is not supported by "
                                   "nbgrad")

@@ -44,13 +44,19 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     Returns: a scalar, or (N,) / () with reduction "none".
 
     Raises:
-        ValueError: a bad reduction; RuntimeError: torch's texts for a blank outside the classes,
+        ValueError: a bad reduction; TypeError: one length a Tensor, the other not; RuntimeError: torch's texts for a blank outside the classes,
         lengths that are not integral or not one per sequence, targets too short, lengths out of
         range; NotImplementedError: integer log_probs. A target class outside [0, C) raises
         RuntimeError (torch reads out of bounds there).
     """
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if isinstance(input_lengths, Tensor) != isinstance(target_lengths, Tensor):
+        kinds = tuple("Tensor" if isinstance(v, Tensor) else type(v).__name__
+                      for v in (input_lengths, target_lengths))
+        raise TypeError("ctc_loss() received an invalid combination of arguments - got (Tensor, "
+                        f"Tensor, {kinds[0]}, {kinds[1]}, int, int, bool): input_lengths and "
+                        "target_lengths must both be Tensors or both tuples of ints")
     il = _lengths(input_lengths, "input_lengths")
     tl = _lengths(target_lengths, "target_lengths")
     if log_probs._data.dtype.kind != "f":

@@ -244,3 +244,15 @@ def test_swa_errors_like_torch():
         with pytest.raises(type(et.value)) as en:
             make(nbgrad)
         assert str(en.value) == str(et.value)
+
+
+def test_copy_of_floats_into_integer_tensors_casts_as_torch():
+    """AveragedModel(use_buffers=True) copies the averaged num_batches_tracked (a float) into
+    the int64 buffer: copy_ casts, truncating toward zero, and bumps the version once."""
+    for dst, src in (([3, 0], [1.5, -2.7]), ([True, False], [0.0, 2.0]), ([7], [True])):
+        t_dst, n_dst = torch.tensor(dst), nbgrad.tensor(dst)
+        t_dst.copy_(torch.tensor(src))
+        n_dst.copy_(nbgrad.tensor(src))
+        assert npy(n_dst).tolist() == t_dst.tolist()
+        assert str(n_dst.dtype)[7:] == str(t_dst.dtype)[6:]
+        assert n_dst._version == t_dst._version == 1

@@ -375,3 +375,16 @@ def test_ctc_loss_errors_like_torch(k):
     with pytest.raises(type(et.value)) as en:
         call(nbgrad, NF)
     assert str(en.value) == str(et.value)
+
+
+@pytest.mark.parametrize("name,kw", [("upsample", dict(scale_factor=2, mode="bicubic")),
+                                     ("upsample_nearest", dict(size=(7, 5))),
+                                     ("upsample_bilinear", dict(scale_factor=1.5))])
+def test_deprecated_upsample_functions_warn_and_match(name, kw):
+    outs = []
+    for lib, F in ((torch, TF), (nbgrad, NF)):
+        with pytest.warns(UserWarning) as rec:
+            outs.append(getattr(F, name)(lib.tensor(IMG), **kw))
+        outs.append(str(rec[0].message))
+    assert outs[3] == outs[1]
+    np.testing.assert_allclose(npy(outs[2]), npy(outs[0]), rtol=1e-10, atol=1e-12)

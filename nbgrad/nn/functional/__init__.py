@@ -24,7 +24,7 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_poo
 from .volumes import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d
 from .ctc import ctc_loss
 from .upsampling import (interpolate, lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d,
-                         max_unpool3d, upsample)
+                         max_unpool3d, upsample, upsample_bilinear, upsample_nearest)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .sparse import embedding, embedding_bag, one_hot
 from .loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
@@ -56,5 +56,5 @@ __all__ = [
     "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",
     "instance_norm", "dropout1d", "dropout2d", "bilinear", "embedding_bag",
     "scaled_dot_product_attention", "multi_head_attention_forward",
-    "ctc_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "upsample_nearest", "upsample_bilinear", "ctc_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
 ]

@@ -8,6 +8,8 @@ torch's name (UpsampleBicubic2DBackward0, UpsampleTrilinear3DBackward0, ...). ma
 the row ``max_unpool2d`` / ``max_unpool3d`` (MaxUnpool2DBackward0); lp_pool is torch's own
 composition of public ops (pow, avg_pool, sign, relu, abs, mul, pow).
 """
+import warnings
+
 import numpy as np
 
 from nbgrad.autograd.apply import apply
@@ -19,7 +21,7 @@ from .pooling import (_interp_matrix, _mat_fwd, adaptive_avg_pool1d, adaptive_av
                       avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
 from .volumes import _along, _triple, adaptive_avg_pool3d, avg_pool3d, max_pool3d
 
-__all__ = ["interpolate", "upsample", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
            "max_unpool2d", "max_unpool3d"]
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
@@ -176,8 +178,25 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``)."""
+    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``; warns as torch)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(mode="nearest")`` (mirrors ``F.upsample_nearest``; warns)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(mode="bilinear", align_corners=True)`` (mirrors
+    ``F.upsample_bilinear``; warns)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 # ---- power-average pooling: torch's composition ---------------------------------------------------

@@ -77,10 +77,11 @@ def ctc_forward(log_probs, targets, input_lengths, target_lengths, blank):
         new = _lse3(prev, _shift(prev, 1, xp), xp.where(skip_d, _shift(prev, 2, xp), -np.inf),
                     xp) + lp_ext[t]
         alpha[t] = xp.where(valid_d & (t < il), new, -np.inf)
-    rows = np.arange(n)
-    last = alpha[xp.asarray(np.asarray(input_lengths, np.int64) - 1), xp.asarray(rows)]  # (N, S)
-    l1 = last[rows, 2 * tl]
-    l2 = xp.where(xp.asarray(tl) > 0, last[rows, np.maximum(2 * tl - 1, 0)], -np.inf)
+    rows = xp.arange(n)  # (index arrays on the arrays' device)
+    last = alpha[xp.asarray(np.asarray(input_lengths, np.int64) - 1), rows]  # (N, S)
+    l1 = last[rows, xp.asarray(2 * tl)]
+    l2 = xp.where(xp.asarray(tl) > 0, last[rows, xp.asarray(np.maximum(2 * tl - 1, 0))],
+                  -np.inf)
     m = xp.maximum(l1, l2)
     m = xp.where(m == -np.inf, 0, m)
     nll = -(xp.log(xp.exp(l1 - m) + xp.exp(l2 - m)) + m)

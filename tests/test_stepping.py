@@ -183,3 +183,89 @@ def test_detect_anomaly_stops_the_walk_as_backward():
     assert walk.error is not None and str(walk.error) == str(real.value)
     assert str(walk.error) == str(theirs.value)
     assert walk.steps[-1].name == "SqrtBackward0"
+
+
+# .grad as AccumulateGrad leaves it: the walk's buffers are owned as the engine's, so .grad's
+# _version, its memory (shared between leaves, with a hook's tensor) are those of backward()
+def _owned(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    return [a], [], (a * 2).sum()
+
+
+def _twice_to_one_leaf(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    return [a], [], (a * a + a).sum()
+
+
+def _expanded(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    b = m.tensor(2.0, requires_grad=True)
+    return [a, b], [], a.sum() + b
+
+
+def _added_in_buffer(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    b = a + 1  # AddBackward0 passes its buffer on: two additions into it, version 1
+    return [a], [], (b * 2).sum() + (b * 3).sum()
+
+
+def _one_array_two_leaves(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    b = m.tensor([3.0, 0.5, -1.0], requires_grad=True)
+    return [a, b], [], ((a + b) * m.tensor([1.0, 2.0, 3.0])).sum()
+
+
+def _leaf_hooks(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    b = m.tensor([3.0, 0.5, -1.0], requires_grad=True)
+    c = m.tensor([0.5, 0.25, 2.0], requires_grad=True)
+    kept = []
+    a.register_hook(lambda g: g * 2)
+    b.register_hook(kept.append)  # sees the gradient, keeps it, returns None
+    c.register_hook(lambda g: kept.append(g * 3) or kept[-1])  # returns one it keeps
+    return [a, b, c], kept, (a * b * c * 2).sum()
+
+
+def _second_backward(m):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    (a * 3).sum().backward()  # .grad exists: the walk adds into it in place
+    return [a], [], (a * a).sum()
+
+
+GRAD_PROGRAMS = [_owned, _twice_to_one_leaf, _expanded, _added_in_buffer, _one_array_two_leaves,
+                 _leaf_hooks, _second_backward]
+
+
+def _grad_facts(leaves, kept):
+    """Each leaf's .grad: its _version, and which tensors (leaves' grads, hooks' kept tensors)
+    share its memory; values as bytes."""
+    grads = [t.grad for t in leaves]
+    others = grads + list(kept)
+    return [(g._version, g.dtype, tuple(g.shape),
+             [j for j, o in enumerate(others) if o is not g and o.data_ptr() == g.data_ptr()])
+            for g in grads]
+
+
+@pytest.mark.parametrize("prog", GRAD_PROGRAMS, ids=lambda f: f.__name__)
+def test_walk_grads_are_backwards_grads(prog):
+    leaves, kept, root = prog(nbgrad)
+    before = [None if t.grad is None else t.grad for t in leaves]
+    BackwardWalk(root).run()
+    leaves2, kept2, root2 = prog(nbgrad)
+    before2 = [None if t.grad is None else t.grad for t in leaves2]
+    root2.backward()
+    tleaves, tkept, troot = prog(torch)
+    tbefore = [None if t.grad is None else t.grad for t in tleaves]
+    troot.backward()
+    ours, plain, theirs = (_grad_facts(leaves, kept), _grad_facts(leaves2, kept2),
+                           _grad_facts(tleaves, tkept))
+    assert ours == plain
+    assert [(v, s, sh) for v, _, s, sh in ours] == [(v, s, sh) for v, _, s, sh in theirs]
+    assert str(ours[0][1]).split(".")[-1] == str(theirs[0][1]).split(".")[-1]
+    # the same .grad object as before an accumulation, when there was one (as torch's)
+    assert [a is b.grad for a, b in zip(before, leaves)] == \
+        [a is b.grad for a, b in zip(before2, leaves2)] == \
+        [a is b.grad for a, b in zip(tbefore, tleaves)]
+    for a, b, t in zip(leaves, leaves2, tleaves):
+        assert a.grad.numpy().tobytes() == b.grad.numpy().tobytes()
+        np.testing.assert_allclose(a.grad.numpy(), t.grad.detach().numpy(), rtol=1e-6)

@@ -219,6 +219,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         gv = node._grad_version
                         if gv and gi is not gs:
                             bumps[c] = gv
+                        elif bumps and gi is gs and node in bumps:  # (passed on: its version)
+                            bumps[c] = bumps[node]
                         deps[c] = 0
                         if not ready:
                             out = gi = gs = None
@@ -287,6 +289,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                 shared.add(c)
                             if gv and gi is not gs:
                                 bumps[c] = gv
+                            elif bumps and gi is gs and node in bumps:  # (passed on unchanged:
+                                bumps[c] = bumps[node]                  # the same version)
                             if vbase is not None and type(gi) is _ND:
                                 if gi is gs:
                                     if vb is not None:

@@ -649,10 +649,13 @@ class AccumulateGrad(Node):
             raise RuntimeError("leaf variable has been moved into the graph interior")
         hooks = var._hooks
         if hooks:
-            new = _run_tensor_hooks(hooks, g)
+            kept = []
+            new = _run_tensor_hooks(hooks, g, kept)
             if new is not g:  # the hook's result: the engine's own unless the hook kept it
                 owned = GRAD_OWNED if type(new) is _ND and new.base is None and \
                     _getrefcount(new) == 2 else GRAD_SHARED
+            elif kept:  # a hook kept the tensor it was given (PyTorch: use count > 1, a copy)
+                owned = GRAD_SHARED
             g = new
         if g is None or not var._requires_grad:  # (turned off since: its hooks ran, no .grad)
             return ()
@@ -744,7 +747,10 @@ def _check_same_meta(name, a, b):
                            f"{_tm.type_name(a._data.dtype)} got {_tm.type_name(b._data.dtype)})")
 
 
-def _run_tensor_hooks(hooks, g):
+def _run_tensor_hooks(hooks, g, kept=None):
+    """`g` through the tensor hooks `hooks`; `kept` (a list): True appended when a hook that
+    returned None kept the tensor it was given (the last gradient is then not the engine's
+    alone)."""
     as_t = isinstance(g, _tm.Tensor)
     for fn in list(hooks):
         gt = g if as_t else _tm.Tensor._make_fresh(as_array(g))
@@ -752,4 +758,8 @@ def _run_tensor_hooks(hooks, g):
         if r is not None:
             _check_same_meta(getattr(fn, "__name__", repr(fn)), gt, r)
             g = r if as_t else r._data
+            if kept:
+                kept.clear()
+        elif kept is not None and not as_t and _getrefcount(gt) > 2:
+            kept.append(True)
     return g

@@ -9,6 +9,8 @@ from . import anomaly
 from ..naming import public
 from heapq import heappop, heappush
 
+import sys
+
 import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
@@ -18,6 +20,7 @@ from .views import _view_of
 from ..tensor import NO_GRAD_MODE
 
 _ND = np.ndarray
+_getrefcount = sys.getrefcount
 # Callbacks `cb(outputs, api)` told of each backward / autograd.grad call before it runs
 # (`outputs`: the root tensors; `api`: "backward" or "grad"). Empty unless a tool (the notebook
 # panel) observes: then one list check per call.
@@ -254,8 +257,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     if needed is None or node in needed:
                         if type(node) is AccumulateGrad:
                             if accumulate:
-                                node._backward(gs, create_graph,
-                                               _ownership(node, gs, shared, grad_outputs))
+                                owned = _ownership(node, gs, shared, grad_outputs)
+                                node._backward(gs, create_graph, owned)
                                 if bumps and node in bumps:  # .grad took the buffer: its version
                                     _set_version(node.variable._grad, gs, bumps[node])
                         else:
@@ -430,7 +433,9 @@ def _ownership(node, g, shared, grad_outputs):
     it), or, for a view only the engine holds, the Storage of the memory it views (the caller's
     gradient's, when it is a view of that: PyTorch's .grad then shares its memory and version
     counter)."""
-    if node in shared:
+    if node in shared and (type(g) is not _ND or _getrefcount(g) > 3):
+        # (3: the caller's `gs`, `g`, getrefcount's own: an array sent along two edges is
+        # copied by the first leaf and taken by the last, as PyTorch's use count decides)
         return GRAD_SHARED
     if type(g) is not _ND:
         return GRAD_OWNED if isinstance(g, np.generic) else GRAD_SHARED

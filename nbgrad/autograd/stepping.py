@@ -218,7 +218,8 @@ class BackwardWalk:
                     gs = new
                     self.shared.add(node)  # (a hook may keep what it was given)
                 if type(node) is AccumulateGrad:
-                    node._backward(gs, False, engine._ownership(node, gs, self.shared, [None]))
+                    owned = engine._ownership(node, gs, self.shared, [None])  # (gs held once)
+                    node._backward(gs, False, owned)
                     if node in self.bumps:  # .grad took the buffer: its version
                         engine._set_version(node.variable._grad, gs, self.bumps[node])
                 else:

@@ -246,8 +246,9 @@ class StepPanel:
                 else:
                     rows.append(f"<p>{lab} g = <b>{e(V.text(total_g))}</b></p>")
         if view is not None and view.formula:
-            rows.append("<p>formula (its row in the op table):<br>" + "<br>".join(
-                f"<code>{e(f)}</code>" for f in view.formula) + "</p>")
+            rows.append("<p>formula (its row in the op table; a custom Function: its "
+                        "backward):<br>" + "<br>".join(
+                            f"<code>{e(f)}</code>" for f in view.formula) + "</p>")
         if st.leaf is not None:
             name = view.leaf_name if view is not None and view.leaf_name else "the leaf"
             rows.append(f"<p><code>{e(name)}.grad += g</code> &rarr; {e(name)}.grad = "

@@ -82,6 +82,14 @@ def named_parameters(module):
     return module.named_parameters()
 
 
+def pause_recording():
+    return R.pause()
+
+
+def resume_recording(token, twin) -> None:
+    R.resume(token, twin)
+
+
 def module_hook_api():
     """torch's global module hooks, the hooks wrapped so that what they read while a cell runs
     is not seen by the recorder (``torch._C.DisableTorchFunction``)."""

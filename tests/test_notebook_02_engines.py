@@ -93,7 +93,8 @@ def test_nbgrad_run_fails_in_the_same_cells_with_torchs_message(runs):
         assert (et is None) == (en is None), (i, t.source)
         if et is not None:
             assert en[0] == et[0], (i, t.source)
-            first = en[1].splitlines()[0].replace("nbgrad.", "torch.").replace("nbgrad::", "torch::")
+            first = en[1].splitlines()[0]
+            first = first.replace("nbgrad.", "torch.").replace("nbgrad::", "torch::")
             assert first == et[1].splitlines()[0], (i, t.source)
         if i:  # (the first cell names its engine)
             # the same values printed; nbgrad adds its explanation lines after torch's message

@@ -196,6 +196,12 @@ def grad_on(obj) -> bool:
     return _of(obj).grad_on()
 
 
+def lean_steps(module) -> bool:
+    """Whether ``module``'s engine wants lean training steps after the watched ones (see
+    ``ModelTracker``): torch, whose module hooks cost a step its fast path."""
+    return bool(getattr(_of(module), "LEAN_STEPS", False))
+
+
 def pause_recording(module):
     """Before a trained model's call in a lean step: ``module``'s engine may stop recording
     each op until :func:`resume_recording` (torch: its recorder leaves torch's mode stack);

@@ -609,19 +609,24 @@ class ModelTracker:
     # -- lean steps: after the watched ones, only the trained models' own hooks --------------
 
     def _start_lean(self) -> None:
-        """The end of the first top-level call after watching (the second training step): nn's
-        global module hooks go, for the rest of the cell. Each trained model gets a pre/post
-        hook of its own instead, which lets the engine's recorder step aside inside the model
-        (its nodes get the lines of its *twin*, the last call of the same model recorded in
-        full, when they are as many) and records the call's node range; the calls inside it
-        are the twin's shifted by the difference in node numbers when the counts agree (the
-        same code made the same nodes), else only the model's own call is known."""
+        """The end of the first top-level call after watching (the second training step), when
+        the engines of the modules called this cell want it (torch: ``A.lean_steps``): nn's
+        global module hooks go, for the rest of the cell. Each module called at the top level
+        this cell (the model, the loss module) gets a pre/post hook of its own instead, which
+        lets the engine's recorder step aside inside it (its nodes get the lines of its *twin*,
+        its last call recorded by the global hooks, when they are as many) and records the
+        call's node range; the calls inside it are the twin's shifted by the difference in
+        node numbers when the counts agree (the same code made the same nodes), else only the
+        module's own call is known. A module first called later in the cell is not seen (no
+        cluster)."""
         self.go_lean = False
         twins = {}
-        for c in reversed(self.calls):  # the last top-level call of each trained model
+        for c in reversed(self.calls):  # the last top-level call of each module
             if type(c) is Call and c.depth == 1 and c.cell == self.cell:
                 m = c.ref()
-                if m is not None and id(m) in self.trained and id(m) not in twins:
+                if m is not None and id(m) not in twins:
+                    if not A.lean_steps(m):
+                        return
                     twins[id(m)] = c
         for key, top in twins.items():
             inner = [c for c in self.calls if type(c) is Call and c.cell == self.cell

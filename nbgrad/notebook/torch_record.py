@@ -96,8 +96,7 @@ class _State:
         self.suspended = None  # DisableTorchFunction entered for an optimizer step
         self.step_where = None
         self.paused = 0  # nesting of model calls the recorder stepped aside for (lean steps)
-        self.lean = False  # lean steps began this cell: the recorder also steps aside ...
-        self.between = False  # ... from an optimizer step to the next model call (now)
+        self.lean = False  # lean steps began this cell
         self.steps: dict = {}  # id(optimizer) -> (weakref, where) of its last lean step
         self.faults: list = []  # one line per kind of fault, said once after the cell
         self.said: set = set()
@@ -238,9 +237,6 @@ def pause():
         STATE.paused += 1
         return None
     STATE.lean = True
-    if STATE.between:  # (off the stack since the optimizer's step)
-        STATE.between, STATE.paused = False, 1
-        return (_seq_nr(), _where(depth=2))
     try:
         from torch.overrides import _get_current_function_mode_stack
 
@@ -401,14 +397,12 @@ def _opt_post(optimizer, args, kwargs) -> None:
     if off is None:
         return
     off.__exit__(None, None, None)
-    if STATE.lean and not STATE.paused and STATE.mode is not None:
-        _step_aside()
     where = STATE.step_where
     if where is None and STATE.cells is not None:
         return
     STATE.events += 1
     if STATE.lean:  # a lean step: its writes are written down once, after the cell
-        if len(STATE.steps) < 64:
+        if id(optimizer) in STATE.steps or len(STATE.steps) < 64:
             STATE.steps[id(optimizer)] = (weakref.ref(optimizer), where)
         return
     _step_writes(optimizer, where)
@@ -425,20 +419,6 @@ def _step_writes(optimizer, where) -> None:
                         _write(p, op, where)
     except Exception as exc:  # noqa: BLE001
         _fault(f"could not record an optimizer step ({type(exc).__name__})", "step")
-
-
-def _step_aside() -> None:
-    """A lean step's optimizer step is over: the recorder leaves torch's stack until the next
-    call of a trained model (``zero_grad`` and the loop's bookkeeping go unrecorded)."""
-    try:
-        from torch.overrides import _get_current_function_mode_stack
-
-        stack = _get_current_function_mode_stack()
-        if stack and stack[-1] is STATE.mode:
-            STATE.mode.__exit__(None, None, None)
-            STATE.between = True
-    except Exception:  # noqa: BLE001 - recorded op by op then
-        pass
 
 
 def _hook_optimizers() -> None:
@@ -473,7 +453,7 @@ def start(ip=None) -> None:
 def stop() -> list:
     """Leave the recorder after the cell; the one-line faults of this cell (said once each)."""
     mode, STATE.mode = STATE.mode, None
-    if STATE.paused or STATE.between:  # (the recorder is off the stack already)
+    if STATE.paused:  # (a model call that raised: the recorder is off the stack already)
         STATE.paused, mode = 0, None
     if STATE.suspended is not None:  # an optimizer step that raised: its post hook never ran
         off, STATE.suspended = STATE.suspended, None
@@ -491,7 +471,7 @@ def stop() -> list:
             _fault("a TorchFunctionMode the cell entered is still active above the panel's; "
                    "recording stays on until it exits")
             STATE.mode = mode
-    STATE.lean = STATE.between = False
+    STATE.lean = False
     steps, STATE.steps = STATE.steps, {}
     for ref, where in steps.values():  # the last lean step of each optimizer
         opt = ref()

@@ -620,17 +620,22 @@ class ModelTracker:
         module's own call is known. A module first called later in the cell is not seen (no
         cluster)."""
         self.go_lean = False
+        mine = []  # this cell's calls, newest first (the deque holds earlier cells' too)
+        for c in reversed(self.calls):
+            if c.cell != self.cell:
+                break
+            if type(c) is Call:
+                mine.append(c)
         twins = {}
-        for c in reversed(self.calls):  # the last top-level call of each module
-            if type(c) is Call and c.depth == 1 and c.cell == self.cell:
+        for c in mine:  # the last top-level call of each module
+            if c.depth == 1:
                 m = c.ref()
                 if m is not None and id(m) not in twins:
                     if not A.lean_steps(m):
                         return
                     twins[id(m)] = c
         for key, top in twins.items():
-            inner = [c for c in self.calls if type(c) is Call and c.cell == self.cell
-                     and top.start <= c.start and c.end <= top.end]
+            inner = [c for c in reversed(mine) if top.start <= c.start and c.end <= top.end]
             mod = top.ref()
             twin = _Twin(top, inner)
             self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre),

@@ -279,3 +279,32 @@ def test_lean_steps_read_what_full_recording_reads(monkeypatch):
         line = next(i for i, src in enumerate(f, 1) if "loss = mse(net(xb), yb)" in src)
     made = [w for name, w in lean[3] if name != "AccumulateGrad"]
     assert len(made) >= 6 and all(w == f"{__file__}:{line}" for w in made), lean[3]
+
+
+def test_a_lean_step_that_raises_leaves_the_recorder_on(monkeypatch, recorder):
+    """A module call of a lean step that raises (caught by the cell) puts the recorder back on
+    torch's stack: what the cell runs next is recorded."""
+    from nbgrad.notebook import model_hooks
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        net = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for _ in range(3):  # watched, then lean
+            opt.zero_grad()
+            net(torch.ones(2, 3)).sum().backward()
+            opt.step()
+        assert tracker.lean and R.STATE.mode is not None
+        with pytest.raises(RuntimeError):
+            net(torch.ones(2, 4))  # a shape error inside the lean call
+        from torch.overrides import _get_current_function_mode_stack
+
+        assert _get_current_function_mode_stack()[-1] is R.STATE.mode
+        x = torch.ones(2, requires_grad=True)
+        y = x.exp()  # line D: recorded
+        line_d = sys._getframe().f_lineno - 1
+        assert A.location(A.raw_where(y.grad_fn)).lineno == line_d
+    finally:
+        tracker.uninstall()

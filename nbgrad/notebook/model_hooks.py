@@ -638,8 +638,12 @@ class ModelTracker:
             inner = [c for c in reversed(mine) if top.start <= c.start and c.end <= top.end]
             mod = top.ref()
             twin = _Twin(top, inner)
-            self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre),
-                              mod.register_forward_hook(self._make_lean_post(twin)))
+            post = self._make_lean_post(twin)
+            try:  # (also when the forward raises: the recorder goes back on the stack)
+                post = mod.register_forward_hook(post, always_call=True)
+            except TypeError:  # an nn without always_call
+                post = mod.register_forward_hook(post)
+            self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre), post)
         if self.lean:
             self._disable()
 

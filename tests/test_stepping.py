@@ -333,3 +333,46 @@ def test_formula_lines_of_a_custom_function_and_copyslices():
     assert type(tb.grad_fn).__name__ == "CopySlices"
     tb.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
+def _post_acc(m, log):
+    a = m.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    b = m.tensor([3.0, 0.5, -1.0], requires_grad=True)
+    a.register_post_accumulate_grad_hook(
+        lambda t: log.append(("a", t is a, t.grad.tolist(), t.grad._version)))
+    b.register_post_accumulate_grad_hook(
+        lambda t: log.append(("b", t is b, t.grad.tolist(), t.grad._version)))
+    b.register_post_accumulate_grad_hook(lambda t: [t.grad.mul_(2)] and None)  # (a step)
+    b.register_post_accumulate_grad_hook(lambda t: log.append("removed")).remove()
+    return [a, b], (a * b).sum() + (a * 3).sum()
+
+
+def test_post_accumulate_grad_hooks_in_the_walk_as_in_backward():
+    walked, plain, theirs = [], [], []
+    leaves, root = _post_acc(nbgrad, walked)
+    BackwardWalk(root).run()
+    leaves2, root2 = _post_acc(nbgrad, plain)
+    root2.backward()
+    tleaves, troot = _post_acc(torch, theirs)
+    troot.backward()
+    assert walked == plain and sorted(walked) == sorted(theirs) and len(walked) == 2
+    for a, b, t in zip(leaves, leaves2, tleaves):
+        assert a.grad.tolist() == b.grad.tolist() == t.grad.tolist()
+        assert a.grad._version == b.grad._version == t.grad._version
+
+
+def test_post_accumulate_grad_hook_errors_as_torch():
+    got = []
+    for m in (nbgrad, torch):
+        a = m.ones(2, requires_grad=True)
+        msgs = []
+        for t in (a * 2, m.ones(2)):
+            with pytest.raises(RuntimeError) as e:
+                t.register_post_accumulate_grad_hook(lambda t: None)
+            msgs.append(str(e.value))
+        a.register_post_accumulate_grad_hook(lambda t: 5)
+        with pytest.raises(TypeError) as e:
+            (a * 2).sum().backward()
+        msgs.append(str(e.value))
+        got.append(msgs)
+    assert got[0] == got[1]

@@ -258,9 +258,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         if type(node) is AccumulateGrad:
                             if accumulate:
                                 owned = _ownership(node, gs, shared, grad_outputs)
-                                node._backward(gs, create_graph, owned)
-                                if bumps and node in bumps:  # .grad took the buffer: its version
-                                    _set_version(node.variable._grad, gs, bumps[node])
+                                # (bumps: .grad's version when it takes the buffer itself)
+                                node._backward(gs, create_graph, owned,
+                                               bumps.get(node, 0) if bumps else 0)
                         else:
                             if anomaly_on:
                                 out = anomaly.run_node(node, gs, create_graph, check_nan)
@@ -370,12 +370,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                "behavior.")
         result.append(g)
     return result
-
-
-def _set_version(t, arr, version):
-    """The version of `.grad` when it is the engine's buffer `arr` itself (not a copy)."""
-    if t is not None and t._data is arr:
-        t._storage.version = version
 
 
 def _capture(captures, captured, node, gs, versions, bumps, vb, vbases):

@@ -640,11 +640,13 @@ class AccumulateGrad(Node):
         self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 
-    def _backward(self, g, create_graph, owned=GRAD_SHARED):
+    def _backward(self, g, create_graph, owned=GRAD_SHARED, version=0):
         """`owned` (the engine's, `engine._ownership`): GRAD_OWNED when nothing else holds the
         array `g`, GRAD_SHARED when something may, or for a view nothing else holds the Storage
-        of the memory it views."""
+        of the memory it views; `version`: the in-place additions the engine made into `g`
+        (`.grad`'s _version when it takes `g` itself, before the post-accumulate hooks)."""
         var = self.variable
+        given = g
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
         hooks = var._hooks
@@ -662,6 +664,15 @@ class AccumulateGrad(Node):
         if not isinstance(g, _tm.Tensor):
             g = as_array(g)
         accumulate_into(var, g, create_graph, owned)
+        if version and var._grad is not None and var._grad._data is given:
+            var._grad._storage.version = version
+        e = var._extra
+        if e is not None and e.post_acc:  # register_post_accumulate_grad_hook's, in order
+            for fn in list(e.post_acc):
+                r = fn(var)
+                if r is not None:
+                    raise TypeError(f"expected Variable, but hook returned "
+                                    f"'{type(r).__name__}'")
         return ()
 
 

@@ -219,9 +219,7 @@ class BackwardWalk:
                     self.shared.add(node)  # (a hook may keep what it was given)
                 if type(node) is AccumulateGrad:
                     owned = engine._ownership(node, gs, self.shared, [None])  # (gs held once)
-                    node._backward(gs, False, owned)
-                    if node in self.bumps:  # .grad took the buffer: its version
-                        engine._set_version(node.variable._grad, gs, self.bumps[node])
+                    node._backward(gs, False, owned, self.bumps.get(node, 0))
                 else:
                     if anomaly.STATE.enabled:
                         out = anomaly.run_node(node, gs, False, anomaly.STATE.check_nan)

@@ -89,6 +89,14 @@ def test_sampler_matches_torch_bit_for_bit(name, dt):
             same(f, seed, n, dt)
 
 
+def test_randperm_of_every_small_size_is_torchs():
+    """randperm composes its swaps at once: every n up to 300 (the swaps aiming at one
+    position, chains of them, a swap with itself) and seeds, against torch's sequential loop."""
+    for n in range(0, 300):
+        for seed in SEEDS[:2]:
+            same(lambda T: T.randperm(n), seed)
+
+
 def test_draws_across_calls_keep_torch_order():
     """The scalar path's cached Box-Muller sample carries over to the next small draw."""
     def f(T):

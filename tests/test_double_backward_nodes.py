@@ -20,6 +20,7 @@ from nbgrad.autograd import gradgradcheck
 from _differential import _graph
 
 X = [[0.3, -1.2, 2.5, -0.4], [1.1, 0.7, -2.2, 0.05]]
+_TARGET = np.linspace(-1, 1, 8).reshape(2, 4)
 
 
 # name: (f(T, F, x) -> tensor, whether the second gradient's graph is compared too)
@@ -75,6 +76,16 @@ CASES = {
     "copy_slices": (lambda T, F, x: _write_view(x), True),
     "copy_slices_tanh": (lambda T, F, x: _write_view_tanh(x), False),
     "view_after_write": (lambda T, F, x: _view_after_write(x), True),
+    # losses whose backward is an op of its own with two tensor inputs (mse_loss_backward:
+    # MseLossBackwardBackward0(grad_output, self, target)), and its derivatives' nodes
+    "mse_loss": (lambda T, F, x: F.mse_loss(x, T.tensor(_TARGET)), True),
+    "mse_loss_both": (lambda T, F, x: F.mse_loss(x, x.flip(0)), True),
+    "mse_loss_none": (lambda T, F, x: F.mse_loss(x, T.tensor(_TARGET), reduction="none"), True),
+    "smooth_l1_loss": (lambda T, F, x: F.smooth_l1_loss(x, T.tensor(_TARGET), beta=0.7), True),
+    "smooth_l1_loss_both": (lambda T, F, x: F.smooth_l1_loss(x, x.flip(1), reduction="sum"),
+                            True),
+    "huber_loss": (lambda T, F, x: F.huber_loss(x, T.tensor(_TARGET), delta=0.7), True),
+    "huber_loss_none": (lambda T, F, x: F.huber_loss(x, x.flip(0), reduction="none"), True),
 }
 
 

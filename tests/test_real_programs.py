@@ -779,3 +779,16 @@ def test_distribution_arguments_validated_as_torch(fn):
         assert n == (t[0], t[1].replace("torch.", "nbgrad."))
     else:
         assert n.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.nn.functional.cross_entropy(T.zeros(1, 5), T.tensor(2)),
+    lambda T: T.nn.CrossEntropyLoss()(T.zeros(1, 5, 2), T.tensor(0)),
+    lambda T: T.nn.functional.nll_loss(T.zeros(2, 5), T.tensor([1, 2, 3])),
+    lambda T: T.nn.functional.cross_entropy(T.zeros(5), T.tensor([1, 2])),
+], ids=["zero_d_target", "zero_d_target_3d", "batch_mismatch", "one_d_input_two_targets"])
+def test_class_target_shape_errors_as_torch(fn):
+    """hunkim's char-RNN and seq2seq lessons pass a 0-d target with a (1, C) output: PyTorch's
+    ValueError reads the 0-d target's batch size as 0."""
+    t, n = _both(fn)
+    assert n == t

@@ -68,13 +68,16 @@ def _check_class_target(input, target, who, ignore_index):
     cdim = 0 if nd == 1 else 1
     c = x.shape[cdim]
     if nd == 1:
+        if t.ndim == 1 and t.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{t.shape[0]}")
         if t.ndim != 0:
             raise ValueError(
                 f"{who}: expected a 0-D target for 1-D input of {c} classes, got target of "
                 f"shape {tuple(t.shape)}")
     else:
-        tb = t.shape[0] if t.ndim else None
-        if tb != x.shape[0]:
+        tb = t.shape[0] if t.ndim else 0  # torch reads a 0-d target's batch size as 0
+        if t.ndim == 0 or tb != x.shape[0]:
             raise ValueError(
                 f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                 f"({tb}).")

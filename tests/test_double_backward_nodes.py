@@ -86,6 +86,14 @@ CASES = {
                             True),
     "huber_loss": (lambda T, F, x: F.huber_loss(x, T.tensor(_TARGET), delta=0.7), True),
     "huber_loss_none": (lambda T, F, x: F.huber_loss(x, x.flip(0), reduction="none"), True),
+    # nll_loss_backward: NllLossBackwardBackward0(grad_output, self), whose derivative in
+    # grad_output is nll_loss again (and zeros in self)
+    "nll_loss": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3])), True),
+    "nll_loss_none": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3]), reduction="none"), True),
+    "nll_loss_weight": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3]), weight=T.tensor(
+        [0.5, 1.0, 2.0, 1.5], dtype=T.float64), reduction="sum"), True),
+    "nll_of_log_softmax": (lambda T, F, x: F.nll_loss(F.log_softmax(x, 1), T.tensor([0, 2])),
+                           False),
 }
 
 

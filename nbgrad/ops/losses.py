@@ -18,7 +18,7 @@ from .activations import _log_sigmoid
 from .formulas import TENSORS
 from .derivatives import _sum_all
 from .reductions import _refuse
-from .registry import ROWS, op
+from .registry import ROWS, Ctx, op
 
 # ---- losses: one node each, as torch records them ---------------------------------------------
 # `reduction` is "mean", "sum" or "none"; `_norm` is the 1/N of "mean" (N: the element count)
@@ -97,9 +97,25 @@ op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _redu
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
     self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
    _nll_saves(v, src[0]._data.dtype, *args[:3]),
-   self=lambda g, self, reduction, ctx, xp: _nll_grad(g, tuple(self.shape), reduction, ctx, xp))
+   double=dict(node="NllLossBackwardBackward0", g=lambda gg, self, target, weight, reduction,
+               ignore_index, ctx, xp: _nll_again("nll_loss", gg, target, weight, reduction,
+                                                 ignore_index, xp),
+               self=lambda gg, xp: xp.zeros_like(gg)),
+   self=lambda g, self, target, weight, reduction, ignore_index, ctx, xp: _nll_grad(
+       g, tuple(self.shape), reduction, ctx, xp))
 op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
-   ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
+   ctx_saves=ROWS["nll_loss"].ctx_saves,
+   double=dict(node="NllLoss2DBackwardBackward0", g=lambda gg, self, target, weight, reduction,
+               ignore_index, ctx, xp: _nll_again("nll_loss2d", gg, target, weight, reduction,
+                                                 ignore_index, xp),
+               self=lambda gg, xp: xp.zeros_like(gg)),
+   self=ROWS["nll_loss"].formulas[0])
+
+
+def _nll_again(name, gg, target, weight, reduction, ignore_index, xp):
+    """PyTorch's derivative of nll_loss_backward in grad_output: nll_loss itself, of the new
+    gradient (NllLossBackward0 under create_graph)."""
+    return xp.row(name, (gg,), (target, weight, reduction, ignore_index, Ctx(None)))
 
 
 # ---- helpers of the rows above ----------------------------------------------------------------

@@ -134,7 +134,7 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
-                 _cross_entropy_chain, (logp, reduction, ctx),
+                 _cross_entropy_chain, (logp, target._data, reduction, ignore_index, ctx),
                  (target, ignore_index, reduction, who))
     return out
 
@@ -144,13 +144,16 @@ def _cross_entropy_chain(input, target, ignore_index, reduction, who):
 
 
 def _cross_entropy_fused_backward(node, g, arrays):
-    """nll_loss's formula (saved: self, reduction, ctx), then log_softmax's (result, dim)."""
-    logp, reduction, ctx = node._chain.info
-    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, reduction, ctx), logp, 1)]
+    """nll_loss's formula (saved: self, target, weight, reduction, ignore_index, ctx), then
+    log_softmax's (result, dim)."""
+    logp, t, reduction, ignore_index, ctx = node._chain.info
+    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, t, None, reduction, ignore_index, ctx),
+                             logp, 1)]
 
 
 _LOG_SOFTMAX, _NLL_LOSS = ROWS["log_softmax"], ROWS["nll_loss"]
-assert _NLL_LOSS.names == ("self", "reduction", "ctx") and _LOG_SOFTMAX.names == ("result", "dim")
+assert _NLL_LOSS.names == ("self", "target", "weight", "reduction", "ignore_index", "ctx") and \
+    _LOG_SOFTMAX.names == ("result", "dim")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -81,8 +81,10 @@ class ParamStat:
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
-    summed_into: object = None  # weakref to the .grad a watched backward summed into
-    summed_at: int = 0  # the training step of that backward
+    summed_into: object = None  # weakref to the .grad the last watched backward summed into
+    # (None when that backward found .grad None or zeros: it started a new sum)
+    summed_version: int = 0  # that .grad's version before the sum
+    summed_at: int = 0  # the training step of the last watched backward
     hook: object = None  # its gradient hook function (made once)
 
 
@@ -517,13 +519,14 @@ class ModelTracker:
             if not math.isfinite(sq):
                 st.nonfinite = True
             old = A.version_and_grad(p)[1]  # runs before the new gradient is summed in
+            step = tracker.step_count()
             if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
-                st.accumulated, st.missed = 1, False
+                st.accumulated, st.missed, st.summed_into = 1, False, None
             else:
                 st.accumulated += 1
-                step = tracker.step_count()
                 st.missed = st.missed or step > st.hits + 1
-                st.summed_into, st.summed_at = weakref.ref(old), step
+                st.summed_into, st.summed_version = weakref.ref(old), A.version(old)
+            st.summed_at = step
             st.max_accumulated = max(st.max_accumulated, st.accumulated)
             st.hits += 1
             tracker.backward_seen = True
@@ -542,6 +545,25 @@ class ModelTracker:
             return None
 
         return nbgrad_panel_grad_stats
+
+    def accumulated(self, st: ParamStat, p) -> int:
+        """The most backward calls summed into ``p.grad`` this cell, the steps after the last
+        watched one included: counted when the same ``.grad`` took exactly one in-place sum per
+        step since (its version says so; the count then carries into the next cell), else
+        ``st.missed`` (a zero_grad, or a step not reaching it, may have come between: "at
+        least"). Called once a cell, by the report."""
+        later = self.step_count() - st.summed_at if st.hits else 0
+        if later > 0:
+            ref = st.summed_into() if st.summed_into is not None else None
+            g = A.grad(p)
+            if ref is not None and ref is g and A.version(g) == st.summed_version + 1 + later:
+                st.accumulated += later
+                st.summed_version += later
+                st.max_accumulated = max(st.max_accumulated, st.accumulated)
+            else:
+                st.missed = True
+            st.summed_at += later
+        return st.max_accumulated
 
     def _step_norm(self, i, sq) -> None:
         """Sum a parameter's squared norm into the total of the sample it was armed for."""

@@ -158,17 +158,13 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
             continue
         if st.hits:
             backward_models.add(name.split(".", 1)[0])
-        rep.params.append(ParamRow(
-            name, tuple(int(s) for s in p.shape), st.norms[-1] if st.norms else None,
-            st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms),
-            st.max_accumulated, st.nonfinite))
-        if st.max_accumulated >= 2 and st.hits:
-            n, least = st.max_accumulated, "at least " if st.missed else ""
-            later = tracker.step_count() - st.summed_at
-            if st.summed_into is not None and st.summed_into() is A.grad(p) and later > 0:
-                # the same .grad still: the steps since were summed into it too
-                n, least = st.accumulated + later, ""
+        n = tracker.accumulated(st, p)
+        least = "at least " if st.missed else ""
+        if n >= 2 and st.hits:
             summed.setdefault((least, n), []).append(name)
+        rep.params.append(ParamRow(  # (the Gradients tab's "accumulated xN" is the note's N)
+            name, tuple(int(s) for s in p.shape), st.norms[-1] if st.norms else None,
+            st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms), n, st.nonfinite))
         if st.nonfinite and st.hits:
             rep.notes.append(f"{name}.grad has NaN or Inf values")
     rep.params.sort(key=lambda r: r.name)

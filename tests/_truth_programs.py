@@ -34,7 +34,8 @@ torch's global module hooks, nothing of nbgrad's), per cell:
   cell (``"eval-train"``, the last such call before that backward);
 - ``broadcasts``: ``[(cell, line, target shape, input shape)]``: the calls of a loss that
   broadcasts its target (``F.mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``: what
-  ``nn.MSELoss`` ... call) with a target of another shape than its input.
+  ``nn.MSELoss`` ... call) with a target of another shape than its input; ``raised``: a
+  backward call of the cell raised.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def program(seed: int) -> list:
     r = random.Random(seed)
     cells = [HELPERS]
     scenes = ["mlp", "lm", "nested", "cut", "nan", "accum", "rerun", "eval", "attn", "bcast",
-              "modes", "accum2"]
+              "modes", "accum2", "fails"]
     r.shuffle(scenes)
     scenes = ["mlp"] + [s for s in scenes if s != "mlp"][:r.randint(4, 7)]
     rerun = None
@@ -248,6 +249,13 @@ def program(seed: int) -> list:
                     "    acc2(xa2).pow(2).sum().backward()\n"
                     f"    if i % {r.choice([3, 4])} == 0:\n        opt2.step()\n"
                     f"        opt2.zero_grad({r.choice(['', 'set_to_none=False'])})"]))
+        elif scene == "fails":  # a backward that stops with an error half-way (in-place ReLU
+            # on what Sigmoid saved): the last layer has its gradient, the first none
+            cells += [f"bug = init(nn.Sequential(nn.Linear({d}, 4), nn.Sigmoid(), "
+                      f"nn.ReLU(inplace=True), nn.Linear(4, 1)), {seed + 25})\n"
+                      f"xf = data({seed + 26}, 6, {d})",
+                      "bug(xf).pow(2).mean().backward()",
+                      "bug[2] = nn.ReLU()\nbug(xf).pow(2).mean().backward()"]
         elif scene == "eval":
             cells += [f"drop = init(nn.Sequential(nn.Linear({d}, 4), nn.Dropout(0.5), "
                       f"nn.Linear(4, 1)), {seed + 14})\nxe = data({seed + 15}, 3, {d})",
@@ -380,6 +388,9 @@ def truth(cells: list, first_count: int = 2) -> list:
                 del eval_calls[mid]
         try:
             return real_backward(self, *a, **k)
+        except Exception:
+            state["raised"] = True
+            raise
         finally:
             for h in hooks:
                 h.remove()
@@ -409,7 +420,7 @@ def truth(cells: list, first_count: int = 2) -> list:
         for i, src in enumerate(cells):
             count = first_count + i
             made.clear()
-            state.update(backward=0, losses=[], nan=None, nan_loss_step=None)
+            state.update(backward=0, losses=[], nan=None, nan_loss_step=None, raised=False)
             leaves_seen.clear()
             nan_since.clear()
             called.clear()
@@ -463,7 +474,7 @@ def truth(cells: list, first_count: int = 2) -> list:
                                     for d in step_sq],
                         "modes": {(kind, mods.get(mid, "?"), type(m).__name__, c, ln)
                                   for (kind, mid), (m, c, ln) in modes.items()},
-                        "broadcasts": list(broadcasts)})
+                        "broadcasts": list(broadcasts), "raised": state["raised"]})
     finally:
         h1.remove()
         h2.remove()

@@ -246,6 +246,10 @@ def check(seed, tmp_path) -> dict:
             true = {x for names in t["no_grad"].values() for x in names}
             claim(no_grad == true, f"cell [{c}] no gradient: said {sorted(no_grad)}, truth "
                                    f"{sorted(true)}")
+            if t["raised"]:  # the backward stopped: what it did not reach did reach the loss
+                for n in notes:
+                    claim("never reached the loss" not in n, f"cell [{c}] {n!r}, but the "
+                                                             "backward raised")
         prev = truth.get(c - 1, {}).get("broadcasts", [])
         _more_claims(rec, t, vals, c in differ, t["broadcasts"][len(prev):], claim)
     return {"seed": seed, "claims": claims, "wrong": wrong, "engines_differ": differ,

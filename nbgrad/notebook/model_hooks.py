@@ -566,12 +566,15 @@ class ModelTracker:
         return st.max_accumulated
 
     def _step_norm(self, i, sq) -> None:
-        """Sum a parameter's squared norm into the total of the sample it was armed for."""
+        """Sum a parameter's squared norm into the total of the backward call running (of the
+        sample it was armed for, where backward calls are not seen: a hook armed in an earlier
+        cell, whose backward stopped before reaching it, fires in this cell's first step)."""
         norms = self.step_norms
-        if norms and norms[-1][0] == i:
-            norms[-1] = (i, norms[-1][1] + sq, norms[-1][2])
+        step = max(self.n_backward, 1)
+        if norms and (norms[-1][2] == step if self.n_backward else norms[-1][0] == i):
+            norms[-1] = (i, norms[-1][1] + sq, step)
         elif len(norms) < MAX_STEPS:
-            norms.append((i, sq, max(self.n_backward, 1)))
+            norms.append((i, sq, step))
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,

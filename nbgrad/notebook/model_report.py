@@ -132,10 +132,12 @@ def scan(ns: dict, skip=()) -> Scan:
     return out
 
 
-def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None) -> ModelReport:
+def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None,
+           failed: bool = False) -> ModelReport:
     """What this cell did to the namespace's models: gradients after its backward calls and the
     notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot. ``scanned``:
-    this cell's :func:`scan` of ``ns`` (made here when not given)."""
+    this cell's :func:`scan` of ``ns`` (made here when not given); ``failed``: the cell ended
+    with an autograd error (a backward may have stopped before reaching some parameters)."""
     rep = ModelReport()
     scanned = scanned or scan(ns, skip)
     mods, pnames = scanned.mods, scanned.params
@@ -191,6 +193,8 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
                 outer = outer.rsplit(".", 1)[0]
                 why2, cut = _why_no_grad(mod_of.get(outer), calls, mods, who=outer)
                 why = why2 if cut else why
+            if not cut and failed and tracker.n_backward:  # (not "never reached the loss")
+                why = "the backward stopped with an error before reaching it (see the Error tab)"
             rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     rep.notes[:0] = nan_notes(tracker, pnames, scanned)
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+import warnings
 
 NB_PRELUDE = ("import nbgrad as torch\nimport nbgrad.nn as nn\nimport nbgrad.nn.functional as F\n"
               "import numpy as np")
@@ -432,7 +433,8 @@ def truth(cells: list, first_count: int = 2) -> list:
             modes.clear()
             eval_calls.clear()
             try:
-                with Record():
+                with Record(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # (torch's broadcasting warning: recorded)
                     exec(compile(src, f"<cell{count}>", "exec"), ns)  # noqa: S102
             except Exception:  # noqa: BLE001 - a cell that raises (as in the kernel): go on
                 pass

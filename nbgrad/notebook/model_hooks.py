@@ -554,25 +554,6 @@ class ModelTracker:
 
         return nbgrad_panel_grad_stats
 
-    def accumulated(self, st: ParamStat, p) -> int:
-        """The most backward calls summed into ``p.grad`` this cell, the steps after the last
-        watched one included: counted when the same ``.grad`` took exactly one in-place sum per
-        step since (its version says so; the count then carries into the next cell), else
-        ``st.missed`` (a zero_grad, or a step not reaching it, may have come between: "at
-        least"). Called once a cell, by the report."""
-        later = self.step_count() - st.summed_at if st.hits else 0
-        if later > 0:
-            ref = st.summed_into() if st.summed_into is not None else None
-            g = A.grad(p)
-            if ref is not None and ref is g and A.version(g) == st.summed_version + 1 + later:
-                st.accumulated += later
-                st.summed_version += later
-                st.max_accumulated = max(st.max_accumulated, st.accumulated)
-            else:
-                st.missed = True
-            st.summed_at += later
-        return st.max_accumulated
-
     def _step_norm(self, i, sq) -> None:
         """Sum a parameter's squared norm into the total of the backward call running (of the
         sample it was armed for, where backward calls are not seen: a hook armed in an earlier

@@ -17,6 +17,7 @@ from itertools import islice
 import numpy as np
 
 from . import adapter as A
+from . import grad_sums
 from .model_hooks import ModelTracker
 
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
@@ -160,7 +161,7 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
             continue
         if st.hits:
             backward_models.add(name.split(".", 1)[0])
-        n = tracker.accumulated(st, p)
+        n = grad_sums.accumulated(tracker, st, p)
         least = "at least " if st.missed else ""
         if n >= 2 and st.hits:
             summed.setdefault((least, n), []).append(name)

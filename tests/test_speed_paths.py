@@ -291,3 +291,29 @@ def test_accumulate_grad_made_at_the_ops_line():
         assert type(acc).__name__ == "AccumulateGrad"
         loc = Location.of(acc._where)
         assert loc.filename == __file__ and loc.lineno == lines[k], k
+
+
+# factories: plain non-negative int sizes take one loop (creation._plain_dims), the rest the
+# full parsing; both give torch's shape, dtype, error type and text
+_SIZES = {
+    "ints": lambda lib: ((2, 3), {}), "tuple": lambda lib: (((2, 3),), {}),
+    "list": lambda lib: (([2, 3],), {}), "Size": lambda lib: ((lib.Size([2, 3]),), {}),
+    "zero": lambda lib: ((0, 4), {}), "one": lambda lib: ((3,), {}),
+    "numpy int": lambda lib: ((np.int64(2), 3), {}),
+    "int tensor": lambda lib: ((lib.tensor(2), 3), {}),
+    "bool tensor": lambda lib: ((lib.tensor(True), 2), {}),
+    "size=": lambda lib: ((), {"size": (2, 3)}),
+    "size= and positional": lambda lib: ((2,), {"size": (2, 3)}),
+    "size= int": lambda lib: ((), {"size": 3}),
+}
+
+
+@pytest.mark.parametrize("factory", ["ones", "zeros", "empty"])
+@pytest.mark.parametrize("case", sorted(_SIZES))
+def test_factory_sizes_like_torch(factory, case):
+    def fn(lib):
+        args, kw = _SIZES[case](lib)
+        r = getattr(lib, factory)(*args, requires_grad=True, **kw)
+        return [tuple(r.shape), str(r.dtype).split(".")[-1], r.requires_grad, r.is_leaf,
+                (r.detach() * 0 + 1).sum().item() if factory == "empty" else r.sum().item()]
+    assert _run(nbgrad, fn) == _run(torch, fn)

@@ -282,7 +282,9 @@ class _Rows:
 
 def bench_data(x, y, n_epochs):
     """Per batch, iterating alone: a DataLoader over a TensorDataset (batch 64, shuffle) and
-    over a map-style Dataset of numpy rows with the default collate; torch on 1 thread."""
+    over a map-style Dataset of numpy rows with the default collate; torch on 1 thread.
+    Returns {label: {"torch"/"nbgrad": CPU seconds per batch}}."""
+    out = {}
     default_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     n_batches = -(-len(x) // BATCH)
@@ -303,12 +305,15 @@ def bench_data(x, y, n_epochs):
                 res[name] = min(res.get(name, cpu), cpu)
         print(f"  {label:14s} torch {res['torch'] * 1e6:7.1f} us   "
               f"nbgrad {res['nbgrad'] * 1e6:7.1f} us   nbgrad / torch {res['nbgrad'] / res['torch']:.2f}x")
+        out[label] = res
     torch.set_num_threads(default_threads)
+    return out
 
 
 def bench_eval(kind, x, y, n_epochs):
     """The model's forward over the data in batches of 64, eval() and under no_grad /
-    inference_mode; torch on 1 thread."""
+    inference_mode; torch on 1 thread. Returns {mode: {"torch"/"nbgrad": CPU seconds}}."""
+    out = {}
     default_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     xs = x if kind == "cnn" else x.reshape(len(x), 64)
@@ -333,7 +338,9 @@ def bench_eval(kind, x, y, n_epochs):
                 res[name] = min(res.get(name, cpu), cpu)
         print(f"  {mode:14s} torch {res['torch'] * 1e3:7.2f} ms   nbgrad {res['nbgrad'] * 1e3:7.2f}"
               f" ms   nbgrad / torch {res['nbgrad'] / res['torch']:.2f}x")
+        out[mode] = res
     torch.set_num_threads(default_threads)
+    return out
 
 
 def bench_memory(kind, x, y):

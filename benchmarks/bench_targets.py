@@ -129,7 +129,6 @@ def main():
     a = ap.parse_args()
     t_start = time.perf_counter()
     load0 = os.getloadavg()
-    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     nbgrad.set_num_threads(1)
     rows = []  # (target, nbgrad, torch, unit, goal)
@@ -165,11 +164,10 @@ def main():
                              best["torch"][0], "us", 1.0))
     bench_real.EVAL = None
 
-    torch.set_num_threads(threads)  # bench_speed times torch both ways; the table takes 1 thread
     x, y = bench_train.load()
     epochs = 8 if a.quick else 15
     for kind, goal, n in (("mlp", 0.9, epochs), ("cnn", 1.0, max(3, epochs // 4))):
-        res = bench_train.bench_speed(kind, x, y, n)
+        res = bench_train.bench_speed(kind, x, y, n, torch_default=False)
         rows.append((f"{kind.upper()} digits epoch (23 batches of 64)", res["nbgrad"][1],
                      res["torch-1t"][1], "ms", goal))
     for kind, n in (("mlp", epochs), ("cnn", max(3, epochs // 4))):

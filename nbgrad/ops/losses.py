@@ -13,6 +13,7 @@ import numpy as np
 
 from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
+from .activations import _log_sigmoid
 from .formulas import TENSORS
 from .derivatives import _sum_all
 from .reductions import _refuse
@@ -165,10 +166,6 @@ def _bce_target_grad(g, x, w, xp):
     with np.errstate(divide="ignore"):
         out = g * (_log_clamped(1 - x, xp) - _log_clamped(x, xp))
     return out if w is None else out * w
-
-
-def _log_sigmoid(x, xp):
-    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
 
 def _bce_logits(x, t, w, pw, xp):

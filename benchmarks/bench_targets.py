@@ -199,7 +199,7 @@ def main():
         else:
             g, held = f"<= {goal:.1f}x", ("yes" if ratio <= goal else "no")
         print(f"| {label} | {nb * scale[unit]:.2f} {unit} | {th * scale[unit]:.2f} {unit} | "
-              f"{ratio:.2f}x | {g} | {held} |")
+              f"{ratio:.3f}x | {g} | {held} |")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from nbgrad import creation, dtypes
+from nbgrad import backend, creation, dtypes
 from nbgrad import functions
 from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
@@ -194,13 +194,23 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     nd = input._data.ndim
-    if nd == 2 and weight is None and label_smoothing <= 0 and input._requires_grad and \
-            _GRAD.enabled and type(input._data) is np.ndarray and \
-            input._data.dtype.kind == "f" and target._data.dtype == np.int64 and \
-            reduction in ("mean", "sum") and fused.usable():
-        out = _cross_entropy_fused(input, target, ignore_index, reduction, _who)
-        if out is not None:
-            return out
+    if nd == 2 and weight is None and label_smoothing <= 0 and \
+            type(input._data) is np.ndarray and input._data.dtype.kind == "f" and \
+            target._data.dtype == np.int64 and reduction in ("mean", "sum"):
+        if not (_GRAD.enabled and input._requires_grad):
+            # nothing to record (no_grad, eval): the chain's values on arrays, one fresh tensor
+            ignored = _check_class_target(input, target, _who, ignore_index)[2]
+            token = backend.quiet()  # (as `apply`: no numpy warning reaches the user)
+            try:
+                return Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(
+                    _LOG_SOFTMAX.fwd(input._data, 1), target._data, None, reduction,
+                    ignore_index, Ctx(ignored))))
+            finally:
+                backend.loud(token)
+        if fused.usable():
+            out = _cross_entropy_fused(input, target, ignore_index, reduction, _who)
+            if out is not None:
+                return out
     cdim = 0 if nd == 1 else 1
     logp = input.log_softmax(cdim)
     c = input._data.shape[cdim]

@@ -545,4 +545,9 @@ def _repeat(self, sizes):
     if len(sizes) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
+    shape = (1,) * (len(sizes) - self._data.ndim) + tuple(self._data.shape)
+    target = [n * k for n, k in zip(shape, sizes)]
+    for n in target:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {target}")
     return apply(R["repeat"], (self,), (tuple(sizes),))

@@ -349,7 +349,10 @@ erf = method(_unary_fn("erf", "Error function"))
 
 @method
 def relu(input):
-    """max(input, 0) elementwise (torch.relu); saves its output."""
+    """max(input, 0) elementwise (torch.relu); saves its output. RuntimeError for a bool
+    input (torch's text)."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return apply(R["relu"], (input,))
 
 

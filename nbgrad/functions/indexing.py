@@ -8,13 +8,13 @@ import builtins
 import numpy as np
 
 from .. import backend, _torch_errors
-from ..autograd.apply import apply, _fresh
+from ..autograd.apply import apply, _broadcast_error, _fresh
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
 from .args import _builtin_max, _builtin_sum, _filled_like
 from .views import clone, contiguous, expand, flatten, reshape, select, _slice, unsqueeze, view
-from .inplace import copy_
+from .inplace import _check_index_add, copy_
 
 
 def _is_basic(idx):
@@ -237,7 +237,24 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
+    if values._data.ndim:
+        _check_put_shape(input._data, index, values._data.shape)
     return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
+
+
+def _check_put_shape(a, index, vshape):
+    """torch's text when the values do not broadcast to the indexing result's shape (found on
+    a zero-stride stand-in for `a`: no copy)."""
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, bool), a.shape, (0,) * a.ndim)
+    try:
+        shape = stand_in[index].shape
+    except (IndexError, ValueError):
+        return  # the index itself is wrong: the op's own check says so
+    try:
+        np.broadcast_shapes(vshape, shape)
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
+                           f"broadcast to indexing result of shape {list(shape)}") from None
 
 
 def _kind_name(dt):
@@ -256,6 +273,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     """input with source's slices added at `index` along `dim` (torch.index_add)."""
     d = _dim(dim, input._data.ndim)
     ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    _check_index_add(ix, source, d)
     if alpha != 1:
         source = source * alpha
     if source._data.dtype != input._data.dtype:
@@ -284,7 +302,7 @@ def gather(input, dim, index):
     d = _dim(dim, input._data.ndim)
     ix = index._data
     if ix.dtype.kind not in "iu":
-        raise RuntimeError("gather(): Expected dtype int64 for index")
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if ix.ndim != input._data.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     n = input._data.shape[d]
@@ -417,7 +435,12 @@ def _bool_mask(mask, fname):
 def masked_select(input, mask):
     """The elements where the bool `mask` (broadcasting) is True, as a 1-D tensor
     (torch.masked_select)."""
-    return apply(R["masked_select"], (input,), (_bool_mask(mask, "masked_select"),))
+    m = _bool_mask(mask, "masked_select")
+    try:
+        np.broadcast_shapes(m.shape, input._data.shape)
+    except ValueError:
+        raise _broadcast_error(m.shape, input._data.shape) from None
+    return apply(R["masked_select"], (input,), (m,))
 
 
 @method

@@ -290,10 +290,18 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     return apply(R["addmm"], (self, mat1, mat2), (beta, alpha), inplace="addmm_")
 
 
+def _check_index_add(ix, source, d):
+    n = source._data.shape[d] if source._data.ndim > d else 1
+    if ix.size != n:
+        raise RuntimeError(f"index_add_(): Number of indices ({ix.size}) should be equal to "
+                           f"source.size(dim): ({n}), for dim: {d}")
+
+
 @method
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place index_add (torch.Tensor.index_add_); bumps _version by 1."""
     ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    _check_index_add(ix, source, _dim(dim, self._data.ndim))
     if alpha != 1:
         source = source * alpha
     return apply(R["index_add"], (self, source), (_dim(dim, self._data.ndim), ix),

@@ -263,7 +263,13 @@ def dot(input, other):
 
 @method
 def mv(input, vec):
-    """(n, m) @ (m,) (torch.mv)."""
+    """(n, m) @ (m,) (torch.mv); RuntimeError for other dims or sizes (torch's texts)."""
+    a, v = input._data, vec._data
+    if a.ndim != 2 or v.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x"
+                           f"{a.shape[1]}), vec ({v.shape[0]})")
     return matmul(input, vec)
 
 
@@ -290,7 +296,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 @method
 def outer(input, vec2):
-    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
+    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer); RuntimeError
+    naming the argument that is not 1-D (torch's text)."""
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
     return mul(reshape(input, -1, 1), vec2)
 
 
@@ -647,13 +657,23 @@ addmv, addmv_ = _fused("addmv", _check_mv)
 addr, addr_ = _fused("addr", _check_vectors)
 
 
-def _square(A, fname):
+def _square(A, fname, floating=True):
+    """torch's checks of a batch of square matrices: at least 2 dims, square, and (unless
+    `floating` is False) a floating dtype (RuntimeError, torch's texts and type names)."""
     s = A._data.shape
     if len(s) < 2:
         raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
     if s[-1] != s[-2]:
         raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
                            f"{s[-2]} by {s[-1]} matrices")
+    if floating:
+        _floating(A, f"linalg.{fname}")
+
+
+def _floating(A, who):
+    if A._data.dtype.kind != "f":
+        raise RuntimeError(f"{who}: Expected a floating point or complex tensor as input. Got "
+                           f"{type_name_of(A).split('.')[-1][:-6]}")
 
 
 _slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
@@ -683,6 +703,7 @@ def slogdet(input):
 @method
 def logdet(input):
     """log(det(input)), NaN for a negative determinant (torch.logdet)."""
+    _floating(input, "logdet")
     sign, lad = slogdet(input)
     return where(sign < 0, float("nan"), lad)
 
@@ -703,7 +724,7 @@ def pinverse(input, rcond=1e-15):
 def matrix_power(input, n):
     """input multiplied by itself n times (n < 0: its inverse's) (torch.matrix_power =
     torch.linalg.matrix_power), composed of matmuls by binary powers as PyTorch does."""
-    _square(input, "matrix_power")
+    _square(input, "matrix_power", floating=False)
     if n == 0:
         e = creation.eye(input._data.shape[-1], dtype=input.dtype).expand(*input._data.shape)
         return input.clone().copy_(e)

@@ -56,11 +56,23 @@ def _check_reduced_dim(name, input, dim, exc):
                              f"non-zero size.")
 
 
-def _red_args(dim, keepdim, axis, keepdims):
+def _red_args(dim, keepdim, axis, keepdims, fname="sum"):
+    """(dim, keepdim) from torch's names or numpy's; TypeError (torch's parser's text, method
+    form) for a dim that is not an int or a sequence of ints, or a keepdim that is not a bool."""
     if axis is not None:
         dim = axis
     if keepdims is not None:
         keepdim = keepdims
+    ok = dim is None or isinstance(dim, (int, np.integer)) or (
+        isinstance(dim, (tuple, list)) and all(isinstance(i, (int, np.integer)) for i in dim))
+    if not ok or isinstance(dim, bool):
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                        f"({type(dim).__name__}), but expected one of:\n * (*, torch.dtype "
+                        f"dtype = None)\n * (tuple of ints dim, bool keepdim = False, *, "
+                        f"torch.dtype dtype = None)\n")
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"{fname}(): argument 'keepdim' (position 2) must be bool, not "
+                        f"{type(keepdim).__name__}")
     return dim, keepdim
 
 
@@ -96,7 +108,7 @@ def _float_check(input, name):
 @method
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (torch.mean). Needs a floating dtype."""
-    dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
+    dim, keepdim = _red_args(dim, keepdim, axis, keepdims, "mean")
     if dtype is not None:
         input = input.to(dtype)
     _float_check(input, "mean")
@@ -240,17 +252,33 @@ def logsumexp(input, dim, keepdim=False):
 
 @method
 def softmax(input, dim, dtype=None):
-    """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output."""
+    """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output.
+
+    Raises NotImplementedError for an integer or bool input without a floating `dtype`
+    (torch's kernel text)."""
     if dtype is not None:
         input = input.to(dtype)
+    _float_kernel("softmax", input, dim)
     return apply(R["softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def _float_kernel(name, input, dim):
+    """torch's softmax kernels exist for floating types only: NotImplementedError naming the
+    kernel (the last-dim one when `dim` is the last) and torch's type name."""
+    if input._data.dtype.kind in "biu":
+        from .args import scalar_name
+        last = input._data.ndim <= 1 or _dim(dim, input._data.ndim) == input._data.ndim - 1
+        kernel = f"{name}_lastdim_kernel_impl" if last else f"{name}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input)}\'')
 
 
 @method
 def log_softmax(input, dim, dtype=None):
-    """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output."""
+    """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output. NotImplementedError
+    for an integer or bool input without a floating `dtype`, as softmax."""
     if dtype is not None:
         input = input.to(dtype)
+    _float_kernel("log_softmax", input, dim)
     return apply(R["log_softmax"], (input,), (_dim(dim, input._data.ndim),))
 
 

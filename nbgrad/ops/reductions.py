@@ -297,8 +297,20 @@ op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,
 op("kthvalue", lambda self, k, dim, keepdim: _kth(self, k - 1, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
-op("median", lambda self: _xp(self).sort(self.reshape(-1))[(self.size - 1) // 2],
+op("median", lambda self: _median_all(self),
    self=lambda g, self, result, xp: _evenly(g, self, result, xp), grad_version=1)
+
+
+def _median_all(a):
+    """The lower median of every element; of none, NaN (the lowest integer for an integer
+    dtype), as torch's."""
+    xp = _xp(a)
+    if not a.size:
+        return xp.asarray(xp.nan if a.dtype.kind == "f" else
+                          (xp.iinfo(a.dtype).min if a.dtype.kind in "iu" else False), a.dtype)
+    return xp.sort(a.reshape(-1))[(a.size - 1) // 2]
+
+
 op("median_dim", lambda self, dim, keepdim: _pick(self, (self.shape[dim] - 1) // 2, dim,
                                                   keepdim), node="MedianBackward1", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(

@@ -79,9 +79,13 @@ def _check_class_target(input, target, who, ignore_index):
                 f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                 f"({tb}).")
         if t.ndim != nd - 1 or t.shape[1:] != x.shape[2:]:
+            torch_text = (f"size mismatch (got input: {list(x.shape)} , target: "
+                          f"{list(t.shape)}" if nd == 4 else
+                          f"Expected target size {[x.shape[0]] + list(x.shape[2:])}, got "
+                          f"{list(t.shape)}")
             raise RuntimeError(
                 f"{who}: expected target of shape {(x.shape[0],) + x.shape[2:]} for input of "
-                f"shape {tuple(x.shape)}, got {tuple(t.shape)}")
+                f"shape {tuple(x.shape)}, got {tuple(t.shape)}. {torch_text}")
     if not t.size:
         return cdim, c, False
     in_range = t.view(np.uint64).max() < c  # (one pass: a negative index is a huge uint64)
@@ -102,6 +106,12 @@ def _safe_div(total, denom):
 
 def _nll(logp, target, weight, ignore_index, reduction, who):
     """Negative log-likelihood of int64 class targets: one NllLossBackward0 node, as torch."""
+    c = logp.shape[0 if logp.ndim == 1 else 1] if logp.ndim else 0
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {c} classes or no classes but got "
+            f"weight tensor of shape: {list(weight.shape)}" if logp.ndim <= 2 else
+            "weight tensor should be defined either for all or no classes")
     ignored = _check_class_target(logp, target, who, ignore_index)[2]
     _check_reduction(reduction, who)
     w = None if weight is None else weight._data
@@ -202,10 +212,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     wshape[cdim] = c
     if target._data.dtype.kind == "f":
         if tuple(target.shape) != tuple(input.shape):
+            from nbgrad.functions.args import scalar_name
             raise RuntimeError(
                 f"{_who}: floating targets are class probabilities and must have the input's "
                 f"shape {tuple(input.shape)}, got {tuple(target.shape)} (for class indices use "
-                "int64)")
+                f"int64): expected target dtype to be Long or Byte, but got "
+                f"{scalar_name(target)}")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c
         prod = logp * target
@@ -473,7 +485,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape):
         raise RuntimeError(
             f"cosine_embedding_loss: expected 1D or 2D inputs of the same shape, got "
-            f"{tuple(input1.shape)} and {tuple(input2.shape)}")
+            f"{tuple(input1.shape)} and {tuple(input2.shape)}" + (
+                f". {_broadcast_error(tuple(input1.shape), tuple(input2.shape))}"
+                if input1.ndim == input2.ndim else ""))
     _check_label_target(target, input1.shape[:-1], "cosine_embedding_loss")
     eps = 1e-12
     d = input1.ndim - 1

@@ -23,12 +23,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         momentum (float | None): None means a cumulative average (set by the module).
 
     Raises:
-        ValueError: one value per channel in training.
+        ValueError: one value per channel in training; RuntimeError: a weight, bias or running
+            statistic without C elements (torch's text).
     """
     if input._data.dtype.kind != "f":
         raise NotImplementedError(f'"batch_norm" not implemented for \'{scalar_name(input)}\'')
     _check_mixed((input, weight, bias, running_mean, running_var))
     c = input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     ctx = Ctx(None)
     if training:
         count = input.numel() // c

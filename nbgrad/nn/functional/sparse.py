@@ -61,8 +61,11 @@ def _embedding_renorm_(weight, ids, max_norm, norm_type):
 
 
 def one_hot(tensor, num_classes=-1):
-    """int64 (*,) -> int64 (*, num_classes) one-hot (mirrors ``F.one_hot``)."""
+    """int64 (*,) -> int64 (*, num_classes) one-hot (mirrors ``F.one_hot``); RuntimeError for
+    another dtype or a value out of range (torch's texts)."""
     ids = tensor._data
+    if ids.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         num_classes = int(ids.max()) + 1 if ids.size else 0
     if ids.size and (ids.min() < 0 or ids.max() >= num_classes):
@@ -160,6 +163,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"mode='{mode}'). Please open a feature request on the "
                                   "PyTorch GitHub.")
     n = len(ids)
+    bad = np.flatnonzero((ids < 0) | (ids >= weight.shape[0]))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {ids[bad[0]]} which is not in "
+                           f"the valid range [0, {weight.shape[0]})")
     bag = np.searchsorted(offs, np.arange(n), side="right") - 1
     keep = np.ones(n, bool) if padding_idx is None else ids != padding_idx
     nb = len(offs)

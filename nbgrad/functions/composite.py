@@ -13,7 +13,7 @@ from ..autograd.apply import apply, _broadcast_error
 from ..ops import ROWS as R
 from ..tensor import _dim, Size, Tensor
 from .registry import method
-from .args import _builtin_max, _out
+from .args import _builtin_max, _out, scalar_name
 from .views import diagonal, expand, flatten, _fold, permute, reshape, stack, unsqueeze, view
 from .elementwise import mul
 from .reductions import sum
@@ -63,7 +63,9 @@ def _unsqueeze_row(x, dim):  # 0 <= dim <= x.ndim
     return apply(R["unsqueeze"], (x,), (dim,))
 
 
-def _bmm_row(a, b):  # (b, n, k) @ (b, k, p), checked by the plan
+def _bmm_row(a, b):  # (b, n, k) @ (b, k, p), shapes checked by the plan; bmm never promotes
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_name(a)} but found {scalar_name(b)}")
     return apply(R["bmm"], (a, b))
 
 

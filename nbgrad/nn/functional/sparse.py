@@ -7,6 +7,7 @@ from nbgrad import functions
 from nbgrad.autograd import grad_mode
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.functions.args import type_name_of
 from nbgrad.ops import ROWS
 from .common import _const, _linear
 
@@ -34,8 +35,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if ids.dtype != np.int64 and ids.dtype != np.int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
-            "embedding)")
+            f"types: Long, Int; but got {type_name_of(input)} instead (while checking arguments "
+            "for embedding)")
     num = weight._data.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= num):
         bad = ids[(ids < 0) | (ids >= num)].flat[0]
@@ -85,7 +86,7 @@ def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
         m = np.zeros((nb, n), w.dtype)
         m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
         if mode == "mean":
-            m = m / np.maximum((m != 0).sum(1, keepdims=True), 1)
+            m = (m / np.maximum((m != 0).sum(1, keepdims=True), 1)).astype(w.dtype)
         m, ids = xp.asarray(m), xp.asarray(ids)
 
         def fwd(a):
@@ -162,6 +163,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on the "
                                   "PyTorch GitHub.")
+    if ids.dtype.kind not in "iu" or ids.dtype.itemsize < 4:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {type_name_of(input)} instead (while checking arguments "
+            "for embedding_bag)")
     n = len(ids)
     bad = np.flatnonzero((ids < 0) | (ids >= weight.shape[0]))
     if bad.size:

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backend, _torch_errors
 from ..autograd.apply import apply, _broadcast_error, _fresh
+from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
@@ -46,7 +47,7 @@ def _to_index_array(i):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                          "Variables are valid indices (got float)")
     if isinstance(i, Tensor):
-        a = i._data
+        a = index_arg(i)
         if a.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return a
@@ -272,7 +273,7 @@ def index_put(input, indices, values, accumulate=False):
 def index_add(input, dim, index, source, *, alpha=1):
     """input with source's slices added at `index` along `dim` (torch.index_add)."""
     d = _dim(dim, input._data.ndim)
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     _check_index_add(ix, source, d)
     if alpha != 1:
         source = source * alpha
@@ -285,7 +286,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 def index_select(input, dim, index):
     """Rows of `dim` picked by the 1-D int tensor `index`; a copy (torch.index_select)."""
     d = _dim(dim, input._data.ndim)
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     if ix.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if ix.dtype.kind not in "iu":
@@ -300,7 +301,7 @@ def index_select(input, dim, index):
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim=0, etc. (torch.gather)."""
     d = _dim(dim, input._data.ndim)
-    ix = index._data
+    ix = index_arg(index)
     if ix.dtype.kind not in "iu":
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if ix.ndim != input._data.ndim:
@@ -317,12 +318,14 @@ def take_along_dim(input, indices, dim=None):
     """gather(input, dim, indices); with dim None, of the flattened input (torch.take_along_dim)."""
     if dim is None:
         return gather(reshape(input, -1), 0, reshape(indices, -1))
-    return gather(input, dim, indices)
+    # torch gathers with its broadcast copy of the indices: a later in-place write into
+    # `indices` changes nothing and raises nothing (with dim None, a view: it raises)
+    return gather(input, dim, Tensor._make_fresh(indices._data.copy()))
 
 
 # ---- the scatter family and masks ---------------------------------------------------------------
 def _index_arg(index, fname):
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     if ix.dtype.kind not in "iu":
         raise RuntimeError(f"{fname}(): Expected dtype "
                            f"{'int32/int64' if fname in ('gather', 'scatter') else 'int64'} "
@@ -425,7 +428,7 @@ masked_scatter, masked_scatter_ = _out_and_inplace(
 
 
 def _bool_mask(mask, fname):
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    m = index_arg(mask) if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype.kind != "b":
         raise RuntimeError(f"{fname}: expected BoolTensor for mask")
     return m

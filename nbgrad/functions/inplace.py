@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.apply import apply
+from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
@@ -136,7 +137,7 @@ def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
 @method
 def masked_fill_(self, mask, value):
     """In-place masked_fill (torch.Tensor.masked_fill_); bumps _version by 1."""
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    m = index_arg(mask) if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")
@@ -300,7 +301,7 @@ def _check_index_add(ix, source, d):
 @method
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place index_add (torch.Tensor.index_add_); bumps _version by 1."""
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     _check_index_add(ix, source, _dim(dim, self._data.ndim))
     if alpha != 1:
         source = source * alpha

@@ -11,7 +11,7 @@ from .. import backend, dtypes
 from ..autograd.apply import apply, _fresh
 from ..autograd.record import _arr
 from ..ops import ROWS as R
-from ..ops.reductions import _sorted_idx
+from ..ops.reductions import _sort as _sort_array
 from ..tensor import _dim, Tensor
 from .registry import method
 from .args import _builtin_max
@@ -304,11 +304,12 @@ def _safe_softmax(input, dim, dtype=None):
 @method
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort `input` along `dim` (torch.argsort); int64, no gradient. Equal
-    elements keep their order (a stable sort; PyTorch guarantees it only with stable=True)."""
+    elements in the order torch's unstable sort leaves them, or with stable=True in their
+    order (torch.sort's indices)."""
     d = input._data
     if d.ndim == 0:
         return _fresh(backend.get_array_module(d).zeros((), np.int64))
-    return _fresh(_sorted_idx(d, _dim(dim, d.ndim), descending).astype(np.int64))
+    return _fresh(_sort_array(d, _dim(dim, d.ndim), descending, bool(stable))[1])
 
 
 # ---- sorting, selection, nan-reductions, scans --------------------------------------------------
@@ -320,23 +321,27 @@ _rt = {n: collections.namedtuple(n, f) for n, f in (
 
 @method
 def sort(input, dim=-1, descending=False, *, stable=None):
-    """(values, indices) sorted along `dim` (torch.sort); the sort is stable, NaN sorts as the
-    largest. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
+    """(values, indices) sorted along `dim` (torch.sort), NaN sorting as the largest; equal
+    elements in the order torch's unstable sort leaves them, or with stable=True in their
+    order. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
     where each value came from."""
     if input._data.ndim == 0:
         return _rt["sort"](input.clone(), _fresh(np.zeros((), np.int64)))
-    row = R["sort" if stable is None else "sort_stable"]
-    return _rt["sort"](*apply(row, (input,), (_dim(dim, input._data.ndim), descending)))
+    d = _dim(dim, input._data.ndim)
+    if stable is None:
+        return _rt["sort"](*apply(R["sort"], (input,), (d, descending)))
+    return _rt["sort"](*apply(R["sort_stable"], (input,), (d, descending, bool(stable))))
 
 
 @method
 def topk(input, k, dim=-1, largest=True, sorted=True):
-    """The k largest (smallest) elements along `dim` and their indices (torch.topk)."""
+    """The k largest (smallest) elements along `dim` and their indices (torch.topk); with
+    sorted=False in the order torch's selection leaves them."""
     d = _dim(dim, _builtin_max(input._data.ndim, 1))
     n = input._data.shape[d] if input._data.ndim else 1
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
-    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest)))
+    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest, bool(sorted))))
 
 
 @method

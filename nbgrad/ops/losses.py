@@ -135,7 +135,8 @@ def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
         return _apply(ROWS["multi_margin_loss_backward"], (g, x), (t, p, margin, w, reduction))
     n, c = x.shape
     _, z = _multi_margin(x, t, p, margin, w, _xp(x))
-    d = (z > 0) * (2 * z if p == 2 else 1.0) / c
+    d = (z > 0).astype(x.dtype) * (2 * z if p == 2 else 1) / c  # (x's dtype: a bool mask
+    # times a Python float is float64)
     if w is not None:
         d = d * w[t][:, None]
     rows = np.arange(n)

@@ -13,6 +13,8 @@ from nbgrad.tensor import Tensor
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply, _broadcast_error
 from nbgrad.autograd.grad_mode import STATE as _GRAD
+from nbgrad.autograd.saved_index import IndexCtx, SavedIndex
+from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
 from .common import _check_reduction, _const, _filled, _reduce
 from .activation import logsigmoid
@@ -117,12 +119,14 @@ def _nll(logp, target, weight, ignore_index, reduction, who):
     w = None if weight is None else weight._data
     t = target._data
     if logp._data.ndim <= 2:
-        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(ignored)))
+        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index,
+                                                 IndexCtx(ignored, target)))
     # torch's nll_loss_nd: 4-D input goes to nll_loss2d, other ranks are viewed as 4-D first
     n, c = logp.shape[0], logp.shape[1]
     x4 = logp if logp.ndim == 4 else logp.view(n, c, 1, -1)
     t4 = t if t.ndim == 3 else t.reshape(n, 1, -1)
-    out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, Ctx(None)))
+    tv = target if t.ndim == 3 else target.reshape(n, 1, -1)  # (torch saves this view)
+    out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, IndexCtx(None, tv)))
     if reduction == "none" and logp.ndim != 4:
         out = out.view(tuple(target.shape))
     return out
@@ -138,11 +142,12 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     x = input._data
     logp = _LOG_SOFTMAX.fwd(x, 1)
     ctx = Ctx(False)
+    guard = SavedIndex("target", target)
     out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
                  _cross_entropy_chain, (logp, reduction, ctx),
-                 (target, ignore_index, reduction, who))
+                 (target, ignore_index, reduction, who), (guard,))
     return out
 
 
@@ -581,7 +586,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     x = input if input.ndim == 2 else input.reshape(1, -1)
     n, c = x.shape
-    t = target._data.reshape(-1).astype(np.int64)
+    t = target._data
+    # a 1-D int64 target is saved as the tensor (version-checked, as torch's); another, as the
+    # int64 copy made here
+    t = index_arg(target) if t.ndim == 1 and t.dtype == np.int64 else \
+        t.reshape(-1).astype(np.int64)
     if t.shape[0] != n:
         raise RuntimeError(f"multi_margin_loss: expected target of shape ({n},) for input of "
                            f"shape {tuple(input.shape)}, got {tuple(target.shape)}")

@@ -7,6 +7,7 @@ from nbgrad import functions
 from nbgrad.autograd import grad_mode
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.autograd.record import index_arg
 from nbgrad.functions.args import type_name_of
 from nbgrad.ops import ROWS
 from .common import _const, _linear
@@ -31,7 +32,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: scale_grad_by_freq and sparse are unsupported")
-    ids = input._data
+    ids = index_arg(input)
     if ids.dtype != np.int64 and ids.dtype != np.int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "

@@ -332,3 +332,16 @@ def _leibniz(x):
             term = term * x[i, p[i]]
         total = total + sign * term
     return total
+
+
+def test_hardsigmoid_has_no_second_derivative_as_torch():
+    """torch records the gradient of hardsigmoid under create_graph on a NotImplemented node,
+    which refuses the second backward; nbgrad gave a number."""
+    seen = []
+    for T in (torch, nbgrad):
+        x = T.tensor([0.5, -4.0, 1.0], requires_grad=True)
+        g, = T.autograd.grad(T.nn.functional.hardsigmoid(x).sum(), x, create_graph=True)
+        with pytest.raises(RuntimeError) as e:
+            g.sum().backward()
+        seen.append((type(g.grad_fn).__name__, g.detach().numpy().tolist(), str(e.value)))
+    assert seen[1] == seen[0]

@@ -222,7 +222,8 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     w = xp.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
     w = xp.where(keep, w, x.dtype.type(0))
     rows = xp.arange(len(t))
-    losses = -w * xl[rows, ts]
+    losses = xp.where(keep, -w * xl[rows, ts], x.dtype.type(0))  # an ignored row adds nothing
+    # (torch skips it: 0 * its inf or NaN log-probability is not NaN there)
     # ctx: (rows, targets, per-row weight, divisor, the rows not ignored)
     if reduction == "none":
         ctx.value = (rows, ts, w, 1.0, keep)

@@ -84,18 +84,23 @@ def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
     xp = backend.get_array_module(w)
     n, dim = len(ids), w.shape[1]
     if mode in ("sum", "mean"):
-        m = np.zeros((nb, n), w.dtype)
-        m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
+        # each kept row added into its bag with its weight (1, per_sample_weights, or 1 / the
+        # bag's size): a segment sum, so an inf or NaN row stays in its own bag (a bags-by-rows
+        # matrix product would spread 0 * inf = NaN into the others)
+        wt = np.ones(n, w.dtype) if psw is None else np.asarray(psw, w.dtype).reshape(-1)
         if mode == "mean":
-            m = (m / np.maximum((m != 0).sum(1, keepdims=True), 1)).astype(w.dtype)
-        m, ids = xp.asarray(m), xp.asarray(ids)
+            sizes = np.bincount(bag[keep], minlength=nb)
+            wt = (wt / np.maximum(sizes, 1)[bag]).astype(w.dtype)
+        kb, ki, kw = (xp.asarray(v[keep]) for v in (bag, ids, wt))
 
         def fwd(a):
-            return m @ a[ids]
+            out = xp.zeros((nb, a.shape[1]), a.dtype)
+            xp.add.at(out, kb, a[ki] * kw[:, None])
+            return out
 
         def adj(g):
             z = xp.zeros(w.shape, g.dtype)
-            xp.add.at(z, ids, m.T @ g)
+            xp.add.at(z, ki, g[kb] * kw[:, None])
             return z
     elif mode == "max":
         vals = backend.to_device(w, backend.CPU)[ids]

@@ -203,3 +203,32 @@ def test_integer_pooling_as_torch(name, dtype):
         except Exception as e:  # noqa: BLE001
             return type(e).__name__, str(e).split("\n")[0]
     assert run(nbgrad) == run(torch)
+
+
+# the scatter, index and masked families write a source into self: torch never promotes it
+SOURCES = {
+    "scatter_add": lambda T, s, src: s.scatter_add(0, T.tensor([[0, 1, 2]] * 4), src),
+    "scatter_add_": lambda T, s, src: s.clone().scatter_add_(0, T.tensor([[0, 1, 2]] * 4), src),
+    "scatter_reduce": lambda T, s, src: s.scatter_reduce(0, T.tensor([[0, 1, 2]] * 4), src,
+                                                         "amax"),
+    "scatter": lambda T, s, src: s.scatter(0, T.tensor([[0, 1, 2]] * 4), src),
+    "index_add": lambda T, s, src: s.index_add(0, T.tensor([0, 1, 2, 3]), src),
+    "index_add_": lambda T, s, src: s.clone().index_add_(0, T.tensor([0, 1, 2, 3]), src),
+    "index_copy": lambda T, s, src: s.index_copy(0, T.tensor([0, 1, 2, 3]), src),
+    "index_copy_": lambda T, s, src: s.clone().index_copy_(0, T.tensor([0, 1, 2, 3]), src),
+    "masked_scatter": lambda T, s, src: s.masked_scatter(T.ones(4, 3, dtype=T.bool), src),
+    "masked_scatter_": lambda T, s, src: s.clone().masked_scatter_(T.ones(4, 3, dtype=T.bool),
+                                                                   src),
+}
+
+
+@pytest.mark.parametrize("src_dtype", ["float64", "int64", "float32"])
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_source_of_another_dtype_as_torch(name, src_dtype):
+    def run(T):
+        try:
+            r = SOURCES[name](T, T.zeros(4, 3), T.ones(4, 3, dtype=getattr(T, src_dtype)))
+            return "ok", str(r.dtype).split(".")[-1], r.tolist()
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e)
+    assert run(nbgrad) == run(torch)

@@ -13,7 +13,7 @@ from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
-from .args import _builtin_max, _builtin_sum, _filled_like
+from .args import _builtin_max, _builtin_sum, _filled_like, scalar_name
 from .views import clone, contiguous, expand, flatten, reshape, select, _slice, unsqueeze, view
 from .inplace import _check_index_add, copy_
 
@@ -275,10 +275,10 @@ def index_add(input, dim, index, source, *, alpha=1):
     d = _dim(dim, input._data.ndim)
     ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     _check_index_add(ix, source, d)
+    _same_dtype(input, source, lambda a, b: f"index_add_(): self ({a}) and source ({b}) must have "
+                f"the same scalar type")
     if alpha != 1:
         source = source * alpha
-    if source._data.dtype != input._data.dtype:
-        source = source.to(input.dtype)
     return apply(R["index_add"], (input, source), (d, ix))
 
 
@@ -374,12 +374,20 @@ def _scatter_plan(input, dim, index, src=None, *, value=None, reduce=None):
     return R["scatter_value"], (), (d, ix, src)
 
 
+def _same_dtype(input, source, text):
+    """torch's scatter/index/masked families never promote the source: RuntimeError."""
+    if isinstance(source, Tensor) and source._data.dtype != input._data.dtype:
+        raise RuntimeError(text(scalar_name(input), scalar_name(source)))
+
+
 def _scatter_add_plan(input, dim, index, src):
+    _same_dtype(input, src, lambda a, b: "scatter(): Expected self.dtype to be equal to src.dtype")
     d = _dim(dim, input._data.ndim)
     return R["scatter_add"], (src,), (d, _in_bounds(input, d, _index_arg(index, "scatter_add")))
 
 
 def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
+    _same_dtype(input, src, lambda a, b: "scatter(): Expected self.dtype to be equal to src.dtype")
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # accepted by PyTorch too
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
@@ -389,6 +397,8 @@ def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
 
 
 def _index_copy_plan(input, dim, index, source):
+    _same_dtype(input, source, lambda a, b: f"index_copy_(): self and source expected to have the "
+                f"same dtype, but got (self) {a} and (source) {b}")
     return R["index_copy"], (source,), (_dim(dim, input._data.ndim),
                                         _index_arg(index, "index_copy"))
 
@@ -401,6 +411,8 @@ def _index_fill_plan(input, dim, index, value):
 
 
 def _masked_scatter_plan(input, mask, source):
+    _same_dtype(input, source, lambda a, b: f"masked_scatter: expected self and source to have "
+                f"same dtypes but got{a} and {b}")
     m = _bool_mask(mask, "masked_scatter_")
     if m.shape != input._data.shape:
         m = np.broadcast_to(m, input._data.shape)

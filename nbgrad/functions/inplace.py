@@ -305,6 +305,10 @@ def index_add_(self, dim, index, source, *, alpha=1):
     """In-place index_add (torch.Tensor.index_add_); bumps _version by 1."""
     ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     _check_index_add(ix, source, _dim(dim, self._data.ndim))
+    if isinstance(source, Tensor) and source._data.dtype != self._data.dtype:
+        from .args import scalar_name
+        raise RuntimeError(f"index_add_(): self ({scalar_name(self)}) and source "
+                           f"({scalar_name(source)}) must have the same scalar type")
     if alpha != 1:
         source = source * alpha
     return apply(R["index_add"], (self, source), (_dim(dim, self._data.ndim), ix),

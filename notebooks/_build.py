@@ -47,6 +47,19 @@ except ImportError:
 print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
+# the classroom notebooks with small graphs (02, 04, 05; 11 has its own): values mode on, each
+# box of the graph shows its tensor's data and .grad, each edge the gradient backward sent along
+# it. Off in 01 and 03: their saved size is past the 20 KB per cell budget already, and values add
+# to it (benchmarks/bench_values_notebooks.py: 01 23.9 -> 25.3, 03 20.2 -> 20.9 KB per cell)
+
+
+def values_on(setup):
+    """A setup cell with values mode on, right after ``%load_ext nbgrad``."""
+    return setup.replace("%load_ext nbgrad\n", "%load_ext nbgrad\n%nbgrad set values=on  "
+                         "# data, .grad and edge gradients written in the graph\n", 1)
+
+
+SETUP_VALUES = values_on(SETUP)
 
 SETUP02 = '''
 ENGINE = "nbgrad"               # or "torch": the same notebook in real PyTorch, the same panel
@@ -290,7 +303,7 @@ NB02 = [
           "what the panel shows **before** you call backward, in-place operations on leaves, "
           "and the four fixes (`no_grad`, `.data`, `detach()`, `clone()`) and why each works "
           "(seeds 000 and 004).", EITHER_ENGINE),
-    code(SETUP02),
+    code(values_on(SETUP02)),
     md("""
 ## 1. The classic: modifying a tensor that backward needs
 
@@ -618,7 +631,7 @@ NB04 = [
           "a graph holds its saved tensors until `backward()` consumes them (or until the "
           "graph itself goes); `retain_graph=True` keeps them. The *Memory* tab of the panel, "
           "and the GPU caching pool when a GPU is present (seed 001 §6.3, seed 000)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     code("""
 from nbgrad.backend import memory_stats
 
@@ -769,7 +782,7 @@ NB05 = [
           "Write an operation with its own backward (`torch.autograd.Function`), check it "
           "against finite differences (`gradcheck`), and differentiate a gradient "
           "(`create_graph=True`)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     md("""
 ## 1. A custom Function
 

@@ -6,7 +6,7 @@ one; `record._kept` saves it as a SavedIndex.
 """
 from __future__ import annotations
 
-from .graph import _SAVED_HOOKS, RELEASABLE, UNPACKED, Ctx, SavedTensor, backward_twice_error
+from .graph import RELEASABLE, UNPACKED, SavedTensor, backward_twice_error
 
 
 class SavedIndex(SavedTensor):
@@ -24,30 +24,6 @@ class SavedIndex(SavedTensor):
         if node is None:
             return SavedTensor.unpack(self)
         return SavedTensor.unpack(self, node, False)
-
-
-class IndexCtx(Ctx):
-    """A kernel's Ctx that also keeps an index tensor its kernel read (nll_loss's target, which
-    the Ctx holds as a copy) as PyTorch saves it: unpacking checks its version first."""
-
-    __slots__ = ("_index",)
-
-    def __init__(self, value, index):
-        Ctx.__init__(self, value)
-        # (under saved_tensors_hooks the row's ctx_saves packs the target, as PyTorch's order)
-        self._index = None if _SAVED_HOOKS else SavedIndex("target", index)
-
-    def unpack(self, node=None, as_tensor=False):
-        __tracebackhide__ = True
-        i = self._index
-        if node is not None and i is not None and i._storage is not None:
-            i.unpack(node)
-        return self
-
-    def release(self):
-        self.value = None
-        if self._index is not None:
-            self._index.release()
 
 
 class SavedIndices:
@@ -70,5 +46,5 @@ class SavedIndices:
         self.items = None
 
 
-RELEASABLE.update((SavedIndex, IndexCtx, SavedIndices))
-UNPACKED.update((SavedIndex, IndexCtx, SavedIndices))
+RELEASABLE.update((SavedIndex, SavedIndices))
+UNPACKED.update((SavedIndex, SavedIndices))

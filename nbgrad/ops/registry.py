@@ -47,7 +47,7 @@ import operator
 import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
-from ..autograd.saved_index import IndexCtx, SavedIndex, SavedIndices
+from ..autograd.saved_index import SavedIndex, SavedIndices
 from ..autograd.apply import PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW, _zero_d, apply
 from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
                                SAVED_STRIDES, _edge)
@@ -134,7 +134,7 @@ class OpNode(Node):
             if s is not None:
                 t = type(s)
                 if t is SavedTensor or t is Ctx or t is SavedArray or t is SavedIndex or \
-                        t is SavedIndices or t is IndexCtx:
+                        t is SavedIndices:
                     s.release()
                 elif (t is float or t is int or t is bool) if kinds[j] == SAVED_INPUT else (
                         kinds[j] == SAVED_ARG and t is not int and t is not float

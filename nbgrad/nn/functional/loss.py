@@ -13,7 +13,7 @@ from nbgrad.tensor import Tensor
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply, _broadcast_error
 from nbgrad.autograd.grad_mode import STATE as _GRAD
-from nbgrad.autograd.saved_index import IndexCtx, SavedIndex
+from nbgrad.autograd.saved_index import SavedIndex
 from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
 from .common import _check_reduction, _const, _filled, _reduce
@@ -70,13 +70,16 @@ def _check_class_target(input, target, who, ignore_index):
     cdim = 0 if nd == 1 else 1
     c = x.shape[cdim]
     if nd == 1:
+        if t.ndim == 1 and t.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{t.shape[0]}")
         if t.ndim != 0:
             raise ValueError(
                 f"{who}: expected a 0-D target for 1-D input of {c} classes, got target of "
                 f"shape {tuple(t.shape)}")
     else:
-        tb = t.shape[0] if t.ndim else None
-        if tb != x.shape[0]:
+        tb = t.shape[0] if t.ndim else 0  # torch reads a 0-d target's batch size as 0
+        if t.ndim == 0 or tb != x.shape[0]:
             raise ValueError(
                 f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                 f"({tb}).")
@@ -117,16 +120,15 @@ def _nll(logp, target, weight, ignore_index, reduction, who):
     ignored = _check_class_target(logp, target, who, ignore_index)[2]
     _check_reduction(reduction, who)
     w = None if weight is None else weight._data
-    t = target._data
+    t = index_arg(target)  # saved as the tensor, version-checked (as torch's target)
     if logp._data.ndim <= 2:
-        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index,
-                                                 IndexCtx(ignored, target)))
+        return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(ignored)))
     # torch's nll_loss_nd: 4-D input goes to nll_loss2d, other ranks are viewed as 4-D first
     n, c = logp.shape[0], logp.shape[1]
     x4 = logp if logp.ndim == 4 else logp.view(n, c, 1, -1)
-    t4 = t if t.ndim == 3 else t.reshape(n, 1, -1)
     tv = target if t.ndim == 3 else target.reshape(n, 1, -1)  # (torch saves this view)
-    out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, IndexCtx(None, tv)))
+    t4 = index_arg(tv)
+    out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, Ctx(None)))
     if reduction == "none" and logp.ndim != 4:
         out = out.view(tuple(target.shape))
     return out
@@ -146,7 +148,7 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
-                 _cross_entropy_chain, (logp, reduction, ctx),
+                 _cross_entropy_chain, (logp, target._data, reduction, ignore_index, ctx),
                  (target, ignore_index, reduction, who), (guard,))
     return out
 
@@ -156,13 +158,16 @@ def _cross_entropy_chain(input, target, ignore_index, reduction, who):
 
 
 def _cross_entropy_fused_backward(node, g, arrays):
-    """nll_loss's formula (saved: self, reduction, ctx), then log_softmax's (result, dim)."""
-    logp, reduction, ctx = node._chain.info
-    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, reduction, ctx), logp, 1)]
+    """nll_loss's formula (saved: self, target, weight, reduction, ignore_index, ctx), then
+    log_softmax's (result, dim)."""
+    logp, t, reduction, ignore_index, ctx = node._chain.info
+    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, t, None, reduction, ignore_index, ctx),
+                             logp, 1)]
 
 
 _LOG_SOFTMAX, _NLL_LOSS = ROWS["log_softmax"], ROWS["nll_loss"]
-assert _NLL_LOSS.names == ("self", "reduction", "ctx") and _LOG_SOFTMAX.names == ("result", "dim")
+assert _NLL_LOSS.names == ("self", "target", "weight", "reduction", "ignore_index", "ctx") and \
+    _LOG_SOFTMAX.names == ("result", "dim")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

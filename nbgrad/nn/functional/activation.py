@@ -27,7 +27,10 @@ def relu_(input):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``; LeakyReluBackward0, and
-    LeakyReluBackward1 in place)."""
+    LeakyReluBackward1 in place). TypeError for a slope that is not a number (torch's text)."""
+    if isinstance(negative_slope, (str, bytes, list, tuple, dict)) or negative_slope is None:
+        raise TypeError(f"leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
+                        f"not {type(negative_slope).__name__}")
     return _pointwise("leaky_relu", input, inplace, negative_slope)
 
 
@@ -37,6 +40,9 @@ def gelu(input, approximate="none"):
     ``approximate="none"``: ``x * Phi(x)`` with erf; ``"tanh"``: the tanh approximation.
     """
     if approximate in ("none", "tanh"):
+        if input._data.dtype.kind in "biu":
+            raise NotImplementedError(f'"GeluKernelImpl" not implemented for '
+                                      f"'{scalar_name(input)}'")
         return apply(ROWS["gelu"], (input,), (approximate,))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 

@@ -25,6 +25,9 @@ _NONLEAF_GRAD_WARNING = (
 DEFAULT, NO_GRAD_MODE, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
 
 
+_SCALAR_WARNED = []  # float() of a tensor that requires grad warned (torch: once)
+
+
 class Size(tuple):
     """A shape (torch.Size): a tuple of ints."""
 
@@ -495,6 +498,11 @@ class Tensor:
         return self._data.item()
 
     def __float__(self):
+        if self._requires_grad and not _SCALAR_WARNED:
+            _SCALAR_WARNED.append(True)  # once per process, as torch's TORCH_WARN_ONCE
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                          "unexpected behavior.\nConsider using tensor.detach() first.",
+                          UserWarning, stacklevel=2)
         return float(self._scalar())
 
     def __int__(self):

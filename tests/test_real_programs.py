@@ -779,3 +779,35 @@ def test_distribution_arguments_validated_as_torch(fn):
         assert n == (t[0], t[1].replace("torch.", "nbgrad."))
     else:
         assert n.tolist() == t.tolist()
+
+
+_SCALAR_SCRIPT = """
+import warnings, sys
+import {lib} as T
+warnings.simplefilter("always")
+t = T.tensor(2.5, requires_grad=True) * 1
+for name, f in [("int", lambda: int(t)), ("item", lambda: t.item()),
+                ("no grad", lambda: float(t.detach())), ("percent", lambda: "%1.3f" % t),
+                ("again", lambda: float(t))]:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        f()
+    print(name, repr([str(x.message).split(" (Triggered")[0] for x in w]))
+"""
+
+
+def test_float_of_a_tensor_that_requires_grad_warns_once_as_torch(tmp_path):
+    """hunkim/PyTorchZeroToAll prints ``"%1.3f" % loss``: torch 2.13 warns once per process on
+    float() of a tensor that requires grad (not on int(), item() or a detached tensor)."""
+    import os
+    outs = []
+    for lib in ("torch", "nbgrad"):
+        script = tmp_path / f"scalar_{lib}.py"
+        script.write_text(_SCALAR_SCRIPT.format(lib=lib))
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        outs.append(out.stdout)
+    assert outs[0] == outs[1]
+    assert "Converting a tensor with requires_grad=True to a scalar" in outs[1]

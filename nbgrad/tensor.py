@@ -83,10 +83,11 @@ def wake_views(base):
 class _Extra:
     """Rarely used per-tensor state, kept out of the common path."""
 
-    __slots__ = ("hooks", "accum", "retains_grad", "name", "cut")
+    __slots__ = ("hooks", "accum", "retains_grad", "name", "cut", "post_acc")
 
     def __init__(self):
         self.hooks = None
+        self.post_acc = None  # register_post_accumulate_grad_hook's hooks (a leaf's)
         self.accum = None
         self.retains_grad = False
         self.name = None

@@ -47,9 +47,45 @@ except ImportError:
 print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
+# the classroom notebooks with small graphs (02, 04, 05; 11 has its own): values mode on, each
+# box of the graph shows its tensor's data and .grad, each edge the gradient backward sent along
+# it. Off in 01 and 03: their saved size is past the 20 KB per cell budget already, and values add
+# to it (benchmarks/bench_values_notebooks.py: 01 23.9 -> 25.3, 03 20.2 -> 20.9 KB per cell)
 
 
-def title(n, name, what):
+def values_on(setup):
+    """A setup cell with values mode on, right after ``%load_ext nbgrad``."""
+    return setup.replace("%load_ext nbgrad\n", "%load_ext nbgrad\n%nbgrad set values=on  "
+                         "# data, .grad and edge gradients written in the graph\n", 1)
+
+
+SETUP_VALUES = values_on(SETUP)
+
+SETUP02 = '''
+ENGINE = "nbgrad"               # or "torch": the same notebook in real PyTorch, the same panel
+%load_ext nbgrad
+if ENGINE == "torch":
+    import torch
+else:
+    import nbgrad as torch      # PyTorch's API, on numpy: the same code runs with `import torch`
+
+torch.manual_seed(0)
+try:
+    import pygraphviz           # the graph layout, in-process (pip install "nbgrad[notebook]")
+    HAVE_LAYOUT = True
+except ImportError:
+    HAVE_LAYOUT = False
+print(ENGINE, torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
+      "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
+'''
+EITHER_ENGINE = """
+*Either engine.* The first code cell says `ENGINE = "nbgrad"`; change it to `"torch"` and run all:
+the same cells run in real PyTorch (torch must be installed), fail with PyTorch's own errors, and
+the panel shows the same predictions and explanations for torch's tensors.
+"""
+
+
+def title(n, name, what, more=""):
     return md(f"""
 # {n:02d} · {name}
 
@@ -60,7 +96,7 @@ cell) adds a **panel** under every cell that changed autograd state: the live `g
 (tab *Graph*), every named tensor with its `_version` (*Tensors*), which tensors share a storage
 (*Views*), and memory (*Memory*). Cells marked with an error are errors **on purpose**: read the
 message, then the panel under it. Exercises are at the end.
-""")
+""" + (f"\n{more.strip(chr(10))}\n" if more else ""))
 
 
 def exercises(*items):
@@ -266,8 +302,8 @@ NB02 = [
           "Why `y = x.tanh(); y.add_(3)` breaks `backward()`, how the version counter finds out, "
           "what the panel shows **before** you call backward, in-place operations on leaves, "
           "and the four fixes (`no_grad`, `.data`, `detach()`, `clone()`) and why each works "
-          "(seeds 000 and 004)."),
-    code(SETUP),
+          "(seeds 000 and 004).", EITHER_ENGINE),
+    code(values_on(SETUP02)),
     md("""
 ## 1. The classic: modifying a tensor that backward needs
 
@@ -296,15 +332,17 @@ print(y._version)
        "the cells and lines involved."),
     raises("y.sum().backward()"),
     md("""
-The error object carries the same explanation as plain data (`err.nbgrad_context`), so a test or
-a tool can read it:
+The error carries the same explanation as plain data (nbgrad attaches it to the error as
+`err.nbgrad_context`; for PyTorch's own error the panel reads it from the message and the graph),
+so a test or a tool can read it:
 """),
     code("""
+from nbgrad.notebook.adapter import error_context   # the same reading for either engine
 try:
     y.sum().backward()
 except RuntimeError as err:
-    ctx = err.nbgrad_context
-    print(ctx["kind"], "|", ctx["node_name"], "saved version", ctx["saved_version"],
+    ctx = error_context(err)                # nbgrad: err.nbgrad_context; torch: read from the error
+    print(ctx["kind"], "|", ctx["tensor"], "saved version", ctx["saved_version"],
           "now", ctx["version"])
     for line in str(err).splitlines()[1:]:     # the lines after PyTorch's own message
         print(line)
@@ -593,7 +631,7 @@ NB04 = [
           "a graph holds its saved tensors until `backward()` consumes them (or until the "
           "graph itself goes); `retain_graph=True` keeps them. The *Memory* tab of the panel, "
           "and the GPU caching pool when a GPU is present (seed 001 §6.3, seed 000)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     code("""
 from nbgrad.backend import memory_stats
 
@@ -744,7 +782,7 @@ NB05 = [
           "Write an operation with its own backward (`torch.autograd.Function`), check it "
           "against finite differences (`gradcheck`), and differentiate a gradient "
           "(`create_graph=True`)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     md("""
 ## 1. A custom Function
 
@@ -1623,9 +1661,11 @@ NOTEBOOKS = {
 def _with_builders_of_their_own():
     """The notebooks whose cells live in a builder module of their own (notebooks/_build_*.py)."""
     sys.path.insert(0, str(HERE))
+    from _build_step import nb11
     from _build_torch import nb10
 
-    return {"10_debugging_pytorch.ipynb": nb10(md, code, raises, title, exercises)}
+    return {"10_debugging_pytorch.ipynb": nb10(md, code, raises, title, exercises),
+            "11_backward_step_by_step.ipynb": nb11(md, code, raises, title, exercises)}
 
 
 NOTEBOOKS.update(_with_builders_of_their_own())

@@ -196,6 +196,25 @@ def grad_on(obj) -> bool:
     return _of(obj).grad_on()
 
 
+def lean_steps(module) -> bool:
+    """Whether ``module``'s engine wants lean training steps after the watched ones (see
+    ``ModelTracker``): torch, whose module hooks cost a step its fast path."""
+    return bool(getattr(_of(module), "LEAN_STEPS", False))
+
+
+def pause_recording(module):
+    """Before a trained model's call in a lean step: ``module``'s engine may stop recording
+    each op until :func:`resume_recording` (torch: its recorder leaves torch's mode stack);
+    a token for it, or None."""
+    return _of(module).pause_recording()
+
+
+def resume_recording(module, token, twin) -> None:
+    """After that call: recording again; the nodes it made take the lines of ``twin``'s
+    (``(first, end)`` node numbers of the same model's call recorded in full) when as many."""
+    _of(module).resume_recording(token, twin)
+
+
 def module_hook_api(engine):
     """The module of ``engine``'s global module hooks (``register_module_forward_pre_hook``)."""
     return engine.module_hook_api()
@@ -320,3 +339,30 @@ def error_context(exc) -> dict | None:
 def is_engine_error(exc) -> bool:
     """An error raised from inside an engine (by the last frame of its traceback)."""
     return any(e.is_engine_error(exc) for e in engines())
+
+
+# --- backward step by step (stepper.py): nbgrad's engine only ------------------------------------
+
+NO_WALK = ("the step-by-step backward drives nbgrad's engine node by node; PyTorch's engine runs a "
+           "backward as one C++ call that cannot be paused between nodes")
+
+
+def formula_lines(node) -> list:
+    """The formulas a node applies, as its engine's table writes them (``[]`` when unknown)."""
+    f = getattr(_of(node), "formula_lines", None)
+    return f(node) if f is not None else []
+
+
+def saved_inputs(node) -> list:
+    """``[(name, array or number)]`` the node saved for its formulas (``[]`` when unknown)."""
+    f = getattr(_of(node), "saved_inputs", None)
+    return f(node) if f is not None else []
+
+
+def backward_walk(root, keep):
+    """A walk of ``root.backward()`` one node at a time (``step()``, ``steps``, ``done``);
+    NotImplementedError for an engine that cannot be paused (torch's)."""
+    f = getattr(_of(root), "backward_walk", None)
+    if f is None:
+        raise NotImplementedError(NO_WALK)
+    return f(root, keep)

@@ -56,6 +56,18 @@ def is_loss(module) -> bool:
     return isinstance(module, _Loss)
 
 
+LEAN_STEPS = False  # nbgrad's model panel keeps its module hooks for the whole cell
+
+
+def pause_recording():
+    """nbgrad records each node's line by itself: nothing to step aside."""
+    return None
+
+
+def resume_recording(token, twin) -> None:
+    return None
+
+
 def module_hook_api():
     """The module holding nn's global hooks (``register_module_forward_pre_hook``)."""
     from ..nn.modules import module as m
@@ -328,3 +340,59 @@ def _last_frame_file(exc) -> str:
     while tb is not None:
         last, tb = tb, tb.tb_next
     return "" if last is None else last.tb_frame.f_code.co_filename.replace("\\", "/")
+
+
+# --- backward step by step (notebook/stepper.py) ----------------------------------------------
+
+
+def formula_lines(node) -> list:
+    """The derivative formulas the node applies, as its row writes them (``["self: g * (1 -
+    result²)"]``, nbgrad.ops.formula_text); for CopySlices, the base's gradient with the view's
+    part replaced by what the in-place op's node makes of it, then that node's formulas; for a
+    custom Function, ``"MyFn.backward:"`` and its body as written in its class; ``[]`` for
+    AccumulateGrad (the panel writes ``x.grad += g``) and a node without any of these."""
+    from nbgrad.ops.formula_text import body_lines, formula_lines as lines
+
+    cls = getattr(type(node), "_fn_cls", None)
+    if cls is not None:  # a custom Function's node: its class's backward, as the user wrote it
+        src = body_lines(getattr(cls, "backward", None))
+        return [f"{cls.__name__}.backward:"] + ["    " + ln for ln in src] if src else []
+    if type(node).__name__ == "CopySlices":
+        fn = getattr(node, "fn", None)  # (None once its saved values are freed)
+        inner = "the in-place op's node" if fn is None else fn.name().rsplit("::", 1)[-1]
+        return [f"self: g, its view's part replaced by {inner}(g[view])[0]"] + \
+            ([] if fn is None else [f"  {inner}: {ln}" for ln in formula_lines(fn)])
+    row = getattr(type(node), "_row", None)
+    if row is None or not hasattr(row, "formulas"):
+        return []
+    return lines(row)
+
+
+def saved_inputs(node) -> list:
+    """``[(name, value)]``: what the node saved for its formulas, by the formulas' names: a
+    backend array (the saved tensor's data as saved, not version-checked: a stale one is the
+    walk's to report when it runs), a Python number or tuple, or None once freed. A node
+    without a row: its saved tensors by name."""
+    from nbgrad.autograd.graph import SavedTensor
+
+    row = getattr(type(node), "_row", None)
+    saved = getattr(node, "_saved", None)
+    out = []
+    if row is not None and hasattr(row, "names") and saved is not None:
+        for name, s in zip(row.names, saved):
+            if type(s) is SavedTensor:
+                out.append((name, None if s.released else s._data))
+            elif s is None or isinstance(s, (int, float, bool, tuple)):
+                out.append((name, s))
+        return out
+    for s in saved_tensors(node):
+        if type(s) is SavedTensor:
+            out.append((s.name, None if s.released else s._data))
+    return out
+
+
+def backward_walk(root, keep):
+    """``root.backward()`` one node at a time (nbgrad.autograd.stepping.BackwardWalk)."""
+    from nbgrad.autograd.stepping import BackwardWalk
+
+    return BackwardWalk(root, keep=keep)

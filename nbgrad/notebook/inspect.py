@@ -60,6 +60,7 @@ class NodeInfo:
     repeat: str = ""  # a folded repeat's key: this node stands for its copies (``repeats``)
     module: str = ""  # a folded module's path: this box stands for its ``folded`` nodes
     folded: int = 0
+    grads: dict = field(default_factory=dict)  # values mode: child key -> [gradient per edge]
 
     @property
     def is_accumulate(self) -> bool:
@@ -92,6 +93,7 @@ class TensorInfo:
     grad: str | None  # "[3] float32" or None
     retains_grad: bool
     named: bool = True
+    values: str = ""  # values mode: "data ...\ngrad ..." (render_values)
 
 
 @dataclass
@@ -325,6 +327,8 @@ def snapshot(
     # Tensors by identity; aliases (a = b) share one row.
     by_id: dict[int, list] = {}
     objs: dict[int, object] = {}
+    fns: dict[int, object] = {}  # (held: an engine may make a new node object per read, and
+    # keys are ids; torch 2.4 does)
     for name, t in named:
         i = id(t)
         if i not in by_id:
@@ -375,7 +379,7 @@ def snapshot(
                 if prev is not None and prev[0] == i:
                     delta = version - prev[1]
                     break
-            fn = A.grad_fn(t)
+            fn = fns[i] = A.grad_fn(t)
             base = A.base(t)
             g = A.grad(t)
             info = TensorInfo(
@@ -415,7 +419,7 @@ def snapshot(
     # The grad_fn graph, breadth first from the named tensors' grad_fns (sorted by name).
     roots = []
     for i in list(tinfos):
-        fn = A.grad_fn(objs[i])
+        fn = fns.get(i)
         if fn is not None:
             roots.append(fn)
     nodes: dict[str, NodeInfo] = snap.nodes

@@ -25,9 +25,6 @@ _NONLEAF_GRAD_WARNING = (
 DEFAULT, NO_GRAD_MODE, MULTI_OUTPUT, INFERENCE = 0, 1, 2, 3
 
 
-_SCALAR_WARNED = []  # float() of a tensor that requires grad warned (torch: once)
-
-
 class Size(tuple):
     """A shape (torch.Size): a tuple of ints."""
 
@@ -499,11 +496,8 @@ class Tensor:
         return self._data.item()
 
     def __float__(self):
-        if self._requires_grad and not _SCALAR_WARNED:
-            _SCALAR_WARNED.append(True)  # once per process, as torch's TORCH_WARN_ONCE
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
-                          "unexpected behavior.\nConsider using tensor.detach() first.",
-                          UserWarning, stacklevel=2)
+        if self._requires_grad and not _WARNED_SCALAR:
+            _warn_scalar()
         return float(self._scalar())
 
     def __int__(self):
@@ -599,3 +593,14 @@ def _dim(d, ndim):
 
 expose(Tensor, "torch")  # printed as torch.Tensor under the torch alias (nbgrad.naming)
 expose(Size, "torch")
+
+
+_WARNED_SCALAR = []  # torch warns once per process (TORCH_WARN_ONCE)
+
+
+def _warn_scalar():
+    """PyTorch 2.13's warning for ``float(t)`` of a tensor that requires grad, once."""
+    _WARNED_SCALAR.append(True)
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.", UserWarning,
+                  stacklevel=3)

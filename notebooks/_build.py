@@ -676,15 +676,15 @@ def saved(fn):                        # each node of the chain, and what it save
 saved(loss.grad_fn)
 """),
     md("""
-Open the **Memory** tab of the panel under that cell: *saved for backward 4.0 MiB in 1 saved
-tensors* is the `exp` output, and *this cell* lists the storages allocated and freed. The graph
-tab shows the saved `result` beside `ExpBackward0`.
+Open the **Memory** tab of the panel under that cell: under *saved for backward*, *1 saved tensor
+holds 4.0 MiB in the graphs shown* is the `exp` output, and *this cell* lists the storages
+allocated and freed. The graph tab shows the saved `result` beside `ExpBackward0`.
 
 ## 3. `backward()` frees the graph's saved tensors
 
 After `backward()` the saved output of `exp` is released (and `w.grad` appears: 4 MiB more), even
-though `loss` (and so the graph's nodes) is still alive. The panel now says *saved for backward
-0 B*, and the graph marks the saved `result` as *freed by backward*.
+though `loss` (and so the graph's nodes) is still alive. The panel's Memory tab now says *no
+saved tensors in the graphs shown*, and the graph marks the saved `result` as *freed by backward*.
 """),
     code("""
 loss.backward()

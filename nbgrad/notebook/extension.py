@@ -126,7 +126,8 @@ class NbgradExtension:
             from . import model_report
 
             scanned = model_report.scan(self.ip.user_ns, self._hidden())
-            rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned)
+            rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned,
+                                      failed=autograd_err is not None)
             if not rep.has_news():
                 rep = None
         if not focus.relevant and rep is None:

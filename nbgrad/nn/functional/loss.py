@@ -16,7 +16,7 @@ from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.autograd.saved_index import SavedIndex
 from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
-from .common import _check_reduction, _const, _filled, _reduce
+from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce
 from .activation import logsigmoid
 
 
@@ -618,3 +618,24 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if input.ndim < 2 and reduction == "none":
         out = out.reshape(tuple(target.shape))
     return out
+
+
+# torch's deprecated reduction="elementwise_mean" (mean, with its warning)
+mse_loss = _legacy_reduction(mse_loss)
+l1_loss = _legacy_reduction(l1_loss)
+nll_loss = _legacy_reduction(nll_loss)
+cross_entropy = _legacy_reduction(cross_entropy)
+binary_cross_entropy = _legacy_reduction(binary_cross_entropy)
+binary_cross_entropy_with_logits = _legacy_reduction(binary_cross_entropy_with_logits)
+smooth_l1_loss = _legacy_reduction(smooth_l1_loss)
+huber_loss = _legacy_reduction(huber_loss)
+kl_div = _legacy_reduction(kl_div)
+poisson_nll_loss = _legacy_reduction(poisson_nll_loss)
+gaussian_nll_loss = _legacy_reduction(gaussian_nll_loss)
+cosine_embedding_loss = _legacy_reduction(cosine_embedding_loss)
+margin_ranking_loss = _legacy_reduction(margin_ranking_loss)
+triplet_margin_loss = _legacy_reduction(triplet_margin_loss)
+hinge_embedding_loss = _legacy_reduction(hinge_embedding_loss)
+soft_margin_loss = _legacy_reduction(soft_margin_loss)
+multilabel_soft_margin_loss = _legacy_reduction(multilabel_soft_margin_loss)
+multi_margin_loss = _legacy_reduction(multi_margin_loss)

@@ -24,6 +24,7 @@ import os
 import re
 import sys
 
+import numpy as np
 import torch
 
 from . import torch_record as R
@@ -142,6 +143,62 @@ def version_and_grad(t) -> tuple:
 
 
 
+
+
+def after_backward(cb) -> bool:
+    """Have ``cb()`` run once the backward pass running now is over (torch's engine's final
+    callbacks, ``Variable._execution_engine.queue_callback``); False when none is running."""
+    try:
+        torch.autograd.Variable._execution_engine.queue_callback(cb)
+    except Exception:  # noqa: BLE001 - not in a backward pass, or an engine without it
+        return False
+    return True
+
+
+def flat_values(tensors: list):
+    """The values of ``tensors`` one after the other in a new numpy array (one ``torch.cat``: a
+    copy of its own; from a GPU, float32 for types numpy lacks), or None when they cannot be
+    read together (devices, complex)."""
+    try:
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+            if flat.is_complex():
+                return None
+            if flat.device.type != "cpu":
+                flat = flat.cpu()
+            if flat.dtype not in _NUMPY_DTYPES:
+                flat = flat.float()
+            return flat.resolve_neg().numpy()
+    except Exception:  # noqa: BLE001 - the caller reads them one by one
+        return None
+
+
+def grad_stats(grads: list):
+    """``[(squared L2 norm, exact zeros (-0.0 too), elements)]`` of each tensor of ``grads``,
+    from :func:`flat_values` (numpy, the squares summed in float64); None when they cannot be
+    read together: the caller reads them one by one."""
+    a = flat_values(grads)
+    return None if a is None else _segment_stats(a, [int(g.numel()) for g in grads])
+
+
+def _segment_stats(a, sizes) -> list:
+    starts, at = [], 0
+    for n in sizes:
+        if n:
+            starts.append(at)
+        at += n
+    if not starts:
+        return [(0.0, 0, 0)] * len(sizes)
+    sq = np.add.reduceat(np.square(a, dtype=np.float64), starts).tolist()
+    zeros = np.add.reduceat(a == 0, starts, dtype=np.int64).tolist()
+    out, k = [], 0
+    for n in sizes:
+        if n:
+            out.append((sq[k], zeros[k], n))
+            k += 1
+        else:
+            out.append((0.0, 0, 0))
+    return out
 
 
 def element_offset(t, ptr: int) -> int:

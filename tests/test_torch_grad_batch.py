@@ -120,6 +120,8 @@ def test_segment_stats_against_numpy():
     gs = [torch.tensor([0.0, -0.0, 3.0]), torch.zeros(0), torch.tensor([[4.0, 0.0]]),
           torch.tensor(2.0)]
     assert T.grad_stats(gs) == [(9.0, 2, 3), (0.0, 0, 0), (16.0, 1, 2), (4.0, 0, 1)]
+    bf = [torch.tensor([0.0, 3.0], dtype=torch.bfloat16), torch.zeros(0), torch.tensor([4.0])]
+    assert T.grad_stats(bf) == [(9.0, 1, 2), (0.0, 0, 0), (16.0, 0, 1)]  # (one concatenation)
     assert T.grad_stats([torch.ones(2, dtype=torch.complex64)]) is None  # (read one by one)
 
 

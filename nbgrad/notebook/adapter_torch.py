@@ -175,29 +175,38 @@ def flat_values(tensors: list):
 
 def grad_stats(grads: list):
     """``[(squared L2 norm, exact zeros (-0.0 too), elements)]`` of each tensor of ``grads``,
-    from :func:`flat_values` (numpy, the squares summed in float64); None when they cannot be
-    read together: the caller reads them one by one."""
+    read through numpy views (CPU tensors of numpy's types: no copy), else from
+    :func:`flat_values`; None when they cannot be read together: the caller reads them one by
+    one."""
+    try:
+        with torch._C.DisableTorchFunction():
+            if all(g.device.type == "cpu" and g.dtype in _NUMPY_DTYPES and not g.requires_grad
+                   and not g.is_conj() and not g.is_neg() for g in grads):
+                out = []
+                for g in grads:
+                    a = g.numpy().reshape(-1)
+                    out.append((float(a @ a), int(np.count_nonzero(a == 0)), a.size))
+                return out
+    except Exception:  # noqa: BLE001 - read them from one concatenation
+        pass
     a = flat_values(grads)
     return None if a is None else _segment_stats(a, [int(g.numel()) for g in grads])
 
 
 def _segment_stats(a, sizes) -> list:
-    starts, at = [], 0
+    """Per consecutive segment of ``a`` (lengths ``sizes``): squared norm (a dot product of the
+    segment with itself, as numpy sums it), exact zeros, length."""
+    zeros = np.flatnonzero(a == 0)  # (few in a gradient: no temporary the size of ``a``)
+    ends, at = [], 0
     for n in sizes:
-        if n:
-            starts.append(at)
         at += n
-    if not starts:
-        return [(0.0, 0, 0)] * len(sizes)
-    sq = np.add.reduceat(np.square(a, dtype=np.float64), starts).tolist()
-    zeros = np.add.reduceat(a == 0, starts, dtype=np.int64).tolist()
-    out, k = [], 0
-    for n in sizes:
-        if n:
-            out.append((sq[k], zeros[k], n))
-            k += 1
-        else:
-            out.append((0.0, 0, 0))
+        ends.append(at)
+    zc = np.searchsorted(zeros, ends).tolist()
+    out, at, zprev = [], 0, 0
+    for n, e, z in zip(sizes, ends, zc):
+        s = a[at:e]
+        out.append((float(s @ s) if n else 0.0, z - zprev, n))
+        at, zprev = e, z
     return out
 
 

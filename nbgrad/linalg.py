@@ -25,7 +25,7 @@ _svd = collections.namedtuple("svd", ["U", "S", "Vh"])
 
 
 def _float(A, fname):
-    from .functions.linalg import _floating
+    from .functions.matrices import _floating
     _floating(A, f"linalg.{fname}")
 
 

@@ -313,6 +313,10 @@ class NbgradPanel(anywidget.AnyWidget):
             except Exception:  # noqa: BLE001 - a comm already gone: nothing was kept
                 pass
         self.close()
+        # A widget is a reference cycle (its message callbacks hold it): what it drew is let go
+        # now, freed as soon as the extension forgets it rather than by a garbage collection
+        self._snap = self._own = None
+        self.drawn = (None, None, "")
 
     def _front_end_msg(self, _widget, content, _buffers):
         """``{"type": "code"}``: send the panel's code (once per page); ``{"type": "wake",

@@ -124,9 +124,19 @@ function render({ model, el: root }) {
   root.append(panel);
   const collapsedNodes = new Set();
   let graphCache = null;
+  // `tabs` and `graph` arrive packed in `content` (see the loader): inflated, then drawn
+  let content = { tabs: {}, graph: "{}" };
+  function refresh() {
+    const raw = model.get("content");
+    globalThis.__nbgradContent(model).then((c) => {
+      if (model.get("content") !== raw) return;  // (a newer one is on its way)
+      content = c;
+      draw();
+    }, (e) => console.warn("nbgrad: the panel's content could not be read:", e));
+  }
   function graphOf() {
-    // `graph` arrives as one JSON string (cheaper for the kernel to sync than a nested dict)
-    const raw = model.get("graph") || "{}";
+    // `graph` is one JSON string (cheaper for the kernel to sync than a nested dict)
+    const raw = content.graph || "{}";
     if (!graphCache || graphCache.raw !== raw) {
       let parsed = {};
       try { parsed = JSON.parse(raw); } catch (e) { parsed = {}; }
@@ -270,7 +280,7 @@ function render({ model, el: root }) {
   }
 
   function draw() {
-    const tabs = model.get("tabs") || {};
+    const tabs = content.tabs || {};
     const order = model.get("tab_order") || Object.keys(tabs);
     let active = model.get("active");
     if (!(active in tabs)) active = order[0];
@@ -309,14 +319,14 @@ function render({ model, el: root }) {
     if (body.dataset.panned) { delete body.dataset.panned; return; }  // the end of a drag
     if (model.get("selected")) { model.set("selected", ""); model.save_changes(); select(""); }
   });
-  model.on("change:tabs", draw);
+  model.on("change:content", refresh);
   model.on("change:active", draw);
   model.on("change:collapsed", draw);
   model.on("change:summary", draw);
-  model.on("change:graph", draw);
   model.on("change:theme", draw);
   model.on("change:dot", draw);
   draw();
+  refresh();
   return () => { root.replaceChildren(); };
 }
 

@@ -3,6 +3,7 @@
     python benchmarks/bench_panel.py                 # 9 repeats of each cell, with and without
     python benchmarks/bench_panel.py --repeats 15 --runs 3
     python benchmarks/bench_panel.py --nbgrad /tmp/old      # another checkout, the same cells
+    python benchmarks/bench_panel.py --values       # also with `%nbgrad set values=on`
 
 The same notebook runs twice through nbclient (ipykernel, ``store_widget_state=True``, as
 nbconvert --execute saves it): once with ``%load_ext nbgrad`` and once without. It repeats two
@@ -16,6 +17,9 @@ Reported: per cell, the hooks' time (IPython's first ``pre_run_cell`` callback t
 ``post_run_cell`` callback, wall clock and the kernel's CPU time), median over the repeats (the
 first of each kind left out), with minus without; and the saved notebook's bytes per cell, with
 minus without. ``--runs`` repeats the whole measure (the machine is shared: read the spread).
+``--values`` runs the notebook a third time with values mode on (data and grads in the graph,
+edge gradients read by node hooks during each backward, which the measured interval includes:
+it runs from the first pre_run_cell callback to the last post_run_cell one, the cell inside).
 """
 
 from __future__ import annotations
@@ -55,10 +59,13 @@ REPORT = """import json
 print(json.dumps(_bench))"""
 
 
-def notebook(load: bool, repeats: int):
+LOADS = {False: "", True: "%load_ext nbgrad", "values": "%load_ext nbgrad\n%nbgrad set values=on"}
+
+
+def notebook(load, repeats: int):
     import nbformat
 
-    cells = [SETUP.format(load="%load_ext nbgrad" if load else "")]
+    cells = [SETUP.format(load=LOADS[load])]
     kinds = []
     for kind, code in CELLS.items():
         for _ in range(repeats):
@@ -131,6 +138,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--values", action="store_true", help="also with values mode on")
     ap.add_argument("--out", default="/tmp/nbgrad-bench-panel")
     ap.add_argument("--nbgrad", default=str(REPO), help="the checkout to measure (first on the "
                     "kernel's path); `git archive <commit> | tar -x -C /tmp/old` makes one")
@@ -143,6 +151,9 @@ def main(argv=None) -> int:
             name = f"panel-{'with' if load else 'without'}.ipynb"
             res[load] = run(load, args.repeats, out / name, Path(args.nbgrad).resolve())
         split = run.split
+        if args.values:
+            res["values"] = run("values", args.repeats, out / "panel-values.ipynb",
+                                Path(args.nbgrad).resolve())
         print(f"run {r + 1} (load average {os.getloadavg()[0]:.1f}):")
         for kind in CELLS:
             row = []
@@ -152,6 +163,12 @@ def main(argv=None) -> int:
                 row.append(f"{what} {1e3 * med[False]:.1f} -> {1e3 * med[True]:.1f} ms "
                            f"(+{1e3 * (med[True] - med[False]):.1f})")
             print(f"  {kind:6s} cell: " + "; ".join(row))
+            if "values" in res:
+                on = [statistics.median(t[i] for t in res["values"][0][kind][1:]) for i in (0, 1)]
+                off = [statistics.median(t[i] for t in res[True][0][kind][1:]) for i in (0, 1)]
+                print(f"  {kind:6s} cell, values on: wall {1e3 * on[0]:.1f} ms "
+                      f"(+{1e3 * (on[0] - off[0]):.1f} over values off); cpu {1e3 * on[1]:.1f} ms "
+                      f"(+{1e3 * (on[1] - off[1]):.1f})")
         cells = res[True][2]
         kb = (res[True][1] - res[False][1]) / cells / 1e3
         print(f"  saved: {res[False][1] / 1e3:.0f} KB without, {res[True][1] / 1e3:.0f} KB with, "

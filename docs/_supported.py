@@ -35,7 +35,8 @@ NAMESPACES = [
     ("torch.autograd", "nbgrad.autograd", "any"),
     ("torch.utils.data", "nbgrad.utils.data", "any"),
 ]
-SECTIONS = ["elementwise", "reductions", "linalg", "views", "indexing", "nn", "attention"]
+SECTIONS = ["elementwise", "reductions", "linalg", "views", "indexing", "nn", "activations", "losses",
+            "attention"]
 
 
 def _resolve(path: str):

@@ -302,6 +302,15 @@ function render({ model, el: root }) {
         model.save_changes();
       });
     }
+    for (const b of body.querySelectorAll(".nbgrad-values-toggle")) {
+      // values mode in this panel: data and .grad in the boxes (the kernel draws it again)
+      b.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        b.disabled = true;
+        model.set("values_shown", !model.get("values_shown"));
+        model.save_changes();
+      });
+    }
     for (const tr of body.querySelectorAll("tr[data-key]")) {
       tr.addEventListener("mouseenter", () => showDetails(tr.dataset.key, false));
     }

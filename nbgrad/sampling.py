@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from . import _torch_errors
-from .autograd.apply import _mask, apply
+from .autograd.apply import apply
+from .autograd.record import _mask
 from .autograd.grad_mode import STATE as _GRAD
 from .creation import _finish, _size, write_out
 from .ops import ROWS as R

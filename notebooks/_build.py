@@ -1623,9 +1623,11 @@ NOTEBOOKS = {
 def _with_builders_of_their_own():
     """The notebooks whose cells live in a builder module of their own (notebooks/_build_*.py)."""
     sys.path.insert(0, str(HERE))
+    from _build_step import nb11
     from _build_torch import nb10
 
-    return {"10_debugging_pytorch.ipynb": nb10(md, code, raises, title, exercises)}
+    return {"10_debugging_pytorch.ipynb": nb10(md, code, raises, title, exercises),
+            "11_backward_step_by_step.ipynb": nb11(md, code, raises, title, exercises)}
 
 
 NOTEBOOKS.update(_with_builders_of_their_own())

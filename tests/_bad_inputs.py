@@ -419,6 +419,31 @@ CASES = {
     "interpolate_no_size": lambda T: T.nn.functional.interpolate(_o(T, 1, 1, 4)),
     "interpolate_both": lambda T: T.nn.functional.interpolate(_o(T, 1, 1, 4), size=8,
                                                               scale_factor=2),
+    "interpolate_trilinear_4d": lambda T: T.nn.functional.interpolate(
+        _o(T, 1, 1, 4, 4), scale_factor=2, mode="trilinear"),
+    "interpolate_bicubic_5d": lambda T: T.nn.functional.interpolate(
+        _o(T, 1, 1, 2, 2, 2), scale_factor=2, mode="bicubic"),
+    "interpolate_trilinear_int": lambda T: T.nn.functional.interpolate(
+        T.ones(1, 1, 2, 2, 2, dtype=T.int64), scale_factor=2, mode="trilinear"),
+    "interpolate_size_length": lambda T: T.nn.functional.interpolate(
+        _o(T, 1, 1, 2, 2, 2), size=(3, 3), mode="trilinear"),
+    "lp_pool1d_4d": lambda T: T.nn.functional.lp_pool1d(_o(T, 1, 1, 4, 4), 2, 2),
+    "max_unpool2d_float_indices": lambda T: T.nn.functional.max_unpool2d(
+        _o(T, 1, 1, 2, 2), _o(T, 1, 1, 2, 2), 2),
+    "max_unpool2d_index_out": lambda T: T.nn.functional.max_unpool2d(
+        _o(T, 1, 1, 2, 2), T.full((1, 1, 2, 2), 16), 2),
+    "max_unpool2d_output_size": lambda T: T.nn.functional.max_unpool2d(
+        _o(T, 1, 1, 2, 2), T.zeros(1, 1, 2, 2, dtype=T.int64), 2, output_size=(9, 9)),
+    "ctc_blank_out": lambda T: T.nn.functional.ctc_loss(
+        _o(T, 3, 1, 2), T.tensor([[1]]), [3], [1], blank=2),
+    "ctc_input_too_long": lambda T: T.nn.functional.ctc_loss(
+        _o(T, 3, 1, 2), T.tensor([[1]]), [4], [1]),
+    "ctc_targets_short": lambda T: T.nn.functional.ctc_loss(
+        _o(T, 3, 1, 2), T.tensor([[1]]), [3], [2]),
+    "ctc_lengths_float": lambda T: T.nn.functional.ctc_loss(
+        _o(T, 3, 1, 2), T.tensor([[1]]), T.tensor([3.0]), T.tensor([1])),
+    "ctc_lengths_mixed": lambda T: T.nn.functional.ctc_loss(
+        _o(T, 3, 1, 2), T.tensor([[1]]), T.tensor([3]), [1]),
     "unfold_kernel_too_big": lambda T: T.nn.functional.unfold(_o(T, 1, 1, 2, 2), 3),
     "pixel_shuffle_indivisible": lambda T: T.nn.functional.pixel_shuffle(_o(T, 1, 3, 2, 2), 2),
     "glu_odd": lambda T: T.nn.functional.glu(_o(T, 3)),
@@ -513,6 +538,13 @@ CASES = {
     "RMSprop_negative_alpha": lambda T: _opt(T, "RMSprop", alpha=-1.0),
     "Adagrad_negative_lr_decay": lambda T: _opt(T, "Adagrad", lr_decay=-1.0),
     "Adadelta_bad_rho": lambda T: _opt(T, "Adadelta", rho=1.5),
+    "ASGD_negative_wd": lambda T: _opt(T, "ASGD", weight_decay=-1.0),
+    "Rprop_bad_etas": lambda T: _opt(T, "Rprop", etas=(1.5, 0.5)),
+    "Adafactor_bad_d": lambda T: _opt(T, "Adafactor", d=0.5),
+    "Adafactor_positive_decay": lambda T: _opt(T, "Adafactor", beta2_decay=0.5),
+    "SparseAdam_zero_lr": lambda T: _opt(T, "SparseAdam", lr=0.0),
+    "SWALR_bad_strategy": lambda T: T.optim.swa_utils.SWALR(_opt(T, "SGD", lr=0.1), 0.05,
+                                                            anneal_strategy="exp"),
     "optimizer_empty": lambda T: T.optim.SGD([], lr=0.1),
     "optimizer_tensor_params": lambda T: T.optim.SGD(T.ones(2, requires_grad=True), lr=0.1),
     "optimizer_non_leaf": lambda T: T.optim.SGD([T.ones(2, requires_grad=True) * 2], lr=0.1),

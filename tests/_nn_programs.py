@@ -55,9 +55,20 @@ def draw(seed):
     elif cfg["model"] == "rnn":
         cfg.update(cell=r.choice(RNNS), layers=r.choice([1, 2]), bidirectional=r.random() < 0.4,
                    embed=r.random() < 0.5)
+    # drawn after the rest, so that each seed's earlier draws stay what they were: the layers and
+    # optimizers issue 23 added
+    if cfg["model"] == "conv2d":
+        cfg["resample"] = r.choice(["none", "none", "bicubic", "LPPool2d", "MaxUnpool2d"])
+    elif cfg["model"] == "conv1d":
+        cfg["resample"] = r.choice(["none", "LPPool1d", "MaxUnpool1d"])
+    if r.random() < 0.25 and cfg["optim"] != "LBFGS":
+        cfg["optim"] = r.choice(MORE_OPTIMS)
     if cfg["optim"] == "LBFGS":
         cfg["sched"] = "none"
     return cfg
+
+
+MORE_OPTIMS = ["ASGD", "Rprop", "Adafactor"]
 
 
 def _act(T, name):
@@ -106,6 +117,7 @@ def _build(T, cfg):
         elif pool.startswith("Adaptive"):
             layers.append(getattr(nn, pool)(2))
             size = 2
+        size = _resample(T, cfg.get("resample", "none"), layers, size, 2)
         if cfg["transpose"]:
             layers.append(nn.ConvTranspose2d(4, 4, 2, stride=2))
             size *= 2
@@ -117,11 +129,42 @@ def _build(T, cfg):
         if cfg["pool"] != "none":
             layers.append(getattr(nn, cfg["pool"])(2))
             size //= 2
+        size = _resample(T, cfg.get("resample", "none"), layers, size, 1)
         layers += [nn.Flatten(), nn.Linear(4 * size, C)]
         return nn.Sequential(*layers), ("float", (N, 3, 10))
     if m == "rnn":
         return _Recurrent(T, cfg), ("index" if cfg["embed"] else "float", (N, 5))
     return _Attention(T, cfg), ("float", (N, 5, 4))
+
+
+def _resample(T, name, layers, size, dims):
+    """Append the resampling layer `name` (bicubic upsampling, LP pooling, max-pool then
+    max-unpool) to `layers` over `dims` spatial dims of `size`; returns the new size."""
+    nn = T.nn
+    if name == "bicubic":
+        layers.append(nn.Upsample(scale_factor=2, mode="bicubic"))
+        return size * 2
+    if name.startswith("LPPool") and size >= 2:
+        layers.append(getattr(nn, name)(1.0, 2))  # (p = 1: no 0^(1/p) at a dead ReLU window)
+        return size // 2
+    if name.startswith("MaxUnpool") and size >= 2:
+        layers.append(_Unpool(T, dims))
+        return size
+    return size
+
+
+def _Unpool(T, dims):
+    nn = T.nn
+
+    class Unpool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = getattr(nn, f"MaxPool{dims}d")(2, return_indices=True)
+            self.unpool = getattr(nn, f"MaxUnpool{dims}d")(2)
+
+        def forward(self, x):
+            return self.unpool(*self.pool(x), output_size=x.shape[2:])
+    return Unpool()
 
 
 def _Recurrent(T, cfg):
@@ -254,6 +297,9 @@ def optimizer(T, name, params):
         "NAdam": lambda: o.NAdam(params, lr=0.02),
         "RAdam": lambda: o.RAdam(params, lr=0.02),
         "LBFGS": lambda: o.LBFGS(params, lr=0.5, max_iter=4, history_size=3),
+        "ASGD": lambda: o.ASGD(params, lr=0.02, t0=1, weight_decay=0.01),
+        "Rprop": lambda: o.Rprop(params, lr=0.01),
+        "Adafactor": lambda: o.Adafactor(params, lr=0.02, weight_decay=0.01),
     }
     return table[name]()
 

@@ -436,6 +436,26 @@ def test_10_pytorch(executed):
     assert "40 training steps" in loop and "eval mode" in loop
 
 
+def test_11_step_by_step(executed):
+    """Backward one node at a time: the walk's .grad identical to backward()'s, a node reached
+    three times shown as a sum, the MLP's and the neuron's panels, the stale saved tensor."""
+    nb = executed("11_backward_step_by_step.ipynb")
+    same = text_of(cell_with(nb, "walk.run_to_end()"))
+    assert same.count("identical: True") == 5 and "identical: False" not in same
+    assert "a.grad = 7.0" in text_of(cell_with(nb, "twice = step(c"))
+
+    def view(source):
+        return html.unescape(" ".join(o.data.get("text/html", "")
+                                      for o in cell_with(nb, source).outputs
+                                      if o.output_type in ("execute_result", "display_data")))
+    assert "self: g * (1 - result²)" in view("walk.next()")
+    assert "the gradients add up" not in view("walk.next()")
+    assert "backward() of loss, step 0" in view("%nbgrad step loss")
+    broken = view("broken = step(z")
+    assert "modified by an inplace operation" in broken and "TanhBackward0" in broken
+    assert "data 0.7071" in view("o = n.tanh()")  # values mode on: the value in the graph
+
+
 def test_runs_without_graphviz(jupyter_path, tmp_path):
     """pygraphviz cannot be imported: the notebook still runs, says what it skipped, and the
     panels and %nbgrad graph fall back to a text tree."""

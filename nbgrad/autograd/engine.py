@@ -14,7 +14,7 @@ import numpy as np
 from ..backend import as_array, get_array_module, loud, quiet
 from .graph import GRAD_OWNED, GRAD_SHARED, AccumulateGrad, _check_same_meta, _run_tensor_hooks
 from .grad_mode import GENERAL_PATH, STATE
-from .apply import _view_of
+from .views import _view_of
 from ..tensor import NO_GRAD_MODE
 
 _ND = np.ndarray

@@ -168,7 +168,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .apply import _edge, _view_of, check_inplace
+        from .record import _edge
+        from .views import _view_of
+        from .inplace import check_inplace
         node = cls._node_class().__new__(cls._node_class())
         Node.__init__(node, ())
         node._to_save = ()
@@ -244,7 +246,7 @@ def once_differentiable(fn):
     under create_graph its results carry a node that raises if a second backward reaches it."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from .apply import _edge
+        from .record import _edge
         with no_grad():
             out = fn(ctx, *args)
         if not STATE.enabled:

@@ -27,7 +27,8 @@ from ..naming import node_class
 from ..tensor import Tensor
 from . import engine
 from .anomaly import STATE as _ANOMALY
-from .apply import _edge, _NONE_EDGE, _view_of
+from .record import _edge, _NONE_EDGE
+from .views import _view_of
 from .graph import _NODES, _SAVED_HOOKS, Node, SavedTensor, backward_twice_error
 from .grad_mode import STATE as _GRAD
 

@@ -9,7 +9,8 @@ from ..tensor import Tensor
 from . import backward as _backward  # the package's, which checks the arguments
 from ..tensor import DEFAULT
 from .engine import run_backward
-from .apply import _move_retain_grad, make_as_strided_node, view_modified_text
+from .apply import make_as_strided_node
+from .inplace import _move_retain_grad, view_modified_text
 from .grad_mode import STATE as _GRAD
 from .graph import HERE, AccumulateGrad, RemovableHandle
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import builtins
 
 from .. import backend, creation, dtypes, _torch_errors
-from ..autograd.apply import _broadcast_error, _mask
+from ..autograd.apply import _broadcast_error
+from ..autograd.record import _mask
 from ..autograd.grad_mode import no_grad, STATE as _GRAD
 from ..tensor import Tensor, type_name
 

@@ -8,7 +8,8 @@ import collections
 import numpy as np
 
 from .. import dtypes
-from ..autograd.apply import apply, _arr, _fresh
+from ..autograd.apply import apply, _fresh
+from ..autograd.record import _arr
 from ..autograd.grad_mode import no_grad
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend, dtypes
-from ..autograd.apply import apply, _arr, _broadcast_error, _fresh
+from ..autograd.apply import apply, _broadcast_error, _fresh
+from ..autograd.record import _arr
 from ..ops import ROWS as R
 from ..tensor import Tensor
 from .registry import method

@@ -128,6 +128,8 @@ def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
         src = _filled_like(src, self)
     elif type(src._data) is not type(self._data):
         src = src.to(self.device)
+    if src._data.dtype != self._data.dtype and self._data.dtype.kind not in "fc":
+        src = src.detach().to(self.dtype)  # torch casts (float into int64 truncates)
     if src._data.shape != self._data.shape:
         _expand_shape(src._data.shape, self._data.shape)  # PyTorch's text if it can't broadcast
     return apply(R["copy"], (self, src), (), inplace=_op_name)

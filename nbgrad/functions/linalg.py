@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import creation, dtypes
 from ..autograd import fused
-from ..autograd.apply import apply, _arr, _device_error, _fresh
+from ..autograd.apply import apply, _device_error, _fresh
+from ..autograd.record import _arr
 from ..autograd.grad_mode import is_grad_enabled, STATE as _GRAD
 from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible

@@ -8,7 +8,8 @@ import collections
 import numpy as np
 
 from .. import backend, dtypes
-from ..autograd.apply import apply, _arr, _fresh
+from ..autograd.apply import apply, _fresh
+from ..autograd.record import _arr
 from ..ops import ROWS as R
 from ..ops.reductions import _sorted_idx
 from ..tensor import _dim, Tensor

@@ -8,10 +8,13 @@ import math
 import weakref
 
 from .. import backend, creation, dtypes
-from ..autograd.apply import apply, check_inplace, _fresh, _geom
+from ..autograd.apply import apply, _fresh
+from ..autograd.record import _geom
+from ..autograd.inplace import check_inplace
 from ..autograd.grad_mode import no_grad, STATE as _GRAD
 from ..ops import ROWS as R
-from ..ops.formulas import _reduce_to, TENSORS
+from ..ops.formulas import TENSORS
+from ..ops.derivatives import _reduce_to
 from ..tensor import _dim, Size, Tensor
 from .views import as_strided, _shape_arg, squeeze, t, to_dtype, transpose, unsqueeze
 

@@ -10,7 +10,8 @@ import math
 import operator
 
 from .. import dtypes
-from ..autograd.apply import apply, _fresh, _geom
+from ..autograd.apply import apply, _fresh
+from ..autograd.record import _geom
 from ..autograd.grad_mode import STATE as _GRAD
 from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible

@@ -327,3 +327,30 @@ def error_context(exc) -> dict | None:
 def is_engine_error(exc) -> bool:
     """An error raised from inside an engine (by the last frame of its traceback)."""
     return any(e.is_engine_error(exc) for e in engines())
+
+
+# --- backward step by step (stepper.py): nbgrad's engine only ------------------------------------
+
+NO_WALK = ("the step-by-step backward drives nbgrad's engine node by node; PyTorch's engine runs a "
+           "backward as one C++ call that cannot be paused between nodes")
+
+
+def formula_lines(node) -> list:
+    """The formulas a node applies, as its engine's table writes them (``[]`` when unknown)."""
+    f = getattr(_of(node), "formula_lines", None)
+    return f(node) if f is not None else []
+
+
+def saved_inputs(node) -> list:
+    """``[(name, array or number)]`` the node saved for its formulas (``[]`` when unknown)."""
+    f = getattr(_of(node), "saved_inputs", None)
+    return f(node) if f is not None else []
+
+
+def backward_walk(root, keep):
+    """A walk of ``root.backward()`` one node at a time (``step()``, ``steps``, ``done``);
+    NotImplementedError for an engine that cannot be paused (torch's)."""
+    f = getattr(_of(root), "backward_walk", None)
+    if f is None:
+        raise NotImplementedError(NO_WALK)
+    return f(root, keep)

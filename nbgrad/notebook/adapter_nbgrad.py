@@ -328,3 +328,48 @@ def _last_frame_file(exc) -> str:
     while tb is not None:
         last, tb = tb, tb.tb_next
     return "" if last is None else last.tb_frame.f_code.co_filename.replace("\\", "/")
+
+
+# --- backward step by step (notebook/stepper.py) ----------------------------------------------
+
+
+def formula_lines(node) -> list:
+    """The derivative formulas the node applies, as its row writes them (``["self: g * (1 -
+    result²)"]``, nbgrad.ops.formula_text); ``[]`` for a node without a row (AccumulateGrad,
+    CopySlices, a custom Function)."""
+    row = getattr(type(node), "_row", None)
+    if row is None or not hasattr(row, "formulas"):
+        return []
+    from nbgrad.ops.formula_text import formula_lines as lines
+
+    return lines(row)
+
+
+def saved_inputs(node) -> list:
+    """``[(name, value)]``: what the node saved for its formulas, by the formulas' names: a
+    backend array (the saved tensor's data as saved, not version-checked: a stale one is the
+    walk's to report when it runs), a Python number or tuple, or None once freed. A node
+    without a row: its saved tensors by name."""
+    from nbgrad.autograd.graph import SavedTensor
+
+    row = getattr(type(node), "_row", None)
+    saved = getattr(node, "_saved", None)
+    out = []
+    if row is not None and hasattr(row, "names") and saved is not None:
+        for name, s in zip(row.names, saved):
+            if type(s) is SavedTensor:
+                out.append((name, None if s.released else s._data))
+            elif s is None or isinstance(s, (int, float, bool, tuple)):
+                out.append((name, s))
+        return out
+    for s in saved_tensors(node):
+        if type(s) is SavedTensor:
+            out.append((s.name, None if s.released else s._data))
+    return out
+
+
+def backward_walk(root, keep):
+    """``root.backward()`` one node at a time (nbgrad.autograd.stepping.BackwardWalk)."""
+    from nbgrad.autograd.stepping import BackwardWalk
+
+    return BackwardWalk(root, keep=keep)

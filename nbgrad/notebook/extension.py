@@ -56,6 +56,7 @@ class NbgradExtension:
         self.tracker = _focus.Tracker()
         self.theme = "light"  # "projector": larger fonts, high contrast
         self.models = None  # model_hooks.ModelTracker (module calls, gradients) while loaded
+        self.values = None  # values mode: a render_values.EdgeGrads (`%nbgrad set values=on`)
         self._activity_before = None
         self._memory_before = None
         self._live: deque = deque()  # (panel, display_id) of the live widgets, oldest first
@@ -73,6 +74,8 @@ class NbgradExtension:
             A.engines_loaded()  # (torch imported by the last cell: its backward observers)
             self._activity_before = A.activity()
             self._memory_before = _inspect.memory_probe()
+            if self.values is not None:
+                self.values.new_cell()
             if self.models is not None:
                 self.models.reset_cell()
                 if not self.models.global_hooks:
@@ -132,6 +135,11 @@ class NbgradExtension:
                                  max_nodes=self.max_nodes, error=autograd_err,
                                  show_saved=self.show_saved, memory_before=self._memory_before)
         self.tracker.fold(focus, snap)
+        if self.values is not None:  # values mode: data, grads, edge gradients (render_values)
+            from . import render_values
+
+            render_values.annotate(snap, focus.named if focus.relevant else [], self.values)
+            self.values.new_cell()  # (the nodes its hooks read are not held past the cell)
         if rep is not None or (self.models is not None and snap.nodes):
             from . import model_report
 
@@ -203,7 +211,14 @@ class NbgradExtension:
         self._panels += 1
         return panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
                          theme=self.theme, layout_fn=self.layout, earlier_fn=self.with_earlier,
-                         on_wake=self.wake, panel_id=f"{self._session}-{self._panels}")
+                         on_wake=self.wake, panel_id=f"{self._session}-{self._panels}",
+                         values_fn=self.with_values)
+
+    def with_values(self, snap):
+        """``snap`` with its named tensors' values read now (a panel's values button)."""
+        from . import render_values
+
+        return render_values.with_values_now(snap, self.ip.user_ns)
 
     def _keep(self, panel, display_id):
         self._live.append((panel, display_id))
@@ -273,8 +288,9 @@ class NbgradExtension:
     # -- the %nbgrad magic --------------------------------------------------------------------
 
     def magic(self, line: str):
-        """%nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off saved=on|off
-        timeout=SECONDS theme=light|projector live=N (panels kept as live widgets)
+        """%nbgrad on|off|status | graph NAME | step LOSS | set max_nodes=N widget=on|off
+        saved=on|off values=on|off timeout=SECONDS theme=light|projector live=N (panels kept as
+        live widgets)
         record=on|off (torch: lines of nodes, in-place writes and cuts) |
         torch [on|off|status] (``import torch`` resolves to nbgrad: nbgrad.as_torch)"""
         try:
@@ -304,9 +320,14 @@ class NbgradExtension:
             print(as_torch.switch(rest))
         elif cmd == "set":
             self._set(rest)
+        elif cmd == "step":  # backward one node at a time (stepper.py)
+            from . import stepper
+
+            return stepper.step_magic(self, rest)
         else:
-            print("usage: %nbgrad on|off|status | graph NAME | set max_nodes=N widget=on|off "
-                  "saved=on|off timeout=SECONDS theme=light|projector live=N | torch [on|off]")
+            print("usage: %nbgrad on|off|status | graph NAME | step LOSS | set max_nodes=N "
+                  "widget=on|off saved=on|off values=on|off timeout=SECONDS "
+                  "theme=light|projector live=N | torch [on|off]")
         return None
 
     def _graph(self, expr: str):
@@ -369,6 +390,12 @@ class NbgradExtension:
                 from . import adapter
 
                 adapter.set_recording(flag)
+            elif k == "values":  # data, grads and edge gradients in the graph
+                flag = v.lower() in ("1", "on", "true", "yes")
+                if not flag and v.lower() not in ("0", "off", "false", "no"):
+                    print(f"nbgrad: values must be on or off, not {v!r}")
+                    continue
+                self.set_values(flag)
             elif k in ("widget", "saved"):
                 flag = v.lower() in ("1", "on", "true", "yes")
                 if not flag and v.lower() not in ("0", "off", "false", "no"):
@@ -377,8 +404,19 @@ class NbgradExtension:
                 setattr(self, "widget" if k == "widget" else "show_saved", flag)
             else:
                 print(f"nbgrad: unknown setting {k!r} (max_nodes, widget, saved, timeout, "
-                      "theme, live, record)")
+                      "theme, live, record, values)")
         print(self.status())
+
+    def set_values(self, on: bool) -> None:
+        """Values mode on (its edge hooks observe each backward) or off (nothing runs)."""
+        from . import render_values
+
+        if on and self.values is None:
+            self.values = render_values.EdgeGrads()
+            self.values.install()
+        elif not on and self.values is not None:
+            self.values.uninstall()
+            self.values = None
 
     def status(self) -> str:
         from . import layout
@@ -386,6 +424,7 @@ class NbgradExtension:
         return (f"nbgrad panel: {'on' if self.enabled else 'off'}; max_nodes={self.max_nodes}; "
                 f"widget={'on' if self.widget else 'off'}; "
                 f"saved={'on' if self.show_saved else 'off'}; theme={self.theme}; "
+                f"values={'on' if self.values is not None else 'off'}; "
                 f"live={self.keep_live}; record={'on' if A.recording() else 'off'}; "
                 f"timeout={self.layout_timeout:g} s"
                 f"; layout: {'pygraphviz' if layout.available() else 'text only (no pygraphviz)'}"
@@ -467,6 +506,7 @@ def unload_ipython_extension(ip):
     ext._retired.clear()  # (their static copies stay; a click on "interact" does nothing now)
     if ext.models is not None:
         ext.models.uninstall()
+    ext.set_values(False)
     ext.ip = None
 
 

@@ -60,6 +60,7 @@ class NodeInfo:
     repeat: str = ""  # a folded repeat's key: this node stands for its copies (``repeats``)
     module: str = ""  # a folded module's path: this box stands for its ``folded`` nodes
     folded: int = 0
+    grads: dict = field(default_factory=dict)  # values mode: child key -> [gradient per edge]
 
     @property
     def is_accumulate(self) -> bool:
@@ -92,6 +93,7 @@ class TensorInfo:
     grad: str | None  # "[3] float32" or None
     retains_grad: bool
     named: bool = True
+    values: str = ""  # values mode: "data ...\ngrad ..." (render_values)
 
 
 @dataclass

@@ -31,6 +31,7 @@ C_VIEW = "#7a5fb5"
 C_FREED = "#bbbbbb"
 C_MODULE = "#e8e4f5"
 C_REPEAT = "#1a4d8f"
+C_GRAD = "#b3261e"
 
 
 def _q(s: str) -> str:
@@ -67,6 +68,8 @@ def tensor_label(t) -> str:
     if t.version_delta:
         ver += f" ({_delta(t.version_delta)})"
     lines.append(f"{_shape_str(t.shape)} {ver}")
+    if t.values:  # values mode (render_values)
+        lines.append(t.values)
     return "\n".join(lines)
 
 
@@ -197,6 +200,7 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
         for nxt in n.next:
             fanout[nxt] = fanout.get(nxt, 0) + 1
     copies: dict[str, int] = {}
+    used: dict = {}  # (node, child) -> edges labelled so far (values mode)
     for n in snap.nodes.values():
         for nxt in n.next:
             if nxt not in snap.nodes:
@@ -205,7 +209,12 @@ def to_dot(snap, *, title: str | None = None, separate_saved: bool | None = None
                 out.append(f'  {nxt} -> {n.key} [style=dashed, color="{C_REPEAT}"];')
                 continue
             if fanout[nxt] <= FANOUT_SPLIT:
-                out.append(f"  {nxt} -> {n.key};")
+                g = n.grads.get(nxt)  # values mode: the gradient along this edge (render_values)
+                if g:
+                    j = used[(n.key, nxt)] = used.get((n.key, nxt), -1) + 1
+                    g = g[j] if j < len(g) else ""
+                out.append(f"  {nxt} -> {n.key} [label={_q(g)}, fontcolor=\"{C_GRAD}\"];"
+                           if g else f"  {nxt} -> {n.key};")
                 continue
             i = copies[nxt] = copies.get(nxt, 0) + 1
             src = snap.nodes[nxt]

@@ -16,6 +16,7 @@ import anywidget
 import traitlets
 
 from . import render
+from . import render_values as _values
 from . import repeats as repeats_mod
 
 
@@ -240,9 +241,12 @@ class NbgradPanel(anywidget.AnyWidget):
                                    "too (the front end's show / hide button)").tag(sync=True)
     theme = traitlets.Unicode("light", help="light | projector (larger type, high contrast)"
                               ).tag(sync=True)
+    values_shown = traitlets.Bool(False, help="values mode in this panel's graph: data and .grad "
+                                  "in the boxes (the front end's values button)").tag(sync=True)
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
-                 layout_fn=None, earlier_fn=None, on_wake=None, panel_id: str = "", **kwargs):
+                 layout_fn=None, earlier_fn=None, on_wake=None, panel_id: str = "",
+                 values_fn=None, **kwargs):
         """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
         browser lays it out); ``earlier_fn(snap) -> snapshot or None``: ``snap`` with the
         earlier graphs it folded to a line drawn too (the "show" button); ``on_wake(panel_id)``:
@@ -256,6 +260,9 @@ class NbgradPanel(anywidget.AnyWidget):
         self._own = None  # this cell's snapshot (``_snap`` adds the earlier graphs once shown)
         self._layout_fn = layout_fn
         self._earlier_fn = earlier_fn
+        self._values_fn = values_fn  # snap -> a copy with the values read now (render_values)
+        self._plain = None  # this cell's snapshot as taken, with or without values
+        self._drawing = False  # update_from sets values_shown itself: nothing to redraw
         kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
         self.on_msg(self._front_end_msg)
@@ -280,7 +287,27 @@ class NbgradPanel(anywidget.AnyWidget):
 
     def _graph_tab(self, svg, snap) -> str:
         shown = self._own.earlier if self._own is not None and snap is not self._own else None
-        return render.graph_html(svg, snap) + render.earlier_html(self._own or snap, True, shown)
+        return (render.graph_html(svg, snap) + render.earlier_html(self._own or snap, True, shown)
+                + _values.toggle_html(self.values_shown))
+
+    @traitlets.observe("values_shown")
+    def _show_values(self, change) -> None:
+        """The values button: this cell's graph drawn again with its values (as the cell left
+        them in values mode, else read now from the namespace) or without."""
+        plain = self._plain
+        if plain is None or self._drawing:
+            return
+        try:
+            if not change["new"]:
+                snap = _values.without_values(plain)
+            elif _values.has_values(plain) or self._values_fn is None:
+                snap = plain
+            else:
+                snap = self._values_fn(plain)
+        except Exception:  # noqa: BLE001 - keep the picture shown
+            return
+        self._snap = self._own = snap
+        self._refold(None)
 
     @traitlets.observe("folded", "expanded")
     def _refold(self, change) -> None:
@@ -309,9 +336,16 @@ class NbgradPanel(anywidget.AnyWidget):
         """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
         from .extension import static_bundle
 
-        self._snap = self._own = snap
+        self._snap = self._own = self._plain = snap
         self.drawn = (snap, svg, dot)
+        self._drawing = True
+        try:
+            self.values_shown = _values.has_values(snap)
+        finally:
+            self._drawing = False
         tab_html, dot = fit_tabs(snap, svg, dot)
+        if "Graph" in tab_html:
+            tab_html["Graph"] += _values.toggle_html(self.values_shown)
         self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)

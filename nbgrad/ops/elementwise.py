@@ -1,7 +1,7 @@
 """Rows: elementwise ops — binary (broadcasting; a Python number may stand for either side) and
 unary, plus the fills and copies that in-place ops and assignment use.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from .. import backend
 from ..naming import cpp, named
 from ..backend import get_array_module as _xp
-from .formulas import _halved_at_ties, _in_range, _repeat_backward
+from .derivatives import _halved_at_ties, _in_range, _repeat_backward
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)

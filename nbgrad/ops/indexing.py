@@ -1,7 +1,7 @@
 """Rows: indexing with integer or bool arrays (copies, not views), index_put, index_add,
 index_select, gather.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import _along, _reduce_to, scatter_reduce_array
+from .derivatives import _along, _reduce_to, scatter_reduce_array
 from .registry import op
 
 op("index", lambda self, index: _index(self, index),

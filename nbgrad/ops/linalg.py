@@ -1,7 +1,7 @@
 """Rows: matrix products (mm, bmm, dot, mv, addmm). torch.matmul is composed of these in
 nbgrad/functions/linalg.py, as PyTorch composes it, so the graph shows the same nodes.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
-from .formulas import TENSORS, _maybe_multiply, _mT, array_formulas
+from .formulas import TENSORS, array_formulas
+from .derivatives import _maybe_multiply, _mT
 from ..autograd.apply import apply as _apply
 from .registry import ROWS, op
 

@@ -1,7 +1,7 @@
 """Rows: reductions (sum, mean, prod, max/min, var/std, norm, logsumexp) and scans (cumsum).
 
 A `_dim` row reduces over `dim` (an int or a tuple of ints) and keeps it when `keepdim`.
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 from .. import backend
 from . import selection
 from ..backend import get_array_module as _xp
-from .formulas import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
-                       _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
-                       _var_grad)
+from .derivatives import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
+                          _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
+                          _var_grad)
 from .registry import op
 
 op("sum", lambda self, dtype: _sum_all(self, dtype),

@@ -47,13 +47,14 @@ import operator
 import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
-from ..autograd.apply import (PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW,
-                              SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
-                              SAVED_STRIDES, _edge, _zero_d, apply)
+from ..autograd.apply import PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW, _zero_d, apply
+from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
+                               SAVED_STRIDES, _edge)
 from ..autograd.grad_mode import STATE as _GRAD
 from ..naming import named
 from ..tensor import Tensor
-from .formulas import NUMPY, ROWS, TENSORS, _reduce_to, array_formulas
+from .formulas import NUMPY, ROWS, TENSORS, array_formulas
+from .derivatives import _reduce_to
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
 
@@ -447,7 +448,7 @@ class Row:
         self.unpack_at = tuple(j + 2 for j in order  # (OpNode._backward's list: xp, needs, saved)
                                if self.sources[j][0] not in (SAVED_SHAPE, SAVED_STRIDES))
         self.plans = {}
-        self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.apply._saver)
+        self.savers = {}  # mask -> what makes the saved tuple (nbgrad.autograd.record._saver)
         # `double`: PyTorch runs this row's formula as one op with its own derivative
         # (tanh_backward): under create_graph the gradient is one node of that name. A name
         # alone: that node's backward differentiates the formula (DoubleNode); a dict (the
@@ -471,7 +472,7 @@ class Row:
         return self.calls[i](self.formulas[i], g, [NUMPY, None, *saved])
 
     def _source(self, n):
-        """`(kind, k)` of a name a formula uses (SAVED_* in nbgrad.autograd.apply)."""
+        """`(kind, k)` of a name a formula uses (SAVED_* in nbgrad.autograd.record)."""
         if n in self.inputs:
             return (SAVED_INPUT, self.inputs.index(n))
         if n == "result":

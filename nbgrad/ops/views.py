@@ -1,6 +1,6 @@
 """Rows: views (the output shares the input's storage and version counter), and joining.
 
-Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: formulas.py.
+Schema and how to add a row: nbgrad/ops/registry.py. Formulas longer than a line: derivatives.py.
 """
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..backend import get_array_module as _xp
-from .formulas import _along, array_formulas, _cat_grads, _reduce_to, _unpermute, _zeros_for
+from .formulas import array_formulas
+from .derivatives import _along, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
 
 # ---- joining (a list of inputs) -----------------------------------------------------------------

@@ -7,8 +7,9 @@ backing numpy array directly, which records nothing.
 
 One file per kind of layer, as torch.nn.functional's documentation groups them: ``linear``,
 ``activation``, ``conv`` (conv2d itself is torch.conv2d), ``pooling`` (max_pool2d is
-torch.max_pool2d), ``normalization``, ``sparse`` (embeddings), ``loss``, ``attention``; ``common``
-holds what they share.
+torch.max_pool2d), ``volumes`` (3-D layers), ``upsampling`` (interpolate, lp_pool, max_unpool),
+``normalization``, ``sparse`` (embeddings), ``loss`` (``ctc``: the CTC loss), ``attention``; ``common`` holds what they
+share.
 """
 from nbgrad.functions.nn import conv2d, max_pool2d
 from .linear import bilinear, linear
@@ -19,9 +20,11 @@ from .activation import (celu, dropout, dropout1d, dropout2d, elu, gelu, glu, ha
 from .conv import (conv1d, conv_transpose1d, conv_transpose2d, flatten, fold, pad, pixel_shuffle,
                    pixel_unshuffle, unfold)
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
-                      adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d,
-                      upsample)
+                      adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d)
 from .volumes import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d
+from .ctc import ctc_loss
+from .upsampling import (interpolate, lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d,
+                         max_unpool3d, upsample, upsample_bilinear, upsample_nearest)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .sparse import embedding, embedding_bag, one_hot
 from .loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
@@ -53,4 +56,5 @@ __all__ = [
     "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "fold", "group_norm",
     "instance_norm", "dropout1d", "dropout2d", "bilinear", "embedding_bag",
     "scaled_dot_product_attention", "multi_head_attention_forward",
+    "upsample_nearest", "upsample_bilinear", "ctc_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
 ]

@@ -1,5 +1,6 @@
 """Activations, softmax and dropout (relu, gelu, elu, softplus, glu, prelu, softmax,
-log_softmax, dropout, dropout1d/2d, ...): each one row of nbgrad/ops/nn.py or a composition.
+log_softmax, dropout, dropout1d/2d, ...): each one row of nbgrad/ops/activations.py
+or nbgrad/ops/nn.py, or a composition.
 """
 import math
 

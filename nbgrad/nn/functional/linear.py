@@ -9,7 +9,8 @@ from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply
 from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.ops import ROWS
-from nbgrad.ops.formulas import NUMPY, _reduce_to
+from nbgrad.ops.formulas import NUMPY
+from nbgrad.ops.derivatives import _reduce_to
 from nbgrad.tensor import Tensor, strides_of
 
 

@@ -1,8 +1,7 @@
-"""Pooling other than max_pool2d (avg_pool2d, the 1-d pools, adaptive pools) and resampling
-(interpolate, upsample). max_pool2d is torch.max_pool2d (nbgrad/functions/nn.py).
+"""Pooling other than max_pool2d (avg_pool2d, the 1-d pools, adaptive pools) and the
+interpolation matrices of resampling (interpolate itself: upsampling.py). max_pool2d is
+torch.max_pool2d (nbgrad/functions/nn.py).
 """
-import math
-
 import numpy as np
 
 from nbgrad import backend
@@ -228,56 +227,3 @@ def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
     np.add.at(m, (rows, i0), 1.0 - lam)
     np.add.at(m, (rows, i1), lam)
     return m
-
-
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dims (mirrors ``F.interpolate``): modes "nearest", "nearest-exact",
-    "linear" (3-D input), "bilinear" (4-D input), each one node as torch
-    (UpsampleNearest2DBackward0, UpsampleBilinear2DBackward0, ...), computed as a product with
-    per-dim interpolation matrices built with torch's source-index rules.
-
-    Args:
-        input (Tensor): (N, C, L) or (N, C, H, W).
-        size (int | tuple) or scale_factor (float | tuple): exactly one.
-        align_corners (bool): linear modes only (default False).
-
-    Raises:
-        ValueError: both or neither of size / scale_factor, align_corners with nearest;
-        NotImplementedError: other modes, antialias.
-    """
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined" if size is not None
-                         else "either size or scale_factor should be defined")
-    if mode in ("nearest", "nearest-exact") and align_corners is not None:
-        raise ValueError("align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear | bicubic | trilinear")
-    if mode not in ("nearest", "nearest-exact", "linear", "bilinear") or antialias:
-        raise NotImplementedError(f"interpolate: mode {mode!r} (antialias={antialias}) is not "
-                                  "supported (nearest, nearest-exact, linear, bilinear)")
-    dims = input.ndim - 2
-    if dims not in (1, 2) or (mode == "linear" and dims != 1) or (mode == "bilinear"
-                                                                   and dims != 2):
-        need = {"linear": "3D", "bilinear": "4D"}.get(mode, "3D or 4D")
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need} input")
-    spatial = tuple(input.shape[2:])
-    if size is not None:
-        out_size = _out_sizes(size, spatial)
-        scales = (None,) * dims
-    else:
-        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * dims
-        out_size = tuple(int(math.floor(n * f)) for n, f in zip(spatial, sf))
-        scales = (None,) * dims if recompute_scale_factor else tuple(float(f) for f in sf)
-    dt = input._data.dtype
-    mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
-            for n, o, sc in zip(spatial, out_size, scales)]
-    mh = mats[0] if dims == 2 else None
-    name = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact",
-            "linear": "upsample_linear", "bilinear": "upsample_bilinear"}[mode] + f"{dims}d"
-    return _linear(name, input, _mat_fwd(mh, mats[-1]),
-                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
-
-
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``)."""
-    return interpolate(input, size, scale_factor, mode, align_corners)

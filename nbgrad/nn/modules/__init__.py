@@ -4,7 +4,8 @@
 Linear``: each file holds the classes torch's file of that name holds.
 """
 
-from .module import Module, RemovableHandle
+from .hooks import RemovableHandle
+from .module import Module
 from .activation import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403

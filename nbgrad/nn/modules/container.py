@@ -3,7 +3,8 @@
 from collections import OrderedDict
 import operator
 
-from .module import Module, _addindent
+from .module import Module
+from .utils import _addindent
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 

@@ -1,6 +1,6 @@
 """Losses (mirrors ``torch.nn.modules.loss``): MSE, L1, CrossEntropy, NLL, BCE, BCEWithLogits,
 SmoothL1, Huber, KLDiv, PoissonNLL, GaussianNLL, CosineEmbedding, MarginRanking, TripletMargin,
-HingeEmbedding, MultiLabelSoftMargin, MultiMargin, SoftMargin.
+HingeEmbedding, MultiLabelSoftMargin, MultiMargin, SoftMargin, CTC.
 
 Each mirrors the torch.nn class of the same name (``reduction`` "mean" | "sum" | "none"); class
 weights and ``pos_weight`` are registered buffers, as in torch. Errors about the target name the
@@ -13,7 +13,7 @@ from .module import Module
 __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss", "HingeEmbeddingLoss",
-           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SoftMarginLoss"]
+           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SoftMarginLoss", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -277,3 +277,22 @@ class MultiMarginLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
                                    weight=self.weight, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (mirrors ``torch.nn.CTCLoss``;
+    ``forward(log_probs, targets, input_lengths, target_lengths)``, see ``F.ctc_loss``).
+
+    Args:
+        blank (int): the blank class (default 0); reduction: "mean" | "sum" | "none";
+        zero_infinity (bool): infinite losses and their gradients become 0.
+    """
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)

@@ -8,23 +8,20 @@ fails) reads them, as in torch.
 from collections import OrderedDict, namedtuple
 import itertools
 
-from nbgrad import autograd
 from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
 from ..parameter import Parameter, Buffer
+from .hooks import (RemovableHandle, _BackwardHooks, _add_hook, _global_backward_hooks,
+                    _global_backward_pre_hooks, _global_forward_hooks,
+                    _global_forward_hooks_with_kwargs, _global_forward_pre_hooks)
+from .utils import _addindent, _is_dtype, _remove_from, _typename
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook",
            "register_module_forward_hook", "register_module_full_backward_hook",
            "register_module_full_backward_pre_hook"]
 
-# hooks run for every module (torch.nn.modules.module's globals); while none is registered a
-# module call pays for one global truth test (_GLOBAL_HOOKS_ON)
-_global_forward_pre_hooks = OrderedDict()
-_global_forward_hooks = OrderedDict()
-_global_forward_hooks_with_kwargs = {}
-_global_backward_hooks = OrderedDict()
-_global_backward_pre_hooks = OrderedDict()
+# a module call tests this one flag while no global hook (hooks.py's tables) is registered
 _GLOBAL_HOOKS_ON = False
 
 
@@ -95,30 +92,6 @@ def register_module_full_backward_pre_hook(hook):
     return _GlobalHandle(handle)
 
 
-class RemovableHandle:
-    """Handle returned by ``register_forward_hook`` and friends; ``remove()`` unregisters the hook.
-
-    Mirrors ``torch.utils.hooks.RemovableHandle`` (also usable as a context manager).
-    """
-
-    _next_id = 0
-
-    def __init__(self, *hook_dicts):
-        self.hook_dicts = hook_dicts
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self):
-        for d in self.hook_dicts:
-            d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
@@ -126,15 +99,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-def _addindent(s_, num_spaces):
-    s = s_.split("\n")
-    if len(s) == 1:
-        return s_
-    first = s.pop(0)
-    s = [(num_spaces * " ") + line for line in s]
-    return first + "\n" + "\n".join(s)
 
 
 class Module:
@@ -795,116 +759,6 @@ class Module:
 
 
 _NAMED_MODULES, _NAMED_PARAMETERS = Module.named_modules, Module.named_parameters
-
-
-def _add_hook(hooks, hook, prepend):
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
-
-
-class _BackwardHooks:
-    """One module call's full backward hooks: identity nodes (BackwardHookFunctionBackward, as
-    torch) on the tensor inputs and outputs; the output node records grad_output (running the
-    pre-hooks), the input node runs the hooks with (grad_input, grad_output)."""
-
-    def __init__(self, module):
-        self.module = module
-        self.n_inputs = 0
-        self.grad_output = None
-        self.inputs_need_grad = False
-
-    def _hooks(self):
-        return list(_global_backward_hooks.values()) + list(self.module._backward_hooks.values())
-
-    def wrap_inputs(self, args):
-        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        self.n_inputs = len(positions)
-        self.inputs_need_grad = any(args[i].requires_grad for i in positions)
-        if not self.inputs_need_grad:
-            return args
-        wrapped = _BackwardHookFunction.apply(*[args[i] for i in positions], self._on_input_grads)
-        args = list(args)
-        for i, w in zip(positions, wrapped):
-            args[i] = w
-        return tuple(args)
-
-    def wrap_outputs(self, result):
-        single = isinstance(result, Tensor)
-        outs = (result,) if single else result
-        if not isinstance(outs, tuple) or not any(
-                isinstance(o, Tensor) and o.requires_grad for o in outs):
-            return result
-        positions = [i for i, o in enumerate(outs) if isinstance(o, Tensor)]
-        wrapped = _BackwardHookFunction.apply(*[outs[i] for i in positions], self._on_output_grads)
-        outs = list(outs)
-        for i, w in zip(positions, wrapped):
-            outs[i] = w
-        return outs[0] if single else tuple(outs)
-
-    def _on_output_grads(self, grads):
-        for hook in list(_global_backward_pre_hooks.values()) + list(
-                self.module._backward_pre_hooks.values()):
-            res = hook(self.module, grads)
-            if res is not None:
-                grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-        self.grad_output = grads
-        if not self.inputs_need_grad:
-            import warnings
-            warnings.warn(
-                "Full backward hook is firing when gradients are computed with respect to "
-                "module outputs since no inputs require gradients. See https://docs.pytorch.org/"
-                "docs/main/generated/torch.nn.Module.html#torch.nn.Module."
-                "register_full_backward_hook for more details.", stacklevel=2)
-            for hook in self._hooks():
-                hook(self.module, (None,) * self.n_inputs, grads)
-        return grads
-
-    def _on_input_grads(self, grads):
-        for hook in self._hooks():
-            res = hook(self.module, grads, self.grad_output)
-            if res is not None:
-                grads = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-        return grads
-
-
-class _BackwardHookFunction(autograd.Function):
-    """Identity on its tensors; its backward hands their gradients to a callback (the last
-    argument: Function's backward pairs gradients with the leading tensor arguments)."""
-
-    @staticmethod
-    def forward(ctx, *tensors_and_callback):
-        ctx.callback = tensors_and_callback[-1]
-        return tuple(tensors_and_callback[:-1])
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return tuple(ctx.callback(grads)) + (None,)
-
-
-_BackwardHookFunction.__name__ = "BackwardHookFunction"
-
-
-def _remove_from(name, *dicts_or_sets):
-    for d in dicts_or_sets:
-        if name in d:
-            if isinstance(d, dict):
-                del d[name]
-            else:
-                d.discard(name)
-
-
-def _typename(obj):
-    if isinstance(obj, Tensor):
-        return "nbgrad." + type(obj).__name__ if type(obj).__name__ != "Tensor" else obj.type()
-    return type(obj).__module__ + "." + type(obj).__qualname__ \
-        if type(obj).__module__ not in ("builtins",) else type(obj).__qualname__
-
-
-def _is_dtype(a):
-    return isinstance(a, dtypes.dtype)
 
 
 def zero_grads(params, set_to_none=True):

@@ -1,12 +1,13 @@
-"""Pooling (mirrors ``torch.nn.modules.pooling``): MaxPool1d/2d, AvgPool1d/2d,
-AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d."""
+"""Pooling (mirrors ``torch.nn.modules.pooling``): MaxPool1d/2d/3d, AvgPool1d/2d/3d,
+AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d."""
 
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxPool3d",
-           "AvgPool3d", "AdaptiveAvgPool3d"]
+           "AvgPool3d", "AdaptiveAvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d",
+           "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _PoolNd(Module):
@@ -184,3 +185,80 @@ class AdaptiveAvgPool3d(_AdaptivePool):
 
     def __init__(self, output_size):
         super().__init__(output_size)
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, float(self.norm_type), self.kernel_size, self.stride,
+                                    self.ceil_mode)
+
+    def extra_repr(self):
+        return ("norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, "
+                "ceil_mode={ceil_mode}".format(**self.__dict__))
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling ``(sum x^p)^(1/p)`` over (N, C, L) or (C, L) windows (mirrors
+    ``torch.nn.LPPool1d``; see ``F.lp_pool1d``)."""
+    _fn = "lp_pool1d"
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over (N, C, H, W) or (C, H, W) windows (mirrors
+    ``torch.nn.LPPool2d``)."""
+    _fn = "lp_pool2d"
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over (N, C, D, H, W) or (C, D, H, W) windows (mirrors
+    ``torch.nn.LPPool3d``)."""
+    _fn = "lp_pool3d"
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _MaxUnpoolNd(Module):
+    _fn = None
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = _tuple(kernel_size, self._n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, self._n)
+        self.padding = _tuple(padding, self._n)
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride, self.padding,
+                                    output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool1d(return_indices=True)`` (mirrors
+    ``torch.nn.MaxUnpool1d``; ``forward(input, indices, output_size=None)``)."""
+    _fn, _n = "max_unpool1d", 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool2d(return_indices=True)`` (mirrors
+    ``torch.nn.MaxUnpool2d``)."""
+    _fn, _n = "max_unpool2d", 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d(return_indices=True)`` (mirrors
+    ``torch.nn.MaxUnpool3d``)."""
+    _fn, _n = "max_unpool3d", 3

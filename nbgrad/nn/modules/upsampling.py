@@ -9,7 +9,7 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 
 class Upsample(Module):
     """Resize by ``size`` or ``scale_factor`` (mirrors ``torch.nn.Upsample``; modes nearest,
-    nearest-exact, linear, bilinear — see ``F.interpolate``)."""
+    nearest-exact, linear, bilinear, bicubic, trilinear, area — see ``F.interpolate``)."""
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
                  recompute_scale_factor=None):

@@ -1,0 +1,343 @@
+"""Resampling (mirrors ``F.interpolate``, ``F.upsample``, ``F.max_unpool1d/2d/3d``) and power-average
+pooling (``F.lp_pool1d/2d/3d``).
+
+Every interpolation mode is separable: one (n_out, n_in) weight matrix per spatial dim, built with
+torch's source-index rules (``area_pixel_compute_source_index``; bicubic: torch's cubic
+convolution with A = -0.75 and clamped taps), applied along that dim, recorded as one node of
+torch's name (UpsampleBicubic2DBackward0, UpsampleTrilinear3DBackward0, ...). max-unpooling is
+the row ``max_unpool2d`` / ``max_unpool3d`` (MaxUnpool2DBackward0); lp_pool is torch's own
+composition of public ops (pow, avg_pool, sign, relu, abs, mul, pow).
+"""
+import warnings
+
+import numpy as np
+
+from nbgrad.autograd.apply import apply
+from nbgrad.functions.nn import _pair
+from nbgrad.ops import ROWS
+from .activation import relu
+from .common import _linear, _single
+from .pooling import (_interp_matrix, _mat_fwd, adaptive_avg_pool1d, adaptive_avg_pool2d,
+                      avg_pool1d, avg_pool2d, max_pool1d, max_pool2d)
+from .volumes import _along, _triple, adaptive_avg_pool3d, avg_pool3d, max_pool3d
+
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
+           "max_unpool2d", "max_unpool3d"]
+
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+_LINEAR_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def _cubic_matrix(n_in, n_out, align_corners, scale, dtype):
+    """(n_out, n_in) bicubic weights along one dim: torch's upsample_bicubic2d (source index not
+    clamped at 0, four taps clamped to the input, cubic convolution with A = -0.75)."""
+    # in the input's precision, as torch's kernel computes (opmath: float for float32)
+    ft = np.float32 if dtype == np.float32 else np.float64
+    dst = np.arange(n_out, dtype=ft)
+    if align_corners:
+        src = dst * ft((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = ft(1.0 / scale if scale else ft(n_in) / ft(n_out)) * (dst + ft(0.5)) - ft(0.5)
+    i0 = np.floor(src)
+    t = src - i0
+    a = ft(-0.75)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    coeffs = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    m = np.zeros((n_out, n_in), ft)
+    rows = np.arange(n_out)
+    for j, c in enumerate(coeffs):
+        np.add.at(m, (rows, np.clip(i0.astype(np.int64) - 1 + j, 0, n_in - 1)), c)
+    return m.astype(dtype)
+
+
+def _sizes(input, size, scale_factor, dim):
+    """(output sizes, scales) as torch's interpolate reads size / scale_factor (its texts)."""
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size "
+                    f"of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                    "and output size in (o1, o2, ...,oK) format.")
+            if not all(isinstance(x, (int, np.integer)) for x in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] "
+                                "or Tuple[int, int, int], but got size with types "
+                                f"{[type(x) for x in size]}")
+            return [int(x) for x in size], None
+        return [int(size)] * dim, None
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if isinstance(scale_factor, (list, tuple)):
+        if len(scale_factor) != dim:
+            raise ValueError(
+                "Input and scale_factor must have the same number of spatial dimensions, but "
+                f"got input with spatial dimensions of {list(input.shape[2:])} and scale_factor "
+                f"of shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                "format and scale_factor in (s1, s2, ...,sK) format.")
+        return None, [float(s) for s in scale_factor]
+    return None, [float(scale_factor)] * dim
+
+
+def _row_name(mode, dim):
+    return {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact",
+            "linear": "upsample_linear", "bilinear": "upsample_bilinear",
+            "trilinear": "upsample_trilinear", "bicubic": "upsample_bicubic"}[mode] + f"{dim}d"
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims (mirrors ``F.interpolate``), one node of torch's name per call.
+
+    Modes: "nearest", "nearest-exact" (3-D, 4-D or 5-D input), "linear" (3-D), "bilinear",
+    "bicubic" (4-D), "trilinear" (5-D), "area" (adaptive average pooling). The output keeps the
+    input's dtype (float32 stays float32).
+
+    Args:
+        input (Tensor): (N, C, *spatial) with 1 to 3 spatial dims.
+        size (int | tuple) or scale_factor (float | tuple): exactly one.
+        align_corners (bool): interpolating modes only (default False).
+        recompute_scale_factor (bool): size from the scale, then interpolate by size.
+        antialias (bool): only False (True raises NotImplementedError for bilinear/bicubic).
+
+    Raises:
+        ValueError / TypeError / NotImplementedError: torch's texts for align_corners with a
+        nearest mode, both or neither of size / scale_factor, a size or scale of the wrong
+        length, a mode that needs another number of dims; RuntimeError / NotImplementedError
+        for an integer input to an interpolating mode ("compute_indices_weights_linear" not
+        implemented for 'Long').
+    """
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2
+    out_size, scales = _sizes(input, size, scale_factor, dim)
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and out_size is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor:
+        out_size = [int(n * s) for n, s in zip(input.shape[2:], scales)]
+        scales = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
+                         "and requires a 4-D tensor as input")
+    if mode == "area" and dim in (1, 2, 3):
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](
+            input, out_size)
+    ok = (mode in ("nearest", "nearest-exact") and dim in (1, 2, 3)) or \
+        _LINEAR_DIMS.get(mode) == dim or (mode in ("bicubic", "lanczos") and dim == 2)
+    if not ok:
+        need = _LINEAR_DIMS.get(mode)
+        if need is not None and input.ndim in (3, 4, 5):
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                      f"{need + 2}D input")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+            f"the modes: {_MODES} (got {mode})")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias or mode == "lanczos":
+        raise NotImplementedError(f"interpolate: antialias=True ({mode}) is not supported by "
+                                  "nbgrad")
+    dt = input._data.dtype
+    if mode not in ("nearest", "nearest-exact") and dt.kind not in "fc":
+        kind = "cubic" if mode == "bicubic" else "linear"
+        raise NotImplementedError(f"\"compute_indices_weights_{kind}\" not implemented for "
+                                  f"'{input.dtype._tensor_name[:-6]}'")
+    spatial = tuple(input.shape[2:])
+    if out_size is None:
+        out_size = [int(n * s) for n, s in zip(spatial, scales)]
+    scales = scales or [None] * dim
+    if mode == "bicubic":
+        mats = [_cubic_matrix(n, o, bool(align_corners), sc, dt)
+                for n, o, sc in zip(spatial, out_size, scales)]
+    else:
+        mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
+                for n, o, sc in zip(spatial, out_size, scales)]
+    name = _row_name(mode, dim)
+    if dim == 3:
+        return _linear(name, input, _along(mats), _along([m.T for m in mats]))
+    mh = mats[0] if dim == 2 else None
+    return _linear(name, input, _mat_fwd(mh, mats[-1]),
+                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate` (mirrors ``F.upsample``; warns as torch)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(mode="nearest")`` (mirrors ``F.upsample_nearest``; warns)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(mode="bilinear", align_corners=True)`` (mirrors
+    ``F.upsample_bilinear``; warns)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---- power-average pooling: torch's composition ---------------------------------------------------
+def _lp(out, norm_type, window):
+    return (out.sign() * relu(out.abs())).mul(window).pow(1.0 / norm_type)
+
+
+def _infinite(norm_type):
+    return isinstance(norm_type, (int, float)) and norm_type in (float("inf"), -float("inf"))
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum over the window of x^p)^(1/p)`` over (N, C, L) or (C, L) (mirrors ``F.lp_pool1d``:
+    ``avg_pool1d(x^p) * k`` then the p-th root, sign kept; p = +-inf: max-pooling of |x|)."""
+    if _infinite(norm_type):
+        out = max_pool1d(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0,
+                         1, ceil_mode)
+        return out if norm_type > 0 else -out
+    if stride is not None:
+        out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool1d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return _lp(out, norm_type, kernel_size)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over (N, C, H, W) or (C, H, W) (mirrors ``F.lp_pool2d``)."""
+    kw, kh = _pair(kernel_size, "kernel_size")
+    if _infinite(norm_type):
+        out = max_pool2d(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0,
+                         1, ceil_mode)
+        return out if norm_type > 0 else -out
+    if stride is not None:
+        out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool2d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return _lp(out, norm_type, kw * kh)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over (N, C, D, H, W) or (C, D, H, W) (mirrors ``F.lp_pool3d``)."""
+    kd, kw, kh = _triple(kernel_size, "kernel_size")
+    if _infinite(norm_type):
+        out = max_pool3d(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0,
+                         1, ceil_mode)
+        return out if norm_type > 0 else -out
+    if stride is not None:
+        out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool3d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return _lp(out, norm_type, kd * kw * kh)
+
+
+# ---- max-unpooling -------------------------------------------------------------------------------
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    """torch's _unpool_output_size: the default (in - 1) * stride + kernel - 2 * padding, or the
+    given size checked against it."""
+    n = len(kernel_size)
+    default = [(input.shape[-n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
+               for d in range(n)]
+    if output_size is None:
+        ret = default
+    else:
+        if len(output_size) == n + 2:
+            output_size = output_size[2:]
+        if len(output_size) != n:
+            raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} "
+                             f"elements, but it has a length of '{len(output_size)}'")
+        for d in range(n):
+            lo, hi = default[d] - stride[d], default[d] + stride[d]
+            if not lo < output_size[d] < hi:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                                 f'{lo} and {hi})')
+        ret = output_size
+    for d in range(n):
+        if ret[d] < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={ret[d]}")
+    return [int(v) for v in ret]
+
+
+def _unpool(input, indices, output_size, name):
+    """Checks of torch's max_unpooling{2,3}d, then the row."""
+    nd = len(output_size)
+    if indices.dtype._tensor_name != "LongTensor":
+        raise RuntimeError("elements in indices should be type int64 but got: "
+                           f"{indices.dtype._tensor_name[:-6]}")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d "
+                           f"Tensor, but got a tensor with {input.ndim} dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"max_unpooling{nd}d_forward_out_cpu(): Expected input to have "
+                               "non-zero size for non-batch dimensions, but got "
+                               f"{list(input.shape)} with dimension {i} being empty.")
+    if input._data.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for "
+                                  f"'{input.dtype._tensor_name[:-6]}'")
+    idx = indices._data
+    return apply(ROWS[name], (input,), (idx, tuple(output_size)))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool1d(..., return_indices=True)``: each value written at
+    its index in zeros of (N, C, L_out) (mirrors ``F.max_unpool1d``: max_unpool2d over a
+    width-1 image, MaxUnpool2DBackward0 then SqueezeBackward1)."""
+    k = (_single(kernel_size),)
+    s = (_single(stride),) if stride is not None else k
+    p = (_single(padding),)
+    out = _unpool_output_size(input, k, s, p, output_size)
+    return _unpool(input.unsqueeze(-1), indices.unsqueeze(-1), out + [1],
+                   "max_unpool2d").squeeze(-1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool2d(..., return_indices=True)`` (mirrors
+    ``F.max_unpool2d``; one MaxUnpool2DBackward0 node).
+
+    Shapes: input and indices (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out), by default
+    ``(H - 1) * stride - 2 * padding + kernel_size``.
+
+    Raises:
+        RuntimeError: indices not int64, of another shape than input, or outside the output
+        (torch's texts); ValueError: an output_size out of range.
+    """
+    k = _pair(kernel_size, "kernel_size")
+    s = _pair(stride, "stride") if stride is not None else k
+    p = _pair(padding, "padding")
+    out = _unpool_output_size(input, k, s, p, output_size)
+    return _unpool(input, indices, out, "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of ``max_pool3d(..., return_indices=True)`` (mirrors
+    ``F.max_unpool3d``; one MaxUnpool3DBackward0 node); shapes (N, C, D, H, W) or (C, D, H, W)."""
+    k = _triple(kernel_size, "kernel_size")
+    s = _triple(stride, "stride") if stride is not None else k
+    p = _triple(padding, "padding")
+    out = _unpool_output_size(input, k, s, p, output_size)
+    return _unpool(input, indices, out, "max_unpool3d")

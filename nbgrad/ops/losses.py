@@ -1,0 +1,295 @@
+"""Rows: the losses PyTorch records as one node each (MseLossBackward0, NllLossBackward0,
+BinaryCrossEntropyBackward0, ...). `reduction` is "mean", "sum" or "none".
+
+The formulas run on arrays or, under create_graph, on Tensors (ops/formulas.py). Rows whose
+backward needs more than the inputs keep it in a ``Ctx`` filled by the forward (nll_loss: the
+picked logits). Schema and how to add a row: nbgrad/ops/registry.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.apply import apply as _apply
+from ..backend import get_array_module as _xp
+from .activations import _log_sigmoid
+from .formulas import TENSORS
+from .derivatives import _sum_all
+from .reductions import _refuse
+from .registry import ROWS, op
+
+# ---- losses: one node each, as torch records them ---------------------------------------------
+# `reduction` is "mean", "sum" or "none"; `_norm` is the 1/N of "mean" (N: the element count)
+op("mse_loss", lambda self, target, reduction: _reduce((self - target) ** 2, reduction),
+   self=lambda g, self, target, reduction: _norm(g, self, target, reduction) * 2 * (self - target),
+   target=lambda g, self, target, reduction: _norm(g, self, target, reduction) * -2
+   * (self - target))
+op("smooth_l1_loss", lambda self, target, reduction, beta: _reduce(
+    _smooth_l1(self - target, beta, _xp(self)), reduction),
+   self=lambda g, self, target, reduction, beta, xp: _smooth_l1_grad(
+       _norm(g, self, target, reduction), self - target, beta, xp),
+   target=lambda g, self, target, reduction, beta, xp: -_smooth_l1_grad(
+       _norm(g, self, target, reduction), self - target, beta, xp))
+op("huber_loss", lambda self, target, reduction, delta: _reduce(
+    _huber(self - target, delta, _xp(self)), reduction),
+   self=lambda g, self, target, reduction, delta, xp: _huber_grad(
+       _norm(g, self, target, reduction), self - target, delta, xp),
+   target=lambda g, self, target, reduction, delta, xp: -_huber_grad(
+       _norm(g, self, target, reduction), self - target, delta, xp))
+op("soft_margin_loss", lambda self, target, reduction: _reduce(
+    _xp(self).log1p(_xp(self).exp(-target * self)), reduction),
+   self=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -target
+   * _soft_margin_grad(self, target, xp),
+   target=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -self
+   * _soft_margin_grad(self, target, xp))
+op("binary_cross_entropy", lambda self, target, weight, reduction: _reduce(
+    _bce(self, target, weight, _xp(self)), reduction),
+   self=lambda g, self, target, weight, reduction, xp: _bce_grad(
+       _norm(g, self, target, reduction), self, target, weight, xp),
+   target=lambda g, self, target, weight, reduction, xp: _bce_target_grad(
+       _norm(g, self, target, reduction), self, weight, xp))
+op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, reduction:
+   _reduce(_bce_logits(self, target, weight, pos_weight, _xp(self)), reduction),
+   self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_grad(
+       _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
+   target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
+       _norm(g, self, target, reduction), self, weight, pos_weight, xp))
+op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _reduce(
+    _multi_margin(self, target, p, margin, weight, _xp(self))[0], reduction),
+   self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
+       g, self, target, p, margin, weight, reduction, xp))
+# class targets: `ctx` holds (rows, classes, per-row weight / total_weight) of the picked logits
+# saves self, as PyTorch's node (an in-place change of self fails backward); what else PyTorch
+# saves (target, weight, total_weight) is packed from ctx under saved_tensors_hooks only
+op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
+    self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
+   _nll_saves(v, src[0]._data.dtype, *args[:3]),
+   self=lambda g, self, reduction, ctx, xp: _nll_grad(g, tuple(self.shape), reduction, ctx, xp))
+op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
+   ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
+
+
+# ---- helpers of the rows above ----------------------------------------------------------------
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _norm(g, self, target, reduction):
+    """The upstream gradient scaled by 1/N for "mean" (N: elements of the broadcast loss)."""
+    if reduction == "mean":
+        return g / math.prod(np.broadcast_shapes(tuple(self.shape), tuple(target.shape)))
+    return g
+
+
+def _smooth_l1(d, beta, xp):
+    ad = xp.abs(d)
+    return xp.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
+
+
+def _smooth_l1_grad(g, d, beta, xp):
+    return xp.where(d < -beta, -g, xp.where(d > beta, g, d * g / beta))
+
+
+def _huber(d, delta, xp):
+    ad = xp.abs(d)
+    return xp.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+
+
+def _huber_grad(g, d, delta, xp):
+    return xp.where(d < -delta, -g * delta, xp.where(d > delta, g * delta, d * g))
+
+
+def _soft_margin_grad(x, t, xp):
+    z = xp.exp(-t * x)
+    return z / (1 + z)
+
+
+def _multi_margin(x, t, p, margin, w, xp):
+    """Per-sample losses of (N, C) scores and int targets (N,), and the hinge terms z."""
+    n, c = x.shape
+    rows = np.arange(n)
+    z = margin - x[rows, t][:, None] + x
+    z[rows, t] = 0
+    h = _xp(z).maximum(z, 0)
+    h = h * h if p == 2 else h
+    if w is not None:
+        h = h * w[t][:, None]
+    return h.sum(1) / c, z
+
+
+# torch has no derivative of multi_margin_loss_backward either (a NotImplemented node)
+op("multi_margin_loss_backward",
+   lambda grad_output, self, target, p, margin, weight, reduction: _multi_margin_grad(
+       grad_output, self, target, p, margin, weight, reduction, _xp(self)),
+   node="NotImplemented",
+   **{"grad_output, self": lambda g: _refuse("multi_margin_loss_backward", RuntimeError)(g)})
+
+
+def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
+    if xp is TENSORS:
+        return _apply(ROWS["multi_margin_loss_backward"], (g, x), (t, p, margin, w, reduction))
+    n, c = x.shape
+    _, z = _multi_margin(x, t, p, margin, w, _xp(x))
+    d = (z > 0) * (2 * z if p == 2 else 1.0) / c
+    if w is not None:
+        d = d * w[t][:, None]
+    rows = np.arange(n)
+    d[rows, t] = -d.sum(1)
+    scale = g / n if reduction == "mean" else (g[:, None] if reduction == "none" else g)
+    return d * scale
+
+
+def _log_clamped(x, xp):
+    return xp.maximum(xp.log(x), -100)
+
+
+def _bce(x, t, w, xp):
+    with np.errstate(divide="ignore"):
+        loss = -(t * _log_clamped(x, xp) + (1 - t) * _log_clamped(1 - x, xp))
+    return loss if w is None else loss * w
+
+
+def _bce_grad(g, x, t, w, xp):
+    w = None if w is None else xp.constant(w)
+    denom = xp.maximum((1 - x) * x, 1e-12)
+    out = g * (x - t) / denom
+    return out if w is None else out * w
+
+
+def _bce_target_grad(g, x, w, xp):
+    w = None if w is None else xp.constant(w)
+    with np.errstate(divide="ignore"):
+        out = g * (_log_clamped(1 - x, xp) - _log_clamped(x, xp))
+    return out if w is None else out * w
+
+
+def _bce_logits(x, t, w, pw, xp):
+    ls = _log_sigmoid(x, xp)
+    if pw is not None:
+        ls = ls * ((pw - 1) * t + 1)
+    loss = (1 - t) * x - ls
+    return loss if w is None else loss * w
+
+
+def _bce_logits_grad(g, x, t, w, pw, xp):
+    w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
+    sig = 1 / (1 + xp.exp(-x))
+    if pw is not None:
+        out = g * (((pw - 1) * t + 1) * sig - pw * t)
+    else:
+        out = g * (sig - t)
+    return out if w is None else out * w
+
+
+def _bce_logits_target_grad(g, x, w, pw, xp):
+    w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
+    ls = _log_sigmoid(x, xp)
+    out = g * (-x - (pw - 1) * ls) if pw is not None else g * -x
+    return out if w is None else out * w
+
+
+def _nll(x, target, weight, reduction, ignore_index, ctx):
+    """NLL of int64 class targets (class dim 1; (C,) input with a 0-d target); fills `ctx`:
+    (rows, classes, per-row weight or None for all ones, divisor). `ctx` arrives holding
+    whether some target equals ignore_index, when the caller's target check found out (else
+    None)."""
+    if x.ndim == 2 and weight is None and reduction != "none":
+        # the common case (classification / language-model batches), in 3 array calls
+        # when no target is ignored: the picked log-probabilities, their sum
+        t = target
+        ignored = ctx.value
+        if ignored is None:
+            ignored = bool((t == ignore_index).any())
+        if len(t) and not ignored:
+            rows = _arange(len(t), x)
+            total = _sum_all(x[rows, t], x.dtype)
+            n = len(t) if reduction == "mean" else 1
+            ctx.value = (rows, t.copy(), None, n)  # the target tensor's memory otherwise
+            return _xp(x).asarray(-total / n, x.dtype)
+    cdim = 0 if x.ndim == 1 else 1
+    c = x.shape[cdim]
+    xp = _xp(x)
+    xl = xp.moveaxis(x, cdim, -1).reshape(-1, c)
+    t = target.reshape(-1)
+    keep = t != ignore_index
+    ts = xp.where(keep, t, 0)
+    w = xp.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
+    w = xp.where(keep, w, x.dtype.type(0))
+    rows = xp.arange(len(t))
+    losses = -w * xl[rows, ts]
+    # ctx: (rows, targets, per-row weight, divisor, the rows not ignored)
+    if reduction == "none":
+        ctx.value = (rows, ts, w, 1.0, keep)
+        return losses.reshape(target.shape)
+    total = w.sum()
+    if reduction == "sum":
+        ctx.value = (rows, ts, w, 1.0, keep)
+        return losses.sum()
+    ctx.value = (rows, ts, w, total, keep)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _xp(x).asarray(losses.sum() / total, x.dtype)
+
+
+_ARANGES = {}
+
+
+def _arange(n, like):
+    """arange(n) on `like`'s device; numpy's kept (read-only) per length."""
+    if type(like) is not np.ndarray:
+        return _xp(like).arange(n)
+    r = _ARANGES.get(n)
+    if r is None:
+        r = np.arange(n)
+        r.flags.writeable = False
+        if len(_ARANGES) < 64:
+            _ARANGES[n] = r
+    return r
+
+
+def _nll_saves(v, dtype, target, weight, reduction):
+    """What PyTorch's NllLossBackward0 saves besides self: target, weight (when given) and its
+    total_weight output (0-d: the summed weight of the counted targets, 0 for "none")."""
+    rows, _, w, _ = v[:4]
+    total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
+    return (target,) + (() if weight is None else (weight,)) + (_xp(rows).asarray(total, dtype),)
+
+
+def _nll_grad(g, self_shape, reduction, ctx, xp):
+    v = ctx.get()
+    rows, ts, w, total = v[:4]
+    if w is None and xp is not TENSORS:  # the forward's fast path: g / N at the targets
+        out = xp.zeros(self_shape, g.dtype)
+        out[rows, ts] = -g / total if total else 0.0
+        return out
+    ndim = len(self_shape)
+    cdim = 0 if ndim == 1 else 1
+    c = self_shape[cdim]
+    moved = tuple(s for i, s in enumerate(self_shape) if i != cdim) + (c,)
+    if xp is not TENSORS:  # torch's kernel: only the targets of the rows not ignored are
+        m = _xp(rows)      # written (a NaN gradient leaves the other entries 0)
+        keep = v[4]
+        coef = (-w / total) if total != 0 else m.zeros(len(rows), g.dtype)
+        vals = coef * (g.reshape(-1) if reduction == "none" else g)
+        out = m.zeros((len(rows), c), g.dtype)
+        out[rows[keep], ts[keep]] = vals.astype(g.dtype, copy=False)[keep]
+        out = out.reshape(moved)
+        if ndim <= 2:
+            return out
+        return m.moveaxis(out, -1, 1)
+    dt = xp.dtype(g)
+    coef = _xp(rows).zeros((len(rows), c), dt)
+    coef[rows, ts] = (-1.0 if w is None else -w) / total if total != 0 else 0.0
+    if reduction == "none":
+        g = g.reshape((len(rows), 1))
+    out = g * xp.constant(coef)
+    out = out.reshape(moved)
+    if ndim <= 2:
+        return out
+    perm = (0, ndim - 1) + tuple(range(1, ndim - 1))
+    return xp.permute(out, perm)
+

@@ -381,7 +381,7 @@ class NbgradPanel(anywidget.AnyWidget):
         self.close()
         # A widget is a reference cycle (its message callbacks hold it): what it drew is let go
         # now, freed as soon as the extension forgets it rather than by a garbage collection
-        self._snap = self._own = None
+        self._snap = self._own = self._plain = None
         self.drawn = (None, None, "")
 
     def _front_end_msg(self, _widget, content, _buffers):

@@ -8,10 +8,11 @@ Side by side (AB BA ..., so the shared machine's drift hits both), ratios report
   loaded minus without (CPU ms): the panel as static HTML laid out by pygraphviz here, and as
   the live widget when the browser lays out (what a JupyterLab session does after its first
   panel).
-- ``gpt step``: a GPT-style training step (2 layers, d=32, T=16, AdamW) timed inside a cell
-  (CPU time: the machine is shared),
-  with the extension (record=on), with ``record=off``, and without the extension (unloaded);
-  time per step and the ratios to without.
+- ``gpt step``: a GPT-style training step (2 layers, d=32, T=16, AdamW) timed step by step
+  inside a cell of 20 (CPU time: the machine is shared), with the extension (record=on), with
+  ``record=off``, and without the extension (unloaded); the mean step and its ratio to without,
+  and apart: the steps after the first two (the *lean* steps, see ``ModelTracker``) and the
+  milliseconds the two watched steps add to the cell.
 - ``session``: ``--cells`` cells each making a small graph, without then with the extension:
   the kernel's resident memory growth (MB) of each.
 - ``losses``: the losses of a 100-step loop with and without the extension, bit for bit.
@@ -82,8 +83,9 @@ for _ in range(3):
 
 GRAPH_CELL = ("g = torch.randn(16, requires_grad=True)\nws = torch.randn(48, 16)\nh = g\n"
               "for i in range(48):\n    h = (h * ws[i]).tanh()\nloss_g = h.sum()")
-STEP_CELL = "_t0 = time.process_time()\nfor _ in range({k}):\n    step()\n" \
-            "STEP_TIMES.append((time.process_time() - _t0) / {k})"
+STEP_CELL = ("_ts = []\nfor _ in range({k}):\n    _t0 = time.process_time()\n    step()\n"
+             "    _ts.append(time.process_time() - _t0)\nSTEP_TIMES.append(_ts)")
+WATCHED = 2  # the first steps of a cell the model panel watches in full (model_hooks)
 
 
 def shell():
@@ -162,7 +164,10 @@ def _count_nodes(fn, adapter):
 
 
 def gpt_step(ip, repeats, k=20):
-    """Time per GPT step inside a cell: without, with record=on, with record=off."""
+    """Time per GPT step inside a cell of ``k`` steps: without, with record=on, with
+    record=off. ``step_ms`` / ``ratio_*``: the mean step of the cell (its first, watched steps
+    included); ``steady_*``: the steps after the watched ones (lean steps: model_hooks);
+    ``watched_extra_ms``: what the watched steps add to the cell."""
     modes = [("without", False, True), ("record=on", True, True), ("record=off", True, False)]
     out = {m: [] for m, _, _ in modes}
     for i in range(repeats):
@@ -172,10 +177,20 @@ def gpt_step(ip, repeats, k=20):
             run(ip, STEP_CELL.format(k=k))
             out[name].append(ip.user_ns["STEP_TIMES"][-1])
     load(ip, False)
-    med = {m: statistics.median(v) for m, v in out.items()}
+    med = {m: statistics.median(statistics.fmean(ts) for ts in v) for m, v in out.items()}
+    steady = {m: statistics.median(statistics.fmean(ts[WATCHED:]) for ts in v)
+              for m, v in out.items()}
+    first = {m: statistics.median(sum(ts[:WATCHED]) for ts in v) for m, v in out.items()}
     return {"step_ms": {m: 1e3 * v for m, v in med.items()},
+            "steady_ms": {m: 1e3 * v for m, v in steady.items()},
+            "watched_extra_ms": {m: 1e3 * (first[m] - WATCHED * steady["without"])
+                                 - 1e3 * (first["without"] - WATCHED * steady["without"])
+                                 for m in ("record=on", "record=off")},
+            "steps_per_cell": k,
             "ratio_record_on": med["record=on"] / med["without"],
-            "ratio_record_off": med["record=off"] / med["without"]}
+            "ratio_record_off": med["record=off"] / med["without"],
+            "steady_record_on": steady["record=on"] / steady["without"],
+            "steady_record_off": steady["record=off"] / steady["without"]}
 
 
 def _rss_mb():
@@ -236,9 +251,16 @@ def main(argv=None):
     print(f"graph cell ({g['nodes']} nodes): {g['cell_ms_without']:.1f} ms without; the panel "
           f"adds {g['static']:.1f} ms laid out here, {g['browser']:.1f} ms when the browser "
           "lays out (budget 10 ms)")
-    print("gpt step: " + ", ".join(f"{k} {v:.2f} ms" for k, v in s["step_ms"].items())
+    print(f"gpt step (mean of a {s['steps_per_cell']}-step cell): "
+          + ", ".join(f"{k} {v:.2f} ms" for k, v in s["step_ms"].items())
           + f"; ratio record=on {s['ratio_record_on']:.3f} (budget 1.25), "
           f"record=off {s['ratio_record_off']:.3f} (budget 1.03)")
+    print(f"gpt step after the {WATCHED} watched steps (lean): "
+          + ", ".join(f"{k} {v:.2f} ms" for k, v in s["steady_ms"].items())
+          + f"; ratio record=on {s['steady_record_on']:.3f}, "
+          f"record=off {s['steady_record_off']:.3f}; the watched steps add "
+          + ", ".join(f"{k} {v:.1f} ms" for k, v in s["watched_extra_ms"].items())
+          + " per cell")
     print(f"session of {a.cells} cells: +{m['without']:.1f} MB without, +{m['with']:.1f} MB "
           f"with: {m['extra_mb']:+.1f} MB (budget 20)")
     print(f"losses of {lo['steps']} steps identical with and without: {lo['identical']}")

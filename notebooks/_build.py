@@ -48,8 +48,31 @@ print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HA
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
 
+SETUP02 = '''
+ENGINE = "nbgrad"               # or "torch": the same notebook in real PyTorch, the same panel
+%load_ext nbgrad
+if ENGINE == "torch":
+    import torch
+else:
+    import nbgrad as torch      # PyTorch's API, on numpy: the same code runs with `import torch`
 
-def title(n, name, what):
+torch.manual_seed(0)
+try:
+    import pygraphviz           # the graph layout, in-process (pip install "nbgrad[notebook]")
+    HAVE_LAYOUT = True
+except ImportError:
+    HAVE_LAYOUT = False
+print(ENGINE, torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
+      "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
+'''
+EITHER_ENGINE = """
+*Either engine.* The first code cell says `ENGINE = "nbgrad"`; change it to `"torch"` and run all:
+the same cells run in real PyTorch (torch must be installed), fail with PyTorch's own errors, and
+the panel shows the same predictions and explanations for torch's tensors.
+"""
+
+
+def title(n, name, what, more=""):
     return md(f"""
 # {n:02d} · {name}
 
@@ -60,7 +83,7 @@ cell) adds a **panel** under every cell that changed autograd state: the live `g
 (tab *Graph*), every named tensor with its `_version` (*Tensors*), which tensors share a storage
 (*Views*), and memory (*Memory*). Cells marked with an error are errors **on purpose**: read the
 message, then the panel under it. Exercises are at the end.
-""")
+""" + (f"\n{more.strip(chr(10))}\n" if more else ""))
 
 
 def exercises(*items):
@@ -266,8 +289,8 @@ NB02 = [
           "Why `y = x.tanh(); y.add_(3)` breaks `backward()`, how the version counter finds out, "
           "what the panel shows **before** you call backward, in-place operations on leaves, "
           "and the four fixes (`no_grad`, `.data`, `detach()`, `clone()`) and why each works "
-          "(seeds 000 and 004)."),
-    code(SETUP),
+          "(seeds 000 and 004).", EITHER_ENGINE),
+    code(SETUP02),
     md("""
 ## 1. The classic: modifying a tensor that backward needs
 
@@ -296,15 +319,17 @@ print(y._version)
        "the cells and lines involved."),
     raises("y.sum().backward()"),
     md("""
-The error object carries the same explanation as plain data (`err.nbgrad_context`), so a test or
-a tool can read it:
+The error carries the same explanation as plain data (nbgrad attaches it to the error as
+`err.nbgrad_context`; for PyTorch's own error the panel reads it from the message and the graph),
+so a test or a tool can read it:
 """),
     code("""
+from nbgrad.notebook.adapter import error_context   # the same reading for either engine
 try:
     y.sum().backward()
 except RuntimeError as err:
-    ctx = err.nbgrad_context
-    print(ctx["kind"], "|", ctx["node_name"], "saved version", ctx["saved_version"],
+    ctx = error_context(err)                # nbgrad: err.nbgrad_context; torch: read from the error
+    print(ctx["kind"], "|", ctx["tensor"], "saved version", ctx["saved_version"],
           "now", ctx["version"])
     for line in str(err).splitlines()[1:]:     # the lines after PyTorch's own message
         print(line)

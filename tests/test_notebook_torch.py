@@ -219,6 +219,11 @@ def test_loop_gets_one_summary_panel_and_identical_losses(nb):
         opt.step()
         want.append(loss.item())
     assert got == want
+    # the graph of the last step's loss, made in a lean step (after the watched ones), its
+    # modules folded: each module a box, as when every step is recorded (test_torch_panel)
+    svg = svg_in(static(cell))
+    for title in ("net.0 (Linear)", "net.1 (ReLU)", "net.2 (Linear)", "mse (MSELoss)"):
+        assert f">{title}<" in svg, title
     grads = st["tabs"]["Gradients"]
     for p in ("net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"):
         assert p in grads

@@ -101,8 +101,12 @@ def test_lines_of_nodes_writes_and_cuts(recorder):
     (saved,) = A.saved_tensors(tanh)
     assert saved.name == "result" and saved.is_stale and not saved.released
     assert (saved.saved_version, saved.version) == (0, 1)
-    ((version, op, where),) = saved.modified_by()
-    assert (version, op, A.location(where).lineno) == (1, "add_", line_b)
+    if T._NO_RAW_DATA:  # torch < 2.5: a stale tensor cannot be read, so neither its writes
+        assert saved.modified_by() == []  # (the one-line note at load says so)
+        assert any("SavedTensor.data" in m for m in T._missing())
+    else:
+        ((version, op, where),) = saved.modified_by()
+        assert (version, op, A.location(where).lineno) == (1, "add_", line_b)
     how, where = A.cut_of(w)
     assert how == "data" and A.location(where).lineno == line_c
     # torch's own check agrees
@@ -143,7 +147,11 @@ def test_saved_tensors_with_hooks_are_not_unpacked():
     with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
         y = x.exp()
     (s,) = A.saved_tensors(y.grad_fn)
-    assert not calls and not s.is_stale
+    if T._NO_RAW_DATA:  # torch < 2.5 tells no hooked tensor apart: read through the hook,
+        assert calls and not s.is_stale  # and the one-line note at load says so
+        assert any("unpack hook" in m for m in T._missing())
+    else:
+        assert not calls and not s.is_stale
 
 
 def test_released_saved_tensor_after_backward():
@@ -210,3 +218,93 @@ def test_cuda_allocator_read_from_its_documented_structure():
 
 def test_memory_stats_never_initialises_cuda():
     assert T.memory_stats("cpu") == {} or torch.cuda.is_initialized()
+
+
+def _loop_panel(lean, monkeypatch):
+    """A 6-step training loop run as a cell would run it (the tracker's hooks, the recorder,
+    this file standing for the cell); what the panel reads of the last step's graph."""
+    from nbgrad.notebook import inspect as nbi
+    from nbgrad.notebook import model_hooks, model_report
+
+    monkeypatch.setattr(T, "LEAN_STEPS", lean)
+    old = R.STATE.cells
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        R.STATE.cells = {__file__: 1}
+        R.set_on(True)
+        tracker.reset_cell()
+        R.start()
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        mse = torch.nn.MSELoss()
+        opt = torch.optim.AdamW(net.parameters(), lr=0.05)
+        xb, yb = torch.randn(5, 4), torch.randn(5, 2)
+        losses = []
+        for _ in range(6):
+            opt.zero_grad()
+            loss = mse(net(xb), yb)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        R.stop()
+        went_lean = bool(tracker.lean)
+        ns = {"net": net, "mse": mse, "loss": loss}
+        snap = nbi.snapshot([("loss", loss)])
+        snap.model = model_report.with_graph(None, tracker, ns, snap)
+        clusters = {c["title"]: sorted(snap.nodes[k].name for k in c["keys"] if k in snap.nodes)
+                    for c in snap.model.clusters.values()}
+        lines = sorted((n.name, n.where) for n in snap.nodes.values())
+        versions = [p._version for p in net.parameters()]
+    finally:
+        tracker.uninstall()
+        R.STATE.cells = old
+    return went_lean, losses, clusters, lines, versions
+
+
+def test_lean_steps_read_what_full_recording_reads(monkeypatch):
+    """After a cell's watched steps torch's steps run lean (no global module hooks, the recorder
+    aside inside the modules): the last step's graph must get the same module clusters and the
+    same line for every node as when every step is recorded in full; values bit for bit."""
+    lean = _loop_panel(True, monkeypatch)
+    full = _loop_panel(False, monkeypatch)
+    assert lean[0] and not full[0]  # (the lean path was taken, and only there)
+    assert [v.hex() for v in lean[1]] == [v.hex() for v in full[1]]
+    assert lean[4] == full[4]
+    assert lean[2] == full[2]
+    assert {"net (Sequential)", "net.0 (Linear)", "net.2 (Linear)", "mse (MSELoss)"} <= set(
+        lean[2])
+    assert lean[3] == full[3]
+    with open(__file__) as f:  # every node but the leaves' is made by the loop's forward line
+        line = next(i for i, src in enumerate(f, 1) if "loss = mse(net(xb), yb)" in src)
+    made = [w for name, w in lean[3] if name != "AccumulateGrad"]
+    assert len(made) >= 6 and all(w == f"{__file__}:{line}" for w in made), lean[3]
+
+
+def test_a_lean_step_that_raises_leaves_the_recorder_on(monkeypatch, recorder):
+    """A module call of a lean step that raises (caught by the cell) puts the recorder back on
+    torch's stack: what the cell runs next is recorded."""
+    from nbgrad.notebook import model_hooks
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        net = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for _ in range(3):  # watched, then lean
+            opt.zero_grad()
+            net(torch.ones(2, 3)).sum().backward()
+            opt.step()
+        assert tracker.lean and R.STATE.mode is not None
+        with pytest.raises(RuntimeError):
+            net(torch.ones(2, 4))  # a shape error inside the lean call
+        from torch.overrides import _get_current_function_mode_stack
+
+        assert _get_current_function_mode_stack()[-1] is R.STATE.mode
+        x = torch.ones(2, requires_grad=True)
+        y = x.exp()  # line D: recorded
+        line_d = sys._getframe().f_lineno - 1
+        assert A.location(A.raw_where(y.grad_fn)).lineno == line_d
+    finally:
+        tracker.uninstall()

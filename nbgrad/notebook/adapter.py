@@ -203,6 +203,25 @@ def grad_on(obj) -> bool:
     return _of(obj).grad_on()
 
 
+def lean_steps(module) -> bool:
+    """Whether ``module``'s engine wants lean training steps after the watched ones (see
+    ``ModelTracker``): torch, whose module hooks cost a step its fast path."""
+    return bool(getattr(_of(module), "LEAN_STEPS", False))
+
+
+def pause_recording(module):
+    """Before a trained model's call in a lean step: ``module``'s engine may stop recording
+    each op until :func:`resume_recording` (torch: its recorder leaves torch's mode stack);
+    a token for it, or None."""
+    return _of(module).pause_recording()
+
+
+def resume_recording(module, token, twin) -> None:
+    """After that call: recording again; the nodes it made take the lines of ``twin``'s
+    (``(first, end)`` node numbers of the same model's call recorded in full) when as many."""
+    _of(module).resume_recording(token, twin)
+
+
 def module_hook_api(engine):
     """The module of ``engine``'s global module hooks (``register_module_forward_pre_hook``)."""
     return engine.module_hook_api()

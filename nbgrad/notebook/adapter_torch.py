@@ -82,6 +82,17 @@ def named_parameters(module):
     return module.named_parameters()
 
 
+LEAN_STEPS = True  # after a cell's watched steps: no global module hooks, the recorder aside
+
+
+def pause_recording():
+    return R.pause()
+
+
+def resume_recording(token, twin) -> None:
+    R.resume(token, twin)
+
+
 def module_hook_api():
     """torch's global module hooks, the hooks wrapped so that what they read while a cell runs
     is not seen by the recorder (``torch._C.DisableTorchFunction``)."""
@@ -184,6 +195,8 @@ def _saved_names(node) -> tuple:
 
 
 _VERSIONS = re.compile(r"is at version (\d+); expected version (\d+)")
+# torch < 2.5 (2.4.1 tried): a SavedTensor has neither .data nor .unpack_hook
+_NO_RAW_DATA = not hasattr(getattr(torch._C._autograd, "SavedTensor", object), "data")
 
 
 class Saved:
@@ -234,11 +247,15 @@ def _read_saved(node, name, raw, index):
     s.released = False
     if data is None and not hooked:  # never saved (an undefined tensor), or freed by backward
         try:
-            if getattr(node, "_saved_" + name) is None:
+            t = getattr(node, "_saved_" + name)
+            if t is None:
                 return None
+            if _NO_RAW_DATA and isinstance(t, torch.Tensor):
+                data = t  # (older torch: the tensor unpacked, after torch's version check)
         except RuntimeError as exc:
-            s.released = "freed" in str(exc)
-            if not s.released:
+            text = str(exc)
+            s.released = "freed" in text
+            if not s.released and not _VERSIONS.search(text):  # (stale: read below)
                 return None
     if data is not None and not hooked:
         s.shape, s.dtype = tuple(int(d) for d in data.shape), data.dtype
@@ -414,6 +431,10 @@ def _missing() -> list:
         out.append("_get_sequence_nr (no lines of nodes, no module clusters)")
     if not hasattr(torch._C._autograd, "SavedTensor"):
         out.append("_raw_saved_* (saved tensors are not shown)")
+    elif _NO_RAW_DATA:
+        out.append("SavedTensor.data (saved tensors are read through torch's unpack: an unpack "
+                   "hook of saved_tensors_hooks runs when the panel reads one; a stale one's "
+                   "in-place write is not named)")
     return out
 
 

@@ -327,6 +327,8 @@ def snapshot(
     # Tensors by identity; aliases (a = b) share one row.
     by_id: dict[int, list] = {}
     objs: dict[int, object] = {}
+    fns: dict[int, object] = {}  # (held: an engine may make a new node object per read, and
+    # keys are ids; torch 2.4 does)
     for name, t in named:
         i = id(t)
         if i not in by_id:
@@ -377,7 +379,7 @@ def snapshot(
                 if prev is not None and prev[0] == i:
                     delta = version - prev[1]
                     break
-            fn = A.grad_fn(t)
+            fn = fns[i] = A.grad_fn(t)
             base = A.base(t)
             g = A.grad(t)
             info = TensorInfo(
@@ -417,7 +419,7 @@ def snapshot(
     # The grad_fn graph, breadth first from the named tensors' grad_fns (sorted by name).
     roots = []
     for i in list(tinfos):
-        fn = A.grad_fn(objs[i])
+        fn = fns.get(i)
         if fn is not None:
             roots.append(fn)
     nodes: dict[str, NodeInfo] = snap.nodes

@@ -113,6 +113,8 @@ class ModelTracker:
         self.loss_hooks: dict = {}  # id(loss module) -> handle of its hook reading the loss
         self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
         self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
+        self.lean: dict = {}  # id(trained model) -> handles of its lean-step hooks (this cell)
+        self._lean_stack: list = []  # (token, node count) of the lean model calls running now
         self.enabled = False  # the module hooks are installed
         self.watching = True  # this cell's first steps: module calls are watched in full
         self.root = None  # weakref to the module of the outermost call running now
@@ -169,6 +171,7 @@ class ModelTracker:
         self.depth = 0
 
     def uninstall(self) -> None:
+        self._lean_off()
         self._disable()
         self._mods = weakref.WeakSet()
         self._disarm()
@@ -185,6 +188,8 @@ class ModelTracker:
     def reset_cell(self) -> None:
         """Called before each cell: per-cell counters start again, and watching."""
         self.cell += 1
+        self._lean_off()
+        self.go_lean = False  # watching is over: the next top-level call's end starts lean steps
         self.depth = 0
         self.watching = True
         self._counted_now = None
@@ -222,6 +227,7 @@ class ModelTracker:
                                   or self.roots_seen >= WATCH_CALLS):
                 self.watching = False  # the first steps are done: counting hooks take over
                 self._start_counting()
+                self.go_lean = self.watched_backwards >= WATCH_BACKWARDS and bool(self.trained)
         if not self.watching:
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
             return
@@ -293,6 +299,8 @@ class ModelTracker:
             self.calls.append(Call(frame, A.node_count(module), weakref.ref(module),
                                    type(module).__name__, None, True, True, self.cell,
                                    root=self.root, depth=d, watched=False))
+            if d == 1 and self.go_lean:
+                self._start_lean()
             return
         out = output
         if isinstance(output, (tuple, list)):
@@ -586,8 +594,81 @@ class ModelTracker:
         self.eval_forward.clear()
 
     def recent_calls(self, snap=None) -> list:
-        """The module calls remembered (the last ``MAX_CALLS``), oldest first."""
-        return list(self.calls)
+        """The module calls remembered (the last ``MAX_CALLS``), oldest first; a lean step's
+        call is the top-level call and the calls inside its twin, shifted (see
+        :meth:`_start_lean`), the newest ones only."""
+        out, budget = [], MAX_CALLS
+        for c in reversed(self.calls):
+            if type(c) is _LeanCall:
+                inner = c.expand() if budget > 0 else [c.top()]
+                budget -= len(inner)
+                out.extend(reversed(inner))
+            else:
+                out.append(c)
+        out.reverse()
+        return out
+
+    # -- lean steps: after the watched ones, only the trained models' own hooks --------------
+
+    def _start_lean(self) -> None:
+        """The end of the first top-level call after watching (the second training step), when
+        the engines of the modules called this cell want it (torch: ``A.lean_steps``): nn's
+        global module hooks go, for the rest of the cell. Each module called at the top level
+        this cell (the model, the loss module) gets a pre/post hook of its own instead, which
+        lets the engine's recorder step aside inside it (its nodes get the lines of its *twin*,
+        its last call recorded by the global hooks, when they are as many) and records the
+        call's node range; the calls inside it are the twin's shifted by the difference in
+        node numbers when the counts agree (the same code made the same nodes), else only the
+        module's own call is known. A module first called later in the cell is not seen (no
+        cluster)."""
+        self.go_lean = False
+        mine = []  # this cell's calls, newest first (the deque holds earlier cells' too)
+        for c in reversed(self.calls):
+            if c.cell != self.cell:
+                break
+            if type(c) is Call:
+                mine.append(c)
+        twins = {}
+        for c in mine:  # the last top-level call of each module
+            if c.depth == 1:
+                m = c.ref()
+                if m is not None and id(m) not in twins:
+                    if not A.lean_steps(m):
+                        return
+                    twins[id(m)] = c
+        for key, top in twins.items():
+            inner = [c for c in reversed(mine) if top.start <= c.start and c.end <= top.end]
+            mod = top.ref()
+            twin = _Twin(top, inner)
+            post = self._make_lean_post(twin)
+            try:  # (also when the forward raises: the recorder goes back on the stack)
+                post = mod.register_forward_hook(post, always_call=True)
+            except TypeError:  # an nn without always_call
+                post = mod.register_forward_hook(post)
+            self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre), post)
+        if self.lean:
+            self._disable()
+
+    def _lean_pre(self, module, args):
+        self._lean_stack.append((A.pause_recording(module), A.node_count(module)))
+
+    def _make_lean_post(self, twin):
+        def nbgrad_panel_lean_step(module, args, output):
+            if not self._lean_stack:  # (hook added during this call)
+                return
+            token, start = self._lean_stack.pop()
+            end = A.node_count(module)
+            A.resume_recording(module, token, (twin.top.start + 1, twin.top.end + 1))
+            if end != start:
+                self.calls.append(_LeanCall(start, end, twin, self.cell))
+        return nbgrad_panel_lean_step
+
+    def _lean_off(self) -> None:
+        for handles in self.lean.values():
+            for h in handles:
+                h.remove()
+        self.lean = {}
+        self._lean_stack = []
 
     # -- notes --------------------------------------------------------------------------------
 
@@ -628,6 +709,37 @@ class ModelTracker:
         self.note(("broadcast", "warning"), None, "a loss target broadcasts against its input at "
                   "{where}: \u201c" + text.replace("{", "{{").replace("}", "}}")
                   + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
+
+
+class _Twin:
+    """The last call of a trained model recorded in full, and the calls inside it."""
+
+    __slots__ = ("top", "inner")
+
+    def __init__(self, top, inner):
+        self.top, self.inner = top, inner
+
+
+class _LeanCall:
+    """A trained model's call in a lean step: nodes ``start < seq <= end``."""
+
+    __slots__ = ("start", "end", "twin", "cell")
+
+    def __init__(self, start, end, twin, cell):
+        self.start, self.end, self.twin, self.cell = start, end, twin, cell
+
+    def top(self) -> Call:
+        t = self.twin.top
+        return Call(self.start, self.end, t.ref, t.cls, None, True, True, self.cell,
+                    root=t.ref, depth=1, watched=False)
+
+    def expand(self) -> list:
+        t = self.twin.top
+        if self.end - self.start != t.end - t.start:
+            return [self.top()]
+        d = self.start - t.start
+        return [Call(c.start + d, c.end + d, c.ref, c.cls, None, True, True, self.cell,
+                     root=t.ref, depth=c.depth, watched=False) for c in self.twin.inner]
 
 
 class _Frame:

@@ -95,6 +95,9 @@ class _State:
         self.opt_hooks = None  # handles of torch's global optimizer step hooks
         self.suspended = None  # DisableTorchFunction entered for an optimizer step
         self.step_where = None
+        self.paused = 0  # nesting of model calls the recorder stepped aside for (lean steps)
+        self.lean = False  # lean steps began this cell
+        self.steps: dict = {}  # id(optimizer) -> (weakref, where) of its last lean step
         self.faults: list = []  # one line per kind of fault, said once after the cell
         self.said: set = set()
 
@@ -183,8 +186,11 @@ class Recorder(TorchFunctionMode):
 def _made(before: int, after: int) -> None:
     """Nodes ``before <= seq < after`` were made by the call running now: their line, as one
     range (merged with the previous one when the same line made both)."""
-    where = _where(depth=3)
     STATE.nodes += after - before
+    _range(before, after, _where(depth=3))
+
+
+def _range(before: int, after: int, where) -> None:
     ends, wheres = STATE.ends, STATE.wheres
     if wheres and wheres[-1] is where and ends[-1] == before:
         ends[-1] = after
@@ -202,8 +208,72 @@ def where_of(seq: int):
     ends = STATE.ends
     i = bisect_right(ends, seq)
     if i < len(ends) and STATE.starts[i] <= seq:
-        return STATE.wheres[i]
+        w = STATE.wheres[i]
+        if type(w) is _Shift:  # a lean step's node: the line of its twin in the watched step
+            return where_of(seq - w.delta) if w.delta > 0 else None
+        return w
     return None
+
+
+class _Shift:
+    """A range of node numbers made by a model call the recorder stepped aside for, the same
+    count of nodes as the watched call ``delta`` numbers earlier: each node's line is its
+    twin's (the same code made them in the same order)."""
+
+    __slots__ = ("delta",)
+
+    def __init__(self, delta):
+        self.delta = delta
+
+
+def pause():
+    """Step aside for a model call of a lean training step (see ``ModelTracker``): the mode
+    leaves torch's stack until :func:`resume`. Returns ``(node number before, where)`` of the
+    call, or None when nothing is recording (record=off, another mode above ours)."""
+    mode = STATE.mode
+    if mode is None or STATE.suspended is not None:
+        return None
+    if STATE.paused:
+        STATE.paused += 1
+        return None
+    STATE.lean = True
+    try:
+        from torch.overrides import _get_current_function_mode_stack
+
+        stack = _get_current_function_mode_stack()
+        if not stack or stack[-1] is not mode:
+            return None
+        where = _where(depth=2)
+        mode.__exit__(None, None, None)
+    except Exception as exc:  # noqa: BLE001 - a torch without the stack: recorded op by op
+        _fault(f"lean steps unavailable ({type(exc).__name__})", "pause")
+        return None
+    STATE.paused = 1
+    return (_seq_nr(), where)
+
+
+def resume(token, twin=None) -> None:
+    """Back on torch's stack after the call :func:`pause` stepped aside for; its nodes get the
+    lines of ``twin`` (``(first, end)`` node numbers of the watched call of the same model)
+    when it made as many, else the line of the call."""
+    if STATE.paused > 1:
+        STATE.paused -= 1
+        return
+    if token is None or not STATE.paused:
+        return
+    STATE.paused = 0
+    mode = STATE.mode
+    if mode is None:
+        return
+    before, where = token
+    mode.__enter__()
+    after = _seq_nr()
+    if after == before:
+        return
+    STATE.nodes += after - before
+    if twin is not None and twin[1] - twin[0] == after - before and twin[0] < before:
+        where = _Shift(before - twin[0])
+    _range(before, after, where)
 
 
 def _wrote(target, op: str) -> None:
@@ -331,6 +401,15 @@ def _opt_post(optimizer, args, kwargs) -> None:
     if where is None and STATE.cells is not None:
         return
     STATE.events += 1
+    if STATE.lean:  # a lean step: its writes are written down once, after the cell
+        if id(optimizer) in STATE.steps or len(STATE.steps) < 64:
+            STATE.steps[id(optimizer)] = (weakref.ref(optimizer), where)
+        return
+    _step_writes(optimizer, where)
+
+
+def _step_writes(optimizer, where) -> None:
+    """One write per parameter with a gradient, ``<Optimizer>.step`` at ``where``."""
     op = f"{type(optimizer).__name__}.step"
     try:
         with torch._C.DisableTorchFunction():  # (these reads are the panel's, not the user's)
@@ -374,6 +453,8 @@ def start(ip=None) -> None:
 def stop() -> list:
     """Leave the recorder after the cell; the one-line faults of this cell (said once each)."""
     mode, STATE.mode = STATE.mode, None
+    if STATE.paused:  # (a model call that raised: the recorder is off the stack already)
+        STATE.paused, mode = 0, None
     if STATE.suspended is not None:  # an optimizer step that raised: its post hook never ran
         off, STATE.suspended = STATE.suspended, None
         off.__exit__(None, None, None)
@@ -390,6 +471,12 @@ def stop() -> list:
             _fault("a TorchFunctionMode the cell entered is still active above the panel's; "
                    "recording stays on until it exits")
             STATE.mode = mode
+    STATE.lean = False
+    steps, STATE.steps = STATE.steps, {}
+    for ref, where in steps.values():  # the last lean step of each optimizer
+        opt = ref()
+        if opt is not None:
+            _step_writes(opt, where)
     out, STATE.faults = STATE.faults, []
     STATE.said = set()
     return out

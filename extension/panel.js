@@ -154,11 +154,14 @@ function render({ model, el: root }) {
   let graphCache = null;
   // `tabs` and `graph` arrive packed in `content` (see the loader): inflated, then drawn
   let content = { tabs: {}, graph: "{}" };
+  let contentRaw = null;  // the `content` string `content` was inflated from
   function refresh() {
-    const raw = model.get("content");
+    const raw = model.get("content") || "";
     globalThis.__nbgradContent(model).then((c) => {
-      if (model.get("content") !== raw) return;  // (a newer one is on its way)
+      if ((model.get("content") || "") !== raw) { refresh(); return; }  // a newer one came
+      if (raw === contentRaw) return;
       content = c;
+      contentRaw = raw;
       draw();
     }, (e) => console.warn("nbgrad: the panel's content could not be read:", e));
   }
@@ -317,6 +320,7 @@ function render({ model, el: root }) {
   }
 
   function draw() {
+    if ((model.get("content") || "") !== contentRaw) refresh();  // (drawn again once it is in)
     const tabs = content.tabs || {};
     const order = model.get("tab_order") || Object.keys(tabs);
     let active = model.get("active");
@@ -363,7 +367,6 @@ function render({ model, el: root }) {
   model.on("change:theme", draw);
   model.on("change:dot", draw);
   draw();
-  refresh();
   return () => { root.replaceChildren(); };
 }
 

@@ -7,25 +7,6 @@
 
 const G = globalThis;
 
-// `content`: the tabs' HTML and the graph's details as zlib-compressed JSON in base64 (a saved
-// notebook keeps every panel's widget state: 4x less). Inflated once per string, here and for
-// the panel's code (G.__nbgradContent).
-const inflated = new Map();
-function nbgradContent(model) {
-  const raw = model.get("content") || "";
-  if (!raw) return Promise.resolve({ tabs: {}, graph: "{}" });
-  let p = inflated.get(raw);
-  if (!p) {
-    const bytes = Uint8Array.from(atob(raw), (c) => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
-    p = new Response(stream).text().then((t) => JSON.parse(t));
-    inflated.set(raw, p);
-    while (inflated.size > 16) inflated.delete(inflated.keys().next().value);
-  }
-  return p;
-}
-G.__nbgradContent = nbgradContent;
-
 function nbgradPicture(model, el) {
   const box = document.createElement("div");
   box.className = "nbgrad-panel nbgrad-waiting";
@@ -38,16 +19,14 @@ function nbgradPicture(model, el) {
   const body = document.createElement("div");
   body.className = "nbgrad-body";
   body.style.cssText = "overflow:auto;max-height:560px";
+  const tabs = model.get("tabs") || {};
+  body.innerHTML = tabs[model.get("active")] || tabs.Graph || "";
+  for (const svg of body.querySelectorAll(".nbgrad-svg svg")) {
+    svg.style.maxWidth = "100%";  // fit the output width, never above its natural size
+    svg.style.height = "auto";
+  }
   box.append(head, body);
   el.replaceChildren(box);
-  nbgradContent(model).then(({ tabs }) => {
-    if (!box.isConnected) return;  // (the panel's code came first and drew it)
-    body.innerHTML = tabs[model.get("active")] || tabs.Graph || "";
-    for (const svg of body.querySelectorAll(".nbgrad-svg svg")) {
-      svg.style.maxWidth = "100%";  // fit the output width, never above its natural size
-      svg.style.height = "auto";
-    }
-  }, (e) => console.warn("nbgrad: the panel's content could not be read:", e));
 }
 
 function nbgradCode(model) {

@@ -152,22 +152,9 @@ function render({ model, el: root }) {
   root.append(panel);
   const collapsedNodes = new Set();
   let graphCache = null;
-  // `tabs` and `graph` arrive packed in `content` (see the loader): inflated, then drawn
-  let content = { tabs: {}, graph: "{}" };
-  let contentRaw = null;  // the `content` string `content` was inflated from
-  function refresh() {
-    const raw = model.get("content") || "";
-    globalThis.__nbgradContent(model).then((c) => {
-      if ((model.get("content") || "") !== raw) { refresh(); return; }  // a newer one came
-      if (raw === contentRaw) return;
-      content = c;
-      contentRaw = raw;
-      draw();
-    }, (e) => console.warn("nbgrad: the panel's content could not be read:", e));
-  }
   function graphOf() {
-    // `graph` is one JSON string (cheaper for the kernel to sync than a nested dict)
-    const raw = content.graph || "{}";
+    // `graph` arrives as one JSON string (cheaper for the kernel to sync than a nested dict)
+    const raw = model.get("graph") || "{}";
     if (!graphCache || graphCache.raw !== raw) {
       let parsed = {};
       try { parsed = JSON.parse(raw); } catch (e) { parsed = {}; }
@@ -320,8 +307,7 @@ function render({ model, el: root }) {
   }
 
   function draw() {
-    if ((model.get("content") || "") !== contentRaw) refresh();  // (drawn again once it is in)
-    const tabs = content.tabs || {};
+    const tabs = model.get("tabs") || {};
     const order = model.get("tab_order") || Object.keys(tabs);
     let active = model.get("active");
     if (!(active in tabs)) active = order[0];
@@ -360,10 +346,11 @@ function render({ model, el: root }) {
     if (body.dataset.panned) { delete body.dataset.panned; return; }  // the end of a drag
     if (model.get("selected")) { model.set("selected", ""); model.save_changes(); select(""); }
   });
-  model.on("change:content", refresh);
+  model.on("change:tabs", draw);
   model.on("change:active", draw);
   model.on("change:collapsed", draw);
   model.on("change:summary", draw);
+  model.on("change:graph", draw);
   model.on("change:theme", draw);
   model.on("change:dot", draw);
   draw();

@@ -7,9 +7,7 @@ widget view *and* a static ``text/html`` copy, so a saved notebook stays readabl
 
 from __future__ import annotations
 
-import base64
 import json
-import zlib
 from pathlib import Path
 
 import anywidget
@@ -114,27 +112,6 @@ def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
     return tab_html, (dot if svg is None else "")
 
 
-def pack(tabs: dict, graph: str) -> str:
-    """The ``content`` trait: ``{"tabs": tabs, "graph": graph}`` as JSON, zlib-compressed and
-    base64-encoded (the front end inflates it with the browser's DecompressionStream)."""
-    raw = json.dumps({"tabs": tabs, "graph": graph}, separators=(",", ":")).encode("utf-8")
-    return base64.b64encode(zlib.compress(raw, 3)).decode("ascii")  # (6: 2x the time)
-
-
-def unpack(content: str) -> dict:
-    """``{"tabs": ..., "graph": ...}`` from a ``content`` trait (or a saved widget state's);
-    empty ones for a retired panel's ``""``."""
-    if not content:
-        return {"tabs": {}, "graph": "{}"}
-    return json.loads(zlib.decompress(base64.b64decode(content)).decode("utf-8"))
-
-
-def saved_state(state: dict) -> dict:
-    """A panel's widget state as saved in a notebook, its ``content`` unpacked into ``tabs`` and
-    ``graph`` (what tests and tools read)."""
-    return {**state, **unpack(state.get("content", ""))}
-
-
 def graph_json(snap, folded=(), expanded=()) -> str:
     """:func:`graph_data` as compact JSON, capped at :data:`MAX_GRAPH_JSON` (titles kept)."""
     data = graph_data(snap, folded, expanded)
@@ -217,15 +194,12 @@ class NbgradPanel(anywidget.AnyWidget):
     _esm = _compact(_asset("loader.js"), "//")
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
-    # ``tabs`` and ``graph`` reach the front end packed in ``content`` (zlib, base64): a saved
-    # notebook keeps the last state of every panel next to its static copy (4x less this way)
-    tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order (in ``content``)")
+    tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
     tab_order = traitlets.List([], help="tab names in display order").tag(sync=True)
     active = traitlets.Unicode("Graph", help="the tab shown").tag(sync=True)
     graph = traitlets.Unicode("{}", help="JSON: graph elements by SVG id (kind, title, details, "
-                              "next); one string (in ``content``)")
-    content = traitlets.Unicode("", help="``{\"tabs\": tabs, \"graph\": graph}`` as JSON, "
-                                "zlib-compressed, base64: what the front end draws").tag(sync=True)
+                              "next); one string, cheaper to sync than a nested dict"
+                              ).tag(sync=True)
     selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
                                  ).tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
@@ -329,7 +303,6 @@ class NbgradPanel(anywidget.AnyWidget):
             self.tabs = {**self.tabs, "Graph": self._graph_tab(svg if svg is not None else "",
                                                                snap)}
             self.graph = graph_json(snap, self.folded, self.expanded)
-            self.content = pack(self.tabs, self.graph)
             self.dot = dot if svg is None else ""
 
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
@@ -353,7 +326,6 @@ class NbgradPanel(anywidget.AnyWidget):
             self.tabs = tab_html
             self.active = render.first_tab(tab_html)
             self.graph = graph_json(snap, self.folded, self.expanded)
-            self.content = pack(self.tabs, self.graph)
             self.dot = dot
 
     @property
@@ -374,7 +346,7 @@ class NbgradPanel(anywidget.AnyWidget):
         if self.comm is not None:
             try:
                 self.comm.send({"method": "update", "buffer_paths": [], "state": {
-                    "content": "", "tab_order": [], "dot": "", "summary": "",
+                    "tabs": {}, "tab_order": [], "graph": "{}", "dot": "", "summary": "",
                     "folded": [], "expanded": [], "_esm": _RETIRED_ESM}})
             except Exception:  # noqa: BLE001 - a comm already gone: nothing was kept
                 pass

@@ -174,13 +174,11 @@ def rss_bytes_per_node(lib_name, n=100000):
     return float(out.stdout.strip())
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args()
+def measure(rounds=7, matmul=True):
+    """[(row name, {"nbgrad"/"torch"/"numpy": seconds})] for the per-op targets, and the
+    provenance on/off pair {"on"/"off": seconds} (bench_targets.py reads them too)."""
     if torch:
         torch.set_num_threads(1)  # like for like: nbgrad runs numpy's BLAS on one thread
-    rounds = 3 if a.quick else 7
     rows = []
 
     fns = {"nbgrad": chain_10(nbgrad)}
@@ -211,12 +209,19 @@ def main():
         fns["torch"] = chain_1000(torch)
     rows.append(("1000-step chain y*1.0001+0.0001 fwd+bwd", _interleaved(fns, rounds, 3)))
 
-    for n in (512, 1024):
+    for n in (512, 1024) if matmul else ():
         fns = {"nbgrad": matmul_tanh(nbgrad, n), "numpy": matmul_tanh_numpy(n)}
         if torch:
             fns["torch"] = matmul_tanh(torch, n)
         rows.append((f"(x@w).tanh().sum() fwd+bwd N={n}", _interleaved(fns, rounds * 2, 5)))
+    return rows, prov_cost
 
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    rows, prov_cost = measure(3 if a.quick else 7)
     print(f"{'benchmark':45s} {'nbgrad':>10s} {'torch':>10s} {'numpy':>10s} {'nb/torch':>9s} "
           f"{'nb/numpy':>9s}")
     for name, r in rows:

@@ -210,13 +210,15 @@ def _set_torch_threads(n):
     torch.set_num_threads(n)
 
 
-def bench_speed(kind, x, y, n_epochs):
+def bench_speed(kind, x, y, n_epochs, torch_default=True):
+    """Epoch times: torch on its default threads (unless `torch_default` is False) and on one,
+    nbgrad, numpy by hand; {label: (wall s, CPU s)}."""
     np_impl = NumpyMLP(x, y) if kind == "mlp" else NumpyCNN(x, y)
     ng_epoch, _ = make_lib_step(nbgrad, kind, x, y)
     th_epoch, _ = make_lib_step(torch, kind, x, y)
     default_threads = torch.get_num_threads()
-    runs = [("torch", th_epoch, default_threads), ("torch-1t", th_epoch, 1),
-            ("nbgrad", ng_epoch, None), ("numpy", np_impl.epoch, None)]
+    runs = [("torch", th_epoch, default_threads)] if torch_default else []
+    runs += [("torch-1t", th_epoch, 1), ("nbgrad", ng_epoch, None), ("numpy", np_impl.epoch, None)]
     res = {}
     # interleave the libraries, best of 3 rounds of medians, to even out machine noise
     for _ in range(3):
@@ -232,7 +234,7 @@ def bench_speed(kind, x, y, n_epochs):
     for name, _, threads in runs:
         label = name if name != "torch" else f"torch-{default_threads}t"
         print(f"  {label:9s} {res[name][0] * 1e3:8.2f} {res[name][1] * 1e3:8.2f}")
-    for ref in ("torch", "torch-1t", "numpy"):
+    for ref in ("torch", "torch-1t", "numpy") if torch_default else ("torch-1t", "numpy"):
         print(f"  nbgrad / {ref:8s} wall {res['nbgrad'][0] / res[ref][0]:.2f}x   "
               f"cpu {res['nbgrad'][1] / res[ref][1]:.2f}x")
     return res
@@ -282,7 +284,9 @@ class _Rows:
 
 def bench_data(x, y, n_epochs):
     """Per batch, iterating alone: a DataLoader over a TensorDataset (batch 64, shuffle) and
-    over a map-style Dataset of numpy rows with the default collate; torch on 1 thread."""
+    over a map-style Dataset of numpy rows with the default collate; torch on 1 thread.
+    Returns {label: {"torch"/"nbgrad": CPU seconds per batch}}."""
+    out = {}
     default_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     n_batches = -(-len(x) // BATCH)
@@ -303,12 +307,15 @@ def bench_data(x, y, n_epochs):
                 res[name] = min(res.get(name, cpu), cpu)
         print(f"  {label:14s} torch {res['torch'] * 1e6:7.1f} us   "
               f"nbgrad {res['nbgrad'] * 1e6:7.1f} us   nbgrad / torch {res['nbgrad'] / res['torch']:.2f}x")
+        out[label] = res
     torch.set_num_threads(default_threads)
+    return out
 
 
 def bench_eval(kind, x, y, n_epochs):
     """The model's forward over the data in batches of 64, eval() and under no_grad /
-    inference_mode; torch on 1 thread."""
+    inference_mode; torch on 1 thread. Returns {mode: {"torch"/"nbgrad": CPU seconds}}."""
+    out = {}
     default_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     xs = x if kind == "cnn" else x.reshape(len(x), 64)
@@ -333,7 +340,9 @@ def bench_eval(kind, x, y, n_epochs):
                 res[name] = min(res.get(name, cpu), cpu)
         print(f"  {mode:14s} torch {res['torch'] * 1e3:7.2f} ms   nbgrad {res['nbgrad'] * 1e3:7.2f}"
               f" ms   nbgrad / torch {res['nbgrad'] / res['torch']:.2f}x")
+        out[mode] = res
     torch.set_num_threads(default_threads)
+    return out
 
 
 def bench_memory(kind, x, y):

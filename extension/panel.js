@@ -301,6 +301,14 @@ function render({ model, el: root }) {
         model.save_changes();
       });
     }
+    for (const b of body.querySelectorAll(".nbgrad-step-open, .nbgrad-step-ctl")) {
+      // "step through loss.backward()" and the Step tab's controls: the kernel walks the engine
+      b.addEventListener("click", (ev) => {
+        ev.stopPropagation();
+        b.disabled = true;
+        model.send({ type: "step", op: b.dataset.op || "", name: b.dataset.name || "" });
+      });
+    }
     for (const tr of body.querySelectorAll("tr[data-key]")) {
       tr.addEventListener("mouseenter", () => showDetails(tr.dataset.key, false));
     }

@@ -38,6 +38,19 @@ def _size(size):
     return tuple(int(s) for s in size)
 
 
+def _plain_dims(size):
+    """`size` (a factory's positional sizes) as a tuple when it is the common call, one
+    non-negative Python int per dimension, or a tuple/list of them, or torch.Size; None
+    otherwise (then `_size` parses and checks it). One loop instead of `_size`'s generators:
+    `nbgrad.ones(2, 2)` took 3-19 us against torch's 0.8 in its argument parsing."""
+    if len(size) == 1 and type(size[0]) in (tuple, list, Size):
+        size = size[0]
+    for s in size:
+        if type(s) is not int or s < 0:
+            return None
+    return tuple(size)
+
+
 def _dev(device):
     if device is None:
         return backend.get_default_device()  # nbgrad.set_default_device / `with device(...)`
@@ -164,9 +177,12 @@ def size_arg(fn, shape, size_kw):
 def _filled(fill):
     def f(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None):
         size = size_arg(fill.__name__, shape, size)
-        if fill is not np.empty and any(isinstance(s, int) and s < 0 for s in _flat(size)):
-            raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
-        size = _size(size)
+        dims = _plain_dims(size)
+        if dims is None:
+            if fill is not np.empty and any(isinstance(s, int) and s < 0 for s in _flat(size)):
+                raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
+            dims = _size(size)
+        size = dims
         dt = dtypes.dtype_arg(fill.__name__, dtype) or dtypes.default_np()
         arr = _allocated(fill, size, dt)
         return _finish(arr, device, requires_grad)

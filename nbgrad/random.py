@@ -370,17 +370,47 @@ def _shaped(sampler, generator, size, np_dt):
     return sampler(_gen(generator), _count(shape), np_dt).reshape(shape)
 
 
+def _swap_shuffle(j):
+    """The permutation that swapping position i with j[i] >= i, for i = 0, 1, ... in turn,
+    makes of 0 .. n-1 (j[-1] = n-1), computed without the sequential loop.
+
+    Let V[k] be the value at position k when swap k comes: the value the last earlier swap
+    aimed at k (the largest m < k with j[m] == k) moved there, i.e. V[m], else k itself; the
+    chains of such m are followed by pointer jumping. Position i ends with what swap i finds at
+    j[i]: V[i] when j[i] == i, else V[m] for the last earlier m aiming at j[i], else j[i]."""
+    n = j.size
+    idx = np.arange(n, dtype=np.int64)
+    key = np.sort(j * n + idx)  # by target, then by index (a plain sort: the keys differ)
+    order = key % n
+    same = np.zeros(n, bool)
+    np.equal(key[1:] // n, key[:-1] // n, out=same[1:])
+    prev = np.full(n, -1, np.int64)  # prev[i]: the last m < i with j[m] == j[i]
+    prev[order[same]] = order[:-1][same[1:]]
+    last = np.ones(n, bool)
+    last[:-1] = ~same[1:]
+    sel = order[last]  # the last swap aiming at each target
+    tgt = j[sel]
+    parent = np.full(n, -1, np.int64)
+    parent[tgt] = np.where(sel == tgt, prev[sel], sel)  # only an earlier swap counts
+    root = np.where(parent >= 0, parent, idx)
+    while True:
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    return np.where(j == idx, root, np.where(prev >= 0, root[np.maximum(prev, 0)], j))
+
+
 def _randperm(g, n):
     """torch's randperm_cpu for n < 2**32 / 20: 0..n-1 shuffled by swapping position i with
-    i + (word % (n - i)), i = 0 .. n-2 (one 32-bit word each); beyond, the inside-out shuffle
-    with 64-bit draws."""
+    i + (word % (n - i)), i = 0 .. n-2 (one 32-bit word each; the swaps composed at once by
+    _swap_shuffle); beyond, the inside-out shuffle with 64-bit draws."""
     if n < (2 ** 32 - 1) // 20:
-        m = max(n - 1, 0)
-        z = g._words(m) % np.arange(n, 1, -1, dtype=np.uint32)
-        perm = list(range(n))
-        for i, j in enumerate((z + np.arange(m, dtype=np.uint32)).tolist()):
-            perm[i], perm[j] = perm[j], perm[i]  # sequential: each swap sees the earlier ones
-        return np.array(perm, dtype=np.int64)
+        if n <= 1:
+            return np.arange(n, dtype=np.int64)
+        j = np.arange(n, dtype=np.int64)
+        j[:-1] += g._words(n - 1) % np.arange(n, 1, -1, dtype=np.uint32)
+        return _swap_shuffle(j)
     z = (g._words64(n) % np.arange(1, n + 1, dtype=np.uint64)).tolist()
     perm = [0] * n
     for i, k in enumerate(z):

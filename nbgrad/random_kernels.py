@@ -70,27 +70,34 @@ def fma32(a, b, c):
 
     The product of two float32 is exact in float64, and so is their sum with a float32 unless
     the terms lie far apart; only a float64 sum that lands on a float32 halfway point can then
-    round twice wrongly, and those few elements are redone exactly (rounded to odd)."""
+    round twice wrongly, and those few elements are redone exactly (rounded to odd). Six array
+    operations in the common case: this sits in the inner loop of the float32 ``randn``."""
     a = np.asarray(a, np.float32)
-    scalars = np.ndim(b) == 0 and np.ndim(c) == 0
-    if scalars:
-        b, c = float(np.float32(b)), float(np.float32(c))
-        if c == 0.0:
-            return a * np.float32(b)
-        if b == 1.0:
-            return a + np.float32(c)
+    b = np.float32(b) if np.ndim(b) == 0 else np.asarray(b, np.float32)
+    c = np.float32(c) if np.ndim(c) == 0 else np.asarray(c, np.float32)
+    if b.ndim == 0 and c.ndim == 0:
+        if c == 0:
+            return a * b
+        if b == 1:
+            return a + c
+    return _fma32(a, b, c)
+
+
+def _fma32(a, b, c):
+    """fma32 for a float32 array a, and b, c float32 arrays or numpy float32 scalars (no
+    checks: the polynomials below call it directly)."""
     s = a.astype(np.float64)
-    s *= b if scalars else np.asarray(b, np.float32)
-    s += c if scalars else np.asarray(c, np.float32)
+    s *= b
+    s += c
     out = s.astype(np.float32)
     low = s.view(np.int64)
     low &= 0x1FFFFFFF  # s is not needed any more: its bits below float32's precision
-    if (low == 0x10000000).any():
-        idx = np.flatnonzero(low == 0x10000000)
-        p = a.ravel()[idx].astype(np.float64)
-        p *= b if scalars else np.broadcast_to(b, a.shape).ravel()[idx]
-        cc = np.full(idx.size, c) if scalars else \
-            np.broadcast_to(c, a.shape).ravel()[idx].astype(np.float64)
+    half = low == 0x10000000
+    if half.any():
+        idx = np.flatnonzero(half)
+        p = np.broadcast_to(a, out.shape).ravel()[idx].astype(np.float64)
+        p *= np.broadcast_to(b, out.shape).ravel()[idx]
+        cc = np.broadcast_to(c, out.shape).ravel()[idx].astype(np.float64)
         out.ravel()[idx] = _round_to_odd(*_two_sum(p, cc)).astype(np.float32)
     return out
 
@@ -157,10 +164,10 @@ def log256_ps(x):
     e = e - small.astype(np.float32)
     x = (x - _ONE) + x * small  # x + x - 1 where small, else x - 1
     z = x * x
-    y = fma32(x, _LOG_P[0], _LOG_P[1])
+    y = _fma32(x, _LOG_P[0], _LOG_P[1])
     for p in _LOG_P[2:]:
-        y = fma32(y, x, p)
-    y = fma32(y * x, z, e * _LOG_Q1)
+        y = _fma32(y, x, p)
+    y = _fma32(y * x, z, e * _LOG_Q1)
     y = y - z * _HALF
     return (x + y) + e * _LOG_Q2  # e * Q2 is exact (8 + 9 bits): the fused add is a plain one
 
@@ -178,12 +185,12 @@ def sincos256_ps(x):
     # y is an even integer below 2**4 here, and DP1, DP2 have 8 and 12 bits: their products are
     # exact, so only the last of the three fused multiply-adds needs emulating
     x = (x + y * _DP[0]) + y * _DP[1]
-    x = fma32(y, _DP[2], x)
+    x = _fma32(y, _DP[2], x)
     z = x * x
-    yc = fma32(fma32(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
-    yc = fma32(yc * z, z, -(z * _HALF)) + _ONE
-    ys = fma32(fma32(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
-    ys = fma32(ys * z, x, x)
+    yc = _fma32(_fma32(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
+    yc = _fma32(yc * z, z, -(z * _HALF)) + _ONE
+    ys = _fma32(_fma32(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
+    ys = _fma32(ys * z, x, x)
     # the kernel's selection by bit masks: sin = (cos poly & ~mask) + (sin poly & mask), and
     # cos = the other two, each zeroed half an exact +0
     mask = -(poly.astype(np.int32))

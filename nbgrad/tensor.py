@@ -80,10 +80,11 @@ def wake_views(base):
 class _Extra:
     """Rarely used per-tensor state, kept out of the common path."""
 
-    __slots__ = ("hooks", "accum", "retains_grad", "name", "cut")
+    __slots__ = ("hooks", "accum", "retains_grad", "name", "cut", "post_acc")
 
     def __init__(self):
         self.hooks = None
+        self.post_acc = None  # register_post_accumulate_grad_hook's hooks (a leaf's)
         self.accum = None
         self.retains_grad = False
         self.name = None
@@ -495,6 +496,8 @@ class Tensor:
         return self._data.item()
 
     def __float__(self):
+        if self._requires_grad and not _WARNED_SCALAR:
+            _warn_scalar()
         return float(self._scalar())
 
     def __int__(self):
@@ -590,3 +593,14 @@ def _dim(d, ndim):
 
 expose(Tensor, "torch")  # printed as torch.Tensor under the torch alias (nbgrad.naming)
 expose(Size, "torch")
+
+
+_WARNED_SCALAR = []  # torch warns once per process (TORCH_WARN_ONCE)
+
+
+def _warn_scalar():
+    """PyTorch 2.13's warning for ``float(t)`` of a tensor that requires grad, once."""
+    _WARNED_SCALAR.append(True)
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.", UserWarning,
+                  stacklevel=3)

@@ -47,6 +47,19 @@ except ImportError:
 print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
+# the classroom notebooks with small graphs (02, 04, 05; 11 has its own): values mode on, each
+# box of the graph shows its tensor's data and .grad, each edge the gradient backward sent along
+# it. Off in 01 and 03: their saved size is past the 20 KB per cell budget already, and values add
+# to it (benchmarks/bench_values_notebooks.py: 01 23.9 -> 25.3, 03 20.2 -> 20.9 KB per cell)
+
+
+def values_on(setup):
+    """A setup cell with values mode on, right after ``%load_ext nbgrad``."""
+    return setup.replace("%load_ext nbgrad\n", "%load_ext nbgrad\n%nbgrad set values=on  "
+                         "# data, .grad and edge gradients written in the graph\n", 1)
+
+
+SETUP_VALUES = values_on(SETUP)
 
 SETUP02 = '''
 ENGINE = "nbgrad"               # or "torch": the same notebook in real PyTorch, the same panel
@@ -290,7 +303,7 @@ NB02 = [
           "what the panel shows **before** you call backward, in-place operations on leaves, "
           "and the four fixes (`no_grad`, `.data`, `detach()`, `clone()`) and why each works "
           "(seeds 000 and 004).", EITHER_ENGINE),
-    code(SETUP02),
+    code(values_on(SETUP02)),
     md("""
 ## 1. The classic: modifying a tensor that backward needs
 
@@ -618,7 +631,7 @@ NB04 = [
           "a graph holds its saved tensors until `backward()` consumes them (or until the "
           "graph itself goes); `retain_graph=True` keeps them. The *Memory* tab of the panel, "
           "and the GPU caching pool when a GPU is present (seed 001 §6.3, seed 000)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     code("""
 from nbgrad.backend import memory_stats
 
@@ -663,15 +676,15 @@ def saved(fn):                        # each node of the chain, and what it save
 saved(loss.grad_fn)
 """),
     md("""
-Open the **Memory** tab of the panel under that cell: *saved for backward 4.0 MiB in 1 saved
-tensors* is the `exp` output, and *this cell* lists the storages allocated and freed. The graph
-tab shows the saved `result` beside `ExpBackward0`.
+Open the **Memory** tab of the panel under that cell: under *saved for backward*, *1 saved tensor
+holds 4.0 MiB in the graphs shown* is the `exp` output, and *this cell* lists the storages
+allocated and freed. The graph tab shows the saved `result` beside `ExpBackward0`.
 
 ## 3. `backward()` frees the graph's saved tensors
 
 After `backward()` the saved output of `exp` is released (and `w.grad` appears: 4 MiB more), even
-though `loss` (and so the graph's nodes) is still alive. The panel now says *saved for backward
-0 B*, and the graph marks the saved `result` as *freed by backward*.
+though `loss` (and so the graph's nodes) is still alive. The panel's Memory tab now says *no
+saved tensors in the graphs shown*, and the graph marks the saved `result` as *freed by backward*.
 """),
     code("""
 loss.backward()
@@ -769,7 +782,7 @@ NB05 = [
           "Write an operation with its own backward (`torch.autograd.Function`), check it "
           "against finite differences (`gradcheck`), and differentiate a gradient "
           "(`create_graph=True`)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     md("""
 ## 1. A custom Function
 

@@ -21,7 +21,21 @@ torch's global module hooks, nothing of nbgrad's), per cell:
 - ``nan_params``: ``{parameter path: step}``: the parameter holds NaN/Inf since the update of
   that step (seen finite before that backward call, non-finite before the next or after the cell);
 - ``no_grad``: per model the user called with grad on in a cell that ran backward, its
-  parameters whose ``.grad`` is None after the cell.
+  parameters that no backward call of the cell summed a gradient into;
+- ``accum``: ``{parameter path: n}``: the most backward calls summed into its ``.grad`` since it
+  was last None or all zeros, at any backward of the cell (previous cells' calls counted), for
+  the parameters where that is 2 or more (``accum_early``: those where it was 2 or more at
+  backward call 1 or 2, the calls the panel watches); ``grad_norm``: ``{parameter path: norm}`` of the
+  gradient the last backward call summed in; ``step_sq``: per backward call, ``{parameter path:
+  squared norm}`` of the gradient it summed in;
+- ``modes``: ``{(kind, module path, class, cell, line)}``: a model with Dropout / BatchNorm
+  layers the user called in train mode under ``no_grad`` (``"train-nograd"``, its first such call
+  of the cell), or called in eval mode with grad on and then reached by a backward of the same
+  cell (``"eval-train"``, the last such call before that backward);
+- ``broadcasts``: ``[(cell, line, target shape, input shape)]``: the calls of a loss that
+  broadcasts its target (``F.mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``: what
+  ``nn.MSELoss`` ... call) with a target of another shape than its input; ``raised``: a
+  backward call of the cell raised.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+import warnings
 
 NB_PRELUDE = ("import nbgrad as torch\nimport nbgrad.nn as nn\nimport nbgrad.nn.functional as F\n"
               "import numpy as np")
@@ -112,6 +127,9 @@ CUT_NET = '''class CutNet(nn.Module):
         h = {cut}
         return self.dec(h)'''
 
+MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "BatchNorm1d",
+               "BatchNorm2d", "BatchNorm3d")  # the layers train() / eval() changes
+
 _CUTS = ["{h}.detach()", "{h}.data", "torch.from_numpy({h}.detach().numpy())"]
 
 
@@ -119,9 +137,10 @@ def program(seed: int) -> list:
     """The cells of one session (without the prelude), in PyTorch's API."""
     r = random.Random(seed)
     cells = [HELPERS]
-    scenes = ["mlp", "lm", "nested", "cut", "nan", "accum", "rerun", "eval", "attn"]
+    scenes = ["mlp", "lm", "nested", "cut", "nan", "accum", "rerun", "eval", "attn", "bcast",
+              "modes", "accum2", "fails"]
     r.shuffle(scenes)
-    scenes = ["mlp"] + [s for s in scenes if s != "mlp"][:r.randint(3, 5)]
+    scenes = ["mlp"] + [s for s in scenes if s != "mlp"][:r.randint(4, 7)]
     rerun = None
     for scene in scenes:
         d = r.choice([3, 4, 5])
@@ -188,6 +207,56 @@ def program(seed: int) -> list:
             cells += [ATTN, f"att = init(Attn(4), {seed + 16}, scale=0.3)\n"
                             f"xq = data({seed + 17}, 2, 3, 4)",
                       "att_loss = att(xq).pow(2).mean()\natt_loss.backward()"]
+        elif scene == "bcast":  # a loss whose target broadcasts, or the same fixed
+            loss = r.choice(["nn.MSELoss()", "F.mse_loss", "nn.L1Loss()", "F.l1_loss",
+                             "F.smooth_l1_loss", "nn.HuberLoss()"])
+            target = r.choice(["yb", "yb", "yb.unsqueeze(1)"])
+            steps = r.choice([1, 1, 3, 12])
+            cells += [f"reg = init(nn.Linear({d}, 1), {seed + 18})\nxb = data({seed + 19}, 8, {d})\n"
+                      f"yb = data({seed + 20}, 8)\ncrit = {loss}"]
+            body = f"reg.zero_grad()\nbl = crit(reg(xb), {target})\nbl.backward()"
+            cells.append(body if steps == 1 else f"for step in range({steps}):\n    "
+                         + body.replace("\n", "\n    "))
+            if r.random() < 0.5:  # the same cell again (a warning Python shows once)
+                cells.append(cells[-1])
+        elif scene == "modes":  # train / eval: under no_grad, and trained in eval mode
+            cells.append(f"bn = init(nn.Sequential(nn.Linear({d}, 4), nn.BatchNorm1d(4), "
+                         f"nn.ReLU(), nn.Linear(4, 1)), {seed + 21})\n"
+                         f"xv = data({seed + 22}, 6, {d})")
+            for _ in range(r.randint(2, 3)):
+                cells.append(r.choice([
+                    "with torch.no_grad():\n    val = bn(xv)",  # train mode: a note
+                    "bn.eval()\nwith torch.no_grad():\n    val = bn(xv)",
+                    "bn.train()\nbn(xv).pow(2).mean().backward()",
+                    "bn.eval()\nfor step in range(3):\n    bn(xv).pow(2).mean().backward()",
+                    "bn.eval()\nval = bn(xv).sum()\nmodel(x).pow(2).sum().backward()\n"
+                    "bn.train()"]))
+        elif scene == "accum2":  # gradients summed across cells, zero_grad in place or not
+            cells.append(f"acc2 = init(nn.Linear({d}, 2), {seed + 23})\n"
+                         f"xa2 = data({seed + 24}, 5, {d})\n"
+                         "opt2 = torch.optim.SGD(acc2.parameters(), lr=0.01)")
+            for _ in range(r.randint(2, 4)):
+                cells.append(r.choice([
+                    "acc2(xa2).pow(2).sum().backward()",
+                    "acc2(xa2).pow(2).sum().backward()\nopt2.step()",
+                    "opt2.zero_grad()\nacc2(xa2).pow(2).sum().backward()",
+                    f"for step in range({r.randint(2, 8)}):\n"
+                    "    acc2(xa2).pow(2).sum().backward()\n    opt2.step()",
+                    f"for step in range({r.randint(2, 8)}):\n"
+                    "    opt2.zero_grad(set_to_none=False)\n"
+                    "    acc2(xa2).pow(2).sum().backward()\n    opt2.step()",
+                    # accumulation meant: a step and zero_grad every k backward calls
+                    f"for i in range({r.choice([8, 9, 12])}):\n"
+                    "    acc2(xa2).pow(2).sum().backward()\n"
+                    f"    if i % {r.choice([3, 4])} == 0:\n        opt2.step()\n"
+                    f"        opt2.zero_grad({r.choice(['', 'set_to_none=False'])})"]))
+        elif scene == "fails":  # a backward that stops with an error half-way (in-place ReLU
+            # on what Sigmoid saved): the last layer has its gradient, the first none
+            cells += [f"bug = init(nn.Sequential(nn.Linear({d}, 4), nn.Sigmoid(), "
+                      f"nn.ReLU(inplace=True), nn.Linear(4, 1)), {seed + 25})\n"
+                      f"xf = data({seed + 26}, 6, {d})",
+                      "bug(xf).pow(2).mean().backward()",
+                      "bug[2] = nn.ReLU()\nbug(xf).pow(2).mean().backward()"]
         elif scene == "eval":
             cells += [f"drop = init(nn.Sequential(nn.Linear({d}, 4), nn.Dropout(0.5), "
                       f"nn.Linear(4, 1)), {seed + 14})\nxe = data({seed + 15}, 3, {d})",
@@ -213,6 +282,7 @@ def truth(cells: list, first_count: int = 2) -> list:
     the answers (module docstring)."""
     import numpy as np
     import torch
+    import torch.nn.functional as F
     from torch.nn.modules import module as tm
     from torch.overrides import TorchFunctionMode
 
@@ -222,12 +292,27 @@ def truth(cells: list, first_count: int = 2) -> list:
     made: list = []  # [(node name, cell, line, [modules innermost first], root)] this cell
     state = {"backward": 0, "losses": [], "nan": None, "nan_loss_step": None}
     leaves_seen: dict = {}  # id(param) -> (param, last step seen finite)
+    summed: dict = {}  # id(param) -> backward calls summed into its .grad since None / zeros
+    most: dict = {}  # id(param) -> the most of summed this cell
+    early: set = set()  # ids of the parameters with 2 or more summed at backward call 1 or 2
+    reached: set = set()  # ids of the parameters a backward of this cell summed into
+    last_sq: dict = {}  # id(param) -> squared norm of the gradient last summed in
+    step_sq: list = []  # per backward call: {id(param): squared norm summed in}
+    modes: dict = {}  # (kind, id(module)) -> (module, cell, line)
+    eval_calls: dict = {}  # id(module) -> (module, cell, line): called in eval mode, grad on
+    broadcasts: list = []  # the session's broadcasting loss calls
+    losses_f = {F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss}
 
     def finite(t):
         return bool(torch.isfinite(t).all()) if t.is_floating_point() else True
 
     class Record(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in losses_f:
+                a = args[0] if args else (kwargs or {}).get("input")
+                b = args[1] if len(args) > 1 else (kwargs or {}).get("target")
+                if tuple(a.shape) != tuple(b.shape):
+                    broadcasts.append((*_user_where(), list(b.shape), list(a.shape)))
             out = func(*args, **(kwargs or {}))
             outs = out if isinstance(out, (tuple, list)) else (out,)
             ins = [a for a in list(args) + list((kwargs or {}).values())
@@ -258,6 +343,12 @@ def truth(cells: list, first_count: int = 2) -> list:
     def pre(module, args):
         if not stack and torch.is_grad_enabled():
             called.add(id(module))
+        if not stack and any(type(m).__name__ in MODE_LAYERS for m in module.modules()):
+            where = _user_where()
+            if torch.is_grad_enabled() and not module.training:
+                eval_calls[id(module)] = (module, *where)
+            elif not torch.is_grad_enabled() and module.training:
+                modes.setdefault(("train-nograd", id(module)), (module, *where))
         stack.append((module, stack[0][0] if stack else module))
 
     def post(module, args, out):
@@ -282,12 +373,42 @@ def truth(cells: list, first_count: int = 2) -> list:
             state["losses"].append(v)
             if not math.isfinite(v) and state["nan_loss_step"] is None:
                 state["nan_loss_step"] = n
-        for p in _leaves(self.grad_fn):
+        leaves = _leaves(self.grad_fn)
+        sq: dict = {}
+        hooks = []
+        for p in leaves:
             if finite(p.detach()):
                 leaves_seen[id(p)] = (p, n)
             elif id(p) not in nan_since and leaves_seen.get(id(p), (None, -1))[1] == n - 1:
                 nan_since[id(p)] = (p, n - 1)
-        return real_backward(self, *a, **k)
+            hooks.append(p.register_hook(lambda g, p=p: _summed(p, g, sq)))
+        ids = {id(p) for p in leaves}
+        for mid, (m, cell, line) in list(eval_calls.items()):
+            if any(id(q) in ids for q in m.parameters()):
+                modes.setdefault(("eval-train", mid), (m, cell, line))
+                del eval_calls[mid]
+        try:
+            return real_backward(self, *a, **k)
+        except Exception:
+            state["raised"] = True
+            raise
+        finally:
+            for h in hooks:
+                h.remove()
+            step_sq.append(sq)
+
+    def _summed(p, g, sq):
+        """A gradient about to be summed into ``p.grad`` (a plain tensor hook: it runs only
+        for the leaves a backward really reaches, before the sum)."""
+        old = p.grad
+        zero = old is None or not bool(old.detach().ne(0).any())
+        summed[id(p)] = 1 if zero else summed.get(id(p), 0) + 1
+        most[id(p)] = max(most.get(id(p), 0), summed[id(p)])
+        reached.add(id(p))
+        if summed[id(p)] >= 2 and state["backward"] <= 2:
+            early.add(id(p))
+        gd = g.detach().double()
+        sq[id(p)] = last_sq[id(p)] = float((gd * gd).sum())
 
     nan_since: dict = {}
     seen_nodes: set = set()  # the graph nodes recorded (kept: their ids stay theirs)
@@ -300,12 +421,20 @@ def truth(cells: list, first_count: int = 2) -> list:
         for i, src in enumerate(cells):
             count = first_count + i
             made.clear()
-            state.update(backward=0, losses=[], nan=None, nan_loss_step=None)
+            state.update(backward=0, losses=[], nan=None, nan_loss_step=None, raised=False)
             leaves_seen.clear()
             nan_since.clear()
             called.clear()
+            most.clear()
+            early.clear()
+            reached.clear()
+            last_sq.clear()
+            step_sq.clear()
+            modes.clear()
+            eval_calls.clear()
             try:
-                with Record():
+                with Record(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # (torch's broadcasting warning: recorded)
                     exec(compile(src, f"<cell{count}>", "exec"), ns)  # noqa: S102
             except Exception:  # noqa: BLE001 - a cell that raises (as in the kernel): go on
                 pass
@@ -323,19 +452,31 @@ def truth(cells: list, first_count: int = 2) -> list:
                     p = _path_of(m, root, mods)
                     if p is not None:
                         classes[p] = type(m).__name__
-            pnames = {id(p): f"{name}.{pn}" for name, m in _models(ns)
-                      for pn, p in m.named_parameters()}
+            pnames: dict = {}
+            for name, m in _models(ns):
+                for pn, p in m.named_parameters():
+                    pnames.setdefault(id(p), f"{name}.{pn}")
             no_grad = {}
             for name, m in _models(ns):
                 if n and id(m) in called:
                     no_grad[name] = sorted(f"{name}.{pn}" for pn, p in m.named_parameters()
-                                           if p.requires_grad and p.grad is None)
+                                           if p.requires_grad and id(p) not in reached)
             out.append({"count": count, "nodes": nodes, "classes": classes, "backward": n,
                         "losses": list(state["losses"]), "nan": state["nan"],
                         "nan_loss_step": state["nan_loss_step"],
                         "nan_params": {pnames.get(pid, "?"): k for pid, (p, k) in
                                        nan_since.items()},
-                        "no_grad": no_grad})
+                        "no_grad": no_grad,
+                        "accum": {pnames[k]: v for k, v in most.items()
+                                  if v >= 2 and k in pnames},
+                        "accum_early": sorted(pnames[k] for k in early if k in pnames),
+                        "grad_norm": {pnames[k]: math.sqrt(v) for k, v in last_sq.items()
+                                      if k in pnames},
+                        "step_sq": [{pnames[k]: v for k, v in d.items() if k in pnames}
+                                    for d in step_sq],
+                        "modes": {(kind, mods.get(mid, "?"), type(m).__name__, c, ln)
+                                  for (kind, mid), (m, c, ln) in modes.items()},
+                        "broadcasts": list(broadcasts), "raised": state["raised"]})
     finally:
         h1.remove()
         h2.remove()

@@ -9,6 +9,7 @@ server it started by its PID. Skipped, with the reason, where chromium is absent
 """
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from _jupyterlab import APPS, CHROMIUM, launch_chromium, open_and_run_all, serve
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 sync_api = pytest.importorskip("playwright.sync_api")
+expect = sync_api.expect  # (waits for its condition: a loaded machine renders late)
 nbformat = pytest.importorskip("nbformat")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +73,7 @@ def test_panel_renders_in_the_browser(lab):
             panel = page.locator(".nbgrad-panel", has_text="stale saved tensor").first
             panel.wait_for(timeout=180_000)  # a loaded CI machine: the kernel starts slowly
             page.locator(".nbgrad-panel", has_text="ExpBackward0").first.wait_for(timeout=90_000)
-            assert page.locator(".nbgrad-panel").count() == 3
+            expect(page.locator(".nbgrad-panel")).to_have_count(3, timeout=60_000)
             svg_node = panel.locator("svg g.node")
             svg_node.first.wait_for(timeout=30_000)
             assert svg_node.count() >= 5  # x, y, AddBackward0, TanhBackward0, saved, AccumulateGrad
@@ -88,19 +90,19 @@ def test_panel_renders_in_the_browser(lab):
             details.wait_for(state="visible", timeout=10_000)
             text = details.inner_text()
             assert "TanhBackward0" in text and "STALE" in text and "add_" in text
-            assert "nbgrad-selected" in (tanh.get_attribute("class") or "")
+            expect(tanh).to_have_class(re.compile(r"\bnbgrad-selected\b"))
             # double-click collapses everything upstream of a node, and expands it again
             add = panel.locator("svg g.node", has_text="AddBackward0").first
             add.hover()
             add.dblclick()
-            assert "nbgrad-hidden" in (tanh.get_attribute("class") or "")
-            assert not tanh.is_visible()
+            expect(tanh).to_have_class(re.compile(r"\bnbgrad-hidden\b"))
+            expect(tanh).to_be_hidden()
             add.dblclick()
-            assert tanh.is_visible()
+            expect(tanh).to_be_visible()
             panel.locator(".nbgrad-tab", has_text="Tensors").click()
-            assert "requires_grad" in panel.locator(".nbgrad-body").inner_text()
+            expect(panel.locator(".nbgrad-body")).to_contain_text("requires_grad")
             panel.locator(".nbgrad-fold").click()  # fold the panel to its header
-            assert not panel.locator(".nbgrad-body").is_visible()
+            expect(panel.locator(".nbgrad-body")).to_be_hidden()
             panel.locator(".nbgrad-fold").click()
             panel.locator(".nbgrad-tab", has_text="Graph").click()
             tanh.hover()
@@ -114,8 +116,8 @@ def test_panel_renders_in_the_browser(lab):
             # every panel laid out by the kernel, whatever the browser: no viz.js loaded
             cell = page.locator(".jp-Notebook .jp-CodeCell").last
             graph = cell.locator(".nbgrad-panel svg")
-            assert graph.locator("g.node", has_text="ExpBackward0").count() == 1
-            assert graph.locator("g.node", has_text="AccumulateGrad").count() == 1
+            expect(graph.locator("g.node", has_text="ExpBackward0")).to_have_count(1)
+            expect(graph.locator("g.node", has_text="AccumulateGrad")).to_have_count(1)
             assert page.evaluate("() => typeof globalThis.__nbgradViz") == "undefined"
             assert not [m for m in console if "did not load" in m], console
             if app != "lab":
@@ -127,7 +129,10 @@ def test_panel_renders_in_the_browser(lab):
             saved.locator(".nbgrad-static", has_text="stale saved tensor").wait_for(timeout=60_000)
             img = saved.locator(".nbgrad-static img[src^='data:image/svg+xml']")
             img.first.wait_for(timeout=60_000)
-            assert img.count() == 3  # the three cells that changed state
+            expect(img).to_have_count(3, timeout=60_000)  # the three cells that changed state
+            saved.wait_for_function(  # every picture decoded (a condition, not a pause)
+                "() => [...document.querySelectorAll(\".nbgrad-static img\")].every("
+                "(e) => e.complete)", timeout=60_000)
             widths = img.evaluate_all("els => els.map(e => e.complete ? e.naturalWidth : -1)")
             assert all(w > 50 for w in widths), widths
             saved.screenshot(path=str(shots / "nbgrad_saved.png"))

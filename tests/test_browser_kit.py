@@ -48,6 +48,10 @@ def test_notebook_07_panels_in_the_browser(app, tmp_path):
                     panel = cell.locator(".nbgrad-panel, .nbgrad-static")  # live, or retired to HTML
                     if panel.count():
                         panel.first.wait_for(timeout=30_000)
+                        # a live panel draws its notes once its code came (a condition: under
+                        # load that is seconds after the cell ran)
+                        sync_api.expect(cell.locator(".nbgrad-waiting")).to_have_count(
+                            0, timeout=30_000)
                         texts.append(panel.first.inner_text())
                         if "got no gradient" in texts[-1]:
                             panel.first.screenshot(path=str(shots / f"nb07_panel_{app}.png"))

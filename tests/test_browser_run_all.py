@@ -24,6 +24,7 @@ sync_api = pytest.importorskip("playwright.sync_api")
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9]*.ipynb"))
 RUN_BOUND_S = 240  # one notebook's Run All, the kernel's start included
+PICTURE_BOUND_S = 60  # after it, every Graph tab a picture
 # every cell rendered (JupyterLab 4 otherwise draws only the cells in view)
 SETTINGS = {**NO_NEWS, "notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
 
@@ -32,20 +33,23 @@ NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
 
 # In the page: per panel output, what its Graph tab shows. A live panel: its Graph tab opened
 # (clicked when another tab is shown first), then an <svg> with nodes; a static copy: its image.
-# (A cell whose graph was freed has nothing to draw, and says so: .nbgrad-nograph.)
+# (A cell whose graph was freed has nothing to draw, and says so: .nbgrad-nograph.) After a
+# click the tab's picture is waited for (a condition, up to 5 s: a loaded machine draws late),
+# never a fixed pause.
 PANELS = """async () => {
   const out = [];
   const cells = [...document.querySelectorAll('%s .jp-CodeCell')];
+  const drawn = (p) => p.querySelectorAll('.nbgrad-body .nbgrad-svg svg g.node').length > 0
+    || !!p.querySelector('.nbgrad-body .nbgrad-nograph');
   for (const [i, cell] of cells.entries()) {
     for (const p of cell.querySelectorAll('.nbgrad-panel')) {
       const tab = [...p.querySelectorAll('.nbgrad-tab')].find((b) => b.textContent === 'Graph');
       if (tab && !tab.classList.contains('nbgrad-active')) {
         tab.click();
-        await new Promise((r) => setTimeout(r, 50));
+        for (let t = 0; t < 100 && !drawn(p); t++) await new Promise((r) => setTimeout(r, 50));
       }
-      const nodes = p.querySelectorAll('.nbgrad-body .nbgrad-svg svg g.node').length;
       out.push({cell: i, kind: p.classList.contains('nbgrad-waiting') ? 'waiting' : 'live',
-                picture: nodes > 0 || !!p.querySelector('.nbgrad-body .nbgrad-nograph'),
+                picture: drawn(p),
                 tabs: !!tab,
                 text: (p.querySelector('.nbgrad-body') || p).innerText.slice(0, 160)});
     }
@@ -102,13 +106,19 @@ def _run_all(page, url, name, app):
 
 
 def _pictures(page, name):
-    """Every panel's Graph tab, once the live ones have their code (a few seconds at most)."""
+    """Every panel's Graph tab, once the live ones have their code and every Graph tab is a
+    picture (read again until then, up to PICTURE_BOUND_S: under load a live panel draws its
+    SVG, or a static copy decodes its image, seconds after its cell ran)."""
     panels = []
-    for _ in range(30):
+    end = time.monotonic() + PICTURE_BOUND_S
+    while True:
         panels = page.evaluate(PANELS)
-        if panels and all(p["kind"] != "waiting" for p in panels):
+        ready = panels and all(p["kind"] != "waiting" for p in panels)
+        if ready and all(p["picture"] or not p["tabs"] for p in panels):
             break
-        page.wait_for_timeout(1000)
+        if time.monotonic() > end:
+            break
+        page.wait_for_timeout(500)
     assert panels, f"{name}: no panel"
     missing = [p for p in panels if p["tabs"] and not p["picture"]]
     assert not missing, f"{name}: Graph tabs that are not a picture: {missing}"

@@ -20,6 +20,7 @@ from nbgrad.autograd import gradgradcheck
 from _differential import _graph
 
 X = [[0.3, -1.2, 2.5, -0.4], [1.1, 0.7, -2.2, 0.05]]
+_TARGET = np.linspace(-1, 1, 8).reshape(2, 4)
 
 
 # name: (f(T, F, x) -> tensor, whether the second gradient's graph is compared too)
@@ -75,6 +76,24 @@ CASES = {
     "copy_slices": (lambda T, F, x: _write_view(x), True),
     "copy_slices_tanh": (lambda T, F, x: _write_view_tanh(x), False),
     "view_after_write": (lambda T, F, x: _view_after_write(x), True),
+    # losses whose backward is an op of its own with two tensor inputs (mse_loss_backward:
+    # MseLossBackwardBackward0(grad_output, self, target)), and its derivatives' nodes
+    "mse_loss": (lambda T, F, x: F.mse_loss(x, T.tensor(_TARGET)), True),
+    "mse_loss_both": (lambda T, F, x: F.mse_loss(x, x.flip(0)), True),
+    "mse_loss_none": (lambda T, F, x: F.mse_loss(x, T.tensor(_TARGET), reduction="none"), True),
+    "smooth_l1_loss": (lambda T, F, x: F.smooth_l1_loss(x, T.tensor(_TARGET), beta=0.7), True),
+    "smooth_l1_loss_both": (lambda T, F, x: F.smooth_l1_loss(x, x.flip(1), reduction="sum"),
+                            True),
+    "huber_loss": (lambda T, F, x: F.huber_loss(x, T.tensor(_TARGET), delta=0.7), True),
+    "huber_loss_none": (lambda T, F, x: F.huber_loss(x, x.flip(0), reduction="none"), True),
+    # nll_loss_backward: NllLossBackwardBackward0(grad_output, self), whose derivative in
+    # grad_output is nll_loss again (and zeros in self)
+    "nll_loss": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3])), True),
+    "nll_loss_none": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3]), reduction="none"), True),
+    "nll_loss_weight": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3]), weight=T.tensor(
+        [0.5, 1.0, 2.0, 1.5], dtype=T.float64), reduction="sum"), True),
+    "nll_of_log_softmax": (lambda T, F, x: F.nll_loss(F.log_softmax(x, 1), T.tensor([0, 2])),
+                           False),
 }
 
 

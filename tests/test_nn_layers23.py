@@ -204,7 +204,8 @@ def _unpool3d(L, F, x):
 
 
 UNPOOL = [("1d", _unpool1d, IMG[..., :4]), ("2d", _unpool2d, R.standard_normal((2, 3, 6, 5))),
-          ("2d_pad", _unpool2d_pad, R.standard_normal((2, 3, 6, 6))), ("3d", _unpool3d, R.standard_normal((1, 2, 4, 4, 2)))]
+          ("2d_pad", _unpool2d_pad, R.standard_normal((2, 3, 6, 6))),
+          ("3d", _unpool3d, R.standard_normal((1, 2, 4, 4, 2)))]
 
 
 @pytest.mark.parametrize("name,fn,x", UNPOOL, ids=[c[0] for c in UNPOOL])
@@ -388,3 +389,23 @@ def test_deprecated_upsample_functions_warn_and_match(name, kw):
         outs.append(str(rec[0].message))
     assert outs[3] == outs[1]
     np.testing.assert_allclose(npy(outs[2]), npy(outs[0]), rtol=1e-10, atol=1e-12)
+
+
+def row_cases():
+    """(name, thunk giving nbgrad outputs) reaching this file's rows (interpolation, max_unpool,
+    CTC and CTC's backward under create_graph), for test_ops.test_every_row_has_a_case; the checks
+    against torch and finite differences are the tests above."""
+    def run(fn, x, create_graph=False):
+        t = nbgrad.tensor(x.copy(), requires_grad=True)
+        y = fn(nbgrad, NF, t)
+        if not create_graph:
+            return y
+        return nbgrad.autograd.grad(y.sum(), t, create_graph=True)[0]
+    for name, x, kw in INTERP:
+        yield f"interpolate_{name}", lambda x=x, kw=kw: run(
+            lambda L, F, t: F.interpolate(t, **kw), x)
+    for name, fn, x in UNPOOL:
+        yield f"max_unpool_{name}", lambda fn=fn, x=x: run(fn, x)
+    for name, fn in CTC:
+        yield f"ctc_loss_{name}", lambda fn=fn: run(fn, LOGITS)
+    yield "ctc_loss_backward", lambda: run(CTC[0][1], LOGITS, create_graph=True)

@@ -542,3 +542,41 @@ def row_cases():
     from nbgrad.autograd.apply import apply
     from nbgrad.ops import ROWS
     yield "mkldnn_rnn_layer", lambda: apply(ROWS["mkldnn_rnn_layer"], _fused_inputs(), (False,))
+
+
+def _bilstm_grads(T, dtype, weights, x, y):
+    """A 2-layer bidirectional LSTM and a linear head on identical weights: the loss and every
+    parameter's gradient (as float64 numpy) after one backward, computed in `dtype`."""
+    m = T.nn.LSTM(8, 16, num_layers=2, bidirectional=True)
+    head = T.nn.Linear(32, 3)
+    params = list(m.parameters()) + list(head.parameters())
+    with T.no_grad():
+        for p, w in zip(params, weights):
+            p.copy_(T.tensor(w))
+    m, head = m.to(getattr(T, dtype)), head.to(getattr(T, dtype))
+    out, _ = m(T.tensor(x).to(getattr(T, dtype)))
+    loss = T.nn.functional.cross_entropy(head(out).reshape(-1, 3), T.tensor(y))
+    loss.backward()
+    return loss.item(), [p.grad.double().numpy() for p in list(m.parameters()) +
+                         list(head.parameters())]
+
+
+@pytest.mark.parametrize("seed,scale", [(0, 1.0), (1, 4.0), (2, 8.0)])
+def test_bilstm_float32_gradients_as_accurate_as_torchs(seed, scale):
+    """Issue 23: a float32 Bi-LSTM's gradients, against torch's float64 ones on the same weights
+    (gates pushed towards saturation by `scale`): nbgrad's relative error stays within twice
+    torch's own float32 error (measured: 0.8-1.2x)."""
+    rng = np.random.default_rng(seed)
+    shapes = [tuple(p.shape) for p in torch.nn.LSTM(8, 16, num_layers=2,
+                                                   bidirectional=True).parameters()]
+    weights = [rng.uniform(-0.25, 0.25, s) * (scale if len(s) == 2 else 1) for s in shapes]
+    weights += [rng.uniform(-0.2, 0.2, (3, 32)), rng.uniform(-0.2, 0.2, 3)]
+    x, y = rng.standard_normal((30, 4, 8)) * 2, rng.integers(0, 3, 120)
+    _, ref = _bilstm_grads(torch, "float64", weights, x, y)
+
+    def err(grads):
+        return np.sqrt(sum(((a - b) ** 2).sum() for a, b in zip(grads, ref)) /
+                       sum((b ** 2).sum() for b in ref))
+    ours = err(_bilstm_grads(nbgrad, "float32", weights, x, y)[1])
+    theirs = err(_bilstm_grads(torch, "float32", weights, x, y)[1])
+    assert 1e-9 < theirs and ours <= 2 * theirs, (ours, theirs)

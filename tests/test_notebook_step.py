@@ -345,3 +345,64 @@ def test_edge_watch_is_bounded_per_cell():
     finally:
         e.uninstall()
     assert not nbgrad.autograd.engine.BACKWARD_OBSERVERS
+
+
+@pytest.fixture(scope="module")
+def buttoned(tmp_path_factory):
+    """A scalar loss's panel: its step button's message (what panel.js sends on a click), then
+    the Step tab's controls, run to the end; a plain backward on a second copy."""
+    return execute([
+        "import json, nbgrad\n%load_ext nbgrad",
+        "x = nbgrad.tensor([0.5, -1.0, 2.0], requires_grad=True)\n"
+        "w = nbgrad.tensor([1.5, 0.25, -0.75], requires_grad=True)\n"
+        "loss = (x * w).tanh().sum()",
+        "from nbgrad.notebook.extension import get_extension\n"
+        "panel = get_extension()._live[-1][0]\n"
+        "graph = panel.tabs['Graph']\n"
+        "panel._front_end_msg(panel, {'type': 'step', 'op': 'open', 'name': 'loss'}, [])\n"
+        "opened = (panel.active, list(panel.tab_order), panel.tabs['Step'])\n"
+        "panel._front_end_msg(panel, {'type': 'step', 'op': 'next', 'name': ''}, [])\n"
+        "one = panel.tabs['Step']\n"
+        "panel._front_end_msg(panel, {'type': 'step', 'op': 'end', 'name': ''}, [])\n"
+        "x2 = nbgrad.tensor([0.5, -1.0, 2.0], requires_grad=True)\n"
+        "w2 = nbgrad.tensor([1.5, 0.25, -0.75], requires_grad=True)\n"
+        "(x2 * w2).tanh().sum().backward()\n"
+        "print('RESULT ' + json.dumps(dict(graph=graph, opened=opened, one=one,\n"
+        "      end=panel.tabs['Step'], steps=[s.name for s in panel._stepper.steps],\n"
+        "      same=[a.grad.numpy().tobytes() == b.grad.numpy().tobytes()\n"
+        "            for a, b in ((x, x2), (w, w2))], xg=x.grad.tolist(), wg=w.grad.tolist())))",
+        "l2 = (x * w).tanh().sum()\nl2.backward()",  # backward already run: no button
+        "panel = get_extension()._live[-1][0]\n"
+        "print('RESULT ' + json.dumps(dict(graph=panel.tabs['Graph'])))",
+    ], tmp_path_factory.mktemp("button"))
+
+
+def test_step_button_on_a_scalar_loss_panel(buttoned):
+    r = _result(buttoned.cells[2])
+    assert 'class="nbgrad-step-open" data-op="open" data-name="loss"' in r["graph"]
+    active, order, first = r["opened"]
+    assert active == "Step" and order[-1] == "Step" and order.count("Step") == 1
+    assert "backward() of loss, step 0" in first and 'data-op="next"' in first
+    assert "backward() of loss, step 1" in r["one"]
+    # the engine's order and its gradients: torch's, and bit for bit a plain backward's
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    w = torch.tensor([1.5, 0.25, -0.75], requires_grad=True)
+    order = []
+    loss = (x * w).tanh().sum()
+    stack, seen = [loss.grad_fn], set()
+    while stack:
+        n = stack.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        n.register_prehook(lambda g, n=n: order.append(n.name().rsplit("::", 1)[-1]))
+        stack.extend(c for c, _ in n.next_functions)
+    loss.backward()
+    assert [s.rsplit("::", 1)[-1] for s in r["steps"]] == order
+    assert r["same"] == [True, True]
+    np.testing.assert_allclose(r["xg"], x.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(r["wg"], w.grad.numpy(), rtol=1e-6)
+    assert f"step {len(order)} of {len(order)}" in html.unescape(re.sub(r"<[^>]+>", "",
+                                                                        r["end"]))
+    # a loss whose backward already ran (its saved tensors freed) gets no button
+    assert "nbgrad-step-open" not in _result(buttoned.cells[4])["graph"]

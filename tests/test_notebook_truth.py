@@ -16,7 +16,15 @@ cluster's class; the training steps (the header and the report) are the cell's b
 the NaN note names the step of the first
 non-finite loss, and the op, cell, line and step of the first op that made a non-finite value;
 every parameter said to hold NaN/Inf, since the step that wrote it; every "got no gradient"
-name. ``NBGRAD_TRUTH_PROGRAMS=N`` runs N generated notebooks (default 3 in CI); the counts of
+name (no backward of the cell summed into it); every ".grad accumulated from N backward calls"
+(N, or "at least N", against the calls PyTorch summed into that ``.grad`` since it was last None
+or zeros, previous cells' included) and the Gradients tab's "accumulated xN", said whenever the
+watched calls (1 and 2) saw it; every train / eval note (the model, its class, the kind, the
+call's cell and line) and none missing; every broadcasting-target note (cell, line, both sizes)
+and one for each cell that calls such a loss; the header's count of notes; the Training tab's
+loss curve (one value per backward call, nbgrad's own) and total gradient norm at each sampled
+step (PyTorch's, where both engines computed alike); the Gradients tab's norm of a parameter
+after a cell with one backward. ``NBGRAD_TRUTH_PROGRAMS=N`` runs N generated notebooks (default 3 in CI); the counts of
 notebooks run and agreeing are printed and written to ``$NBGRAD_TRUTH_REPORT`` when set.
 """
 
@@ -49,6 +57,10 @@ def _probe_show(snap, _orig=_ext.show):
            "clusters": {{p: [c["title"], c["keys"]]
                         for p, c in (rep.clusters if rep else {{}}).items()}},
            "notes": list(rep.notes) if rep else [], "steps": rep.steps if rep else None,
+           "losses": list(rep.losses) if rep else [],
+           "norms": [list(rep.grad_norm_steps), list(rep.grad_norms)] if rep else [[], []],
+           "params": [[r.name, r.accumulated, r.norm, r.nonfinite] for r in rep.params]
+                     if rep else [],
            "truncated": snap.truncated}}
     _cell_panels.append(rec)
     return _orig(snap)
@@ -111,6 +123,13 @@ _NAN = re.compile(r"the loss is (NaN|Inf) from step (\d+) of (\d+) on(?:; the fi
 _HOLDS = re.compile(r"^(.+?) holds? (NaN|Inf) (?:since step (\d+)|already when step (\d+) ran)")
 _NO_GRAD = re.compile(r"^(.+?) got no gradient: ")
 _WHERE = re.compile(r"cell \[(\d+)\] line (\d+)")
+_ACC = re.compile(r"^(.+?) accumulated from (at least )?(\d+) backward calls since zero_grad")
+_MODE = re.compile(r"^(\S+) \((\w+)\) (was evaluated under no_grad in train mode|ran its forward "
+                   r"in eval mode) at cell \[(\d+)\] line (\d+)")
+_BCAST = re.compile(r"target broadcasts against its input at cell \[(\d+)\] line (\d+): "
+                    r"\u201cUsing a target size \(\w+\.Size\(\[([\d, ]*)\]\)\) that is "
+                    r"different to the input size \(\w+\.Size\(\[([\d, ]*)\]\)\)")
+_NOTES = re.compile(r"(\d+) notes?: ")
 
 
 def _same_numbers(a, b) -> bool:
@@ -118,7 +137,7 @@ def _same_numbers(a, b) -> bool:
     if len(a) != len(b):
         return False
     return all(math.isfinite(x) == math.isfinite(y) and (not math.isfinite(x) or
-               abs(x - y) <= 1e-3 * (1 + abs(y))) for x, y in zip(a, b))
+               abs(x - y) <= 1e-4 * abs(y) + 1e-6) for x, y in zip(a, b))
 
 
 def check(seed, tmp_path) -> dict:
@@ -132,7 +151,7 @@ def check(seed, tmp_path) -> dict:
     panels, losses, nb_nan, ends = [], {}, {}, []  # ends: (nodes made so far, cell) per cell
     for line in probe.read_text().splitlines():
         rec = json.loads(line)
-        if "losses" in rec:
+        if "nodes_made" in rec:
             losses[rec["count"]] = rec["losses"]
             nb_nan[rec["count"]] = rec["nan_params"]
             ends.append((rec["nodes_made"], rec["count"]))
@@ -227,8 +246,95 @@ def check(seed, tmp_path) -> dict:
             true = {x for names in t["no_grad"].values() for x in names}
             claim(no_grad == true, f"cell [{c}] no gradient: said {sorted(no_grad)}, truth "
                                    f"{sorted(true)}")
+            if t["raised"]:  # the backward stopped: what it did not reach did reach the loss
+                for n in notes:
+                    claim("never reached the loss" not in n, f"cell [{c}] {n!r}, but the "
+                                                             "backward raised")
+        prev = truth.get(c - 1, {}).get("broadcasts", [])
+        _more_claims(rec, t, vals, c in differ, t["broadcasts"][len(prev):], claim)
     return {"seed": seed, "claims": claims, "wrong": wrong, "engines_differ": differ,
             "panels": len(panels)}
+
+
+def _close(a, b, rel=1e-3) -> bool:
+    if a is None or b is None:
+        return a is b
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.isfinite(a) == math.isfinite(b)
+    return abs(a - b) <= rel * (1 + abs(b))
+
+
+def _more_claims(rec, t, vals, differ, new_broadcasts, claim) -> None:
+    """The accumulation, train / eval and broadcast notes, the Gradients tab's accumulation and
+    norms, the loss curve, the sampled gradient norms and the notes' count of one panel."""
+    c, notes, n_back = rec["count"], rec["notes"], len(vals)
+    m = _NOTES.search(rec["summary"])
+    if m:
+        claim(int(m.group(1)) == len(notes), f"cell [{c}] header: {m.group(0)!r}, "
+                                              f"{len(notes)} notes")
+    # gradients summed into .grad since it was last reset
+    least = {}
+    for n in notes:
+        m = _ACC.match(n)
+        if not m:
+            continue
+        for name in m.group(1).split(", "):
+            name = name.removesuffix(".grad")
+            true, k = t["accum"].get(name, 1), int(m.group(3))
+            least[name] = bool(m.group(2))
+            claim(true >= k if m.group(2) else true == k,
+                  f"cell [{c}] {name}.grad accumulated from {m.group(2) or ''}{k} backward "
+                  f"calls, truth {true}")
+    if rec["steps"]:  # (said whenever seen in the backward calls the panel watches, 1 and 2)
+        for name in t["accum_early"]:
+            claim(name in least, f"cell [{c}] {name}.grad accumulated from "
+                                 f"{t['accum'][name]} backward calls: not said")
+    for name, acc, norm, nonfinite in rec["params"]:
+        true = t["accum"].get(name, 1)
+        if not nonfinite and acc >= 2:  # the row says "accumulated xN"
+            claim(true >= acc if least.get(name) else true == acc,
+                  f"cell [{c}] Gradients tab: {name} accumulated x{acc}, truth {true}")
+        elif not nonfinite and name in t["accum_early"]:
+            claim(False, f"cell [{c}] Gradients tab: {name} accumulated x{true}: not shown")
+        if n_back == 1 and not differ and name in t["grad_norm"] and norm is not None:
+            claim(_close(norm, t["grad_norm"][name]), f"cell [{c}] Gradients tab: {name} grad "
+                                                      f"norm {norm}, truth {t['grad_norm'][name]}")
+    # train / eval mode
+    said = set()
+    for n in notes:
+        m = _MODE.match(n)
+        if m:
+            kind = "train-nograd" if m.group(3).startswith("was") else "eval-train"
+            said.add((kind, m.group(1), m.group(2), int(m.group(4)), int(m.group(5))))
+    for x in said - t["modes"]:
+        claim(False, f"cell [{c}] mode note {x}: truth {sorted(t['modes'])}")
+    for x in t["modes"]:
+        claim(x in said, f"cell [{c}] mode {x}: not said (said {sorted(said)})")
+    # loss targets that broadcast
+    told = [(int(m.group(1)), int(m.group(2)), [int(v) for v in m.group(3).split(", ") if v],
+             [int(v) for v in m.group(4).split(", ") if v])
+            for m in (_BCAST.search(n) for n in notes) if m]
+    for x in told:
+        claim(list(x) in [list(b) for b in t["broadcasts"]],
+              f"cell [{c}] broadcast note {x}: truth {t['broadcasts']}")
+    if new_broadcasts:
+        claim(any(list(x)[:2] == list(b)[:2] for x in told for b in new_broadcasts),
+              f"cell [{c}] broadcasting loss at {new_broadcasts[0][:2]}: not said ({told})")
+    # the loss curve and the gradient norms sampled (the Training tab)
+    if rec["losses"] and n_back and rec["steps"]:
+        claim(len(rec["losses"]) == n_back and all(_close(a, b, 1e-6) for a, b in
+                                                   zip(rec["losses"], vals)),
+              f"cell [{c}] loss curve {rec['losses'][:5]}..., backward from {vals[:5]}...")
+    steps, norms = rec["norms"]
+    if steps and rec["steps"]:
+        claim(steps == sorted(set(steps)) and 1 <= steps[0] and steps[-1] <= n_back,
+              f"cell [{c}] gradient norm sampled at steps {steps} of {n_back}")
+        if not differ:
+            for k, v in zip(steps, norms):
+                if 1 <= k <= len(t["step_sq"]):
+                    true = math.sqrt(sum(t["step_sq"][k - 1].values()))
+                    claim(_close(v, true), f"cell [{c}] total gradient norm {v} at step {k}, "
+                                           f"truth {true}")
 
 
 def test_the_panel_tells_the_truth(tmp_path):

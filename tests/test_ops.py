@@ -1126,6 +1126,8 @@ def _all_cases():
     yield from test_random.row_cases()
     import test_nn_rnn  # the fused LSTM layer: compared with torch's oneDNN path there
     yield from test_nn_rnn.row_cases()
+    import test_nn_layers23  # interpolation, max_unpool and CTC: compared with torch there
+    yield from test_nn_layers23.row_cases()
 
 
 def test_every_row_has_a_case():

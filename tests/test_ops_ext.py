@@ -36,8 +36,29 @@ def _setitem(idx, T=None):
     return f
 
 
+def _loss_grad(T, loss, a, b, wrt, go=None):
+    """The gradient of ``loss(a, b)`` in input ``wrt`` (0: a, 1: b), built with create_graph
+    (so a node of the loss's backward op); inputs that do not require grad (finite differences
+    evaluate the case on plain tensors) take part through leaf copies that do."""
+    if not (a.requires_grad or b.requires_grad):
+        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+    with T.enable_grad():
+        out = loss(a, b)
+        go = None if go is None else T.tensor(np.linspace(0.5, 1.5, out.numel()).reshape(
+            tuple(out.shape)), dtype=out.dtype)
+        return T.autograd.grad(out, (a, b)[wrt], go, create_graph=True)[0]
+
+
 CASES = [
-    # ---- einsum: every kind of contraction ----
+    # the losses' backward ops, recorded under create_graph (MseLossBackwardBackward0, ...)
+    Case("mse_loss_backward", lambda T, a, b: _loss_grad(
+        T, T.nn.functional.mse_loss, a, b, 0), (3, 4), (3, 4)),
+    Case("smooth_l1_loss_backward", lambda T, a, b: _loss_grad(
+        T, lambda x, y: T.nn.functional.smooth_l1_loss(x, y, beta=0.5, reduction="sum"), a, b,
+        1), (3, 4), (3, 4)),
+    Case("huber_loss_backward", lambda T, a, b: _loss_grad(
+        T, lambda x, y: T.nn.functional.huber_loss(x, y, reduction="none", delta=0.5), a, b, 0,
+        go=True), (3, 4), (3, 4)),
     Case("einsum_mm", _ein("ij,jk->ik"), (2, 3), (3, 4)),
     Case("einsum_mm_implicit", _ein("ij,jk"), (2, 3), (3, 4)),
     Case("einsum_transpose", _ein("ij->ji"), (2, 3)),

@@ -5,6 +5,7 @@ data utilities' shuffles.
 
 CI runs a few seeds; ``NBGRAD_RNG_SEEDS=20`` runs 20 (and the sizes up to 10**5 for all).
 """
+import math
 import os
 
 import numpy as np
@@ -87,6 +88,14 @@ def test_sampler_matches_torch_bit_for_bit(name, dt):
     for seed in SEEDS:
         for n in sizes:
             same(f, seed, n, dt)
+
+
+def test_randperm_of_every_small_size_is_torchs():
+    """randperm composes its swaps at once: every n up to 300 (the swaps aiming at one
+    position, chains of them, a swap with itself) and seeds, against torch's sequential loop."""
+    for n in range(0, 300):
+        for seed in SEEDS[:2]:
+            same(lambda T: T.randperm(n), seed)
 
 
 def test_draws_across_calls_keep_torch_order():
@@ -215,15 +224,34 @@ def test_init_is_torchs(name):
         same(INITS[name], seed)
 
 
-def test_orthogonal_draws_torchs_gaussians():
-    """orthogonal_ spends the stream as torch (the state after agrees); its QR is numpy's, not
-    MKL's, so the matrix agrees to float32 rounding."""
-    nbgrad.manual_seed(0)
-    torch.manual_seed(0)
-    a = nbgrad.nn.init.orthogonal_(nbgrad.empty(6, 4)).numpy()
-    b = torch.nn.init.orthogonal_(torch.empty(6, 4)).numpy()
-    np.testing.assert_allclose(a, b, atol=1e-6)
-    np.testing.assert_array_equal(nbgrad.get_rng_state().numpy(), torch.get_rng_state().numpy())
+@pytest.mark.parametrize("shape,gain", [((6, 4), 1.0), ((4, 6), 1.0), ((20, 20), 2.0),
+                                        ((64, 32), 1.0), ((3, 5, 2), math.sqrt(2)),
+                                        ((5, 3), 1.0)])
+def test_orthogonal_is_torchs_to_its_rounding(shape, gain):
+    """orthogonal_ spends the stream as torch (the state after agrees) and its Q is the
+    correctly rounded one: each element differs from torch's by no more than torch's own
+    float32 error against a float64 QR of the same Gaussian draws, plus half an ulp (and one
+    more for a gain that does not scale exactly)."""
+    for seed in SEEDS:
+        nbgrad.manual_seed(seed)
+        torch.manual_seed(seed)
+        a = nbgrad.nn.init.orthogonal_(nbgrad.empty(*shape), gain=gain).numpy()
+        b = torch.nn.init.orthogonal_(torch.empty(*shape), gain=gain).numpy()
+        np.testing.assert_array_equal(nbgrad.get_rng_state().numpy(),
+                                      torch.get_rng_state().numpy())
+        torch.manual_seed(seed)
+        rows = shape[0]
+        g = torch.empty(rows, math.prod(shape) // rows).normal_().double()
+        g = g.t() if g.shape[0] < g.shape[1] else g
+        q, r = torch.linalg.qr(g)
+        ref = q * torch.diag(r).sign()
+        ref = (ref.t() if shape[0] < math.prod(shape[1:]) else ref).numpy().reshape(shape)
+        ref = ref * gain
+        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+        slack = ulp * (0.5 if gain in (1.0, 2.0) else 1.5)
+        assert np.all(np.abs(a - ref) <= slack)  # nbgrad's: correctly rounded
+        assert np.all(np.abs(a.astype(np.float64) - b) <= np.abs(b - ref) + slack)
+        assert a.dtype == b.dtype
 
 
 def test_dropout_masks_are_torchs():

@@ -779,3 +779,41 @@ def test_distribution_arguments_validated_as_torch(fn):
         assert n == (t[0], t[1].replace("torch.", "nbgrad."))
     else:
         assert n.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda T: T.nn.functional.cross_entropy(T.zeros(1, 5), T.tensor(2)),
+    lambda T: T.nn.CrossEntropyLoss()(T.zeros(1, 5, 2), T.tensor(0)),
+    lambda T: T.nn.functional.nll_loss(T.zeros(2, 5), T.tensor([1, 2, 3])),
+    lambda T: T.nn.functional.cross_entropy(T.zeros(5), T.tensor([1, 2])),
+], ids=["zero_d_target", "zero_d_target_3d", "batch_mismatch", "one_d_input_two_targets"])
+def test_class_target_shape_errors_as_torch(fn):
+    """hunkim's char-RNN and seq2seq lessons pass a 0-d target with a (1, C) output: PyTorch's
+    ValueError reads the 0-d target's batch size as 0."""
+    t, n = _both(fn)
+    assert n == t
+
+
+_SCALAR_WARNING = textwrap.dedent("""
+    import warnings, sys
+    import {T} as T
+    warnings.simplefilter("always")
+    t = T.ones((), requires_grad=True) * 2
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        int(t); "%1.3f" % t.detach(); float(t); float(t); f"{{t:.3f}}"
+    print([(x.category.__name__, str(x.message).splitlines()[0], x.lineno) for x in w])
+""")
+
+
+def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
+    """``"%1.3f" % loss`` (hunkim's RNN lessons, makemore part 3) converts a tensor that requires
+    grad: PyTorch 2.13 warns once per process, at the user's line; int() and format() do not."""
+    out = []
+    for name in ("torch", "nbgrad"):
+        r = subprocess.run([sys.executable, "-c", _SCALAR_WARNING.format(T=name)],
+                           capture_output=True, text=True, cwd=REPO,
+                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    assert out[1] == out[0] and "UserWarning" in out[0]

@@ -291,3 +291,94 @@ def test_accumulate_grad_made_at_the_ops_line():
         assert type(acc).__name__ == "AccumulateGrad"
         loc = Location.of(acc._where)
         assert loc.filename == __file__ and loc.lineno == lines[k], k
+
+
+# factories: plain non-negative int sizes take one loop (creation._plain_dims), the rest the
+# full parsing; both give torch's shape, dtype, error type and text
+_SIZES = {
+    "ints": lambda lib: ((2, 3), {}), "tuple": lambda lib: (((2, 3),), {}),
+    "list": lambda lib: (([2, 3],), {}), "Size": lambda lib: ((lib.Size([2, 3]),), {}),
+    "zero": lambda lib: ((0, 4), {}), "one": lambda lib: ((3,), {}),
+    "numpy int": lambda lib: ((np.int64(2), 3), {}),
+    "int tensor": lambda lib: ((lib.tensor(2), 3), {}),
+    "bool tensor": lambda lib: ((lib.tensor(True), 2), {}),
+    "size=": lambda lib: ((), {"size": (2, 3)}),
+    "size= and positional": lambda lib: ((2,), {"size": (2, 3)}),
+    "size= int": lambda lib: ((), {"size": 3}),
+}
+
+
+@pytest.mark.parametrize("factory", ["ones", "zeros", "empty"])
+@pytest.mark.parametrize("case", sorted(_SIZES))
+def test_factory_sizes_like_torch(factory, case):
+    def fn(lib):
+        args, kw = _SIZES[case](lib)
+        r = getattr(lib, factory)(*args, requires_grad=True, **kw)
+        return [tuple(r.shape), str(r.dtype).split(".")[-1], r.requires_grad, r.is_leaf,
+                (r.detach() * 0 + 1).sum().item() if factory == "empty" else r.sum().item()]
+    assert _run(nbgrad, fn) == _run(torch, fn)
+
+
+# with nothing to record (no_grad, inference_mode, no input requiring grad), batched matmul and
+# cross_entropy compute their chains' arrays into one fresh tensor: torch's values, dtype, flags
+_MODES = ["no_grad", "inference_mode", "plain"]
+
+
+def _under(lib, mode, fn):
+    if mode == "plain":
+        return fn()
+    with getattr(lib, mode)():
+        return fn()
+
+
+def _flags(r):
+    return [tuple(r.shape), str(r.dtype).split(".")[-1], r.requires_grad, r.is_inference(),
+            r._version, r._base is None, r.is_contiguous()]
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize("sa,sb,layout", [
+    ((2, 3, 4), (2, 4, 5), "c"), ((2, 3, 4), (2, 4, 5), "t"), ((3, 4), (2, 4, 5), "c"),
+    ((2, 1, 3, 4), (5, 4, 2), "c"), ((2, 1, 3, 4), (5, 4, 2), "t"), ((1, 3, 4), (2, 4, 5), "c"),
+    ((2, 0, 4), (2, 4, 5), "c"), ((2, 3, 4), (3, 4, 5), "c"), ((2, 3, 4), (2, 5, 4), "c")])
+def test_batched_matmul_without_graph_like_torch(mode, sa, sb, layout):
+    a0 = R.standard_normal(sa).astype("float32")
+    b0 = R.standard_normal(sb).astype("float32")
+
+    def fn(lib):
+        a, b = lib.tensor(a0, requires_grad=True), lib.tensor(b0)
+        if layout == "t":  # a non-contiguous operand (its fold is a reshape_alias)
+            b = b.transpose(-1, -2).contiguous().transpose(-1, -2)
+        r = _under(lib, mode, lambda: a.detach() @ b if mode == "plain" else a @ b)
+        return [r] + _flags(r)
+    got, want = _run(nbgrad, fn), _run(torch, fn)
+    if want[0] == "error":
+        assert got == want
+        return
+    np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-5, atol=1e-5)
+    assert got[0][0] == want[0][0] and got[1:] == want[1:]
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("target", ["classes", "one ignored", "all ignored", "out of range",
+                                    "negative", "batch mismatch", "float64 logits"])
+def test_cross_entropy_without_graph_like_torch(mode, reduction, target):
+    x0 = R.standard_normal((5, 4)).astype("float64" if target == "float64 logits" else "float32")
+    x0[0, 1] = -np.inf
+    t0 = np.array([0, 3, 1, 2, 1])
+    t0 = {"one ignored": np.array([0, -100, 1, 2, 1]), "all ignored": np.full(5, -100),
+          "out of range": np.array([0, 3, 7, 2, 1]), "negative": np.array([0, 3, -3, 2, 1]),
+          "batch mismatch": t0[:3]}.get(target, t0)
+
+    def fn(lib):
+        x = lib.tensor(x0, requires_grad=mode != "plain")
+        r = _under(lib, mode, lambda: lib.nn.functional.cross_entropy(x, lib.tensor(t0),
+                                                                      reduction=reduction))
+        return [r] + _flags(r)
+    got, want = _run(nbgrad, fn), _run(torch, fn)
+    if want[0] == "error":  # torch's text, then nbgrad's note on it
+        assert got[:2] == want[:2] and got[2].startswith(want[2])
+        return
+    np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-6)
+    assert got[0][0] == want[0][0] and got[1:] == want[1:]

@@ -9,6 +9,8 @@ from . import anomaly
 from ..naming import public
 from heapq import heappop, heappush
 
+import sys
+
 import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
@@ -18,6 +20,7 @@ from .views import _view_of
 from ..tensor import NO_GRAD_MODE
 
 _ND = np.ndarray
+_getrefcount = sys.getrefcount
 # Callbacks `cb(outputs, api)` told of each backward / autograd.grad call before it runs
 # (`outputs`: the root tensors; `api`: "backward" or "grad"). Empty unless a tool (the notebook
 # panel) observes: then one list check per call.
@@ -219,6 +222,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         gv = node._grad_version
                         if gv and gi is not gs:
                             bumps[c] = gv
+                        elif bumps and gi is gs and node in bumps:  # (passed on: its version)
+                            bumps[c] = bumps[node]
                         deps[c] = 0
                         if not ready:
                             out = gi = gs = None
@@ -252,10 +257,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     if needed is None or node in needed:
                         if type(node) is AccumulateGrad:
                             if accumulate:
-                                node._backward(gs, create_graph,
-                                               _ownership(node, gs, shared, grad_outputs))
-                                if bumps and node in bumps:  # .grad took the buffer: its version
-                                    _set_version(node.variable._grad, gs, bumps[node])
+                                owned = _ownership(node, gs, shared, grad_outputs)
+                                # (bumps: .grad's version when it takes the buffer itself)
+                                node._backward(gs, create_graph, owned,
+                                               bumps.get(node, 0) if bumps else 0)
                         else:
                             if anomaly_on:
                                 out = anomaly.run_node(node, gs, create_graph, check_nan)
@@ -287,6 +292,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                                 shared.add(c)
                             if gv and gi is not gs:
                                 bumps[c] = gv
+                            elif bumps and gi is gs and node in bumps:  # (passed on unchanged:
+                                bumps[c] = bumps[node]                  # the same version)
                             if vbase is not None and type(gi) is _ND:
                                 if gi is gs:
                                     if vb is not None:
@@ -365,12 +372,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     return result
 
 
-def _set_version(t, arr, version):
-    """The version of `.grad` when it is the engine's buffer `arr` itself (not a copy)."""
-    if t is not None and t._data is arr:
-        t._storage.version = version
-
-
 def _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
     """autograd.grad: keep the gradients arriving at the requested inputs' edges (and their
     version: the in-place additions into the buffer; and `vb`, the base of a single gradient
@@ -426,7 +427,9 @@ def _ownership(node, g, shared, grad_outputs):
     it), or, for a view only the engine holds, the Storage of the memory it views (the caller's
     gradient's, when it is a view of that: PyTorch's .grad then shares its memory and version
     counter)."""
-    if node in shared:
+    if node in shared and (type(g) is not _ND or _getrefcount(g) > 3):
+        # (3: the caller's `gs`, `g`, getrefcount's own: an array sent along two edges is
+        # copied by the first leaf and taken by the last, as PyTorch's use count decides)
         return GRAD_SHARED
     if type(g) is not _ND:
         return GRAD_OWNED if isinstance(g, np.generic) else GRAD_SHARED

@@ -640,25 +640,39 @@ class AccumulateGrad(Node):
         self._seq += _ACC_SEQ  # PyTorch: UINT64_MAX, so a ready AccumulateGrad runs first
         self.variable = variable
 
-    def _backward(self, g, create_graph, owned=GRAD_SHARED):
+    def _backward(self, g, create_graph, owned=GRAD_SHARED, version=0):
         """`owned` (the engine's, `engine._ownership`): GRAD_OWNED when nothing else holds the
         array `g`, GRAD_SHARED when something may, or for a view nothing else holds the Storage
-        of the memory it views."""
+        of the memory it views; `version`: the in-place additions the engine made into `g`
+        (`.grad`'s _version when it takes `g` itself, before the post-accumulate hooks)."""
         var = self.variable
+        given = g
         if var._grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
         hooks = var._hooks
         if hooks:
-            new = _run_tensor_hooks(hooks, g)
+            kept = []
+            new = _run_tensor_hooks(hooks, g, kept)
             if new is not g:  # the hook's result: the engine's own unless the hook kept it
                 owned = GRAD_OWNED if type(new) is _ND and new.base is None and \
                     _getrefcount(new) == 2 else GRAD_SHARED
+            elif kept:  # a hook kept the tensor it was given (PyTorch: use count > 1, a copy)
+                owned = GRAD_SHARED
             g = new
         if g is None or not var._requires_grad:  # (turned off since: its hooks ran, no .grad)
             return ()
         if not isinstance(g, _tm.Tensor):
             g = as_array(g)
         accumulate_into(var, g, create_graph, owned)
+        if version and var._grad is not None and var._grad._data is given:
+            var._grad._storage.version = version
+        e = var._extra
+        if e is not None and e.post_acc:  # register_post_accumulate_grad_hook's, in order
+            for fn in list(e.post_acc):
+                r = fn(var)
+                if r is not None:
+                    raise TypeError(f"expected Variable, but hook returned "
+                                    f"'{type(r).__name__}'")
         return ()
 
 
@@ -744,7 +758,10 @@ def _check_same_meta(name, a, b):
                            f"{_tm.type_name(a._data.dtype)} got {_tm.type_name(b._data.dtype)})")
 
 
-def _run_tensor_hooks(hooks, g):
+def _run_tensor_hooks(hooks, g, kept=None):
+    """`g` through the tensor hooks `hooks`; `kept` (a list): True appended when a hook that
+    returned None kept the tensor it was given (the last gradient is then not the engine's
+    alone)."""
     as_t = isinstance(g, _tm.Tensor)
     for fn in list(hooks):
         gt = g if as_t else _tm.Tensor._make_fresh(as_array(g))
@@ -752,4 +769,8 @@ def _run_tensor_hooks(hooks, g):
         if r is not None:
             _check_same_meta(getattr(fn, "__name__", repr(fn)), gt, r)
             g = r if as_t else r._data
+            if kept:
+                kept.clear()
+        elif kept is not None and not as_t and _getrefcount(gt) > 2:
+            kept.append(True)
     return g

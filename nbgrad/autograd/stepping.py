@@ -21,17 +21,22 @@ Between steps grad mode, the `RUNNING` count and numpy's warning state are the u
 engine's process-wide switches are set only while a node runs (a backward paused on another
 thread would leave the user's next cells in no-grad mode).
 
-Differences from `backward()`, by design: AccumulateGrad always copies the gradient into
-`.grad` (`GRAD_SHARED`; the walk may still show the array), so a first `.grad` has `_version` 1
-where the engine hands over its own buffer at version 0; values are identical.
+Gradient buffers are owned as the engine owns them (its `shared` set and `bumps` counts: an
+arriving gradient is added in place into a buffer only the engine holds, a first gradient only
+the engine holds becomes `.grad` without a copy at `_version` 0, a view's memory is shared as
+`engine._ownership` decides), so `.grad`'s object, memory and `_version` are those of
+`backward()`. What a step shows is what `keep` made of a gradient before it was added into:
+`keep` must copy (the default does).
 """
 from __future__ import annotations
 
 from heapq import heappop, heappush
 
+import numpy as np
+
 from . import anomaly, engine
 from .grad_mode import STATE
-from .graph import GRAD_SHARED, AccumulateGrad
+from .graph import AccumulateGrad
 from ..backend import loud, quiet
 
 
@@ -118,8 +123,12 @@ class BackwardWalk:
                         deps[c] = d + 1
         self.deps = deps
         self.buffers = {}  # node -> summed gradient (a list per output for multi-output nodes)
+        # as the engine's: nodes whose buffer something else may hold (loss.backward(): none at
+        # first), and in-place additions into a buffer (its .grad's _version)
+        self.shared = set()
+        self.bumps = {}
         self.parts = {}  # node -> per output [(sender key, sender name, kept gradient)]
-        self._arrive(node, nr, self.root_grad, None, "backward()")
+        self._arrive(node, nr, self.root_grad, None, "backward()", False)
         deps[node] = -1
         self.ready = [(-node._seq, node)]
         self.steps = []
@@ -127,14 +136,33 @@ class BackwardWalk:
         self.done = False
         self.nodes_total = len(deps)
 
-    def _arrive(self, c, nr, g, sender_key, sender_name):
+    def _arrive(self, c, nr, g, sender_key, sender_name, shared, bump=0):
         """Gradient `g` reaches output `nr` of node `c`: added to what came before, left to
-        right in arrival order (the engine's `old += gi`, `old + gi` and `_accumulate`)."""
+        right in arrival order, as `engine.run_backward`'s edge loop adds it (`old += gi` into
+        a buffer only the engine holds, else `old + gi`; `_accumulate`). `shared`: something
+        else may hold `g`; `bump`: its version (a formula that wrote it in place)."""
         part = (sender_key, sender_name, self.keep(g))
         if c._n_out == 1:
-            old = self.buffers.get(c)
-            self.buffers[c] = g if old is None else old + g
             self.parts.setdefault(c, [[]])[0].append(part)
+            old = self.buffers.get(c)
+            if old is None:
+                self.buffers[c] = g
+                if shared:
+                    self.shared.add(c)
+                if bump:
+                    self.bumps[c] = bump
+            elif (old.base is None and old.flags.writeable if type(old) is np.ndarray
+                  else isinstance(old, np.generic)) and old.dtype is g.dtype and \
+                    old.shape == g.shape and c not in self.shared:
+                if type(old) is np.ndarray:
+                    old += g
+                else:
+                    self.buffers[c] = old + g
+                self.bumps[c] = self.bumps.get(c, 0) + 1
+            else:
+                self.buffers[c] = old + g
+                self.shared.discard(c)
+                self.bumps.pop(c, None)
         else:
             lst = self.buffers.get(c)
             if lst is None:
@@ -175,6 +203,7 @@ class BackwardWalk:
             st.leaf = id(node.variable)
         self.steps.append(st)
         out = None
+        hooked = False
         prev = STATE.enabled
         STATE.enabled = False
         engine.RUNNING[0] += 1
@@ -183,9 +212,14 @@ class BackwardWalk:
             if gs is not None:
                 hooks = node._hooks
                 if hooks is not None and hooks.pre:
-                    gs = engine._run_prehooks(node, gs, node._n_out > 1, False)
+                    new = engine._run_prehooks(node, gs, node._n_out > 1, False)
+                    if new is not gs:  # a hook's result: its own version
+                        self.bumps.pop(node, None)
+                    gs = new
+                    self.shared.add(node)  # (a hook may keep what it was given)
                 if type(node) is AccumulateGrad:
-                    node._backward(gs, False, GRAD_SHARED)
+                    owned = engine._ownership(node, gs, self.shared, [None])  # (gs held once)
+                    node._backward(gs, False, owned, self.bumps.get(node, 0))
                 else:
                     if anomaly.STATE.enabled:
                         out = anomaly.run_node(node, gs, False, anomaly.STATE.check_nan)
@@ -193,6 +227,7 @@ class BackwardWalk:
                         out = node._backward(gs, False)
                     if hooks is not None and hooks.post:
                         out = engine._run_posthooks(node, out, gs)
+                        hooked = True
                 if self.release and node._saved is not None:
                     node._release()
         except Exception as exc:  # noqa: BLE001 - the walk stops where backward() would raise
@@ -205,6 +240,9 @@ class BackwardWalk:
             engine.RUNNING[0] -= 1
             STATE.enabled = prev
             loud(token)
+        gv = node._grad_version
+        dup = out is not None and len(out) > 1 and engine._twice(out)
+        own = node in self.shared
         for i, (c, nr) in enumerate(node._next):
             gi = out[i] if out is not None else None
             if c is None:
@@ -212,7 +250,9 @@ class BackwardWalk:
                 continue
             st.grads_out.append((_key(c), c.name(), None if gi is None else keep(gi)))
             if gi is not None:
-                self._arrive(c, nr, gi, st.key, st.name)
+                self._arrive(c, nr, gi, st.key, st.name, hooked or dup or gi is gs and own,
+                             gv if gv and gi is not gs else
+                             self.bumps.get(node, 0) if gi is gs else 0)
             d = self.deps[c] - 1
             self.deps[c] = d
             if d == 0:
@@ -238,4 +278,6 @@ class BackwardWalk:
         self.buffers = {}
         self.parts = {}
         self.deps = {}
+        self.shared = set()
+        self.bumps = {}
         self.root_grad = None

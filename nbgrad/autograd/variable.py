@@ -77,6 +77,23 @@ def register_hook(self, hook):
     return RemovableHandle(e.hooks, hook)
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Register `hook(tensor) -> None`, called with this leaf after backward() accumulated its
+    `.grad` (torch.Tensor.register_post_accumulate_grad_hook; an optimizer step per parameter).
+
+    Returns a RemovableHandle. Raises RuntimeError on a tensor that does not require grad or is
+    not a leaf; the hook returning a value raises TypeError in backward, as PyTorch's."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    e = self._x()
+    if e.post_acc is None:
+        e.post_acc = []
+    e.post_acc.append(hook)
+    return RemovableHandle(e.post_acc, hook)
+
+
 def _grad_accumulator(self, where=HERE):
     """The AccumulateGrad node of this leaf (cached weakly, as PyTorch does); `where`: the
     user's line of the op that asks for it, when that op found it (else the frames are
@@ -108,5 +125,6 @@ def bind(T):
     T.grad_fn = property(grad_fn)
     T.retain_grad = retain_grad
     T.register_hook = register_hook
+    T.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
     T._grad_accumulator = _grad_accumulator
     T.backward = backward

@@ -94,11 +94,18 @@ def _matmul(a, b):
             return _matmul(apply(R["squeeze_dim"], (a,), (0,)), b)
         if sb[0] == 1 and b._requires_grad:
             return _matmul(a, apply(R["squeeze_dim"], (b,), (0,)))
-    if da > 1 and db > 1 and _GRAD.enabled and (a._requires_grad or b._requires_grad) and \
-            type(a._data) is np.ndarray and type(b._data) is np.ndarray and fused.usable():
-        r = _bmm_fused(a, b)
-        if r is not None:
-            return r
+    if da > 1 and db > 1 and type(a._data) is np.ndarray and type(b._data) is np.ndarray:
+        if not (_GRAD.enabled and (a._requires_grad or b._requires_grad)):
+            # nothing to record (no_grad, eval): the chain's values in one fresh tensor, as
+            # torch's result (no _base, version 0) without the chain's views
+            folded = _bmm_folded(a._data, b._data)
+            if folded is not None:
+                out3, (batch, _, n, _, p, *_) = folded
+                return _fresh(_arr(_UNSAFE_VIEW.fwd(out3, batch + (n, p))))
+        elif fused.usable():
+            r = _bmm_fused(a, b)
+            if r is not None:
+                return r
     return _bmm_chain(a, b)
 
 
@@ -128,7 +135,23 @@ def _bmm_fused(a, b):
     (nbgrad.autograd.fused) whose backward runs the chain's formulas (unsafe_view, bmm, view or
     reshape_alias, expand) on arrays; the chain's nodes are built when looked at. None when a
     fold would copy (then the chain is recorded as it is)."""
-    ad, bd = a._data, b._data
+    folded = _bmm_folded(a._data, b._data)
+    if folded is None:
+        return None
+    out3, info = folded
+    batch, rows, n, k, p, fa, fb, sa, sb = info
+    r = _fresh(_arr(_UNSAFE_VIEW.fwd(out3, batch + (n, p))))
+    ra, rb = a._requires_grad, b._requires_grad
+    fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
+                 ("self" if rb else None, "mat2" if ra else None), 2 * ra + 2 * rb + 1,
+                 _bmm_fused_backward, _bmm_chain, info)
+    return r
+
+
+def _bmm_folded(ad, bd):
+    """`_bmm_chain`'s forward on two arrays of 2 dims or more: (the bmm's (rows, n, p) result,
+    (batch, rows, n, k, p, fold of a, fold of b, a's shape, b's shape)), the folds being the
+    view or reshape_alias rows the chain applies; None when a fold would copy."""
     sa, sb = ad.shape, bd.shape
     n, k, p = sa[-2], sa[-1], sb[-1]
     if len(sa) == 3 and len(sb) == 3 and sa[0] == sb[0]:
@@ -150,13 +173,7 @@ def _bmm_fused(a, b):
         except _ViewImpossible:
             return None
         out3 = _BMM.fwd(a3, b3)
-    r = _fresh(_arr(_UNSAFE_VIEW.fwd(out3, batch + (n, p))))
-    ra, rb = a._requires_grad, b._requires_grad
-    fused.record(r, _UNSAFE_VIEW.node, (tuple(out3.shape),), (a, b),
-                 ("self" if rb else None, "mat2" if ra else None), 2 * ra + 2 * rb + 1,
-                 _bmm_fused_backward, _bmm_chain,
-                 (batch, rows, n, k, p, fa, fb, sa, sb))
-    return r
+    return out3, (batch, rows, n, k, p, fa, fb, sa, sb)
 
 
 def _bmm_fused_backward(node, g, arrays):

@@ -5,7 +5,8 @@ returns it. Random values come from nbgrad's generator (``nbgrad.manual_seed`` o
 ``generator=`` argument), which is torch's CPU stream, and each initialiser spends it as torch's
 does with torch's float expressions for the bounds, so the numbers are torch's bit for bit
 (``manual_seed(0); nn.Linear(3, 2).weight`` included). Two exceptions, in the last bits only:
-``orthogonal_`` (same Gaussian draws, numpy's QR rather than MKL's) and the rejection branch of
+``orthogonal_`` (same Gaussian draws; its Q is the correctly rounded one, torch's carries MKL's
+float32 rounding) and the rejection branch of
 ``trunc_normal_`` for a narrow window (its ``log`` is numpy's, not torch's vectorised one).
 """
 
@@ -195,7 +196,21 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def orthogonal_(tensor, gain=1.0, generator=None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one."""
+    """Fill a tensor of >= 2 dims (trailing dims flattened) with a (semi-)orthogonal matrix
+    (torch.nn.init.orthogonal_): Q of the QR decomposition of a (rows, cols) Gaussian matrix
+    (of its transpose when rows < cols), columns times the signs of R's diagonal, times gain.
+
+    The Gaussian draws are torch's, bit for bit (the generator's state after agrees). torch
+    factors them with LAPACK's geqrf/orgqr (MKL) in the tensor's dtype, whose Householder
+    steps round differently from any other LAPACK; nbgrad factors them in float64 and rounds Q
+    once to the tensor's dtype, so each element of its Q is the correctly rounded one and
+    differs from torch's by torch's own float32 rounding error (a few ulps,
+    tests/test_random_streams.py); the gain is then applied in the tensor's dtype, as torch's
+    ``mul_``.
+
+    Raises:
+        ValueError: fewer than 2 dimensions (torch's text).
+    """
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
@@ -204,8 +219,9 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     cols = tensor.numel() // rows
     flat = creation.empty((rows, cols), dtype=tensor.dtype).normal_(0, 1, generator=generator)
     flat = flat._data.T if rows < cols else flat._data
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
+    q, r = np.linalg.qr(flat.astype(np.float64))
+    q = (q * np.sign(np.diag(r))).astype(flat.dtype)
     if rows < cols:
         q = q.T
-    return _fill(tensor, (q * gain).reshape(tuple(tensor.shape)))
+    q = q * flat.dtype.type(gain)
+    return _fill(tensor, q.reshape(tuple(tensor.shape)))

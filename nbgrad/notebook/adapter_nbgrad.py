@@ -347,13 +347,24 @@ def _last_frame_file(exc) -> str:
 
 def formula_lines(node) -> list:
     """The derivative formulas the node applies, as its row writes them (``["self: g * (1 -
-    result²)"]``, nbgrad.ops.formula_text); ``[]`` for a node without a row (AccumulateGrad,
-    CopySlices, a custom Function)."""
+    result²)"]``, nbgrad.ops.formula_text); for CopySlices, the base's gradient with the view's
+    part replaced by what the in-place op's node makes of it, then that node's formulas; for a
+    custom Function, ``"MyFn.backward:"`` and its body as written in its class; ``[]`` for
+    AccumulateGrad (the panel writes ``x.grad += g``) and a node without any of these."""
+    from nbgrad.ops.formula_text import body_lines, formula_lines as lines
+
+    cls = getattr(type(node), "_fn_cls", None)
+    if cls is not None:  # a custom Function's node: its class's backward, as the user wrote it
+        src = body_lines(getattr(cls, "backward", None))
+        return [f"{cls.__name__}.backward:"] + ["    " + ln for ln in src] if src else []
+    if type(node).__name__ == "CopySlices":
+        fn = getattr(node, "fn", None)  # (None once its saved values are freed)
+        inner = "the in-place op's node" if fn is None else fn.name().rsplit("::", 1)[-1]
+        return [f"self: g, its view's part replaced by {inner}(g[view])[0]"] + \
+            ([] if fn is None else [f"  {inner}: {ln}" for ln in formula_lines(fn)])
     row = getattr(type(node), "_row", None)
     if row is None or not hasattr(row, "formulas"):
         return []
-    from nbgrad.ops.formula_text import formula_lines as lines
-
     return lines(row)
 
 

@@ -126,7 +126,8 @@ class NbgradExtension:
             from . import model_report
 
             scanned = model_report.scan(self.ip.user_ns, self._hidden())
-            rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned)
+            rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned,
+                                      failed=autograd_err is not None)
             if not rep.has_news():
                 rep = None
         if not focus.relevant and rep is None:
@@ -212,7 +213,13 @@ class NbgradExtension:
         return panel_cls(snap, svg, dot=dot, on_rendered=self._rendered, folded=folded or [],
                          theme=self.theme, layout_fn=self.layout, earlier_fn=self.with_earlier,
                          on_wake=self.wake, panel_id=f"{self._session}-{self._panels}",
-                         values_fn=self.with_values)
+                         values_fn=self.with_values, on_step=self.step_message)
+
+    def step_message(self, panel, content):
+        """A panel's "step through backward" button or Step tab control (stepper.py)."""
+        from . import stepper
+
+        stepper.panel_message(panel, content, self.ip.user_ns, self._hidden())
 
     def with_values(self, snap):
         """``snap`` with its named tensors' values read now (a panel's values button)."""

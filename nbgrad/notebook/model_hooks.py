@@ -81,8 +81,10 @@ class ParamStat:
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
-    summed_into: object = None  # weakref to the .grad a watched backward summed into
-    summed_at: int = 0  # the training step of that backward
+    summed_into: object = None  # weakref to the .grad the last watched backward summed into
+    # (None when that backward found .grad None or zeros: it started a new sum)
+    summed_version: int = 0  # that .grad's version before the sum
+    summed_at: int = 0  # the training step of the last watched backward
     hook: object = None  # its gradient hook function (made once)
 
 
@@ -527,13 +529,14 @@ class ModelTracker:
             if not math.isfinite(sq):
                 st.nonfinite = True
             old = A.version_and_grad(p)[1]  # runs before the new gradient is summed in
+            step = tracker.step_count()
             if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
-                st.accumulated, st.missed = 1, False
+                st.accumulated, st.missed, st.summed_into = 1, False, None
             else:
                 st.accumulated += 1
-                step = tracker.step_count()
                 st.missed = st.missed or step > st.hits + 1
-                st.summed_into, st.summed_at = weakref.ref(old), step
+                st.summed_into, st.summed_version = weakref.ref(old), A.version(old)
+            st.summed_at = step
             st.max_accumulated = max(st.max_accumulated, st.accumulated)
             st.hits += 1
             tracker.backward_seen = True
@@ -554,12 +557,15 @@ class ModelTracker:
         return nbgrad_panel_grad_stats
 
     def _step_norm(self, i, sq) -> None:
-        """Sum a parameter's squared norm into the total of the sample it was armed for."""
+        """Sum a parameter's squared norm into the total of the backward call running (of the
+        sample it was armed for, where backward calls are not seen: a hook armed in an earlier
+        cell, whose backward stopped before reaching it, fires in this cell's first step)."""
         norms = self.step_norms
-        if norms and norms[-1][0] == i:
-            norms[-1] = (i, norms[-1][1] + sq, norms[-1][2])
+        step = max(self.n_backward, 1)
+        if norms and (norms[-1][2] == step if self.n_backward else norms[-1][0] == i):
+            norms[-1] = (i, norms[-1][1] + sq, step)
         elif len(norms) < MAX_STEPS:
-            norms.append((i, sq, max(self.n_backward, 1)))
+            norms.append((i, sq, step))
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,

@@ -17,6 +17,7 @@ from itertools import islice
 import numpy as np
 
 from . import adapter as A
+from . import grad_sums
 from .model_hooks import ModelTracker
 from .repeats import copy_with
 
@@ -133,10 +134,12 @@ def scan(ns: dict, skip=()) -> Scan:
     return out
 
 
-def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None) -> ModelReport:
+def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None,
+           failed: bool = False) -> ModelReport:
     """What this cell did to the namespace's models: gradients after its backward calls and the
     notes the hooks took; :func:`with_graph` adds what needs the cell's snapshot. ``scanned``:
-    this cell's :func:`scan` of ``ns`` (made here when not given)."""
+    this cell's :func:`scan` of ``ns`` (made here when not given); ``failed``: the cell ended
+    with an autograd error (a backward may have stopped before reaching some parameters)."""
     rep = ModelReport()
     scanned = scanned or scan(ns, skip)
     mods, pnames = scanned.mods, scanned.params
@@ -159,17 +162,13 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
             continue
         if st.hits:
             backward_models.add(name.split(".", 1)[0])
-        rep.params.append(ParamRow(
-            name, tuple(int(s) for s in p.shape), st.norms[-1] if st.norms else None,
-            st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms),
-            st.max_accumulated, st.nonfinite))
-        if st.max_accumulated >= 2 and st.hits:
-            n, least = st.max_accumulated, "at least " if st.missed else ""
-            later = tracker.step_count() - st.summed_at
-            if st.summed_into is not None and st.summed_into() is A.grad(p) and later > 0:
-                # the same .grad still: the steps since were summed into it too
-                n, least = st.accumulated + later, ""
+        n = grad_sums.accumulated(tracker, st, p)
+        least = "at least " if st.missed else ""
+        if n >= 2 and st.hits:
             summed.setdefault((least, n), []).append(name)
+        rep.params.append(ParamRow(  # (the Gradients tab's "accumulated xN" is the note's N)
+            name, tuple(int(s) for s in p.shape), st.norms[-1] if st.norms else None,
+            st.ratios[-1] if st.ratios else None, st.zeros, list(st.norms), n, st.nonfinite))
         if st.nonfinite and st.hits:
             rep.notes.append(f"{name}.grad has NaN or Inf values")
     rep.params.sort(key=lambda r: r.name)
@@ -196,6 +195,8 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
                 outer = outer.rsplit(".", 1)[0]
                 why2, cut = _why_no_grad(mod_of.get(outer), calls, mods, who=outer)
                 why = why2 if cut else why
+            if not cut and failed and tracker.n_backward:  # (not "never reached the loss")
+                why = "the backward stopped with an error before reaching it (see the Error tab)"
             rep.notes.append(f"{', '.join(names)} got no gradient: {why}")
     rep.notes[:0] = nan_notes(tracker, pnames, scanned)
     for _key, (mref, cls, text, where, kw) in tracker.notes.items():

@@ -246,8 +246,9 @@ class StepPanel:
                 else:
                     rows.append(f"<p>{lab} g = <b>{e(V.text(total_g))}</b></p>")
         if view is not None and view.formula:
-            rows.append("<p>formula (its row in the op table):<br>" + "<br>".join(
-                f"<code>{e(f)}</code>" for f in view.formula) + "</p>")
+            rows.append("<p>formula (its row in the op table; a custom Function: its "
+                        "backward):<br>" + "<br>".join(
+                            f"<code>{e(f)}</code>" for f in view.formula) + "</p>")
         if st.leaf is not None:
             name = view.leaf_name if view is not None and view.leaf_name else "the leaf"
             rows.append(f"<p><code>{e(name)}.grad += g</code> &rarr; {e(name)}.grad = "
@@ -399,3 +400,103 @@ def step_magic(ext, rest: str):
         print(f"nbgrad: {expr}.backward() raises RuntimeError: {exc}")
         return None
     return panel
+
+
+# -- the "step through backward" button of a scalar loss's panel ---------------------------------
+
+MAX_BUTTONS = 3  # buttons on one panel (its named one-element tensors with a grad_fn)
+
+
+def losses_of(snap) -> list:
+    """Names of the snapshot's named one-element tensors with a ``grad_fn`` whose node still
+    holds its saved tensors (a backward already run has freed them: its walk would stop at once
+    with backward()'s "a second time" error), at most MAX_BUTTONS."""
+    out = []
+    for t in snap.tensors:
+        if not (t.named and t.grad_fn and t.requires_grad) or len(out) >= MAX_BUTTONS:
+            continue
+        n = 1
+        for d in t.shape:
+            n *= d
+        if n == 1 and not _freed(snap, t.grad_fn_key):
+            out.append(t.name.split(" = ")[0])
+    return out
+
+
+def _freed(snap, key) -> bool:
+    """Whether a node the snapshot draws below node ``key`` has freed its saved tensors."""
+    seen, stack = {key}, [key]
+    while stack:
+        node = snap.nodes.get(stack.pop())
+        if node is None:
+            continue
+        if any(s.released for s in node.saved):
+            return True
+        for c in node.next:
+            if c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return False
+
+
+def button_html(snap) -> str:
+    """The Graph tab's line of "step through backward" buttons (``extension/panel.js`` sends
+    ``{"type": "step", "op": "open", "name": ...}``); ``""`` when the panel has no loss."""
+    names = losses_of(snap)
+    if not names:
+        return ""
+    e = html.escape
+    return ('<div class="nbgrad-step-line" style="color:#666">backward step by step: ' + " ".join(
+        f'<button class="nbgrad-step-open" data-op="open" data-name="{e(n, quote=True)}" '
+        f'title="run {e(n)}.backward() one node at a time, in the engine\'s order">'
+        f'step through {e(n)}.backward()</button>' for n in names) + "</div>")
+
+
+def _tab_html(panel) -> str:
+    """The panel's Step tab: the controls (buttons ``panel.js`` relays) and the walk's state."""
+    ctl = "".join(
+        f'<button class="nbgrad-step-ctl nbgrad-step-{op}" data-op="{op}">{label}</button> '
+        for op, label in (("prev", "\u25c0 previous"), ("next", "next \u25b6"),
+                          ("end", "run to end \u00bb"),
+                          ("values", "hide values" if panel.values else "show values")))
+    return f"<div class='nbgrad-step-tab'><div style='margin:4px 0'>{ctl}</div>{panel.html()}</div>"
+
+
+def panel_message(widget, content: dict, ns: dict, hidden=()) -> None:
+    """A graph panel's step message (its button, then the Step tab's controls): ``op`` "open"
+    makes the walk of ``ns[name].backward()`` (a :class:`StepPanel`, kept on the widget) and
+    shows it in a Step tab; "next", "prev", "end", "values" move it. What ``%nbgrad step name``
+    refuses is said in the tab instead."""
+    op = str(content.get("op", ""))
+    panel = getattr(widget, "_stepper", None)
+    if op == "open":
+        name = str(content.get("name", ""))
+        value = ns.get(name)
+        try:
+            if not A.is_tensor(value):
+                raise TypeError(f"{name!r} is not a tensor in the namespace any more")
+            panel = StepPanel(value, named=_inspect.named_tensors(ns, skip=hidden),
+                              root_name=name)
+        except (TypeError, NotImplementedError, RuntimeError) as exc:
+            body = f"<p>nbgrad: {html.escape(str(exc))}</p>"
+        else:
+            widget._stepper = panel
+            body = _tab_html(panel)
+    elif panel is None:
+        return
+    else:
+        if op == "next":
+            panel.next()
+        elif op == "prev":
+            panel.prev()
+        elif op == "end":
+            panel.run_to_end()
+        elif op == "values":
+            panel.values = not panel.values
+        body = _tab_html(panel)
+    order = list(widget.tab_order)
+    with widget.hold_sync():
+        widget.tabs = {**widget.tabs, "Step": body}
+        if "Step" not in order:
+            widget.tab_order = order + ["Step"]
+        widget.active = "Step"

@@ -220,11 +220,13 @@ class NbgradPanel(anywidget.AnyWidget):
 
     def __init__(self, snap=None, svg: str | None = None, dot: str = "", on_rendered=None,
                  layout_fn=None, earlier_fn=None, on_wake=None, panel_id: str = "",
-                 values_fn=None, **kwargs):
+                 values_fn=None, on_step=None, **kwargs):
         """``layout_fn(dot, snap) -> svg``: lays a refolded graph out in the kernel (None: the
         browser lays it out); ``earlier_fn(snap) -> snapshot or None``: ``snap`` with the
         earlier graphs it folded to a line drawn too (the "show" button); ``on_wake(panel_id)``:
-        a retired panel's "interact" button was clicked (any live panel relays it)."""
+        a retired panel's "interact" button was clicked (any live panel relays it);
+        ``on_step(panel, message)``: a "step through backward" button or a Step tab control
+        was clicked (stepper.panel_message)."""
         self._static = {"text/html": "", "text/plain": ""}
         self._on_rendered = on_rendered
         self._on_wake = on_wake
@@ -235,6 +237,8 @@ class NbgradPanel(anywidget.AnyWidget):
         self._layout_fn = layout_fn
         self._earlier_fn = earlier_fn
         self._values_fn = values_fn  # snap -> a copy with the values read now (render_values)
+        self._on_step = on_step
+        self._stepper = None  # the Step tab's walk, once a step button was clicked
         self._plain = None  # this cell's snapshot as taken, with or without values
         self._drawing = False  # update_from sets values_shown itself: nothing to redraw
         kwargs.setdefault("layout", _shared_layout())
@@ -262,7 +266,14 @@ class NbgradPanel(anywidget.AnyWidget):
     def _graph_tab(self, svg, snap) -> str:
         shown = self._own.earlier if self._own is not None and snap is not self._own else None
         return (render.graph_html(svg, snap) + render.earlier_html(self._own or snap, True, shown)
-                + _values.toggle_html(self.values_shown))
+                + _values.toggle_html(self.values_shown) + self._step_buttons(snap))
+
+    def _step_buttons(self, snap) -> str:
+        if self._on_step is None:
+            return ""
+        from .stepper import button_html
+
+        return button_html(snap)
 
     @traitlets.observe("values_shown")
     def _show_values(self, change) -> None:
@@ -318,7 +329,7 @@ class NbgradPanel(anywidget.AnyWidget):
             self._drawing = False
         tab_html, dot = fit_tabs(snap, svg, dot)
         if "Graph" in tab_html:
-            tab_html["Graph"] += _values.toggle_html(self.values_shown)
+            tab_html["Graph"] += _values.toggle_html(self.values_shown) + self._step_buttons(snap)
         self._static = static_bundle(snap, svg, self.theme)
         with self.hold_sync():
             self.summary = render.summary_text(snap)
@@ -360,6 +371,7 @@ class NbgradPanel(anywidget.AnyWidget):
         """``{"type": "code"}``: send the panel's code (once per page); ``{"type": "wake",
         "panel": id}``: a retired panel's static copy was clicked, make it live again;
         ``{"type": "viz"}``: send viz.js (a graph the kernel could not lay out);
+        ``{"type": "step", "op": ..., "name": ...}``: a step button or a Step tab control;
         ``{"type": "rendered", "ok": b}``: whether viz.js works in this browser."""
         if not isinstance(content, dict):
             return
@@ -372,6 +384,8 @@ class NbgradPanel(anywidget.AnyWidget):
                 self.send({"type": "viz", "code": viz_js()})
             except FileNotFoundError:
                 self.send({"type": "viz", "code": ""})
+        elif content.get("type") == "step" and self._on_step is not None:
+            self._on_step(self, content)
         elif content.get("type") == "rendered" and self._on_rendered is not None:
             self._on_rendered(bool(content.get("ok")))
 

@@ -108,7 +108,25 @@ op("tanh", _ufunc(np.tanh), float_op=True,
    double=dict(node="TanhBackwardBackward0", g="again", saved={"output": "result"},
                result=lambda gg, g, result, xp: gg * (xp.mul_scalar(result, -2) * g)),
    self=lambda g, result: g * (1 - result * result))
-op("sigmoid", lambda self: 0.5 * _xp(self).tanh(0.5 * self) + 0.5, float_op=True,
+_HALF = {np.dtype(np.float32): np.array(0.5, np.float32),
+         np.dtype(np.float64): np.array(0.5, np.float64)}
+
+
+def _sigmoid(self):
+    """0.5 * tanh(0.5 * x) + 0.5; on a numpy float32/float64 array with one fresh buffer and a
+    0-d half of its dtype (numpy takes ~0.2 us longer per Python float; the same values, as
+    NEP 50 casts the float to the array's dtype first): 1.0 us against 1.8 on (2, 2)."""
+    h = _HALF.get(self.dtype) if type(self) is np.ndarray and self.ndim else None
+    if h is None:
+        return 0.5 * _xp(self).tanh(0.5 * self) + 0.5
+    t = self * h
+    np.tanh(t, out=t)
+    t *= h
+    t += h
+    return t
+
+
+op("sigmoid", _sigmoid, float_op=True,
    double=dict(node="SigmoidBackwardBackward0", g="again", saved={"output": "result"},
                result=lambda gg, g, result, xp: gg * g * xp.add_scalar(
                    xp.mul_scalar(result, -2), 1)),

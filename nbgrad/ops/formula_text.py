@@ -6,12 +6,17 @@
 body of the lambda found in its file by `ast` at the line its code object starts on (or, for a
 formula written as a function, its name and parameters), shown with two small rewrites for the
 eye: `xp.` (the formula namespace) dropped, and `a * a` written `a²`.
+
+`body_lines(f)` gives a function's body as written (a custom Function's `backward`, read from
+its class: the step panel's formula for such a node).
 """
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import re
+import textwrap
 
 _TREES: dict = {}  # file name -> (parsed tree, source) of the table files read so far
 _SQUARE = re.compile(r"(?<![\w.\])])([A-Za-z_]\w*) \* \1(?![\w.(\[])")
@@ -70,3 +75,26 @@ def formula_lines(row) -> list:
             keys = ", ".join(row.inputs) if row.inputs else "tensors"
             lines.append(f"{keys}: {pretty(text)}")
     return lines
+
+
+def body_lines(f, limit=12) -> list:
+    """The body of function `f` (a custom Function's `backward`, as read from its class) as
+    written: its source lines after the `def` line, dedented, the docstring and blank lines
+    dropped, at most `limit` lines (then `"..."`); `[]` when its source cannot be read (a
+    builtin, a lambda, a file gone)."""
+    f = getattr(f, "__func__", f)
+    try:
+        src = textwrap.dedent(inspect.getsource(f))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return []
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    body = fn.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and \
+            isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]  # the docstring
+    lines = src.splitlines()[body[0].lineno - 1:body[-1].end_lineno]
+    lines = [ln.rstrip() for ln in textwrap.dedent("\n".join(lines)).splitlines() if ln.strip()]
+    return lines[:limit] + ["..."] if len(lines) > limit else lines

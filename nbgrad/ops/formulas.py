@@ -124,6 +124,12 @@ class ArrayFormulas:
         return ROWS[name].double_row.fwd(*vals)
 
     @staticmethod
+    def row(name, inputs, args=()):
+        """Row `name`'s forward on arrays (a backward op PyTorch records as a node of its own,
+        mse_loss_backward): `inputs` then `args`."""
+        return ROWS[name].fwd(*inputs, *args)
+
+    @staticmethod
     def mul_scalar(x, n):
         return x * n
 
@@ -387,6 +393,10 @@ class TensorFormulas:
         return x.new_zeros(tuple(x.shape))
 
     @staticmethod
+    def ones_like(x):
+        return x.new_ones(tuple(x.shape))
+
+    @staticmethod
     def sum_all(x):
         return x.sum()
 
@@ -417,6 +427,12 @@ class TensorFormulas:
         d = ROWS[name].double_row
         k = len(d.inputs)
         return _apply(d, vals[:k], vals[k:])
+
+    @staticmethod
+    def row(name, inputs, args=()):
+        """Row `name` applied to Tensors and recorded as its node (mse_loss_backward:
+        MseLossBackwardBackward0), as PyTorch's formulas that call a backward op."""
+        return _apply(ROWS[name], tuple(inputs), tuple(args))
 
     @staticmethod
     def div_scalar(x, n):

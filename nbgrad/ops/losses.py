@@ -13,30 +13,62 @@ import numpy as np
 
 from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
+from ..tensor import Tensor
 from .activations import _log_sigmoid
 from .formulas import TENSORS
 from .derivatives import _sum_all
 from .reductions import _refuse
-from .registry import ROWS, op
+from .registry import ROWS, Ctx, op
 
 # ---- losses: one node each, as torch records them ---------------------------------------------
 # `reduction` is "mean", "sum" or "none"; `_norm` is the 1/N of "mean" (N: the element count)
 op("mse_loss", lambda self, target, reduction: _reduce((self - target) ** 2, reduction),
-   self=lambda g, self, target, reduction: _norm(g, self, target, reduction) * 2 * (self - target),
-   target=lambda g, self, target, reduction: _norm(g, self, target, reduction) * -2
-   * (self - target))
+   self=lambda g, self, target, reduction, xp: xp.row("mse_loss_backward", (g, self, target),
+                                                      (reduction,)),
+   target=lambda g, self, target, reduction, xp: xp.row("mse_loss_backward", (g, target, self),
+                                                        (reduction,)))
+# PyTorch's mse_loss_backward: the gradient above as an op of its own (a gradient built under
+# create_graph records MseLossBackwardBackward0), with its derivatives (derivatives.yaml's
+# mse_loss_double_backward and, for grad_output, the op again, summed when reduced)
+op("mse_loss_backward", lambda grad_output, self, target, reduction: _norm(
+    grad_output, self, target, reduction) * 2 * (self - target),
+   broadcast=True, node="MseLossBackwardBackward0",
+   grad_output=lambda g, grad_output, self, target, reduction, xp: _summed(xp.row(
+       "mse_loss_backward", (g, self, target), (reduction,)), grad_output, xp),
+   self=lambda g, grad_output, self, target, reduction, xp: _mse_double(
+       g * grad_output, self, target, reduction, xp),
+   target=lambda g, grad_output, self, target, reduction, xp: -_mse_double(
+       g * grad_output, self, target, reduction, xp))
 op("smooth_l1_loss", lambda self, target, reduction, beta: _reduce(
     _smooth_l1(self - target, beta, _xp(self)), reduction),
-   self=lambda g, self, target, reduction, beta, xp: _smooth_l1_grad(
-       _norm(g, self, target, reduction), self - target, beta, xp),
-   target=lambda g, self, target, reduction, beta, xp: -_smooth_l1_grad(
-       _norm(g, self, target, reduction), self - target, beta, xp))
+   self=lambda g, self, target, reduction, beta, xp: xp.row(
+       "smooth_l1_loss_backward", (g, self, target), (reduction, beta)),
+   target=lambda g, self, target, reduction, beta, xp: xp.row(
+       "smooth_l1_loss_backward", (g, target, self), (reduction, beta)))
+op("smooth_l1_loss_backward", lambda grad_output, self, target, reduction, beta: _smooth_l1_grad(
+    _norm(grad_output, self, target, reduction), self - target, beta, _xp(self)),
+   broadcast=True, node="SmoothL1LossBackwardBackward0",
+   grad_output=lambda g, grad_output, self, target, reduction, beta, xp: _summed(xp.row(
+       "smooth_l1_loss_backward", (g, self, target), (reduction, beta)), grad_output, xp),
+   self=lambda g, grad_output, self, target, reduction, beta, xp: _within_double(
+       g * grad_output, self, target, reduction, beta, True, xp),
+   target=lambda g, grad_output, self, target, reduction, beta, xp: -_within_double(
+       g * grad_output, self, target, reduction, beta, True, xp))
 op("huber_loss", lambda self, target, reduction, delta: _reduce(
     _huber(self - target, delta, _xp(self)), reduction),
-   self=lambda g, self, target, reduction, delta, xp: _huber_grad(
-       _norm(g, self, target, reduction), self - target, delta, xp),
-   target=lambda g, self, target, reduction, delta, xp: -_huber_grad(
-       _norm(g, self, target, reduction), self - target, delta, xp))
+   self=lambda g, self, target, reduction, delta, xp: xp.row(
+       "huber_loss_backward", (g, self, target), (reduction, delta)),
+   target=lambda g, self, target, reduction, delta, xp: xp.row(
+       "huber_loss_backward", (g, target, self), (reduction, delta)))
+op("huber_loss_backward", lambda grad_output, self, target, reduction, delta: _huber_grad(
+    _norm(grad_output, self, target, reduction), self - target, delta, _xp(self)),
+   broadcast=True, node="HuberLossBackwardBackward0",
+   grad_output=lambda g, grad_output, self, target, reduction, delta, xp: _huber_grad_output(
+       g, grad_output, self, target, reduction, delta, xp),
+   self=lambda g, grad_output, self, target, reduction, delta, xp: _within_double(
+       g * grad_output, self, target, reduction, delta, False, xp),
+   target=lambda g, grad_output, self, target, reduction, delta, xp: -_within_double(
+       g * grad_output, self, target, reduction, delta, False, xp))
 op("soft_margin_loss", lambda self, target, reduction: _reduce(
     _xp(self).log1p(_xp(self).exp(-target * self)), reduction),
    self=lambda g, self, target, reduction, xp: _norm(g, self, target, reduction) * -target
@@ -65,9 +97,25 @@ op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _redu
 op("nll_loss", lambda self, target, weight, reduction, ignore_index, ctx: _nll(
     self, target, weight, reduction, ignore_index, ctx), ctx_saves=lambda v, src, args:
    _nll_saves(v, src[0]._data.dtype, *args[:3]),
-   self=lambda g, self, reduction, ctx, xp: _nll_grad(g, tuple(self.shape), reduction, ctx, xp))
+   double=dict(node="NllLossBackwardBackward0", g=lambda gg, self, target, weight, reduction,
+               ignore_index, ctx, xp: _nll_again("nll_loss", gg, target, weight, reduction,
+                                                 ignore_index, xp),
+               self=lambda gg, xp: xp.zeros_like(gg)),
+   self=lambda g, self, target, weight, reduction, ignore_index, ctx, xp: _nll_grad(
+       g, tuple(self.shape), reduction, ctx, xp))
 op("nll_loss2d", ROWS["nll_loss"].fwd, node="NllLoss2DBackward0",  # (N, C, H, W) input, as torch
-   ctx_saves=ROWS["nll_loss"].ctx_saves, self=ROWS["nll_loss"].formulas[0])
+   ctx_saves=ROWS["nll_loss"].ctx_saves,
+   double=dict(node="NllLoss2DBackwardBackward0", g=lambda gg, self, target, weight, reduction,
+               ignore_index, ctx, xp: _nll_again("nll_loss2d", gg, target, weight, reduction,
+                                                 ignore_index, xp),
+               self=lambda gg, xp: xp.zeros_like(gg)),
+   self=ROWS["nll_loss"].formulas[0])
+
+
+def _nll_again(name, gg, target, weight, reduction, ignore_index, xp):
+    """PyTorch's derivative of nll_loss_backward in grad_output: nll_loss itself, of the new
+    gradient (NllLossBackward0 under create_graph)."""
+    return xp.row(name, (gg,), (target, weight, reduction, ignore_index, Ctx(None)))
 
 
 # ---- helpers of the rows above ----------------------------------------------------------------
@@ -84,6 +132,58 @@ def _norm(g, self, target, reduction):
     if reduction == "mean":
         return g / math.prod(np.broadcast_shapes(tuple(self.shape), tuple(target.shape)))
     return g
+
+
+def _summed(x, grad_output, xp):
+    """The op again, summed to grad_output's shape: a reduced loss's 0-d grad_output gets the
+    sum (SumBackward0); a full-shaped one (a third derivative) the op itself."""
+    return xp.sum(x) if len(grad_output.shape) == 0 and len(x.shape) else x
+
+
+def _mse_double(g, self, target, reduction, xp):
+    """PyTorch's mse_loss_double_backward: ``2 * g`` (MulBackward1), divided by the element
+    count for "mean" (DivBackward1)."""
+    g = xp.mul_scalar(g, 2)
+    if reduction == "mean":
+        g = xp.div_scalar(g, math.prod(np.broadcast_shapes(tuple(self.shape),
+                                                            tuple(target.shape))))
+    return g
+
+
+def _within_double(g, self, target, reduction, beta, scaled, xp):
+    """PyTorch's smooth_l1_loss_double_backward (scaled: ``g * (|d| < beta) / beta``; zeros
+    for beta 0) and huber_loss_double_backward (``g * (|d| < delta)``), d = self - target,
+    divided by the element count for "mean"."""
+    if scaled and beta == 0:
+        return xp.zeros_like(g)
+    inside = abs(_raw(self) - _raw(target)) < beta
+    if scaled:
+        g = xp.div_scalar(g * _const(inside.astype(_raw(g).dtype), g), beta)
+    else:
+        g = g * _const(inside, g)
+    if reduction == "mean":
+        g = xp.div_scalar(g, math.prod(np.broadcast_shapes(tuple(self.shape),
+                                                            tuple(target.shape))))
+    return g
+
+
+def _huber_grad_output(g, grad_output, self, target, reduction, delta, xp):
+    """PyTorch's huber_loss_double_backward_grad_output: the op again on the new gradient, or,
+    reduced, ``(huber_loss_backward(ones, ...) * g).sum()``."""
+    if reduction == "none":
+        return xp.row("huber_loss_backward", (g, self, target), (reduction, delta))
+    r = xp.row("huber_loss_backward", (xp.ones_like(grad_output), self, target),
+               (reduction, delta))
+    return xp.sum(r * g)
+
+
+def _raw(x):
+    return x._data if isinstance(x, Tensor) else x
+
+
+def _const(arr, like):
+    """A constant (a mask) beside `like`: a Tensor when `like` is one (an edge to nothing)."""
+    return Tensor._make_fresh(arr) if isinstance(like, Tensor) else arr
 
 
 def _smooth_l1(d, beta, xp):

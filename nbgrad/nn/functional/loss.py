@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from nbgrad import creation, dtypes
+from nbgrad import backend, creation, dtypes
 from nbgrad import functions
 from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
@@ -68,13 +68,16 @@ def _check_class_target(input, target, who, ignore_index):
     cdim = 0 if nd == 1 else 1
     c = x.shape[cdim]
     if nd == 1:
+        if t.ndim == 1 and t.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{t.shape[0]}")
         if t.ndim != 0:
             raise ValueError(
                 f"{who}: expected a 0-D target for 1-D input of {c} classes, got target of "
                 f"shape {tuple(t.shape)}")
     else:
-        tb = t.shape[0] if t.ndim else None
-        if tb != x.shape[0]:
+        tb = t.shape[0] if t.ndim else 0  # torch reads a 0-d target's batch size as 0
+        if t.ndim == 0 or tb != x.shape[0]:
             raise ValueError(
                 f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                 f"({tb}).")
@@ -131,7 +134,7 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
-                 _cross_entropy_chain, (logp, reduction, ctx),
+                 _cross_entropy_chain, (logp, target._data, reduction, ignore_index, ctx),
                  (target, ignore_index, reduction, who))
     return out
 
@@ -141,13 +144,16 @@ def _cross_entropy_chain(input, target, ignore_index, reduction, who):
 
 
 def _cross_entropy_fused_backward(node, g, arrays):
-    """nll_loss's formula (saved: self, reduction, ctx), then log_softmax's (result, dim)."""
-    logp, reduction, ctx = node._chain.info
-    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, reduction, ctx), logp, 1)]
+    """nll_loss's formula (saved: self, target, weight, reduction, ignore_index, ctx), then
+    log_softmax's (result, dim)."""
+    logp, t, reduction, ignore_index, ctx = node._chain.info
+    return [_LOG_SOFTMAX.vjp(0, _NLL_LOSS.vjp(0, g, logp, t, None, reduction, ignore_index, ctx),
+                             logp, 1)]
 
 
 _LOG_SOFTMAX, _NLL_LOSS = ROWS["log_softmax"], ROWS["nll_loss"]
-assert _NLL_LOSS.names == ("self", "reduction", "ctx") and _LOG_SOFTMAX.names == ("result", "dim")
+assert _NLL_LOSS.names == ("self", "target", "weight", "reduction", "ignore_index", "ctx") and \
+    _LOG_SOFTMAX.names == ("result", "dim")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -188,13 +194,23 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     nd = input._data.ndim
-    if nd == 2 and weight is None and label_smoothing <= 0 and input._requires_grad and \
-            _GRAD.enabled and type(input._data) is np.ndarray and \
-            input._data.dtype.kind == "f" and target._data.dtype == np.int64 and \
-            reduction in ("mean", "sum") and fused.usable():
-        out = _cross_entropy_fused(input, target, ignore_index, reduction, _who)
-        if out is not None:
-            return out
+    if nd == 2 and weight is None and label_smoothing <= 0 and \
+            type(input._data) is np.ndarray and input._data.dtype.kind == "f" and \
+            target._data.dtype == np.int64 and reduction in ("mean", "sum"):
+        if not (_GRAD.enabled and input._requires_grad):
+            # nothing to record (no_grad, eval): the chain's values on arrays, one fresh tensor
+            ignored = _check_class_target(input, target, _who, ignore_index)[2]
+            token = backend.quiet()  # (as `apply`: no numpy warning reaches the user)
+            try:
+                return Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(
+                    _LOG_SOFTMAX.fwd(input._data, 1), target._data, None, reduction,
+                    ignore_index, Ctx(ignored))))
+            finally:
+                backend.loud(token)
+        if fused.usable():
+            out = _cross_entropy_fused(input, target, ignore_index, reduction, _who)
+            if out is not None:
+                return out
     cdim = 0 if nd == 1 else 1
     logp = input.log_softmax(cdim)
     c = input._data.shape[cdim]

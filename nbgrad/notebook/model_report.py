@@ -375,9 +375,7 @@ def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
     if not seqs:
         return {}
     lo, hi = seqs[0][0], seqs[-1][0]
-    # a call that ended before the first node made none of them, nor holds a call that did
-    # (a session's last MAX_CALLS calls: the work stays this cell's, not the session's)
-    calls = [c for c in calls if c.end >= lo]
+    calls = [c for c in calls if c.end >= lo]  # (ended before the first node: none of ours)
     parent: dict = {}  # index of a call -> index of the call it ran in (post order: the next
     open_: dict = {}  # call one level up to end after it)
     for i in range(len(calls) - 1, -1, -1):
@@ -540,8 +538,7 @@ def fold(snap, rep: ModelReport, folded) -> object:
                 if x != b.key and x not in b.next:
                     b.next.append(x)
             continue
-        nn = copy_with(n, next=list(dict.fromkeys(remap(x) for x in n.next)))
-        nodes[key] = nn
+        nodes[key] = copy_with(n, next=list(dict.fromkeys(remap(x) for x in n.next)))
     for b in boxes.values():
         b.where = f"{b.folded} ops folded"
     tensors = [t if t.grad_fn_key not in owner else copy_with(t, grad_fn_key=remap(t.grad_fn_key))

@@ -192,10 +192,11 @@ def _build(node):
     line and its saved versions as the unfused call would have given them; edges that left
     the chain go where the fused node's went; released if the fused node was."""
     c = node._chain
-    prev = _GRAD.enabled
+    prev, prov = _GRAD.enabled, _PROV[0]
     hooks = _SAVED_HOOKS[:]
     _SAVED_HOOKS.clear()
     _GRAD.enabled = True
+    _PROV[0] = False  # (each built node gets the fused node's line below: none looked up now)
     try:
         inputs = _as_recorded(c) if c.inputs is not None else [_stand_in(*s) for s in c.specs]
         now = [_edge(x) if x._requires_grad else _NONE_EDGE for x in inputs]
@@ -203,6 +204,7 @@ def _build(node):
         out = c.replay(*inputs, *c.args)
     finally:
         _GRAD.enabled = prev
+        _PROV[0] = prov
         _SAVED_HOOKS[:] = hooks
     top = out._grad_fn
     chain = []
@@ -273,7 +275,7 @@ def _stand_in(shape, strides, dtype, requires_grad):
     else:
         size = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) // dtype.itemsize if \
             all(shape) else 0
-        arr = np.lib.stride_tricks.as_strided(np.zeros(max(size, 1), dtype), shape, strides)
+        arr = np.ndarray(shape, dtype, np.zeros(max(size, 1), dtype), 0, strides)
     t = Tensor._make_fresh(arr)
     t._requires_grad = requires_grad
     return t

@@ -67,7 +67,14 @@ def engine_of(obj) -> str:
 
 def tensor_types() -> tuple:
     """The tensor types of the engines loaded (a tuple for ``issubclass``)."""
-    return tuple(e.tensor_type() for e in engines())
+    t = _torch()
+    types = _TENSOR_TYPES.get(t)
+    if types is None:  # (asked at every module call the model panel watches)
+        types = _TENSOR_TYPES[t] = tuple(e.tensor_type() for e in engines())
+    return types
+
+
+_TENSOR_TYPES: dict = {}  # torch's reading (or None) -> the tensor types
 
 
 def is_tensor(obj) -> bool:

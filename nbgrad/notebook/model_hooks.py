@@ -508,7 +508,9 @@ class ModelTracker:
 
     def _forget(self, key):
         def gone(_ref, params=self.params):
-            params.pop(key, None)
+            st = params.pop(key, None)
+            if st is not None:  # (its hook closes over it: freed now, not by a collection)
+                st.hook = st.armed = None
         return gone
 
     def _grad_hook(self, st: ParamStat):

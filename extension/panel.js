@@ -152,9 +152,12 @@ function render({ model, el: root }) {
   root.append(panel);
   const collapsedNodes = new Set();
   let graphCache = null;
+  // `tabs` and `graph` arrive packed in `content` (inflate.js): unpacked synchronously, so each
+  // draw shows the content synced so far, as when they were traits of their own
+  const content = () => nbgradUnpack(model.get("content") || "");
   function graphOf() {
-    // `graph` arrives as one JSON string (cheaper for the kernel to sync than a nested dict)
-    const raw = model.get("graph") || "{}";
+    // `graph` is one JSON string (cheaper for the kernel to sync than a nested dict)
+    const raw = content().graph || "{}";
     if (!graphCache || graphCache.raw !== raw) {
       let parsed = {};
       try { parsed = JSON.parse(raw); } catch (e) { parsed = {}; }
@@ -315,7 +318,7 @@ function render({ model, el: root }) {
   }
 
   function draw() {
-    const tabs = model.get("tabs") || {};
+    const tabs = content().tabs || {};
     const order = model.get("tab_order") || Object.keys(tabs);
     let active = model.get("active");
     if (!(active in tabs)) active = order[0];
@@ -354,11 +357,10 @@ function render({ model, el: root }) {
     if (body.dataset.panned) { delete body.dataset.panned; return; }  // the end of a drag
     if (model.get("selected")) { model.set("selected", ""); model.save_changes(); select(""); }
   });
-  model.on("change:tabs", draw);
+  model.on("change:content", draw);
   model.on("change:active", draw);
   model.on("change:collapsed", draw);
   model.on("change:summary", draw);
-  model.on("change:graph", draw);
   model.on("change:theme", draw);
   model.on("change:dot", draw);
   draw();

@@ -163,6 +163,8 @@ const model = {
   send: (msg) => { if (msg.type === "viz") setTimeout(() => (handlers["msg:custom"] || [])
     .slice().forEach((f) => f({ type: "viz", code: %(viz)s })), 0); },
 };
+// the loader first (every panel's _esm: it inflates the packed content), then the panel's code
+await import(URL.createObjectURL(new Blob([%(loader)s], { type: "text/javascript" })));
 const url = URL.createObjectURL(new Blob([%(esm)s], { type: "text/javascript" }));
 const mod = await import(url);
 await mod.default.render({ model, el: document.getElementById("root") });
@@ -177,23 +179,27 @@ def kernel_states(tmp_path_factory):
 
     nb = execute(list(CELLS), tmp_path_factory.mktemp("model_front"))
     states = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    from nbgrad.notebook.widgets import saved_state
+
     out = []
     for cell in nb.cells:
         views = [o for o in cell.outputs if o.output_type == "display_data" and WIDGET in o.data]
-        out.append(states[views[0].data[WIDGET]["model_id"]]["state"] if views else None)
+        out.append(saved_state(states[views[0].data[WIDGET]["model_id"]]["state"])
+                   if views else None)
     return out
 
 
 def show(page, state, width=900):
     import json
 
-    from nbgrad.notebook.widgets import panel_code, viz_js
+    from nbgrad.notebook.widgets import NbgradPanel, pack, panel_code, viz_js
 
-    keys = ("summary", "tabs", "tab_order", "active", "graph", "selected", "collapsed", "dot",
-            "folded", "theme")
+    keys = ("summary", "tab_order", "active", "selected", "collapsed", "dot", "folded", "theme")
     code = panel_code()  # what extension/loader.js receives from the kernel
-    html = PAGE % {"css": code["css"], "width": width,
-                   "state": json.dumps({k: state.get(k) for k in keys}),
+    sent = {k: state.get(k) for k in keys}
+    sent["content"] = pack(state.get("tabs") or {}, state.get("graph") or "{}")  # as synced
+    html = PAGE % {"css": code["css"], "width": width, "state": json.dumps(sent),
+                   "loader": json.dumps(NbgradPanel._esm),
                    "esm": json.dumps(code["code"]), "viz": json.dumps(viz_js())}
     page.set_content(html)
     page.wait_for_selector("body[data-ready='1']", timeout=30_000)

@@ -127,8 +127,10 @@ def static(cell):
 def state(notebook, cell):
     (p,) = panel_outputs(cell)
     mid = p.data[WIDGET]["model_id"]
-    return notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"][
-        "state"][mid]["state"]
+    from nbgrad.notebook.widgets import saved_state
+
+    return saved_state(notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"][
+        "state"][mid]["state"])
 
 
 def printed(cell, tag):

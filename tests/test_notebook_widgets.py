@@ -9,7 +9,7 @@ pytest.importorskip("anywidget")
 import nbgrad  # noqa: E402
 from nbgrad.notebook import inspect as nbi  # noqa: E402
 from nbgrad.notebook import render  # noqa: E402
-from nbgrad.notebook.widgets import NbgradPanel, panel_code  # noqa: E402
+from nbgrad.notebook.widgets import NbgradPanel, panel_code, unpack  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -45,12 +45,74 @@ def test_panel_carries_widget_view_and_static_html():
         if svg is not None:
             for key in graph:
                 assert f'id="{key}"' in svg
+        # what is synced: tabs and graph packed in `content` (compressed), not as themselves
+        synced = panel.get_state()
+        assert "tabs" not in synced and "graph" not in synced
+        assert unpack(synced["content"]) == {"tabs": panel.tabs, "graph": panel.graph}
+        assert len(synced["content"]) < len(json.dumps([panel.tabs, panel.graph])) / 2
         # the loader is the widget's module; the code and the CSS come once per page
         assert "export default" in panel._esm and len(panel._esm) < 4000
         code = panel_code()
         assert "export default" in code["code"] and ".nbgrad-panel" in code["css"]
     finally:
         panel.close()
+
+
+def test_the_front_end_inflates_content_as_zlib_does(tmp_path):
+    """extension/inflate.js (synchronous, so a view's first draw has its content) against zlib:
+    stored, fixed and dynamic Huffman blocks, multi-byte UTF-8, a real panel's content, and the
+    Step tab set alone (its ``content`` follows)."""
+    import base64
+    import random
+    import shutil
+    import subprocess
+    import zlib
+
+    from nbgrad.notebook.widgets import _asset, pack
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node to run the front end's JavaScript")
+    rng = random.Random(0)
+    texts = ["", "a", "hello " * 3, json.dumps({"x": "\u00e9 \u2713 " * 1000}),
+             "".join(rng.choice("ab<>svg ") for _ in range(70_000)),
+             bytes(rng.getrandbits(8) for _ in range(5_000)).hex()]
+    cases = []
+    for level in (0, 1, 3, 9):  # 0: stored blocks; short texts: fixed codes; long: dynamic
+        for text in texts:
+            raw = text.encode("utf-8")
+            z = zlib.compressobj(level, zlib.DEFLATED, -15)
+            cases.append([f"{len(raw)},"
+                          + base64.b64encode(z.compress(raw) + z.flush()).decode(), text])
+    ns = seed000()
+    snap = nbi.snapshot(nbi.named_tensors(ns))
+    panel = NbgradPanel(snap, render.dot_to_svg(render.to_dot(snap)))
+    try:
+        cases.append([panel.content, json.dumps(unpack(panel.content))])
+        panel.tabs = {**panel.tabs, "Step": "<b>step</b>"}
+        assert unpack(panel.content)["tabs"]["Step"] == "<b>step</b>"
+        assert panel.content == pack(panel.tabs, panel.graph)
+    finally:
+        panel.close()
+    script = tmp_path / "inflate.cjs"
+    script.write_text(_asset("inflate.js") + """
+const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const out = cases.map(([c, t], i) => i === cases.length - 1
+  ? JSON.stringify(nbgradUnpack(c)) : new TextDecoder().decode(
+    nbgradZ(Uint8Array.from(atob(c.slice(c.indexOf(",") + 1)), (ch) => ch.charCodeAt(0)),
+            Number(c.slice(0, c.indexOf(","))))));
+console.log(JSON.stringify(out));
+""")
+    run = subprocess.run([node, str(script)], input=json.dumps(cases), capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got[:-1] == [t for _, t in cases[:-1]]
+    assert json.loads(got[-1]) == json.loads(cases[-1][1])
+    # a corrupt stream raises rather than drawing garbage
+    bad = tmp_path / "bad.cjs"
+    bad.write_text(_asset("inflate.js") + '\nnbgradZ(new Uint8Array([7, 255, 255]), 10);\n')
+    assert subprocess.run([node, str(bad)], capture_output=True, timeout=60).returncode != 0
 
 
 def test_error_tab_comes_first():

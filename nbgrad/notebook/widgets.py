@@ -7,7 +7,10 @@ widget view *and* a static ``text/html`` copy, so a saved notebook stays readabl
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
+import zlib
 from pathlib import Path
 
 import anywidget
@@ -112,6 +115,33 @@ def fit_tabs(snap, svg: str | None, dot: str) -> tuple[dict, str]:
     return tab_html, (dot if svg is None else "")
 
 
+def pack(tabs: dict, graph: str) -> str:
+    """The ``content`` trait: ``{"tabs": tabs, "graph": graph}`` as JSON, raw-deflated (zlib,
+    no header) and base64-encoded after the JSON's length in bytes and a comma (the front end
+    inflates it synchronously: extension/inflate.js)."""
+    raw = json.dumps({"tabs": tabs, "graph": graph}, separators=(",", ":")).encode("utf-8")
+    z = zlib.compressobj(3, zlib.DEFLATED, -15)  # (level 6: 2x the time, a few % smaller)
+    return f"{len(raw)}," + base64.b64encode(z.compress(raw) + z.flush()).decode("ascii")
+
+
+def unpack(content: str) -> dict:
+    """``{"tabs": ..., "graph": ...}`` from a ``content`` trait (or a saved widget state's);
+    empty ones for a retired panel's ``""``."""
+    if not content:
+        return {"tabs": {}, "graph": "{}"}
+    size, _, data = content.partition(",")
+    raw = zlib.decompress(base64.b64decode(data), -15)
+    if len(raw) != int(size):
+        raise ValueError(f"content inflates to {len(raw)} bytes, its prefix says {size}")
+    return json.loads(raw.decode("utf-8"))
+
+
+def saved_state(state: dict) -> dict:
+    """A panel's widget state as saved in a notebook, its ``content`` unpacked into ``tabs`` and
+    ``graph`` (what tests and tools read)."""
+    return {**state, **unpack(state.get("content", ""))}
+
+
 def graph_json(snap, folded=(), expanded=()) -> str:
     """:func:`graph_data` as compact JSON, capped at :data:`MAX_GRAPH_JSON` (titles kept)."""
     data = graph_data(snap, folded, expanded)
@@ -173,11 +203,12 @@ _CODE = None
 
 
 def panel_code() -> dict:
-    """The panel's front end: ``{"code": layout.js + panel.js, "css": panel.css}``, sent once per
-    page to the loader (extension/loader.js) that every panel carries as its ``_esm``."""
+    """The panel's front end: ``{"code": inflate.js + layout.js + panel.js, "css": panel.css}``,
+    sent once per page to the loader (extension/loader.js) that every panel carries as its ``_esm``."""
     global _CODE
     if _CODE is None:
-        _CODE = {"code": _compact(_asset("layout.js") + "\n" + _asset("panel.js"), "//"),
+        code = "\n".join(_asset(f) for f in ("inflate.js", "layout.js", "panel.js"))
+        _CODE = {"code": _compact(code, "//"),
                  "css": _compact(_asset("panel.css"), None)}
     return _CODE
 
@@ -194,12 +225,15 @@ class NbgradPanel(anywidget.AnyWidget):
     _esm = _compact(_asset("loader.js"), "//")
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
-    tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order").tag(sync=True)
+    # ``tabs`` and ``graph`` reach the front end packed in ``content`` (deflate, base64): a saved
+    # notebook keeps the last state of every panel next to its static copy (4x less this way)
+    tabs = traitlets.Dict({}, help="tab name -> HTML body, in display order (in ``content``)")
     tab_order = traitlets.List([], help="tab names in display order").tag(sync=True)
     active = traitlets.Unicode("Graph", help="the tab shown").tag(sync=True)
     graph = traitlets.Unicode("{}", help="JSON: graph elements by SVG id (kind, title, details, "
-                              "next); one string, cheaper to sync than a nested dict"
-                              ).tag(sync=True)
+                              "next); one string (in ``content``)")
+    content = traitlets.Unicode("", help="``{\"tabs\": tabs, \"graph\": graph}`` as JSON, "
+                                "deflated, base64 (:func:`pack`): what the front end draws").tag(sync=True)
     selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
                                  ).tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
@@ -241,6 +275,7 @@ class NbgradPanel(anywidget.AnyWidget):
         self._stepper = None  # the Step tab's walk, once a step button was clicked
         self._plain = None  # this cell's snapshot as taken, with or without values
         self._drawing = False  # update_from sets values_shown itself: nothing to redraw
+        self._packing = False  # update_from and _refold pack ``content`` once, after both traits
         kwargs.setdefault("layout", _shared_layout())
         super().__init__(**kwargs)
         self.on_msg(self._front_end_msg)
@@ -310,11 +345,27 @@ class NbgradPanel(anywidget.AnyWidget):
             svg = None
         if svg is None and len(dot) > MAX_DOT_ASKED:
             dot = ""  # too big to sync even when asked for: the text tree
-        with self.hold_sync():
+        with self.hold_sync(), self._packed():
             self.tabs = {**self.tabs, "Graph": self._graph_tab(svg if svg is not None else "",
                                                                snap)}
             self.graph = graph_json(snap, self.folded, self.expanded)
             self.dot = dot if svg is None else ""
+
+    @contextlib.contextmanager
+    def _packed(self):
+        """Set ``tabs`` and ``graph`` inside: ``content`` packed once, on the way out."""
+        self._packing = True
+        try:
+            yield
+        finally:
+            self._packing = False
+        self.content = pack(self.tabs, self.graph)
+
+    @traitlets.observe("tabs", "graph")
+    def _repack(self, _change) -> None:
+        """``tabs`` or ``graph`` set alone (the Step tab): ``content`` follows."""
+        if not self._packing:
+            self.content = pack(self.tabs, self.graph)
 
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
         """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
@@ -331,7 +382,7 @@ class NbgradPanel(anywidget.AnyWidget):
         if "Graph" in tab_html:
             tab_html["Graph"] += _values.toggle_html(self.values_shown) + self._step_buttons(snap)
         self._static = static_bundle(snap, svg, self.theme)
-        with self.hold_sync():
+        with self.hold_sync(), self._packed():
             self.summary = render.summary_text(snap)
             self.tab_order = list(tab_html)
             self.tabs = tab_html
@@ -357,7 +408,7 @@ class NbgradPanel(anywidget.AnyWidget):
         if self.comm is not None:
             try:
                 self.comm.send({"method": "update", "buffer_paths": [], "state": {
-                    "tabs": {}, "tab_order": [], "graph": "{}", "dot": "", "summary": "",
+                    "content": "", "tab_order": [], "dot": "", "summary": "",
                     "folded": [], "expanded": [], "_esm": _RETIRED_ESM}})
             except Exception:  # noqa: BLE001 - a comm already gone: nothing was kept
                 pass

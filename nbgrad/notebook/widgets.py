@@ -204,7 +204,8 @@ _CODE = None
 
 def panel_code() -> dict:
     """The panel's front end: ``{"code": inflate.js + layout.js + panel.js, "css": panel.css}``,
-    sent once per page to the loader (extension/loader.js) that every panel carries as its ``_esm``."""
+    sent once per page to the loader (extension/loader.js) that every panel carries as its
+    ``_esm``."""
     global _CODE
     if _CODE is None:
         code = "\n".join(_asset(f) for f in ("inflate.js", "layout.js", "panel.js"))
@@ -233,9 +234,10 @@ class NbgradPanel(anywidget.AnyWidget):
     graph = traitlets.Unicode("{}", help="JSON: graph elements by SVG id (kind, title, details, "
                               "next); one string (in ``content``)")
     content = traitlets.Unicode("", help="``{\"tabs\": tabs, \"graph\": graph}`` as JSON, "
-                                "deflated, base64 (:func:`pack`): what the front end draws").tag(sync=True)
-    selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets it)"
-                                 ).tag(sync=True)
+                                "deflated, base64 (:func:`pack`): what the front end draws"
+                                ).tag(sync=True)
+    selected = traitlets.Unicode("", help="SVG id of the selected graph element (front end sets "
+                                 "it)").tag(sync=True)
     collapsed = traitlets.Bool(False, help="the whole panel folded to its header").tag(sync=True)
     dot = traitlets.Unicode("", help="DOT source of the graph: the browser lays it out (viz.js) "
                             "when the Graph tab has no SVG").tag(sync=True)

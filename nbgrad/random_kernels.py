@@ -102,6 +102,16 @@ def _fma32(a, b, c):
     return out
 
 
+def _fma32_unchecked(a, b, c):
+    """``a * b + c`` summed once in float64 and rounded to float32: the fused result unless the
+    float64 sum was inexact and fell on a float32 halfway point. Only for the Box-Muller
+    polynomials below on their actual inputs (the 2**24 float32 uniforms), where
+    tests/test_random_streams.py checks every input against the checked ``_fma32``."""
+    s = np.multiply(a, b, dtype=np.float64)
+    s += c
+    return s.astype(np.float32)
+
+
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
 
@@ -154,8 +164,9 @@ _FOPI = _F(1.27323954473516)
 _ONE, _HALF = _F(1), _F(0.5)
 
 
-def log256_ps(x):
-    """avx_mathfun's log256_ps for positive float32 x."""
+def log256_ps(x, fma=_fma32):
+    """avx_mathfun's log256_ps for positive float32 x (``fma``: the float32 fused
+    multiply-add used, exact by default)."""
     x = np.maximum(x, _MIN_NORM)
     bits = x.view(np.int32)
     e = ((bits >> 23) - 0x7f).astype(np.float32) + _ONE
@@ -164,16 +175,16 @@ def log256_ps(x):
     e = e - small.astype(np.float32)
     x = (x - _ONE) + x * small  # x + x - 1 where small, else x - 1
     z = x * x
-    y = _fma32(x, _LOG_P[0], _LOG_P[1])
+    y = fma(x, _LOG_P[0], _LOG_P[1])
     for p in _LOG_P[2:]:
-        y = _fma32(y, x, p)
-    y = _fma32(y * x, z, e * _LOG_Q1)
+        y = fma(y, x, p)
+    y = fma(y * x, z, e * _LOG_Q1)
     y = y - z * _HALF
     return (x + y) + e * _LOG_Q2  # e * Q2 is exact (8 + 9 bits): the fused add is a plain one
 
 
-def sincos256_ps(x):
-    """avx_mathfun's sincos256_ps for float32 x: (sin, cos)."""
+def sincos256_ps(x, fma=_fma32):
+    """avx_mathfun's sincos256_ps for float32 x: (sin, cos) (``fma`` as in log256_ps)."""
     sign_sin = x.view(np.int32) & np.int32(-0x80000000)
     x = np.abs(x)
     j = (x * _FOPI).astype(np.int32)
@@ -185,12 +196,12 @@ def sincos256_ps(x):
     # y is an even integer below 2**4 here, and DP1, DP2 have 8 and 12 bits: their products are
     # exact, so only the last of the three fused multiply-adds needs emulating
     x = (x + y * _DP[0]) + y * _DP[1]
-    x = _fma32(y, _DP[2], x)
+    x = fma(y, _DP[2], x)
     z = x * x
-    yc = _fma32(_fma32(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
-    yc = _fma32(yc * z, z, -(z * _HALF)) + _ONE
-    ys = _fma32(_fma32(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
-    ys = _fma32(ys * z, x, x)
+    yc = fma(fma(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
+    yc = fma(yc * z, z, -(z * _HALF)) + _ONE
+    ys = fma(fma(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
+    ys = fma(ys * z, x, x)
     # the kernel's selection by bit masks: sin = (cos poly & ~mask) + (sin poly & mask), and
     # cos = the other two, each zeroed half an exact +0
     mask = -(poly.astype(np.int32))
@@ -206,8 +217,8 @@ _TWO_PI_F = _F(2.0 * math.pi)
 
 def _box_muller16_f32(u, mean, std):
     """torch's NormalFill16<float> (AVX2) on blocks (k, 16) of float32 uniforms."""
-    radius = np.sqrt(_F(-2) * log256_ps(_ONE - u[:, :8]))
-    s, c = sincos256_ps(_TWO_PI_F * u[:, 8:])
+    radius = np.sqrt(_F(-2) * log256_ps(_ONE - u[:, :8], _fma32_unchecked))
+    s, c = sincos256_ps(_TWO_PI_F * u[:, 8:], _fma32_unchecked)
     return np.concatenate([fma32(radius * c, std, mean), fma32(radius * s, std, mean)], axis=1)
 
 

@@ -164,9 +164,8 @@ _FOPI = _F(1.27323954473516)
 _ONE, _HALF = _F(1), _F(0.5)
 
 
-def log256_ps(x, fma=_fma32):
-    """avx_mathfun's log256_ps for positive float32 x (``fma``: the float32 fused
-    multiply-add used, exact by default)."""
+def log256_ps(x):
+    """avx_mathfun's log256_ps for positive float32 x."""
     x = np.maximum(x, _MIN_NORM)
     bits = x.view(np.int32)
     e = ((bits >> 23) - 0x7f).astype(np.float32) + _ONE
@@ -175,16 +174,52 @@ def log256_ps(x, fma=_fma32):
     e = e - small.astype(np.float32)
     x = (x - _ONE) + x * small  # x + x - 1 where small, else x - 1
     z = x * x
-    y = fma(x, _LOG_P[0], _LOG_P[1])
+    y = _fma32(x, _LOG_P[0], _LOG_P[1])
     for p in _LOG_P[2:]:
-        y = fma(y, x, p)
-    y = fma(y * x, z, e * _LOG_Q1)
+        y = _fma32(y, x, p)
+    y = _fma32(y * x, z, e * _LOG_Q1)
     y = y - z * _HALF
     return (x + y) + e * _LOG_Q2  # e * Q2 is exact (8 + 9 bits): the fused add is a plain one
 
 
-def sincos256_ps(x, fma=_fma32):
-    """avx_mathfun's sincos256_ps for float32 x: (sin, cos) (``fma`` as in log256_ps)."""
+def _log256_ps_fast(x):
+    """log256_ps(x) for the float32 Box-Muller's inputs ``1 - u``: the same operations with
+    fewer array passes (integer exponent, in-place updates, the Horner steps as float64 sums
+    rounded to float32 without the halfway check). tests/test_random_streams.py checks it
+    against log256_ps on all 2**24 such inputs, bit for bit."""
+    bits = np.maximum(x, _MIN_NORM).view(np.int32)
+    t = bits >> 23
+    m = bits & ~0x7f800000
+    m |= 0x3f000000
+    m = m.view(np.float32)  # mantissa in [0.5, 1)
+    small = m < _SQRTHF
+    t -= small
+    e = t.astype(np.float32)
+    e -= _F(126)  # the exponent + 1 - small, exactly
+    x = m - _ONE
+    np.add(x, m, out=x, where=small)  # x + x - 1 where small: exact, as the kernel's sum
+    z = x * x
+    x64 = x.astype(np.float64)
+    s = x64 * float(_LOG_P[0])
+    s += float(_LOG_P[1])
+    y = s.astype(np.float32)
+    for p in _LOG_P[2:]:
+        s = y.astype(np.float64)
+        s *= x64
+        s += float(p)
+        y = s.astype(np.float32)
+    y *= x
+    y = _fma32_unchecked(y, z, e * _LOG_Q1)
+    z *= _HALF
+    y -= z
+    y += x
+    e *= _LOG_Q2
+    y += e
+    return y
+
+
+def sincos256_ps(x):
+    """avx_mathfun's sincos256_ps for float32 x: (sin, cos)."""
     sign_sin = x.view(np.int32) & np.int32(-0x80000000)
     x = np.abs(x)
     j = (x * _FOPI).astype(np.int32)
@@ -196,12 +231,12 @@ def sincos256_ps(x, fma=_fma32):
     # y is an even integer below 2**4 here, and DP1, DP2 have 8 and 12 bits: their products are
     # exact, so only the last of the three fused multiply-adds needs emulating
     x = (x + y * _DP[0]) + y * _DP[1]
-    x = fma(y, _DP[2], x)
+    x = _fma32(y, _DP[2], x)
     z = x * x
-    yc = fma(fma(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
-    yc = fma(yc * z, z, -(z * _HALF)) + _ONE
-    ys = fma(fma(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
-    ys = fma(ys * z, x, x)
+    yc = _fma32(_fma32(z, _COS_P[0], _COS_P[1]), z, _COS_P[2])
+    yc = _fma32(yc * z, z, -(z * _HALF)) + _ONE
+    ys = _fma32(_fma32(z, _SIN_P[0], _SIN_P[1]), z, _SIN_P[2])
+    ys = _fma32(ys * z, x, x)
     # the kernel's selection by bit masks: sin = (cos poly & ~mask) + (sin poly & mask), and
     # cos = the other two, each zeroed half an exact +0
     mask = -(poly.astype(np.int32))
@@ -212,14 +247,75 @@ def sincos256_ps(x, fma=_fma32):
             (c.view(np.int32) ^ sign_cos).view(np.float32))
 
 
+def _poly32(z64, z, c0, c1, c2):
+    """``fma(fma(z, c0, c1), z, c2)`` in float32, each fused step a float64 sum rounded once
+    (z64: z as float64)."""
+    s = z64 * float(c0)
+    s += float(c1)
+    s = s.astype(np.float32).astype(np.float64)
+    s *= z64
+    s += float(c2)
+    return s.astype(np.float32)
+
+
+def _sincos256_ps_fast(x):
+    """sincos256_ps(x) for the Box-Muller angles ``float32(2 pi) * u`` (x >= 0): the same
+    operations with fewer array passes (the multiply-adds as float64 sums rounded once, the
+    bit-mask selection as np.where). tests/test_random_streams.py checks it against
+    sincos256_ps on all 2**24 angles, bit for bit."""
+    j = (x * _FOPI).astype(np.int32)
+    j += 1
+    j &= ~1
+    y = j.astype(np.float32)
+    sign_sin = j & 4
+    sign_sin <<= 29
+    sign_cos = j - 2
+    np.invert(sign_cos, out=sign_cos)
+    sign_cos &= 4
+    sign_cos <<= 29
+    poly = (j & 2) == 0
+    t = y * _DP[0]
+    t += x
+    t += y * _DP[1]
+    x = _fma32_unchecked(y, _DP[2], t)
+    z = x * x
+    z64 = z.astype(np.float64)
+    yc = _poly32(z64, z, *_COS_P)
+    yc *= z
+    s = yc.astype(np.float64)
+    s *= z64
+    s -= z * _HALF
+    yc = s.astype(np.float32)
+    yc += _ONE
+    ys = _poly32(z64, z, *_SIN_P)
+    ys *= z
+    ys = _fma32_unchecked(ys, x, x)
+    sin, cos = np.where(poly, ys, yc), np.where(poly, yc, ys)
+    sin.view(np.int32)[...] ^= sign_sin
+    cos.view(np.int32)[...] ^= sign_cos
+    return sin, cos
+
+
 _TWO_PI_F = _F(2.0 * math.pi)
 
 
+_CHUNK = 2048  # blocks of 16 per pass: the float64 temporaries stay in the CPU's cache
+
+
 def _box_muller16_f32(u, mean, std):
-    """torch's NormalFill16<float> (AVX2) on blocks (k, 16) of float32 uniforms."""
-    radius = np.sqrt(_F(-2) * log256_ps(_ONE - u[:, :8], _fma32_unchecked))
-    s, c = sincos256_ps(_TWO_PI_F * u[:, 8:], _fma32_unchecked)
-    return np.concatenate([fma32(radius * c, std, mean), fma32(radius * s, std, mean)], axis=1)
+    """torch's NormalFill16<float> (AVX2) on blocks (k, 16) of float32 uniforms, _CHUNK
+    blocks at a time."""
+    out = np.empty_like(u)
+    for i in range(0, len(u), _CHUNK):
+        b = u[i:i + _CHUNK]
+        radius = np.sqrt(_F(-2) * _log256_ps_fast(_ONE - b[:, :8]))
+        s, c = _sincos256_ps_fast(_TWO_PI_F * b[:, 8:])
+        c *= radius
+        s *= radius
+        o = out[i:i + _CHUNK]
+        o[:, :8] = fma32(c, std, mean)
+        o[:, 8:] = fma32(s, std, mean)
+    return out
 
 
 def _box_muller16_f64(u, mean, std):

@@ -19,8 +19,15 @@ from .registry import ROWS, _self_adjoint, op
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
 # ctx: the forward's cdf (or tanh term), which the backward reuses (recomputed on Tensors)
 op("gelu", lambda self, approximate: _gelu_forward(self, approximate), float_op=True, ctx=True,
-   double="GeluBackwardBackward0",
    self=lambda g, self, approximate, ctx, xp: _gelu_backward(g, self, approximate, ctx, xp))
+# PyTorch's gelu_backward as an op of its own (GeluBackwardBackward0 of grad_output and self),
+# with derivatives.yaml's formulas: itself again in grad_output, gelu_double_backward in self
+op("gelu_backward", lambda grad_output, self, approximate: grad_output * _gelu_grad(
+    self, approximate, array_formulas(self)), node="GeluBackwardBackward0",
+   grad_output=lambda g, self, approximate, xp: xp.row("gelu_backward", (g, self),
+                                                       (approximate,)),
+   self=lambda g, grad_output, self, approximate, xp: _gelu_double(g, grad_output, self,
+                                                                   approximate, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
    self=lambda g, self, xp: g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
@@ -94,8 +101,8 @@ def _gelu_forward(x, approximate):
 
 
 def _gelu_backward(g, x, approximate, ctx, xp):
-    if xp is TENSORS:  # recompute from x, so that the second derivative is taken too
-        return g * _gelu_grad(x, approximate, xp)
+    if xp is TENSORS:  # PyTorch's gelu_backward op, recorded as its node
+        return xp.row("gelu_backward", (g, x), (approximate,))
     t = ctx.get()
     if approximate == "tanh":
         x_sq = x * x
@@ -117,6 +124,29 @@ def _gelu_grad(x, approximate, xp):
             1 + 3 * _GELU_TANH_KAPPA * x_sq)
     cdf = 0.5 * (1 + xp.erf(x * _SQRT1_2))
     return cdf + x * xp.exp(-0.5 * x * x) * _GELU_PDF
+
+
+def _gelu_double(gg, go, x, approximate, xp):
+    """PyTorch's gelu_double_backward(ggI, gO, input): ``ggI * gO`` times gelu's second
+    derivative, written with the same ops (pdf ``kBeta * exp(-0.5 x^2)``, ``2 pdf - x^2 pdf``;
+    for "tanh", f' g h + f' g h + g' f h + h' f g of f = x / 2, g = sech^2, h = inner')."""
+    if approximate == "tanh":
+        inner = xp.mul_scalar(x + xp.mul_scalar(x ** 3, _GELU_TANH_KAPPA), _GELU_TANH_BETA)
+        t = xp.tanh(inner)
+        sech = xp.reciprocal(xp.cosh(inner))
+        f = xp.mul_scalar(x, 0.5)
+        gt = 1 - t * t
+        h = xp.mul_scalar(xp.add_scalar(xp.mul_scalar(x, 3 * _GELU_TANH_KAPPA) * x, 1),
+                          _GELU_TANH_BETA)
+        f_prime_gh = xp.mul_scalar(gt, 0.5) * h
+        g_prime = xp.mul_scalar(sech, 2) * (-sech * t) * h
+        g_prime_fh = f * h * g_prime
+        h_prime = xp.mul_scalar(xp.mul_scalar(x, 6 * _GELU_TANH_KAPPA), _GELU_TANH_BETA)
+        h_prime_fg = f * gt * h_prime
+        return gg * go * (f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg)
+    x_sq = x * x
+    pdf = xp.mul_scalar(xp.exp(xp.mul_scalar(x_sq, -0.5)), _GELU_PDF)
+    return gg * go * (xp.mul_scalar(pdf, 2) - x_sq * pdf)
 
 
 def _silu_grad(x, xp):

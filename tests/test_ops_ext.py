@@ -66,6 +66,15 @@ CASES = [
     Case("gelu_backward", lambda T, x: _act_grad(T, T.nn.functional.gelu, x), (3, 4)),
     Case("gelu_backward_tanh", lambda T, x: _act_grad(
         T, lambda t: T.nn.functional.gelu(t, approximate="tanh"), x), (3, 4)),
+    Case("elu_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.elu(t, alpha=0.7), x), (3, 4)),
+    Case("elu_backward_selu", lambda T, x: _act_grad(T, T.nn.functional.selu, x), (3, 4)),
+    Case("elu_backward_celu", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.celu(t, alpha=1.3), x), (3, 4)),
+    Case("elu_backward_result", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.elu(t * 1, inplace=True), x), (3, 4)),
+    Case("celu_backward_result", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.celu(t * 1, alpha=1.3, inplace=True), x), (3, 4)),
     # the losses' backward ops, recorded under create_graph (MseLossBackwardBackward0, ...)
     Case("mse_loss_backward", lambda T, a, b: _loss_grad(
         T, T.nn.functional.mse_loss, a, b, 0), (3, 4), (3, 4)),

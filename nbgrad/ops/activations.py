@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from ..backend import get_array_module as _xp
+from ..tensor import Tensor
 from .formulas import TENSORS, array_formulas
 from .registry import ROWS, _self_adjoint, op
 
@@ -33,12 +34,21 @@ op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
    self=lambda g, self, xp: g * _mish_grad(self, xp))
 op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, _xp(self)),
-   float_op=True, double="EluBackwardBackward0",
-   self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
+   float_op=True,
+   self=lambda g, self, alpha, scale, input_scale, xp: _elu_backward(g, self, alpha, scale,
                                                                      input_scale, xp))
 op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
-   double="EluBackwardBackward0",
-   self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
+   self=lambda g, self, alpha, xp: _elu_backward(g, self, alpha, 1.0, _celu_scale(alpha), xp))
+# PyTorch's elu_backward(grad_output, self_or_result, alpha, scale, input_scale, is_result) as
+# an op of its own (EluBackwardBackward0; is_result for the in-place elu_/celu_, which save
+# their result): itself again in grad_output, elu_double_backward in self_or_result
+op("elu_backward", lambda grad_output, self_or_result, alpha, scale, input_scale, is_result:
+   _elu_backward_op(grad_output, self_or_result, alpha, scale, input_scale, is_result),
+   node="EluBackwardBackward0",
+   grad_output=lambda g, self_or_result, alpha, scale, input_scale, is_result, xp: xp.row(
+       "elu_backward", (g, self_or_result), (alpha, scale, input_scale, is_result)),
+   self_or_result=lambda g, grad_output, self_or_result, alpha, scale, input_scale, is_result,
+   xp: _elu_double(g, grad_output, self_or_result, alpha, scale, input_scale, is_result, xp))
 op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
                                                               self * negative_slope),
    double=_self_adjoint("LeakyReluBackwardBackward0"),
@@ -170,6 +180,43 @@ def _elu_grad(x, alpha, scale, input_scale, xp):
     return xp.where(x <= 0, input_scale * (alpha * scale) * xp.exp(neg), scale)
 
 
+def _elu_backward(g, x, alpha, scale, input_scale, xp, is_result=False):
+    if xp is TENSORS:  # PyTorch's elu_backward op, recorded as its node
+        return xp.row("elu_backward", (g, x), (alpha, scale, input_scale, is_result))
+    return _elu_backward_op(g, x, alpha, scale, input_scale, is_result)
+
+
+def _celu_scale(alpha):
+    """celu's backward input_scale as torch's derivatives.yaml computes it:
+    ``1.0 / alpha.toFloat()``, alpha rounded to float32 first (the forward uses double)."""
+    return 1.0 / float(np.float32(alpha))
+
+
+def _elu_backward_op(g, x, alpha, scale, input_scale, is_result):
+    """torch's elu_backward kernel: from the input, or (is_result) from the output
+    ``input_scale * (result + alpha * scale)`` on the negative branch."""
+    if not is_result:
+        return g * _elu_grad(x, alpha, scale, input_scale, _xp(x))
+    return _xp(x).where(x <= 0, g * input_scale * (x + alpha * scale), g * scale)
+
+
+def _elu_double(gg, go, x, alpha, scale, input_scale, is_result, xp):
+    """PyTorch's elu_double_backward: ``gg * go * input_scale * (x < 0)`` from the result,
+    else ``elu_backward(gg * go * input_scale, x) * (x < 0)``."""
+    g = xp.mul_scalar(gg * go, input_scale)
+    if not is_result:
+        g = xp.row("elu_backward", (g, x), (alpha, scale, input_scale, False))
+    return g * _mask(x < 0, gg)
+
+
+def _mask(m, like):
+    """A comparison's result in `like`'s dtype, as a constant (torch's ``.type_as(grad)``)."""
+    m = m._data if isinstance(m, Tensor) else m
+    if not isinstance(like, Tensor):
+        return m.astype(like.dtype)
+    return Tensor._make_fresh(m.astype(like._data.dtype))
+
+
 def _softplus(x, beta, threshold, xp):
     bx = x * beta
     soft = _xp(bx).log1p(_xp(bx).exp(_xp(bx).minimum(bx, threshold))) / beta
@@ -218,8 +265,14 @@ def _glu_grad(g, x, dim, xp):
 
 
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------
-for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("elu", "EluBackward1"),
-                     ("celu", "CeluBackward1"), ("threshold", "ThresholdBackward1")):
+for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("threshold", "ThresholdBackward1")):
     _row = ROWS[_name]
     op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, double=_row.double_spec,
        self=_row.formulas[0])
+# elu_ / celu_: PyTorch's elu_backward from the result (is_result), which they save
+op("elu_", ROWS["elu"].fwd, node="EluBackward1", float_op=True,
+   self=lambda g, result, alpha, scale, input_scale, xp: _elu_backward(
+       g, result, alpha, scale, input_scale, xp, True))
+op("celu_", ROWS["celu"].fwd, node="CeluBackward1", float_op=True,
+   self=lambda g, result, alpha, xp: _elu_backward(g, result, alpha, 1.0, _celu_scale(alpha),
+                                                   xp, True))

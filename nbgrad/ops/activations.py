@@ -54,8 +54,19 @@ op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
    double=_self_adjoint("LeakyReluBackwardBackward0"),
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
 op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
-   float_op=True, double="SoftplusBackwardBackward0",
-   self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
+   float_op=True,
+   self=lambda g, self, beta, threshold, xp: xp.row("softplus_backward", (g, self),
+                                                    (beta, threshold)) if xp is TENSORS
+   else g * _softplus_grad(self, beta, threshold, xp))
+# PyTorch's softplus_backward as an op of its own (SoftplusBackwardBackward0 of grad_output and
+# self): itself again in grad_output; in self softplus_double_backward(gg * grad_output, self):
+# sigmoid_backward(g, (self * beta).sigmoid()) * (self * beta < threshold) * beta
+op("softplus_backward", lambda grad_output, self, beta, threshold: grad_output * _softplus_grad(
+    self, beta, threshold, _xp(self)), node="SoftplusBackwardBackward0",
+   grad_output=lambda g, self, beta, threshold, xp: xp.row("softplus_backward", (g, self),
+                                                           (beta, threshold)),
+   self=lambda g, grad_output, self, beta, threshold, xp: _softplus_double(
+       g * grad_output, self, beta, threshold, xp))
 op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
    double=_self_adjoint("HardtanhBackwardBackward0"),
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
@@ -227,6 +238,16 @@ def _softplus_grad(x, beta, threshold, xp):
     bx = x * beta
     z = xp.exp(xp.where(bx > threshold, 0, bx))
     return xp.where(bx > threshold, 1, z / (z + 1))
+
+
+def _sigmoid(x):
+    return x.sigmoid() if isinstance(x, Tensor) else ROWS["sigmoid"].fwd(x)
+
+
+def _softplus_double(g, x, beta, threshold, xp):
+    bx = xp.mul_scalar(x, beta)
+    s = xp.backward_op("sigmoid", g, _sigmoid(bx))
+    return xp.mul_scalar(s * _mask(bx < threshold, g), beta)
 
 
 def _log_sigmoid(x, xp):

@@ -77,6 +77,8 @@ CASES = [
         T, lambda t: T.nn.functional.celu(t * 1, alpha=1.3, inplace=True), x), (3, 4)),
     Case("softplus_backward", lambda T, x: _act_grad(
         T, lambda t: T.nn.functional.softplus(t, beta=2.0, threshold=3.0), x), (3, 4)),
+    Case("hardswish_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.hardswish(t * 3), x), (3, 4)),
     # the losses' backward ops, recorded under create_graph (MseLossBackwardBackward0, ...)
     Case("mse_loss_backward", lambda T, a, b: _loss_grad(
         T, T.nn.functional.mse_loss, a, b, 0), (3, 4), (3, 4)),

@@ -72,9 +72,18 @@ op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
 op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
-   double="HardswishBackwardBackward0",
-   self=lambda g, self, xp: xp.where(self <= -3, 0,
-                                     xp.where(self < 3, g * (self / 3 + 0.5), g)))
+   self=lambda g, self, xp: xp.row("hardswish_backward", (g, self)) if xp is TENSORS
+   else _hardswish_backward(g, self, xp))
+# PyTorch's hardswish_backward as an op of its own (HardswishBackwardBackward0 of grad_output
+# and self): itself again in grad_output; in self
+# where(-3 < self < 3, gg * grad_output / 3, 0)
+op("hardswish_backward", lambda grad_output, self: _hardswish_backward(grad_output, self,
+                                                                       _xp(self)),
+   node="HardswishBackwardBackward0",
+   grad_output=lambda g, self, xp: xp.row("hardswish_backward", (g, self)),
+   self=lambda g, grad_output, self, xp: xp.where(
+       (self > -3.0) & (self < 3.0), xp.div_scalar(g * grad_output, 3.0),
+       _zero(g)))
 op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
 op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
@@ -238,6 +247,17 @@ def _softplus_grad(x, beta, threshold, xp):
     bx = x * beta
     z = xp.exp(xp.where(bx > threshold, 0, bx))
     return xp.where(bx > threshold, 1, z / (z + 1))
+
+
+def _hardswish_backward(g, x, xp):
+    return xp.where(x <= -3, 0, xp.where(x < 3, g * (x / 3 + 0.5), g))
+
+
+def _zero(like):
+    """A 0-d zero of `like`'s dtype (torch's ``at::zeros({}, self.options())``)."""
+    if isinstance(like, Tensor):
+        return Tensor._make_fresh(np.zeros((), like._data.dtype))
+    return np.zeros((), like.dtype)
 
 
 def _sigmoid(x):

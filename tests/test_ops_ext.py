@@ -79,6 +79,11 @@ CASES = [
         T, lambda t: T.nn.functional.softplus(t, beta=2.0, threshold=3.0), x), (3, 4)),
     Case("hardswish_backward", lambda T, x: _act_grad(
         T, lambda t: T.nn.functional.hardswish(t * 3), x), (3, 4)),
+    Case("log_sigmoid_backward", lambda T, x: _act_grad(T, T.nn.functional.logsigmoid, x),
+         (3, 4)),
+    # its second derivative's z - 1 is sub.Scalar (SubBackward1)
+    Case("sub_scalar", lambda T, x: _act_grad(T, lambda t: _act_grad(
+        T, T.nn.functional.logsigmoid, t), x), (3, 4)),
     # the losses' backward ops, recorded under create_graph (MseLossBackwardBackward0, ...)
     Case("mse_loss_backward", lambda T, a, b: _loss_grad(
         T, T.nn.functional.mse_loss, a, b, 0), (3, 4), (3, 4)),

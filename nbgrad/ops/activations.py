@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from .formulas import TENSORS, array_formulas
@@ -87,8 +88,16 @@ op("hardswish_backward", lambda grad_output, self: _hardswish_backward(grad_outp
 op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
 op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
-   float_op=True, node="LogSigmoidBackward0", double="LogSigmoidBackwardBackward0",
-   self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
+   float_op=True, node="LogSigmoidBackward0",
+   self=lambda g, self, xp: xp.row("log_sigmoid_backward", (g, self)) if xp is TENSORS
+   else g * _log_sigmoid_grad(self, xp))
+# PyTorch's log_sigmoid_backward as an op of its own (LogSigmoidBackwardBackward0 of
+# grad_output and self; its `buffer` is no input of the graph): itself again in grad_output,
+# log_sigmoid_double_backward(gg * grad_output, self) = g * (z - 1) * z, z = self.sigmoid()
+op("log_sigmoid_backward", lambda grad_output, self: grad_output * _log_sigmoid_grad(
+    self, _xp(self)), node="LogSigmoidBackwardBackward0",
+   grad_output=lambda g, self, xp: xp.row("log_sigmoid_backward", (g, self)),
+   self=lambda g, grad_output, self, xp: _log_sigmoid_double(g * grad_output, self, xp))
 op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
    double=_self_adjoint("ThresholdBackwardBackward0"),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
@@ -268,6 +277,13 @@ def _softplus_double(g, x, beta, threshold, xp):
     bx = xp.mul_scalar(x, beta)
     s = xp.backward_op("sigmoid", g, _sigmoid(bx))
     return xp.mul_scalar(s * _mask(bx < threshold, g), beta)
+
+
+def _log_sigmoid_double(g, x, xp):
+    """``g * (z - 1) * z``, z = x.sigmoid() (``z - 1``: PyTorch's sub.Scalar, SubBackward1)."""
+    z = _sigmoid(x)
+    zm1 = _apply(ROWS["sub_scalar"], (z,), (1,)) if isinstance(z, Tensor) else z - 1
+    return g * zm1 * z
 
 
 def _log_sigmoid(x, xp):

@@ -84,6 +84,10 @@ CASES = [
     # its second derivative's z - 1 is sub.Scalar (SubBackward1)
     Case("sub_scalar", lambda T, x: _act_grad(T, lambda t: _act_grad(
         T, T.nn.functional.logsigmoid, t), x), (3, 4)),
+    Case("_softmax_backward_data", lambda T, x: _act_grad(
+        T, lambda t: T.softmax(t, 1), x), (3, 4)),
+    Case("_log_softmax_backward_data", lambda T, x: _act_grad(
+        T, lambda t: T.log_softmax(t, 0), x), (3, 4)),
     # the losses' backward ops, recorded under create_graph (MseLossBackwardBackward0, ...)
     Case("mse_loss_backward", lambda T, a, b: _loss_grad(
         T, T.nn.functional.mse_loss, a, b, 0), (3, 4), (3, 4)),

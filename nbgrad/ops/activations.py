@@ -108,6 +108,22 @@ op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
                                               _xp(self).where(self < -lambd, self + lambd, 0)),
    double=_self_adjoint("SoftshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
+# softmax's and log_softmax's gradients, PyTorch's _softmax_backward_data /
+# _log_softmax_backward_data(grad_output, output, dim) as ops of their own
+# (SoftmaxBackwardDataBackward0 / LogSoftmaxBackwardDataBackward0 of grad_output and output),
+# with derivatives.yaml's formulas (softmax_double_backward; log_softmax's written out)
+op("_softmax_backward_data", lambda grad_output, output, dim: output * (
+    grad_output - (grad_output * output).sum(axis=dim, keepdims=True)),
+   node="SoftmaxBackwardDataBackward0",
+   grad_output=lambda g, output, dim, xp: xp.row("_softmax_backward_data", (g, output),
+                                                 (dim,)),
+   output=lambda g, grad_output, output, dim, xp: _softmax_double(g, grad_output, dim, output))
+op("_log_softmax_backward_data", lambda grad_output, output, dim: grad_output - _xp(output).exp(
+    output) * grad_output.sum(axis=dim, keepdims=True),
+   node="LogSoftmaxBackwardDataBackward0",
+   grad_output=lambda g, output, dim, xp: g - _sum_keep(g * xp.exp(output), dim),
+   output=lambda g, grad_output, output, dim, xp: -_sum_keep(grad_output, dim) * xp.exp(
+       output) * g)
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
 op("_prelu_kernel", lambda self, weight: _xp(self).where(self > 0, self, weight * self),
@@ -256,6 +272,15 @@ def _softplus_grad(x, beta, threshold, xp):
     bx = x * beta
     z = xp.exp(xp.where(bx > threshold, 0, bx))
     return xp.where(bx > threshold, 1, z / (z + 1))
+
+
+def _sum_keep(x, dim):
+    return x.sum(dim, keepdim=True) if isinstance(x, Tensor) else x.sum(axis=dim, keepdims=True)
+
+
+def _softmax_double(g, go, dim, out):
+    """PyTorch's softmax_double_backward(grad, grad_output, dim, output)."""
+    return go * g - _sum_keep(out * go, dim) * g - go * _sum_keep(out * g, dim)
 
 
 def _hardswish_backward(g, x, xp):

@@ -32,7 +32,6 @@ from nbgrad.autograd import gradcheck, gradgradcheck
 #   ("bool", shape)        bool, no grad
 #   ("i", value)           a Python value passed as is (both libraries)
 # ------------------------------------------------------------------------------------------------
-_FIRST_ORDER = "the 3-D rows (ops/volumes.py) are first order: create_graph raises"
 
 
 class Case:
@@ -468,21 +467,21 @@ CASES = [
         x, 3, stride=2, padding=1), ("grid", (1, 2, 5, 5))),
     Case("max_pool2d_indices", lambda T, x: T.nn.functional.max_pool2d(
         x, 2, return_indices=True), ("grid", (1, 2, 4, 4))),
-    # 3-D layers: N-d kernels (ops/volumes.py, first order only) and separable linear pools
+    # 3-D layers: N-d kernels (ops/volumes.py; create_graph composes them from rows) and
+    # separable linear pools
     Case("conv3d", lambda T, x, w, b: T.nn.functional.conv3d(x, w, b),
-         (2, 2, 3, 4, 3), (3, 2, 2, 2, 2), (3,), xfail={"second": _FIRST_ORDER}),
+         (2, 2, 3, 4, 3), (3, 2, 2, 2, 2), (3,)),
     Case("conv3d_stride_pad_groups", lambda T, x, w: T.nn.functional.conv3d(
         x, w, None, stride=(1, 2, 1), padding=(1, 0, 1), dilation=(1, 1, 2), groups=2),
-         (1, 4, 3, 5, 4), (2, 2, 2, 2, 2), xfail={"second": _FIRST_ORDER}),
+         (1, 4, 3, 5, 4), (2, 2, 2, 2, 2)),
     Case("conv3d_same_unbatched", lambda T, x, w: T.nn.functional.conv3d(x, w, padding="same"),
-         (2, 3, 3, 4), (2, 2, 2, 3, 2), xfail={"second": _FIRST_ORDER}),
-    Case("max_pool3d", lambda T, x: T.nn.functional.max_pool3d(x, 2), ("grid", (2, 2, 4, 4, 4)),
-         xfail={"second": _FIRST_ORDER}),
+         (2, 3, 3, 4), (2, 2, 2, 3, 2)),
+    Case("max_pool3d", lambda T, x: T.nn.functional.max_pool3d(x, 2), ("grid", (2, 2, 4, 4, 4))),
     Case("max_pool3d_pad_ceil_dilation", lambda T, x: T.nn.functional.max_pool3d(
         x, (2, 3, 2), stride=2, padding=1, dilation=(1, 1, 2), ceil_mode=True),
-         ("grid", (1, 2, 5, 5, 6)), xfail={"second": _FIRST_ORDER}),
+         ("grid", (1, 2, 5, 5, 6))),
     Case("max_pool3d_indices", lambda T, x: T.nn.functional.max_pool3d(
-        x, 2, return_indices=True), ("grid", (1, 2, 4, 4, 4)), xfail={"second": _FIRST_ORDER}),
+        x, 2, return_indices=True), ("grid", (1, 2, 4, 4, 4))),
     Case("avg_pool3d", lambda T, x: T.nn.functional.avg_pool3d(x, 2), (2, 2, 4, 4, 4)),
     Case("avg_pool3d_pad_ceil", lambda T, x: T.nn.functional.avg_pool3d(
         x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False), (1, 2, 5, 4, 6)),

@@ -905,7 +905,8 @@ VOL2 = {  # name -> (f(T, *xs), input shapes; the first differentiated in every 
                               [(2, 3, 4, 3), (3, 2, 3, 2, 2)]),
     "conv3d_module": (lambda T, x, w, b: _conv3d_mod(T, x, w, b),
                       [(2, 4, 3, 4, 3), ("const", (2, 2, 2, 3, 2)), ("const", (2,))]),
-    "max_pool3d_plain": (lambda T, x: T.nn.functional.max_pool3d(x, 2), [("grid", (2, 2, 4, 4, 4))]),
+    "max_pool3d_plain": (lambda T, x: T.nn.functional.max_pool3d(x, 2),
+                         [("grid", (2, 2, 4, 4, 4))]),
     "max_pool3d_overlap": (lambda T, x: T.nn.functional.max_pool3d(
         x, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 1)), [("grid", (1, 2, 4, 5, 4))]),
     "max_pool3d_dil_ceil": (lambda T, x: T.nn.functional.max_pool3d(

@@ -239,6 +239,9 @@ CASES = [
     Case("sdpa_flash_grad_graph", lambda T, a: T.autograd.grad(
         T.nn.functional.scaled_dot_product_attention(a, a, a).sum(), a, create_graph=True)[0],
         (1, 2, 3, 4), grad=False, check=False),
+    Case("hardsigmoid_grad_graph", lambda T, a: T.autograd.grad(
+        T.nn.functional.hardsigmoid(a).sum(), a, create_graph=True)[0],
+        (3, 4), grad=False, check=False),
     Case("prod", lambda T, a: a.prod(), ("away", (2, 3))),
     Case("prod_dim", lambda T, a: a.prod(1), ("away", (3, 4))),
     Case("prod_keepdim", lambda T, a: T.prod(a, 0, keepdim=True), ("away", (3, 4))),

@@ -281,7 +281,13 @@ def dot(input, other):
 
 @method
 def mv(input, vec):
-    """(n, m) @ (m,) (torch.mv)."""
+    """(n, m) @ (m,) (torch.mv); RuntimeError for other dims or sizes (torch's texts)."""
+    a, v = input._data, vec._data
+    if a.ndim != 2 or v.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x"
+                           f"{a.shape[1]}), vec ({v.shape[0]})")
     return matmul(input, vec)
 
 
@@ -308,7 +314,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 @method
 def outer(input, vec2):
-    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
+    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer); RuntimeError
+    naming the argument that is not 1-D (torch's text)."""
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
     return mul(reshape(input, -1, 1), vec2)
 
 
@@ -492,6 +502,12 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     a, b = x1._data, x2._data
     if a.ndim < 2 or b.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D")
+    for name, t in (("X1", x1), ("X2", x2)):
+        if t._data.dtype.kind != "f":
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{scalar_name(t)}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_name(x1)} but found {scalar_name(x2)}")
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} "
                            f"X2: {b.shape[-1]}")
@@ -602,17 +618,60 @@ def _fused(name, shapes):
 
     def f(input, a, b, *, beta=1, alpha=1):
         shapes(a, b)
+        input, a, b = _fused_dtypes(name, input, a, b, False)
         _check_expand(input, _PRODUCT_SHAPE[name](a._data.shape, b._data.shape))
         return apply(row, (input, a, b), (beta, alpha))
 
     def f_(self, a, b, *, beta=1, alpha=1):
         shapes(a, b)
+        self, a, b = _fused_dtypes(name, self, a, b, True)
         return apply(row, (self, a, b), (beta, alpha), inplace=name + "_")
     f.__name__, f_.__name__ = name, name + "_"
     f.__doc__ = (f"beta * input + alpha * product of the two operands, input broadcasting "
                  f"(torch.{name}).")
     f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
     return method(f), method(f_)  # both are Tensor methods
+
+
+def _fused_dtypes(name, input, a, b, inplace):
+    """torch's dtype checks of the fused products, with its texts: (input, a, b), addr's
+    promoted to torch's result type (or, in place, to self's where that casts)."""
+    if name == "addr":
+        return _addr_dtypes(input, a, b, inplace)
+    if not isinstance(input, Tensor):
+        return input, a, b
+    n = scalar_name
+    if name == "baddbmm":
+        if input._data.dtype != a._data.dtype:
+            raise RuntimeError(f"Input dtypes must be the same, got: input {c_name(input)}, "
+                               f"batch1: {c_name(a)}, batch2: {c_name(b)}")
+        if a._data.dtype != b._data.dtype:
+            raise RuntimeError(
+                f"Bad in-place call: input tensor dtype {c_name(input)} and output tensor dtype "
+                f"{c_name(b)} should match" if inplace else
+                f"expected scalar type {n(a)} but found {n(b)}")
+    elif name == "addbmm":
+        check_same_dtype((input, b), lambda: f"self and mat2 must have the same dtype, but got "
+                         f"{n(input)} and {n(b)}")
+        check_same_dtype((a, b), lambda: f"mat1 and mat2 must have the same dtype, but got "
+                         f"{n(a)} and {n(b)}")
+    else:  # addmv
+        check_same_dtype((input, a, b), lambda: f"addmv input tensors must have the same dtype, "
+                         f"but got {n(input)}, {n(a)}, and {n(b)}")
+    return input, a, b
+
+
+def _addr_dtypes(input, a, b, inplace):
+    ops = [t for t in (input, a, b) if isinstance(t, Tensor)]
+    common = np.dtype(dtypes.result_type(*(t._data for t in ops)))
+    if inplace:
+        own = input._data.dtype
+        if not np.can_cast(common, own, "same_kind"):
+            raise RuntimeError(f"result type {dtypes.from_np(common)._tensor_name[:-6]} can't "
+                               f"be cast to the desired output type {scalar_name(input)}")
+        common = own
+    return tuple(t.to(dtypes.from_np(common)) if isinstance(t, Tensor) and
+                 t._data.dtype != common else t for t in (input, a, b))
 
 
 _PRODUCT_SHAPE = {"baddbmm": lambda sa, sb: (sa[0], sa[1], sb[2]),
@@ -665,13 +724,23 @@ addmv, addmv_ = _fused("addmv", _check_mv)
 addr, addr_ = _fused("addr", _check_vectors)
 
 
-def _square(A, fname):
+def _square(A, fname, floating=True):
+    """torch's checks of a batch of square matrices: at least 2 dims, square, and (unless
+    `floating` is False) a floating dtype (RuntimeError, torch's texts and type names)."""
     s = A._data.shape
     if len(s) < 2:
         raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
     if s[-1] != s[-2]:
         raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
                            f"{s[-2]} by {s[-1]} matrices")
+    if floating:
+        _floating(A, f"linalg.{fname}")
+
+
+def _floating(A, who):
+    if A._data.dtype.kind != "f":
+        raise RuntimeError(f"{who}: Expected a floating point or complex tensor as input. Got "
+                           f"{type_name_of(A).split('.')[-1][:-6]}")
 
 
 _slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
@@ -701,6 +770,7 @@ def slogdet(input):
 @method
 def logdet(input):
     """log(det(input)), NaN for a negative determinant (torch.logdet)."""
+    _floating(input, "logdet")
     sign, lad = slogdet(input)
     return where(sign < 0, float("nan"), lad)
 
@@ -721,7 +791,7 @@ def pinverse(input, rcond=1e-15):
 def matrix_power(input, n):
     """input multiplied by itself n times (n < 0: its inverse's) (torch.matrix_power =
     torch.linalg.matrix_power), composed of matmuls by binary powers as PyTorch does."""
-    _square(input, "matrix_power")
+    _square(input, "matrix_power", floating=False)
     if n == 0:
         e = creation.eye(input._data.shape[-1], dtype=input.dtype).expand(*input._data.shape)
         return input.clone().copy_(e)

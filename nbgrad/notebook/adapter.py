@@ -107,6 +107,14 @@ def grad(t):
     return _of(t).grad(t)
 
 
+def batched_grads(t):
+    """``t``'s engine's reading when it reads a backward's gradients in one batch once the pass
+    is over (its ``after_backward``, ``grad_stats``, ``flat_values``: ``notebook/grad_batch.py``),
+    else None (they are read one by one)."""
+    r = _of(t)
+    return r if hasattr(r, "grad_stats") else None
+
+
 def version_and_grad(t) -> tuple:
     return _of(t).version_and_grad(t)
 

@@ -354,11 +354,12 @@ def _arange(n, like):
 
 
 def _nll_saves(v, dtype, target, weight, reduction):
-    """What PyTorch's NllLossBackward0 saves besides self: target, weight (when given) and its
-    total_weight output (0-d: the summed weight of the counted targets, 0 for "none")."""
+    """What PyTorch's NllLossBackward0 saves besides self, target and weight (saved as the
+    arguments the double formula reads): its total_weight output (0-d: the summed weight of the
+    counted targets, 0 for "none")."""
     rows, _, w, _ = v[:4]
     total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
-    return (target,) + (() if weight is None else (weight,)) + (_xp(rows).asarray(total, dtype),)
+    return (_xp(rows).asarray(total, dtype),)
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):

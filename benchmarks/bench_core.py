@@ -128,6 +128,26 @@ def matmul_tanh_numpy(n):
     return run
 
 
+def index_ops(lib, n):
+    """Ops that save an index or mask tensor (index_select, gather, masked_fill, embedding,
+    x[idx], cross_entropy's target), forward and backward, on n indices: what saving the index
+    costs (a copy before, the tensor and its version now)."""
+    g = np.random.default_rng(0)
+    x = lib.tensor(g.random((1000, 8)), dtype=lib.float32, requires_grad=True)
+    i = lib.tensor(g.integers(0, 1000, n))
+    i2 = lib.tensor(g.integers(0, 1000, (n, 8)))
+    m = lib.tensor(g.random((1000, 8)) > 0.5)
+    logits = lib.tensor(g.random((n, 10)), dtype=lib.float32, requires_grad=True)
+    t = lib.tensor(g.integers(0, 10, n))
+    F = lib.nn.functional
+
+    def run():
+        (x.index_select(0, i).sum() + x.gather(0, i2).sum() + x.masked_fill(m, 0.0).sum()
+         + F.embedding(i, x).sum() + x[i].sum()).backward()
+        F.cross_entropy(logits, t).backward()
+    return run
+
+
 def bytes_per_node(lib, n=1000):
     """Memory held by the graph of the 1000-step chain, per node (tracemalloc for nbgrad;
     torch's C++ allocations are invisible to tracemalloc, so torch is measured by RSS-free
@@ -214,6 +234,13 @@ def measure(rounds=7, matmul=True):
         if torch:
             fns["torch"] = matmul_tanh(torch, n)
         rows.append((f"(x@w).tanh().sum() fwd+bwd N={n}", _interleaved(fns, rounds * 2, 5)))
+    for n in (64, 100000):
+        fns = {"nbgrad": index_ops(nbgrad, n)}
+        if torch:
+            fns["torch"] = index_ops(torch, n)
+        b = _interleaved(fns, rounds, 20 if n < 1000 else 2)
+        rows.append((f"6 index-saving ops fwd+bwd, {n} indices, per op",
+                     {k: v / 6 for k, v in b.items()}))
     return rows, prov_cost
 
 

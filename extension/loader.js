@@ -58,32 +58,8 @@ function nbgradCode(model) {
   return state.promise.then((m) => { state.module = m; model.off("msg:custom", onMsg); return m; });
 }
 
-// Retired panels (their static copy, no widget) have an "interact" button: a click asks the
-// kernel, through a panel still live on the page, to show that panel as a widget again.
-if (!G.__nbgradLive) {
-  G.__nbgradLive = new Set(); // models with a view on the page, newest last
-  document.addEventListener("click", (ev) => {
-    const b = ev.target && ev.target.closest && ev.target.closest("[data-nbgrad-wake]");
-    if (!b) return;
-    ev.preventDefault();
-    ev.stopPropagation();
-    const live = [...G.__nbgradLive];
-    if (!live.length) {
-      b.title = "no live panel of a running kernel on this page: run a cell, then click again";
-      return;
-    }
-    live[live.length - 1].send({ type: "wake", panel: b.dataset.nbgradWake });
-    b.disabled = true;
-    b.textContent = "waking\u2026";
-    setTimeout(() => {  // no answer (another kernel drew it, or it is too old): say so
-      if (!b.isConnected) return;
-      b.disabled = false;
-      b.textContent = "interact";
-      b.title = "the kernel did not answer: it may still be busy, or it is not the kernel " +
-        "that drew this panel";
-    }, 30000);
-  }, true);
-}
+if (!G.__nbgradLive) G.__nbgradLive = new Set(); // models with a view on the page, newest last
+// (the "interact" button of retired panels: a click listener installed by the panel's code)
 
 function render({ model, el }) {
   G.__nbgradLive.add(model);

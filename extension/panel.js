@@ -15,6 +15,34 @@ function el(tag, cls, text) {
   return e;
 }
 
+// Retired panels (their static copy, no widget) have an "interact" button: a click asks the
+// kernel, through a panel still live on the page (the loader keeps them in __nbgradLive), to
+// show that panel as a widget again. Installed once per page, with the panel's code.
+if (!globalThis.__nbgradWake) {
+  globalThis.__nbgradWake = true;
+  document.addEventListener("click", (ev) => {
+    const b = ev.target && ev.target.closest && ev.target.closest("[data-nbgrad-wake]");
+    if (!b) return;
+    ev.preventDefault();
+    ev.stopPropagation();
+    const live = [...(globalThis.__nbgradLive || [])];
+    if (!live.length) {
+      b.title = "no live panel of a running kernel on this page: run a cell, then click again";
+      return;
+    }
+    live[live.length - 1].send({ type: "wake", panel: b.dataset.nbgradWake });
+    b.disabled = true;
+    b.textContent = "waking\u2026";
+    setTimeout(() => {  // no answer (another kernel drew it, or it is too old): say so
+      if (!b.isConnected) return;
+      b.disabled = false;
+      b.textContent = "interact";
+      b.title = "the kernel did not answer: it may still be busy, or it is not the kernel " +
+        "that drew this panel";
+    }, 30000);
+  }, true);
+}
+
 // a node drawn once per use has ids "key~1", "key~2", ...: they all describe "key"
 const base = (id) => (id || "").split("~")[0];
 

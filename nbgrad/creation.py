@@ -179,8 +179,12 @@ def _filled(fill):
         size = size_arg(fill.__name__, shape, size)
         dims = _plain_dims(size)
         if dims is None:
-            if fill is not np.empty and any(isinstance(s, int) and s < 0 for s in _flat(size)):
-                raise RuntimeError(f"{fill.__name__}: Dimension size must be non-negative.")
+            if any(isinstance(s, int) and s < 0 for s in _flat(size)):
+                dims = list(_flat(size))
+                bad = next(s for s in dims if isinstance(s, int) and s < 0)
+                raise RuntimeError("zeros: Dimension size must be non-negative." if fill is np.zeros
+                                   else f"Trying to create tensor with negative dimension {bad}: "
+                                   f"{dims}")
             dims = _size(size)
         size = dims
         dt = dtypes.dtype_arg(fill.__name__, dtype) or dtypes.default_np()
@@ -208,8 +212,17 @@ ones.__doc__ = "Tensor of ones of the given size (torch.ones); dtype default flo
 empty.__doc__ = "Uninitialised tensor of the given size (torch.empty)."
 
 
+def _check_number(fn, v):
+    import numbers
+    if not isinstance(v, (numbers.Number, np.generic, Tensor)):
+        raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(v).__name__}")
+
+
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    """Tensor of `size` filled with `fill_value` (torch.full); dtype inferred from the value."""
+    """Tensor of `size` filled with `fill_value` (torch.full); dtype inferred from the value.
+    TypeError when `fill_value` is not a number (torch's text)."""
+    _check_number("full", fill_value)
     if dtype is None:
         dtype = (dtypes.bool_ if isinstance(fill_value, bool) else dtypes.int64
                  if isinstance(fill_value, int) else None)
@@ -231,7 +244,9 @@ empty_like = _like(empty)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
-    """Tensor of input's shape filled with `fill_value` (torch.full_like)."""
+    """Tensor of input's shape filled with `fill_value` (torch.full_like); TypeError when
+    `fill_value` is not a number (torch's text)."""
+    _check_number("full_like", fill_value)
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 

@@ -25,9 +25,8 @@ _svd = collections.namedtuple("svd", ["U", "S", "Vh"])
 
 
 def _float(A, fname):
-    if A._data.dtype.kind != "f":
-        raise RuntimeError(f"linalg.{fname}: Expected a floating point or complex tensor as "
-                           f"input. Got {A.dtype.name.capitalize()}")
+    from .functions.matrices import _floating
+    _floating(A, f"linalg.{fname}")
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -49,6 +48,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if dtype is not None:
         A = A.to(dtype)
     nd = A._data.ndim
+    _matrices(A, "matrix_norm")
+    _float(A, "matrix_norm")
     d0, d1 = (_dim(i, nd) for i in dim)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
@@ -84,6 +85,16 @@ def solve(A, B, *, left=True):
     """X with A X = B: A (..., n, n), B (..., n, k) or (..., n) (torch.linalg.solve;
     LinalgSolveExBackward0)."""
     _square(A, "solve")
+    b = B._data
+    vector = b.ndim == 1 or (b.ndim == A.dim() - 1 and tuple(b.shape) == tuple(A.shape[:-1]))
+    rows, cols = (b.shape[-1], 1) if vector else b.shape[-2:]
+    if rows != A.shape[-1] and left:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = "
+                           f"B ({A.shape[-2]}x{A.shape[-1]} and {rows}x{cols})")
+    if b.dtype != A._data.dtype:
+        from .functions.args import scalar_name
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
+                           f"of type {scalar_name(A)} and B of type {scalar_name(B)} instead")
     if not left:
         return solve(A.mT, B.mT).mT
     return apply(R["linalg_solve"], (A, B))
@@ -102,12 +113,16 @@ def qr(A, mode="reduced"):
     if mode != "reduced":
         raise NotImplementedError("nbgrad: linalg.qr supports mode='reduced' only")
     _matrices(A, "qr")
+    _float(A, "qr")
     return _qr(*apply(R["linalg_qr"], (A,)))
 
 
 def eigh(A, UPLO="L"):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A (torch.linalg.eigh)."""
-    _square(A, "eigh")
+    _square(A, "eigh", floating=False)
+    if A._data.dtype.kind != "f":
+        from .functions.args import scalar_name
+        raise NotImplementedError(f'"linalg_eigh_cpu" not implemented for \'{scalar_name(A)}\'')
     return _eigh(*apply(R["linalg_eigh"], (A,), (UPLO,)))
 
 
@@ -119,6 +134,7 @@ def eigvalsh(A, UPLO="L"):
 def svd(A, full_matrices=True):
     """(U, S, Vh) with A = U diag(S) Vh, S descending (torch.linalg.svd; LinalgSvdBackward0)."""
     _matrices(A, "svd")
+    _float(A, "svd")
     return _svd(*apply(R["linalg_svd"], (A,), (full_matrices,)))
 
 

@@ -49,20 +49,11 @@ def compare(name):
     return want, got, same_type, same_text, missing
 
 
-# Still differing (type, or words torch's message names): each one a strict xfail, so that a fix
-# shows; messages in nbgrad's own words where torch's name no shape, wrong-type operands that
-# torch's argument parser refuses, and the dtype strictness of ops (promo's area)
-KNOWN = {
-    "Conv1d_2d_input", "Conv2d_channels", "GroupNorm_channels", "GroupNorm_indivisible",
-    "LayerNorm_shape", "Softmax_int", "as_strided_out_of_bounds", "batch_norm_running_shape",
-    "bincount_float", "cosine_embedding_shapes",
-    "cross_entropy_float_target_1d", "cross_entropy_weight_shape", "embedding_bag_bad",
-    "full_like_bad", "gather_float_index", "gelu_int", "index_add_mismatch", "index_put_shape",
-    "inv_int", "leaky_relu_str", "masked_select_shape", "matrix_norm_1d",
-    "median_empty", "mv_1d", "nll_loss_3d_input_target", "numpy_requires_grad", "one_hot_float",
-    "ones_negative", "outer_2d", "relu_bool", "repeat_negative", "resize_as_", "sdpa_mismatch",
-    "softmax_int", "solve_mismatch", "sum_str_dim", "to_bad_type",
-    "vector_norm_int", "view_dtype_bad", }
+# Still differing, each one a strict xfail so that a fix shows: torch accepts both and nbgrad
+# does not yet implement them: resize_ of a non-contiguous (expanded) tensor, which torch
+# re-strides in place over a grown storage; and Tensor.to(3.5), which torch's parser reads as
+# to(other=tensor(3.5)) (a float64 cast)
+KNOWN = {"resize_as_", "to_bad_type"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True))
@@ -71,7 +62,8 @@ def test_bad_input(name):
     want, got, same_type, _, missing = compare(name)
     assert same_type, f"torch: {want}\nnbgrad: {got}"
     assert not missing, f"nbgrad's message lacks {missing}\ntorch: {want}\nnbgrad: {got}"
-    assert not got[0].startswith(("Axis", "UFunc", "_UFunc")) and "numpy" not in (got[1] or "")
+    assert not got[0].startswith(("Axis", "UFunc", "_UFunc"))
+    assert "numpy" not in (got[1] or "") or "numpy" in (want[1] or "")  # (torch's own .numpy())
 
 
 def test_enough_cases():

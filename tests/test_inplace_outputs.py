@@ -180,17 +180,21 @@ INDEXED = {  # ops that keep an index or mask tensor for their backward
 
 
 @pytest.mark.parametrize("name", sorted(INDEXED))
-def test_index_written_after_the_op_does_not_change_the_gradient(name):
-    """The index a node keeps is not the index tensor's memory: a write into that tensor after
-    the op leaves the gradient as torch computes it without the write (torch raises "modified
-    by an inplace operation" for the tensors it saves; nbgrad keeps a copy of the array)."""
-    grads = []
-    for T, write in ((torch, False), (nbgrad, True)):
+def test_index_written_after_the_op_as_torch(name):
+    """The index a node keeps is saved as torch saves it, the tensor and its version: a write
+    into that tensor after the op makes backward raise torch's "modified by an inplace
+    operation" error where torch's does (take_along_dim with a dim gathers with its own copy,
+    and a mask made from the index is another tensor: there the gradient is torch's).
+    tests/test_index_versions.py has the other index-saving ops."""
+    seen = []
+    for T in (torch, nbgrad):
         x = T.arange(12.0, dtype=T.float64).reshape(3, 4).requires_grad_()
         i = T.tensor([[0, 1], [1, 2], [2, 0]])
         y = INDEXED[name](T, x, i)
-        if write:
-            i.fill_(1)
-        (y * T.arange(float(y.numel()), dtype=T.float64).reshape(y.shape)).sum().backward()
-        grads.append(x.grad.numpy())
-    np.testing.assert_array_equal(grads[1], grads[0])
+        i.fill_(1)
+        try:
+            (y * T.arange(float(y.numel()), dtype=T.float64).reshape(y.shape)).sum().backward()
+            seen.append(x.grad.numpy().tolist())
+        except RuntimeError as e:
+            seen.append(str(e).split(" Hint:")[0].replace("nbgrad.", "torch."))
+    assert seen[1] == seen[0]

@@ -325,3 +325,38 @@ def test_regression_losses_refuse_unbroadcastable_targets_like_torch(name):
     with pytest.raises(RuntimeError) as en:
         getattr(NF, name)(nbgrad.zeros(3), nbgrad.zeros(4))
     assert str(en.value) == str(et.value)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+@pytest.mark.parametrize("shape", [(), (4,), (2, 3), (2, 3, 4), (2, 3, 4, 2)])
+def test_implicit_softmax_dim_warns_as_torch(name, shape):
+    """hunkim/PyTorchZeroToAll's attention calls ``F.softmax(scores)``: torch picks the legacy
+    dim and warns; the module forms (nn.Softmax() without dim) warn the same."""
+    import warnings
+    x = np.random.default_rng(1).standard_normal(shape)
+    got = {}
+    for lib in (torch, nbgrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            f = getattr(lib.nn.functional, name)(lib.tensor(x))
+            cls = {"softmax": "Softmax", "log_softmax": "LogSoftmax", "softmin": "Softmin"}[name]
+            m = getattr(lib.nn, cls)()(lib.tensor(x))
+            explicit = getattr(lib.nn.functional, name)(lib.tensor(x), 0 if len(shape) < 2 else 1)
+        got[lib] = (f.numpy(), m.numpy(), explicit.numpy(), [str(a.message) for a in w],
+                    w[0].filename)
+    t, n = got[torch], got[nbgrad]
+    for a, b in zip(t[:3], n[:3]):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
+    assert n[3] == t[3] == [f"Implicit dimension choice for {name} has been deprecated. Change "
+                            "the call to include dim=X as an argument."] * 2
+    assert n[4] == t[4] == __file__  # the functional form points at its caller
+
+
+def test_softmax_positional_arguments_as_torch():
+    """torch's order is (input, dim, _stacklevel, dtype): dtype goes by keyword."""
+    x = np.arange(6.0).reshape(2, 3)
+    for name in ("softmax", "log_softmax", "softmin"):
+        t = getattr(torch.nn.functional, name)(torch.tensor(x), 1, 3, torch.float32)
+        n = getattr(nbgrad.nn.functional, name)(nbgrad.tensor(x), 1, 3, nbgrad.float32)
+        assert str(n.dtype).split(".")[-1] == str(t.dtype).split(".")[-1] == "float32"
+        np.testing.assert_allclose(n.numpy(), t.numpy(), rtol=1e-6)

@@ -1,6 +1,8 @@
 """The layers, activations and losses added for issue 10 as modules, against torch.nn in float64:
 repr, state_dict keys, values and gradients (inputs and parameters)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -112,3 +114,63 @@ def test_loss_constructor_errors():
         nbgrad.nn.MSELoss(reduction="batchmean")
     assert nbgrad.nn.MultiMarginLoss(weight=nbgrad.ones(3)).state_dict().keys() == \
         torch.nn.MultiMarginLoss(weight=torch.ones(3)).state_dict().keys()
+
+
+def _warned(fn):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [str(x.message) for x in w if issubclass(x.category, UserWarning)]
+
+
+@pytest.mark.parametrize("name, args", [
+    ("MSELoss", ((2, 3), (2, 3))), ("L1Loss", ((2, 3), (2, 3))),
+    ("SmoothL1Loss", ((2, 3), (2, 3))), ("BCEWithLogitsLoss", ((2, 3), (2, 3))),
+    ("CrossEntropyLoss", ((4, 3), "cls")), ("NLLLoss", ((4, 3), "cls")),
+])
+def test_elementwise_mean_reduction_as_torch(name, args):
+    """vinhkhuc/PyTorch-Mini-Tutorials builds MSELoss(reduction='elementwise_mean'): torch's
+    deprecated spelling of 'mean', accepted with a UserWarning at each call."""
+    rng = np.random.default_rng(0)
+    arrs = [rng.integers(0, 3, 4) if a == "cls" else rng.random(a) for a in args]
+    outs = {}
+    for lib in (torch, nbgrad):
+        ts = [lib.tensor(a) for a in arrs]
+        m = getattr(lib.nn, name)(reduction="elementwise_mean")
+        assert m.reduction == "elementwise_mean"
+        (v, w) = _warned(lambda: m(*ts))
+        fname = {"MSELoss": "mse_loss", "L1Loss": "l1_loss", "SmoothL1Loss": "smooth_l1_loss",
+                 "BCEWithLogitsLoss": "binary_cross_entropy_with_logits",
+                 "CrossEntropyLoss": "cross_entropy", "NLLLoss": "nll_loss"}[name]
+        (vf, wf) = _warned(lambda: getattr(lib.nn.functional, fname)(*ts,
+                                                                      reduction="elementwise_mean"))
+        mean = getattr(lib.nn.functional, fname)(*ts, reduction="mean")
+        outs[lib] = (v.item(), vf.item(), mean.item(), w, wf, v.dtype)
+    t, n = outs[torch], outs[nbgrad]
+    assert n[:3] == pytest.approx(t[:3], rel=1e-12) and n[0] == n[2]
+    assert n[3] == t[3] == ["reduction='elementwise_mean' is deprecated. Please use "
+                            "reduction='mean' instead."] and n[4] == t[4]
+    assert str(n[5]).split(".")[-1] == str(t[5]).split(".")[-1]
+
+
+def test_elementwise_mean_positional_and_bad_reduction_as_torch():
+    a, b = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    vals = [lib.nn.functional.smooth_l1_loss(lib.tensor(a), lib.tensor(b), None, None,
+                                              "elementwise_mean").item() for lib in (torch, nbgrad)]
+    assert vals[0] == vals[1]
+    for lib in (torch, nbgrad):
+        with pytest.raises(ValueError, match="elementwise_sum is not a valid value for reduction"):
+            lib.nn.functional.mse_loss(lib.tensor(a), lib.tensor(b), reduction="elementwise_sum")
+
+
+def test_class_target_0d_for_batched_input_message_as_torch():
+    """hunkim/PyTorchZeroToAll 13_3 passes a 0-d target with (1, C) logits: torch reads its batch
+    size as 0."""
+    msgs = []
+    for lib in (torch, nbgrad):
+        for fn in (lib.nn.functional.cross_entropy, lib.nn.functional.nll_loss):
+            with pytest.raises(ValueError) as e:
+                fn(lib.zeros(1, 3), lib.tensor(1))
+            msgs.append(str(e.value))
+    assert msgs[2:] == msgs[:2] == ["Expected input batch_size (1) to match target batch_size "
+                                    "(0)."] * 2

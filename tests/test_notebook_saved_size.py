@@ -51,3 +51,54 @@ def test_saved_notebook_within_budget_per_cell(tmp_path):
     print(f"saved: +{per_cell / 1e3:.1f} KB a cell in all, a retired panel's cell "
           f"+{bench_panel.retired_per_cell(split) / 1e3:.1f} KB")
     assert per_cell <= 2 * BUDGET
+
+
+# --- the shipped notebooks ---------------------------------------------------------------------
+
+NB_DIR = REPO / "notebooks"
+NOTEBOOKS = sorted(p.name for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
+# Over the budget today (KB a cell, with minus without, nbclient, 03:45 UTC): the eight live
+# panels' widget state (tabs and hover details: the graph's SVG again beside the static copy)
+# weighs on a short notebook; 09 and 10's static pictures alone are 20-27 KB a cell.
+OVER_BUDGET = {
+    "01_autograd_basics.ipynb": "+22.5 KB a cell",
+    "06_visual_debugging.ipynb": "+24.5 KB a cell",
+    "07_debugging_a_model.ipynb": "+27.4 KB a cell",
+    "08_sequences.ipynb": "+21.7 KB a cell",
+    "09_attention.ipynb": "+40.9 KB a cell",
+    "10_debugging_pytorch.ipynb": "+33.5 KB a cell",
+    "11_backward_step_by_step.ipynb": "+34.8 KB a cell",
+}
+
+
+def _without_extension(source: str) -> str:
+    """The cell as it runs without nbgrad's extension (its magics made no-ops)."""
+    import re
+
+    return re.sub(r"^%(load_ext nbgrad|nbgrad\b.*)$", "pass", source, flags=re.M)
+
+
+def saved_per_cell(name: str, tmp_path) -> tuple[int, int, int]:
+    """``(bytes with, bytes without, code cells)`` of notebook ``name`` executed by nbclient in
+    a real kernel with the widget state stored (as ``jupyter nbconvert --execute`` saves it)."""
+    from test_notebook_kernel import execute
+
+    cells = [c.source for c in nbformat.read(NB_DIR / name, 4).cells if c.cell_type == "code"]
+    sizes = {}
+    for load in (True, False):
+        out = tmp_path / ("with" if load else "without")
+        out.mkdir()
+        execute(cells if load else [_without_extension(c) for c in cells], out)
+        sizes[load] = (out / "executed.ipynb").stat().st_size
+    return sizes[True], sizes[False], len(cells)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=OVER_BUDGET[n], strict=True))
+    if n in OVER_BUDGET else n for n in NOTEBOOKS])
+def test_a_shipped_notebook_saves_within_budget_per_cell(name, tmp_path):
+    with_ext, without, cells = saved_per_cell(name, tmp_path)
+    per_cell = (with_ext - without) / cells
+    print(f"{name}: {cells} code cells, {without / 1e3:.1f} KB without, "
+          f"{with_ext / 1e3:.1f} KB with: +{per_cell / 1e3:.1f} KB a cell")
+    assert per_cell <= BUDGET, f"{name}: +{per_cell / 1e3:.1f} KB a cell"

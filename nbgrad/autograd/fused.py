@@ -45,10 +45,11 @@ class Chain:
     have kept) and what `fast` needs (`info`)."""
 
     __slots__ = ("saved", "fast", "replay", "inputs", "args", "as_recorded", "specs", "info",
-                 "released")
+                 "released", "guards")
 
-    def __init__(self, saved, fast, replay, inputs, args, info):
+    def __init__(self, saved, fast, replay, inputs, args, info, guards=()):
         self.saved = saved
+        self.guards = guards  # SavedIndex of index tensors in `args` (cross_entropy's target)
         self.fast = fast
         self.replay = replay
         self.inputs = inputs
@@ -61,17 +62,20 @@ class Chain:
         self.released = False
 
 
-def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, args=()):
+def record(out, node_cls, visible_saved, inputs, saves, k, fast, replay, info, args=(),
+           guards=()):
     """Hang on `out` one node of class `node_cls` (a row's node class, e.g. UnsafeViewBackward0)
     standing for a chain of `k` more nodes below it, which `replay(*inputs, *args)` records.
     `saves`: per input, the name of the SavedTensor the chain's formulas need (None when none
-    needs it). Called by the public function's helper: the user's line is found from there."""
+    needs it). `guards`: SavedIndex of the index tensors among `args`, checked before either
+    backward (the replay would save them as they are then). Called by the public function's
+    helper: the user's line is found from there."""
     where = _cached_site_at(_getframe(2)) if _PROV[0] else None
     edges = tuple([_edge(x, where) if x._requires_grad else _NONE_EDGE for x in inputs])
     saved = tuple([None if s is None else SavedTensor(s, x) for s, x in zip(saves, inputs)])
     _NODES[0] += k  # the chain's nodes take the numbers just below the visible one's
     node = _new(fused_class(node_cls))
-    node._chain = Chain(saved, fast, replay, inputs, args, info)
+    node._chain = Chain(saved, fast, replay, inputs, args, info, guards)
     _init_node(node, edges, visible_saved, None, where)
     out._output_nr = 0
     out._requires_grad = True
@@ -112,6 +116,8 @@ def _fused_backward(self, g, create_graph):
         return type(self).__mro__[1]._backward(self, g, create_graph)
     if c.released:
         raise backward_twice_error()
+    for s in c.guards:  # an index tensor modified in place: PyTorch's error, as its node's
+        s.unpack(self)
     arrays = []
     stale = False
     for s in c.saved:
@@ -138,6 +144,8 @@ def _fused_release(self):
         for s in c.saved:
             if s is not None:
                 s.release()
+        for s in c.guards:
+            s.release()
         # the chain keeps no operand after backward: a later build replays on stand-ins
         c.specs = [(d.shape, d.strides, d.dtype, rg) for d, rg in c.as_recorded]
         c.inputs = c.as_recorded = None
@@ -184,10 +192,11 @@ def _build(node):
     line and its saved versions as the unfused call would have given them; edges that left
     the chain go where the fused node's went; released if the fused node was."""
     c = node._chain
-    prev = _GRAD.enabled
+    prev, prov = _GRAD.enabled, _PROV[0]
     hooks = _SAVED_HOOKS[:]
     _SAVED_HOOKS.clear()
     _GRAD.enabled = True
+    _PROV[0] = False  # (each built node gets the fused node's line below: none looked up now)
     try:
         inputs = _as_recorded(c) if c.inputs is not None else [_stand_in(*s) for s in c.specs]
         now = [_edge(x) if x._requires_grad else _NONE_EDGE for x in inputs]
@@ -195,6 +204,7 @@ def _build(node):
         out = c.replay(*inputs, *c.args)
     finally:
         _GRAD.enabled = prev
+        _PROV[0] = prov
         _SAVED_HOOKS[:] = hooks
     top = out._grad_fn
     chain = []
@@ -265,7 +275,7 @@ def _stand_in(shape, strides, dtype, requires_grad):
     else:
         size = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) // dtype.itemsize if \
             all(shape) else 0
-        arr = np.lib.stride_tricks.as_strided(np.zeros(max(size, 1), dtype), shape, strides)
+        arr = np.ndarray(shape, dtype, np.zeros(max(size, 1), dtype), 0, strides)
     t = Tensor._make_fresh(arr)
     t._requires_grad = requires_grad
     return t

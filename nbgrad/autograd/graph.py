@@ -270,7 +270,10 @@ class SavedTensor:
             fn = self._tensor.grad_fn
         # PyTorch describes the tensor as it is now (an input reshaped in place by unsqueeze_)
         shape = self._data.shape if self._tensor is None else self._tensor._data.shape
-        desc = f"[{_tm.type_name(self._data.dtype, self._data)} {list(shape)}]"
+        name = _tm.type_name(self._data.dtype, self._data)
+        if self._data.dtype.kind == "b":  # (torch's toString of a bool tensor: its legacy name)
+            name = "CPUBoolType" if type(self._data) is np.ndarray else "CUDABoolType"
+        desc = f"[{name} {list(shape)}]"
         op_name = _SUFFIX.sub(lambda m: m.group(1) or "", fn.name()) if fn is not None else ""
         owner = f", which is output {self._output_nr} of {op_name}," if fn is not None else ""
         now = self._storage.version
@@ -441,8 +444,10 @@ def saved_arg(name, value, ctx_saves=None, src=None, args=None):
     return value
 
 
-RELEASABLE = (SavedTensor, Ctx, SavedArray, SavedCtx)  # what Node._release frees
-UNPACKED = (SavedTensor, _Freed, SavedArray, SavedCtx)  # what a node unpacks before formulas run
+# what Node._release frees, and what a node unpacks before its formulas run (sets: the saved
+# index types of autograd/saved_index.py add themselves)
+RELEASABLE = {SavedTensor, Ctx, SavedArray, SavedCtx}
+UNPACKED = {SavedTensor, _Freed, SavedArray, SavedCtx}
 _SAVED_HOOKS = []  # stack of (pack_hook, unpack_hook), innermost last
 
 

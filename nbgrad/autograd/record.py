@@ -4,12 +4,15 @@ the row's formulas will read, saved once per combination of inputs that require 
 itself (`_record`). The saved kinds (`SAVED_INPUT`, ...) name what `Row.sources` holds."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..tensor import Tensor, strides_of
 from ..naming import node_class
 from .graph import Ctx as _Ctx
 from .graph import (_SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg)
+from .saved_index import SavedIndex, SavedIndices
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
@@ -151,7 +154,7 @@ def _saver(row, mask):
         before, after = (None,) * j, (None,) * (n - j - 1)
         if kind == SAVED_ARG:  # an argument (add's alpha, softmax's dim): kept as given
             def save(row, src, args, outs, ctx):
-                return before + (_kept(args[k]),) + after
+                return before + (_kept(args[k], name),) + after
         elif kind == SAVED_INPUT:
             def save(row, src, args, outs, ctx):
                 x = src[k]
@@ -168,13 +171,13 @@ def _saver(row, mask):
                 return before + (tuple(src[k]._data.shape),) + after
     elif all(p[1] in (SAVED_ARG, SAVED_SHAPE, SAVED_STRIDES) for p in plan):
         # arguments and layouts only (transpose's dims)
-        spec = tuple((j, kind, k) for j, kind, k, _ in plan)
+        spec = tuple(plan)
 
         def save(row, src, args, outs, ctx):
             saved = [None] * n
-            for j, kind, k in spec:
-                saved[j] = _kept(args[k]) if kind == SAVED_ARG else tuple(src[k]._data.shape) \
-                    if kind == SAVED_SHAPE else strides_of(src[k]._data)
+            for j, kind, k, name in spec:
+                saved[j] = _kept(args[k], name) if kind == SAVED_ARG else \
+                    tuple(src[k]._data.shape) if kind == SAVED_SHAPE else strides_of(src[k]._data)
             return tuple(saved)
     elif all(p[1] in (SAVED_INPUT, SAVED_STRIDES) for p in plan):  # inputs and strides (mm's)
         spec = tuple(plan)
@@ -193,21 +196,43 @@ def _saver(row, mask):
     return save
 
 _PLAIN = frozenset((int, float, bool, type(None), slice, str, type(Ellipsis)))
+_OWNERS = []  # weak references to the index tensors last passed by index_arg, newest last
+_ref = weakref.ref
 
 
-def _kept(v):
-    """A saved argument; an index or mask array as a copy: it is usually a tensor's memory
-    (gather's index, a mask), which a later in-place write would change under the node, with
-    no version to tell (PyTorch saves these as tensors and checks their version)."""
+def index_arg(t):
+    """The array of index or mask tensor `t`, to pass to a row as an argument: remembered (by
+    a weak reference) so that a node saving that very array saves `t` with its version
+    (SavedIndex), as PyTorch saves the tensor, instead of a copy."""
+    d = t._data
+    owners = _OWNERS
+    owners.append(_ref(t))
+    if len(owners) > 4:
+        del owners[0]
+    return d
+
+
+def _kept(v, name="index"):
+    """A saved argument. An index or mask array passed by index_arg: its tensor with its
+    version (SavedIndex; a tuple holding some: SavedIndices); another array (one the public
+    function computed) as a copy, which no later write can reach."""
     t = type(v)
     if t in _PLAIN:
         return v
     if t is tuple:
         for i in v:
             if type(i) not in _PLAIN:
-                return tuple([_kept(i) for i in v])
+                items = tuple([_kept(i, name) for i in v])
+                for i in items:
+                    if type(i) is SavedIndex:
+                        return SavedIndices(items)
+                return items
         return v
     if t is np.ndarray or hasattr(v, "__cuda_array_interface__"):
+        for r in reversed(_OWNERS):
+            o = r()
+            if o is not None and o._data is v and not o._requires_grad:
+                return SavedIndex(name, o)
         return v.copy()
     return v
 
@@ -228,7 +253,7 @@ def _save(row, plan, src, args, outs, ctx):
         elif kind == SAVED_ARG:
             # an index or mask array is a tensor PyTorch saves: OpNode._release frees it (and
             # under saved_tensors_hooks it is packed, as PyTorch packs it)
-            saved[j] = _kept(args[k]) if not _SAVED_HOOKS else saved_arg(
+            saved[j] = _kept(args[k], name) if not _SAVED_HOOKS else saved_arg(
                 name, args[k], row.ctx_saves, src, args)
         elif kind == SAVED_SHAPE:
             saved[j] = tuple(src[k]._data.shape)

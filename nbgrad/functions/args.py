@@ -82,6 +82,22 @@ def c_name(t):
     return _C_NAMES[t._data.dtype.name]
 
 
+def conv_dtypes(input, weight, bias, transposed=False):
+    """torch's dtype checks of a convolution (it never promotes): RuntimeError with its texts.
+    A bias of another dtype is named first, except for a transposed convolution, which adds a
+    bias of another floating dtype into its output (and refuses one it cannot cast into it)."""
+    dt = input._data.dtype
+    if not transposed and bias is not None and bias._data.dtype != dt:
+        raise RuntimeError(f"Input type ({c_name(input)}) and bias type ({c_name(bias)}) should "
+                           "be the same")
+    if weight._data.dtype != dt:
+        raise RuntimeError(f"expected scalar type {scalar_name(input)} but found "
+                           f"{scalar_name(weight)}")
+    if transposed and bias is not None and bias._data.dtype != dt and dt.kind != "f":
+        raise RuntimeError(f"result type {scalar_name(bias)} can't be cast to the desired output "
+                           f"type {scalar_name(input)}")
+
+
 def scalar_name(t):
     """torch's ScalarType name of a tensor's dtype ("Double", "Long")."""
     return type_name(t._data.dtype, t._data).split(".")[-1][:-6]

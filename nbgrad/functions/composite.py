@@ -13,7 +13,7 @@ from ..autograd.apply import apply, _broadcast_error
 from ..ops import ROWS as R
 from ..tensor import _dim, Size, Tensor
 from .registry import method
-from .args import _builtin_max, _out
+from .args import _builtin_max, _out, scalar_name
 from .views import diagonal, expand, flatten, _fold, permute, reshape, stack, unsqueeze, view
 from .elementwise import mul
 from .reductions import sum
@@ -63,7 +63,9 @@ def _unsqueeze_row(x, dim):  # 0 <= dim <= x.ndim
     return apply(R["unsqueeze"], (x,), (dim,))
 
 
-def _bmm_row(a, b):  # (b, n, k) @ (b, k, p), checked by the plan
+def _bmm_row(a, b):  # (b, n, k) @ (b, k, p), shapes checked by the plan; bmm never promotes
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_name(a)} but found {scalar_name(b)}")
     return apply(R["bmm"], (a, b))
 
 
@@ -545,4 +547,9 @@ def _repeat(self, sizes):
     if len(sizes) < self._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
+    shape = (1,) * (len(sizes) - self._data.ndim) + tuple(self._data.shape)
+    target = [n * k for n, k in zip(shape, sizes)]
+    for n in target:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {target}")
     return apply(R["repeat"], (self,), (tuple(sizes),))

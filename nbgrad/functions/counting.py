@@ -108,7 +108,10 @@ def bincount(input, weights=None, minlength=0):
     """Counts of each value of a 1-D non-negative int tensor, length max(input) + 1 or
     `minlength` (torch.bincount); with `weights`, their sums (float64 unless float32 weights)."""
     d = input._data
-    if d.ndim != 1 or d.dtype.kind not in "iub" or (d.size and d.min() < 0):
+    if d.dtype.kind not in "iu":
+        from .args import scalar_name
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{scalar_name(input)}\'')
+    if d.ndim != 1 or (d.size and d.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import backend, dtypes
 from ..autograd.apply import apply, _broadcast_error, _fresh
-from ..autograd.record import _arr
+from ..autograd.record import _arr, index_arg
 from ..ops import ROWS as R
 from ..tensor import Tensor
 from .registry import method
@@ -350,7 +350,10 @@ erf = method(_unary_fn("erf", "Error function"))
 
 @method
 def relu(input):
-    """max(input, 0) elementwise (torch.relu); saves its output."""
+    """max(input, 0) elementwise (torch.relu); saves its output. RuntimeError for a bool
+    input (torch's text)."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return apply(R["relu"], (input,))
 
 
@@ -453,7 +456,7 @@ def where(condition, input=None, other=None):
     """
     if input is None and other is None:
         return nonzero(condition, as_tuple=True)
-    c = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    c = index_arg(condition) if isinstance(condition, Tensor) else np.asarray(condition)
     if c.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {dtypes.from_np(c.dtype).name.capitalize()}")
@@ -482,7 +485,7 @@ def where(condition, input=None, other=None):
 @method
 def masked_fill(input, mask, value):
     """Fill positions where the bool `mask` is True with `value` (torch.masked_fill)."""
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    m = index_arg(mask) if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")

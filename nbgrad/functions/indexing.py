@@ -8,13 +8,14 @@ import builtins
 import numpy as np
 
 from .. import backend, _torch_errors
-from ..autograd.apply import apply, _fresh
+from ..autograd.apply import apply, _broadcast_error, _fresh
+from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
-from .args import _builtin_max, _builtin_sum, _filled_like
+from .args import _builtin_max, _builtin_sum, _filled_like, scalar_name
 from .views import clone, contiguous, expand, flatten, reshape, select, _slice, unsqueeze, view
-from .inplace import copy_
+from .inplace import _check_index_add, copy_
 
 
 def _is_basic(idx):
@@ -46,7 +47,7 @@ def _to_index_array(i):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                          "Variables are valid indices (got float)")
     if isinstance(i, Tensor):
-        a = i._data
+        a = index_arg(i)
         if a.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return a
@@ -237,7 +238,24 @@ def index_put_(input, indices, values, accumulate=False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_kind_name(input._data.dtype)} for the destination and "
                            f"{_kind_name(values._data.dtype)} for the source.")
+    if values._data.ndim:
+        _check_put_shape(input._data, index, values._data.shape)
     return apply(R["index_put"], (input, values), (index, accumulate), inplace="index_put_")
+
+
+def _check_put_shape(a, index, vshape):
+    """torch's text when the values do not broadcast to the indexing result's shape (found on
+    a zero-stride stand-in for `a`: no copy)."""
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, bool), a.shape, (0,) * a.ndim)
+    try:
+        shape = stand_in[index].shape
+    except (IndexError, ValueError):
+        return  # the index itself is wrong: the op's own check says so
+    try:
+        np.broadcast_shapes(vshape, shape)
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vshape)} cannot be "
+                           f"broadcast to indexing result of shape {list(shape)}") from None
 
 
 def _kind_name(dt):
@@ -255,11 +273,12 @@ def index_put(input, indices, values, accumulate=False):
 def index_add(input, dim, index, source, *, alpha=1):
     """input with source's slices added at `index` along `dim` (torch.index_add)."""
     d = _dim(dim, input._data.ndim)
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
+    _check_index_add(ix, source, d)
+    _same_dtype(input, source, lambda a, b: f"index_add_(): self ({a}) and source ({b}) must have "
+                f"the same scalar type")
     if alpha != 1:
         source = source * alpha
-    if source._data.dtype != input._data.dtype:
-        source = source.to(input.dtype)
     return apply(R["index_add"], (input, source), (d, ix))
 
 
@@ -267,7 +286,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 def index_select(input, dim, index):
     """Rows of `dim` picked by the 1-D int tensor `index`; a copy (torch.index_select)."""
     d = _dim(dim, input._data.ndim)
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     if ix.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if ix.dtype.kind not in "iu":
@@ -282,9 +301,9 @@ def index_select(input, dim, index):
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim=0, etc. (torch.gather)."""
     d = _dim(dim, input._data.ndim)
-    ix = index._data
+    ix = index_arg(index)
     if ix.dtype.kind not in "iu":
-        raise RuntimeError("gather(): Expected dtype int64 for index")
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if ix.ndim != input._data.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     n = input._data.shape[d]
@@ -299,12 +318,14 @@ def take_along_dim(input, indices, dim=None):
     """gather(input, dim, indices); with dim None, of the flattened input (torch.take_along_dim)."""
     if dim is None:
         return gather(reshape(input, -1), 0, reshape(indices, -1))
-    return gather(input, dim, indices)
+    # torch gathers with its broadcast copy of the indices: a later in-place write into
+    # `indices` changes nothing and raises nothing (with dim None, a view: it raises)
+    return gather(input, dim, Tensor._make_fresh(indices._data.copy()))
 
 
 # ---- the scatter family and masks ---------------------------------------------------------------
 def _index_arg(index, fname):
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
     if ix.dtype.kind not in "iu":
         raise RuntimeError(f"{fname}(): Expected dtype "
                            f"{'int32/int64' if fname in ('gather', 'scatter') else 'int64'} "
@@ -353,12 +374,20 @@ def _scatter_plan(input, dim, index, src=None, *, value=None, reduce=None):
     return R["scatter_value"], (), (d, ix, src)
 
 
+def _same_dtype(input, source, text):
+    """torch's scatter/index/masked families never promote the source: RuntimeError."""
+    if isinstance(source, Tensor) and source._data.dtype != input._data.dtype:
+        raise RuntimeError(text(scalar_name(input), scalar_name(source)))
+
+
 def _scatter_add_plan(input, dim, index, src):
+    _same_dtype(input, src, lambda a, b: "scatter(): Expected self.dtype to be equal to src.dtype")
     d = _dim(dim, input._data.ndim)
     return R["scatter_add"], (src,), (d, _in_bounds(input, d, _index_arg(index, "scatter_add")))
 
 
 def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
+    _same_dtype(input, src, lambda a, b: "scatter(): Expected self.dtype to be equal to src.dtype")
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # accepted by PyTorch too
     if reduce not in ("sum", "prod", "mean", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
@@ -368,6 +397,8 @@ def _scatter_reduce_plan(input, dim, index, src, reduce, *, include_self=True):
 
 
 def _index_copy_plan(input, dim, index, source):
+    _same_dtype(input, source, lambda a, b: f"index_copy_(): self and source expected to have the "
+                f"same dtype, but got (self) {a} and (source) {b}")
     return R["index_copy"], (source,), (_dim(dim, input._data.ndim),
                                         _index_arg(index, "index_copy"))
 
@@ -380,6 +411,8 @@ def _index_fill_plan(input, dim, index, value):
 
 
 def _masked_scatter_plan(input, mask, source):
+    _same_dtype(input, source, lambda a, b: f"masked_scatter: expected self and source to have "
+                f"same dtypes but got{a} and {b}")
     m = _bool_mask(mask, "masked_scatter_")
     if m.shape != input._data.shape:
         m = np.broadcast_to(m, input._data.shape)
@@ -407,7 +440,7 @@ masked_scatter, masked_scatter_ = _out_and_inplace(
 
 
 def _bool_mask(mask, fname):
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    m = index_arg(mask) if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype.kind != "b":
         raise RuntimeError(f"{fname}: expected BoolTensor for mask")
     return m
@@ -417,7 +450,12 @@ def _bool_mask(mask, fname):
 def masked_select(input, mask):
     """The elements where the bool `mask` (broadcasting) is True, as a 1-D tensor
     (torch.masked_select)."""
-    return apply(R["masked_select"], (input,), (_bool_mask(mask, "masked_select"),))
+    m = _bool_mask(mask, "masked_select")
+    try:
+        np.broadcast_shapes(m.shape, input._data.shape)
+    except ValueError:
+        raise _broadcast_error(m.shape, input._data.shape) from None
+    return apply(R["masked_select"], (input,), (m,))
 
 
 @method

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd.apply import apply
+from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
 from .registry import method
@@ -138,7 +139,7 @@ def copy_(self, src, non_blocking=False, *, _op_name="copy_"):
 @method
 def masked_fill_(self, mask, value):
     """In-place masked_fill (torch.Tensor.masked_fill_); bumps _version by 1."""
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    m = index_arg(mask) if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{dtypes.from_np(m.dtype)}")
@@ -292,10 +293,22 @@ def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
     return apply(R["addmm"], (self, mat1, mat2), (beta, alpha), inplace="addmm_")
 
 
+def _check_index_add(ix, source, d):
+    n = source._data.shape[d] if source._data.ndim > d else 1
+    if ix.size != n:
+        raise RuntimeError(f"index_add_(): Number of indices ({ix.size}) should be equal to "
+                           f"source.size(dim): ({n}), for dim: {d}")
+
+
 @method
 def index_add_(self, dim, index, source, *, alpha=1):
     """In-place index_add (torch.Tensor.index_add_); bumps _version by 1."""
-    ix = index._data if isinstance(index, Tensor) else np.asarray(index)
+    ix = index_arg(index) if isinstance(index, Tensor) else np.asarray(index)
+    _check_index_add(ix, source, _dim(dim, self._data.ndim))
+    if isinstance(source, Tensor) and source._data.dtype != self._data.dtype:
+        from .args import scalar_name
+        raise RuntimeError(f"index_add_(): self ({scalar_name(self)}) and source "
+                           f"({scalar_name(source)}) must have the same scalar type")
     if alpha != 1:
         source = source * alpha
     return apply(R["index_add"], (self, source), (_dim(dim, self._data.ndim), ix),

@@ -1,6 +1,6 @@
-"""Linear algebra (matmul, mm, bmm, addmm and the fused products, cross, lu, svd, det, inverse,
-matrix_power, triangles and diagonals). Batched matmul records PyTorch's decomposition as one
-fused node (autograd/fused.py).
+"""Linear algebra (matmul, mm, bmm, dot, mv, addmm, outer, cross, weight norm, lu, cdist, svd;
+triangles, the addmm family's checks and determinants are in matrices.py). Batched matmul
+records PyTorch's decomposition as one fused node (autograd/fused.py).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible
 from ..tensor import _dim, Tensor
 from .registry import method
-from .args import _broadcast_batch, _out, c_name, check_same_dtype, scalar_name, type_name_of
+from .args import _broadcast_batch, _out, c_name, check_same_dtype, scalar_name
 from .views import contiguous, _fold, reshape, transpose, unsqueeze, view
-from .elementwise import mul, where
+from .elementwise import mul
 
 
 @method
@@ -281,7 +281,13 @@ def dot(input, other):
 
 @method
 def mv(input, vec):
-    """(n, m) @ (m,) (torch.mv)."""
+    """(n, m) @ (m,) (torch.mv); RuntimeError for other dims or sizes (torch's texts)."""
+    a, v = input._data, vec._data
+    if a.ndim != 2 or v.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x"
+                           f"{a.shape[1]}), vec ({v.shape[0]})")
     return matmul(input, vec)
 
 
@@ -308,7 +314,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 @method
 def outer(input, vec2):
-    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer)."""
+    """Outer product of two 1-D tensors, (n,) x (m,) -> (n, m) (torch.outer); RuntimeError
+    naming the argument that is not 1-D (torch's text)."""
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
     return mul(reshape(input, -1, 1), vec2)
 
 
@@ -492,6 +502,12 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     a, b = x1._data, x2._data
     if a.ndim < 2 or b.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D")
+    for name, t in (("X1", x1), ("X2", x2)):
+        if t._data.dtype.kind != "f":
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{scalar_name(t)}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_name(x1)} but found {scalar_name(x2)}")
     if a.shape[-1] != b.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {a.shape[-1]} "
                            f"X2: {b.shape[-1]}")
@@ -528,99 +544,6 @@ def svd(input, some=True, compute_uv=True):
     return _svd_result(U, S, transpose(Vh, -2, -1))
 
 
-# ---- triangles, diagonals, fused products, determinants -----------------------------------------
-def _matrix_check(input, fname):
-    if input._data.ndim < 2:
-        raise RuntimeError(f"{fname}: input tensor must have at least 2 dimensions")
-
-
-@method
-def tril(input, diagonal=0):
-    """The lower triangle of the last two dims (below and on the `diagonal`-th), zeros above
-    (torch.tril)."""
-    _matrix_check(input, "tril")
-    return apply(R["tril"], (input,), (diagonal,))
-
-
-@method
-def triu(input, diagonal=0):
-    """The upper triangle of the last two dims (on and above the `diagonal`-th) (torch.triu)."""
-    _matrix_check(input, "triu")
-    return apply(R["triu"], (input,), (diagonal,))
-
-
-@method
-def tril_(self, diagonal=0):
-    """In-place tril (torch.Tensor.tril_); bumps _version by 1."""
-    _matrix_check(self, "tril")
-    return apply(R["tril"], (self,), (diagonal,), inplace="tril_")
-
-
-@method
-def triu_(self, diagonal=0):
-    """In-place triu (torch.Tensor.triu_); bumps _version by 1."""
-    _matrix_check(self, "triu")
-    return apply(R["triu"], (self,), (diagonal,), inplace="triu_")
-
-
-@method
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-    """Matrices with the last dim of input on their `offset` diagonal, in dims dim1, dim2 of the
-    result (torch.diag_embed): (..., n) -> (..., n + |offset|, n + |offset|)."""
-    nd = input._data.ndim + 1
-    d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return apply(R["diag_embed"], (input,), (offset, d1, d2))
-
-
-@method
-def diag(input, diagonal=0):
-    """1-D input: a matrix with it on the `diagonal`-th diagonal (DiagEmbedBackward0); 2-D: that
-    diagonal as a 1-D copy (torch.diag)."""
-    nd = input._data.ndim
-    if nd == 1:
-        return diag_embed(input, diagonal, 0, 1)
-    if nd != 2:
-        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
-    return apply(R["diag_copy"], (input,), (diagonal,))
-
-
-@method
-def trace(input):
-    """Sum of the main diagonal of a 2-D tensor (torch.trace)."""
-    if input._data.ndim != 2:
-        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
-                           f"{input._data.ndim}")
-    return apply(R["trace"], (input,))
-
-
-def _fused(name, shapes):
-    """torch.X(input, a, b, *, beta=1, alpha=1) for the fused products addbmm & co., with
-    their in-place forms; `shapes` checks the operands (PyTorch's texts)."""
-    row = R[name]
-
-    def f(input, a, b, *, beta=1, alpha=1):
-        shapes(a, b)
-        _check_expand(input, _PRODUCT_SHAPE[name](a._data.shape, b._data.shape))
-        return apply(row, (input, a, b), (beta, alpha))
-
-    def f_(self, a, b, *, beta=1, alpha=1):
-        shapes(a, b)
-        return apply(row, (self, a, b), (beta, alpha), inplace=name + "_")
-    f.__name__, f_.__name__ = name, name + "_"
-    f.__doc__ = (f"beta * input + alpha * product of the two operands, input broadcasting "
-                 f"(torch.{name}).")
-    f_.__doc__ = f"In-place {name} (torch.Tensor.{name}_); bumps _version by 1."
-    return method(f), method(f_)  # both are Tensor methods
-
-
-_PRODUCT_SHAPE = {"baddbmm": lambda sa, sb: (sa[0], sa[1], sb[2]),
-                  "addbmm": lambda sa, sb: (sa[1], sb[2]),
-                  "addmv": lambda sa, sb: (sa[0],),
-                  "addr": lambda sa, sb: (sa[0], sb[0])}
-
-
 def _check_expand(input, target):
     """`input` must expand to the product's shape: torch's expand text where it cannot."""
     shape = tuple(input.shape) if isinstance(input, Tensor) else ()
@@ -635,108 +558,3 @@ def _check_expand(input, target):
                 f"The expanded size of the tensor ({target[i]}) must match the existing size "
                 f"({shape[j]}) at non-singleton dimension {i}.  Target sizes: "
                 f"{list(target)}.  Tensor sizes: {list(shape)}")
-
-
-def _check_bmm(a, b):
-    sa, sb = a._data.shape, b._data.shape
-    if len(sa) != 3 or len(sb) != 3:
-        raise RuntimeError(f"batch{1 if len(sa) != 3 else 2} must be a 3D tensor")
-    if sa[0] != sb[0] or sa[2] != sb[1]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
-
-
-def _check_mv(a, b):
-    if a._data.ndim != 2 or b._data.ndim != 1 or a._data.shape[1] != b._data.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat "
-                           f"({'x'.join(map(str, a._data.shape))}), vec ({b._data.shape[0]})")
-
-
-def _check_vectors(a, b):
-    if a._data.ndim != 1 or b._data.ndim != 1:
-        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got "
-                           f"{a._data.ndim}-D" if a._data.ndim != 1 else
-                           f"addr: Expected 1-D argument vec2, but got {b._data.ndim}-D")
-
-
-baddbmm, baddbmm_ = _fused("baddbmm", _check_bmm)
-addbmm, addbmm_ = _fused("addbmm", _check_bmm)
-addmv, addmv_ = _fused("addmv", _check_mv)
-addr, addr_ = _fused("addr", _check_vectors)
-
-
-def _square(A, fname):
-    s = A._data.shape
-    if len(s) < 2:
-        raise RuntimeError(f"linalg.{fname}: The input tensor A must have at least 2 dimensions.")
-    if s[-1] != s[-2]:
-        raise RuntimeError(f"linalg.{fname}: A must be batches of square matrices, but they are "
-                           f"{s[-2]} by {s[-1]} matrices")
-
-
-_slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
-
-
-@method
-def det(input):
-    """Determinants of (..., n, n) (torch.det = torch.linalg.det; LinalgDetBackward0)."""
-    _square(input, "det")
-    return apply(R["linalg_det"], (input,))
-
-
-@method
-def inverse(input):
-    """Inverses of (..., n, n) (torch.inverse = torch.linalg.inv; LinalgInvExBackward0)."""
-    _square(input, "inv")
-    return apply(R["linalg_inv"], (input,))
-
-
-@method
-def slogdet(input):
-    """(sign, log|det|) of (..., n, n) (torch.slogdet = torch.linalg.slogdet)."""
-    _square(input, "slogdet")
-    return _slogdet(*apply(R["linalg_slogdet"], (input,)))
-
-
-@method
-def logdet(input):
-    """log(det(input)), NaN for a negative determinant (torch.logdet)."""
-    sign, lad = slogdet(input)
-    return where(sign < 0, float("nan"), lad)
-
-
-@method
-def pinverse(input, rcond=1e-15):
-    """The Moore-Penrose pseudo-inverse (torch.pinverse = torch.linalg.pinv;
-    LinalgPinvBackward0)."""
-    if input._data.ndim < 2:
-        raise RuntimeError(f"linalg.pinv({type_name_of(input).split('.')[-1][:-6]}"
-                           f"{{{list(input.shape)}}}): "
-                           f"expected a tensor with 2 or more dimensions of float, double, cfloat "
-                           f"or cdouble types")
-    return apply(R["linalg_pinv"], (input,))
-
-
-@method
-def matrix_power(input, n):
-    """input multiplied by itself n times (n < 0: its inverse's) (torch.matrix_power =
-    torch.linalg.matrix_power), composed of matmuls by binary powers as PyTorch does."""
-    _square(input, "matrix_power")
-    if n == 0:
-        e = creation.eye(input._data.shape[-1], dtype=input.dtype).expand(*input._data.shape)
-        return input.clone().copy_(e)
-    if n < 0:
-        input, n = inverse(input), -n
-    if n == 1:
-        return input.clone()
-    if n == 2:
-        return matmul(input, input)
-    if n == 3:
-        return matmul(matmul(input, input), input)
-    z = result = None
-    while n > 0:
-        bit, n = n % 2, n // 2
-        z = input if z is None else matmul(z, z)
-        if bit:
-            result = z if result is None else matmul(result, z)
-    return result

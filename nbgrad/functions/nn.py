@@ -9,7 +9,7 @@ from .. import backend
 from ..autograd.apply import apply
 from ..ops import ROWS as R
 from ..ops import Ctx
-from .args import type_name_of
+from .args import conv_dtypes
 
 
 def _pair(v, name="value"):
@@ -131,9 +131,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"Calculated padded input size per channel: ({hp} x {wp}). Kernel size: "
             f"({dh * (kh - 1) + 1} x {dw * (kw - 1) + 1}). Kernel size can't be greater than "
             f"actual input size")
-    if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(f"Input type ({type_name_of(input)}) and weight type "
-                           f"({type_name_of(weight)}) should be the same")
+    conv_dtypes(input, weight, bias)
     out = apply(R["convolution"], (input, weight, bias), ((sh, sw), (ph, pw), (dh, dw), groups))
     return out.squeeze(0) if unbatched else out
 
@@ -177,8 +175,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         PyTorch's.
 
     Raises:
-        RuntimeError: a wrong rank, too much padding or an empty output (PyTorch's texts).
+        RuntimeError: a wrong rank, too much padding or an empty output (PyTorch's texts);
+        NotImplementedError: bool input (torch has no kernel for it).
     """
+    if input._data.dtype.kind == "b":
+        raise NotImplementedError('"max_pool2d" not implemented for \'Bool\'')
     unbatched = input.ndim == 3
     if unbatched:
         input = input.unsqueeze(0)

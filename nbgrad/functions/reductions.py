@@ -11,7 +11,7 @@ from .. import backend, dtypes
 from ..autograd.apply import apply, _fresh
 from ..autograd.record import _arr
 from ..ops import ROWS as R
-from ..ops.reductions import _sorted_idx
+from ..ops.reductions import _sort as _sort_array
 from ..tensor import _dim, Tensor
 from .registry import method
 from .args import _builtin_max
@@ -57,11 +57,23 @@ def _check_reduced_dim(name, input, dim, exc):
                              f"non-zero size.")
 
 
-def _red_args(dim, keepdim, axis, keepdims):
+def _red_args(dim, keepdim, axis, keepdims, fname="sum"):
+    """(dim, keepdim) from torch's names or numpy's; TypeError (torch's parser's text, method
+    form) for a dim that is not an int or a sequence of ints, or a keepdim that is not a bool."""
     if axis is not None:
         dim = axis
     if keepdims is not None:
         keepdim = keepdims
+    ok = dim is None or isinstance(dim, (int, np.integer)) or (
+        isinstance(dim, (tuple, list)) and all(isinstance(i, (int, np.integer)) for i in dim))
+    if not ok or isinstance(dim, bool):
+        raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                        f"({type(dim).__name__}), but expected one of:\n * (*, torch.dtype "
+                        f"dtype = None)\n * (tuple of ints dim, bool keepdim = False, *, "
+                        f"torch.dtype dtype = None)\n")
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"{fname}(): argument 'keepdim' (position 2) must be bool, not "
+                        f"{type(keepdim).__name__}")
     return dim, keepdim
 
 
@@ -97,7 +109,7 @@ def _float_check(input, name):
 @method
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (torch.mean). Needs a floating dtype."""
-    dim, keepdim = _red_args(dim, keepdim, axis, keepdims)
+    dim, keepdim = _red_args(dim, keepdim, axis, keepdims, "mean")
     if dtype is not None:
         input = input.to(dtype)
     _float_check(input, "mean")
@@ -241,17 +253,33 @@ def logsumexp(input, dim, keepdim=False):
 
 @method
 def softmax(input, dim, dtype=None):
-    """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output."""
+    """exp(x) / sum(exp(x)) along `dim` (torch.softmax); saves its output.
+
+    Raises NotImplementedError for an integer or bool input without a floating `dtype`
+    (torch's kernel text)."""
     if dtype is not None:
         input = input.to(dtype)
+    _float_kernel("softmax", input, dim)
     return apply(R["softmax"], (input,), (_dim(dim, input._data.ndim),))
+
+
+def _float_kernel(name, input, dim):
+    """torch's softmax kernels exist for floating types only: NotImplementedError naming the
+    kernel (the last-dim one when `dim` is the last) and torch's type name."""
+    if input._data.dtype.kind in "biu":
+        from .args import scalar_name
+        last = input._data.ndim <= 1 or _dim(dim, input._data.ndim) == input._data.ndim - 1
+        kernel = f"{name}_lastdim_kernel_impl" if last else f"{name}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input)}\'')
 
 
 @method
 def log_softmax(input, dim, dtype=None):
-    """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output."""
+    """x - logsumexp(x, dim), stable (torch.log_softmax); saves its output. NotImplementedError
+    for an integer or bool input without a floating `dtype`, as softmax."""
     if dtype is not None:
         input = input.to(dtype)
+    _float_kernel("log_softmax", input, dim)
     return apply(R["log_softmax"], (input,), (_dim(dim, input._data.ndim),))
 
 
@@ -276,11 +304,12 @@ def _safe_softmax(input, dim, dtype=None):
 @method
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort `input` along `dim` (torch.argsort); int64, no gradient. Equal
-    elements keep their order (a stable sort; PyTorch guarantees it only with stable=True)."""
+    elements in the order torch's unstable sort leaves them, or with stable=True in their
+    order (torch.sort's indices)."""
     d = input._data
     if d.ndim == 0:
         return _fresh(backend.get_array_module(d).zeros((), np.int64))
-    return _fresh(_sorted_idx(d, _dim(dim, d.ndim), descending).astype(np.int64))
+    return _fresh(_sort_array(d, _dim(dim, d.ndim), descending, bool(stable))[1])
 
 
 # ---- sorting, selection, nan-reductions, scans --------------------------------------------------
@@ -292,23 +321,27 @@ _rt = {n: collections.namedtuple(n, f) for n, f in (
 
 @method
 def sort(input, dim=-1, descending=False, *, stable=None):
-    """(values, indices) sorted along `dim` (torch.sort); the sort is stable, NaN sorts as the
-    largest. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
+    """(values, indices) sorted along `dim` (torch.sort), NaN sorting as the largest; equal
+    elements in the order torch's unstable sort leaves them, or with stable=True in their
+    order. SortBackward0 (SortBackward1 when `stable` is given): the gradient goes back to
     where each value came from."""
     if input._data.ndim == 0:
         return _rt["sort"](input.clone(), _fresh(np.zeros((), np.int64)))
-    row = R["sort" if stable is None else "sort_stable"]
-    return _rt["sort"](*apply(row, (input,), (_dim(dim, input._data.ndim), descending)))
+    d = _dim(dim, input._data.ndim)
+    if stable is None:
+        return _rt["sort"](*apply(R["sort"], (input,), (d, descending)))
+    return _rt["sort"](*apply(R["sort_stable"], (input,), (d, descending, bool(stable))))
 
 
 @method
 def topk(input, k, dim=-1, largest=True, sorted=True):
-    """The k largest (smallest) elements along `dim` and their indices (torch.topk)."""
+    """The k largest (smallest) elements along `dim` and their indices (torch.topk); with
+    sorted=False in the order torch's selection leaves them."""
     d = _dim(dim, _builtin_max(input._data.ndim, 1))
     n = input._data.shape[d] if input._data.ndim else 1
     if k < 0 or k > n:
         raise RuntimeError("selected index k out of range")
-    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest)))
+    return _rt["topk"](*apply(R["topk"], (input,), (k, d, largest, bool(sorted))))
 
 
 @method

@@ -111,6 +111,25 @@ def _infer(shape, numel):
     return shape
 
 
+def _check_view_dtype(input, dt):
+    """torch's errors for a view as a dtype of another element size."""
+    a, new = input._data, dtypes.to_np(dt)
+    if new.itemsize == a.dtype.itemsize:
+        return
+    names = (f"{type_name_of(input).split('.')[-1][:-6]} as "
+             f"{dt._tensor_name[:-6]} (different element sizes)")
+    if a.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 to view {names}")
+    step = a.strides[-1] // a.dtype.itemsize if a.shape[-1] > 1 else 1
+    if step != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 to view {names}, but got {step}")
+    if new.itemsize > a.dtype.itemsize:
+        ratio = new.itemsize // a.dtype.itemsize
+        if a.shape[-1] % ratio:
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} to view {names}, but "
+                               f"got {a.shape[-1]}")
+
+
 @method
 def view(input, *shape):
     """Same storage, new shape; needs compatible strides (torch.Tensor.view).
@@ -120,6 +139,7 @@ def view(input, *shape):
         raise TypeError("view() received an invalid combination of arguments - got (), but "
                         "expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n")
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+        _check_view_dtype(input, shape[0])
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
     shape = _infer(_shape_arg(shape), input._data.size)
     try:
@@ -331,11 +351,25 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 @method
 def as_strided(input, size, stride, storage_offset=None):
-    """A view with explicit size, stride and storage offset, in elements (torch.as_strided)."""
+    """A view with explicit size, stride and storage offset, in elements (torch.as_strided).
+
+    Raises RuntimeError (torch's text) when the view would reach past the storage's end."""
     off = input.storage_offset() if storage_offset is None else int(storage_offset)
     size, stride = tuple(size), tuple(stride)
+    _check_in_storage(input, size, stride, off)
     return apply(R["as_strided"], (input,), (_geom(input), (size, stride, off),
                                              input._storage._root))
+
+
+def _check_in_storage(t, size, stride, off):
+    item = t._data.dtype.itemsize
+    reach = _builtin_sum((n - 1) * st for n, st in zip(size, stride))
+    need = 0 if 0 in size else off + 1 + reach
+    have = t._storage.nbytes()
+    if need * item > have:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {off}, and itemsize {item} requiring a storage size of "
+                           f"{need * item} are out of bounds for storage of size {have}")
 
 
 @method

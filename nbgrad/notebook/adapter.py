@@ -67,7 +67,14 @@ def engine_of(obj) -> str:
 
 def tensor_types() -> tuple:
     """The tensor types of the engines loaded (a tuple for ``issubclass``)."""
-    return tuple(e.tensor_type() for e in engines())
+    t = _torch()
+    types = _TENSOR_TYPES.get(t)
+    if types is None:  # (asked at every module call the model panel watches)
+        types = _TENSOR_TYPES[t] = tuple(e.tensor_type() for e in engines())
+    return types
+
+
+_TENSOR_TYPES: dict = {}  # torch's reading (or None) -> the tensor types
 
 
 def is_tensor(obj) -> bool:
@@ -105,6 +112,14 @@ def base(t):
 
 def grad(t):
     return _of(t).grad(t)
+
+
+def batched_grads(t):
+    """``t``'s engine's reading when it reads a backward's gradients in one batch once the pass
+    is over (its ``after_backward``, ``grad_stats``, ``flat_values``: ``notebook/grad_batch.py``),
+    else None (they are read one by one)."""
+    r = _of(t)
+    return r if hasattr(r, "grad_stats") else None
 
 
 def version_and_grad(t) -> tuple:

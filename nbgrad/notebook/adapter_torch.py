@@ -24,6 +24,7 @@ import os
 import re
 import sys
 
+import numpy as np
 import torch
 
 from . import torch_record as R
@@ -142,6 +143,71 @@ def version_and_grad(t) -> tuple:
 
 
 
+
+
+def after_backward(cb) -> bool:
+    """Have ``cb()`` run once the backward pass running now is over (torch's engine's final
+    callbacks, ``Variable._execution_engine.queue_callback``); False when none is running."""
+    try:
+        torch.autograd.Variable._execution_engine.queue_callback(cb)
+    except Exception:  # noqa: BLE001 - not in a backward pass, or an engine without it
+        return False
+    return True
+
+
+def flat_values(tensors: list):
+    """The values of ``tensors`` one after the other in a new numpy array (one ``torch.cat``: a
+    copy of its own; from a GPU, float32 for types numpy lacks), or None when they cannot be
+    read together (devices, complex)."""
+    try:
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+            if flat.is_complex():
+                return None
+            if flat.device.type != "cpu":
+                flat = flat.cpu()
+            if flat.dtype not in _NUMPY_DTYPES:
+                flat = flat.float()
+            return flat.resolve_neg().numpy()
+    except Exception:  # noqa: BLE001 - the caller reads them one by one
+        return None
+
+
+def grad_stats(grads: list):
+    """``[(squared L2 norm, exact zeros (-0.0 too), elements)]`` of each tensor of ``grads``,
+    read through numpy views (CPU tensors of numpy's types: no copy), else from
+    :func:`flat_values`; None when they cannot be read together: the caller reads them one by
+    one."""
+    try:
+        with torch._C.DisableTorchFunction():
+            if all(g.device.type == "cpu" and g.dtype in _NUMPY_DTYPES and not g.requires_grad
+                   and not g.is_conj() and not g.is_neg() for g in grads):
+                out = []
+                for g in grads:
+                    a = g.numpy().reshape(-1)
+                    out.append((float(a @ a), int(np.count_nonzero(a == 0)), a.size))
+                return out
+    except Exception:  # noqa: BLE001 - read them from one concatenation
+        pass
+    a = flat_values(grads)
+    return None if a is None else _segment_stats(a, [int(g.numel()) for g in grads])
+
+
+def _segment_stats(a, sizes) -> list:
+    """Per consecutive segment of ``a`` (lengths ``sizes``): squared norm (a dot product of the
+    segment with itself, as numpy sums it), exact zeros, length."""
+    zeros = np.flatnonzero(a == 0)  # (few in a gradient: no temporary the size of ``a``)
+    ends, at = [], 0
+    for n in sizes:
+        at += n
+        ends.append(at)
+    zc = np.searchsorted(zeros, ends).tolist()
+    out, at, zprev = [], 0, 0
+    for n, e, z in zip(sizes, ends, zc):
+        s = a[at:e]
+        out.append((float(s @ s) if n else 0.0, z - zprev, n))
+        at, zprev = e, z
+    return out
 
 
 def element_offset(t, ptr: int) -> int:

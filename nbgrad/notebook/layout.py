@@ -10,7 +10,9 @@ time bound, or an SVG too big to sync. Bounds:
   out in this process (3 ms at 20 nodes, ~10 ms at 100);
   a bigger one in a forked child that is killed at the time bound (Graphviz holds the GIL while
   it works, so a thread could not be stopped), and the caller shows the text tree instead;
-- the last few layouts are remembered (a cell that changed nothing drawn costs no layout).
+- the last few layouts are remembered, by the graph's shape (:func:`shape_key`): a graph drawn
+  again with other tensors (ids) and other numbers of the same width in its labels (a re-run
+  cell: its cell number, versions, shapes) reuses the layout, its ids and digits put back.
 
 Without pygraphviz, :func:`svg` returns None and the panel shows the text tree.
 """
@@ -49,8 +51,12 @@ def available() -> bool:
 
 
 def cached(source: str) -> str | None:
-    """The SVG of ``source`` if it was laid out recently, else None (costs a dict lookup)."""
-    return _CACHE.get(source)
+    """The SVG of ``source`` if it (or its shape, :func:`shape_key`) was laid out recently."""
+    shape = shape_key(source)
+    if shape is None:
+        return _CACHE.get(source)
+    hit = _CACHE.get(shape[0])
+    return _instantiate(hit, *shape[1:]) if hit is not None else None
 
 
 def svg(source: str, *, nodes: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> str | None:
@@ -65,23 +71,127 @@ def svg(source: str, *, nodes: int | None = None, timeout: float = DEFAULT_TIMEO
         LayoutTimeout: the layout took longer than ``timeout`` (the child was killed).
         ValueError: Graphviz rejected the DOT source.
     """
-    hit = _CACHE.get(source)
+    shape = shape_key(source)
+    key = shape[0] if shape is not None else source
+    hit = _CACHE.get(key)
     if hit is not None:
-        return hit
+        out = _instantiate(hit, *shape[1:]) if shape is not None else hit
+        if out is not None:
+            return out
     if not available():
         return None
     if nodes is None:
         nodes = source.count("[id=")
     small = nodes <= IN_PROCESS_UP_TO and source.count("->") <= IN_PROCESS_EDGES
-    if small or not hasattr(os, "fork"):
-        raw = _layout(source)
-    else:
-        raw = _forked(source, timeout)
-    out = _clean(raw)
-    _CACHE[source] = out
+
+    def draw(src):
+        return _clean(_layout(src) if small or not hasattr(os, "fork") else _forked(src, timeout))
+
+    out = None
+    if shape is not None:  # the shape laid out, then this graph's ids and digits put in
+        drawn = draw(key)
+        out = _instantiate(drawn, *shape[1:])
+        if out is None:
+            key = source
+        else:
+            _CACHE[key] = drawn
+    if out is None:
+        out = _CACHE[source] = draw(source)
     while len(_CACHE) > CACHE_SIZE:
         del _CACHE[next(iter(_CACHE))]
     return out
+
+
+_QUOTED_LABEL = re.compile(r'\blabel=("(?:[^"\\]|\\.)*")')
+_ID_ATTR = re.compile(r'\bid=("(?:[^"\\]|\\.)*"|[^,;\]\s]+)')
+_LONG_NUMBER = re.compile(r"\d{9,}")  # outside labels: only ids (``id()`` of tensors and nodes)
+_DIGIT = re.compile(r"\d")
+_PLACEHOLDER = re.compile(r"ZqZ(\d+)ZqZ")
+_SVG_GROUP = re.compile(r'<g id="([^"]*)" class="(?:node|cluster|edge)">.*?</g>', re.S)
+_SVG_TEXT = re.compile(r"(<text[^>]*>)(.*?)(</text>)", re.S)
+_TEXT_DIGIT = re.compile(r"&#?\w+;|\d")
+
+
+def shape_key(source: str):
+    """``(shape, ids, digits)``: ``source`` with its ids (runs of 9 digits or more outside labels)
+    numbered in order of appearance and every digit of its labels made ``0`` (digits are all as
+    wide in Helvetica, so the layout is the same), the ids, and each element's label digits by
+    its id; None when a label with digits has no id of its own (an edge's, the graph's)."""
+    ids: dict = {}
+
+    def number(m):
+        return f"ZqZ{ids.setdefault(m.group(0), len(ids))}ZqZ"
+
+    digits: dict = {}
+    lines = []
+    for line in source.split("\n"):
+        if "label=" not in line:
+            lines.append(_LONG_NUMBER.sub(number, line))
+            continue
+        parts, pos = [], 0
+        for m in _QUOTED_LABEL.finditer(line):
+            before = line[pos:m.start()]
+            found = list(_ID_ATTR.finditer(before))  # the label's element: an id in its own
+            owner = found[-1].group(1).strip('"') if found else None  # attribute list
+            if owner is not None and any(c in before[found[-1].end():] for c in "]}>"):
+                owner = None
+            label = m.group(1)
+            if any(c.isdigit() for c in label):
+                if owner is None or owner in digits:
+                    return None
+                digits[owner] = "".join(_DIGIT.findall(label))
+                label = _DIGIT.sub("0", label)
+            parts.append(_LONG_NUMBER.sub(number, before) + "label=" + label)
+            pos = m.end()
+        rest = line[pos:]
+        if "label=" in rest:  # a label not quoted: not one of ours
+            return None
+        lines.append("".join(parts) + _LONG_NUMBER.sub(number, rest))
+    return "\n".join(lines), ids, digits
+
+
+def _instantiate(svg: str, ids: dict, digits: dict) -> str | None:
+    """The SVG of a shape (:func:`shape_key`) with one graph's ids and label digits put back;
+    None when the texts do not take its digits exactly."""
+    back = {k: run for run, k in ids.items()}
+    try:
+        svg = _PLACEHOLDER.sub(lambda m: back[int(m.group(1))], svg)
+    except KeyError:
+        return None
+    used = set()
+
+    def group(m):
+        body = m.group(0)
+        if "<text" not in body:
+            return body
+        want = digits.get(m.group(1), "")
+        i = 0
+
+        def text(t):
+            nonlocal i
+
+            def digit(d):
+                nonlocal i
+                if d.group(0)[0] == "&":  # an entity (``&#45;``): not a digit of the label
+                    return d.group(0)
+                i += 1
+                return want[i - 1] if i <= len(want) else "?"
+
+            return t.group(1) + _TEXT_DIGIT.sub(digit, t.group(2)) + t.group(3)
+
+        body = _SVG_TEXT.sub(text, body)
+        if i != len(want):
+            raise ValueError(m.group(1))
+        used.add(m.group(1))
+        return body
+
+    try:
+        svg = _SVG_GROUP.sub(group, svg)
+    except ValueError:
+        return None
+    if not used >= {k for k, v in digits.items() if v}:
+        return None
+    return svg
 
 
 def _layout(source: str, fmt: str = "svg") -> bytes:

@@ -25,9 +25,9 @@ import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from . import adapter as A
+from .grad_batch import GradBatch, record
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
@@ -107,6 +107,7 @@ class ModelTracker:
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
         self.pending_ratio: list = []  # stats whose weights were copied before a step
+        self.batch = GradBatch(self)  # gradients read once the backward pass is over
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
         self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
@@ -507,7 +508,9 @@ class ModelTracker:
 
     def _forget(self, key):
         def gone(_ref, params=self.params):
-            params.pop(key, None)
+            st = params.pop(key, None)
+            if st is not None:  # (its hook closes over it: freed now, not by a collection)
+                st.hook = st.armed = None
         return gone
 
     def _grad_hook(self, st: ParamStat):
@@ -520,13 +523,7 @@ class ModelTracker:
             p = st.ref()
             if p is None:
                 return None
-            a = A.array(grad).reshape(-1)
-            sq = float(a @ a) if a.dtype.kind == "f" else float((a * a).sum())
-            st.norms.append(math.sqrt(sq) if sq == sq else float("nan"))
-            st.zeros = np.count_nonzero(a == 0) / max(a.size, 1)  # (-0.0 included)
-            if not math.isfinite(sq):
-                st.nonfinite = True
-            old = A.version_and_grad(p)[1]  # runs before the new gradient is summed in
+            old = A.grad(p)  # runs before the new gradient is summed in
             step = tracker.step_count()
             if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
                 st.accumulated, st.missed, st.summed_into = 1, False, None
@@ -541,11 +538,8 @@ class ModelTracker:
             if st.sample != tracker.last_sample:  # a new backward call watched
                 tracker.last_sample = st.sample
                 tracker.watched_backwards += 1
-            tracker._step_norm(st.sample, sq)
-            if st.with_ratio:  # the update ratio is read at the next step
-                st.prev = A.array(p).copy()
-                st.prev_nodes = A.node_count(p)
-                tracker.pending_ratio.append(st)
+            if old is not None or not tracker.batch.defer(st, grad):  # (.grad: the new one
+                record(tracker, st, p, grad)  # once the pass is over, when not summed into one)
             if tracker.eval_forward:
                 mod = st.module() if st.module is not None else None
                 if mod is not None and not mod.training:

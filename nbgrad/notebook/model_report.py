@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import islice
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from . import adapter as A
 from . import grad_sums
 from .model_hooks import ModelTracker
+from .repeats import copy_with
 
 LOOP_STEPS = 5  # a cell with at least this many backward calls is a training-loop cell
 KEEP_NOTE = 5  # a container that newly holds this many graphs gets a note
@@ -374,7 +375,7 @@ def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
     if not seqs:
         return {}
     lo, hi = seqs[0][0], seqs[-1][0]
-    calls = list(calls)
+    calls = [c for c in calls if c.end >= lo]  # (ended before the first node: none of ours)
     parent: dict = {}  # index of a call -> index of the call it ran in (post order: the next
     open_: dict = {}  # call one level up to end after it)
     for i in range(len(calls) - 1, -1, -1):
@@ -537,13 +538,12 @@ def fold(snap, rep: ModelReport, folded) -> object:
                 if x != b.key and x not in b.next:
                     b.next.append(x)
             continue
-        nn = replace(n, next=list(dict.fromkeys(remap(x) for x in n.next)))
-        nodes[key] = nn
+        nodes[key] = copy_with(n, next=list(dict.fromkeys(remap(x) for x in n.next)))
     for b in boxes.values():
         b.where = f"{b.folded} ops folded"
-    tensors = [t if t.grad_fn_key not in owner else replace(t, grad_fn_key=remap(t.grad_fn_key))
+    tensors = [t if t.grad_fn_key not in owner else copy_with(t, grad_fn_key=remap(t.grad_fn_key))
                for t in snap.tensors if t.key not in owner]
-    return replace(snap, nodes=nodes, tensors=tensors)
+    return copy_with(snap, nodes=nodes, tensors=tensors)
 
 
 def cluster_dot(rep: ModelReport, shown: set, folded=()) -> list:

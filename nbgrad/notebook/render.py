@@ -569,7 +569,7 @@ def draws_nothing(snap) -> bool:
     return "[id=" not in to_dot(snap)
 
 
-_URI_ESCAPE = {ord(c): "%%%02X" % ord(c) for c in '%#<>&\n"'}
+_URI_ESCAPES = [(c, "%%%02X" % ord(c)) for c in '%#<>&\n"']  # "%" first
 
 
 def svg_uri(svg: str) -> str:
@@ -578,7 +578,10 @@ def svg_uri(svg: str) -> str:
     SVG's attribute quotes made single. 15 % smaller than base64 in a saved notebook."""
     if "'" not in svg:
         svg = svg.replace('"', "'")
-    return "data:image/svg+xml," + svg.translate(_URI_ESCAPE)
+    for c, esc in _URI_ESCAPES:  # (str.replace: a few times faster than translate here)
+        if c in svg:
+            svg = svg.replace(c, esc)
+    return "data:image/svg+xml," + svg
 
 
 def _alt(snap, limit: int = 600) -> str:

@@ -9,11 +9,21 @@ copies onto it. Pure functions of plain data, shared by the DOT, the text tree a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 MIN_COPIES = 3  # fewer copies than this are drawn as they are
 MAX_PERIOD = 64  # nodes in one copy at most
 MAX_LABEL = 70
+
+
+def copy_with(obj, **changes):
+    """``dataclasses.replace(obj, **changes)`` for the snapshot's plain dataclasses (no
+    ``__post_init__``, no slots) without its walk over the fields at every call: a fold copies
+    every node of a graph."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 @dataclass
@@ -124,6 +134,18 @@ def fold(snap, repeats) -> object:
     repeat's key, the other copies' nodes are gone and their edges lead to the kept copy."""
     if not repeats:
         return snap
+    memo = (id(snap), tuple((r.key, r.keep) for r in repeats))
+    if _FOLDED[0] == memo and _FOLDED[1] is snap:  # the DOT and the text tree ask in turn
+        return _FOLDED[2]
+    out = _fold(snap, repeats)
+    _FOLDED[:] = [memo, snap, out]
+    return out
+
+
+_FOLDED: list = [None, None, None]  # the last fold(): (key, snapshot, result)
+
+
+def _fold(snap, repeats):
     to: dict = {}  # key of a dropped node -> the kept node at its position
     kept: dict = {}  # key of a kept node -> repeat key
     for r in repeats:
@@ -143,7 +165,7 @@ def fold(snap, repeats) -> object:
     for key, n in snap.nodes.items():
         if key in to:
             continue
-        nodes[key] = replace(n, next=list(dict.fromkeys(to.get(x, x) for x in n.next)),
+        nodes[key] = copy_with(n, next=list(dict.fromkeys(to.get(x, x) for x in n.next)),
                              repeat=kept.get(key, ""), stale=n.stale or key in stale,
                              outputs=list(dict.fromkeys(n.outputs + extra.get(key, []))))
     # The leaves of the dropped copies (a parameter per copy: ``for t in ps``) go with them: their
@@ -158,15 +180,15 @@ def fold(snap, repeats) -> object:
         for k in r.copies[r.keep]:
             for x in snap.nodes[k].next:
                 if x in nodes and nodes[x].is_accumulate and x not in fed and not nodes[x].repeat:
-                    nodes[x] = replace(nodes[x], repeat=r.key)
+                    nodes[x] = copy_with(nodes[x], repeat=r.key)
     # so do the named leaves no drawn node reaches any more (``ps[3]`` of a dropped copy, or of
     # one the cap hid): they stay rows of the Tensors tab
     reached = {n.variable for n in nodes.values() if n.variable}
     leaves |= {t.key for t in snap.tensors if t.requires_grad and not t.grad_fn
                and not t.is_view and t.key not in reached}
-    tensors = [t if t.grad_fn_key not in to else replace(t, grad_fn_key=to[t.grad_fn_key])
+    tensors = [t if t.grad_fn_key not in to else copy_with(t, grad_fn_key=to[t.grad_fn_key])
                for t in snap.tensors if t.key not in leaves]
-    return replace(snap, nodes=nodes, tensors=tensors)
+    return copy_with(snap, nodes=nodes, tensors=tensors)
 
 
 def cluster_id(key: str) -> str:

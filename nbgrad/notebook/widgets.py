@@ -160,6 +160,10 @@ def _compact(text: str, line_comment: str | None) -> str:
     out = []
     for line in text.splitlines():
         line = line.strip()
+        if line_comment:  # a comment after the code ("x = 1;  // why"), outside any string
+            code, sep, _ = line.partition("  " + line_comment + " ")
+            if sep and not any(code.count(q) % 2 for q in "\"'`"):
+                line = code.rstrip()
         if line and not (line_comment and line.startswith(line_comment)):
             out.append(line)
     return "\n".join(out)
@@ -358,6 +362,10 @@ class NbgradPanel(anywidget.AnyWidget):
             except Exception:  # noqa: BLE001 - a comm already gone: nothing was kept
                 pass
         self.close()
+        # A widget is a reference cycle (its message callbacks hold it): what it drew is let go
+        # now, freed as soon as the extension forgets it rather than by a garbage collection
+        self._snap = self._own = self._plain = None
+        self.drawn = (None, None, "")
 
     def _front_end_msg(self, _widget, content, _buffers):
         """``{"type": "code"}``: send the panel's code (once per page); ``{"type": "wake",

@@ -16,6 +16,7 @@ from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from .formulas import TENSORS, array_formulas
+from .reductions import _refuse
 from .registry import ROWS, _self_adjoint, op
 
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
@@ -86,7 +87,13 @@ op("hardswish_backward", lambda grad_output, self: _hardswish_backward(grad_outp
        (self > -3.0) & (self < 3.0), xp.div_scalar(g * grad_output, 3.0),
        _zero(g)))
 op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
-   self=lambda g, self, xp: xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
+   self=lambda g, self, xp: _apply(ROWS["hardsigmoid_backward"], (g, self)) if xp is TENSORS
+   else xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
+# torch has no derivative of hardsigmoid_backward: under create_graph the gradient hangs on a
+# NotImplemented node, which refuses the second backward with torch's text
+op("hardsigmoid_backward", lambda grad_output, self: _xp(self).where(
+    (self > -3) & (self < 3), grad_output * _ONE_SIXTH_F32, 0), node="NotImplemented",
+   **{"grad_output, self": lambda g: _refuse("hardsigmoid_backward", RuntimeError)(g)})
 op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
    float_op=True, node="LogSigmoidBackward0",
    self=lambda g, self, xp: xp.row("log_sigmoid_backward", (g, self)) if xp is TENSORS
@@ -221,7 +228,9 @@ def _elu(x, alpha, scale, input_scale, xp):
 
 
 def _elu_grad(x, alpha, scale, input_scale, xp):
-    neg = xp.where(x > 0, 0, x) * input_scale
+    # (x < 0, not x <= 0: the same value at 0, and under create_graph a second derivative of 0
+    # there, as torch's elu_double_backward masks with self < 0)
+    neg = xp.where(x < 0, x, 0) * input_scale
     return xp.where(x <= 0, input_scale * (alpha * scale) * xp.exp(neg), scale)
 
 

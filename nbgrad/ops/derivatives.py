@@ -95,9 +95,10 @@ def _count(shape, dim):
 
 
 def _evenly(g, self, result, xp):
-    """max()/min()'s gradient, shared by the ties (PyTorch's evenly_distribute_backward:
-    zeros masked_fill'ed with g / count, MaskedFillBackward1)."""
-    mask = self == result
+    """max()/min()/median()'s gradient, shared by the ties (PyTorch's
+    evenly_distribute_backward: zeros masked_fill'ed with g / count, MaskedFillBackward1); a
+    NaN result shares it among the NaN elements."""
+    mask = (self == result) | ((self != self) & (result != result))
     return xp.masked_fill(xp.zeros_like(self), mask, g / xp.astype(mask.sum(), xp.dtype(g)))
 
 

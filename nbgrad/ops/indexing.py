@@ -106,8 +106,9 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         masked_self = xp.where(self == 0, 1, self)
         gself = g * xp.scatter_prod(masked_self, src, dim, index, include_self) / masked_self
         src_zero = src == 0
-        n_zeros = xp.gather(xp.scatter_along(xp.new_zeros(g, shape), dim, index, src_zero * 1.0,
-                                             add=True), dim, index)
+        n_zeros = xp.gather(xp.scatter_along(xp.new_zeros(g, shape), dim, index,
+                                             xp.astype(src_zero, xp.dtype(g)), add=True),
+                            dim, index)  # (g's dtype: a bool times 1.0 is the default dtype)
         single = src_zero & (n_zeros == 1)
         masked_src_result = xp.scatter_prod(self, xp.where(single, 1, src), dim, index,
                                             include_self)

@@ -265,7 +265,7 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
    vec2=lambda g, vec1, alpha, xp: _maybe_multiply(xp.t(g) @ vec1, alpha, xp))
 op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
-op("linalg_det", lambda A: _xp(A).linalg.det(A),
+op("linalg_det", lambda A: _det_fwd(A),
    A=lambda g, A, result, xp: _det_backward(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
@@ -350,24 +350,125 @@ op("euclidean_dist", lambda x1, x2: _cdist_fwd(x1, x2, 2.0), node="EuclideanDist
    **{"x1, x2": lambda g, x1, x2, result, xp: _cdist_grads(g, x1, x2, result, 2.0, xp)})
 
 
+# ------------------------------------------------------------------------------------------------
+# det at a singular matrix: its value and gradient are LAPACK's rounding, so they are torch's
+# ------------------------------------------------------------------------------------------------
+def _near_singular(A):
+    """(..., n, n) -> (...) bool: the finite matrices (n <= 8) whose determinant is within
+    rounding of 0 (|det| <= 64 n eps times Hadamard's bound), where numpy's LU (OpenBLAS, no
+    fused multiply-add) and torch's (MKL getrf) can round the last pivot to 0 on one side only."""
+    n = A.shape[-1]
+    if n > 8 or n < 2 or A.size == 0 or A.dtype.kind != "f":
+        return np.zeros(A.shape[:-2], bool)
+    bound = np.prod(np.sqrt((A * A).sum(-1)), -1)
+    det = np.linalg.det(A)
+    return np.isfinite(bound) & (abs(det) <= 64 * n * np.finfo(A.dtype).eps * bound)
+
+
+def _lu_like_torch(M):
+    """One (n, n) float matrix -> (LU, pivot rows) as torch 2.13's CPU LAPACK (MKL getrf)
+    rounds them, bit for bit on the 3-8 x n matrices tried: right-looking partial pivoting,
+    the column scaled by the pivot's reciprocal (by a division at step n - 2 when n <= 4), the
+    trailing update one fused multiply-add per entry."""
+    from fractions import Fraction
+    to = float if M.dtype == np.float64 else (lambda v: float(M.dtype.type(v)))
+    A = [[float(v) for v in row] for row in M]
+    n, piv = len(A), []
+    for k in range(n):
+        p = max(range(k, n), key=lambda i: (abs(A[i][k]), -i))
+        piv.append(p)
+        A[k], A[p] = A[p], A[k]
+        if A[k][k] != 0:
+            r = to(1.0 / A[k][k])
+            for i in range(k + 1, n):
+                A[i][k] = to(A[i][k] / A[k][k] if k == n - 2 and n <= 4 else A[i][k] * r)
+        for i in range(k + 1, n):
+            for j in range(k + 1, n):
+                A[i][j] = to(float(Fraction(A[i][j]) - Fraction(A[i][k]) * Fraction(A[k][j])))
+    return np.array(A, M.dtype), piv
+
+
+def _each(A, which):
+    """(index into the flattened batch, matrix) for each matrix of A where `which` holds."""
+    mats = A.reshape((-1,) + A.shape[-2:])
+    return [(i, mats[i]) for i in np.flatnonzero(which.reshape(-1))]
+
+
+def _det_fwd(A):
+    """(..., n, n) -> (...): numpy's det; near a singular matrix, the product of the pivots of
+    torch's LU (times the permutation's sign), so that det and its gradient there are torch's."""
+    xp = _xp(A)
+    det = xp.linalg.det(A)
+    if xp is not np:
+        return det
+    near = _near_singular(A)
+    if near.any():
+        det = np.array(det)
+        flat = det.reshape(-1)
+        for i, m in _each(A, near):  # torch factors A^T when A is contiguous, else A
+            lu, piv = _lu_like_torch(m.T if A.flags.c_contiguous else m)
+            v = A.dtype.type(1)
+            for x in np.diagonal(lu):
+                v = v * x
+            flat[i] = -v if sum(p != k for k, p in enumerate(piv)) % 2 else v
+    return det
+
+
+def _solve_like_torch(A, d, transposed):
+    """d A^{-T} for one near-singular matrix from torch's LU of A^T (`transposed`) or A (torch's
+    lu_solve after putting eps on each zero pivot): the cofactors where rounding left the last
+    pivot nonzero."""
+    lu, piv = _lu_like_torch(A.T if transposed else A)
+    n, dt = A.shape[-1], A.dtype
+    u = np.triu(lu)
+    np.fill_diagonal(u, np.where(np.diagonal(u) == 0, np.finfo(dt).eps, np.diagonal(u)))
+    low = np.tril(lu, -1) + np.eye(n, dtype=dt)
+    perm = list(range(n))
+    for k, p in enumerate(piv):
+        perm[k], perm[p] = perm[p], perm[k]
+    if transposed:  # the LU is of A^T: (P L U) X = d I
+        rhs = np.eye(n, dtype=dt)[perm] * d
+        return np.linalg.solve(u, np.linalg.solve(low, rhs)).astype(dt)
+    # the LU is of A: (P L U)^T X = d I, U^T L^T P^T X = d I
+    y = np.linalg.solve(low.T, np.linalg.solve(u.T, np.eye(n, dtype=dt) * d))
+    return y[np.argsort(perm)].astype(dt)
+
+
 def _det_backward(g, A, result, xp):
-    """torch's linalg_det_backward: the cofactors d A^{-T} (d = g det), solved from A's LU. Where
-    d == 0 (a singular A, or g == 0) that solve has a zero right side, which BLAS leaves zero: the
-    first-order gradient is 0 there. Recorded (create_graph), torch takes those matrices'
-    cofactors from the SVD instead, U diag(prod_{j != i} s_j) V^H det(U) det(V^H) g, which stays
-    right (and differentiable) for a singular A."""
+    """torch's linalg_det_backward. First order: d A^{-T} (d = g det) solved from torch's LU of
+    A, with eps on a zero pivot, so 0 where d == 0 (an exactly singular LU, or g == 0) and the
+    cofactors where the LU left a rounding-sized last pivot (torch's, bit for bit, near a
+    singular matrix: see _lu_like_torch). Recorded (create_graph), torch takes the matrices with
+    |det| < 100 eps from the SVD instead, U diag(prod_{j != i} s_j) V^H det(U) det(V^H) g, which
+    stays right (and differentiable) for a singular A; the others from solve(A^H, d I). nbgrad
+    takes the SVD's also for a matrix within rounding of singular (_near_singular) where torch's
+    |det| came out above 100 eps: the same first derivative to rounding, and the second is the
+    polynomial's (torch's solve there gives rounding noise: 0 or 1e18 by the LU's last pivot)."""
     d = (g * result)[..., None, None]
-    zero = (d._data if xp is TENSORS else d) == 0
-    if not zero.any():
+    if xp is not TENSORS:
+        live = np.broadcast_to(d[..., 0, 0] != 0, A.shape[:-2])
+        near = _near_singular(A) & live
+        if live.all() and not near.any():
+            return d * _mT(xp.inv(A))
+        out = np.zeros(A.shape, np.result_type(d, A))
+        flat, ds = out.reshape((-1,) + A.shape[-2:]), np.broadcast_to(d, out.shape).reshape(
+            (-1,) + A.shape[-2:])
+        for i, m in _each(A, live):
+            flat[i] = _solve_like_torch(m, ds[i, 0, 0], A.flags.c_contiguous) \
+                if near.reshape(-1)[i] else ds[i] * _mT(np.linalg.inv(m))
+        return out
+    dt = A._data.dtype
+    small = abs(result._data) < 100 * np.finfo(dt).eps
+    if isinstance(A._data, np.ndarray):  # torch's solve there is rounding: the SVD's cofactors
+        small = small | _near_singular(A._data)
+    small = small[..., None, None]
+    if not small.any():
         return d * _mT(xp.inv(A))
-    dt = (A._data if xp is TENSORS else A).dtype
-    safe = xp.where(xp.constant(zero), xp.constant(np.eye(A.shape[-1], dtype=dt)), A)
-    if xp is not TENSORS:  # the singular ones never solved
-        return np.where(zero, dt.type(0), d * _mT(xp.inv(safe)))
+    safe = xp.where(xp.constant(small), xp.constant(np.eye(A.shape[-1], dtype=dt)), A)
     u, s, vh = _apply(ROWS["linalg_svd"], (A,), (False,))
     alpha = _apply(ROWS["linalg_det"], (u,)) * _apply(ROWS["linalg_det"], (vh,))
     cof = (u * (_prod_others_safe(s, xp) * (g * alpha)[..., None])[..., None, :]) @ vh
-    return xp.where(xp.constant(zero), cof, d * _mT(xp.inv(safe)))
+    return xp.where(xp.constant(small), cof, d * _mT(xp.inv(safe)))
 
 
 def _prod_others_safe(s, xp):

@@ -235,7 +235,8 @@ def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
         return _apply(ROWS["multi_margin_loss_backward"], (g, x), (t, p, margin, w, reduction))
     n, c = x.shape
     _, z = _multi_margin(x, t, p, margin, w, _xp(x))
-    d = (z > 0) * (2 * z if p == 2 else 1.0) / c
+    d = (z > 0).astype(x.dtype) * (2 * z if p == 2 else 1) / c  # (x's dtype: a bool mask
+    # times a Python float is float64)
     if w is not None:
         d = d * w[t][:, None]
     rows = np.arange(n)
@@ -321,7 +322,8 @@ def _nll(x, target, weight, reduction, ignore_index, ctx):
     w = xp.ones(t.shape, x.dtype) if weight is None else weight[ts].astype(x.dtype)
     w = xp.where(keep, w, x.dtype.type(0))
     rows = xp.arange(len(t))
-    losses = -w * xl[rows, ts]
+    losses = xp.where(keep, -w * xl[rows, ts], x.dtype.type(0))  # an ignored row adds nothing
+    # (torch skips it: 0 * its inf or NaN log-probability is not NaN there)
     # ctx: (rows, targets, per-row weight, divisor, the rows not ignored)
     if reduction == "none":
         ctx.value = (rows, ts, w, 1.0, keep)
@@ -352,11 +354,12 @@ def _arange(n, like):
 
 
 def _nll_saves(v, dtype, target, weight, reduction):
-    """What PyTorch's NllLossBackward0 saves besides self: target, weight (when given) and its
-    total_weight output (0-d: the summed weight of the counted targets, 0 for "none")."""
+    """What PyTorch's NllLossBackward0 saves besides self, target and weight (saved as the
+    arguments the double formula reads): its total_weight output (0-d: the summed weight of the
+    counted targets, 0 for "none")."""
     rows, _, w, _ = v[:4]
     total = 0 if reduction == "none" else len(rows) if w is None else w.sum()
-    return (target,) + (() if weight is None else (weight,)) + (_xp(rows).asarray(total, dtype),)
+    return (_xp(rows).asarray(total, dtype),)
 
 
 def _nll_grad(g, self_shape, reduction, ctx, xp):

@@ -123,17 +123,41 @@ def _sorted_idx(a, dim, descending):
     return backend.get_array_module(a).argsort(_sort_key(a, descending), axis=dim, kind="stable")
 
 
-def _sort(a, dim, descending):
+_EMULATED = 4096  # rows longer than this keep numpy's order among equal elements (see below)
+
+
+def _sort(a, dim, descending, stable):
+    """torch.sort: a stable argsort; unstable (torch's default), the rows holding equal
+    elements (up to _EMULATED long) take the order torch's std::sort leaves them in."""
+    xp = backend.get_array_module(a)
     idx = _sorted_idx(a, dim, descending)
-    return backend.get_array_module(a).take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+    if not stable and a.ndim and 1 < a.shape[dim] <= _EMULATED:
+        found = _tied_rows(a, a, dim)
+        if found is not None:
+            rows, tied = found
+            moved = xp.moveaxis(idx, dim, -1)
+            flat = moved.reshape(-1, a.shape[dim]).copy()
+            for r in tied:
+                flat[r] = xp.asarray(selection.sort_indices(_host(rows[r]).tolist(), descending))
+            idx = xp.moveaxis(flat.reshape(moved.shape), -1, dim)
+    return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
 
 
-def _topk(a, k, dim, largest):
+def _topk(a, k, dim, largest, sorted=True):
     """The first k of a stable sort along `dim`, found by a partition (O(n)) and a sort of the
     k candidates; a full sort when k is large, a NaN could be picked or a tie straddles the
-    k-th place (the partition would not say which of the tied elements come first)."""
+    k-th place (the partition would not say which of the tied elements come first). Unsorted
+    with k * 64 > n, torch returns what its nth_element leaves: that order, row by row (rows up
+    to _EMULATED long)."""
     xp = backend.get_array_module(a)
-    n = a.shape[dim]
+    n = a.shape[dim] if a.ndim else 1
+    if not sorted and a.ndim and k * 64 > n and k and n <= _EMULATED:
+        moved = xp.moveaxis(a, dim, -1)
+        rows = moved.reshape(-1, n)
+        flat = xp.asarray(np.array([selection.topk_indices(_host(r).tolist(), k, largest, False)
+                                    for r in rows], np.int64).reshape(-1, k))
+        idx = xp.moveaxis(flat.reshape(moved.shape[:-1] + (k,)), -1, dim)
+        return xp.take_along_axis(a, idx, axis=dim), idx
     idx = None
     if 0 < k and 4 * k <= n and not (a.dtype.kind == "f" and not largest and
                                      xp.isnan(a).any()):
@@ -218,14 +242,19 @@ def _pick(a, pos, dim, keepdim):
 
 
 def _mode(a, dim, keepdim):
-    """Most frequent value along `dim` (the smallest of equally frequent ones) and the last index
-    where it occurs."""
+    """Most frequent value along `dim` (the smallest of equally frequent ones) and the index
+    torch reports: where its run ends in torch's std::sort of the row (rows up to _EMULATED
+    long; longer ones: the last index where it occurs)."""
     xp = backend.get_array_module(a)
     m = xp.moveaxis(a, dim, -1)
     rows = m.reshape(-1, m.shape[-1]) if m.shape[-1] else m.reshape(0, 0)
     vals = xp.empty(rows.shape[0], a.dtype)
     idx = xp.empty(rows.shape[0], np.int64)
     for r in range(rows.shape[0]):
+        if rows.shape[1] <= _EMULATED:  # torch's choice among equal elements: its std::sort's
+            v, i = selection.mode_index(_host(rows[r]).tolist())
+            vals[r], idx[r] = v, i
+            continue
         u, c = xp.unique(rows[r], return_counts=True)
         vals[r] = u[int(xp.argmax(c))]
         idx[r] = rows.shape[1] - 1 - int(xp.argmax(rows[r][::-1] == vals[r]))
@@ -284,23 +313,56 @@ def _paired(g, f0, f1):
     return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
 
-op("sort", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
+op("sort", lambda self, dim, descending: _sort(self, dim, descending, False), n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp), grad_version=2)
-op("sort_stable", lambda self, dim, descending: _sort(self, dim, descending), n_out=2,
+op("sort_stable", lambda self, dim, descending, stable: _sort(self, dim, descending, stable),
+   n_out=2,
    node="SortBackward1",
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp), grad_version=2)
-op("topk", lambda self, k, dim, largest: _topk(self, k, dim, largest), n_out=2,
+op("topk", lambda self, k, dim, largest, sorted: _topk(self, k, dim, largest, sorted),
+   n_out=2,
    self=lambda g, self_shape, dim, result1, xp: _at_indices(g[0], self_shape, dim, result1, True,
                                                             xp), grad_version=2)
 op("kthvalue", lambda self, k, dim, keepdim: _kth(self, k - 1, dim, keepdim), n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
-op("median", lambda self: _xp(self).sort(self.reshape(-1))[(self.size - 1) // 2],
+op("median", lambda self: _median_all(self),
    self=lambda g, self, result, xp: _evenly(g, self, result, xp), grad_version=1)
-op("median_dim", lambda self, dim, keepdim: _pick(self, (self.shape[dim] - 1) // 2, dim,
-                                                  keepdim), node="MedianBackward1", n_out=2,
+
+
+def _median_all(a):
+    """The lower median of every element; NaN if one is NaN; of none, NaN (the lowest integer
+    for an integer dtype), as torch's."""
+    xp = _xp(a)
+    if not a.size:
+        return xp.asarray(xp.nan if a.dtype.kind == "f" else
+                          (xp.iinfo(a.dtype).min if a.dtype.kind in "iu" else False), a.dtype)
+    m = xp.sort(a.reshape(-1))[(a.size - 1) // 2]
+    if a.dtype.kind == "f" and xp.isnan(a).any():  # torch's median propagates NaN
+        return xp.asarray(xp.nan, a.dtype)
+    return m
+
+
+def _median_dim(a, dim, keepdim):
+    """The lower median along `dim` and its index; a row holding NaN gives NaN and the index of
+    its first NaN, as torch's kernel."""
+    vals, idx = _pick(a, (a.shape[dim] - 1) // 2, dim, True)
+    if a.dtype.kind == "f":
+        xp = _xp(a)
+        nan = xp.isnan(a)
+        has = nan.any(axis=dim, keepdims=True)
+        if has.any():
+            vals = xp.where(has, a.dtype.type(np.nan), vals)
+            idx = xp.where(has, xp.argmax(nan, axis=dim).reshape(idx.shape), idx)
+    if not keepdim:
+        vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+    return vals, idx
+
+
+op("median_dim", lambda self, dim, keepdim: _median_dim(self, dim, keepdim),
+   node="MedianBackward1", n_out=2,
    self=lambda g, self_shape, dim, keepdim, result1, xp: _at_indices(
        g[0], self_shape, dim, result1, keepdim, xp), grad_version=2)
 op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,

@@ -47,6 +47,7 @@ import operator
 import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.saved_index import SavedIndex, SavedIndices
 from ..autograd.apply import PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW, _zero_d, apply
 from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
                                SAVED_STRIDES, _edge)
@@ -132,7 +133,8 @@ class OpNode(Node):
         for s in saved:
             if s is not None:
                 t = type(s)
-                if t is SavedTensor or t is Ctx or t is SavedArray:
+                if t is SavedTensor or t is Ctx or t is SavedArray or t is SavedIndex or \
+                        t is SavedIndices:
                     s.release()
                 elif (t is float or t is int or t is bool) if kinds[j] == SAVED_INPUT else (
                         kinds[j] == SAVED_ARG and t is not int and t is not float
@@ -175,6 +177,12 @@ class OpNode(Node):
                 s = self._saved[row.index[key]] if self._saved else None
                 if type(s) is SavedTensor:
                     return s.unpack(self, True)
+                if type(s) is SavedIndex:  # the index tensor, after the version check
+                    s.unpack(self)
+                    return s._tensor
+                if type(s) is SavedIndices:
+                    s.unpack(self)
+                    return tuple(i._tensor if type(i) is SavedIndex else i for i in s.items)
                 if s is FREED:
                     s.unpack(self)
                 if isinstance(s, np.ndarray) or (key in row.inputs and s is not None):

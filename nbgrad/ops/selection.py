@@ -65,17 +65,65 @@ def kth_index(values, k):
             hi = j - 1
 
 
-def topk_indices(values, k, largest):
+def topk_indices(values, k, largest, sorted=True):
     """The indices, in order, of the `k` largest (smallest) of the list `values` as torch.topk
-    (sorted=True) gives them: libstdc++'s partial_sort when k * 64 <= n, else nth_element and a
+    gives them: libstdc++'s partial_sort when k * 64 <= n, else nth_element and (sorted) a
     sort of the first k - 1, the algorithms transcribed step by step (their choice among equal
-    elements is the point)."""
+    elements, and the order nth_element leaves, is the point)."""
     q = list(enumerate(values))  # (index, value), compared by value
     n = len(q)
     order = _gt if largest else _lt
 
     def comp(x, y):
         return order(x[1], y[1])
+
+    partial_sort, sort, nth_element = _stl(q, comp)
+    if k == 0:
+        return []
+    if k * 64 <= n:
+        partial_sort(0, k, n)
+    else:
+        nth_element(0, k - 1, n)
+        if sorted:
+            sort(0, k - 1)
+    return [i for i, _ in q[:k]]
+
+
+def sort_indices(values, descending):
+    """The indices of the list `values` in the order torch.sort (stable=False) gives them:
+    libstdc++'s std::sort (introsort) of (value, index) pairs with ATen's KeyValueCompAsc /
+    KeyValueCompDesc (NaN the largest)."""
+    q = list(enumerate(values))
+    order = _gt if descending else _lt
+
+    def comp(x, y):
+        return order(x[1], y[1])
+
+    _stl(q, comp)[1](0, len(q))
+    return [i for i, _ in q]
+
+
+def mode_index(values):
+    """(value, index) torch.mode reports for the list `values`: std::sort of (value, index)
+    pairs by `<`, then the first value of the largest count, and the index its run ends at."""
+    q = list(enumerate(values))
+
+    def comp(x, y):
+        return x[1] < y[1]
+
+    _stl(q, comp)[1](0, len(q))
+    best, count, run = None, 0, 0
+    for i, (j, v) in enumerate(q):
+        run += 1
+        if i == len(q) - 1 or v != q[i + 1][1]:
+            if run > count:
+                best, count = (v, j), run
+            run = 0
+    return best
+
+
+def _stl(q, comp):
+    """libstdc++'s partial_sort, sort and nth_element on the list `q` in place, with `comp`."""
 
     def adjust_heap(first, hole, length, value):
         top = hole
@@ -219,11 +267,4 @@ def topk_indices(values, k, largest):
                 last = cut
         insertion_sort(first, last)
 
-    if k == 0:
-        return []
-    if k * 64 <= n:
-        partial_sort(0, k, n)
-    else:
-        nth_element(0, k - 1, n)
-        sort(0, k - 1)
-    return [i for i, _ in q[:k]]
+    return partial_sort, sort, nth_element

@@ -27,7 +27,10 @@ def relu_(input):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x if x > 0 else negative_slope * x (mirrors ``F.leaky_relu``; LeakyReluBackward0, and
-    LeakyReluBackward1 in place)."""
+    LeakyReluBackward1 in place). TypeError for a slope that is not a number (torch's text)."""
+    if isinstance(negative_slope, (str, bytes, list, tuple, dict)) or negative_slope is None:
+        raise TypeError(f"leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
+                        f"not {type(negative_slope).__name__}")
     return _pointwise("leaky_relu", input, inplace, negative_slope)
 
 
@@ -37,6 +40,9 @@ def gelu(input, approximate="none"):
     ``approximate="none"``: ``x * Phi(x)`` with erf; ``"tanh"``: the tanh approximation.
     """
     if approximate in ("none", "tanh"):
+        if input._data.dtype.kind in "biu":
+            raise NotImplementedError(f'"GeluKernelImpl" not implemented for '
+                                      f"'{scalar_name(input)}'")
         return apply(ROWS["gelu"], (input,), (approximate,))
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
@@ -49,23 +55,29 @@ def sigmoid(input):
     return input.sigmoid()
 
 
-def _softmax_dim(ndim):
+def _softmax_dim(name, ndim, stacklevel):
+    """torch's ``_get_softmax_dim``: the legacy dim for ``dim=None``, with its UserWarning."""
+    import warnings
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  "include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input, dim=None, dtype=None):
-    """exp(x) / sum exp(x) along ``dim`` (mirrors ``F.softmax``; None: torch's legacy dim)."""
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum exp(x) along ``dim`` (mirrors ``F.softmax``, its argument order included;
+    ``dim=None``: torch's legacy dim, 0 for 0-, 1- and 3-D input, else 1, with its UserWarning
+    "Implicit dimension choice for softmax has been deprecated")."""
     if dim is None:
-        dim = _softmax_dim(input.ndim)
+        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
     return input.softmax(dim)
 
 
-def log_softmax(input, dim=None, dtype=None):
-    """log(softmax(x)) computed stably (mirrors ``F.log_softmax``)."""
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) computed stably (mirrors ``F.log_softmax``; ``dim=None`` as softmax's)."""
     if dim is None:
-        dim = _softmax_dim(input.ndim)
+        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
     return input.log_softmax(dim)
@@ -219,9 +231,11 @@ def logsigmoid(input):
     return apply(ROWS["log_sigmoid"], (input,))
 
 
-def softmin(input, dim=None, dtype=None):
-    """``softmax(-x)`` along ``dim`` (mirrors ``F.softmin``)."""
-    return softmax(input.neg(), dim, dtype)
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x)`` along ``dim`` (mirrors ``F.softmin``; ``dim=None`` as softmax's)."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
+    return softmax(input.neg(), dim, dtype=dtype)
 
 
 def glu(input, dim=-1):

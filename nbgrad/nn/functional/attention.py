@@ -70,10 +70,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             f"{_c_type(q.dtype)} instead.")
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or k.shape[-1] != q.shape[-1] \
             or k.shape[-2] != v.shape[-2]:
+        why = ""
+        if q.ndim >= 2 and k.ndim >= 2 and k.shape[-1] != q.shape[-1]:  # torch's bmm's text
+            b = int(np.prod(q.shape[:-2]))
+            why = (f". Expected size for first two dimensions of batch2 tensor to be: "
+                   f"{[b, q.shape[-1]]} but got: {[int(np.prod(k.shape[:-2])), k.shape[-1]]}.")
         raise RuntimeError(
             "scaled_dot_product_attention: expected query (..., L, E), key (..., S, E) and "
             f"value (..., S, Ev), got query {tuple(q.shape)}, key {tuple(k.shape)} and value "
-            f"{tuple(v.shape)}")
+            f"{tuple(v.shape)}{why}")
     groups = 1
     if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
         hq, hk = q.shape[-3], k.shape[-3]

@@ -1,6 +1,10 @@
 """Helpers the files of torch.nn.functional share: constants over arrays, the reduction
 argument, and the one kind of row for layers linear in their input (``_linear``).
 """
+import functools
+import inspect
+import warnings
+
 import numpy as np
 
 from nbgrad import creation
@@ -17,6 +21,25 @@ def _const(arr):
 def _check_reduction(reduction, who):
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+
+
+def _legacy_reduction(fn):
+    """``fn`` taking torch's deprecated ``reduction="elementwise_mean"`` as "mean", with torch's
+    UserWarning (``torch.nn._reduction.get_enum``), by keyword or by position."""
+    pos = list(inspect.signature(fn).parameters).index("reduction")
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if kwargs.get("reduction") == "elementwise_mean":
+            kwargs["reduction"] = "mean"
+        elif len(args) > pos and isinstance(args[pos], str) and args[pos] == "elementwise_mean":
+            args = args[:pos] + ("mean",) + args[pos + 1:]
+        else:
+            return fn(*args, **kwargs)
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", UserWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+    return wrapper
 
 
 def _reduce(loss, reduction, who):

@@ -6,6 +6,7 @@ import numpy as np
 
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.functions.args import conv_dtypes
 from nbgrad.functions.nn import _constant_pad, _pair
 from nbgrad.ops import ROWS
 from .common import _const, _linear, _single
@@ -168,9 +169,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected "
                            f"input{list(x.shape)} to have {w.shape[1] * groups} channels, but "
                            f"got {x.shape[1]} channels instead")
-    if x.dtype != w.dtype:
-        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
-                           "be the same")
+    conv_dtypes(input, weight, bias)
     if x.shape[2] + 2 * p < d * (k - 1) + 1:
         raise RuntimeError(f"Calculated padded input size per channel: ({x.shape[2] + 2 * p}). "
                            f"Kernel size: ({d * (k - 1) + 1}). Kernel size can't be greater than "
@@ -216,9 +215,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"got output_padding_height: {oph} output_padding_width: {opw} "
                            f"stride_height: {sh} stride_width: {sw} dilation_height: {dh} "
                            f"dilation_width: {dw}")
-    if input.dtype != weight.dtype:
-        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
-                           "be the same")
+    conv_dtypes(input, weight, bias, transposed=True)
+    if bias is not None and bias.dtype != input.dtype:  # (torch adds it into the output)
+        bias = bias.to(input.dtype)
     out = apply(ROWS["_convolution_transpose2d"], (input, weight, bias),
                 ((sh, sw), (ph, pw), (oph, opw), (dh, dw), groups))
     return out.squeeze(0) if unbatched else out
@@ -241,6 +240,9 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
                            f"input{list(input.shape)} to have {weight.shape[0]} channels, but got "
                            f"{input.shape[1]} channels instead")
+    conv_dtypes(input, weight, bias, transposed=True)
+    if bias is not None and bias.dtype != input.dtype:  # (torch adds it into the output)
+        bias = bias.to(input.dtype)
     s, p, op, d = (_single(v) for v in (stride, padding, output_padding, dilation))
     if op >= max(s, d):
         raise RuntimeError("output padding must be smaller than either stride or dilation, but "

@@ -13,8 +13,10 @@ from nbgrad.tensor import Tensor
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply, _broadcast_error
 from nbgrad.autograd.grad_mode import STATE as _GRAD
+from nbgrad.autograd.saved_index import SavedIndex
+from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
-from .common import _check_reduction, _const, _filled, _reduce
+from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce
 from .activation import logsigmoid
 
 
@@ -82,9 +84,13 @@ def _check_class_target(input, target, who, ignore_index):
                 f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                 f"({tb}).")
         if t.ndim != nd - 1 or t.shape[1:] != x.shape[2:]:
+            torch_text = (f"size mismatch (got input: {list(x.shape)} , target: "
+                          f"{list(t.shape)}" if nd == 4 else
+                          f"Expected target size {[x.shape[0]] + list(x.shape[2:])}, got "
+                          f"{list(t.shape)}")
             raise RuntimeError(
                 f"{who}: expected target of shape {(x.shape[0],) + x.shape[2:]} for input of "
-                f"shape {tuple(x.shape)}, got {tuple(t.shape)}")
+                f"shape {tuple(x.shape)}, got {tuple(t.shape)}. {torch_text}")
     if not t.size:
         return cdim, c, False
     in_range = t.view(np.uint64).max() < c  # (one pass: a negative index is a huge uint64)
@@ -105,16 +111,23 @@ def _safe_div(total, denom):
 
 def _nll(logp, target, weight, ignore_index, reduction, who):
     """Negative log-likelihood of int64 class targets: one NllLossBackward0 node, as torch."""
+    c = logp.shape[0 if logp.ndim == 1 else 1] if logp.ndim else 0
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {c} classes or no classes but got "
+            f"weight tensor of shape: {list(weight.shape)}" if logp.ndim <= 2 else
+            "weight tensor should be defined either for all or no classes")
     ignored = _check_class_target(logp, target, who, ignore_index)[2]
     _check_reduction(reduction, who)
     w = None if weight is None else weight._data
-    t = target._data
+    t = index_arg(target)  # saved as the tensor, version-checked (as torch's target)
     if logp._data.ndim <= 2:
         return apply(ROWS["nll_loss"], (logp,), (t, w, reduction, ignore_index, Ctx(ignored)))
     # torch's nll_loss_nd: 4-D input goes to nll_loss2d, other ranks are viewed as 4-D first
     n, c = logp.shape[0], logp.shape[1]
     x4 = logp if logp.ndim == 4 else logp.view(n, c, 1, -1)
-    t4 = t if t.ndim == 3 else t.reshape(n, 1, -1)
+    tv = target if t.ndim == 3 else target.reshape(n, 1, -1)  # (torch saves this view)
+    t4 = index_arg(tv)
     out = apply(ROWS["nll_loss2d"], (x4,), (t4, w, reduction, ignore_index, Ctx(None)))
     if reduction == "none" and logp.ndim != 4:
         out = out.view(tuple(target.shape))
@@ -131,11 +144,12 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     x = input._data
     logp = _LOG_SOFTMAX.fwd(x, 1)
     ctx = Ctx(False)
+    guard = SavedIndex("target", target)
     out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
                                                              ignore_index, ctx)))
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
                  _cross_entropy_chain, (logp, target._data, reduction, ignore_index, ctx),
-                 (target, ignore_index, reduction, who))
+                 (target, ignore_index, reduction, who), (guard,))
     return out
 
 
@@ -218,10 +232,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     wshape[cdim] = c
     if target._data.dtype.kind == "f":
         if tuple(target.shape) != tuple(input.shape):
+            from nbgrad.functions.args import scalar_name
             raise RuntimeError(
                 f"{_who}: floating targets are class probabilities and must have the input's "
                 f"shape {tuple(input.shape)}, got {tuple(target.shape)} (for class indices use "
-                "int64)")
+                f"int64): expected target dtype to be Long or Byte, but got "
+                f"{scalar_name(target)}")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / c
         prod = logp * target
@@ -489,7 +505,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape):
         raise RuntimeError(
             f"cosine_embedding_loss: expected 1D or 2D inputs of the same shape, got "
-            f"{tuple(input1.shape)} and {tuple(input2.shape)}")
+            f"{tuple(input1.shape)} and {tuple(input2.shape)}" + (
+                f". {_broadcast_error(tuple(input1.shape), tuple(input2.shape))}"
+                if input1.ndim == input2.ndim else ""))
     _check_label_target(target, input1.shape[:-1], "cosine_embedding_loss")
     eps = 1e-12
     d = input1.ndim - 1
@@ -583,7 +601,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     x = input if input.ndim == 2 else input.reshape(1, -1)
     n, c = x.shape
-    t = target._data.reshape(-1).astype(np.int64)
+    t = target._data
+    # a 1-D int64 target is saved as the tensor (version-checked, as torch's); another, as the
+    # int64 copy made here
+    t = index_arg(target) if t.ndim == 1 and t.dtype == np.int64 else \
+        t.reshape(-1).astype(np.int64)
     if t.shape[0] != n:
         raise RuntimeError(f"multi_margin_loss: expected target of shape ({n},) for input of "
                            f"shape {tuple(input.shape)}, got {tuple(target.shape)}")
@@ -596,3 +618,24 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if input.ndim < 2 and reduction == "none":
         out = out.reshape(tuple(target.shape))
     return out
+
+
+# torch's deprecated reduction="elementwise_mean" (mean, with its warning)
+mse_loss = _legacy_reduction(mse_loss)
+l1_loss = _legacy_reduction(l1_loss)
+nll_loss = _legacy_reduction(nll_loss)
+cross_entropy = _legacy_reduction(cross_entropy)
+binary_cross_entropy = _legacy_reduction(binary_cross_entropy)
+binary_cross_entropy_with_logits = _legacy_reduction(binary_cross_entropy_with_logits)
+smooth_l1_loss = _legacy_reduction(smooth_l1_loss)
+huber_loss = _legacy_reduction(huber_loss)
+kl_div = _legacy_reduction(kl_div)
+poisson_nll_loss = _legacy_reduction(poisson_nll_loss)
+gaussian_nll_loss = _legacy_reduction(gaussian_nll_loss)
+cosine_embedding_loss = _legacy_reduction(cosine_embedding_loss)
+margin_ranking_loss = _legacy_reduction(margin_ranking_loss)
+triplet_margin_loss = _legacy_reduction(triplet_margin_loss)
+hinge_embedding_loss = _legacy_reduction(hinge_embedding_loss)
+soft_margin_loss = _legacy_reduction(soft_margin_loss)
+multilabel_soft_margin_loss = _legacy_reduction(multilabel_soft_margin_loss)
+multi_margin_loss = _legacy_reduction(multi_margin_loss)

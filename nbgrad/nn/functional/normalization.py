@@ -1,11 +1,13 @@
 """Normalisation layers' functions: batch_norm, layer_norm, rms_norm, group_norm,
 instance_norm (PyTorch's native_* nodes).
 """
+import numpy as np
+
 from nbgrad.autograd import grad_mode
 from nbgrad import dtypes, typeinfo
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
-from nbgrad.functions.args import check_same_dtype, scalar_name
+from nbgrad.functions.args import scalar_name
 from nbgrad.ops import Ctx, ROWS
 from .common import _const
 
@@ -23,12 +25,17 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         momentum (float | None): None means a cumulative average (set by the module).
 
     Raises:
-        ValueError: one value per channel in training.
+        ValueError: one value per channel in training; RuntimeError: a weight, bias or running
+            statistic without C elements (torch's text).
     """
     if input._data.dtype.kind != "f":
         raise NotImplementedError(f'"batch_norm" not implemented for \'{scalar_name(input)}\'')
     _check_mixed((input, weight, bias, running_mean, running_var))
     c = input.shape[1]
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     ctx = Ctx(None)
     if training:
         count = input.numel() // c
@@ -66,8 +73,21 @@ def _trailing_shape(input, normalized_shape, star):
 
 
 def _check_mixed(tensors):
-    """torch's CPU norm kernels take one dtype for input and parameters (no promotion)."""
-    check_same_dtype(tensors, lambda: "mixed dtype (CPU): all inputs must share same datatype.")
+    """torch's CPU norm kernels take one dtype for input and parameters (no promotion), with
+    its texts: parameters whose first is of the input's dtype meet the kernel's own check
+    (expected scalar type); otherwise the mixed-dtype check, which takes float32 parameters
+    only (and then, for a float32 or float64 input, says they must share one dtype)."""
+    input, params = tensors[0], [t for t in tensors[1:] if t is not None]
+    dt = input._data.dtype
+    if not params or all(p._data.dtype == dt for p in params):
+        return
+    if params[0]._data.dtype == dt:
+        bad = next(p for p in params if p._data.dtype != dt)
+        raise RuntimeError(f"expected scalar type {scalar_name(input)} but found "
+                           f"{scalar_name(bad)}")
+    if all(p._data.dtype == np.float32 for p in params):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -6,7 +6,23 @@ import numpy as np
 
 from nbgrad import backend
 from nbgrad.functions.nn import max_pool2d, _out_size, _pair, _pool_check
+from nbgrad.functions.args import scalar_name
 from .common import _const, _linear, _single
+
+
+def _no_kernel(input, kernel, kinds):
+    """NotImplementedError (torch's text) for an input whose dtype kind is in `kinds`: torch's
+    pooling kernels exist for floating types (and some for integers) only."""
+    if input._data.dtype.kind in kinds:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input)}\'')
+
+
+def _integer_mean(pool, input, *args):
+    """torch's integer average pools: the window's sum divided by its count in integer
+    arithmetic (truncated toward zero), in the input's dtype. Computed in float64, which is
+    exact for the sums and whose correctly rounded quotient truncates to the same integer."""
+    out = pool(input.double(), *args)
+    return _const(backend.get_array_module(out._data).trunc(out._data)).to(input.dtype)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -23,6 +39,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if input.ndim not in (3, 4):
         raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
                            f"{list(input.shape)}")
+    if input._data.dtype.kind in "biu" and input._data.dtype != np.int64:
+        _no_kernel(input, "avg_pool2d", "biu")  # (torch's integer kernel is int64's)
+    if input._data.dtype.kind in "iu":
+        return _integer_mean(avg_pool2d, input, kernel_size, stride, padding, ceil_mode,
+                             count_include_pad, divisor_override)
     _pool_check(input if input.ndim == 4 else input.unsqueeze(0), kernel_size, stride, padding, 1,
                 ceil_mode)
     kh, kw = _pair(kernel_size, "kernel_size")
@@ -85,8 +106,11 @@ def _check_1d_pool(input, who):
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """Max over sliding windows of (N, C, L) or (C, L) (mirrors ``F.max_pool1d``)."""
+    """Max over sliding windows of (N, C, L) or (C, L) (mirrors ``F.max_pool1d``);
+    NotImplementedError for integer and bool input without indices (torch's kernel)."""
     _check_1d_pool(input, "max_pool1d")
+    if not return_indices:
+        _no_kernel(input, "max_pool1d_impl", "biu")
     k = _single(kernel_size)
     s = k if stride is None or stride == [] else _single(stride)
     out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _single(padding)),
@@ -141,6 +165,7 @@ def adaptive_avg_pool2d(input, output_size):
     h, w = input.shape[-2:]
     if (ho, wo) == (1, 1):
         return input.mean((-2, -1), keepdim=True)
+    _no_kernel(input, "adaptive_avg_pool2d", "biu")
     dt = input._data.dtype
     mh, mw = _adaptive_matrix(h, ho, dt), _adaptive_matrix(w, wo, dt)
     return _linear("adaptive_avg_pool2d", input, _mat_fwd(mh, mw), _mat_fwd(mh.T, mw.T))
@@ -157,10 +182,12 @@ def adaptive_avg_pool1d(input, output_size):
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max over torch's adaptive windows (mirrors ``F.adaptive_max_pool2d``; one
     AdaptiveMaxPool2DBackward0 node; the gradient goes to each window's first maximum).
+    NotImplementedError for integer and bool input (torch's kernel).
 
     Returns:
         Tensor (*, H_out, W_out); with ``return_indices`` also the int64 flat index into H*W.
     """
+    _no_kernel(input, "adaptive_max_pool2d", "biu")
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
                            f"{list(input.shape)}")

@@ -7,6 +7,8 @@ from nbgrad import functions
 from nbgrad.autograd import grad_mode
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.autograd.record import index_arg
+from nbgrad.functions.args import type_name_of
 from nbgrad.ops import ROWS
 from .common import _const, _linear
 
@@ -30,12 +32,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: scale_grad_by_freq and sparse are unsupported")
-    ids = input._data
+    ids = index_arg(input)
     if ids.dtype != np.int64 and ids.dtype != np.int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.dtype} instead (while checking arguments for "
-            "embedding)")
+            f"types: Long, Int; but got {type_name_of(input)} instead (while checking arguments "
+            "for embedding)")
     num = weight._data.shape[0]
     if ids.size and (ids.min() < 0 or ids.max() >= num):
         bad = ids[(ids < 0) | (ids >= num)].flat[0]
@@ -61,8 +63,11 @@ def _embedding_renorm_(weight, ids, max_norm, norm_type):
 
 
 def one_hot(tensor, num_classes=-1):
-    """int64 (*,) -> int64 (*, num_classes) one-hot (mirrors ``F.one_hot``)."""
+    """int64 (*,) -> int64 (*, num_classes) one-hot (mirrors ``F.one_hot``); RuntimeError for
+    another dtype or a value out of range (torch's texts)."""
     ids = tensor._data
+    if ids.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         num_classes = int(ids.max()) + 1 if ids.size else 0
     if ids.size and (ids.min() < 0 or ids.max() >= num_classes):
@@ -79,18 +84,23 @@ def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
     xp = backend.get_array_module(w)
     n, dim = len(ids), w.shape[1]
     if mode in ("sum", "mean"):
-        m = np.zeros((nb, n), w.dtype)
-        m[bag[keep], np.arange(n)[keep]] = 1.0 if psw is None else psw[keep]
+        # each kept row added into its bag with its weight (1, per_sample_weights, or 1 / the
+        # bag's size): a segment sum, so an inf or NaN row stays in its own bag (a bags-by-rows
+        # matrix product would spread 0 * inf = NaN into the others)
+        wt = np.ones(n, w.dtype) if psw is None else np.asarray(psw, w.dtype).reshape(-1)
         if mode == "mean":
-            m = m / np.maximum((m != 0).sum(1, keepdims=True), 1)
-        m, ids = xp.asarray(m), xp.asarray(ids)
+            sizes = np.bincount(bag[keep], minlength=nb)
+            wt = (wt / np.maximum(sizes, 1)[bag]).astype(w.dtype)
+        kb, ki, kw = (xp.asarray(v[keep]) for v in (bag, ids, wt))
 
         def fwd(a):
-            return m @ a[ids]
+            out = xp.zeros((nb, a.shape[1]), a.dtype)
+            xp.add.at(out, kb, a[ki] * kw[:, None])
+            return out
 
         def adj(g):
             z = xp.zeros(w.shape, g.dtype)
-            xp.add.at(z, ids, m.T @ g)
+            xp.add.at(z, ki, g[kb] * kw[:, None])
             return z
     elif mode == "max":
         vals = backend.to_device(w, backend.CPU)[ids]
@@ -159,7 +169,16 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on the "
                                   "PyTorch GitHub.")
+    if ids.dtype.kind not in "iu" or ids.dtype.itemsize < 4:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {type_name_of(input)} instead (while checking arguments "
+            "for embedding_bag)")
     n = len(ids)
+    bad = np.flatnonzero((ids < 0) | (ids >= weight.shape[0]))
+    if bad.size:
+        raise RuntimeError(f"Index {bad[0]} of input takes value {ids[bad[0]]} which is not in "
+                           f"the valid range [0, {weight.shape[0]})")
     bag = np.searchsorted(offs, np.arange(n), side="right") - 1
     keep = np.ones(n, bool) if padding_idx is None else ids != padding_idx
     nb = len(offs)

@@ -8,10 +8,11 @@ import numpy as np
 
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.functions.args import conv_dtypes
 from nbgrad.functions.nn import _out_size
 from nbgrad.ops import ROWS
 from .common import _linear
-from .pooling import _adaptive_matrix, _out_sizes
+from .pooling import _adaptive_matrix, _integer_mean, _no_kernel, _out_sizes
 
 __all__ = ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"]
 
@@ -67,9 +68,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            f"expected input{list(input.shape)} to have "
                            f"{weight.shape[1] * groups} channels, but got {input.shape[1]} "
                            "channels instead")
-    if input.dtype != weight.dtype:
-        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
-                           "be the same")
+    conv_dtypes(input, weight, bias)
     padded = [n + 2 * pp for n, pp in zip(input.shape[2:], p)]
     reach = [dd * (kk - 1) + 1 for dd, kk in zip(d, k)]
     if any(a < b for a, b in zip(padded, reach)):
@@ -98,6 +97,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     ``return_indices`` also the flat D*H*W index of each maximum."""
     if input.ndim not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    _no_kernel(input, "max_pool3d", "b")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 4 else (input, False)
     k, s, p = _pool_args(kernel_size, stride, padding)
     d = _triple(dilation, "max_pool3d: dilation")
@@ -141,6 +141,11 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """
     if input.ndim not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    if input._data.dtype.kind in "biu" and input._data.dtype != np.int64:
+        _no_kernel(input, "avg_pool3d_out_frame", "biu")
+    if input._data.dtype.kind in "iu":
+        return _integer_mean(avg_pool3d, input, kernel_size, stride, padding, ceil_mode,
+                             count_include_pad, divisor_override)
     k, s, p = _pool_args(kernel_size, stride, padding)
     dt = input._data.dtype
     mats = [_avg_matrix(n, kk, ss, pp, ceil_mode, count_include_pad, not divisor_override, dt)
@@ -160,6 +165,7 @@ def adaptive_avg_pool3d(input, output_size):
     sizes = _out_sizes(output_size, input.shape[-3:])
     if sizes == (1, 1, 1):  # a mean, as torch
         return input.mean((-3, -2, -1), keepdim=True)
+    _no_kernel(input, "adaptive_avg_pool3d_cpu", "biu")
     dt = input._data.dtype
     mats = [_adaptive_matrix(n, o, dt) for n, o in zip(input.shape[-3:], sizes)]
     return _linear("adaptive_avg_pool3d", input, _along(mats), _along([m.T for m in mats]))

@@ -83,7 +83,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -93,7 +93,7 @@ class LogSoftmax(Softmax):
     """log(softmax(x)) along ``dim`` (mirrors ``torch.nn.LogSoftmax``)."""
 
     def forward(self, input):
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 def _inplace_str(inplace, first=False):
@@ -281,7 +281,7 @@ class Softmin(Softmax):
     """``softmax(-x)`` along ``dim`` (mirrors ``torch.nn.Softmin``)."""
 
     def forward(self, input):
-        return F.softmin(input, self.dim)
+        return F.softmin(input, self.dim, _stacklevel=5)
 
 
 class Softmax2d(Module):

@@ -83,8 +83,18 @@ class _ConvNd(Module):
         shape = tuple(input.shape)
         dims = ("L", "H, W", "D, H, W")[n - 1]
         if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != c:
+            if len(shape) not in (n + 1, n + 2):
+                why = (f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to "
+                       f"conv{'_transpose' if self.transposed else ''}{n}d, but got input of "
+                       f"size: {list(shape)}")
+            else:  # torch's text: the weight's shape and the (batched) input's
+                w = list(self.weight.shape)
+                given = "transposed=1" if self.transposed else f"groups={self.groups}"
+                why = (f"Given {given}, weight of size {w}, expected input"
+                       f"{list(shape if len(shape) == n + 2 else (1,) + shape)} to have {c} "
+                       f"channels, but got {shape[-n - 1]} channels instead")
             raise RuntimeError(f"{self!r}: expected input (N, {c}, {dims}) or ({c}, {dims}), "
-                               f"got {shape}")
+                               f"got {shape}. {why}")
 
     def _prepad(self, input):
         """padding_mode other than zeros: pad explicitly, then convolve without padding."""

@@ -17,7 +17,7 @@ __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWi
 
 
 class _Loss(Module):
-    _reductions = ("mean", "sum", "none")
+    _reductions = ("mean", "sum", "none", "elementwise_mean")  # the last: torch's deprecated mean
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()

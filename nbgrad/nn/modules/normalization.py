@@ -55,9 +55,11 @@ class LayerNorm(Module):
     def forward(self, input):
         k = len(self.normalized_shape)
         if tuple(input.shape[input.ndim - k:]) != self.normalized_shape or input.ndim < k:
+            ns = list(self.normalized_shape)
             raise RuntimeError(
                 f"{self!r}: expected input (*, {', '.join(map(str, self.normalized_shape))}), "
-                f"got {tuple(input.shape)}")
+                f"got {tuple(input.shape)}. Given normalized_shape={ns}, expected input with "
+                f"shape [*, {str(ns)[1:-1]}], but got input of size{list(input.shape)}")
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
@@ -79,7 +81,8 @@ class GroupNorm(Module):
                  dtype=None):
         super().__init__()
         if num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         kw = _factory(device, dtype)
         self.num_groups = num_groups
         self.num_channels = num_channels
@@ -91,9 +94,12 @@ class GroupNorm(Module):
         _reset_affine(self)
 
     def forward(self, input):
-        if input.ndim < 2 or input.shape[1] != self.num_channels:
-            raise RuntimeError(f"{self!r}: expected input (N, {self.num_channels}, *), got "
-                               f"{tuple(input.shape)}")
+        if self.weight is not None and (input.ndim < 2 or input.shape[1] != self.num_channels):
+            raise RuntimeError(
+                f"{self!r}: expected input (N, {self.num_channels}, *), got "
+                f"{tuple(input.shape)}. Expected weight to be a vector of size equal to the "
+                f"number of channels in input, but got weight of shape "
+                f"{list(self.weight.shape)} and input of shape {list(input.shape)}")
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):

@@ -63,7 +63,8 @@ class Embedding(Module):
 
     def forward(self, input):
         ids = input._data
-        if ids.size and (ids.min() < 0 or ids.max() >= self.num_embeddings):
+        if ids.dtype.kind in "iu" and ids.size and (ids.min() < 0 or
+                                                    ids.max() >= self.num_embeddings):
             bad = ids[(ids < 0) | (ids >= self.num_embeddings)].flat[0]
             raise IndexError(f"{self!r}: index {int(bad)} out of range "
                              f"[0, {self.num_embeddings}) (index out of range in self)")

@@ -37,6 +37,9 @@ CASES = {
     "elu_alpha": (lambda T, F, x: F.elu(x, alpha=0.7), True),
     "selu": (lambda T, F, x: F.selu(x), True),
     "elu_inplace": (lambda T, F, x: F.elu(x * 1, inplace=True), True),
+    # formulas of ordinary ops (PyTorch's infinitely_differentiable_silu/mish_backward)
+    "silu": (lambda T, F, x: F.silu(x), True),
+    "mish": (lambda T, F, x: F.mish(x), True),
     "leaky_relu": (lambda T, F, x: F.leaky_relu(x, 0.1), True),
     "softplus": (lambda T, F, x: F.softplus(x), True),
     "softplus_beta": (lambda T, F, x: F.softplus(x, beta=2.0, threshold=3.0), True),

@@ -32,9 +32,11 @@ op("gelu_backward", lambda grad_output, self, approximate: grad_output * _gelu_g
    self=lambda g, grad_output, self, approximate, xp: _gelu_double(g, grad_output, self,
                                                                    approximate, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
-   self=lambda g, self, xp: g * _silu_grad(self, xp))
+   self=lambda g, self, xp: _silu_tensors(g, self) if xp is TENSORS
+   else g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
-   self=lambda g, self, xp: g * _mish_grad(self, xp))
+   self=lambda g, self, xp: _mish_tensors(g, self) if xp is TENSORS
+   else g * _mish_grad(self, xp))
 op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, _xp(self)),
    float_op=True,
    self=lambda g, self, alpha, scale, input_scale, xp: _elu_backward(g, self, alpha, scale,
@@ -209,6 +211,26 @@ def _gelu_double(gg, go, x, approximate, xp):
     x_sq = x * x
     pdf = xp.mul_scalar(xp.exp(xp.mul_scalar(x_sq, -0.5)), _GELU_PDF)
     return gg * go * (xp.mul_scalar(pdf, 2) - x_sq * pdf)
+
+
+def _one_minus(x):
+    """``1.0 - x`` as PyTorch's C++ formulas record it: SubBackward0 of a wrapped number."""
+    return Tensor._make_fresh(np.ones((), x._data.dtype)) - x
+
+
+def _silu_tensors(g, x):
+    """PyTorch's infinitely_differentiable_silu_backward (what it runs under create_graph):
+    ``g * sigmoid * (1.0 + x * (1.0 - sigmoid))``."""
+    sig = x.sigmoid()
+    return g * sig * TENSORS.add_scalar(x * _one_minus(sig), 1.0)
+
+
+def _mish_tensors(g, x):
+    """PyTorch's infinitely_differentiable_mish_backward:
+    ``g * (tanh_sp + x * sigmoid * (1.0 - tanh_sp * tanh_sp))``, tanh_sp = x.exp().log1p().tanh()."""
+    sig = x.sigmoid()
+    tsp = x.exp().log1p().tanh()
+    return g * (tsp + x * sig * _one_minus(tsp * tsp))
 
 
 def _silu_grad(x, xp):

@@ -215,7 +215,7 @@ def _gelu_double(gg, go, x, approximate, xp):
 
 def _one_minus(x):
     """``1.0 - x`` as PyTorch's C++ formulas record it: SubBackward0 of a wrapped number."""
-    return Tensor._make_fresh(np.ones((), x._data.dtype)) - x
+    return Tensor._make_fresh(_xp(x._data).ones((), x._data.dtype)) - x
 
 
 def _silu_tensors(g, x):
@@ -321,8 +321,8 @@ def _hardswish_backward(g, x, xp):
 def _zero(like):
     """A 0-d zero of `like`'s dtype (torch's ``at::zeros({}, self.options())``)."""
     if isinstance(like, Tensor):
-        return Tensor._make_fresh(np.zeros((), like._data.dtype))
-    return np.zeros((), like.dtype)
+        return Tensor._make_fresh(_xp(like._data).zeros((), like._data.dtype))
+    return _xp(like).zeros((), like.dtype)
 
 
 def _sigmoid(x):

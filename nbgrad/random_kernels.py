@@ -13,7 +13,10 @@ native/cpu/DistributionTemplates.h, native/cpu/avx_mathfun.h):
   last 8 for the angle); a size not divisible by 16 draws 16 fresh uniforms for its last 16
   elements and recomputes them. float32 runs through torch's AVX2 kernel (``normal_stub`` is not
   dispatched to AVX-512): Cephes-style ``log256_ps`` / ``sincos256_ps`` polynomials in float32
-  with the multiply-adds GCC fused, ported below op for op. float64 uses glibc's ``log`` and
+  with the multiply-adds GCC fused, ported below op for op (``log256_ps``, ``sincos256_ps``);
+  ``randn`` runs faster equivalents (``_log256_ps_fast``, ``_sincos256_ps_fast``: float64 sums
+  rounded once for the fused multiply-adds, fewer array passes) that the tests check against the
+  ports on every one of the 2**24 float32 uniforms. float64 uses glibc's ``log`` and
   ``cos`` / ``sin`` and ``std::fma`` for ``* std + mean``.
 - fewer than 16 elements (or a non-contiguous tensor) take the scalar path: a pair of float64
   uniforms gives ``r * cos`` and ``r * sin`` (``r = sqrt(-2 log1p(-u2))``), and the ``sin`` half

@@ -204,7 +204,7 @@ def test_wheel_carries_the_front_end(tmp_path):
     code = (f"import sys; sys.path += [{purelib!r}, {outer!r}]; "
             "import nbgrad, nbgrad.notebook.widgets as w, pathlib; "
             "print(pathlib.Path(nbgrad.__file__).resolve().parent); "
-            "c = w.panel_code(); print('export default' in w.NbgradPanel._esm, "
+            "c = w.panel_code(); print('export default' in w.LOADER, "
             "'export default' in c['code'] and '.nbgrad-panel' in c['css'])")
     run = subprocess.run([str(py), "-I", "-S", "-c", code], capture_output=True, text=True,
                          cwd=tmp_path, env=clean)

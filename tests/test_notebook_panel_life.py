@@ -13,7 +13,7 @@ from nbgrad.notebook import extension, layout, render
 from nbgrad.notebook.render_model import shorten_middle
 
 pytest.importorskip("anywidget")
-from nbgrad.notebook.widgets import NbgradPanel, panel_code  # noqa: E402
+from nbgrad.notebook.widgets import LOADER, NbgradPanel, panel_code  # noqa: E402
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -114,7 +114,7 @@ def test_the_loader_gets_the_code_once_per_page():
         assert msg["type"] == "code" and msg == {"type": "code", **panel_code()}
         assert "export default" in msg["code"] and ".nbgrad-panel" in msg["css"]
         # every panel carries only the loader: a few KB, not the whole front end
-        assert len(NbgradPanel._esm) < 4_000 < len(msg["code"])
+        assert len(LOADER) < 4_000 < len(msg["code"])
     finally:
         panel.close()
 

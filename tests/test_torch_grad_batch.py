@@ -28,7 +28,7 @@ def _net():
     return net
 
 
-def _train(tracker, steps, set_to_none=True, forget=False):
+def _train(tracker, steps, set_to_none=True, forget=False, functional=False):
     net = _net()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     xb, yb, mse = torch.randn(6, 4), torch.randn(6, 3), torch.nn.MSELoss()
@@ -38,7 +38,8 @@ def _train(tracker, steps, set_to_none=True, forget=False):
     for i in range(steps):
         if not forget or i == 0:
             opt.zero_grad(set_to_none=set_to_none)
-        loss = mse(net(xb), yb)  # (a loss module: the steps are counted by its hook)
+        # (a loss module: the steps are counted by its hook; a functional loss: by the model's)
+        loss = torch.nn.functional.mse_loss(net(xb), yb) if functional else mse(net(xb), yb)
         loss.backward()
         grads.append([p.grad.clone() for p in net.parameters()])
         before.append([p.detach().clone() for p in net.parameters()])
@@ -83,6 +84,20 @@ def test_gradient_numbers_equal_torchs(tracker, monkeypatch, set_to_none):
         assert len(st.ratios) == 1 and math.isclose(st.ratios[0], want, rel_tol=1e-5)
         assert st.max_accumulated == 1 and not st.nonfinite
     assert any(tracker.params[id(p)].zeros > 0.4 for p in net.parameters())  # the dead units
+
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_update_ratio_covers_one_step(tracker, functional):
+    """The update/weight ratio shown is the first optimizer step's, ||w1 - w0|| / ||w1||, with a
+    loss module and with a functional loss (``F.mse_loss``: no loss module; the second step's
+    model pre-hook reads it before any node of that step is made), never two steps'."""
+    net, _, before, after, _ = _train(tracker, 4, functional=functional)
+    for k, p in enumerate(net.parameters()):
+        st = tracker.params[id(p)]
+        w0, w1 = before[0][k].double(), after[0][k].double()
+        want = float(torch.linalg.vector_norm(w1 - w0) / torch.linalg.vector_norm(w1))
+        assert len(st.ratios) == 1 and math.isclose(st.ratios[0], want, rel_tol=1e-5), (
+            k, list(st.ratios), want)
 
 
 def test_forgotten_zero_grad_is_still_seen(tracker):

@@ -115,6 +115,32 @@ def test_lines_of_nodes_writes_and_cuts(recorder):
     assert A.sequence_number(tanh) < A.sequence_number(z.grad_fn) <= A.node_count(z)
 
 
+def test_writes_into_a_freed_storage_are_forgotten(recorder):
+    """A storage freed and another made at the same address: the old one's in-place writes are
+    not shown as the new one's (the write table keys storages by address)."""
+    if T._NO_RAW_DATA:
+        pytest.skip("torch < 2.5: a stale tensor's writes are not read")
+    x = torch.ones(3, requires_grad=True)
+    freed = set()
+    for _ in range(500):
+        old = torch.ones(3)
+        old.add_(1)  # a write at version 1 into a storage freed just below
+        freed.add(old.untyped_storage().data_ptr())
+        del old
+        y = x.tanh()
+        if y.untyped_storage().data_ptr() in freed:
+            break
+    else:
+        pytest.skip("the allocator gave no address twice")
+    assert A.version_history(y) == []
+    z = y * 2
+    y.add_(3)
+    line = sys._getframe().f_lineno - 1
+    (saved,) = A.saved_tensors(z.grad_fn.next_functions[0][0])
+    ((version, op, where),) = saved.modified_by()
+    assert (version, op, A.location(where).lineno) == (1, "add_", line)
+
+
 def test_the_panels_own_reads_are_not_recorded(recorder):
     x = torch.ones(3, requires_grad=True) * 2
     before = R.STATE.events

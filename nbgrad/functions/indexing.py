@@ -245,7 +245,10 @@ def index_put_(input, indices, values, accumulate=False):
 
 def _check_put_shape(a, index, vshape):
     """torch's text when the values do not broadcast to the indexing result's shape (found on
-    a zero-stride stand-in for `a`: no copy)."""
+    a zero-stride stand-in for `a`: no copy). Host indices only: a device's index arrays are
+    not read back to the host for a message (the op's own check speaks there)."""
+    if any(hasattr(i, "shape") and backend.get_array_module(i) is not np for i in index):
+        return
     stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, bool), a.shape, (0,) * a.ndim)
     try:
         shape = stand_in[index].shape

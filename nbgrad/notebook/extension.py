@@ -12,6 +12,7 @@ any exception (an interrupt included) inside it becomes a one-line message.
 
 from __future__ import annotations
 
+import gc
 import shlex
 import sys
 import warnings
@@ -88,6 +89,15 @@ class NbgradExtension:
             self._warn(exc)
 
     def post_run_cell(self, result):
+        collecting = gc.isenabled()  # the panel's temporaries die young: none are scanned
+        gc.disable()
+        try:
+            self._post_run_cell(result)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _post_run_cell(self, result):
         try:
             for note in A.cell_finished():  # first: the panel's own reads are not recorded
                 print(f"nbgrad: {note}; the panel shows what it could read.", file=sys.stderr)

@@ -103,4 +103,5 @@ def _copy_weights(tracker, items) -> None:
             st.prev = flat[at:at + n].reshape(tuple(p.shape))
             at += n
         st.prev_nodes = A.node_count(p)
+        st.prev_version = A.version(p)
         tracker.pending_ratio.append(st)

@@ -81,6 +81,7 @@ class ParamStat:
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
+    prev_version: int = 0  # the parameter's version then (an optimizer step's write bumps it)
     summed_into: object = None  # weakref to the .grad the last watched backward summed into
     # (None when that backward found .grad None or zeros: it started a new sum)
     summed_version: int = 0  # that .grad's version before the sum
@@ -565,7 +566,8 @@ class ModelTracker:
         later = []
         for st in self.pending_ratio:
             p = st.ref()
-            if p is not None and st.prev_nodes >= A.node_count(p):
+            if (p is not None and st.prev_nodes >= A.node_count(p)
+                    and st.prev_version == A.version(p)):  # neither a forward nor a step since
                 later.append(st)
                 continue
             if p is None or st.prev is None or st.prev.shape != A.array(p).shape:

@@ -558,7 +558,8 @@ def cluster_dot(rep: ModelReport, shown: set, folded=()) -> list:
 
     def emit(path, pad) -> list:
         c = rep.clusters[path]
-        if any(path == f or path.startswith(f + ".") for f in folded):
+        if folded and (path in folded or any(  # (a folded module or one inside it)
+                path[:i] in folded for i, ch in enumerate(path) if ch == ".")):
             return []
         keys = [k for k in c["keys"] if k in shown]
         inner = [line for s in kids.get(path, []) for line in emit(s, pad + "  ")]

@@ -31,6 +31,7 @@ import sys
 import weakref
 from array import array
 from bisect import bisect_right
+from functools import partial
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -42,6 +43,18 @@ MAX_CUTS = 4096
 MAX_RANGES = 1 << 18  # node-number ranges kept (24 bytes each: 6 MB at most)
 MAX_SITES = 1 << 16
 
+
+def _lasting_storages() -> bool:
+    """A tensor's ``untyped_storage()`` is one Python object for the storage's whole life (torch
+    keeps it, as it keeps a tensor's): a weak reference to it tells when the storage is freed."""
+    try:
+        t = torch.zeros(1)
+        return t.untyped_storage() is t.untyped_storage()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+_LASTING_STORAGES = _lasting_storages()
 _PANEL_DIR = __file__.rsplit("/", 1)[0] + "/"
 _getframe = sys._getframe
 _Tensor = torch.Tensor
@@ -288,13 +301,36 @@ def _wrote(target, op: str) -> None:
             _write(t, op, where)
 
 
+class _Writes(list):
+    """A storage's writes, ``owner``: a weak reference to it (its entry goes when it is freed:
+    another storage made at the same address has none of its writes), None on a torch whose
+    storages have no lasting Python object (then the address alone keys them)."""
+
+    __slots__ = ("owner",)
+
+
+def _forget_writes(ref, _ptr=None):
+    w = STATE.writes.get(_ptr)
+    if w is not None and w.owner is ref:
+        del STATE.writes[_ptr]
+
+
 def _write(t, op, where) -> None:
-    ptr = t.untyped_storage().data_ptr()
+    s = t.untyped_storage()
+    ptr = s.data_ptr()
     w = STATE.writes.get(ptr)
+    if w is not None and w.owner is not None and w.owner() is not s:
+        w = None  # (a storage freed before its callback ran: another at its address)
     if w is None:
         if len(STATE.writes) >= MAX_STORAGES:
             STATE.writes.clear()
-        w = STATE.writes[ptr] = []
+        w = STATE.writes[ptr] = _Writes()
+        w.owner = None
+        if _LASTING_STORAGES:
+            try:
+                w.owner = weakref.ref(s, partial(_forget_writes, _ptr=ptr))
+            except TypeError:  # noqa: PERF203 - a storage without weak references
+                pass
     elif len(w) >= WRITES_PER_STORAGE:
         del w[0]
     w.append((0 if t.is_inference() else t._version, op, where))

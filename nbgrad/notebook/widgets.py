@@ -218,12 +218,18 @@ def panel_code() -> dict:
 _RETIRED_ESM = "export default { render() {} };"
 
 
+LOADER = _compact(_asset("loader.js"), "//")  # a panel's ``_esm``: it asks for the code
+
+
 class NbgradPanel(anywidget.AnyWidget):
     """One cell's panel: tabs of HTML, the graph as SVG, hover details, selection."""
 
     # Only the loader: the widget state (and a saved notebook) keeps it once per panel; the
     # code itself comes over the comm once per page (``panel_code``).
-    _esm = _compact(_asset("loader.js"), "//")
+    _esm = traitlets.Unicode(LOADER).tag(sync=True)
+    # anywidget adds ``_esm`` and its id as traits of each instance, which makes a new class per
+    # panel (~0.4 ms a cell): both are declared here once, and add_traits skips them
+    _anywidget_id = traitlets.Unicode(f"{__name__}.NbgradPanel").tag(sync=True)
 
     summary = traitlets.Unicode("", help="one-line summary shown in the header").tag(sync=True)
     # ``tabs`` and ``graph`` reach the front end packed in ``content`` (deflate, base64): a saved
@@ -283,6 +289,12 @@ class NbgradPanel(anywidget.AnyWidget):
         self.on_msg(self._front_end_msg)
         if snap is not None:
             self.update_from(snap, svg, dot)
+
+    def add_traits(self, **traits) -> None:
+        """Only the traits not declared already (see ``_anywidget_id``)."""
+        new = {k: v for k, v in traits.items() if not self.has_trait(k)}
+        if new:
+            super().add_traits(**new)
 
     @traitlets.observe("earlier_shown")
     def _show_earlier(self, change) -> None:

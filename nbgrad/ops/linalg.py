@@ -445,6 +445,8 @@ def _det_backward(g, A, result, xp):
     |det| came out above 100 eps: the same first derivative to rounding, and the second is the
     polynomial's (torch's solve there gives rounding noise: 0 or 1e18 by the LU's last pivot)."""
     d = (g * result)[..., None, None]
+    if xp is not TENSORS and type(A) is not np.ndarray:  # a device: its own solver, not MKL's LU
+        return d * _mT(xp.inv(A))
     if xp is not TENSORS:
         live = np.broadcast_to(d[..., 0, 0] != 0, A.shape[:-2])
         near = _near_singular(A) & live

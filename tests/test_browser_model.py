@@ -192,14 +192,14 @@ def kernel_states(tmp_path_factory):
 def show(page, state, width=900):
     import json
 
-    from nbgrad.notebook.widgets import NbgradPanel, pack, panel_code, viz_js
+    from nbgrad.notebook.widgets import LOADER, pack, panel_code, viz_js
 
     keys = ("summary", "tab_order", "active", "selected", "collapsed", "dot", "folded", "theme")
     code = panel_code()  # what extension/loader.js receives from the kernel
     sent = {k: state.get(k) for k in keys}
     sent["content"] = pack(state.get("tabs") or {}, state.get("graph") or "{}")  # as synced
     html = PAGE % {"css": code["css"], "width": width, "state": json.dumps(sent),
-                   "loader": json.dumps(NbgradPanel._esm),
+                   "loader": json.dumps(LOADER),
                    "esm": json.dumps(code["code"]), "viz": json.dumps(viz_js())}
     page.set_content(html)
     page.wait_for_selector("body[data-ready='1']", timeout=30_000)

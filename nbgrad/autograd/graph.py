@@ -508,13 +508,16 @@ def disable_saved_tensors_hooks(error_message):
 
 
 # ------------------------------------------------------------------------------------------------
-class _Hooks:
-    """A node's rarely used parts, kept out of every node: hooks, pre-hooks, metadata."""
+class _Rare:
+    """A node's rarely used parts, kept out of every node (one slot, None while all are unset):
+    hooks, pre-hooks, metadata, and `meta`, per input the (shape, dtype) to reduce its gradient
+    to (or None; set only for a broadcasting op)."""
 
-    __slots__ = ("post", "pre", "metadata")
+    __slots__ = ("post", "pre", "metadata", "meta")
 
-    def __init__(self):
+    def __init__(self, meta=None):
         self.post = self.pre = self.metadata = None
+        self.meta = meta
 
 
 class Node:
@@ -523,7 +526,7 @@ class Node:
     Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
     """
 
-    __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
+    __slots__ = ("_next", "_saved", "_where", "_rare", "_seq", "__weakref__")
     _n_out = 1
     _grad_version = 0  # the _version of the gradients it makes (a row's grad_version)
 
@@ -534,8 +537,7 @@ class Node:
         from its entry point, else the frames are walked), its sequence number."""
         self._next = next_functions
         self._saved = saved
-        self._meta = meta
-        self._hooks = None
+        self._rare = None if meta is None else _Rare(meta)
         self._where = _capture(1) if where is HERE else where
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
@@ -558,10 +560,24 @@ class Node:
             h.metadata = {}
         return h.metadata
 
+    @property
+    def _meta(self):
+        """Per input the (shape, dtype) its gradient is reduced to, or None (kept in `_rare`)."""
+        r = self._rare
+        return None if r is None else r.meta
+
+    @_meta.setter
+    def _meta(self, meta):
+        r = self._rare
+        if r is not None:
+            r.meta = meta
+        elif meta is not None:
+            self._rare = _Rare(meta)
+
     def _x(self):
-        h = self._hooks
+        h = self._rare
         if h is None:
-            h = self._hooks = _Hooks()
+            h = self._rare = _Rare()
         return h
 
     def _saved_tensors(self):

@@ -210,7 +210,7 @@ class BackwardWalk:
         token = quiet()
         try:
             if gs is not None:
-                hooks = node._hooks
+                hooks = node._rare
                 if hooks is not None and hooks.pre:
                     new = engine._run_prehooks(node, gs, node._n_out > 1, False)
                     if new is not gs:  # a hook's result: its own version

@@ -113,9 +113,9 @@ class OpNode(Node):
             outs = []
             for (c, _), call, f in zip(self._next, row.calls, row.formulas):
                 outs.append(None if c is None or call is None else call(f, g, v))
-        meta = self._meta
-        if meta is not None:
-            for i, m in enumerate(meta):
+        rare = self._rare  # (meta: set only for a broadcasting op, kept there with the hooks)
+        if rare is not None and rare.meta is not None:
+            for i, m in enumerate(rare.meta):
                 if m is not None and outs[i] is not None:
                     outs[i] = _reduce_to(outs[i], m[0], m[1], xp)
         return outs

@@ -509,24 +509,21 @@ def disable_saved_tensors_hooks(error_message):
 
 # ------------------------------------------------------------------------------------------------
 class _Rare:
-    """A node's rarely used parts, kept out of every node (one slot, None while all are unset):
-    hooks, pre-hooks, metadata, and `meta`, per input the (shape, dtype) to reduce its gradient
-    to (or None; set only for a broadcasting op)."""
+    """A node's rarely used parts (hooks, pre-hooks, metadata, a broadcasting op's per input
+    (shape, dtype) to reduce to), made when one is set: it takes the node's slot `_site`."""
 
-    __slots__ = ("post", "pre", "metadata", "meta")
+    __slots__ = ("where", "post", "pre", "metadata", "meta")
 
-    def __init__(self, meta=None):
-        self.post = self.pre = self.metadata = None
-        self.meta = meta
+    def __init__(self, where, meta=None):
+        self.where, self.meta, self.post, self.pre, self.metadata = where, meta, None, None, None
 
 
 class Node:
-    """Base class of every `grad_fn` (torch.autograd.graph.Node).
+    """Base class of every `grad_fn` (torch.autograd.graph.Node), named as in PyTorch
+    (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...). Slot `_site`: where the node was
+    made, or a `_Rare` carrying it with the node's rarely used parts (one slot: 8 B a node)."""
 
-    Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
-    """
-
-    __slots__ = ("_next", "_saved", "_where", "_rare", "_seq", "__weakref__")
+    __slots__ = ("_next", "_saved", "_site", "_seq", "__weakref__")
     _n_out = 1
     _grad_version = 0  # the _version of the gradients it makes (a row's grad_version)
 
@@ -537,8 +534,8 @@ class Node:
         from its entry point, else the frames are walked), its sequence number."""
         self._next = next_functions
         self._saved = saved
-        self._rare = None if meta is None else _Rare(meta)
-        self._where = _capture(1) if where is HERE else where
+        where = _capture(1) if where is HERE else where
+        self._site = where if meta is None else _Rare(where, meta)  # (broadcasting ops only)
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
@@ -561,24 +558,30 @@ class Node:
         return h.metadata
 
     @property
-    def _meta(self):
-        """Per input the (shape, dtype) its gradient is reduced to, or None (kept in `_rare`)."""
-        r = self._rare
-        return None if r is None else r.meta
+    def _where(self):  # the user's `(code, lasti)` that made this node (provenance), or None
+        return self._site.where if type(self._site) is _Rare else self._site
+
+    @_where.setter
+    def _where(self, where):  # (a fused chain's nodes take the fused node's)
+        if type(self._site) is _Rare:
+            self._site.where = where
+        else:
+            self._site = where
+
+    @property
+    def _meta(self):  # per input the (shape, dtype) its gradient is reduced to, or None
+        return self._site.meta if type(self._site) is _Rare else None
 
     @_meta.setter
     def _meta(self, meta):
-        r = self._rare
-        if r is not None:
-            r.meta = meta
-        elif meta is not None:
-            self._rare = _Rare(meta)
+        if meta is not None or type(self._site) is _Rare:
+            self._x().meta = meta
 
     def _x(self):
-        h = self._rare
-        if h is None:
-            h = self._rare = _Rare()
-        return h
+        s = self._site
+        if type(s) is not _Rare:
+            s = self._site = _Rare(s)
+        return s
 
     def _saved_tensors(self):
         """The SavedTensor objects this node holds (for introspection)."""

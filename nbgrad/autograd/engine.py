@@ -194,9 +194,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
             if gs is not None:
-                hooks = node._site
-                if type(hooks) is not _Rare:  # (a node's hooks: kept with its where)
-                    hooks = None
+                hooks = node._site  # (a node's hooks: kept with its where, in a _Rare)
+                if type(hooks) is not _Rare or not (hooks.pre or hooks.post):
+                    hooks = None  # (a _Rare with only metadata or meta: the common case)
                 if plain and hooks is None and type(node) is not AccumulateGrad:
                     out = node._backward(gs, create_graph)  # the common case: just run it
                     if release and node._saved is not None:

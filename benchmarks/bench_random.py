@@ -3,11 +3,16 @@
 Each row times one call (best of several repeats of a loop, microseconds per call) in nbgrad and
 in torch and prints the ratio nbgrad / torch (below 1: nbgrad faster).
 
-    PYTHONPATH=. python benchmarks/bench_random.py
+    PYTHONPATH=. python benchmarks/bench_random.py [--cpu] [NAME ...]
+
+``--cpu`` times with the process's CPU time instead of the wall clock: on a loaded machine the
+time spent waiting for a core is left out (torch runs on one thread, so its CPU time is its
+work). NAMEs keep the rows whose call contains one of them.
 """
 from __future__ import annotations
 
 import sys
+import time
 import timeit
 
 import nbgrad
@@ -34,18 +39,23 @@ CASES = {
 }
 
 
-def per_call_us(f, module, number):
+def per_call_us(f, module, number, timer=time.perf_counter):
     module.manual_seed(0)
-    return min(timeit.repeat(lambda: f(module), number=number, repeat=5)) / number * 1e6
+    return min(timeit.repeat(lambda: f(module), number=number, repeat=5,
+                             timer=timer)) / number * 1e6
 
 
 def main(names):
+    timer = time.perf_counter
+    if "--cpu" in names:
+        names = [n for n in names if n != "--cpu"]
+        timer = time.process_time
     print(f"{'call':32} {'nbgrad us':>11} {'torch us':>10} {'ratio':>7}")
     for name, f in CASES.items():
         if names and not any(n in name for n in names):
             continue
         number = 3 if "1000, 1000" in name or "100000" in name else 50
-        a, b = per_call_us(f, nbgrad, number), per_call_us(f, torch, number)
+        a, b = per_call_us(f, nbgrad, number, timer), per_call_us(f, torch, number, timer)
         print(f"{name:32} {a:11.1f} {b:10.1f} {a / b:7.2f}")
 
 

@@ -380,10 +380,14 @@ def _swap_shuffle(j):
     j[i]: V[i] when j[i] == i, else V[m] for the last earlier m aiming at j[i], else j[i]."""
     n = j.size
     idx = np.arange(n, dtype=np.int64)
-    key = np.sort(j * n + idx)  # by target, then by index (a plain sort: the keys differ)
-    order = key % n
+    b = n.bit_length()
+    key = j << b
+    key |= idx
+    key.sort()  # by target, then by index (a plain sort: the keys differ)
+    order = key & ((1 << b) - 1)
+    key >>= b  # the targets, sorted
     same = np.zeros(n, bool)
-    np.equal(key[1:] // n, key[:-1] // n, out=same[1:])
+    np.equal(key[1:], key[:-1], out=same[1:])
     prev = np.full(n, -1, np.int64)  # prev[i]: the last m < i with j[m] == j[i]
     prev[order[same]] = order[:-1][same[1:]]
     last = np.ones(n, bool)

@@ -13,7 +13,10 @@ native/cpu/DistributionTemplates.h, native/cpu/avx_mathfun.h):
   last 8 for the angle); a size not divisible by 16 draws 16 fresh uniforms for its last 16
   elements and recomputes them. float32 runs through torch's AVX2 kernel (``normal_stub`` is not
   dispatched to AVX-512): Cephes-style ``log256_ps`` / ``sincos256_ps`` polynomials in float32
-  with the multiply-adds GCC fused, ported below op for op. float64 uses glibc's ``log`` and
+  with the multiply-adds GCC fused, ported below op for op (``log256_ps``, ``sincos256_ps``);
+  ``randn`` runs faster equivalents (``_log256_ps_fast``, ``_sincos256_ps_fast``: float64 sums
+  rounded once for the fused multiply-adds, fewer array passes) that the tests check against the
+  ports on every one of the 2**24 float32 uniforms. float64 uses glibc's ``log`` and
   ``cos`` / ``sin`` and ``std::fma`` for ``* std + mean``.
 - fewer than 16 elements (or a non-contiguous tensor) take the scalar path: a pair of float64
   uniforms gives ``r * cos`` and ``r * sin`` (``r = sqrt(-2 log1p(-u2))``), and the ``sin`` half
@@ -102,6 +105,16 @@ def _fma32(a, b, c):
     return out
 
 
+def _fma32_unchecked(a, b, c):
+    """``a * b + c`` summed once in float64 and rounded to float32: the fused result unless the
+    float64 sum was inexact and fell on a float32 halfway point. Only for the Box-Muller
+    polynomials below on their actual inputs (the 2**24 float32 uniforms), where
+    tests/test_random_streams.py checks every input against the checked ``_fma32``."""
+    s = np.multiply(a, b, dtype=np.float64)
+    s += c
+    return s.astype(np.float32)
+
+
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
 
@@ -172,6 +185,42 @@ def log256_ps(x):
     return (x + y) + e * _LOG_Q2  # e * Q2 is exact (8 + 9 bits): the fused add is a plain one
 
 
+def _log256_ps_fast(x):
+    """log256_ps(x) for the float32 Box-Muller's inputs ``1 - u``: the same operations with
+    fewer array passes (integer exponent, in-place updates, the Horner steps as float64 sums
+    rounded to float32 without the halfway check). tests/test_random_streams.py checks it
+    against log256_ps on all 2**24 such inputs, bit for bit."""
+    bits = np.maximum(x, _MIN_NORM).view(np.int32)
+    t = bits >> 23
+    m = bits & ~0x7f800000
+    m |= 0x3f000000
+    m = m.view(np.float32)  # mantissa in [0.5, 1)
+    small = m < _SQRTHF
+    t -= small
+    e = t.astype(np.float32)
+    e -= _F(126)  # the exponent + 1 - small, exactly
+    x = m - _ONE
+    np.add(x, m, out=x, where=small)  # x + x - 1 where small: exact, as the kernel's sum
+    z = x * x
+    x64 = x.astype(np.float64)
+    s = x64 * float(_LOG_P[0])
+    s += float(_LOG_P[1])
+    y = s.astype(np.float32)
+    for p in _LOG_P[2:]:
+        s = y.astype(np.float64)
+        s *= x64
+        s += float(p)
+        y = s.astype(np.float32)
+    y *= x
+    y = _fma32_unchecked(y, z, e * _LOG_Q1)
+    z *= _HALF
+    y -= z
+    y += x
+    e *= _LOG_Q2
+    y += e
+    return y
+
+
 def sincos256_ps(x):
     """avx_mathfun's sincos256_ps for float32 x: (sin, cos)."""
     sign_sin = x.view(np.int32) & np.int32(-0x80000000)
@@ -201,14 +250,75 @@ def sincos256_ps(x):
             (c.view(np.int32) ^ sign_cos).view(np.float32))
 
 
+def _poly32(z64, z, c0, c1, c2):
+    """``fma(fma(z, c0, c1), z, c2)`` in float32, each fused step a float64 sum rounded once
+    (z64: z as float64)."""
+    s = z64 * float(c0)
+    s += float(c1)
+    s = s.astype(np.float32).astype(np.float64)
+    s *= z64
+    s += float(c2)
+    return s.astype(np.float32)
+
+
+def _sincos256_ps_fast(x):
+    """sincos256_ps(x) for the Box-Muller angles ``float32(2 pi) * u`` (x >= 0): the same
+    operations with fewer array passes (the multiply-adds as float64 sums rounded once, the
+    bit-mask selection as np.where). tests/test_random_streams.py checks it against
+    sincos256_ps on all 2**24 angles, bit for bit."""
+    j = (x * _FOPI).astype(np.int32)
+    j += 1
+    j &= ~1
+    y = j.astype(np.float32)
+    sign_sin = j & 4
+    sign_sin <<= 29
+    sign_cos = j - 2
+    np.invert(sign_cos, out=sign_cos)
+    sign_cos &= 4
+    sign_cos <<= 29
+    poly = (j & 2) == 0
+    t = y * _DP[0]
+    t += x
+    t += y * _DP[1]
+    x = _fma32_unchecked(y, _DP[2], t)
+    z = x * x
+    z64 = z.astype(np.float64)
+    yc = _poly32(z64, z, *_COS_P)
+    yc *= z
+    s = yc.astype(np.float64)
+    s *= z64
+    s -= z * _HALF
+    yc = s.astype(np.float32)
+    yc += _ONE
+    ys = _poly32(z64, z, *_SIN_P)
+    ys *= z
+    ys = _fma32_unchecked(ys, x, x)
+    sin, cos = np.where(poly, ys, yc), np.where(poly, yc, ys)
+    sin.view(np.int32)[...] ^= sign_sin
+    cos.view(np.int32)[...] ^= sign_cos
+    return sin, cos
+
+
 _TWO_PI_F = _F(2.0 * math.pi)
 
 
+_CHUNK = 2048  # blocks of 16 per pass: the float64 temporaries stay in the CPU's cache
+
+
 def _box_muller16_f32(u, mean, std):
-    """torch's NormalFill16<float> (AVX2) on blocks (k, 16) of float32 uniforms."""
-    radius = np.sqrt(_F(-2) * log256_ps(_ONE - u[:, :8]))
-    s, c = sincos256_ps(_TWO_PI_F * u[:, 8:])
-    return np.concatenate([fma32(radius * c, std, mean), fma32(radius * s, std, mean)], axis=1)
+    """torch's NormalFill16<float> (AVX2) on blocks (k, 16) of float32 uniforms, _CHUNK
+    blocks at a time."""
+    out = np.empty_like(u)
+    for i in range(0, len(u), _CHUNK):
+        b = u[i:i + _CHUNK]
+        radius = np.sqrt(_F(-2) * _log256_ps_fast(_ONE - b[:, :8]))
+        s, c = _sincos256_ps_fast(_TWO_PI_F * b[:, 8:])
+        c *= radius
+        s *= radius
+        o = out[i:i + _CHUNK]
+        o[:, :8] = fma32(c, std, mean)
+        o[:, 8:] = fma32(s, std, mean)
+    return out
 
 
 def _box_muller16_f64(u, mean, std):

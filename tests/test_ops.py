@@ -32,7 +32,6 @@ from nbgrad.autograd import gradcheck, gradgradcheck
 #   ("bool", shape)        bool, no grad
 #   ("i", value)           a Python value passed as is (both libraries)
 # ------------------------------------------------------------------------------------------------
-_FIRST_ORDER = "the 3-D rows (ops/volumes.py) are first order: create_graph raises"
 
 
 class Case:
@@ -471,21 +470,21 @@ CASES = [
         x, 3, stride=2, padding=1), ("grid", (1, 2, 5, 5))),
     Case("max_pool2d_indices", lambda T, x: T.nn.functional.max_pool2d(
         x, 2, return_indices=True), ("grid", (1, 2, 4, 4))),
-    # 3-D layers: N-d kernels (ops/volumes.py, first order only) and separable linear pools
+    # 3-D layers: N-d kernels (ops/volumes.py; create_graph composes them from rows) and
+    # separable linear pools
     Case("conv3d", lambda T, x, w, b: T.nn.functional.conv3d(x, w, b),
-         (2, 2, 3, 4, 3), (3, 2, 2, 2, 2), (3,), xfail={"second": _FIRST_ORDER}),
+         (2, 2, 3, 4, 3), (3, 2, 2, 2, 2), (3,)),
     Case("conv3d_stride_pad_groups", lambda T, x, w: T.nn.functional.conv3d(
         x, w, None, stride=(1, 2, 1), padding=(1, 0, 1), dilation=(1, 1, 2), groups=2),
-         (1, 4, 3, 5, 4), (2, 2, 2, 2, 2), xfail={"second": _FIRST_ORDER}),
+         (1, 4, 3, 5, 4), (2, 2, 2, 2, 2)),
     Case("conv3d_same_unbatched", lambda T, x, w: T.nn.functional.conv3d(x, w, padding="same"),
-         (2, 3, 3, 4), (2, 2, 2, 3, 2), xfail={"second": _FIRST_ORDER}),
-    Case("max_pool3d", lambda T, x: T.nn.functional.max_pool3d(x, 2), ("grid", (2, 2, 4, 4, 4)),
-         xfail={"second": _FIRST_ORDER}),
+         (2, 3, 3, 4), (2, 2, 2, 3, 2)),
+    Case("max_pool3d", lambda T, x: T.nn.functional.max_pool3d(x, 2), ("grid", (2, 2, 4, 4, 4))),
     Case("max_pool3d_pad_ceil_dilation", lambda T, x: T.nn.functional.max_pool3d(
         x, (2, 3, 2), stride=2, padding=1, dilation=(1, 1, 2), ceil_mode=True),
-         ("grid", (1, 2, 5, 5, 6)), xfail={"second": _FIRST_ORDER}),
+         ("grid", (1, 2, 5, 5, 6))),
     Case("max_pool3d_indices", lambda T, x: T.nn.functional.max_pool3d(
-        x, 2, return_indices=True), ("grid", (1, 2, 4, 4, 4)), xfail={"second": _FIRST_ORDER}),
+        x, 2, return_indices=True), ("grid", (1, 2, 4, 4, 4))),
     Case("avg_pool3d", lambda T, x: T.nn.functional.avg_pool3d(x, 2), (2, 2, 4, 4, 4)),
     Case("avg_pool3d_pad_ceil", lambda T, x: T.nn.functional.avg_pool3d(
         x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False), (1, 2, 5, 4, 6)),
@@ -887,6 +886,85 @@ def test_second_order_vs_torch(case):
 
 
 # ------------------------------------------------------------------------------------------------
+# conv3d and max_pool3d double backward: every argument, the grad_output differentiated too
+# ------------------------------------------------------------------------------------------------
+def _conv3d_mod(T, x, w, b):  # nn.Conv3d with the weights given (differentiated in x)
+    m = T.nn.Conv3d(4, 2, (2, 3, 2), stride=(2, 1, 1), padding=(1, 1, 0), dilation=(1, 2, 1),
+                    groups=2, dtype=T.float64)
+    with T.no_grad():
+        m.weight.copy_(w)
+        m.bias.copy_(b)
+    return m(x)
+
+
+VOL2 = {  # name -> (f(T, *xs), input shapes; the first differentiated in every case)
+    "conv3d_plain": (lambda T, x, w, b: T.nn.functional.conv3d(x, w, b),
+                     [(2, 2, 3, 4, 3), (3, 2, 2, 2, 2), (3,)]),
+    "conv3d_stride_pad_dil_groups": (lambda T, x, w: T.nn.functional.conv3d(
+        x, w, None, stride=(2, 1, 2), padding=(1, 2, 0), dilation=(2, 1, 1), groups=2),
+        [(1, 4, 5, 4, 5), (4, 2, 2, 3, 2)]),
+    "conv3d_same_unbatched": (lambda T, x, w: T.nn.functional.conv3d(x, w, padding="same",
+                                                                      dilation=(1, 2, 1)),
+                              [(2, 3, 4, 3), (3, 2, 3, 2, 2)]),
+    "conv3d_module": (lambda T, x, w, b: _conv3d_mod(T, x, w, b),
+                      [(2, 4, 3, 4, 3), ("const", (2, 2, 2, 3, 2)), ("const", (2,))]),
+    "max_pool3d_plain": (lambda T, x: T.nn.functional.max_pool3d(x, 2),
+                         [("grid", (2, 2, 4, 4, 4))]),
+    "max_pool3d_overlap": (lambda T, x: T.nn.functional.max_pool3d(
+        x, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 1)), [("grid", (1, 2, 4, 5, 4))]),
+    "max_pool3d_dil_ceil": (lambda T, x: T.nn.functional.max_pool3d(
+        x, 2, stride=(2, 3, 2), padding=1, dilation=(2, 1, 1), ceil_mode=True),
+        [("grid", (1, 3, 5, 6, 5))]),
+    "max_pool3d_module_indices": (lambda T, x: T.nn.MaxPool3d(
+        (2, 2, 3), stride=2, ceil_mode=True, return_indices=True)(x)[0],
+        [("grid", (2, 5, 5, 7))]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VOL2))
+def test_volume_double_backward_vs_torch(name):
+    """The second-order gradients of conv3d/max_pool3d (inputs and grad_output) equal torch's."""
+    f, specs = VOL2[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    req = [_array(s, rng) for s in specs]
+    arrays = [a for a, _ in req]
+    res = []
+    for T in (nbgrad, torch):
+        xs = [T.tensor(a.copy(), requires_grad=r) for a, (_, r) in zip(arrays, req)]
+        y = f(T, *xs)
+        go = T.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)), requires_grad=True)
+        xs = [x for x in xs if x.requires_grad]
+        gs = T.autograd.grad(y, xs, go, create_graph=True)
+        s = sum((g * g * T.tensor(np.sin(np.arange(g.numel()) + 1.0).reshape(tuple(g.shape))))
+                .sum() for g in gs)
+        hs = T.autograd.grad(s, xs + [go], allow_unused=True)
+        res.append([_np(g) for g in gs] + [None if h is None else h.detach().numpy(force=True)
+                                           for h in hs])
+    for a, b in zip(*res):
+        if a is None or b is None:
+            z = a if b is None else b
+            assert z is None or np.allclose(z, 0), "one side is None, the other non-zero"
+        else:
+            assert a.dtype == b.dtype == np.float64
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(VOL2))
+def test_volume_gradgradcheck(name):
+    f, specs = VOL2[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 3)
+    xs = [nbgrad.tensor(a, requires_grad=r) for a, r in (_array(s, rng) for s in specs)]
+    diff = [k for k, x in enumerate(xs) if x.requires_grad]
+
+    def fn(*d):
+        args = list(xs)
+        for k, v in zip(diff, d):
+            args[k] = v
+        return f(nbgrad, *args)
+    assert gradgradcheck(fn, tuple(xs[k] for k in diff))
+
+
+# ------------------------------------------------------------------------------------------------
 # repr (what a notebook shows), with "torch." printed "nbgrad."
 # ------------------------------------------------------------------------------------------------
 REPRS = {
@@ -1110,7 +1188,7 @@ def _rows_reached(outs):
 NEEDS_A_DEVICE = {"to_device"}  # exercised by test_on_device on a GPU
 # rows merged before their cases (branches ops, nn-a at 15:30): remove a name when its case lands
 AWAITING_CASES = {
-    "celu_", "elu_", "leaky_relu_", "threshold_",
+    "leaky_relu_", "threshold_",
 }
 
 

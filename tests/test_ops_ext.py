@@ -49,7 +49,45 @@ def _loss_grad(T, loss, a, b, wrt, go=None):
         return T.autograd.grad(out, (a, b)[wrt], go, create_graph=True)[0]
 
 
+def _act_grad(T, act, x):
+    """The gradient of ``act(x)`` (weighted) built with create_graph, so a node of the
+    activation's backward op (GeluBackwardBackward0 of grad_output and self)."""
+    if not x.requires_grad:
+        x = x.detach().requires_grad_()
+    with T.enable_grad():
+        out = act(x)
+        w = T.tensor(np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape)),
+                     dtype=out.dtype)
+        return T.autograd.grad(out, x, w, create_graph=True)[0]
+
+
 CASES = [
+    # the activations' backward ops, recorded under create_graph (GeluBackwardBackward0, ...)
+    Case("gelu_backward", lambda T, x: _act_grad(T, T.nn.functional.gelu, x), (3, 4)),
+    Case("gelu_backward_tanh", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.gelu(t, approximate="tanh"), x), (3, 4)),
+    Case("elu_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.elu(t, alpha=0.7), x), (3, 4)),
+    Case("elu_backward_selu", lambda T, x: _act_grad(T, T.nn.functional.selu, x), (3, 4)),
+    Case("elu_backward_celu", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.celu(t, alpha=1.3), x), (3, 4)),
+    Case("elu_backward_result", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.elu(t * 1, inplace=True), x), (3, 4)),
+    Case("celu_backward_result", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.celu(t * 1, alpha=1.3, inplace=True), x), (3, 4)),
+    Case("softplus_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.softplus(t, beta=2.0, threshold=3.0), x), (3, 4)),
+    Case("hardswish_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.hardswish(t * 3), x), (3, 4)),
+    Case("log_sigmoid_backward", lambda T, x: _act_grad(T, T.nn.functional.logsigmoid, x),
+         (3, 4)),
+    # its second derivative's z - 1 is sub.Scalar (SubBackward1)
+    Case("sub_scalar", lambda T, x: _act_grad(T, lambda t: _act_grad(
+        T, T.nn.functional.logsigmoid, t), x), (3, 4)),
+    Case("_softmax_backward_data", lambda T, x: _act_grad(
+        T, lambda t: T.softmax(t, 1), x), (3, 4)),
+    Case("_log_softmax_backward_data", lambda T, x: _act_grad(
+        T, lambda t: T.log_softmax(t, 0), x), (3, 4)),
     # the losses' backward ops, recorded under create_graph (MseLossBackwardBackward0, ...)
     Case("mse_loss_backward", lambda T, a, b: _loss_grad(
         T, T.nn.functional.mse_loss, a, b, 0), (3, 4), (3, 4)),

@@ -168,6 +168,24 @@ def test_numpy_sin_cos_agree_with_glibc_on_box_muller_angles():
     np.testing.assert_array_equal(np.sin(theta), [math.sin(t) for t in theta.tolist()])
 
 
+def test_unchecked_fma_box_muller_is_exact_on_every_float32_uniform():
+    """float32 randn's polynomials (torch's AVX2 log256_ps / sincos256_ps) run their fused
+    multiply-adds as one float64 sum rounded to float32, without the halfway check (and the log
+    with fewer passes, _log256_ps_fast): a proof by
+    exhaustion that this equals the checked emulation on all 2**24 uniforms torch can feed them
+    (1 - u for the log, float32(2 pi) * u for the angle), bit for bit."""
+    from nbgrad import random_kernels as K
+    for start in range(0, 2 ** 24, 2 ** 20):
+        u = np.arange(start, start + 2 ** 20, dtype=np.uint32).astype(np.float32) * np.float32(
+            2.0 ** -24)
+        x = np.float32(1) - u
+        np.testing.assert_array_equal(K._log256_ps_fast(x).view(np.int32),
+                                      K.log256_ps(x).view(np.int32))
+        theta = K._TWO_PI_F * u
+        for fast, checked in zip(K._sincos256_ps_fast(theta), K.sincos256_ps(theta)):
+            np.testing.assert_array_equal(fast.view(np.int32), checked.view(np.int32))
+
+
 # ---- nn.init and the layers' default initialisation -----------------------------------------
 def test_linear_3_2_weight_is_torchs():
     nbgrad.manual_seed(0)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
+from ..tensor import Tensor
 from .formulas import TENSORS, array_formulas
 from .reductions import _refuse
 from .registry import ROWS, _self_adjoint, op
@@ -21,34 +22,72 @@ from .registry import ROWS, _self_adjoint, op
 # ---- pointwise activations (torch's CPU kernels: the same branch at each kink) ----------------
 # ctx: the forward's cdf (or tanh term), which the backward reuses (recomputed on Tensors)
 op("gelu", lambda self, approximate: _gelu_forward(self, approximate), float_op=True, ctx=True,
-   double="GeluBackwardBackward0",
    self=lambda g, self, approximate, ctx, xp: _gelu_backward(g, self, approximate, ctx, xp))
+# PyTorch's gelu_backward as an op of its own (GeluBackwardBackward0 of grad_output and self),
+# with derivatives.yaml's formulas: itself again in grad_output, gelu_double_backward in self
+op("gelu_backward", lambda grad_output, self, approximate: grad_output * _gelu_grad(
+    self, approximate, array_formulas(self)), node="GeluBackwardBackward0",
+   grad_output=lambda g, self, approximate, xp: xp.row("gelu_backward", (g, self),
+                                                       (approximate,)),
+   self=lambda g, grad_output, self, approximate, xp: _gelu_double(g, grad_output, self,
+                                                                   approximate, xp))
 op("silu", lambda self: self / (1 + _xp(self).exp(-self)), float_op=True,
-   self=lambda g, self, xp: g * _silu_grad(self, xp))
+   self=lambda g, self, xp: _silu_tensors(g, self) if xp is TENSORS
+   else g * _silu_grad(self, xp))
 op("mish", lambda self: self * _xp(self).tanh(_xp(self).log1p(_xp(self).exp(self))), float_op=True,
-   self=lambda g, self, xp: g * _mish_grad(self, xp))
+   self=lambda g, self, xp: _mish_tensors(g, self) if xp is TENSORS
+   else g * _mish_grad(self, xp))
 op("elu", lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale, _xp(self)),
-   float_op=True, double="EluBackwardBackward0",
-   self=lambda g, self, alpha, scale, input_scale, xp: g * _elu_grad(self, alpha, scale,
+   float_op=True,
+   self=lambda g, self, alpha, scale, input_scale, xp: _elu_backward(g, self, alpha, scale,
                                                                      input_scale, xp))
 op("celu", lambda self, alpha: _elu(self, alpha, 1.0, 1.0 / alpha, _xp(self)), float_op=True,
-   double="EluBackwardBackward0",
-   self=lambda g, self, alpha, xp: g * _elu_grad(self, alpha, 1.0, 1.0 / alpha, xp))
+   self=lambda g, self, alpha, xp: _elu_backward(g, self, alpha, 1.0, _celu_scale(alpha), xp))
+# PyTorch's elu_backward(grad_output, self_or_result, alpha, scale, input_scale, is_result) as
+# an op of its own (EluBackwardBackward0; is_result for the in-place elu_/celu_, which save
+# their result): itself again in grad_output, elu_double_backward in self_or_result
+op("elu_backward", lambda grad_output, self_or_result, alpha, scale, input_scale, is_result:
+   _elu_backward_op(grad_output, self_or_result, alpha, scale, input_scale, is_result),
+   node="EluBackwardBackward0",
+   grad_output=lambda g, self_or_result, alpha, scale, input_scale, is_result, xp: xp.row(
+       "elu_backward", (g, self_or_result), (alpha, scale, input_scale, is_result)),
+   self_or_result=lambda g, grad_output, self_or_result, alpha, scale, input_scale, is_result,
+   xp: _elu_double(g, grad_output, self_or_result, alpha, scale, input_scale, is_result, xp))
 op("leaky_relu", lambda self, negative_slope: _xp(self).where(self > 0, self,
                                                               self * negative_slope),
    double=_self_adjoint("LeakyReluBackwardBackward0"),
    self=lambda g, self, negative_slope, xp: xp.where(self > 0, g, g * negative_slope))
 op("softplus", lambda self, beta, threshold: _softplus(self, beta, threshold, _xp(self)),
-   float_op=True, double="SoftplusBackwardBackward0",
-   self=lambda g, self, beta, threshold, xp: g * _softplus_grad(self, beta, threshold, xp))
+   float_op=True,
+   self=lambda g, self, beta, threshold, xp: xp.row("softplus_backward", (g, self),
+                                                    (beta, threshold)) if xp is TENSORS
+   else g * _softplus_grad(self, beta, threshold, xp))
+# PyTorch's softplus_backward as an op of its own (SoftplusBackwardBackward0 of grad_output and
+# self): itself again in grad_output; in self softplus_double_backward(gg * grad_output, self):
+# sigmoid_backward(g, (self * beta).sigmoid()) * (self * beta < threshold) * beta
+op("softplus_backward", lambda grad_output, self, beta, threshold: grad_output * _softplus_grad(
+    self, beta, threshold, _xp(self)), node="SoftplusBackwardBackward0",
+   grad_output=lambda g, self, beta, threshold, xp: xp.row("softplus_backward", (g, self),
+                                                           (beta, threshold)),
+   self=lambda g, grad_output, self, beta, threshold, xp: _softplus_double(
+       g * grad_output, self, beta, threshold, xp))
 op("hardtanh", lambda self, min_val, max_val: _xp(self).clip(self, min_val, max_val),
    double=_self_adjoint("HardtanhBackwardBackward0"),
    self=lambda g, self, min_val, max_val, xp: xp.where((self <= min_val) | (self >= max_val),
                                                        0, g))
 op("hardswish", lambda self: self * _xp(self).clip(self + 3, 0, 6) / 6,
-   double="HardswishBackwardBackward0",
-   self=lambda g, self, xp: xp.where(self <= -3, 0,
-                                     xp.where(self < 3, g * (self / 3 + 0.5), g)))
+   self=lambda g, self, xp: xp.row("hardswish_backward", (g, self)) if xp is TENSORS
+   else _hardswish_backward(g, self, xp))
+# PyTorch's hardswish_backward as an op of its own (HardswishBackwardBackward0 of grad_output
+# and self): itself again in grad_output; in self
+# where(-3 < self < 3, gg * grad_output / 3, 0)
+op("hardswish_backward", lambda grad_output, self: _hardswish_backward(grad_output, self,
+                                                                       _xp(self)),
+   node="HardswishBackwardBackward0",
+   grad_output=lambda g, self, xp: xp.row("hardswish_backward", (g, self)),
+   self=lambda g, grad_output, self, xp: xp.where(
+       (self > -3.0) & (self < 3.0), xp.div_scalar(g * grad_output, 3.0),
+       _zero(g)))
 op("hardsigmoid", lambda self: _xp(self).clip(self + 3, 0, 6) / 6,
    self=lambda g, self, xp: _apply(ROWS["hardsigmoid_backward"], (g, self)) if xp is TENSORS
    else xp.where((self > -3) & (self < 3), g * _ONE_SIXTH_F32, 0))
@@ -58,8 +97,16 @@ op("hardsigmoid_backward", lambda grad_output, self: _xp(self).where(
     (self > -3) & (self < 3), grad_output * _ONE_SIXTH_F32, 0), node="NotImplemented",
    **{"grad_output, self": lambda g: _refuse("hardsigmoid_backward", RuntimeError)(g)})
 op("log_sigmoid", lambda self: _log_sigmoid(self, _xp(self)),
-   float_op=True, node="LogSigmoidBackward0", double="LogSigmoidBackwardBackward0",
-   self=lambda g, self, xp: g * _log_sigmoid_grad(self, xp))
+   float_op=True, node="LogSigmoidBackward0",
+   self=lambda g, self, xp: xp.row("log_sigmoid_backward", (g, self)) if xp is TENSORS
+   else g * _log_sigmoid_grad(self, xp))
+# PyTorch's log_sigmoid_backward as an op of its own (LogSigmoidBackwardBackward0 of
+# grad_output and self; its `buffer` is no input of the graph): itself again in grad_output,
+# log_sigmoid_double_backward(gg * grad_output, self) = g * (z - 1) * z, z = self.sigmoid()
+op("log_sigmoid_backward", lambda grad_output, self: grad_output * _log_sigmoid_grad(
+    self, _xp(self)), node="LogSigmoidBackwardBackward0",
+   grad_output=lambda g, self, xp: xp.row("log_sigmoid_backward", (g, self)),
+   self=lambda g, grad_output, self, xp: _log_sigmoid_double(g * grad_output, self, xp))
 op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
    double=_self_adjoint("ThresholdBackwardBackward0"),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
@@ -70,6 +117,22 @@ op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
                                               _xp(self).where(self < -lambd, self + lambd, 0)),
    double=_self_adjoint("SoftshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
+# softmax's and log_softmax's gradients, PyTorch's _softmax_backward_data /
+# _log_softmax_backward_data(grad_output, output, dim) as ops of their own
+# (SoftmaxBackwardDataBackward0 / LogSoftmaxBackwardDataBackward0 of grad_output and output),
+# with derivatives.yaml's formulas (softmax_double_backward; log_softmax's written out)
+op("_softmax_backward_data", lambda grad_output, output, dim: output * (
+    grad_output - (grad_output * output).sum(axis=dim, keepdims=True)),
+   node="SoftmaxBackwardDataBackward0",
+   grad_output=lambda g, output, dim, xp: xp.row("_softmax_backward_data", (g, output),
+                                                 (dim,)),
+   output=lambda g, grad_output, output, dim, xp: _softmax_double(g, grad_output, dim, output))
+op("_log_softmax_backward_data", lambda grad_output, output, dim: grad_output - _xp(output).exp(
+    output) * grad_output.sum(axis=dim, keepdims=True),
+   node="LogSoftmaxBackwardDataBackward0",
+   grad_output=lambda g, output, dim, xp: g - _sum_keep(g * xp.exp(output), dim),
+   output=lambda g, grad_output, output, dim, xp: -_sum_keep(grad_output, dim) * xp.exp(
+       output) * g)
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
 op("_prelu_kernel", lambda self, weight: _xp(self).where(self > 0, self, weight * self),
@@ -102,8 +165,8 @@ def _gelu_forward(x, approximate):
 
 
 def _gelu_backward(g, x, approximate, ctx, xp):
-    if xp is TENSORS:  # recompute from x, so that the second derivative is taken too
-        return g * _gelu_grad(x, approximate, xp)
+    if xp is TENSORS:  # PyTorch's gelu_backward op, recorded as its node
+        return xp.row("gelu_backward", (g, x), (approximate,))
     t = ctx.get()
     if approximate == "tanh":
         x_sq = x * x
@@ -125,6 +188,49 @@ def _gelu_grad(x, approximate, xp):
             1 + 3 * _GELU_TANH_KAPPA * x_sq)
     cdf = 0.5 * (1 + xp.erf(x * _SQRT1_2))
     return cdf + x * xp.exp(-0.5 * x * x) * _GELU_PDF
+
+
+def _gelu_double(gg, go, x, approximate, xp):
+    """PyTorch's gelu_double_backward(ggI, gO, input): ``ggI * gO`` times gelu's second
+    derivative, written with the same ops (pdf ``kBeta * exp(-0.5 x^2)``, ``2 pdf - x^2 pdf``;
+    for "tanh", f' g h + f' g h + g' f h + h' f g of f = x / 2, g = sech^2, h = inner')."""
+    if approximate == "tanh":
+        inner = xp.mul_scalar(x + xp.mul_scalar(x ** 3, _GELU_TANH_KAPPA), _GELU_TANH_BETA)
+        t = xp.tanh(inner)
+        sech = xp.reciprocal(xp.cosh(inner))
+        f = xp.mul_scalar(x, 0.5)
+        gt = 1 - t * t
+        h = xp.mul_scalar(xp.add_scalar(xp.mul_scalar(x, 3 * _GELU_TANH_KAPPA) * x, 1),
+                          _GELU_TANH_BETA)
+        f_prime_gh = xp.mul_scalar(gt, 0.5) * h
+        g_prime = xp.mul_scalar(sech, 2) * (-sech * t) * h
+        g_prime_fh = f * h * g_prime
+        h_prime = xp.mul_scalar(xp.mul_scalar(x, 6 * _GELU_TANH_KAPPA), _GELU_TANH_BETA)
+        h_prime_fg = f * gt * h_prime
+        return gg * go * (f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg)
+    x_sq = x * x
+    pdf = xp.mul_scalar(xp.exp(xp.mul_scalar(x_sq, -0.5)), _GELU_PDF)
+    return gg * go * (xp.mul_scalar(pdf, 2) - x_sq * pdf)
+
+
+def _one_minus(x):
+    """``1.0 - x`` as PyTorch's C++ formulas record it: SubBackward0 of a wrapped number."""
+    return Tensor._make_fresh(_xp(x._data).ones((), x._data.dtype)) - x
+
+
+def _silu_tensors(g, x):
+    """PyTorch's infinitely_differentiable_silu_backward (what it runs under create_graph):
+    ``g * sigmoid * (1.0 + x * (1.0 - sigmoid))``."""
+    sig = x.sigmoid()
+    return g * sig * TENSORS.add_scalar(x * _one_minus(sig), 1.0)
+
+
+def _mish_tensors(g, x):
+    """PyTorch's infinitely_differentiable_mish_backward:
+    ``g * (tanh_sp + x * sigmoid * (1.0 - tanh_sp * tanh_sp))``, tanh_sp = x.exp().log1p().tanh()."""
+    sig = x.sigmoid()
+    tsp = x.exp().log1p().tanh()
+    return g * (tsp + x * sig * _one_minus(tsp * tsp))
 
 
 def _silu_grad(x, xp):
@@ -150,6 +256,43 @@ def _elu_grad(x, alpha, scale, input_scale, xp):
     return xp.where(x <= 0, input_scale * (alpha * scale) * xp.exp(neg), scale)
 
 
+def _elu_backward(g, x, alpha, scale, input_scale, xp, is_result=False):
+    if xp is TENSORS:  # PyTorch's elu_backward op, recorded as its node
+        return xp.row("elu_backward", (g, x), (alpha, scale, input_scale, is_result))
+    return _elu_backward_op(g, x, alpha, scale, input_scale, is_result)
+
+
+def _celu_scale(alpha):
+    """celu's backward input_scale as torch's derivatives.yaml computes it:
+    ``1.0 / alpha.toFloat()``, alpha rounded to float32 first (the forward uses double)."""
+    return 1.0 / float(np.float32(alpha))
+
+
+def _elu_backward_op(g, x, alpha, scale, input_scale, is_result):
+    """torch's elu_backward kernel: from the input, or (is_result) from the output
+    ``input_scale * (result + alpha * scale)`` on the negative branch."""
+    if not is_result:
+        return g * _elu_grad(x, alpha, scale, input_scale, _xp(x))
+    return _xp(x).where(x <= 0, g * input_scale * (x + alpha * scale), g * scale)
+
+
+def _elu_double(gg, go, x, alpha, scale, input_scale, is_result, xp):
+    """PyTorch's elu_double_backward: ``gg * go * input_scale * (x < 0)`` from the result,
+    else ``elu_backward(gg * go * input_scale, x) * (x < 0)``."""
+    g = xp.mul_scalar(gg * go, input_scale)
+    if not is_result:
+        g = xp.row("elu_backward", (g, x), (alpha, scale, input_scale, False))
+    return g * _mask(x < 0, gg)
+
+
+def _mask(m, like):
+    """A comparison's result in `like`'s dtype, as a constant (torch's ``.type_as(grad)``)."""
+    m = m._data if isinstance(m, Tensor) else m
+    if not isinstance(like, Tensor):
+        return m.astype(like.dtype)
+    return Tensor._make_fresh(m.astype(like._data.dtype))
+
+
 def _softplus(x, beta, threshold, xp):
     bx = x * beta
     soft = _xp(bx).log1p(_xp(bx).exp(_xp(bx).minimum(bx, threshold))) / beta
@@ -160,6 +303,43 @@ def _softplus_grad(x, beta, threshold, xp):
     bx = x * beta
     z = xp.exp(xp.where(bx > threshold, 0, bx))
     return xp.where(bx > threshold, 1, z / (z + 1))
+
+
+def _sum_keep(x, dim):
+    return x.sum(dim, keepdim=True) if isinstance(x, Tensor) else x.sum(axis=dim, keepdims=True)
+
+
+def _softmax_double(g, go, dim, out):
+    """PyTorch's softmax_double_backward(grad, grad_output, dim, output)."""
+    return go * g - _sum_keep(out * go, dim) * g - go * _sum_keep(out * g, dim)
+
+
+def _hardswish_backward(g, x, xp):
+    return xp.where(x <= -3, 0, xp.where(x < 3, g * (x / 3 + 0.5), g))
+
+
+def _zero(like):
+    """A 0-d zero of `like`'s dtype (torch's ``at::zeros({}, self.options())``)."""
+    if isinstance(like, Tensor):
+        return Tensor._make_fresh(_xp(like._data).zeros((), like._data.dtype))
+    return _xp(like).zeros((), like.dtype)
+
+
+def _sigmoid(x):
+    return x.sigmoid() if isinstance(x, Tensor) else ROWS["sigmoid"].fwd(x)
+
+
+def _softplus_double(g, x, beta, threshold, xp):
+    bx = xp.mul_scalar(x, beta)
+    s = xp.backward_op("sigmoid", g, _sigmoid(bx))
+    return xp.mul_scalar(s * _mask(bx < threshold, g), beta)
+
+
+def _log_sigmoid_double(g, x, xp):
+    """``g * (z - 1) * z``, z = x.sigmoid() (``z - 1``: PyTorch's sub.Scalar, SubBackward1)."""
+    z = _sigmoid(x)
+    zm1 = _apply(ROWS["sub_scalar"], (z,), (1,)) if isinstance(z, Tensor) else z - 1
+    return g * zm1 * z
 
 
 def _log_sigmoid(x, xp):
@@ -198,8 +378,14 @@ def _glu_grad(g, x, dim, xp):
 
 
 # ---- in-place variants torch names differently (leaky_relu_ -> LeakyReluBackward1) ------------
-for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("elu", "EluBackward1"),
-                     ("celu", "CeluBackward1"), ("threshold", "ThresholdBackward1")):
+for _name, _node in (("leaky_relu", "LeakyReluBackward1"), ("threshold", "ThresholdBackward1")):
     _row = ROWS[_name]
     op(_name + "_", _row.fwd, node=_node, float_op=_row.float_op, double=_row.double_spec,
        self=_row.formulas[0])
+# elu_ / celu_: PyTorch's elu_backward from the result (is_result), which they save
+op("elu_", ROWS["elu"].fwd, node="EluBackward1", float_op=True,
+   self=lambda g, result, alpha, scale, input_scale, xp: _elu_backward(
+       g, result, alpha, scale, input_scale, xp, True))
+op("celu_", ROWS["celu"].fwd, node="CeluBackward1", float_op=True,
+   self=lambda g, result, alpha, xp: _elu_backward(g, result, alpha, 1.0, _celu_scale(alpha),
+                                                   xp, True))

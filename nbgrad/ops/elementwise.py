@@ -54,6 +54,8 @@ op("div_scalar", lambda self, other: self / other, node="DivBackward1",
    self=lambda g, other, xp: xp.div_scalar(g, other))
 op("add_scalar", lambda self, other: self + other, node="AddBackward1",
    self=lambda g: g)
+op("sub_scalar", lambda self, other: self - other, node="SubBackward1",  # (log_sigmoid's z - 1)
+   self=lambda g: g)
 op("pow", lambda self, exponent: self ** exponent,
    self=lambda g, self, exponent, xp: xp.zeros_like(g) if exponent == 0
    else g * xp.mul_scalar(self ** (exponent - 1), exponent))

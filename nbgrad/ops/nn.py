@@ -31,16 +31,22 @@ from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
+# their gradients: PyTorch's _softmax_backward_data / _log_softmax_backward_data, rows of their
+# own under create_graph (ops/activations.py)
 op("softmax", lambda self, dim: _softmax(self, dim), float_op=True,
-   double="SoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
+   self=lambda g, result, dim, xp: _softmax_grad(g, result, dim, xp))
 op("log_softmax", lambda self, dim: _log_softmax(self, dim), float_op=True,
-   double="LogSoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim, xp: g - xp.exp(result) * _sum_keep(g, dim))
+   self=lambda g, result, dim, xp: xp.row("_log_softmax_backward_data", (g, result), (dim,))
+   if xp is TENSORS else g - xp.exp(result) * _sum_keep(g, dim))
 # attention's softmax: a row that is -inf throughout gives zeros (not nan), and zero gradients
 op("_safe_softmax", lambda self, dim: _safe_softmax(self, dim), float_op=True,
-   double="SoftmaxBackwardDataBackward0",
-   self=lambda g, result, dim: result * (g - _sum_keep(g * result, dim)))
+   self=lambda g, result, dim, xp: _softmax_grad(g, result, dim, xp))
+
+
+def _softmax_grad(g, result, dim, xp):
+    if xp is TENSORS:
+        return xp.row("_softmax_backward_data", (g, result), (dim,))
+    return result * (g - _sum_keep(g * result, dim))
 
 
 def _sum_keep(x, dim):

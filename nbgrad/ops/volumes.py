@@ -2,8 +2,9 @@
 MaxPool3DWithIndicesBackward0), with their array kernels written once for any number of spatial
 dims over a strided window view (N, C, *out, *kernel) of the padded input.
 
-First order only: under create_graph their backward raises (the 2-D rows in nn.py have double
-backward). The average and adaptive 3-D pools are linear maps: rows of nn.py's ``_linear_map``
+Under create_graph their backward is recorded from rows, as the 2-D ones in formulas.py: the
+convolution as an im2col gather and batched matmuls, the pool as one accumulating index_put_.
+The average and adaptive 3-D pools are linear maps: rows of nn.py's ``_linear_map``
 kind (AvgPool3DBackward0, AdaptiveAvgPool3DBackward0), built in nn/functional/pooling3d.py.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import itertools
 
 import numpy as np
 
+from .. import backend
 from ..backend import get_array_module as _xp
 from .formulas import TENSORS
 from .kernels import pool_out_size
@@ -132,20 +134,80 @@ def max_pool_nd_backward(gy, flat, self_shape):
     return gx.reshape(self_shape)
 
 
-def _first_order(name, xp):
+def _im2col_index(c, spatial, kernel, stride, padding, dilation):
+    """(C*prod(kernel), prod(out)) positions into a flattened (C*prod(spatial) + 1) input;
+    padding reads the last (zero) element. The N-d form of formulas.py's 2-D index."""
+    nd = len(spatial)
+    out = [(n + 2 * p - d * (k - 1) - 1) // s + 1
+           for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation)]
+    flat, inside = np.zeros((1,) * (2 * nd), np.int64), np.ones((1,) * (2 * nd), bool)
+    for i, (n, k, s, p, d, o) in enumerate(zip(spatial, kernel, stride, padding, dilation, out)):
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = k, o
+        pos = (np.arange(k) * d).reshape(shape[:i + 1] + [1] * (2 * nd - i - 1)) + (
+            np.arange(o) * s - p).reshape([1] * (nd + i) + [o] + [1] * (nd - i - 1))
+        inside = inside & (pos >= 0) & (pos < n)
+        flat = flat * n + pos
+    size = int(np.prod(spatial))
+    chan = np.arange(c).reshape((c,) + (1,) * (2 * nd)) * size
+    idx = np.where(inside[None], chan + flat[None], c * size)
+    return idx.reshape(c * int(np.prod(kernel)), int(np.prod(out))), tuple(out)
+
+
+def _conv_nd_tensor_grads(g, input, weight, stride, padding, dilation, groups, needs):
+    """Under create_graph: the convolution as im2col by an index gather and a batched matmul,
+    differentiated by hand (as formulas.py's 2-D conv2d_backward): each step is a row of the
+    table, so the result is differentiable again (torch: ConvolutionBackwardBackward0)."""
+    n, c, spatial = input.shape[0], input.shape[1], tuple(input.shape[2:])
+    o, cg, kernel = weight.shape[0], weight.shape[1], tuple(weight.shape[2:])
+    idx, out = _im2col_index(c, spatial, kernel, stride, padding, dilation)
+    size, ck, length = int(np.prod(spatial)), cg * int(np.prod(kernel)), int(np.prod(out))
+    gy = g.reshape(n, groups, o // groups, length)
+    gx = gw = gb = None
+    if needs[1]:
+        flat = input.new_zeros((n, c * size + 1)).index_put_(
+            (slice(None), slice(0, c * size)), input.reshape(n, c * size))
+        cols = flat[:, idx].reshape(n, groups, ck, length)
+        gw = (gy @ cols.swapaxes(-1, -2)).sum(0).reshape(tuple(weight.shape))
+    if needs[0]:
+        w2 = weight.reshape(groups, o // groups, ck)
+        gcols = (w2.swapaxes(-1, -2) @ gy).reshape(n, c * int(np.prod(kernel)), length)
+        gflat = input.new_zeros((n, c * size + 1)).index_put_(
+            (slice(None), idx), gcols, accumulate=True)
+        gx = gflat[:, :c * size].reshape(tuple(input.shape))
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(tuple([0] + list(range(2, 2 + len(kernel)))))
+    return gx, gw, gb
+
+
+def _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs, xp):
     if xp is TENSORS:
-        raise RuntimeError(f"nbgrad: double backward through {name} of a 3-D layer is not "
-                           "supported yet")
+        return _conv_nd_tensor_grads(g, input, weight, stride, padding, dilation, groups, needs)
+    return conv_nd_backward(g, input, weight, ctx.get(), stride, padding, dilation, groups, needs)
+
+
+def _max_pool_nd_grad(g, flat, self_shape, xp):
+    """gy added at each chosen element; under create_graph one accumulating index_put_ (linear
+    in g, so its gradient is g's gather at the same indices: torch's
+    MaxPool3DWithIndicesBackwardBackward0)."""
+    if xp is not TENSORS:
+        return max_pool_nd_backward(g, flat, self_shape)
+    n, c = self_shape[:2]
+    size = int(np.prod(self_shape[2:]))
+    ax = backend.get_array_module(flat)
+    pos = flat + (ax.arange(n * c) * size).reshape((n, c) + (1,) * (flat.ndim - 2))
+    z = g.new_zeros((n * c * size,)).index_put_((pos.reshape(-1),), g.reshape(-1),
+                                                accumulate=True)
+    return z.reshape(tuple(self_shape))
 
 
 op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, groups:
    conv_nd_forward(input, weight, bias, stride, padding, dilation, groups),
    node="ConvolutionBackward0", ctx=True,
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
-      needs, xp: _first_order("ConvolutionBackward0", xp) or conv_nd_backward(
-          g, input, weight, ctx.get(), stride, padding, dilation, groups, needs)})
+      needs, xp: _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups,
+                                needs, xp)})
 op("max_pool3d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    max_pool_nd_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
    node="MaxPool3DWithIndicesBackward0", ctx=True, n_out=2,
-   self=lambda g, self_shape, ctx, xp: _first_order("MaxPool3DWithIndicesBackward0", xp) or
-   max_pool_nd_backward(g[0], ctx.get(), self_shape))
+   self=lambda g, self_shape, ctx, xp: _max_pool_nd_grad(g[0], ctx.get(), self_shape, xp))

@@ -63,8 +63,12 @@ def _plain(s):
 
 
 def stdout(cell):
-    return _plain("".join(o.get("text", "") for o in cell.outputs
-                          if o.output_type == "stream" and o.name == "stdout"))
+    """The program's stdout: without the status line `%nbgrad set` prints (the magic lines
+    are not the program's; truth() runs without them)."""
+    text = "".join(o.get("text", "") for o in cell.outputs
+                   if o.output_type == "stream" and o.name == "stdout")
+    return _plain("".join(ln for ln in text.splitlines(keepends=True)
+                          if not ln.startswith("nbgrad panel: ")))
 
 
 def error(cell):

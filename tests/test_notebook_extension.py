@@ -154,6 +154,10 @@ def test_magic_on_off_status_graph_and_set(shell, capsys):
     _, out = run(shell, "w = z * 3")
     (p,) = panels(out)
     assert "more nodes (cap 2)" in p["text/html"] or "hidden" in p["text/plain"]
+    capsys.readouterr()
+    shell.run_line_magic("nbgrad", "set max_nodes=5  # a comment, as in the notebooks' setup")
+    out = capsys.readouterr().out
+    assert "unknown setting" not in out and "max_nodes=5" in out.replace(" ", "")
 
 
 def test_tensor_html_repr_in_the_shell(shell):

@@ -14,7 +14,8 @@ import sys
 import numpy as np
 
 from ..backend import as_array, get_array_module, loud, quiet
-from .graph import GRAD_OWNED, GRAD_SHARED, AccumulateGrad, _check_same_meta, _run_tensor_hooks
+from .graph import (GRAD_OWNED, GRAD_SHARED, AccumulateGrad, _check_same_meta, _Rare,
+                    _run_tensor_hooks)
 from .grad_mode import GENERAL_PATH, STATE
 from .views import _view_of
 from ..tensor import NO_GRAD_MODE
@@ -193,7 +194,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
             if gs is not None:
-                hooks = node._hooks
+                hooks = node._site  # (a node's hooks: kept with its where, in a _Rare)
+                if type(hooks) is not _Rare or not (hooks.pre or hooks.post):
+                    hooks = None  # (a _Rare with only metadata or meta: the common case)
                 if plain and hooks is None and type(node) is not AccumulateGrad:
                     out = node._backward(gs, create_graph)  # the common case: just run it
                     if release and node._saved is not None:
@@ -491,7 +494,7 @@ def _accumulate(buffers, node, nr, g):
 
 def _run_prehooks(node, gs, multi, create_graph):
     gl = list(gs) if multi else [gs]
-    for nr, fn in list(node._hooks.pre):
+    for nr, fn in list(node._site.pre):
         if nr is not None:   # a tensor hook on output nr (or retain_grad)
             if gl[nr] is not None:
                 gl[nr] = _run_tensor_hooks([fn], gl[nr])
@@ -526,7 +529,7 @@ def _run_posthooks(node, out, gs):
                                              else _tm.Tensor._make_fresh(as_array(g))) for g in seq)
     gin = wrap(out)
     gout = wrap(gs if node._n_out > 1 else (gs,))
-    for fn in list(node._hooks.post):
+    for fn in list(node._site.post):
         r = fn(gin, gout)
         if r is not None:
             _check_hook_result(fn, gin, tuple(r))

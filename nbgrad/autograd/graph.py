@@ -508,22 +508,22 @@ def disable_saved_tensors_hooks(error_message):
 
 
 # ------------------------------------------------------------------------------------------------
-class _Hooks:
-    """A node's rarely used parts, kept out of every node: hooks, pre-hooks, metadata."""
+class _Rare:
+    """A node's rarely used parts (hooks, pre-hooks, metadata, a broadcasting op's per input
+    (shape, dtype) to reduce to), made when one is set: it takes the node's slot `_site`."""
 
-    __slots__ = ("post", "pre", "metadata")
+    __slots__ = ("where", "post", "pre", "metadata", "meta")
 
-    def __init__(self):
-        self.post = self.pre = self.metadata = None
+    def __init__(self, where, meta=None):
+        self.where, self.meta, self.post, self.pre, self.metadata = where, meta, None, None, None
 
 
 class Node:
-    """Base class of every `grad_fn` (torch.autograd.graph.Node).
+    """Base class of every `grad_fn` (torch.autograd.graph.Node), named as in PyTorch
+    (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...). Slot `_site`: where the node was
+    made, or a `_Rare` carrying it with the node's rarely used parts (one slot: 8 B a node)."""
 
-    Subclasses are named as in PyTorch (`MulBackward0`, `AccumulateGrad`, `CopySlices`, ...).
-    """
-
-    __slots__ = ("_next", "_saved", "_meta", "_where", "_hooks", "_seq", "__weakref__")
+    __slots__ = ("_next", "_saved", "_site", "_seq", "__weakref__")
     _n_out = 1
     _grad_version = 0  # the _version of the gradients it makes (a row's grad_version)
 
@@ -534,9 +534,8 @@ class Node:
         from its entry point, else the frames are walked), its sequence number."""
         self._next = next_functions
         self._saved = saved
-        self._meta = meta
-        self._hooks = None
-        self._where = _capture(1) if where is HERE else where
+        where = _capture(1) if where is HERE else where
+        self._site = where if meta is None else _Rare(where, meta)  # (broadcasting ops only)
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
@@ -558,11 +557,31 @@ class Node:
             h.metadata = {}
         return h.metadata
 
+    @property
+    def _where(self):  # the user's `(code, lasti)` that made this node (provenance), or None
+        return self._site.where if type(self._site) is _Rare else self._site
+
+    @_where.setter
+    def _where(self, where):  # (a fused chain's nodes take the fused node's)
+        if type(self._site) is _Rare:
+            self._site.where = where
+        else:
+            self._site = where
+
+    @property
+    def _meta(self):  # per input the (shape, dtype) its gradient is reduced to, or None
+        return self._site.meta if type(self._site) is _Rare else None
+
+    @_meta.setter
+    def _meta(self, meta):
+        if meta is not None or type(self._site) is _Rare:
+            self._x().meta = meta
+
     def _x(self):
-        h = self._hooks
-        if h is None:
-            h = self._hooks = _Hooks()
-        return h
+        s = self._site
+        if type(s) is not _Rare:
+            s = self._site = _Rare(s)
+        return s
 
     def _saved_tensors(self):
         """The SavedTensor objects this node holds (for introspection)."""

@@ -36,7 +36,7 @@ import numpy as np
 
 from . import anomaly, engine
 from .grad_mode import STATE
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, _Rare
 from ..backend import loud, quiet
 
 
@@ -210,7 +210,9 @@ class BackwardWalk:
         token = quiet()
         try:
             if gs is not None:
-                hooks = node._hooks
+                hooks = node._site
+                if type(hooks) is not _Rare:  # (a node's hooks: kept with its where)
+                    hooks = None
                 if hooks is not None and hooks.pre:
                     new = engine._run_prehooks(node, gs, node._n_out > 1, False)
                     if new is not gs:  # a hook's result: its own version

@@ -371,7 +371,7 @@ class NbgradExtension:
 
     def _set(self, rest: str):
         try:
-            items = shlex.split(rest)
+            items = shlex.split(rest, comments=True)  # `%nbgrad set values=on  # why`
         except ValueError as exc:
             print(f"nbgrad: cannot read {rest!r}: {exc}")
             return

@@ -46,7 +46,7 @@ import operator
 
 import numpy as np
 
-from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor  # noqa: F401  (Ctx: for the table)
+from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor, _Rare  # noqa: F401  (Ctx: for the table)
 from ..autograd.saved_index import SavedIndex, SavedIndices
 from ..autograd.apply import PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW, _zero_d, apply
 from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
@@ -113,9 +113,9 @@ class OpNode(Node):
             outs = []
             for (c, _), call, f in zip(self._next, row.calls, row.formulas):
                 outs.append(None if c is None or call is None else call(f, g, v))
-        meta = self._meta
-        if meta is not None:
-            for i, m in enumerate(meta):
+        rare = self._site  # (meta: set only for a broadcasting op, kept there with the hooks)
+        if type(rare) is _Rare and rare.meta is not None:
+            for i, m in enumerate(rare.meta):
                 if m is not None and outs[i] is not None:
                     outs[i] = _reduce_to(outs[i], m[0], m[1], xp)
         return outs

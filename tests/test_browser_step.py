@@ -50,7 +50,8 @@ def test_notebook_11_stepped_in_jupyterlab(tmp_path):
                 cell.scroll_into_view_if_needed()
                 view = cell.locator(".nbgrad-step")
                 view.wait_for(timeout=30_000)  # (re-read at each use: the view is redrawn)
-                assert "step 0 of 10" in view.inner_text()
+                # (waits: under load the widget's HTML is drawn a moment after its box exists)
+                expect(view).to_contain_text("step 0 of 10", timeout=30_000)
                 nxt = cell.locator(".nbgrad-step-next")
                 nxt.click()  # TanhBackward0
                 expect(view).to_contain_text("step 1 of", timeout=30_000)

@@ -200,17 +200,34 @@ def sequence_number(node) -> int:
         return 0
 
 
-def node_count() -> int:
-    """How many nodes nbgrad has made so far (the last :func:`sequence_number` given)."""
+# The hottest readers (~200 calls a cell: the node counter around each module call, the grad
+# mode, the frame capture) keep the engine modules they read in these globals, imported at first
+# use (a function-local import costs ~1 us a call; at module level it would run at load time).
+_PROV = None  # nbgrad.autograd.provenance
+_GRAD_MODE = None  # nbgrad.autograd.grad_mode
+
+
+def _provenance():
+    global _PROV
     from ..autograd import provenance
 
-    return provenance.NODES[0]
+    _PROV = provenance
+    return provenance
+
+
+def node_count() -> int:
+    """How many nodes nbgrad has made so far (the last :func:`sequence_number` given)."""
+    return (_PROV or _provenance()).NODES[0]
 
 
 def grad_on() -> bool:
-    from ..autograd import grad_mode
+    global _GRAD_MODE
+    g = _GRAD_MODE
+    if g is None:
+        from ..autograd import grad_mode as g
 
-    return grad_mode.is_grad_enabled()
+        _GRAD_MODE = g
+    return g.is_grad_enabled()
 
 
 def saved_value(node, name):
@@ -221,8 +238,7 @@ def saved_value(node, name):
 def capture_where(skip=()):
     """The raw place in user code running now (for :func:`location`), or None: the innermost
     frame outside the engine's files (and outside the files in ``skip``)."""
-    from nbgrad.autograd import provenance
-
+    provenance = _PROV or _provenance()
     if not skip:
         return provenance.capture()
     f = sys._getframe(1)

@@ -120,7 +120,7 @@ def pack(tabs: dict, graph: str) -> str:
     no header) and base64-encoded after the JSON's length in bytes and a comma (the front end
     inflates it synchronously: extension/inflate.js)."""
     raw = json.dumps({"tabs": tabs, "graph": graph}, separators=(",", ":")).encode("utf-8")
-    z = zlib.compressobj(6, zlib.DEFLATED, -15)  # (level 3: a quarter of the time, 12 % bigger)
+    z = zlib.compressobj(3, zlib.DEFLATED, -15)  # (level 6: ~0.4 ms more a panel, 12 % smaller)
     return f"{len(raw)}," + base64.b64encode(z.compress(raw) + z.flush()).decode("ascii")
 
 

@@ -494,7 +494,9 @@ class ModelTracker:
                 st.with_ratio = with_ratio
         if new:  # which module owns each parameter (the eval-mode note asks it)
             for mod in _submodules(module):
-                for p in mod.parameters(recurse=False):
+                own = mod.__dict__.get("_parameters")  # (both engines keep a plain dict; read
+                # directly: parameters(recurse=False) costs a generator chain per module)
+                for p in (own.values() if type(own) is dict else mod.parameters(recurse=False)):
                     if p is not None and id(p) in self.params:
                         self.params[id(p)].module = weakref.ref(mod)
         if trained:

@@ -47,10 +47,9 @@ except ImportError:
 print("nbgrad", torch.__version__, "| graph layout (pygraphviz):", "found" if HAVE_LAYOUT else
       "missing -> skipped: graph drawings (the panel shows the graph as a text tree instead)")
 '''
-# the classroom notebooks with small graphs (02, 04, 05; 11 has its own): values mode on, each
-# box of the graph shows its tensor's data and .grad, each edge the gradient backward sent along
-# it. Off in 01 and 03: their saved size is past the 20 KB per cell budget already, and values add
-# to it (benchmarks/bench_values_notebooks.py: 01 23.9 -> 25.3, 03 20.2 -> 20.9 KB per cell)
+# the classroom notebooks with small graphs (01-05; 11 has its own): values mode on, each box of
+# the graph shows its tensor's data and .grad, each edge the gradient backward sent along it
+# (benchmarks/bench_values_notebooks.py: values add ~0.5-1.5 KB per cell to the saved file)
 
 
 def values_on(setup):
@@ -110,7 +109,7 @@ NB01 = [
           "Tensors that require grad, the graph of `grad_fn` nodes recorded as you compute, leaf "
           "tensors, `backward()`, `retain_grad()` and hooks. The worked example is the one of "
           "*PyTorch 的 Autograd* (seed 004): four layers, three weights, gradients 28 / 8 / 10."),
-    code(SETUP),
+    code(SETUP_VALUES),
     md("""
 ## 1. Every operation on a tensor that requires grad records a node
 
@@ -491,7 +490,7 @@ NB03 = [
           "`transpose`, `view` share the storage (and its version counter). What that means "
           "for in-place operations and for autograd: `CopySlices`, regenerated views, "
           "`contiguous()` (seeds 000 and 002)."),
-    code(SETUP),
+    code(SETUP_VALUES),
     md("""
 ## 1. Storage, shape, strides, offset
 

@@ -15,6 +15,7 @@ import time
 import timeit
 
 import torch
+from bench_core import chain_mixed
 
 import nbgrad
 
@@ -33,17 +34,8 @@ def cases(lib):
         "sum": lambda: y.sum(),
     }
 
-    def chain():
-        x = lib.ones(2, 2, requires_grad=True)
-        y = x * 1.5
-        y = y + 0.5
-        y = y * x
-        y = y.tanh().sigmoid().exp()
-        y = y * 1.5
-        y = y + x
-        return y.tanh().sum()
-    c["chain, forward"] = chain
-    c["chain, fwd+bwd"] = lambda: chain().backward()
+    c["chain, forward"] = chain_mixed(lib, "fwd")
+    c["chain, fwd+bwd"] = chain_mixed(lib)
     return c
 
 

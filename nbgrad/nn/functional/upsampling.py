@@ -208,46 +208,39 @@ def _infinite(norm_type):
     return isinstance(norm_type, (int, float)) and norm_type in (float("inf"), -float("inf"))
 
 
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, max_pool, avg_pool, k):
+    """torch's lp_pool body for every dimension: ``avg_pool(x^p) * k`` then the p-th root, sign
+    kept (``k`` the window's size); p = +-inf: max-pooling of |x| (of -|x| for -inf)."""
+    if _infinite(norm_type):
+        out = max_pool(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0, 1,
+                       ceil_mode)
+        return out if norm_type > 0 else -out
+    if stride is not None:
+        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return _lp(out, norm_type, k)
+
+
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """``(sum over the window of x^p)^(1/p)`` over (N, C, L) or (C, L) (mirrors ``F.lp_pool1d``:
     ``avg_pool1d(x^p) * k`` then the p-th root, sign kept; p = +-inf: max-pooling of |x|)."""
-    if _infinite(norm_type):
-        out = max_pool1d(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0,
-                         1, ceil_mode)
-        return out if norm_type > 0 else -out
-    if stride is not None:
-        out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    else:
-        out = avg_pool1d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
-    return _lp(out, norm_type, kernel_size)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, max_pool1d, avg_pool1d,
+                    kernel_size)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling over (N, C, H, W) or (C, H, W) (mirrors ``F.lp_pool2d``)."""
     kw, kh = _pair(kernel_size, "kernel_size")
-    if _infinite(norm_type):
-        out = max_pool2d(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0,
-                         1, ceil_mode)
-        return out if norm_type > 0 else -out
-    if stride is not None:
-        out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    else:
-        out = avg_pool2d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
-    return _lp(out, norm_type, kw * kh)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, max_pool2d, avg_pool2d,
+                    kw * kh)
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """Power-average pooling over (N, C, D, H, W) or (C, D, H, W) (mirrors ``F.lp_pool3d``)."""
     kd, kw, kh = _triple(kernel_size, "kernel_size")
-    if _infinite(norm_type):
-        out = max_pool3d(input.abs() if norm_type > 0 else -input.abs(), kernel_size, stride, 0,
-                         1, ceil_mode)
-        return out if norm_type > 0 else -out
-    if stride is not None:
-        out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    else:
-        out = avg_pool3d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
-    return _lp(out, norm_type, kd * kw * kh)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, max_pool3d, avg_pool3d,
+                    kd * kw * kh)
 
 
 # ---- max-unpooling -------------------------------------------------------------------------------

@@ -143,7 +143,6 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
     rep = ModelReport()
     scanned = scanned or scan(ns, skip)
     mods, pnames = scanned.mods, scanned.params
-    calls = tracker.recent_calls()
     counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
     rep.steps = tracker.n_backward or max(  # (an engine whose backward calls are not seen)
         counted if tracker.backward_seen else 0,
@@ -188,6 +187,7 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
                     tracker.params[id(p)].hits == 0:
                 by_module.setdefault(name.rsplit(".", 1)[0], []).append(name)
         mod_of = {path: mid for mid, path in mods.items()}
+        calls = tracker.recent_calls() if by_module else []  # (a copy of up to MAX_CALLS)
         for path, names in by_module.items():
             why, cut = _why_no_grad(mod_of.get(path), calls, mods)
             outer = path
@@ -444,8 +444,12 @@ def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
             return key
         out[key] = {"title": f"{key} ({c.cls})", "parent": None, "keys": []}
         try:
-            for pname, p in m.named_parameters(recurse=False):
-                owner.setdefault(id(p), (key, pname))
+            own = m.__dict__.get("_parameters")  # (both engines keep a plain dict: read directly,
+            # parameters(recurse=False) costs a generator chain per module)
+            for pname, p in (own.items() if type(own) is dict
+                             else m.named_parameters(recurse=False)):
+                if p is not None:
+                    owner.setdefault(id(p), (key, pname))
         except Exception:  # noqa: BLE001 - a module that cannot list its parameters
             pass
         return key

@@ -311,7 +311,8 @@ def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=(),
     """The module clusters of ``snap`` (:func:`clusters`); the parameters its graph reaches get
     their module path as name. ``scanned``: the namespace's :func:`scan`, made here if None."""
     scanned = scanned or scan(ns, skip)
-    return clusters(snap, tracker.recent_calls(snap), scanned.mods, scanned.params)
+    lo = min((n.seq for n in snap.nodes.values() if n.seq and not n.is_accumulate), default=None)
+    return clusters(snap, tracker.recent_calls(snap, since=lo), scanned.mods, scanned.params)
 
 
 def _named_params(ns, top_names):

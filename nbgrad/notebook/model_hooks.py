@@ -598,12 +598,10 @@ class ModelTracker:
     def recent_calls(self, snap=None, since: int | None = None) -> list:
         """The module calls remembered (the last ``MAX_CALLS``), oldest first; a lean step's
         call is the top-level call and the calls inside its twin, shifted (see
-        :meth:`_start_lean`), the newest ones only. ``since``: a node number; when one engine
-        runs (its node numbers grow in the order the calls end), the walk stops at the first
-        call that ended before it (the caller wants none of those)."""
+        :meth:`_start_lean`), the newest ones only; with one engine (node numbers grow as calls
+        end), none that ended before node number ``since``."""
         out, budget = [], MAX_CALLS
-        if since is not None and len(A.engines()) > 1:
-            since = None  # (two engines' numbers interleave: the caller filters)
+        since = since if since is not None and len(A.engines()) == 1 else None
         for c in reversed(self.calls):
             if since is not None and c.end < since:
                 break

@@ -34,12 +34,13 @@ def _legacy_reduction(fn):
     names = list(sig.parameters)
     pos = names.index("reduction")
     legacy = tuple(names.index(n) for n in ("size_average", "reduce") if n in names)
+    first = min(legacy, default=len(names))  # calls with fewer positionals skip the scan
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if legacy and (any(len(args) > i and args[i] is not None for i in legacy)
-                       or kwargs.get("size_average") is not None
-                       or kwargs.get("reduce") is not None):
+        if (len(args) > first and any(len(args) > i and args[i] is not None for i in legacy)) or (
+                kwargs and legacy and (kwargs.get("size_average") is not None
+                                       or kwargs.get("reduce") is not None)):
             bound = sig.bind(*args, **kwargs)
             bound.arguments["reduction"] = legacy_reduction(
                 bound.arguments.pop("size_average", None), bound.arguments.pop("reduce", None))

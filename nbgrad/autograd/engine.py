@@ -197,7 +197,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 hooks = node._site  # (a node's hooks: kept with its where, in a _Rare)
                 if type(hooks) is not _Rare or not (hooks.pre or hooks.post):
                     hooks = None  # (a _Rare with only metadata or meta: the common case)
-                if plain and hooks is None and type(node) is not AccumulateGrad:
+                if plain and hooks is None and type(node) is AccumulateGrad:
+                    # a leaf: its gradient into .grad, and no edge to follow (the general steps
+                    # below, less those a leaf never takes; kept for speed: a GPT step has 50)
+                    node._backward(gs, create_graph, _ownership(node, gs, shared, grad_outputs),
+                                   bumps.get(node, 0) if bumps else 0)
+                    gs = None
+                    node = heappop(ready)[1] if ready else None
+                    continue
+                if plain and hooks is None:
                     out = node._backward(gs, create_graph)  # the common case: just run it
                     if release and node._saved is not None:
                         node._release()

@@ -297,7 +297,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         old = get(c)
                         if old is None:
                             if plain and type(c) is AccumulateGrad and deps[c] == 1 and \
-                                    gi is not gs and not (dup or gv) and _quiet_leaf(c):
+                                    gi is not gs and not (dup or gv or hooked) and _quiet_leaf(c):
                                 # a leaf's last edge, a new array: .grad now, as the ready leaf
                                 # would run next (nothing observes it in between; kept for speed)
                                 deps[c] = 0

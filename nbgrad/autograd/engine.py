@@ -439,6 +439,10 @@ def _ownership(node, g, shared, grad_outputs):
     if g.base is None:
         return GRAD_OWNED
     root = root_array(g)
+    if root.nbytes < g.nbytes or not g.flags.writeable:
+        # elements that overlap (an expand: sum's gradient) or a read-only view never become
+        # .grad as they are (accumulate_into copies them whatever it is told): no Storage
+        return GRAD_SHARED
     for given in grad_outputs:
         if isinstance(given, _tm.Tensor) and given._storage._root is root:
             return given._storage

@@ -210,9 +210,10 @@ def _along(dim, index):
 _add_reduce = np.add.reduce
 
 
-def _sum_all(a, dtype):
-    """sum's forward: np.add.reduce skips ndarray.sum's Python wrapper; cupy takes its own."""
-    return _add_reduce(a, None, dtype) if type(a) is np.ndarray else a.sum(dtype=dtype)
+def _sum_all(self, dtype):
+    """sum's forward (the row's own: its parameters are the row's): np.add.reduce skips
+    ndarray.sum's Python wrapper; cupy takes its own."""
+    return _add_reduce(self, None, dtype) if type(self) is np.ndarray else self.sum(dtype=dtype)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -188,8 +188,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     RUNNING[0] += 1
     try:
         node = heappop(ready)[1] if ready else None
+        carried = None  # the gradient of the chain's next node, handed on without its buffer
         while node is not None:
-            gs = pop(node, None)
+            if carried is None:
+                gs = pop(node, None)
+            else:
+                gs = carried
+                carried = None
             out = None
             hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
@@ -219,7 +224,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             c = None
                     if c is not None and gi is not None and deps[c] == 1 and c._n_out == 1 and \
                             c not in buffers:  # (the last edge into it, and the only one)
-                        buffers[c] = gi
                         if gi is gs and shared and node in shared:
                             shared.add(c)  # (the given gradient passed on unchanged)
                         gv = node._grad_version
@@ -229,9 +233,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             bumps[c] = bumps[node]
                         deps[c] = 0
                         if not ready:
+                            carried = gi
                             out = gi = gs = None
                             node = c
                             continue
+                        buffers[c] = gi
                         heappush(ready, (-c._seq, c))
                         out = gi = gs = None
                         node = heappop(ready)[1]

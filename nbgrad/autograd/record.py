@@ -156,7 +156,8 @@ def _saver(row, mask):
         before, after = (None,) * j, (None,) * (n - j - 1)
         if kind == SAVED_ARG:  # an argument (add's alpha, softmax's dim): kept as given
             def save(row, src, args, outs, ctx):
-                return before + (_kept(args[k], name),) + after
+                v = args[k]
+                return before + (v if type(v) in _PLAIN else _kept(v, name),) + after
         elif kind == SAVED_INPUT:
             def save(row, src, args, outs, ctx):
                 x = src[k]

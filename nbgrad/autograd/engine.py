@@ -188,8 +188,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     RUNNING[0] += 1
     try:
         node = heappop(ready)[1] if ready else None
+        carried = None  # the gradient of the chain's next node, handed on without its buffer
         while node is not None:
-            gs = pop(node, None)
+            if carried is None:
+                gs = pop(node, None)
+            else:
+                gs = carried
+                carried = None
             out = None
             hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
@@ -227,7 +232,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             c = None
                     if c is not None and gi is not None and deps[c] == 1 and c._n_out == 1 and \
                             c not in buffers:  # (the last edge into it, and the only one)
-                        buffers[c] = gi
                         if gi is gs and shared and node in shared:
                             shared.add(c)  # (the given gradient passed on unchanged)
                         gv = node._grad_version
@@ -237,9 +241,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             bumps[c] = bumps[node]
                         deps[c] = 0
                         if not ready:
+                            carried = gi
                             out = gi = gs = None
                             node = c
                             continue
+                        buffers[c] = gi
                         heappush(ready, (-c._seq, c))
                         out = gi = gs = None
                         node = heappop(ready)[1]
@@ -465,6 +471,10 @@ def _ownership(node, g, shared, grad_outputs):
     if g.base is None:
         return GRAD_OWNED
     root = root_array(g)
+    if root.nbytes < g.nbytes or not g.flags.writeable:
+        # elements that overlap (an expand: sum's gradient) or a read-only view never become
+        # .grad as they are (accumulate_into copies them whatever it is told): no Storage
+        return GRAD_SHARED
     for given in grad_outputs:
         if isinstance(given, _tm.Tensor) and given._storage._root is root:
             return given._storage

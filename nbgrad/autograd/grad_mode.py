@@ -25,8 +25,8 @@ STATE = _State()  # read on every op; a plain attribute is the cheapest global f
 
 # NBGRAD_GENERAL_PATH=1 (read once, at import): the few mechanisms that keep a written-out fast
 # case beside their general path for speed (apply's one-input ops, the engine's chain step) run
-# the general path alone, so that the op suite and the differential tests check it on its own
-# (tests/test_general_path.py runs them so).
+# the general path alone, so that the whole core suite checks it on its own
+# (tests/test_general_path.py runs it so).
 GENERAL_PATH = os.environ.get("NBGRAD_GENERAL_PATH", "") not in ("", "0")
 
 

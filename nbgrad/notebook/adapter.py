@@ -266,11 +266,35 @@ def unobserve_backward(cb) -> None:
         e.unobserve_backward(cb)
 
 
+_STEP_OBSERVERS: list = []
+
+
+def observe_steps(cb) -> None:
+    """Have ``cb(optimizer, phase)`` called before (``"pre"``) and after (``"post"``) each
+    optimizer step of the engines that tell (torch's global optimizer step hooks), loaded now
+    or later."""
+    if cb not in _STEP_OBSERVERS:
+        _STEP_OBSERVERS.append(cb)
+    for e in engines():
+        e.observe_steps(cb)
+
+
+def unobserve_steps(cb) -> None:
+    while cb in _STEP_OBSERVERS:
+        _STEP_OBSERVERS.remove(cb)
+    for e in engines():
+        e.unobserve_steps(cb)
+
+
 def engines_loaded() -> None:
-    """Give an engine imported since (torch, by the user's cell) the backward observers."""
+    """Give an engine imported since (torch, by the user's cell) the backward and optimizer
+    step observers."""
     for cb in _OBSERVERS:
         for e in engines():
             e.observe_backward(cb)
+    for cb in _STEP_OBSERVERS:
+        for e in engines():
+            e.observe_steps(cb)
 
 
 def sites_since(mark) -> tuple:

@@ -282,6 +282,14 @@ def raw_where(obj):
     return getattr(obj, "_where", None)
 
 
+def observe_steps(cb) -> None:
+    """nbgrad's optimizers have no step hooks: nothing observed."""
+
+
+def unobserve_steps(cb) -> None:
+    """Nothing to remove."""
+
+
 def sites_since(mark: int) -> tuple:
     """``(new mark, [raw where])``: the places in user code the engine recorded since ``mark``
     (a count it returned before; 0 at first), newest first. The engine keeps each place once, in

@@ -413,6 +413,14 @@ def unobserve_backward(cb) -> None:
         R.STATE.observers.remove(cb)
 
 
+def observe_steps(cb) -> None:
+    R.observe_steps(cb)
+
+
+def unobserve_steps(cb) -> None:
+    R.unobserve_steps(cb)
+
+
 def sites_since(mark: int) -> tuple:
     return R.sites_since(mark)
 

@@ -78,6 +78,7 @@ class NbgradExtension:
             if self.values is not None:
                 self.values.new_cell()
             if self.models is not None:
+                self.models.light = not A.recording()  # record=off: no parameter hooked
                 self.models.reset_cell()
                 if not self.models.global_hooks:
                     from . import model_report
@@ -135,6 +136,10 @@ class NbgradExtension:
         if self.models is not None:
             from . import model_report
 
+            if self.models.light:  # record=off: the gradients read after the cell
+                from . import grad_light
+
+                grad_light.after_cell(self.models)
             scanned = model_report.scan(self.ip.user_ns, self._hidden())
             rep = model_report.report(self.models, self.ip.user_ns, scanned=scanned,
                                       failed=autograd_err is not None)

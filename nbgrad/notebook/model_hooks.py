@@ -25,8 +25,8 @@ import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
-
 from . import adapter as A
+from . import grad_light
 from .grad_batch import GradBatch, record
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
@@ -101,8 +101,10 @@ class ModelTracker:
     ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
     weights). Every module call, watched or not, is recorded as its node range, its module and
     the module the user called (a counter read before and after, a weak reference): a graph's
-    module clusters come from the calls that made its nodes, never from names. Measured by
-    ``benchmarks/bench_model_panel.py``.
+    module clusters come from the calls that made its nodes, never from names. ``light``
+    (``record=off``): only the first step's top-level calls are watched, inner calls by their
+    node range, and no parameter is hooked (``grad_light`` reads the gradients). Measured by
+    ``benchmarks/bench_model_panel.py`` and ``bench_torch_panel.py``.
     """
 
     def __init__(self):
@@ -120,6 +122,7 @@ class ModelTracker:
         self.lean: dict = {}  # id(trained model) -> handles of its lean-step hooks (this cell)
         self._lean_stack: list = []  # (token, node count) of the lean model calls running now
         self.enabled = False  # the module hooks are installed
+        self.light = False  # record=off: no parameter hooked (grad_light), submodules by range
         self.watching = True  # this cell's first steps: module calls are watched in full
         self.root = None  # weakref to the module of the outermost call running now
         self.installed = False
@@ -137,6 +140,7 @@ class ModelTracker:
                                 for e in A.engines())
         self._install_warnings()
         A.observe_backward(self._on_backward)
+        A.observe_steps(self._on_step)
         self._enable()
 
     def watch(self, modules) -> None:
@@ -186,6 +190,7 @@ class ModelTracker:
         self.loss_hooks.clear()
         self._uninstall_warnings()
         A.unobserve_backward(self._on_backward)
+        A.unobserve_steps(self._on_step)
         self.params.clear()
         self.calls.clear()
 
@@ -215,6 +220,8 @@ class ModelTracker:
         self.nan = None  # the first non-finite loss a backward started from: see _nan_step
         self.nan_leaves: dict = {}  # id(leaf) -> [weakref, kind, since, step seen, where raw]
         self.finite_at: dict = {}  # id(leaf) -> (the last step it was seen finite, weakref)
+        self.light_steps: dict = {}  # light: id(optimizer) -> True once its step was read
+        self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0
@@ -228,11 +235,13 @@ class ModelTracker:
         if d == 1:
             self.root = weakref.ref(module)
             if self.watching and (self.watched_backwards >= WATCH_BACKWARDS
-                                  or self.roots_seen >= WATCH_CALLS):
+                                  or self.roots_seen >= WATCH_CALLS
+                                  or (self.light and id(module) in self.trained)):
                 self.watching = False  # the first steps are done: counting hooks take over
                 self._start_counting()
-                self.go_lean = self.watched_backwards >= WATCH_BACKWARDS and bool(self.trained)
-        if not self.watching:
+                self.go_lean = bool(self.trained) and (
+                    self.light or self.watched_backwards >= WATCH_BACKWARDS)
+        if not self.watching or (self.light and d > 1):  # (light: the model's call alone)
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
             return
         if d == 1:
@@ -426,7 +435,10 @@ class ModelTracker:
         is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
         if self.pending_ratio:
             self._ratios()
-        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
+        if self.light:  # (no hook: the gradients are read at the optimizer step, after the cell)
+            if n == 2:
+                grad_light.mark(self)
+        elif n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
             for ref in list(models.values()):  # a second point for each sparkline; its update
                 mod = ref()  # ratio is the first step's, just read: no copy of the weights)
                 if mod is not None:
@@ -488,7 +500,7 @@ class ModelTracker:
                 st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
                 st.hook = self._grad_hook(st)
                 new = True
-            if st.armed is None:
+            if st.armed is None and not self.light:
                 st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
                 st.with_ratio = with_ratio
@@ -550,6 +562,9 @@ class ModelTracker:
             return None
 
         return nbgrad_panel_grad_stats
+
+    def _on_step(self, optimizer, phase) -> None:
+        grad_light.on_step(self, optimizer, phase)
 
     def _step_norm(self, i, sq) -> None:
         """Sum a parameter's squared norm into the total of the backward call running (of the
@@ -715,7 +730,6 @@ class ModelTracker:
 
 class _Twin:
     """The last call of a trained model recorded in full, and the calls inside it."""
-
     __slots__ = ("top", "inner")
 
     def __init__(self, top, inner):
@@ -724,16 +738,14 @@ class _Twin:
 
 class _LeanCall:
     """A trained model's call in a lean step: nodes ``start < seq <= end``."""
-
     __slots__ = ("start", "end", "twin", "cell")
 
     def __init__(self, start, end, twin, cell):
         self.start, self.end, self.twin, self.cell = start, end, twin, cell
 
     def top(self) -> Call:
-        t = self.twin.top
-        return Call(self.start, self.end, t.ref, t.cls, None, True, True, self.cell,
-                    root=t.ref, depth=1, watched=False)
+        return Call(self.start, self.end, self.twin.top.ref, self.twin.top.cls, None, True, True,
+                    self.cell, root=self.twin.top.ref, depth=1, watched=False)
 
     def expand(self) -> list:
         t = self.twin.top
@@ -748,11 +760,8 @@ class _Frame:
     __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
 
     def __init__(self, start, grad_on, where):
-        self.start, self.grad_on, self.where = start, grad_on, where
-        self.inputs: set = set()
-        self.child_outputs: set = set()
-        self.cut = None
-        self.depth = 0
+        self.start, self.grad_on, self.where, self.cut, self.depth = start, grad_on, where, None, 0
+        self.inputs, self.child_outputs = set(), set()
 
 
 _is_tensor = A.is_tensor
@@ -768,24 +777,23 @@ def _last_write(t):
     """``(op name, raw where)`` of the last in-place write into ``t`` (an optimizer's), or None."""
     try:
         hist = A.version_history(t)
+        return (str(hist[-1][1]), hist[-1][2]) if hist else None
     except Exception:  # noqa: BLE001
         return None
-    return (str(hist[-1][1]), hist[-1][2]) if hist else None
 
 
 def _submodules(top):
     try:
         return [m for _, m in top.named_modules()]
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a module that cannot list its submodules
         return []
 
 
 def _mode_layer_names(module) -> str:
     """ "its Dropout layer behaves", "its Dropout and BatchNorm1d layers behave"."""
-    names = sorted({type(m).__name__ for m in _submodules(module)
-                    if type(m).__name__ in _MODE_LAYERS})
-    count = sum(1 for m in _submodules(module) if type(m).__name__ in _MODE_LAYERS)
-    return "its " + " and ".join(names) + (" layers behave" if count > 1 else " layer behaves")
+    found = [type(m).__name__ for m in _submodules(module) if type(m).__name__ in _MODE_LAYERS]
+    return "its " + " and ".join(sorted(set(found))) + (
+        " layers behave" if len(found) > 1 else " layer behaves")
 
 
 def _has_mode_layers(module) -> bool:

@@ -28,70 +28,103 @@ from __future__ import annotations
 import math
 import weakref
 
+import numpy as np
+
 from . import adapter as A
-from .grad_batch import _copy_weights, _note, record
+from .grad_batch import _note, record
 
 NOTE = ("record=off: gradients read once this cell (at its first optimizer step, or after it), "
         "not per step; no lines of nodes, writes or cuts, no functional-loss curve, no NaN step "
         "or op (`%nbgrad set record=on` for them)")
 
 
-def trained_params(tracker) -> list:
-    """``[(ParamStat, parameter)]`` of the models trained this cell, each parameter once."""
+def trained_params(tracker, want=None) -> list:
+    """``[(ParamStat, parameter)]`` of the models trained this cell (listed when the model was
+    first called), each parameter once; ``want(st, p)`` picks some."""
     out, seen = [], set()
-    for ref in list(tracker.trained.values()):
-        mod = ref()
-        if mod is None:
-            continue
-        for p in mod.parameters():
-            st = tracker.params.get(id(p))
-            if st is not None and id(p) not in seen and p.requires_grad:
+    for sts in list(tracker.light_params.values()):
+        for st in sts:
+            p = st.ref()
+            if p is not None and id(p) not in seen and (want is None or want(st, p)):
                 seen.add(id(p))
                 out.append((st, p))
     return out
 
 
-def read(tracker, with_ratio: bool) -> None:
-    """Every trained parameter's ``.grad`` now, in one batch; with ``with_ratio`` the weights
-    copied for the update ratio of the step about to run."""
+def read(tracker, want=None) -> list:
+    """The ``.grad`` of the trained parameters (``want``: some of them) now, in one batch: norm,
+    exact zeros, non-finite; ``[(ParamStat, parameter)]`` of those that had one."""
     tracker.samples += 1
+    k = tracker.step_count()
     live = []
-    for st, p in trained_params(tracker):
+    for st, p in trained_params(tracker, want):
         g = A.grad(p)
         if g is None:
             continue
-        st.sample = tracker.samples
+        st.sample, st.summed_at = tracker.samples, k
         st.hits = max(st.hits, 1)  # (a parameter never read this cell got no gradient)
         st.max_accumulated = max(st.max_accumulated, 1)
-        st.summed_at = tracker.step_count()
-        st.with_ratio = with_ratio
         live.append((st, p, g))
     if not live:
-        return
+        return []
     tracker.backward_seen = True
     eng = A.batched_grads(live[0][2])
     stats = eng.grad_stats([g for _, _, g in live]) if eng is not None else None
     for i, (st, p, g) in enumerate(live):
         if stats is None:
+            st.with_ratio = False
             record(tracker, st, p, g)
             continue
         sq, zeros, size = stats[i]
         _note(tracker, st, sq, math.sqrt(sq) if sq == sq else sq, zeros / max(size, 1))
-    if with_ratio and stats is not None:
-        _copy_weights(tracker, [(st, p) for st, p, _ in live])
+    return [(st, p) for st, p, _ in live]
+
+
+def _flat(params):
+    eng = A.batched_grads(params[0]) if params else None
+    return eng.flat_values(params) if eng is not None else None
 
 
 def on_step(tracker, optimizer, phase: str) -> None:
-    """Around an optimizer step of a light cell: the first step of each optimizer reads the
-    gradients and copies the weights before, the update ratio after."""
+    """Around an optimizer step of a light cell: at the first step of each optimizer, its
+    trained parameters' gradients read and their weights copied before, copied again after (the
+    update ratio is worked out after the cell, :func:`after_cell`)."""
     if not tracker.light or not tracker.trained:
         return
+    key = id(optimizer)
     if phase == "pre":
-        if id(optimizer) not in tracker.light_steps:
-            tracker.light_steps[id(optimizer)] = True
-            read(tracker, with_ratio=True)
-    elif tracker.pending_ratio:
-        tracker._ratios()
+        if key in tracker.light_steps:
+            return
+        tracker.light_steps[key] = True
+        mine = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        live = read(tracker, lambda st, p: id(p) in mine)
+        flat = _flat([p for _, p in live])
+        if flat is not None:
+            tracker.light_flat[key] = [[st for st, _ in live], flat, None]
+        return
+    rec = tracker.light_flat.get(key)
+    if rec is not None and rec[2] is None:
+        params = [st.ref() for st in rec[0]]
+        if all(p is not None for p in params):
+            rec[2] = _flat(params)
+
+
+def _ratios(tracker) -> None:
+    """||w after - w before|| / ||w after|| of each parameter over an optimizer's first step."""
+    for sts, before, after in tracker.light_flat.values():
+        if after is None or after.shape != before.shape:
+            continue
+        at = 0
+        for st in sts:
+            p = st.ref()
+            n = int(p.numel()) if p is not None else 0
+            w = after[at:at + n].astype(np.float64)
+            d = w - before[at:at + n]
+            at += n
+            dn, wn = float(d @ d), float(w @ w)
+            if dn:
+                st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
+    tracker.light_flat.clear()
 
 
 def mark(tracker) -> None:
@@ -104,12 +137,12 @@ def mark(tracker) -> None:
 
 
 def after_cell(tracker) -> None:
-    """After a light cell: the gradients where no optimizer stepped, gradients summed since
-    the second step, NaN / Inf weights, and the note of what record=off gives up."""
+    """After a light cell: the gradients no optimizer step read, the update ratios, gradients
+    summed since the second step, NaN / Inf weights, and the note of what record=off gives up."""
     if not tracker.trained:
         return
-    if not tracker.light_steps:
-        read(tracker, with_ratio=False)
+    read(tracker, lambda st, p: not st.hits)
+    _ratios(tracker)
     k = tracker.step_count()
     for st, p in trained_params(tracker):
         m = tracker.light_grads.get(id(p))
@@ -124,15 +157,9 @@ def after_cell(tracker) -> None:
         mod = ref()
         if mod is None:
             continue
-        bad = [n for n, p in mod.named_parameters() if not bool(_finite(p))]
+        bad = [n for n, p in mod.named_parameters() if not np.isfinite(A.array(p)).all()]
         if bad:
             tracker.note(("nonfinite-weights", id(mod)), (mod, type(mod).__name__),
                          "holds NaN/Inf in {names} after the cell",
                          names=", ".join(bad[:8]) + (", ..." if len(bad) > 8 else ""))
     tracker.note(("record-off",), None, NOTE)
-
-
-def _finite(p) -> bool:
-    import numpy as np
-
-    return bool(np.isfinite(A.array(p)).all())

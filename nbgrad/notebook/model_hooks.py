@@ -20,13 +20,12 @@ cell. Nothing here holds a tensor.
 from __future__ import annotations
 
 import math
-import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
 from . import adapter as A
-from . import grad_light
+from . import grad_light, model_warnings
 from .grad_batch import GradBatch, record
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
@@ -116,6 +115,7 @@ class ModelTracker:
         self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
         self.samples = 0  # armings so far
         self._counted_now = None  # id of a model whose step was counted as its hook was added
+        self._loss_seen = None  # weakref to the loss read by hand as its hook was added
         self.loss_hooks: dict = {}  # id(loss module) -> handle of its hook reading the loss
         self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
         self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
@@ -138,7 +138,7 @@ class ModelTracker:
         self.installed = True
         self.global_hooks = all(hasattr(A.module_hook_api(e), "register_module_forward_pre_hook")
                                 for e in A.engines())
-        self._install_warnings()
+        model_warnings.install(self)
         A.observe_backward(self._on_backward)
         A.observe_steps(self._on_step)
         self._enable()
@@ -188,7 +188,7 @@ class ModelTracker:
         self.roots.clear()
         self.mode_layers.clear()
         self.loss_hooks.clear()
-        self._uninstall_warnings()
+        model_warnings.uninstall()
         A.unobserve_backward(self._on_backward)
         A.unobserve_steps(self._on_step)
         self.params.clear()
@@ -222,6 +222,8 @@ class ModelTracker:
         self.finite_at: dict = {}  # id(leaf) -> (the last step it was seen finite, weakref)
         self.light_steps: dict = {}  # light: id(optimizer) -> True once its step was read
         self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
+        self.light_params: dict = {}  # light: id(trained model) -> the ParamStats of its params
+        self.light_flat: dict = {}  # light: the weights before / after an optimizer's first step
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0
@@ -335,8 +337,9 @@ class ModelTracker:
             return
         if A.is_loss(module) and id(module) not in self.loss_hooks:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
-            if not self.global_hooks:  # (a global hook runs before the module's own hooks are
-                self._loss_hook(module, args, output)  # read: then the new one runs anyway)
+            self._loss_hook(module, args, output)  # (this call's: torch reads a module's hooks
+            # before its global ones run, nbgrad after: then the new one skips this output)
+            self._loss_seen = weakref.ref(output) if _is_tensor(output) else None
 
     def _on_backward(self, outputs, api) -> None:
         """The engine's observer: before each ``backward()``, the scalar it starts from (a
@@ -406,6 +409,9 @@ class ModelTracker:
     def _loss_hook(self, module, args, output):
         """On each loss module seen, every call: its value (the Training tab's curve); a loss
         with grad is a training step (see :meth:`_step`)."""
+        seen, self._loss_seen = self._loss_seen, None
+        if seen is not None and seen() is output:  # (read when the hook was added)
+            return
         if _is_tensor(output):
             a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
@@ -491,6 +497,7 @@ class ModelTracker:
         its training steps."""
         self.samples += 1
         new = trained = False
+        light = [] if self.light else None
         for p in module.parameters():
             if not p.requires_grad:
                 continue
@@ -500,7 +507,9 @@ class ModelTracker:
                 st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
                 st.hook = self._grad_hook(st)
                 new = True
-            if st.armed is None and not self.light:
+            if light is not None:  # (record=off: no hook; grad_light reads these parameters)
+                light.append(st)
+            elif st.armed is None:
                 st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
                 st.with_ratio = with_ratio
@@ -513,6 +522,8 @@ class ModelTracker:
                         self.params[id(p)].module = weakref.ref(mod)
         if trained:
             self.trained[id(module)] = weakref.ref(module)
+            if light is not None:
+                self.light_params[id(module)] = light
         return trained
 
     def _disarm(self) -> None:
@@ -696,37 +707,6 @@ class ModelTracker:
             return
         self.notes[key] = (weakref.ref(who[0]) if who else None, who[1] if who else "", text,
                            where, kw)
-
-    # -- warnings -----------------------------------------------------------------------------
-
-    def _install_warnings(self) -> None:
-        """See the warnings shown while loaded (F.mse_loss's broadcasting warning has no
-        module to hook); the original ``showwarning`` still shows them."""
-        orig = warnings.showwarning
-
-        def showwarning(message, category, filename, lineno, file=None, line=None):
-            try:
-                self._warned(str(message))
-            except Exception:  # noqa: BLE001 - a warning is shown whatever happens here
-                pass
-            return orig(message, category, filename, lineno, file, line)
-
-        showwarning.nbgrad_original = orig
-        warnings.showwarning = showwarning
-
-    def _uninstall_warnings(self) -> None:
-        orig = getattr(warnings.showwarning, "nbgrad_original", None)
-        if orig is not None:
-            warnings.showwarning = orig
-
-    def _warned(self, text: str) -> None:
-        if not text.startswith("Using a target size") or any(
-                k[0] == "broadcast" for k in self.notes):
-            return
-        self.note(("broadcast", "warning"), None, "a loss target broadcasts against its input at "
-                  "{where}: \u201c" + text.replace("{", "{{").replace("}", "}}")
-                  + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
-
 
 class _Twin:
     """The last call of a trained model recorded in full, and the calls inside it."""

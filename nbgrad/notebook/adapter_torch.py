@@ -155,13 +155,19 @@ def after_backward(cb) -> bool:
     return True
 
 
+_FLATTEN = getattr(getattr(torch._C, "_nn", None), "flatten_dense_tensors", None)
+
+
 def flat_values(tensors: list):
     """The values of ``tensors`` one after the other in a new numpy array (one ``torch.cat``: a
     copy of its own; from a GPU, float32 for types numpy lacks), or None when they cannot be
     read together (devices, complex)."""
     try:
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+            if len(tensors) > 1 and _FLATTEN is not None:  # (one C++ call: a third of cat's
+                flat = _FLATTEN(tensors)  # time from Python; for one tensor it is a view)
+            else:
+                flat = torch.cat([t.detach().reshape(-1) for t in tensors])
             if flat.is_complex():
                 return None
             if flat.device.type != "cpu":

@@ -51,44 +51,50 @@ def trained_params(tracker, want=None) -> list:
     return out
 
 
-def read(tracker, want=None) -> list:
-    """The ``.grad`` of the trained parameters (``want``: some of them) now, in one batch: norm,
-    exact zeros, non-finite; ``[(ParamStat, parameter)]`` of those that had one."""
+def _take(tracker, want) -> list:
+    """``[(ParamStat, parameter, .grad)]`` of the trained parameters ``want`` picks that have a
+    gradient now, each noted as read this cell (one never read got no gradient)."""
     tracker.samples += 1
-    k = tracker.step_count()
-    live = []
+    k, live = tracker.step_count(), []
     for st, p in trained_params(tracker, want):
         g = A.grad(p)
-        if g is None:
-            continue
-        st.sample, st.summed_at = tracker.samples, k
-        st.hits = max(st.hits, 1)  # (a parameter never read this cell got no gradient)
-        st.max_accumulated = max(st.max_accumulated, 1)
-        live.append((st, p, g))
-    if not live:
-        return []
-    tracker.backward_seen = True
-    eng = A.batched_grads(live[0][2])
+        if g is not None:
+            st.sample, st.summed_at = tracker.samples, k
+            st.hits = max(st.hits, 1)
+            st.max_accumulated = max(st.max_accumulated, 1)
+            live.append((st, p, g))
+    if live:
+        tracker.backward_seen = True
+    return live
+
+
+def read(tracker, want=None) -> None:
+    """The gradients ``want`` picks read now, in one batch: norm, exact zeros, non-finite."""
+    live = _take(tracker, want)
+    eng = A.batched_grads(live[0][2]) if live else None
     stats = eng.grad_stats([g for _, _, g in live]) if eng is not None else None
     for i, (st, p, g) in enumerate(live):
         if stats is None:
             st.with_ratio = False
             record(tracker, st, p, g)
-            continue
-        sq, zeros, size = stats[i]
-        _note(tracker, st, sq, math.sqrt(sq) if sq == sq else sq, zeros / max(size, 1))
-    return [(st, p) for st, p, _ in live]
+        else:
+            _stat(tracker, st, *stats[i])
 
 
-def _flat(params):
-    eng = A.batched_grads(params[0]) if params else None
-    return eng.flat_values(params) if eng is not None else None
+def _stat(tracker, st, sq, zeros, size) -> None:
+    _note(tracker, st, sq, math.sqrt(sq) if sq == sq else sq, zeros / max(size, 1))
+
+
+def _flat(tensors):
+    eng = A.batched_grads(tensors[0]) if tensors else None
+    return eng.flat_values(tensors) if eng is not None else None
 
 
 def on_step(tracker, optimizer, phase: str) -> None:
     """Around an optimizer step of a light cell: at the first step of each optimizer, its
-    trained parameters' gradients read and their weights copied before, copied again after (the
-    update ratio is worked out after the cell, :func:`after_cell`)."""
+    trained parameters' gradients and weights copied before (each a single copy of them all),
+    the weights copied again after; the numbers are worked out after the cell
+    (:func:`after_cell`), not inside the step."""
     if not tracker.light or not tracker.trained:
         return
     key = id(optimizer)
@@ -97,33 +103,41 @@ def on_step(tracker, optimizer, phase: str) -> None:
             return
         tracker.light_steps[key] = True
         mine = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        live = read(tracker, lambda st, p: id(p) in mine)
-        flat = _flat([p for _, p in live])
-        if flat is not None:
-            tracker.light_flat[key] = [[st for st, _ in live], flat, None]
+        live = _take(tracker, lambda st, p: id(p) in mine)
+        grads = _flat([g for _, _, g in live])
+        if grads is None:  # (devices, types that cannot be copied together: read now)
+            for st, p, g in live:
+                st.with_ratio = False
+                record(tracker, st, p, g)
+            return
+        tracker.light_flat[key] = [[st for st, _, _ in live], grads,
+                                   _flat([p for _, p, _ in live]), None]
         return
     rec = tracker.light_flat.get(key)
-    if rec is not None and rec[2] is None:
+    if rec is not None and rec[2] is not None and rec[3] is None:
         params = [st.ref() for st in rec[0]]
         if all(p is not None for p in params):
-            rec[2] = _flat(params)
+            rec[3] = _flat(params)
 
 
-def _ratios(tracker) -> None:
-    """||w after - w before|| / ||w after|| of each parameter over an optimizer's first step."""
-    for sts, before, after in tracker.light_flat.values():
-        if after is None or after.shape != before.shape:
-            continue
+def _from_copies(tracker) -> None:
+    """The gradient numbers and update ratios (||w after - w before|| / ||w after||) of the
+    parameters copied at an optimizer's first step, one segment of the copies each."""
+    for sts, grads, before, after in tracker.light_flat.values():
+        ratio = after is not None and after.shape == before.shape == grads.shape
         at = 0
         for st in sts:
             p = st.ref()
             n = int(p.numel()) if p is not None else 0
-            w = after[at:at + n].astype(np.float64)
-            d = w - before[at:at + n]
+            g = grads[at:at + n]
+            _stat(tracker, st, float(g @ g) if n else 0.0, int(np.count_nonzero(g == 0)), n)
+            if ratio and n:
+                w = after[at:at + n].astype(np.float64)
+                d = w - before[at:at + n]
+                dn, wn = float(d @ d), float(w @ w)
+                if dn:
+                    st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
             at += n
-            dn, wn = float(d @ d), float(w @ w)
-            if dn:
-                st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
     tracker.light_flat.clear()
 
 
@@ -141,8 +155,8 @@ def after_cell(tracker) -> None:
     summed since the second step, NaN / Inf weights, and the note of what record=off gives up."""
     if not tracker.trained:
         return
+    _from_copies(tracker)
     read(tracker, lambda st, p: not st.hits)
-    _ratios(tracker)
     k = tracker.step_count()
     for st, p in trained_params(tracker):
         m = tracker.light_grads.get(id(p))

@@ -241,8 +241,12 @@ class ModelTracker:
                                   or (self.light and id(module) in self.trained)):
                 self.watching = False  # the first steps are done: counting hooks take over
                 self._start_counting()
-                self.go_lean = bool(self.trained) and (
-                    self.light or self.watched_backwards >= WATCH_BACKWARDS)
+                if self.light and self.trained:  # light: lean from this call on (its own hooks;
+                    self._start_lean()  # nn's global ones, already read for it, are removed)
+                    if id(module) in self.lean:  # (torch runs no hook added now in this call)
+                        self._counted_now = None
+                        return self._lean_pre(module, args)
+                self.go_lean = bool(self.trained) and self.watched_backwards >= WATCH_BACKWARDS
         if not self.watching or (self.light and d > 1):  # (light: the model's call alone)
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
             return

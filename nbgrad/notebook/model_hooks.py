@@ -433,8 +433,8 @@ class ModelTracker:
                 self._counted_now = None
                 return
             n = self.steps[k] = self.steps.get(k, 0) + 1
-            if not self.watching:
-                self._step(n, {k: weakref.ref(module)})
+            if not self.watching and (n == 2 or n % SAMPLE_EVERY == 0 or self.pending_ratio):
+                self._step(n, {k: weakref.ref(module)})  # (else a step with nothing to do)
 
     def step_count(self) -> int:
         """Training steps counted this cell (loss modules with grad, or the models' calls)."""

@@ -313,7 +313,7 @@ class NbgradExtension:
         """%nbgrad on|off|status | graph NAME | step LOSS | set max_nodes=N widget=on|off
         saved=on|off values=on|off timeout=SECONDS theme=light|projector live=N (panels kept as
         live widgets)
-        record=on|off (torch: lines of nodes, in-place writes and cuts) |
+        record=on|off (torch: lines of nodes, in-place writes and cuts; off: light watching) |
         torch [on|off|status] (``import torch`` resolves to nbgrad: nbgrad.as_torch)"""
         try:
             return self._magic(line)

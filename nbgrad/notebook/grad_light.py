@@ -104,17 +104,17 @@ def on_step(tracker, optimizer, phase: str) -> None:
         tracker.light_steps[key] = True
         mine = {id(p) for group in optimizer.param_groups for p in group["params"]}
         live = _take(tracker, lambda st, p: id(p) in mine)
-        grads = _flat([g for _, _, g in live])
-        if grads is None:  # (devices, types that cannot be copied together: read now)
+        both = _flat([g for _, _, g in live] + [p for _, p, _ in live])  # (one copy)
+        if both is None:  # (devices, types that cannot be copied together: read now)
             for st, p, g in live:
                 st.with_ratio = False
                 record(tracker, st, p, g)
             return
-        tracker.light_flat[key] = [[st for st, _, _ in live], grads,
-                                   _flat([p for _, p, _ in live]), None]
+        tracker.light_flat[key] = [[st for st, _, _ in live], [int(p.numel()) for _, p, _ in live],
+                                   both, None]
         return
     rec = tracker.light_flat.get(key)
-    if rec is not None and rec[2] is not None and rec[3] is None:
+    if rec is not None and rec[3] is None:
         params = [st.ref() for st in rec[0]]
         if all(p is not None for p in params):
             rec[3] = _flat(params)
@@ -123,17 +123,16 @@ def on_step(tracker, optimizer, phase: str) -> None:
 def _from_copies(tracker) -> None:
     """The gradient numbers and update ratios (||w after - w before|| / ||w after||) of the
     parameters copied at an optimizer's first step, one segment of the copies each."""
-    for sts, grads, before, after in tracker.light_flat.values():
-        ratio = after is not None and after.shape == before.shape == grads.shape
+    for sts, sizes, both, after in tracker.light_flat.values():
+        half = sum(sizes)  # (the gradients, then the weights before the step)
+        ratio = after is not None and after.shape == (half,) and both.shape == (2 * half,)
         at = 0
-        for st in sts:
-            p = st.ref()
-            n = int(p.numel()) if p is not None else 0
-            g = grads[at:at + n]
+        for st, n in zip(sts, sizes):
+            g = both[at:at + n]
             _stat(tracker, st, float(g @ g) if n else 0.0, int(np.count_nonzero(g == 0)), n)
             if ratio and n:
                 w = after[at:at + n].astype(np.float64)
-                d = w - before[at:at + n]
+                d = w - both[half + at:half + at + n]
                 dn, wn = float(d @ d), float(w @ w)
                 if dn:
                     st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))

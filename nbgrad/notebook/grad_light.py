@@ -113,6 +113,7 @@ def on_step(tracker, optimizer, phase: str) -> None:
         tracker.light_flat[key] = [[st for st, _, _ in live], [int(p.numel()) for _, p, _ in live],
                                    both, None]
         return
+    tracker.light_steps[key] = 2  # (its later steps: nothing to read)
     rec = tracker.light_flat.get(key)
     if rec is not None and rec[3] is None:
         params = [st.ref() for st in rec[0]]

@@ -220,7 +220,7 @@ class ModelTracker:
         self.nan = None  # the first non-finite loss a backward started from: see _nan_step
         self.nan_leaves: dict = {}  # id(leaf) -> [weakref, kind, since, step seen, where raw]
         self.finite_at: dict = {}  # id(leaf) -> (the last step it was seen finite, weakref)
-        self.light_steps: dict = {}  # light: id(optimizer) -> True once its step was read
+        self.light_steps: dict = {}  # light: id(optimizer) -> True in its first step, 2 after
         self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
         self.light_params: dict = {}  # light: id(trained model) -> the ParamStats of its params
         self.light_flat: dict = {}  # light: the weights before / after an optimizer's first step
@@ -579,7 +579,8 @@ class ModelTracker:
         return nbgrad_panel_grad_stats
 
     def _on_step(self, optimizer, phase) -> None:
-        grad_light.on_step(self, optimizer, phase)
+        if self.light and self.light_steps.get(id(optimizer)) != 2:  # (2: its first step read)
+            grad_light.on_step(self, optimizer, phase)
 
     def _step_norm(self, i, sq) -> None:
         """Sum a parameter's squared norm into the total of the backward call running (of the

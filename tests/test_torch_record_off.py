@@ -167,3 +167,29 @@ def test_nan_parameter_is_named():
     assert torch.isnan(w["0.weight"]).any()  # (torch: the poisoned weight stays NaN)
     note = [n for n in got["notes"] if "holds NaN/Inf in" in n]
     assert len(note) == 1 and note[0].startswith("net (Sequential) holds NaN/Inf in 0.weight")
+
+
+def test_a_gradient_left_by_an_earlier_cell_is_not_read_again():
+    """A light cell that only runs the model forward (no backward): the ``.grad`` the earlier
+    training cell left is not this cell's gradient; no gradients and no step are reported."""
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        net = _net()
+        R.set_on(False)
+        tracker.light = True
+        tracker.reset_cell()
+        net(torch.randn(2, 4)).sum().backward()  # a cell that trains once (no optimizer)
+        grad_light.after_cell(tracker)
+        assert all(tracker.params[id(p)].hits == 1 for p in net.parameters())
+        ns = {"net": net}
+        assert model_report.report(tracker, ns).steps == 1
+        tracker.reset_cell()
+        out = net(torch.randn(2, 4))  # noqa: F841 - a forward only, grad on
+        grad_light.after_cell(tracker)
+        rep = model_report.report(tracker, ns)
+        assert rep.steps == 0 and all(tracker.params[id(p)].hits == 0 for p in net.parameters())
+        assert all(p.grad is not None for p in net.parameters())  # (torch kept the old ones)
+    finally:
+        tracker.uninstall()
+        R.set_on(True)

@@ -141,6 +141,24 @@ def _from_copies(tracker) -> None:
     tracker.light_flat.clear()
 
 
+def start_cell(tracker) -> None:
+    """Before a light cell (outside its steps): which ``.grad`` each known parameter holds, so
+    that a gradient left by an earlier cell is not read as this cell's."""
+    tracker.light_start = {}
+    for key, st in list(tracker.params.items()):
+        p = st.ref()
+        g = A.grad(p) if p is not None else None
+        if g is not None:
+            tracker.light_start[key] = (weakref.ref(g), A.version(g))
+
+
+def _fresh(tracker, p) -> bool:
+    """``p.grad`` was made or written since the cell began."""
+    m = tracker.light_start.get(id(p))
+    g = A.grad(p)
+    return g is not None and (m is None or m[0]() is not g or A.version(g) != m[1])
+
+
 def mark(tracker) -> None:
     """At the second training step's forward: which ``.grad`` each trained parameter holds."""
     marks = tracker.light_grads
@@ -156,7 +174,7 @@ def after_cell(tracker) -> None:
     if not tracker.trained:
         return
     _from_copies(tracker)
-    read(tracker, lambda st, p: not st.hits)
+    read(tracker, lambda st, p: not st.hits and _fresh(tracker, p))
     k = tracker.step_count()
     for st, p in trained_params(tracker):
         m = tracker.light_grads.get(id(p))

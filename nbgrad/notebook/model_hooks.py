@@ -224,6 +224,9 @@ class ModelTracker:
         self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
         self.light_params: dict = {}  # light: id(trained model) -> the ParamStats of its params
         self.light_flat: dict = {}  # light: the weights before / after an optimizer's first step
+        self.light_start: dict = {}  # light: id(param) -> (weakref to .grad, version) before
+        if self.light:
+            grad_light.start_cell(self)  # (.grad of each known parameter: read only if it moves)
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0

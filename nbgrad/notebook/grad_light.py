@@ -5,17 +5,18 @@ A watched step of a recorded cell hooks every parameter for its next gradient (o
 ``model_hooks``), twice a cell. With ``record=off`` the tracker hooks no parameter
 (``ModelTracker.light``); the same figures come from these reads:
 
-- at the first step of each optimizer in the cell (torch's global optimizer step pre-hook,
-  :func:`on_step`): every trained parameter's ``.grad`` read in one batch (norm, exact zeros,
-  non-finite: ``grad_batch``'s reading), a parameter without one is a parameter that got no
-  gradient, and the weights are copied; after that step the update/weight ratio is read once;
+- at the first step of each optimizer in the cell (torch's global optimizer step hooks,
+  :func:`on_step`): before it, the gradients and the weights of its trained parameters copied
+  in one flat copy (a parameter without a ``.grad`` then is one that got no gradient), after it
+  the weights copied again; the norms, exact zeros, non-finite gradients and update/weight
+  ratios are worked out from the copies after the cell (:func:`after_cell`), not in the step;
 - at the second training step's forward (:func:`mark`): which ``.grad`` tensor each parameter
-  holds and its version; after the cell (:func:`after_cell`) the same tensor that took exactly one
-  in-place sum per step since is a gradient accumulated without ``zero_grad`` (PyTorch's
-  AccumulateGrad adds in place, +1 on the version each; a ``zero_grad`` sets it to None or zeroes
-  it in place, +1 more);
-- after the cell: the gradients again where no optimizer stepped (a manual update, a single
-  ``backward()``), and the weights of the trained models checked for NaN / Inf.
+  holds and its version; after the cell the same tensor that took exactly one in-place sum per
+  step since is a gradient accumulated without ``zero_grad`` (PyTorch's AccumulateGrad adds in
+  place, +1 on the version each; a ``zero_grad`` sets it to None or zeroes it in place, +1 more);
+- after the cell: the gradients no optimizer step read (a manual update, a single
+  ``backward()``), only those made or written during the cell (:func:`start_cell` notes each
+  ``.grad`` before it), and the weights of the trained models checked for NaN / Inf.
 
 Given up against a recorded cell: the per-step gradient-norm curve (one point a cell), the loss
 curve of a functional loss (a loss module's is kept), the step and op that made a NaN, and where

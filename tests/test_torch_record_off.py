@@ -193,3 +193,34 @@ def test_a_gradient_left_by_an_earlier_cell_is_not_read_again():
     finally:
         tracker.uninstall()
         R.set_on(True)
+
+
+def test_steps_counted_in_each_cell_light_or_not():
+    """A functional loss (the model's own hook counts its steps; in a light cell its lean
+    pre-hook does, the counting hook being back for the next cell): each cell's step count is
+    the number of steps it ran, light, light again, then recorded."""
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        net = _net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        xb, yb = torch.randn(6, 4), torch.randn(6, 3)
+        counts = []
+        for light, steps in ((True, 5), (True, 4), (False, 3), (True, 2)):
+            R.set_on(not light)
+            tracker.light = light
+            tracker.reset_cell()
+            for _ in range(steps):
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(net(xb), yb).backward()
+                opt.step()
+            if light:
+                grad_light.after_cell(tracker)
+            counts.append((tracker.step_count(), model_report.report(tracker, {"net": net}).steps))
+        assert counts == [(5, 5), (4, 4), (3, 3), (2, 2)]
+        tracker.light = False
+        tracker.reset_cell()
+        assert id(net) in tracker.roots  # (the counting hook, back after a light cell)
+    finally:
+        tracker.uninstall()
+        R.set_on(True)

@@ -99,10 +99,11 @@ class ModelTracker:
     the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
     ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
     weights). Every module call, watched or not, is recorded as its node range, its module and
-    the module the user called: a graph's module clusters come from the calls that made its
-    nodes, never from names. ``light`` (``record=off``): only the first step's top-level calls
-    are watched, inner calls by their node range, no parameter is hooked (``grad_light`` reads
-    the gradients). Measured by ``bench_model_panel.py`` and ``bench_torch_panel.py``.
+    the module the user called (a counter read before and after, a weak reference): a graph's
+    module clusters come from the calls that made its nodes, never from names. ``light``
+    (``record=off``): only the first step's top-level calls are watched, inner calls by their
+    node range, and no parameter is hooked (``grad_light`` reads the gradients). Measured by
+    ``benchmarks/bench_model_panel.py`` and ``bench_torch_panel.py``.
     """
 
     def __init__(self):
@@ -120,7 +121,6 @@ class ModelTracker:
         self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
         self.lean: dict = {}  # id(trained model) -> handles of its lean-step hooks (this cell)
         self._lean_stack: list = []  # (token, node count) of the lean model calls running now
-        self._lean_counts: dict = {}  # light: id(model) -> weakref: its lean pre-hook counts
         self.enabled = False  # the module hooks are installed
         self.light = False  # record=off: no parameter hooked (grad_light), submodules by range
         self.watching = True  # this cell's first steps: module calls are watched in full
@@ -247,8 +247,8 @@ class ModelTracker:
                 if self.light and self.trained:  # light: lean from this call on (its own hooks;
                     self._start_lean()  # nn's global ones, already read for it, are removed)
                     if id(module) in self.lean:  # (torch runs no hook added now in this call)
-                        self._counted_now = None  # (and this call was counted just now)
-                        return self._lean_stack.append((None, A.node_count(module)))
+                        self._counted_now = None
+                        return self._lean_pre(module, args)
                 self.go_lean = bool(self.trained) and self.watched_backwards >= WATCH_BACKWARDS
         if not self.watching or (self.light and d > 1):  # (light: the model's call alone)
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
@@ -647,15 +647,16 @@ class ModelTracker:
     # -- lean steps: after the watched ones, only the trained models' own hooks --------------
 
     def _start_lean(self) -> None:
-        """The end of the first top-level call after watching (the second step; light: its
-        start), when the engines of the modules called this cell want it (torch:
-        ``A.lean_steps``): nn's global module hooks go for the rest of the cell. Each module
-        called at the top level this cell (the model, the loss module) gets a pre/post hook of
-        its own instead, which lets the recorder step aside inside it (its nodes get the lines
-        of its *twin*, its last call recorded by the global hooks, when as many) and records the
-        call's node range; the calls inside it are the twin's shifted by the difference in node
-        numbers when the counts agree, else only the module's own call is known. A module first
-        called later in the cell is not seen (no cluster)."""
+        """The end of the first top-level call after watching (the second training step), when
+        the engines of the modules called this cell want it (torch: ``A.lean_steps``): nn's
+        global module hooks go, for the rest of the cell. Each module called at the top level
+        this cell (the model, the loss module) gets a pre/post hook of its own instead, which
+        lets the engine's recorder step aside inside it (its nodes get the lines of its *twin*,
+        its last call recorded by the global hooks, when they are as many) and records the
+        call's node range; the calls inside it are the twin's shifted by the difference in
+        node numbers when the counts agree (the same code made the same nodes), else only the
+        module's own call is known. A module first called later in the cell is not seen (no
+        cluster)."""
         self.go_lean = False
         mine = []  # this cell's calls, newest first (the deque holds earlier cells' too)
         for c in reversed(self.calls):
@@ -681,19 +682,11 @@ class ModelTracker:
             except TypeError:  # an nn without always_call
                 post = mod.register_forward_hook(post)
             self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre), post)
-            if self.light and key in self.roots:  # light: its lean pre-hook counts its steps
-                self.roots.pop(key).remove()  # (one hook fewer a step; back at _lean_off)
-                self._lean_counts[key] = weakref.ref(mod)
         if self.lean:
             self._disable()
 
     def _lean_pre(self, module, args):
-        if self.light:  # (no recorder to step aside from)
-            if self._lean_counts and id(module) in self._lean_counts:
-                self._root_pre(module, args)
-            self._lean_stack.append((None, A.node_count(module)))
-        else:
-            self._lean_stack.append((A.pause_recording(module), A.node_count(module)))
+        self._lean_stack.append((A.pause_recording(module), A.node_count(module)))
 
     def _make_lean_post(self, twin):
         def nbgrad_panel_lean_step(module, args, output):
@@ -701,8 +694,7 @@ class ModelTracker:
                 return
             token, start = self._lean_stack.pop()
             end = A.node_count(module)
-            if token is not None:
-                A.resume_recording(module, token, (twin.top.start + 1, twin.top.end + 1))
+            A.resume_recording(module, token, (twin.top.start + 1, twin.top.end + 1))
             if end != start:
                 self.calls.append(_LeanCall(start, end, twin, self.cell))
         return nbgrad_panel_lean_step
@@ -713,11 +705,6 @@ class ModelTracker:
                 h.remove()
         self.lean = {}
         self._lean_stack = []
-        for key, ref in self._lean_counts.items():  # (their counting hooks, for the next cell)
-            mod = ref()
-            if mod is not None and key not in self.roots:
-                self.roots[key] = mod.register_forward_pre_hook(self._root_pre)
-        self._lean_counts = {}
 
     # -- notes --------------------------------------------------------------------------------
 
@@ -769,7 +756,8 @@ _is_tensor = A.is_tensor
 
 
 def _storage_ptr(t) -> int:
-    """Which memory ``t`` views (a ``.detach()``, ``.data`` or numpy round trip shares it)."""
+    """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
+    or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
     return A.storage_ptr(A.storage(t))
 
 

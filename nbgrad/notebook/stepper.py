@@ -291,8 +291,10 @@ class StepPanel:
         svg = self.svg()
         if svg and not inline:
             from . import render
+            from .svg_image import for_image
 
-            svg = f'<img src="{render.svg_uri(svg)}" alt="the graph of the backward walk">'
+            svg = (f'<img src="{render.svg_uri(for_image(svg))}" '
+                   'alt="the graph of the backward walk">')
         pic = f"<div style='overflow:auto;max-width:100%'>{svg}</div>" if svg else \
             "<pre>" + html.escape("\n".join(
                 f"{'*' if i < self.pos else ' '} {_name_of(st)}"

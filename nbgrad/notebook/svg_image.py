@@ -23,8 +23,11 @@ _SHARED = ' text-anchor="middle" stroke="black"'
 _STYLE = "<style>text{stroke:none}</style>"
 
 
-def for_image(svg: str) -> str:
-    """``svg`` (Graphviz's, as layout.py cleans it) as small as it draws the same in an image."""
+def for_image(svg: str, inline: bool = False) -> str:
+    """``svg`` (Graphviz's, as layout.py cleans it) as small as it draws the same in an image.
+
+    ``inline``: for a page's own DOM (an ipywidgets HTML view), where a ``<style>`` would style
+    the whole page: each shape keeps its black stroke, and there is no style element."""
     svg = _INERT.sub("", _TITLE.sub("", svg))
     root = _ROOT.search(svg)
     if root is None:
@@ -37,11 +40,13 @@ def for_image(svg: str) -> str:
         end = body.rfind("</g>")
         body = (body[:end].replace("<g>\n", "").replace("<g>", "").replace("</g>\n", "")
                 .replace("</g>", "") + body[end:])
-    body = (body.replace(' text-anchor="middle"', "").replace(' stroke="black"', "")
-            .replace(' fill="black"', ""))
+    body = body.replace(' text-anchor="middle"', "").replace(' fill="black"', "")
+    shared, style = (_SHARED, _STYLE) if not inline else (' text-anchor="middle"', "")
+    if not inline:
+        body = body.replace(' stroke="black"', "")
     body = _CLOSED.sub(r'\1"', body)
     if "xlink:" not in body:
         head = head.replace(' xmlns:xlink="http://www.w3.org/1999/xlink"', "")
     group = (root.group(1) or "").replace("scale(1 1) rotate(0) ", "")
-    out = head + f"<g{group}{_SHARED}>{_STYLE}" + body
+    out = head + f"<g{group}{shared}>{style}" + body
     return out.replace(">\n<", "><").replace("\n ", " ").replace("\n", " ")

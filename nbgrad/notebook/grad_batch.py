@@ -11,15 +11,26 @@ zeros over their concatenation, the weights copied in one concatenation. Otherwi
 engine, a gradient summed into another, a batch that cannot be made) :func:`record` reads that
 one gradient at once, as before. Nothing here keeps a tensor past the backward call: the noted
 parameters are held by the weak references of their ``ParamStat``.
+
+Where the engine runs its backward observers inside the backward call and can run a callback at
+its end (nbgrad's: ``adapter_nbgrad.UNHOOKED_GRADS``), a watched parameter gets no hook at all
+(:meth:`GradBatch.arm`): before each backward call its ``.grad`` is noted (None or zeros: the
+gradient will be the new one alone), and once the call is over the parameters whose ``.grad`` it
+changed are read in one batch as above. One whose ``.grad`` holds an earlier sum, or a call of
+``autograd.grad`` (no ``.grad`` changes), gets its one-shot hook then, as before.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
 from . import adapter as A
+
+
+UNHOOKED = "unhooked"  # ParamStat.armed of a parameter watched without a hook
 
 
 class GradBatch:
@@ -28,6 +39,69 @@ class GradBatch:
     def __init__(self, tracker):
         self.tracker = tracker
         self.pending: list = []  # ParamStat, in the order the hooks ran
+        self.unhooked: list = []  # ParamStat armed without a hook (UNHOOKED), in arming order
+
+    def arm(self, st, p) -> bool:
+        """Watch ``p``'s next gradient without a hook, when its engine allows; False: hook it."""
+        if not A.unhooked_grads(p):
+            return False
+        st.armed = UNHOOKED
+        self.unhooked.append(st)
+        return True
+
+    def disarm(self) -> None:
+        for st in self.unhooked:
+            if st.armed is UNHOOKED:
+                st.armed = None
+        self.unhooked = []
+
+    def before_backward(self, outputs, api) -> None:
+        """The tracker's backward observer, before each backward call: the ``.grad`` of each
+        parameter watched without a hook, read again once the call is over (:meth:`_after`);
+        one summed into an earlier gradient, or any in an ``autograd.grad`` call, is hooked."""
+        if not self.unhooked or not outputs or not A.unhooked_grads(outputs[0]):
+            return
+        keep, watch = [], []
+        tracker = self.tracker
+        for st in self.unhooked:
+            p = st.ref() if st.armed is UNHOOKED else None
+            if p is None:
+                continue
+            g = A.grad(p)
+            if api != "backward" or (g is not None and A.array(g).any()):
+                tracker.hook(st, p)  # (its hook sees the new gradient alone, before the sum)
+                continue
+            keep.append(st)
+            watch.append((st, p, g, A.version(g) if g is not None else 0))
+        self.unhooked = keep
+        if watch and not A.after_backward(outputs[0], lambda: self._after(watch)):
+            for st, p, _, _ in watch:  # (no end of the call to wait for: hooked)
+                tracker.hook(st, p)
+            self.unhooked = []
+
+    def _after(self, watch) -> None:
+        """The backward call is over: the watched parameters whose ``.grad`` it changed got
+        their gradient (``.grad`` None or zeros before: the new one alone); read in one batch."""
+        tracker = self.tracker
+        got = []
+        try:
+            for st, p, old, version in watch:
+                if st.armed is not UNHOOKED:
+                    continue
+                g = A.grad(p)
+                if g is None or (g is old and A.version(g) == version):
+                    continue  # (not reached: still armed)
+                st.armed = None
+                seen(tracker, st, old, True)
+                got.append(st)
+            if got:
+                self.unhooked = [st for st in self.unhooked if st.armed is UNHOOKED]
+                self._read(got)
+                if tracker.eval_forward:
+                    for st in got:
+                        eval_check(tracker, st)
+        except Exception:  # noqa: BLE001 - the user's backward() is never failed by the panel
+            pass
 
     def defer(self, st, grad) -> bool:
         """Note ``st`` for the batch read after this backward pass; False: read it now."""
@@ -68,6 +142,32 @@ class GradBatch:
         ratio = [(st, p) for st, p, _ in live if st.with_ratio]
         if ratio:
             _copy_weights(tracker, ratio)
+
+
+def seen(tracker, st, old, fresh: bool) -> None:
+    """A watched backward call brought ``st``'s parameter a gradient: how many calls were summed
+    into its ``.grad`` (``old``: it before the sum; ``fresh``: None or zeros, a new sum)."""
+    step = tracker.step_count()
+    if fresh:  # zero_grad: None, or zeroed in place
+        st.accumulated, st.missed, st.summed_into = 1, False, None
+    else:
+        st.accumulated += 1
+        st.missed = st.missed or step > st.hits + 1
+        st.summed_into, st.summed_version = weakref.ref(old), A.version(old)
+    st.summed_at = step
+    st.max_accumulated = max(st.max_accumulated, st.accumulated)
+    st.hits += 1
+    tracker.backward_seen = True
+    if st.sample != tracker.last_sample:  # a new backward call watched
+        tracker.last_sample = st.sample
+        tracker.watched_backwards += 1
+
+
+def eval_check(tracker, st) -> None:
+    """A backward reached the parameter of a module in eval mode (see ``eval_trained``)."""
+    mod = st.module() if st.module is not None else None
+    if mod is not None and not mod.training:
+        tracker.eval_trained()
 
 
 def record(tracker, st, p, grad) -> None:

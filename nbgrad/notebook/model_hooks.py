@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 
 from . import adapter as A
-from .grad_batch import GradBatch, record
+from .grad_batch import GradBatch, eval_check, record, seen
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
@@ -77,7 +77,8 @@ class ParamStat:
     hits: int = 0  # watched backward calls this cell
     missed: bool = False  # backward calls ran unwatched since .grad was last reset
     nonfinite: bool = False
-    armed: object = None  # the handle of its one-shot gradient hook, while armed
+    armed: object = None  # while armed: the handle of its one-shot gradient hook, or
+    # grad_batch.UNHOOKED (read after the next backward call that reaches it)
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
@@ -333,6 +334,7 @@ class ModelTracker:
         """The engine's observer: before each ``backward()``, the scalar it starts from (a
         functional loss, ``F.cross_entropy(...).backward()``, has no module to hook); from the
         first non-finite one on, where the NaN / Inf came from (:meth:`_nan_step`)."""
+        self.batch.before_backward(outputs, api)  # (its gradients read once it is over)
         if api != "backward":
             return
         self.n_backward += 1
@@ -474,36 +476,46 @@ class ModelTracker:
     # -- gradients: one-shot hooks armed on watched steps ------------------------------------
 
     def _arm(self, module, with_ratio: bool = True) -> bool:
-        """Hook each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
-        the update/weight ratio of the step after it); from now on a hook on ``module`` counts
-        its training steps."""
+        """Watch each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
+        the update/weight ratio of the step after it): read once the next backward call that
+        reaches it is over (``grad_batch``), or by a one-shot hook; from now on a hook on
+        ``module`` counts its training steps."""
         self.samples += 1
         new = trained = False
+        params = self.params
+        batch = self.batch
         for p in module.parameters():
             if not p.requires_grad:
                 continue
             trained = True
-            st = self.params.get(id(p))
+            st = params.get(id(p))
             if st is None:
-                st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
-                st.hook = self._grad_hook(st)
+                st = params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
                 new = True
             if st.armed is None:
-                st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
                 st.with_ratio = with_ratio
+                if not batch.arm(st, p):
+                    self.hook(st, p)
         if new:  # which module owns each parameter (the eval-mode note asks it)
             for mod in _submodules(module):
                 own = mod.__dict__.get("_parameters")  # (both engines keep a plain dict; read
                 # directly: parameters(recurse=False) costs a generator chain per module)
                 for p in (own.values() if type(own) is dict else mod.parameters(recurse=False)):
-                    if p is not None and id(p) in self.params:
-                        self.params[id(p)].module = weakref.ref(mod)
+                    if p is not None and id(p) in params:
+                        params[id(p)].module = weakref.ref(mod)
         if trained:
             self.trained[id(module)] = weakref.ref(module)
         return trained
 
+    def hook(self, st: ParamStat, p) -> None:
+        """Arm ``p``'s one-shot gradient hook (its function made once)."""
+        if st.hook is None:
+            st.hook = self._grad_hook(st)
+        st.armed = p.register_hook(st.hook)
+
     def _disarm(self) -> None:
+        self.batch.disarm()
         for st in self.params.values():
             if st.armed is not None:
                 st.armed.remove()
@@ -527,26 +539,12 @@ class ModelTracker:
             if p is None:
                 return None
             old = A.grad(p)  # runs before the new gradient is summed in
-            step = tracker.step_count()
-            if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
-                st.accumulated, st.missed, st.summed_into = 1, False, None
-            else:
-                st.accumulated += 1
-                st.missed = st.missed or step > st.hits + 1
-                st.summed_into, st.summed_version = weakref.ref(old), A.version(old)
-            st.summed_at = step
-            st.max_accumulated = max(st.max_accumulated, st.accumulated)
-            st.hits += 1
-            tracker.backward_seen = True
-            if st.sample != tracker.last_sample:  # a new backward call watched
-                tracker.last_sample = st.sample
-                tracker.watched_backwards += 1
+            # zero_grad: None, or zeroed in place
+            seen(tracker, st, old, old is None or not A.array(old).any())
             if old is not None or not tracker.batch.defer(st, grad):  # (.grad: the new one
                 record(tracker, st, p, grad)  # once the pass is over, when not summed into one)
             if tracker.eval_forward:
-                mod = st.module() if st.module is not None else None
-                if mod is not None and not mod.training:
-                    tracker.eval_trained()
+                eval_check(tracker, st)
             return None
 
         return nbgrad_panel_grad_stats

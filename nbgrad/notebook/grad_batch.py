@@ -85,6 +85,7 @@ class GradBatch:
         tracker = self.tracker
         got = []
         try:
+            step = tracker.step_count()
             for st, p, old, version in watch:
                 if st.armed is not UNHOOKED:
                     continue
@@ -92,13 +93,13 @@ class GradBatch:
                 if g is None or (g is old and A.version(g) == version):
                     continue  # (not reached: still armed)
                 st.armed = None
-                seen(tracker, st, old, True)
-                got.append(st)
+                seen(tracker, st, old, True, step)
+                got.append((st, p, g))
             if got:
                 self.unhooked = [st for st in self.unhooked if st.armed is UNHOOKED]
                 self._read(got)
                 if tracker.eval_forward:
-                    for st in got:
+                    for st, _, _ in got:
                         eval_check(tracker, st)
         except Exception:  # noqa: BLE001 - the user's backward() is never failed by the panel
             pass
@@ -117,19 +118,19 @@ class GradBatch:
         if not items:
             return
         try:
-            self._read(items)
+            live = []
+            for st in items:
+                p = st.ref()
+                g = A.grad(p) if p is not None else None
+                if g is not None:
+                    live.append((st, p, g))
+            if live:
+                self._read(live)
         except Exception:  # noqa: BLE001 - the user's backward() is never failed by the panel
             pass
 
-    def _read(self, items) -> None:
-        live = []
-        for st in items:
-            p = st.ref()
-            g = A.grad(p) if p is not None else None
-            if g is not None:
-                live.append((st, p, g))
-        if not live:
-            return
+    def _read(self, live) -> None:
+        """The gradients of ``live``, ``[(stat, parameter, its .grad)]``."""
         eng = A.batched_grads(live[0][2])
         stats = eng.grad_stats([g for _, _, g in live]) if eng is not None else None
         tracker = self.tracker
@@ -144,10 +145,12 @@ class GradBatch:
             _copy_weights(tracker, ratio)
 
 
-def seen(tracker, st, old, fresh: bool) -> None:
+def seen(tracker, st, old, fresh: bool, step=None) -> None:
     """A watched backward call brought ``st``'s parameter a gradient: how many calls were summed
-    into its ``.grad`` (``old``: it before the sum; ``fresh``: None or zeros, a new sum)."""
-    step = tracker.step_count()
+    into its ``.grad`` (``old``: it before the sum; ``fresh``: None or zeros, a new sum; ``step``:
+    the tracker's step count, when read already)."""
+    if step is None:
+        step = tracker.step_count()
     if fresh:  # zero_grad: None, or zeroed in place
         st.accumulated, st.missed, st.summed_into = 1, False, None
     else:
@@ -195,13 +198,61 @@ def _copy_weights(tracker, items) -> None:
     eng = A.batched_grads(items[0][1]) if len(items) > 1 else None
     flat = eng.flat_values([p for _, p in items]) if eng is not None else None
     at = 0
+    nodes = A.node_count(items[0][1]) if flat is not None else None  # (one engine's counter)
     for st, p in items:
         if flat is None:
             st.prev = A.array(p).copy()
+            st.prev_nodes = A.node_count(p)
         else:
             n = int(p.numel())
             st.prev = flat[at:at + n].reshape(tuple(p.shape))
             at += n
-        st.prev_nodes = A.node_count(p)
+            st.prev_nodes = nodes
         st.prev_version = A.version(p)
         tracker.pending_ratio.append(st)
+    if flat is not None:
+        tracker.ratio_flat = (flat, [st for st, _ in items])
+
+
+def _unmoved(tracker) -> set:
+    """ids of the stats of the last batch copied together whose weights are all unchanged now
+    (one comparison: a cell that trains no further, as most do, has no ratio to compute)."""
+    rf, tracker.ratio_flat = tracker.ratio_flat, None
+    if rf is None:
+        return set()
+    flat, sts = rf
+    ps = [st.ref() for st in sts]
+    if any(p is None for p in ps) or any(st.prev is None or st.prev.base is not flat
+                                         for st in sts):
+        return set()
+    eng = A.batched_grads(ps[0])
+    now = eng.flat_values(ps) if eng is not None else None
+    if now is None or now.shape != flat.shape or not np.array_equal(now, flat):
+        return set()
+    return {id(st) for st in sts}
+
+
+def ratios(tracker) -> None:
+    """||weight change|| / ||weight|| of the parameters copied after a watched backward, once a
+    forward ran since (not in the backward that copied them)."""
+    later = []
+    unmoved = _unmoved(tracker) if tracker.ratio_flat is not None else ()
+    for st in tracker.pending_ratio:
+        p = st.ref()
+        if (p is not None and st.prev_nodes >= A.node_count(p)
+                and st.prev_version == A.version(p)):  # neither a forward nor a step since
+            later.append(st)
+            continue
+        if p is None or st.prev is None or id(st) in unmoved \
+                or st.prev.shape != A.array(p).shape:
+            st.prev = None
+            continue
+        w = A.array(p).reshape(-1)
+        d = st.prev.reshape(-1)  # our own copy: the difference is made in it
+        d -= w
+        dn = float(d @ d)
+        if dn:  # the weights moved: an optimizer step
+            wn = float(w @ w)
+            st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
+        st.prev = None
+    tracker.pending_ratio = later

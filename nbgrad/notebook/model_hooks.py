@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 
 from . import adapter as A
-from .grad_batch import GradBatch, eval_check, record, seen
+from .grad_batch import GradBatch, eval_check, ratios, record, seen
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
@@ -40,7 +40,7 @@ _MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"
                 "BatchNorm2d", "BatchNorm3d")
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One module call: nodes with ``start < _seq <= end`` were made inside it."""
 
@@ -62,7 +62,7 @@ class Call:
     watched: bool = True  # False: a call after watching (only its node range and module known)
 
 
-@dataclass
+@dataclass(slots=True)
 class ParamStat:
     """What the tracker saw of one parameter's gradients (no tensor: a weak reference)."""
 
@@ -109,6 +109,7 @@ class ModelTracker:
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
         self.pending_ratio: list = []  # stats whose weights were copied before a step
+        self.ratio_flat = None  # (copy, stats): the last batch of them, copied together
         self.batch = GradBatch(self)  # gradients read once the backward pass is over
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
@@ -247,9 +248,8 @@ class ModelTracker:
     def _watched_pre(self, module, args, depth):
         grad_on = A.grad_on(module)
         parent = self.frames[-1]
-        frame = _Frame(A.node_count(module), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
-        frame.inputs = {id(a) for a in ins}
+        frame = _Frame(A.node_count(module), grad_on, A.capture_where(), {id(a) for a in ins})
         if grad_on and parent.child_outputs:
             for a in ins:
                 if a.requires_grad or id(a) in parent.inputs:
@@ -319,10 +319,12 @@ class ModelTracker:
                                frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
                                out_cut, root=self.root, depth=d))
         if out_rg:
-            parent = self.frames[-1]
-            if len(parent.child_outputs) > 256:
-                parent.child_outputs.clear()
-            parent.child_outputs.add(_storage_ptr(out))
+            outs = self.frames[-1].child_outputs
+            if outs is None:
+                outs = self.frames[-1].child_outputs = set()
+            elif len(outs) > 256:
+                outs.clear()
+            outs.add(_storage_ptr(out))
         if d > 1:
             return
         if A.is_loss(module) and id(module) not in self.loss_hooks:
@@ -562,25 +564,8 @@ class ModelTracker:
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,
-        once a forward ran since (not in the backward that copied them)."""
-        later = []
-        for st in self.pending_ratio:
-            p = st.ref()
-            if (p is not None and st.prev_nodes >= A.node_count(p)
-                    and st.prev_version == A.version(p)):  # neither a forward nor a step since
-                later.append(st)
-                continue
-            if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
-                continue
-            w = A.array(p).reshape(-1)
-            d = st.prev.reshape(-1)  # our own copy: the difference is made in it
-            d -= w
-            dn = float(d @ d)
-            if dn:  # the weights moved: an optimizer step
-                wn = float(w @ w)
-                st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
-            st.prev = None
-        self.pending_ratio = later
+        once a forward ran since (``grad_batch.ratios``)."""
+        ratios(self)
 
     def eval_trained(self) -> None:
         """A backward reached a model whose forward ran in eval mode with grad on."""
@@ -745,10 +730,10 @@ class _LeanCall:
 class _Frame:
     __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
 
-    def __init__(self, start, grad_on, where):
+    def __init__(self, start, grad_on, where, inputs=frozenset()):
         self.start, self.grad_on, self.where = start, grad_on, where
-        self.inputs: set = set()
-        self.child_outputs: set = set()
+        self.inputs = inputs  # ids of its tensor arguments
+        self.child_outputs = None  # storage addresses of its calls' outputs (a set, once one)
         self.cut = None
         self.depth = 0
 

@@ -38,7 +38,7 @@ class GradBatch:
 
     def __init__(self, tracker):
         self.tracker = tracker
-        self.pending: list = []  # ParamStat, in the order the hooks ran
+        self.pending: list = []  # (ParamStat, gradient), in the order the hooks ran
         self.unhooked: list = []  # ParamStat armed without a hook (UNHOOKED), in arming order
 
     def arm(self, st, p) -> bool:
@@ -109,7 +109,7 @@ class GradBatch:
         eng = A.batched_grads(grad)
         if eng is None or not eng.after_backward(self.flush):  # (one callback per hook: the first reads
             return False  # all, a backward that raised before its callbacks leaves none queued)
-        self.pending.append(st)
+        self.pending.append((st, grad))  # (held until the pass is over)
         return True
 
     def flush(self) -> None:
@@ -119,9 +119,11 @@ class GradBatch:
             return
         try:
             live = []
-            for st in items:
+            for st, hooked in items:
                 p = st.ref()
                 g = A.grad(p) if p is not None else None
+                if g is None and p is not None:  # autograd.grad: no .grad, the hook's own
+                    g = hooked
                 if g is not None:
                     live.append((st, p, g))
             if live:
@@ -168,6 +170,8 @@ def seen(tracker, st, old, fresh: bool, step=None) -> None:
 
 def eval_check(tracker, st) -> None:
     """A backward reached the parameter of a module in eval mode (see ``eval_trained``)."""
+    if st.module is None:
+        tracker.find_owners()
     mod = st.module() if st.module is not None else None
     if mod is not None and not mod.training:
         tracker.eval_trained()

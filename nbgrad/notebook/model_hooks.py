@@ -483,7 +483,7 @@ class ModelTracker:
         reaches it is over (``grad_batch``), or by a one-shot hook; from now on a hook on
         ``module`` counts its training steps."""
         self.samples += 1
-        new = trained = False
+        trained = False
         params = self.params
         batch = self.batch
         for p in module.parameters():
@@ -493,22 +493,26 @@ class ModelTracker:
             st = params.get(id(p))
             if st is None:
                 st = params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
-                new = True
             if st.armed is None:
                 st.sample = self.samples
                 st.with_ratio = with_ratio
                 if not batch.arm(st, p):
                     self.hook(st, p)
-        if new:  # which module owns each parameter (the eval-mode note asks it)
-            for mod in _submodules(module):
+        if trained:
+            self.trained[id(module)] = weakref.ref(module)
+        return trained
+
+    def find_owners(self) -> None:
+        """Which module owns each parameter of the models armed this cell (``st.module``: the
+        eval-mode check asks it, rarely: found then, not at each arming)."""
+        params = self.params
+        for ref in list(self.trained.values()):
+            for mod in _submodules(ref()) if ref() is not None else ():
                 own = mod.__dict__.get("_parameters")  # (both engines keep a plain dict; read
                 # directly: parameters(recurse=False) costs a generator chain per module)
                 for p in (own.values() if type(own) is dict else mod.parameters(recurse=False)):
                     if p is not None and id(p) in params:
                         params[id(p)].module = weakref.ref(mod)
-        if trained:
-            self.trained[id(module)] = weakref.ref(module)
-        return trained
 
     def hook(self, st: ParamStat, p) -> None:
         """Arm ``p``'s one-shot gradient hook (its function made once)."""

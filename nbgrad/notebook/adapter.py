@@ -155,6 +155,13 @@ def storage_ptr(sobj) -> int:
     return _of(sobj).storage_ptr(sobj) if sobj is not None else 0
 
 
+def buffer_key(t) -> int:
+    """A number naming the memory ``t`` views, the same for every tensor viewing it: a view, a
+    ``.detach()``, ``.data``, a numpy round trip without a copy (``from_numpy(h.detach().numpy())``)
+    (the model panel's test of an input cut from a sibling call's output, at every module call)."""
+    return _of(t).buffer_key(t)
+
+
 def storage_nbytes(sobj) -> int:
     return _of(sobj).storage_nbytes(sobj) if sobj is not None else 0
 

@@ -134,6 +134,15 @@ def storage_ptr(sobj) -> int:
     return int(sobj.data_ptr()) if sobj is not None else 0
 
 
+def buffer_key(t) -> int:
+    """The identity of the array owning ``t``'s buffer (its storage's root: a numpy round trip
+    without a copy makes a storage of the same root); cheaper than its address."""
+    try:
+        return id(t._storage._root)
+    except AttributeError:
+        return storage_ptr(storage(t))
+
+
 def storage_nbytes(sobj) -> int:
     try:
         return int(sobj.nbytes()) if sobj is not None else 0

@@ -745,10 +745,7 @@ class _Frame:
 _is_tensor = A.is_tensor
 
 
-def _storage_ptr(t) -> int:
-    """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
-    or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
-    return A.storage_ptr(A.storage(t))
+_storage_ptr = A.buffer_key  # which memory a tensor views (see adapter.buffer_key)
 
 
 def _last_write(t):

@@ -1,6 +1,6 @@
 """What the model panel's hooks add to a cell while it runs, in this process (no kernel, no panel).
 
-    python benchmarks/bench_cell_hooks.py                   # 400 cells, alternately with and without
+    python benchmarks/bench_cell_hooks.py            # 400 cells, alternately with and without
     python benchmarks/bench_cell_hooks.py --cells 600 --kind many
 
 The cell of ``bench_panel.py`` (``--kind model``: a new 20-layer MLP, Linear 16x16 + Tanh, its loss

@@ -107,8 +107,10 @@ class GradBatch:
     def defer(self, st, grad) -> bool:
         """Note ``st`` for the batch read after this backward pass; False: read it now."""
         eng = A.batched_grads(grad)
-        if eng is None or not eng.after_backward(self.flush):  # (one callback per hook: the first reads
-            return False  # all, a backward that raised before its callbacks leaves none queued)
+        # (one callback per hook: the first reads all; a backward that raised before its
+        # callbacks leaves none queued)
+        if eng is None or not eng.after_backward(self.flush):
+            return False
         self.pending.append((st, grad))  # (held until the pass is over)
         return True
 

@@ -8,9 +8,10 @@ references only:
   sequence numbers (``node._seq``) made inside it, whether grad mode was on, whether its output
   requires grad, and whether one of its inputs was cut from a graph a sibling call made (a
   ``.detach()``, ``.data``, a numpy round trip);
-- per parameter (a tensor hook, the public ``register_hook``): the norm and fraction of exact zeros
-  of each gradient, the update/weight ratio between two backward calls (the optimizer step), and
-  gradients accumulated by a second backward without ``zero_grad``;
+- per parameter (its ``.grad`` read once a backward call is over, ``grad_batch``; a one-shot tensor
+  hook, the public ``register_hook``, where the engine needs one): the norm and fraction of exact
+  zeros of each gradient, the update/weight ratio between two backward calls (the optimizer
+  step), and gradients accumulated by a second backward without ``zero_grad``;
 - per loss module call: the loss value, and a target that broadcasts against the input.
 
 ``model_report`` turns what it saw into the panel's :class:`~.model_report.ModelReport` after a
@@ -95,11 +96,11 @@ class ModelTracker:
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
     ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls
-    and their node-number ranges, provenance, cut inputs, modes, one-shot gradient hooks on every
+    and their node-number ranges, provenance, cut inputs, modes, a one-shot gradient watch on every
     parameter, the update ratio at the next step). After that a step costs one forward hook on
     each loss module (its value; without one, a forward pre-hook on each trained model counts
     the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
-    ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
+    ``SAMPLE_EVERY``-th arm the one-shot gradient watch again (the second without copying the
     weights). Every module call, watched or not, is recorded as its node range, its module and
     the module the user called (a counter read before and after, a weak reference): a graph's
     module clusters come from the calls that made its nodes, never from names. Measured by

@@ -135,12 +135,13 @@ def storage_ptr(sobj) -> int:
 
 
 def buffer_key(t) -> int:
-    """The identity of the array owning ``t``'s buffer (its storage's root: a numpy round trip
-    without a copy makes a storage of the same root); cheaper than its address."""
-    try:
-        return id(t._storage._root)
-    except AttributeError:
-        return storage_ptr(storage(t))
+    """The identity of the array owning ``t``'s buffer (numpy keeps a view's ``base`` at the
+    owner: every view, ``.detach()``, ``.data`` and numpy round trip without a copy names the
+    same one); neither an address read through ctypes nor a Storage made for a tensor an op made
+    without one (``Tensor._storage``)."""
+    d = t._data
+    b = d.base
+    return id(b if b is not None and type(b) is type(d) else d)
 
 
 def storage_nbytes(sobj) -> int:

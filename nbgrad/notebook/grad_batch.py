@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections import deque
 
 import numpy as np
 
@@ -259,6 +260,8 @@ def ratios(tracker) -> None:
         dn = float(d @ d)
         if dn:  # the weights moved: an optimizer step
             wn = float(w @ w)
+            if not st.ratios:
+                st.ratios = deque(st.ratios, maxlen=st.norms.maxlen)
             st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
         st.prev = None
     tracker.pending_ratio = later

@@ -70,7 +70,7 @@ class ParamStat:
     ref: object
     module: object  # weakref to the module owning it
     norms: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
-    ratios: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    ratios: object = ()  # a deque like norms from the first ratio on (most cells train no step)
     zeros: float = 0.0
     prev: object = None  # the weights before the optimizer step after a watched backward
     accumulated: int = 0  # watched backward calls summed into .grad since it was last reset
@@ -113,6 +113,8 @@ class ModelTracker:
         self.ratio_flat = None  # (copy, stats): the last batch of them, copied together
         self.batch = GradBatch(self)  # gradients read once the backward pass is over
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
+        self._keys: dict = {}  # id of its weak reference -> id(param), for _forget
+        self._gone = self._forget  # (one bound method for every weak reference's callback)
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
         self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
         self.samples = 0  # armings so far
@@ -190,6 +192,7 @@ class ModelTracker:
         self._uninstall_warnings()
         A.unobserve_backward(self._on_backward)
         self.params.clear()
+        self._keys.clear()
         self.calls.clear()
 
     def reset_cell(self) -> None:
@@ -493,7 +496,9 @@ class ModelTracker:
             trained = True
             st = params.get(id(p))
             if st is None:
-                st = params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
+                ref = weakref.ref(p, self._gone)
+                st = params[id(p)] = ParamStat(ref, None)
+                self._keys[id(ref)] = id(p)
             if st.armed is None:
                 st.sample = self.samples
                 st.with_ratio = with_ratio
@@ -528,12 +533,11 @@ class ModelTracker:
                 st.armed.remove()
                 st.armed = None
 
-    def _forget(self, key):
-        def gone(_ref, params=self.params):
-            st = params.pop(key, None)
-            if st is not None:  # (its hook closes over it: freed now, not by a collection)
-                st.hook = st.armed = None
-        return gone
+    def _forget(self, ref) -> None:
+        """A watched parameter is gone: its stat goes (one callback for all: no closure each)."""
+        st = self.params.pop(self._keys.pop(id(ref), None), None)
+        if st is not None:  # (its hook closes over it: freed now, not by a collection)
+            st.hook = st.armed = None
 
     def _grad_hook(self, st: ParamStat):
         tracker = self

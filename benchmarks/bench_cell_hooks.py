@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cell_hooks.py            # 400 cells, alternately with and without
     python benchmarks/bench_cell_hooks.py --cells 600 --kind many
+    python benchmarks/bench_cell_hooks.py --gc       # the collector on in the cells, as a kernel
 
 The cell of ``bench_panel.py`` (``--kind model``: a new 20-layer MLP, Linear 16x16 + Tanh, its loss
 and backward; ``many``: 200 new parameters summed) runs alternately with a ``ModelTracker``
@@ -9,6 +10,8 @@ installed (``reset_cell`` before it, as the extension's ``pre_run_cell``; the re
 untimed, as ``post_run_cell``) and without one. Reported: the cell's CPU time (``process_time``)
 both ways, median over the cells (the first 5 of each left out), and the median of the paired
 differences: the hooks' cost inside the cell (module hooks, gradient watch, the update ratio).
+By default the collector runs between cells only (the code alone); ``--gc`` leaves it on, as a
+kernel does (the objects the hooks keep then cost collections too).
 The panel itself (snapshot, layout, widget) is ``bench_panel.py``'s.
 """
 
@@ -30,6 +33,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, default=400)
     ap.add_argument("--kind", choices=sorted(CELLS), default="model")
+    ap.add_argument("--gc", action="store_true", help="the collector on during the cells")
     args = ap.parse_args(argv)
 
     import nbgrad
@@ -41,7 +45,8 @@ def main(argv=None) -> int:
     ns = {"nbgrad": nbgrad, "nn": nn}
     tracker = ModelTracker()
     on, off = [], []
-    gc.disable()  # (collected between cells, untimed: the medians compare the code alone)
+    if not args.gc:
+        gc.disable()  # (collected between cells, untimed: the medians compare the code alone)
     for i in range(args.cells):
         watched = i % 2 == 0
         if watched:
@@ -56,12 +61,13 @@ def main(argv=None) -> int:
             t = time.process_time()
             exec(code, ns)
             off.append(time.process_time() - t)
-        if i % 20 == 19:
+        if i % 20 == 19 and not args.gc:
             gc.collect()
     gc.enable()
     on, off = on[5:], off[5:]
     diff = statistics.median(a - b for a, b in zip(on, off))
-    print(f"{args.kind} cell, CPU, median of {len(on)}: without the hooks "
+    print(f"{args.kind} cell{' (gc on)' if args.gc else ''}, CPU, median of {len(on)}: "
+          f"without the hooks "
           f"{1e3 * statistics.median(off):.2f} ms, with {1e3 * statistics.median(on):.2f} ms; "
           f"added {1e3 * diff:.2f} ms (median of the paired differences)")
     return 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections import deque
 
 import numpy as np
 
@@ -137,6 +138,8 @@ def _from_copies(tracker) -> None:
                 d = w - both[half + at:half + at + n]
                 dn, wn = float(d @ d), float(w @ w)
                 if dn:
+                    if not st.ratios:  # (a deque from the first ratio on, as grad_batch's)
+                        st.ratios = deque(st.ratios, maxlen=st.norms.maxlen)
                     st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
             at += n
     tracker.light_flat.clear()

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backend, _torch_errors
 from ..autograd.apply import apply, _broadcast_error, _fresh
+from ..autograd.grad_mode import GENERAL_PATH
 from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
@@ -72,7 +73,16 @@ def _to_index_array(i):
 def getitem(input, idx):
     """Indexing (torch.Tensor.__getitem__): basic indexing gives views (Select/Slice/Unsqueeze
     nodes, as in PyTorch); integer tensors, lists and bool masks give copies (IndexBackward0)."""
-    if input._data.ndim == 0:
+    d = input._data
+    if type(idx) is Tensor and not GENERAL_PATH and d.ndim and type(idx._data) is type(d) \
+            and idx._data.dtype.kind == "i" and idx._data.ndim:
+        # one integer index tensor (a batch X[ix], an embedding table C[X]): the general
+        # path's checks below all pass for it (NBGRAD_GENERAL_PATH=1 runs them)
+        try:
+            return apply(R["index"], (input,), ((index_arg(idx),),))
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+    if d.ndim == 0:
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)

@@ -118,10 +118,13 @@ def _basic_index(input, idx):
     if nd and len(idx) == 1 and type(idx[0]) is slice:  # x[a:b], a batch's rows: no loop
         r = _slice_along(input, 0, idx[0])
         return r if r is not input else _slice(input, 0, slice(0, input._data.shape[0], 1))
-    n_real = _builtin_sum(1 for i in idx if i is not None and i is not Ellipsis)
+    n_real = 0  # (a loop: a generator costs more than the few entries of an index)
+    for i in idx:
+        if i is not None and i is not Ellipsis:
+            n_real += 1
     if n_real > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
-    if not idx or builtins.all(i is Ellipsis for i in idx):
+    if not n_real and builtins.all(i is Ellipsis for i in idx):
         return apply(R["alias"], (input,))
 
     r = input

@@ -340,7 +340,8 @@ def _flags(r):
 @pytest.mark.parametrize("sa,sb,layout", [
     ((2, 3, 4), (2, 4, 5), "c"), ((2, 3, 4), (2, 4, 5), "t"), ((3, 4), (2, 4, 5), "c"),
     ((2, 1, 3, 4), (5, 4, 2), "c"), ((2, 1, 3, 4), (5, 4, 2), "t"), ((1, 3, 4), (2, 4, 5), "c"),
-    ((2, 0, 4), (2, 4, 5), "c"), ((2, 3, 4), (3, 4, 5), "c"), ((2, 3, 4), (2, 5, 4), "c")])
+    ((2, 0, 4), (2, 4, 5), "c"), ((2, 3, 4), (3, 4, 5), "c"), ((2, 3, 4), (2, 5, 4), "c"),
+    ((3, 4), (4, 5), "c"), ((3, 4), (4, 5), "t"), ((3, 4), (5, 4), "c")])
 def test_batched_matmul_without_graph_like_torch(mode, sa, sb, layout):
     a0 = R.standard_normal(sa).astype("float32")
     b0 = R.standard_normal(sb).astype("float32")

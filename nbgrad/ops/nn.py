@@ -308,6 +308,19 @@ def _log_softmax(a, dim):
     return z
 
 
+def log_softmax_picked(a, rows, t):
+    """``_log_softmax(a, 1)[rows, t]`` of a non-empty 2-d numpy array: the log-probabilities
+    of the targets alone, each computed as `_log_softmax` computes it (bitwise the same), the
+    others never finished (cross_entropy's value with nothing to record)."""
+    at = _short_rows(a, 1)
+    if at is not None:
+        at -= np.maximum.reduce(at, 0)
+        lse = np.add.reduce(np.exp(at), 0)
+        return at[t, rows] - np.log(lse, out=lse)
+    z = a - a.max(axis=1, keepdims=True)
+    return z[rows, t] - np.log(_sum_keep(np.exp(z), 1))[:, 0]
+
+
 
 
 def _layer_norm(x, weight, bias, k, eps, ctx):

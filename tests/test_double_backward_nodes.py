@@ -102,6 +102,15 @@ CASES = {
     "nll_loss_none": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3]), reduction="none"), True),
     "nll_loss_weight": (lambda T, F, x: F.nll_loss(x, T.tensor([1, 3]), weight=T.tensor(
         [0.5, 1.0, 2.0, 1.5], dtype=T.float64), reduction="sum"), True),
+    # embedding_dense_backward: EmbeddingDenseBackwardBackward0(grad_output), whose derivative
+    # picks the rows again (index_select, masked_fill at padding_idx, view)
+    "embedding": (lambda T, F, x: F.embedding(T.tensor([1, 0, 1]), x), True),
+    "embedding_padding": (lambda T, F, x: F.embedding(T.tensor([[1, 0], [1, 0], [0, 0]]), x,
+                                                      padding_idx=0), True),
+    # max_pool2d_with_indices_backward: MaxPool2DWithIndicesBackwardBackward0(grad_output, self)
+    "max_pool2d": (lambda T, F, x: F.max_pool2d(x[None, None], (1, 2)), True),
+    "max_pool2d_overlap": (lambda T, F, x: F.max_pool2d(x.reshape(1, 2, 2, 2), 2, 1, 1), True),
+    "max_pool1d": (lambda T, F, x: F.max_pool1d(x[None], 2), True),
     "nll_of_log_softmax": (lambda T, F, x: F.nll_loss(F.log_softmax(x, 1), T.tensor([0, 2])),
                            False),
 }

@@ -63,15 +63,33 @@ op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
       needs, xp: xp.conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups,
                                     needs)})
+# saves self, as PyTorch's node; under create_graph its backward op max_pool2d_with_indices_backward
+# (MaxPool2DWithIndicesBackwardBackward0 of grad_output and self): in grad_output the gradient
+# picked at the indices (max_pool_double_backward), zeros in self
+_MAX_POOL2D_DOUBLE = dict(node="MaxPool2DWithIndicesBackwardBackward0",
+                          g=lambda gg, ctx, xp: _max_pool_double(gg, ctx, xp),
+                          self=lambda gg, self, xp: xp.zeros_like(self))
 op("max_pool2d", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
-   node="MaxPool2DWithIndicesBackward0", ctx=True,
-   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g, ctx, self_shape))
+   node="MaxPool2DWithIndicesBackward0", ctx=True, double=_MAX_POOL2D_DOUBLE,
+   self=lambda g, self, ctx, xp: xp.max_pool2d_backward(g, ctx, tuple(self.shape)))
 op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
                                             ceil_mode)),
    node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
    self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+
+
+def _max_pool_double(gg, ctx, xp):
+    """PyTorch's max_pool_double_backward: gg (N, C, H, W) gathered at the argmax indices into
+    each H*W plane, shaped as the pooled output."""
+    idx = kernels.max_pool2d_indices(ctx.get())
+    n, c = idx.shape[:2]
+    if xp is not TENSORS:
+        return _xp(gg).take_along_axis(gg.reshape(n, c, -1), idx.reshape(n, c, -1),
+                                       -1).reshape(idx.shape)
+    return gg.contiguous().view(n, c, -1).gather(-1, Tensor._make_fresh(
+        idx.reshape(n, c, -1))).view(tuple(idx.shape))
 
 
 def _with_indices(y_ctx):
@@ -91,7 +109,11 @@ op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps,
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
       xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
+# under create_graph: PyTorch's embedding_dense_backward (EmbeddingDenseBackwardBackward0 of
+# grad_output), whose derivative is embedding_dense_double_backward: the rows picked again
 op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
+   double=dict(node="EmbeddingDenseBackwardBackward0", g=lambda gg, indices, padding_idx, xp:
+               _embedding_double(gg, indices, padding_idx, xp)),
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
 op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
@@ -583,6 +605,22 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
         keep = (flat != padding_idx)[:, None]
         g2 = xp.where(xp.constant(keep), g2, 0)
     return xp.scatter_add(g2, tuple(weight_shape), flat)
+
+
+def _embedding_double(gg, indices, padding_idx, xp):
+    """PyTorch's embedding_dense_double_backward: gg's rows at the indices (index_select), zero
+    at padding_idx (masked_fill), viewed as (*indices.shape, D)."""
+    flat = indices.reshape(-1)
+    size = tuple(indices.shape) + (-1,)
+    if xp is not TENSORS:
+        out = gg[flat]
+        if padding_idx is not None and padding_idx >= 0:
+            out[flat == padding_idx] = 0
+        return out.reshape(size)
+    out = gg.index_select(0, Tensor._make_fresh(flat))
+    if padding_idx is not None and padding_idx >= 0:
+        out = xp.masked_fill(out, (flat == padding_idx)[:, None], 0)
+    return out.view(size)
 
 
 # ---- weight normalisation (torch._weight_norm, nn.utils.weight_norm) ----------------------------

@@ -111,6 +111,12 @@ CASES = {
     "max_pool2d": (lambda T, F, x: F.max_pool2d(x[None, None], (1, 2)), True),
     "max_pool2d_overlap": (lambda T, F, x: F.max_pool2d(x.reshape(1, 2, 2, 2), 2, 1, 1), True),
     "max_pool1d": (lambda T, F, x: F.max_pool1d(x[None], 2), True),
+    # _prelu_kernel_backward: PreluKernelBackwardBackward0(grad_output, self, weight), one node
+    # for both gradients (its outputs 0 and 1), the weight's summed back to its shape
+    "prelu": (lambda T, F, x: F.prelu(x, x[0, :1] * 1), True),
+    "prelu_channels": (lambda T, F, x: F.prelu(x.reshape(2, 2, 2), x[1, 1:3] * 1), True),
+    "prelu_constant_weight": (lambda T, F, x: F.prelu(x * 2, T.tensor([0.25],
+                                                                      dtype=T.float64)), True),
     "nll_of_log_softmax": (lambda T, F, x: F.nll_loss(F.log_softmax(x, 1), T.tensor([0, 2])),
                            False),
 }

@@ -97,6 +97,11 @@ CASES = [
     Case("huber_loss_backward", lambda T, a, b: _loss_grad(
         T, lambda x, y: T.nn.functional.huber_loss(x, y, reduction="none", delta=0.5), a, b, 0,
         go=True), (3, 4), (3, 4)),
+    # prelu's backward op, one node for both gradients (PreluKernelBackwardBackward0)
+    Case("_prelu_kernel_backward", lambda T, a, b: _loss_grad(
+        T, T.nn.functional.prelu, a, b, 0, go=True), (3, 4), (4,)),
+    Case("_prelu_kernel_backward_weight", lambda T, a, b: _loss_grad(
+        T, T.nn.functional.prelu, a, b, 1, go=True), (2, 3, 2), (1,)),
     Case("einsum_mm", _ein("ij,jk->ik"), (2, 3), (3, 4)),
     Case("einsum_mm_implicit", _ein("ij,jk"), (2, 3), (3, 4)),
     Case("einsum_transpose", _ein("ij->ji"), (2, 3)),

@@ -135,10 +135,18 @@ op("_log_softmax_backward_data", lambda grad_output, output, dim: grad_output - 
        output) * g)
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
+# its gradient is PyTorch's _prelu_kernel_backward, one op for both inputs (under create_graph
+# PreluKernelBackwardBackward0, its two outputs the two gradients), with derivatives.yaml's
+# formulas for the gradients that reach it (either may be missing)
 op("_prelu_kernel", lambda self, weight: _xp(self).where(self > 0, self, weight * self),
    broadcast=True, node="PreluKernelBackward0",
-   self=lambda g, self, weight, xp: xp.where(self > 0, g, weight * g),
-   weight=lambda g, self, xp: xp.where(self > 0, 0, self * g))
+   **{"self, weight": lambda g, self, weight, needs, xp: xp.row(
+       "_prelu_kernel_backward", (g, self, weight))})
+op("_prelu_kernel_backward", lambda grad_output, self, weight: _prelu_backward(
+    grad_output, self, weight, _xp(self)), broadcast=True, n_out=2,
+   node="PreluKernelBackwardBackward0",
+   **{"grad_output, self, weight": lambda g, grad_output, self, weight, needs, xp:
+      _prelu_double(g, grad_output, self, weight, xp)})
 
 
 # ---- helpers of the rows above ----------------------------------------------------------------
@@ -147,6 +155,25 @@ _SQRT1_2 = 1 / math.sqrt(2)
 _GELU_PDF = 1 / math.sqrt(2 * math.pi)
 _GELU_TANH_BETA = math.sqrt(2 / math.pi)
 _GELU_TANH_KAPPA = 0.044715
+
+
+def _prelu_backward(grad_output, self, weight, m):
+    pos = self > 0
+    return m.where(pos, grad_output, weight * grad_output), m.where(pos, 0, self * grad_output)
+
+
+def _prelu_double(g, grad_output, self, weight, xp):
+    """derivatives.yaml's _prelu_kernel_backward rows, g = (grad of grad_input, of
+    grad_weight), either None."""
+    g0, g1 = g
+    pos = self >= 0
+    if g0 is None:
+        go = xp.where(pos, 0, g1 * self)
+    else:
+        go = xp.where(pos, g0, g0 * weight + g1 * self if g1 is not None else g0 * weight)
+    gs = xp.zeros_like(self) if g1 is None else xp.where(pos, 0, grad_output * g1)
+    gw = xp.zeros_like(self) if g0 is None else xp.where(pos, 0, grad_output * g0)
+    return go, gs, gw
 
 
 def _erf(x):

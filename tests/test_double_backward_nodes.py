@@ -117,6 +117,15 @@ CASES = {
     "prelu_channels": (lambda T, F, x: F.prelu(x.reshape(2, 2, 2), x[1, 1:3] * 1), True),
     "prelu_constant_weight": (lambda T, F, x: F.prelu(x * 2, T.tensor([0.25],
                                                                       dtype=T.float64)), True),
+    # binary_cross_entropy_backward: BinaryCrossEntropyBackwardBackward0(grad_output, self,
+    # target), derivatives.yaml's binary_cross_entropy_double_backward{,_grad_output,_target}
+    "bce": (lambda T, F, x: F.binary_cross_entropy(x.sigmoid(), T.tensor(abs(_TARGET))), True),
+    "bce_sum": (lambda T, F, x: F.binary_cross_entropy(x.sigmoid(), T.tensor(abs(_TARGET)),
+                                                       reduction="sum"), True),
+    "bce_none": (lambda T, F, x: F.binary_cross_entropy(x.sigmoid(), T.tensor(abs(_TARGET)),
+                                                        reduction="none"), True),
+    "bce_weight": (lambda T, F, x: F.binary_cross_entropy(
+        x.sigmoid(), T.tensor(abs(_TARGET)), weight=T.tensor(_TARGET + 2)), True),
     "nll_of_log_softmax": (lambda T, F, x: F.nll_loss(F.log_softmax(x, 1), T.tensor([0, 2])),
                            False),
 }

@@ -102,6 +102,9 @@ CASES = [
         T, T.nn.functional.prelu, a, b, 0, go=True), (3, 4), (4,)),
     Case("_prelu_kernel_backward_weight", lambda T, a, b: _loss_grad(
         T, T.nn.functional.prelu, a, b, 1, go=True), (2, 3, 2), (1,)),
+    Case("binary_cross_entropy_backward", lambda T, a, b: _loss_grad(
+        T, lambda x, y: T.nn.functional.binary_cross_entropy(x.sigmoid(), y.sigmoid()), a, b,
+        0), (3, 4), (3, 4)),
     Case("einsum_mm", _ein("ij,jk->ik"), (2, 3), (3, 4)),
     Case("einsum_mm_implicit", _ein("ij,jk"), (2, 3), (3, 4)),
     Case("einsum_transpose", _ein("ij->ji"), (2, 3)),

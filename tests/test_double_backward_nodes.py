@@ -126,6 +126,18 @@ CASES = {
                                                         reduction="none"), True),
     "bce_weight": (lambda T, F, x: F.binary_cross_entropy(
         x.sigmoid(), T.tensor(abs(_TARGET)), weight=T.tensor(_TARGET + 2)), True),
+    # convolution_backward: ConvolutionBackwardBackward0(grad_output, input, weight), one node
+    # for the three gradients; its derivatives are _convolution_double_backward's convolutions
+    # (ConvolutionBackward0, transposed for the input's, per group for the weight's)
+    "conv2d": (lambda T, F, x: F.conv2d(x[None, None], x[None, None, :, :2] * 1), True),
+    "conv2d_bias": (lambda T, F, x: F.conv2d(x.reshape(1, 2, 2, 2), T.tensor(
+        _TARGET.reshape(2, 1, 2, 2).repeat(2, 1).reshape(4, 2, 1, 2)), x[0] * 1, padding=1),
+        True),
+    "conv2d_groups": (lambda T, F, x: F.conv2d(x.reshape(1, 2, 2, 2).repeat(1, 1, 2, 2),
+                                               x.reshape(4, 1, 1, 2), None, stride=2,
+                                               padding=(1, 0), groups=2), True),
+    "conv1d": (lambda T, F, x: F.conv1d(x.reshape(1, 2, 4).repeat(1, 1, 2), x.reshape(4, 1, 2),
+                                        x[0] * 1, stride=2, padding=1, groups=2), True),
     "nll_of_log_softmax": (lambda T, F, x: F.nll_loss(F.log_softmax(x, 1), T.tensor([0, 2])),
                            False),
 }

@@ -75,6 +75,12 @@ CASES = {
     "var": (lambda T, F, x: x.var(1), True),
     "var_all": (lambda T, F, x: x.var(), True),
     "std": (lambda T, F, x: x.std(0), False),
+    # prod_backward without zeros: grad * (result / self), the saved result unsqueezed
+    "prod": (lambda T, F, x: x.prod(1), True),
+    "prod_all": (lambda T, F, x: x.prod(), True),
+    "prod_keepdim": (lambda T, F, x: x.prod(0, keepdim=True), True),
+    "prod_with_zero": (lambda T, F, x: (x * T.tensor([[1.0, 0, 1, 1], [1, 1, 1, 1]],
+                                                     dtype=T.float64)).prod(1), True),
     "squeeze": (lambda T, F, x: (x * x).unsqueeze(1).squeeze(), True),
     "squeeze_dim": (lambda T, F, x: (x * x)[None].squeeze(0), True),
     "unsqueeze": (lambda T, F, x: (x * x).unsqueeze(1), True),

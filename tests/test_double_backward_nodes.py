@@ -75,6 +75,10 @@ CASES = {
     "var": (lambda T, F, x: x.var(1), True),
     "var_all": (lambda T, F, x: x.var(), True),
     "std": (lambda T, F, x: x.std(0), False),
+    # glu_backward: GluBackwardBackward0(grad_output, self); glu_double_backward{,_grad_output}
+    "glu": (lambda T, F, x: F.glu(x, 1), True),
+    "glu_dim0": (lambda T, F, x: F.glu(x * 2, 0), True),
+    "glu_last": (lambda T, F, x: F.glu(x.reshape(2, 2, 2), -1), True),
     # prod_backward without zeros: grad * (result / self), the saved result unsqueezed
     "prod": (lambda T, F, x: x.prod(1), True),
     "prod_all": (lambda T, F, x: x.prod(), True),

@@ -133,7 +133,12 @@ op("_log_softmax_backward_data", lambda grad_output, output, dim: grad_output - 
    grad_output=lambda g, output, dim, xp: g - _sum_keep(g * xp.exp(output), dim),
    output=lambda g, grad_output, output, dim, xp: -_sum_keep(grad_output, dim) * xp.exp(
        output) * g)
+# its gradient is PyTorch's glu_backward (GluBackwardBackward0 under create_graph), with
+# glu_double_backward_grad_output and glu_double_backward as its derivatives
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
+   double=dict(node="GluBackwardBackward0",
+               g=lambda gg, self, dim, xp: _glu_double_grad_output(gg, self, dim, xp),
+               self=lambda gg, g, self, dim, xp: _glu_double(gg, g, self, dim, xp)),
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
 # its gradient is PyTorch's _prelu_kernel_backward, one op for both inputs (under create_graph
 # PreluKernelBackwardBackward0, its two outputs the two gradients), with derivatives.yaml's
@@ -401,6 +406,34 @@ def _glu_grad(g, x, dim, xp):
     sig = 1 / (1 + xp.exp(-b))
     parts = [g * sig, g * a * sig * (1 - sig)]
     return xp.concatenate(parts, dim)
+
+
+def _glu_double_grad_output(gg, x, dim, xp):
+    """glu_double_backward_grad_output: gg * glu_backward(ones, x), its two halves added."""
+    dim %= len(x.shape)
+    n = x.shape[dim] // 2
+    tmp = gg * xp.backward_op("glu", xp.ones_like(_narrow(x, dim, 0, n)), x, dim)
+    return _narrow(tmp, dim, 0, n) + _narrow(tmp, dim, n, n)
+
+
+def _glu_double(gg, go, x, dim, xp):
+    """glu_double_backward: the derivative of glu_backward in self."""
+    dim %= len(x.shape)
+    n = x.shape[dim] // 2
+    a, b = _narrow(x, dim, 0, n), _narrow(x, dim, n, n)
+    sig = b.sigmoid() if isinstance(b, Tensor) else 1 / (1 + xp.exp(-b))
+    one_sub = xp.ones_like(sig) - sig
+    sig_one_sub = sig * one_sub
+    gg_a, gg_b = _narrow(gg, dim, 0, n), _narrow(gg, dim, n, n)
+    gi_a = gg_b * go * sig_one_sub
+    second = sig_one_sub * one_sub - sig * sig_one_sub
+    gi_b = gg_b * a * go * second + gg_a * go * sig_one_sub
+    return xp.concatenate([gi_a, gi_b], dim)
+
+
+def _narrow(x, dim, start, n):
+    return x.narrow(dim, start, n) if isinstance(x, Tensor) else x[
+        (slice(None),) * dim + (slice(start, start + n),)]
 
 
 

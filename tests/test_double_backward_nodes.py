@@ -79,6 +79,12 @@ CASES = {
     "glu": (lambda T, F, x: F.glu(x, 1), True),
     "glu_dim0": (lambda T, F, x: F.glu(x * 2, 0), True),
     "glu_last": (lambda T, F, x: F.glu(x.reshape(2, 2, 2), -1), True),
+    # linear algebra under create_graph: det's and slogdet's gradient solve(A^H, (d I)^H), and
+    # solve's (LinalgSolveExBackward0), matrix_to_vector's squeeze for a vector right side
+    "det": (lambda T, F, x: T.linalg.det(x[:, :2] * 1), True),
+    "slogdet": (lambda T, F, x: T.linalg.slogdet(x[:, :2] * 1)[1], True),
+    "solve": (lambda T, F, x: T.linalg.solve(x[:, :2] * 1, x[:, 2:] * 1), True),
+    "solve_vector": (lambda T, F, x: T.linalg.solve(x[:, :2] * 1, x[:, 2] * 1), True),
     # prod_backward without zeros: grad * (result / self), the saved result unsqueezed
     "prod": (lambda T, F, x: x.prod(1), True),
     "prod_all": (lambda T, F, x: x.prod(), True),

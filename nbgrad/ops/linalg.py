@@ -117,7 +117,7 @@ def _solve_grads(g, A, B, result, xp, needs):
     gB = xp.solve(_mT(A), gm)
     gA = -(gB @ _mT(x)) if needs[0] else None
     if vec:
-        gB = gB[..., 0]
+        gB = gB.squeeze(-1)  # (torch's matrix_to_vector: SqueezeBackward1)
     return gA, gB
 
 
@@ -270,7 +270,8 @@ op("linalg_det", lambda A: _det_fwd(A),
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
 op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
-   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
+   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A))
+   if xp is not TENSORS else _solve_diag(g[1], A))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
 op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
@@ -464,13 +465,22 @@ def _det_backward(g, A, result, xp):
     if isinstance(A._data, np.ndarray):  # torch's solve there is rounding: the SVD's cofactors
         small = small | _near_singular(A._data)
     small = small[..., None, None]
-    if not small.any():
-        return d * _mT(xp.inv(A))
+    if not small.any():  # torch's: solve(A^H, (d I)^H) (LinalgSolveExBackward0)
+        return _solve_diag(g * result, A)
     safe = xp.where(xp.constant(small), xp.constant(np.eye(A.shape[-1], dtype=dt)), A)
     u, s, vh = _apply(ROWS["linalg_svd"], (A,), (False,))
     alpha = _apply(ROWS["linalg_det"], (u,)) * _apply(ROWS["linalg_det"], (vh,))
     cof = (u * (_prod_others_safe(s, xp) * (g * alpha)[..., None])[..., None, :]) @ vh
     return xp.where(xp.constant(small), cof, d * _mT(xp.inv(safe)))
+
+
+def _solve_diag(d, A):
+    """d A^{-H} (d: one number per matrix) as torch's det and slogdet backward under
+    create_graph: solve(A^H, diag_embed(d expanded)^H) (LinalgSolveExBackward0)."""
+    d = d.unsqueeze(-1)
+    dI = _apply(ROWS["diag_embed"], (d.expand(*d.shape[:-1], A.shape[-1]),),
+                (0, len(d.shape) - 1, len(d.shape)))
+    return _apply(ROWS["linalg_solve"], (A.transpose(-2, -1), dI.transpose(-2, -1)))
 
 
 def _prod_others_safe(s, xp):

@@ -41,7 +41,7 @@ from .random import (Generator, default_generator, get_rng_state, initial_seed, 
 from .sampling import bernoulli, normal
 from .printing import set_printoptions
 from .typeinfo import can_cast, finfo, iinfo, promote_types, result_type
-from . import accelerator, amp, autograd, backends, cuda, distributed
+from . import accelerator, amp, autograd, backends, cuda, distributed, version
 from .autograd.function import Function  # noqa: F401
 from .autograd.anomaly import (is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                                set_anomaly_enabled, set_detect_anomaly)

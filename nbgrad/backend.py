@@ -35,6 +35,15 @@ def cuda_available() -> bool:
     return _load_cupy() is not None
 
 
+def cuda_runtime_version():
+    """The CUDA runtime cupy runs on as "major.minor" (torch.version.cuda), None without a usable
+    GPU."""
+    if not cuda_available():
+        return None
+    v = cupy_module().cuda.runtime.runtimeGetVersion()  # e.g. 12040
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
 def cupy_module():
     """The cupy module.
 

@@ -162,9 +162,12 @@ def size_arg(fn, shape, size_kw):
     """The size of a factory called ``fn(*size)`` or ``fn(size=...)`` (torch.zeros(size=(2, 3))).
 
     Raises:
-        TypeError: both given, or ``size=`` not a tuple/list/Size (PyTorch's texts).
+        TypeError: neither or both given, or ``size=`` not a tuple/list/Size (PyTorch's
+            texts).
     """
     if size_kw is None:
+        if not shape:
+            raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
         return shape
     if shape:
         raise TypeError(f"{fn}() got multiple values for argument 'size'")

@@ -424,6 +424,20 @@ def _randperm(g, n):
 
 
 # ---- factories ----------------------------------------------------------------------------------
+def _all_default(*args):
+    """Whether a factory got none of its keyword arguments (None / False each)."""
+    return not any(a is not None and a is not False for a in args)
+
+
+def _no_arguments(fn):
+    """torch's text for ``torch.rand()`` / ``torch.randn()`` called with no argument at all."""
+    sig = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+           "bool pin_memory = False, bool requires_grad = False)\n")
+    return (f"{fn}() received an invalid combination of arguments - got (), but expected one of:\n"
+            f" * (tuple of ints size, *, torch.Generator generator, Tensor out = None, {sig}"
+            f" * (tuple of ints size, *, Tensor out = None, {sig}")
+
+
 def rand(*shape, size=None, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False):
     """Uniform samples from [0, 1) of the given size (torch.rand); dtype default float32.
@@ -431,6 +445,9 @@ def rand(*shape, size=None, generator=None, out=None, dtype=None, layout=None, d
     Raises:
         NotImplementedError: a non-floating dtype (PyTorch's text).
     """
+    if not shape and size is None and _all_default(generator, out, dtype, layout, device,
+                                                   requires_grad, pin_memory):
+        raise TypeError(_no_arguments("rand"))
     size = size_arg("rand", shape, size)
     dt = _np_dt(dtype if out is None or dtype is not None else out.dtype)
     _require_float(dt, "check_uniform_bounds")
@@ -445,6 +462,9 @@ def randn(*shape, size=None, generator=None, out=None, dtype=None, layout=None, 
     Raises:
         NotImplementedError: a non-floating dtype (PyTorch's text).
     """
+    if not shape and size is None and _all_default(generator, out, dtype, layout, device,
+                                                   requires_grad, pin_memory):
+        raise TypeError(_no_arguments("randn"))
     size = size_arg("randn", shape, size)
     dt = _np_dt(dtype if out is None or dtype is not None else out.dtype)
     _require_float(dt, "normal_kernel_cpu")

@@ -110,8 +110,9 @@ def test_loss_constructor_errors():
         nbgrad.nn.MultiMarginLoss(p=3)
     with pytest.raises(ValueError, match="expected margin to be greater than 0"):
         nbgrad.nn.TripletMarginLoss(margin=0.0)
+    # an unknown reduction is refused when the loss runs, as in torch (test_loss_arguments.py)
     with pytest.raises(ValueError, match="batchmean is not a valid value for reduction"):
-        nbgrad.nn.MSELoss(reduction="batchmean")
+        nbgrad.nn.MSELoss(reduction="batchmean")(nbgrad.ones(2), nbgrad.ones(2))
     assert nbgrad.nn.MultiMarginLoss(weight=nbgrad.ones(3)).state_dict().keys() == \
         torch.nn.MultiMarginLoss(weight=torch.ones(3)).state_dict().keys()
 

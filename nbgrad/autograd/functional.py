@@ -148,7 +148,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 if per_in[j]:
                     blk = stack(per_in[j]).reshape(tuple(o.shape) + tuple(x.shape))
                 else:
-                    blk = creation.zeros(*(tuple(o.shape) + tuple(x.shape)), dtype=x.dtype)
+                    blk = creation.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype)
                 blocks.append(blk if create_graph else blk.detach())
             rows.append(tuple(blocks) if in_tuple else blocks[0])
     return tuple(rows) if out_tuple else rows[0]

@@ -258,7 +258,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     inputs = _as_tuple(inputs)
     outs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
     if grad_outputs is None:
-        grad_outputs = tuple(randn(*o.shape, dtype=o.dtype).requires_grad_() for o in outs)
+        grad_outputs = tuple(randn(tuple(o.shape), dtype=o.dtype).requires_grad_() for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     n_in = len(inputs)

@@ -163,7 +163,7 @@ class Normal(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        eps = random.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = random.randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
@@ -206,7 +206,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        u = random.rand(*shape, dtype=self.low.dtype, device=self.low.device)
+        u = random.rand(tuple(shape), dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):
@@ -267,7 +267,7 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
-        eps = random.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = random.randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + F.matmul(self._unbroadcasted_scale_tril, eps.unsqueeze(-1)).squeeze(-1)
 
     def log_prob(self, value):

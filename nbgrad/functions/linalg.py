@@ -483,7 +483,7 @@ def _tensor_lu(self, pivot=True, get_infos=False):
             "compute_pivots)", UserWarning, stacklevel=2)
     LU, piv = linalg_lu_factor(self, pivot=pivot)
     if get_infos:
-        return LU, piv, creation.zeros(*self.shape[:-2], dtype=dtypes.int32)
+        return LU, piv, creation.zeros(tuple(self.shape[:-2]), dtype=dtypes.int32)
     return LU, piv
 
 

@@ -51,6 +51,8 @@ def _to_device(self, dev):
 
 def _new_like(fn):
     def f(self, *size, dtype=None, device=None, requires_grad=False):
+        if not size:
+            raise TypeError(f'new_{fn}() missing 1 required positional arguments: "size"')
         return getattr(creation, fn)(*size, dtype=dtype or self.dtype, device=device or
                                      self.device, requires_grad=requires_grad)
     return f
@@ -119,7 +121,7 @@ def _new(self, *args, device=None):
             raise TypeError(f"new(): expected a tensor of dtype {self.dtype}, got {args[0].dtype}")
         return args[0].detach()  # an alias, as PyTorch's
     if not args or (len(args) == 1 and isinstance(args[0], Size)):
-        return creation.empty(*(args[0] if args else (0,)), dtype=self.dtype, device=device)
+        return creation.empty(tuple(args[0]) if args else (0,), dtype=self.dtype, device=device)
     if len(args) == 1 and not isinstance(args[0], int):
         return creation.tensor(args[0], dtype=self.dtype, device=device)
     if not builtins.all(isinstance(a, int) for a in args):

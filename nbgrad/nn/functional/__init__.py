@@ -30,7 +30,7 @@ from .sparse import embedding, embedding_bag, one_hot
 from .loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
                    cosine_similarity, cross_entropy, gaussian_nll_loss, hinge_embedding_loss,
                    huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, multi_margin_loss,
-                   multilabel_soft_margin_loss, nll_loss, pairwise_distance,
+                   multilabel_soft_margin_loss, multilabel_margin_loss, nll_loss, pairwise_distance,
                    poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
 from .attention import _float_mask  # noqa: F401  (nn.Transformer's masks)
@@ -49,7 +49,7 @@ __all__ = [
     "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
     "pairwise_distance", "cosine_similarity", "cosine_embedding_loss", "margin_ranking_loss",
     "triplet_margin_loss", "hinge_embedding_loss", "soft_margin_loss",
-    "multilabel_soft_margin_loss", "multi_margin_loss",
+    "multilabel_soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss",
     "conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
     "conv1d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "avg_pool1d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",

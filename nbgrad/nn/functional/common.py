@@ -19,17 +19,32 @@ def _const(arr):
 
 
 def _check_reduction(reduction, who):
+    """torch's check of ``reduction`` (``_Reduction.get_enum``); ``who`` is unused in the text,
+    which is torch's."""
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+        raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def _legacy_reduction(fn):
-    """``fn`` taking torch's deprecated ``reduction="elementwise_mean"`` as "mean", with torch's
-    UserWarning (``torch.nn._reduction.get_enum``), by keyword or by position."""
-    pos = list(inspect.signature(fn).parameters).index("reduction")
+    """``fn`` taking torch's deprecated reduction arguments: ``reduction="elementwise_mean"`` as
+    "mean" (torch's ``get_enum`` warning), and ``size_average``/``reduce`` where ``fn`` has them,
+    which set ``reduction`` (torch's ``_Reduction.legacy_get_string``, with its warning); by
+    keyword or by position."""
+    sig = inspect.signature(fn)
+    names = list(sig.parameters)
+    pos = names.index("reduction")
+    legacy = tuple(names.index(n) for n in ("size_average", "reduce") if n in names)
+    first = min(legacy, default=len(names))  # calls with fewer positionals skip the scan
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if (len(args) > first and any(len(args) > i and args[i] is not None for i in legacy)) or (
+                kwargs and legacy and (kwargs.get("size_average") is not None
+                                       or kwargs.get("reduce") is not None)):
+            bound = sig.bind(*args, **kwargs)
+            bound.arguments["reduction"] = legacy_reduction(
+                bound.arguments.pop("size_average", None), bound.arguments.pop("reduce", None))
+            return fn(*bound.args, **bound.kwargs)
         if kwargs.get("reduction") == "elementwise_mean":
             kwargs["reduction"] = "mean"
         elif len(args) > pos and isinstance(args[pos], str) and args[pos] == "elementwise_mean":
@@ -42,6 +57,17 @@ def _legacy_reduction(fn):
     return wrapper
 
 
+def legacy_reduction(size_average, reduce, stacklevel=3):
+    """The reduction torch's deprecated ``size_average``/``reduce`` mean (None counts as True),
+    with torch's UserWarning (``torch.nn._reduction.legacy_get_string``)."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' "
+                  "instead.", UserWarning, stacklevel=stacklevel)
+    return ret
+
+
 def _reduce(loss, reduction, who):
     if reduction == "mean":
         return loss.mean()
@@ -49,7 +75,7 @@ def _reduce(loss, reduction, who):
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{who}: {reduction} is not a valid value for reduction")
+    raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def _filled(like, value):

@@ -3,6 +3,7 @@ margin and embedding losses, ...) and the distances they use (pairwise_distance,
 cosine_similarity, normalize).
 """
 import math
+import warnings
 
 import numpy as np
 
@@ -16,22 +17,43 @@ from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.autograd.saved_index import SavedIndex
 from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
-from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce
+from nbgrad.functions.args import scalar_name
+from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce, legacy_reduction
 from .activation import logsigmoid
 
 
-def mse_loss(input, target, reduction="mean", weight=None):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (mirrors ``F.mse_loss``; one MseLossBackward0 node).
 
     ``input``, ``target``: same shape (*) (broadcast, with torch's warning, otherwise).
+    ``weight``: the input's shape; "mean" then divides by ``weight.sum()``, as torch does.
+    ``size_average``/``reduce``: torch's deprecated arguments (they set ``reduction``).
+
+    Raises:
+        ValueError: ``weight`` not of the input's shape; an unknown ``reduction``.
     """
     _warn_target_size(input, target)
+    if weight is not None:
+        return _weighted(input, target, weight, reduction, lambda d: d * d)
     _check_reduction(reduction, "mse_loss")
     input, target = _promoted(input, target)
-    if weight is not None:
-        d = input - target
-        return _reduce(d * d * weight, reduction, "mse_loss")
     return apply(ROWS["mse_loss"], (input, target), (reduction,))
+
+
+def _weighted(input, target, weight, reduction, err):
+    """torch's weighted mse/l1 (``F.mse_loss(..., weight=)``): ``err(input - target) * weight``,
+    summed, or for "mean" divided by ``weight.sum()``."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = err(input - target) * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
 
 
 def _promoted(input, target):
@@ -45,9 +67,12 @@ def _promoted(input, target):
             target if target.dtype is common else target.to(common))
 
 
-def l1_loss(input, target, reduction="mean"):
-    """Mean absolute error (mirrors ``F.l1_loss``). ``input``, ``target``: same shape (*)."""
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error (mirrors ``F.l1_loss``). ``input``, ``target``: same shape (*);
+    ``weight`` as in :func:`mse_loss`."""
     _warn_target_size(input, target)
+    if weight is not None:
+        return _weighted(input, target, weight, reduction, lambda d: d.abs())
     return _reduce((input - target).abs(), reduction, "l1_loss")
 
 
@@ -389,13 +414,18 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     Raises:
         ValueError: an unknown reduction.
     """
-    if reduction == "mean":
-        import warnings
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    elif reduction == "mean":
         warnings.warn(
             "reduction: 'mean' divides the total loss by both the batch size and the support "
             "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.", stacklevel=2)
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", UserWarning, stacklevel=2)
+        reduction = "mean"
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -412,6 +442,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     ``exp(x) - t x`` with ``log_input``, else ``x - t log(x + eps)``; ``full`` adds Stirling's
     ``t log t - t + 0.5 log(2 pi t)`` where ``t > 1``.
     """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    _check_reduction(reduction, "poisson_nll_loss")
     if log_input:
         loss = input.exp() - target * input
     else:
@@ -578,6 +611,10 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """Per-class binary logistic loss averaged over classes (mirrors
     ``F.multilabel_soft_margin_loss``). Shapes: input (N, C), target (N, C) of 0/1; weight (C,).
     """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce)
+    elif reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
     _check_label_target(target, input.shape, "multilabel_soft_margin_loss")
     loss = (target * logsigmoid(input) + (1 - target) * logsigmoid(input.neg())).neg()
     if weight is not None:
@@ -585,6 +622,39 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     cdim = input.ndim - 1
     loss = loss.sum(cdim) / input.shape[cdim]
     return _reduce(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge loss (mirrors ``F.multilabel_margin_loss``): for each sample,
+    ``sum_j sum_i max(0, 1 - (x[y_j] - x[i])) / C`` over the target classes ``y_j`` (the entries
+    of ``target`` before its first -1, repeats counted) and the classes ``i`` not among them.
+
+    Shapes: input (C,) or (N, C); target int64 of the same shape; "none" gives () or (N,).
+
+    Raises:
+        RuntimeError: target of another shape or dtype, or a class out of range (torch's texts).
+    """
+    _check_reduction(reduction, "multilabel_margin_loss")
+    if tuple(target.shape) != tuple(input.shape) or input.ndim not in (1, 2):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"expected scalar type Long but found {scalar_name(target)}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    n, c = x.shape
+    t = target._data.reshape(n, c)
+    xp = backend.get_array_module(t)
+    valid = xp.cumprod(t != -1, axis=1).astype(bool)  # entries before the first -1
+    if bool(((valid & ((t < 0) | (t >= c)))).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    # counts[n, k]: how often class k is a target of sample n (repeats count, as in torch)
+    counts = ((t[:, :, None] == xp.arange(c)) & valid[:, :, None]).sum(1)
+    weight = _const((counts[:, :, None] * (counts == 0)[:, None, :]).astype(x._data.dtype))
+    hinge = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)  # [n, target class, other]
+    loss = (hinge * weight).sum((1, 2)) / c
+    if input.ndim == 1:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction, "multilabel_margin_loss")
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
@@ -629,13 +699,10 @@ binary_cross_entropy = _legacy_reduction(binary_cross_entropy)
 binary_cross_entropy_with_logits = _legacy_reduction(binary_cross_entropy_with_logits)
 smooth_l1_loss = _legacy_reduction(smooth_l1_loss)
 huber_loss = _legacy_reduction(huber_loss)
-kl_div = _legacy_reduction(kl_div)
-poisson_nll_loss = _legacy_reduction(poisson_nll_loss)
-gaussian_nll_loss = _legacy_reduction(gaussian_nll_loss)
 cosine_embedding_loss = _legacy_reduction(cosine_embedding_loss)
 margin_ranking_loss = _legacy_reduction(margin_ranking_loss)
 triplet_margin_loss = _legacy_reduction(triplet_margin_loss)
 hinge_embedding_loss = _legacy_reduction(hinge_embedding_loss)
 soft_margin_loss = _legacy_reduction(soft_margin_loss)
-multilabel_soft_margin_loss = _legacy_reduction(multilabel_soft_margin_loss)
 multi_margin_loss = _legacy_reduction(multi_margin_loss)
+multilabel_margin_loss = _legacy_reduction(multilabel_margin_loss)

@@ -1,6 +1,6 @@
 """Losses (mirrors ``torch.nn.modules.loss``): MSE, L1, CrossEntropy, NLL, BCE, BCEWithLogits,
 SmoothL1, Huber, KLDiv, PoissonNLL, GaussianNLL, CosineEmbedding, MarginRanking, TripletMargin,
-HingeEmbedding, MultiLabelSoftMargin, MultiMargin, SoftMargin, CTC.
+HingeEmbedding, MultiLabelSoftMargin, MultiLabelMargin, MultiMargin, SoftMargin, CTC.
 
 Each mirrors the torch.nn class of the same name (``reduction`` "mean" | "sum" | "none"); class
 weights and ``pos_weight`` are registered buffers, as in torch. Errors about the target name the
@@ -10,24 +10,24 @@ loss.
 from .. import functional as F
 from .module import Module
 
+from ..functional.common import legacy_reduction
+
 __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss", "HingeEmbeddingLoss",
-           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SoftMarginLoss", "CTCLoss"]
+           "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "SoftMarginLoss",
+           "CTCLoss"]
 
 
 class _Loss(Module):
-    _reductions = ("mean", "sum", "none", "elementwise_mean")  # the last: torch's deprecated mean
+    """Base of the loss modules (mirrors ``torch.nn.modules.loss._Loss``): ``reduction`` is
+    checked when the loss runs, as in torch; the deprecated ``size_average``/``reduce`` set it,
+    with torch's warning."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
         if size_average is not None or reduce is not None:
-            # torch's legacy arguments
-            size_average = True if size_average is None else size_average
-            reduce = True if reduce is None else reduce
-            reduction = ("mean" if size_average else "sum") if reduce else "none"
-        if reduction not in self._reductions:
-            raise ValueError(f"{reduction} is not a valid value for reduction")
+            reduction = legacy_reduction(size_average, reduce)
         self.reduction = reduction
 
 
@@ -148,8 +148,6 @@ class KLDivLoss(_Loss):
     """KL divergence of the target from log-probabilities (mirrors ``torch.nn.KLDivLoss``;
     ``reduction="batchmean"`` is the mathematical KL)."""
 
-    _reductions = ("mean", "sum", "none", "batchmean")
-
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
@@ -254,6 +252,14 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss (mirrors ``torch.nn.MultiLabelMarginLoss``). Shapes: (C,) or
+    (N, C), int64 target of the same shape, classes before the first -1."""
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):

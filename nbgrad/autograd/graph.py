@@ -540,6 +540,12 @@ class Node:
         if _ANOMALY.enabled:
             anomaly.record(self)
 
+    def __lt__(self, other):
+        """Never: the engine's heap orders (-sequence number, node) pairs, and the nodes of an
+        expanded fused chain (fused.py numbers them below the fused node's) can share a
+        number with another node; the tie then stays in heap order instead of failing."""
+        return False
+
     def name(self) -> str:
         """The node's class name, e.g. 'MulBackward0' (torch Node.name())."""
         return type(self).__name__

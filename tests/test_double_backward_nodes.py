@@ -85,6 +85,17 @@ CASES = {
     "slogdet": (lambda T, F, x: T.linalg.slogdet(x[:, :2] * 1)[1], True),
     "solve": (lambda T, F, x: T.linalg.solve(x[:, :2] * 1, x[:, 2:] * 1), True),
     "solve_vector": (lambda T, F, x: T.linalg.solve(x[:, :2] * 1, x[:, 2] * 1), True),
+    # cholesky's gradient: torch's cholesky_backward, two triangular solves
+    # (LinalgSolveTriangularBackward0, with linalg_solve_triangular_backward)
+    "cholesky": (lambda T, F, x: T.linalg.cholesky(x[:, :2] @ x[:, :2].t() + T.eye(
+        2, dtype=T.float64)), True),
+    "cholesky_of_product": (lambda T, F, x: T.linalg.cholesky(x @ x.t() * 0.5 + T.eye(
+        2, dtype=T.float64)) * x[:, :2], True),
+    # (batched: the matmul's fused nodes, expanded under create_graph, tie with another node's
+    # sequence number, which made the engine's heap compare two nodes: TypeError)
+    "cholesky_batched": (lambda T, F, x: T.linalg.cholesky(
+        x.reshape(2, 2, 2) @ x.reshape(2, 2, 2).transpose(-2, -1) + T.eye(2, dtype=T.float64)),
+        False),
     # prod_backward without zeros: grad * (result / self), the saved result unsqueezed
     "prod": (lambda T, F, x: x.prod(1), True),
     "prod_all": (lambda T, F, x: x.prod(), True),

@@ -112,6 +112,9 @@ CASES = [
     Case("convolution_backward_weight", lambda T, a, b: _loss_grad(
         T, lambda x, w: (T.nn.functional.conv2d(x, w, dilation=(2, 1), groups=2) ** 2).sum(),
         a, b, 1), (2, 2, 5, 4), (4, 1, 2, 3)),
+    # cholesky's gradient recorded: two triangular solves (LinalgSolveTriangularBackward0)
+    Case("linalg_solve_triangular", lambda T, a: _act_grad(T, lambda t: T.linalg.cholesky(
+        t @ t.transpose(-2, -1) + T.eye(3, dtype=t.dtype)), a), (3, 3)),
     Case("einsum_mm", _ein("ij,jk->ik"), (2, 3), (3, 4)),
     Case("einsum_mm_implicit", _ein("ij,jk"), (2, 3), (3, 4)),
     Case("einsum_transpose", _ein("ij->ji"), (2, 3)),

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
+from ..tensor import Tensor
 from .formulas import TENSORS, array_formulas
 from .derivatives import _maybe_multiply, _mT
 from ..autograd.apply import apply as _apply
@@ -121,8 +122,35 @@ def _solve_grads(g, A, B, result, xp, needs):
     return gA, gB
 
 
+def _solve_tri(A, B, left):
+    m = _xp(A)
+    return m.linalg.solve(A, B) if left else _mT(m.linalg.solve(_mT(A), _mT(B)))
+
+
+def _solve_tri_grads(g, A, X, upper, left, needs):
+    """torch's linalg_solve_triangular_backward: gB = solve_triangular(A^H, g, !upper), gA =
+    -gB X^H (left) or -X^H gB, in A's triangle."""
+    if not isinstance(g, Tensor):
+        gB = _solve_tri(_mT(A), g, left)
+        gA = -(gB @ _mT(X) if left else _mT(X) @ gB) if needs[0] else None
+        return (None if gA is None else (np.triu if upper else np.tril)(gA)), gB
+    gB = _apply(ROWS["linalg_solve_triangular"], (A.transpose(-2, -1), g), (not upper, left))
+    gA = None
+    if needs[0]:
+        gA = -(gB @ X.transpose(-2, -1) if left else X.transpose(-2, -1) @ gB)
+        gA = gA.triu(0) if upper else gA.tril(0)
+    return gA, gB if needs[1] else None
+
+
 def _cholesky_backward(g, L, xp):
-    """S = L^-T Phi(L^T gL) L^-1 (Phi: the lower triangle, its diagonal halved), symmetrised."""
+    """S = L^-T Phi(L^T gL) L^-1 (Phi: the lower triangle, its diagonal halved), symmetrised;
+    recorded, torch's cholesky_backward: gA = tril(L^H gL), 0.5 (gA + tril(gA, -1)^H), then
+    two triangular solves (LinalgSolveTriangularBackward0)."""
+    if xp is TENSORS:
+        ga = (L.transpose(-2, -1) @ g).tril(0)
+        ga = xp.mul_scalar(ga + ga.tril(-1).transpose(-2, -1), 0.5)
+        ga = _apply(ROWS["linalg_solve_triangular"], (L.transpose(-2, -1), ga), (True, True))
+        return _apply(ROWS["linalg_solve_triangular"], (L, ga), (False, False))
     p = xp.tril(_mT(L) @ g, 0)
     p = p - 0.5 * p * xp.eye(p.shape[-1], p)
     y = xp.solve(_mT(L), p)           # L^-T p
@@ -276,6 +304,11 @@ op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
 op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
+# A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
+# (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
+op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left),
+   **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
+       g, self, result, upper, left, needs)})
 op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,

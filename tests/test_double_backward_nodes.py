@@ -259,3 +259,14 @@ def test_double_row_saves_and_frees_like_a_node():
             err = str(e).split(".")[0]
         out[T] = (names, x.grad.tolist(), err)
     assert out[nbgrad] == out[torch]
+
+
+@pytest.mark.parametrize("name", ["silu", "mish", "gelu", "conv2d", "glu", "det", "cholesky"])
+def test_node_names_deeper(name):
+    """Formulas written with ops make their nodes in torch's order (the operands of a C++
+    product right first: silu's sigmoid then receives the product's gradient before the
+    subtraction's), so the graphs agree further down than three levels."""
+    gt, ht, _ = _grads(torch, name)
+    gn, hn, _ = _grads(nbgrad, name)
+    assert _graph(gn.grad_fn, 8) == _graph(gt.grad_fn, 8)
+    assert _graph(hn.grad_fn, 8) == _graph(ht.grad_fn, 8)

@@ -231,18 +231,23 @@ def _gelu_double(gg, go, x, approximate, xp):
         t = xp.tanh(inner)
         sech = xp.reciprocal(xp.cosh(inner))
         f = xp.mul_scalar(x, 0.5)
-        gt = 1 - t * t
+        gt = _one_minus(t * t) if isinstance(t, Tensor) else 1 - t * t
         h = xp.mul_scalar(xp.add_scalar(xp.mul_scalar(x, 3 * _GELU_TANH_KAPPA) * x, 1),
                           _GELU_TANH_BETA)
         f_prime_gh = xp.mul_scalar(gt, 0.5) * h
-        g_prime = xp.mul_scalar(sech, 2) * (-sech * t) * h
+        # (the operands of a C++ product made right first, as torch's build evaluates them:
+        # the order of the nodes decides the order of the sums in the next gradient)
+        right = -sech * t
+        g_prime = xp.mul_scalar(sech, 2) * right * h
         g_prime_fh = f * h * g_prime
         h_prime = xp.mul_scalar(xp.mul_scalar(x, 6 * _GELU_TANH_KAPPA), _GELU_TANH_BETA)
         h_prime_fg = f * gt * h_prime
-        return gg * go * (f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg)
+        right = f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg
+        return gg * go * right
     x_sq = x * x
     pdf = xp.mul_scalar(xp.exp(xp.mul_scalar(x_sq, -0.5)), _GELU_PDF)
-    return gg * go * (xp.mul_scalar(pdf, 2) - x_sq * pdf)
+    right = x_sq * pdf
+    return gg * go * (xp.mul_scalar(pdf, 2) - right)
 
 
 def _one_minus(x):
@@ -252,9 +257,12 @@ def _one_minus(x):
 
 def _silu_tensors(g, x):
     """PyTorch's infinitely_differentiable_silu_backward (what it runs under create_graph):
-    ``g * sigmoid * (1.0 + x * (1.0 - sigmoid))``."""
+    ``g * sigmoid * (1.0 + x * (1.0 - sigmoid))``, its right factor made first (as torch's
+    build evaluates the operands of that C++ product: the node order decides which gradient
+    reaches sigmoid's output first)."""
     sig = x.sigmoid()
-    return g * sig * TENSORS.add_scalar(x * _one_minus(sig), 1.0)
+    right = TENSORS.add_scalar(x * _one_minus(sig), 1.0)
+    return g * sig * right
 
 
 def _mish_tensors(g, x):

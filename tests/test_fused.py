@@ -383,3 +383,62 @@ def test_a_fused_node_and_its_built_chain_carry_the_users_line():
                  type(f).__name__ not in ("AccumulateGrad", "SelectBackward0",
                                           "TransposeBackward0")]
         assert chain and all(Location.of(f._where).lineno == line for f in chain)
+
+
+def _chain_of(fn):
+    """Every node below ``fn`` (the built chains included) as plain data, in a fixed walk order:
+    class, sequence number relative to ``fn``'s, line, meta, saved values and edges (an edge
+    into a leaf as the leaf's id)."""
+    out, seen, stack = [], set(), [fn]
+    while stack:
+        n = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        saved = [(s.name, s.released, s.saved_version, s.version, s.is_output, s._output_nr)
+                 if hasattr(s, "saved_version") else repr(s) for s in (n._saved or ())]
+        edges = [(type(m).__name__, nr, id(m.variable) if hasattr(m, "variable") else None)
+                 if m is not None else None for m, nr in n.next_functions]
+        out.append((type(n).__name__, fn._seq - n._seq, n._where, n._meta, saved, edges))
+        stack.extend(m for m, _ in reversed(n.next_functions))
+    return out
+
+
+@pytest.mark.parametrize("shape,bias", [((4, 16), True), ((2, 3, 16), True),
+                                        ((2, 3, 16), False)])  # (the fused ones)
+def test_released_chains_copied_from_a_template_equal_replayed_ones(shape, bias):
+    """A released chain's nodes are copied from the first chain of its shape (a template) instead
+    of replayed: the same classes, sequence numbers, lines, saved values and edges, into this
+    model's own parameters."""
+    from nbgrad.autograd import fused
+
+    nets = []
+    for _ in range(2):
+        nbgrad.manual_seed(0)
+        layers = [m for _ in range(4) for m in (nbgrad.nn.Linear(16, 16, bias=bias),
+                                                 nbgrad.nn.Tanh())]
+        net = nbgrad.nn.Sequential(*layers)
+        loss = net(nbgrad.randn(*shape)).pow(2).mean()
+        loss.backward()
+        nets.append((net, loss))
+    fused._TEMPLATES.clear()
+    key = fused._template_key
+    try:
+        fused._template_key = lambda c: None  # every chain replayed
+        replayed = _chain_of(nets[0][1].grad_fn)
+    finally:
+        fused._template_key = key
+    copied = _chain_of(nets[1][1].grad_fn)  # the first chain replayed, the others copied
+    assert fused._TEMPLATES
+    params = [{id(p): i for i, p in enumerate(net.parameters())} for net, _ in nets]
+
+    def same(rows, k):  # leaves by the parameter's index, lines by their line number
+        return [(c, s, w[0].co_firstlineno if w else None, w[1] if w else None, m, sv,
+                 [e if e is None or e[2] is None else (e[0], e[1], params[k][e[2]]) for e in ed])
+                for c, s, w, m, sv, ed in rows]
+
+    assert [r[0] for r in copied].count("TBackward0") == 4
+    assert same(replayed, 0) == same(copied, 1)
+    # and the backward of a chain copied from a template fails as a replayed one does
+    with pytest.raises(RuntimeError, match="second time"):
+        nets[1][1].backward()

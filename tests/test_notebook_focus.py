@@ -391,3 +391,29 @@ def test_first_layout_drops_only_fontconfig_warnings(monkeypatch, capfd):
         os.write(2, b"something else\n")
     assert layout._fonts_loaded
     assert capfd.readouterr().err == "something else\n"
+
+
+def test_a_new_grad_at_the_old_ones_address_counts_as_changed():
+    """A leaf's ``.grad`` replaced by a new tensor that the allocator put at the same address
+    (its id is the old one's): the tracker still sees this cell changed it (it once took the id
+    alone, and the panel then drew the leaf unnamed, in a row order that depended on memory)."""
+    tracker = focus.Tracker()
+    w = nbgrad.ones(3, requires_grad=True)
+    w.grad = nbgrad.zeros(3)
+    first = tracker.update([("w", w)])
+    assert [n for n, _ in first.named] == ["w"]
+    same = tracker.update([("w", w)])  # nothing happened: unchanged
+    assert same.named == []
+    for _ in range(100):
+        tracker.update([("w", w)])  # the .grad read now
+        old_id = id(w.grad)
+        w.grad = None
+        g = nbgrad.zeros(3)  # (CPython's allocator gives the freed address back first)
+        w.grad = g
+        if id(w.grad) == old_id:
+            break
+    else:
+        pytest.fail("the allocator never reused the address")
+    again = tracker.update([("w", w)])
+    assert [n for n, _ in again.named] == ["w"]
+    assert tracker.update([("w", w)]).named == []  # and unchanged once read

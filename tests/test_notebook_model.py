@@ -529,3 +529,31 @@ def test_clusters_of_a_second_model_never_carry_the_first_ones_names():
                           "model.fc2 (Linear)"}
     finally:
         tracker.uninstall()
+
+
+def test_folded_modules_own_their_keys_as_the_plain_definition_says():
+    """Each key of a module inside (or equal to) a folded module goes to the outermost folded
+    one holding it: the one-pass lookup by dot prefixes agrees with the definition (every
+    folded path, longest first, claims the keys of every module it is, or is a dot prefix of)
+    on random module trees and folds, keys shared between modules included."""
+    import random
+
+    from nbgrad.notebook.model_fold import _fold_owners
+
+    def plain(clusters, folded):
+        owner = {}
+        for path in sorted(folded, key=len, reverse=True):
+            for p, c in clusters.items():
+                if p == path or p.startswith(path + "."):
+                    for k in c["keys"]:
+                        owner[k] = path
+        return owner
+
+    rng = random.Random(0)
+    names = ["m", "m.a", "m.a.b", "m.ab", "m.a.c", "n", "n.x", "m.a.b.c", "mm", "m.b"]
+    for _ in range(3000):
+        clusters = {p: {"keys": [f"k{rng.randrange(8)}" for _ in range(rng.randrange(4))]}
+                    for p in rng.sample(names, rng.randrange(1, len(names)))}
+        folded = [p for p in (rng.choice(names) for _ in range(rng.randrange(5)))
+                  if p in clusters]
+        assert _fold_owners(clusters, folded) == plain(clusters, folded), (clusters, folded)

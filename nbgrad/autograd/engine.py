@@ -188,8 +188,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     RUNNING[0] += 1
     try:
         node = heappop(ready)[1] if ready else None
+        carried = None  # the gradient of the chain's next node, handed on without its buffer
         while node is not None:
-            gs = pop(node, None)
+            if carried is None:
+                gs = pop(node, None)
+            else:
+                gs = carried
+                carried = None
             out = None
             hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
@@ -197,7 +202,15 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 hooks = node._site  # (a node's hooks: kept with its where, in a _Rare)
                 if type(hooks) is not _Rare or not (hooks.pre or hooks.post):
                     hooks = None  # (a _Rare with only metadata or meta: the common case)
-                if plain and hooks is None and type(node) is not AccumulateGrad:
+                if plain and hooks is None and type(node) is AccumulateGrad:
+                    # a leaf: its gradient into .grad, and no edge to follow (the general steps
+                    # below, less those a leaf never takes; kept for speed: a GPT step has 50)
+                    node._backward(gs, create_graph, _ownership(node, gs, shared, grad_outputs),
+                                   bumps.get(node, 0) if bumps else 0)
+                    gs = None
+                    node = heappop(ready)[1] if ready else None
+                    continue
+                if plain and hooks is None:
                     out = node._backward(gs, create_graph)  # the common case: just run it
                     if release and node._saved is not None:
                         node._release()
@@ -219,7 +232,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             c = None
                     if c is not None and gi is not None and deps[c] == 1 and c._n_out == 1 and \
                             c not in buffers:  # (the last edge into it, and the only one)
-                        buffers[c] = gi
                         if gi is gs and shared and node in shared:
                             shared.add(c)  # (the given gradient passed on unchanged)
                         gv = node._grad_version
@@ -229,9 +241,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             bumps[c] = bumps[node]
                         deps[c] = 0
                         if not ready:
+                            carried = gi
                             out = gi = gs = None
                             node = c
                             continue
+                        buffers[c] = gi
                         heappush(ready, (-c._seq, c))
                         out = gi = gs = None
                         node = heappop(ready)[1]
@@ -288,6 +302,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     if c._n_out == 1:
                         old = get(c)
                         if old is None:
+                            if plain and type(c) is AccumulateGrad and deps[c] == 1 and \
+                                    gi is not gs and not (dup or gv or hooked) and _quiet_leaf(c):
+                                # a leaf's last edge, a new array: .grad now, as the ready leaf
+                                # would run next (nothing observes it in between; kept for speed)
+                                deps[c] = 0
+                                c._backward(gi, create_graph, _ownership(c, gi, shared,
+                                                                         grad_outputs))
+                                continue
                             buffers[c] = gi
                             # the engine's own unless the hooks saw it, or it went along two
                             # edges, or it is the one this node was given and did not own
@@ -375,6 +397,16 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     return result
 
 
+def _quiet_leaf(node):
+    """Whether nothing can see when leaf node `node` accumulates: no hook on it, no tensor hook
+    or post-accumulate hook on its variable."""
+    site = node._site
+    if type(site) is _Rare and (site.pre or site.post):
+        return False
+    e = node.variable._extra
+    return e is None or not (e.hooks or e.post_acc)
+
+
 def _capture(captures, captured, node, gs, versions, bumps, vb, vbases):
     """autograd.grad: keep the gradients arriving at the requested inputs' edges (and their
     version: the in-place additions into the buffer; and `vb`, the base of a single gradient
@@ -439,6 +471,10 @@ def _ownership(node, g, shared, grad_outputs):
     if g.base is None:
         return GRAD_OWNED
     root = root_array(g)
+    if root.nbytes < g.nbytes or not g.flags.writeable:
+        # elements that overlap (an expand: sum's gradient) or a read-only view never become
+        # .grad as they are (accumulate_into copies them whatever it is told): no Storage
+        return GRAD_SHARED
     for given in grad_outputs:
         if isinstance(given, _tm.Tensor) and given._storage._root is root:
             return given._storage

@@ -29,7 +29,7 @@ from . import engine
 from .anomaly import STATE as _ANOMALY
 from .record import _edge, _NONE_EDGE
 from .views import _view_of
-from .graph import _NODES, _SAVED_HOOKS, Node, SavedTensor, backward_twice_error
+from .graph import FREED, _NODES, _SAVED_HOOKS, Node, SavedTensor, _Rare, backward_twice_error
 from .grad_mode import STATE as _GRAD
 
 _new = object.__new__
@@ -192,6 +192,11 @@ def _build(node):
     line and its saved versions as the unfused call would have given them; edges that left
     the chain go where the fused node's went; released if the fused node was."""
     c = node._chain
+    key = _template_key(c)
+    if key is not None:
+        tpl = _TEMPLATES.get(key)
+        if tpl is not None:
+            return _from_template(node, tpl)
     prev, prov = _GRAD.enabled, _PROV[0]
     hooks = _SAVED_HOOKS[:]
     _SAVED_HOOKS.clear()
@@ -247,7 +252,102 @@ def _build(node):
         n._next = tuple(nxt)
         if c.released:
             n._release()
+    if key is not None:
+        _keep_template(key, top, chain, fused_edges)
     return top, chain
+
+
+# A released chain is replayed on stand-ins (its operands are gone): what it builds depends only
+# on the replay, the operands' layouts and the plain arguments, so the first build of a shape is
+# kept as a template and the next chains of that shape are copied from it (a model's 20 Linear
+# layers: one replay, 19 copies; the snapshot of each cell asks for every chain's nodes).
+_TEMPLATES: dict = {}
+_MAX_TEMPLATES = 64
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _plain(x) -> bool:
+    t = type(x)
+    return t in _PLAIN or (t is tuple and all(_plain(v) for v in x))
+
+
+def _template_key(c):
+    """The template's key of a released chain (None: built by replay, not kept)."""
+    if c.inputs is not None or not c.released or _ANOMALY.enabled or not _plain(c.args):
+        return None
+    return (c.replay, tuple(c.specs), c.args)
+
+
+def _keep_template(key, top, chain, fused_edges):
+    """What a copy of this released chain needs, read now (the built nodes may get hooks
+    later): per node its class, its saved values, its meta and its edges, each edge into the
+    chain (its index), into the fused node's edges (the operand's index) or none."""
+    index = {n: i for i, n in enumerate(chain)}
+    rows = []
+    for n in chain + [top]:
+        saved = n._saved
+        if saved is not None:
+            for s in saved:
+                if type(s) is SavedTensor:
+                    if not s.released or s._view_node is not None:
+                        return
+                elif not (s is FREED or _plain(s)):
+                    return  # (a saved value not known to be inert once released: no template)
+        edges = []
+        for m, nr in n._next:
+            if m is None:
+                edges.append((0, None, nr))
+            elif m in index:
+                edges.append((1, index[m], nr))
+            else:
+                k = next((k for k, e in enumerate(fused_edges) if e[0] is m and e[1] == nr),
+                         None)
+                if k is None:
+                    return
+                edges.append((2, k, nr))
+        site = n._site
+        if type(site) is _Rare and (site.post or site.pre or site.metadata):
+            return
+        rows.append((type(n), saved if saved is None else tuple([_copy_saved(s) for s in saved]),
+                     n._meta, tuple(edges)))
+    if len(_TEMPLATES) >= _MAX_TEMPLATES:
+        _TEMPLATES.clear()
+    _TEMPLATES[key] = rows
+
+
+_SAVED_SLOTS = [n for n in SavedTensor.__slots__ if n != "__weakref__"]
+
+
+def _copy_saved(s):
+    if type(s) is not SavedTensor:
+        return s
+    out = _new(SavedTensor)
+    for name in _SAVED_SLOTS:
+        v = getattr(s, name, _new)  # (`_unpack_hook` is set only with hooks)
+        if v is not _new:
+            setattr(out, name, v)
+    return out
+
+
+def _from_template(node, rows):
+    """`_build` of a released chain, copied from the template of its shape: the same classes,
+    saved values (released), metas and edges; the fused node's line and sequence numbers."""
+    where, first = node._where, node._seq - (len(rows) - 1)
+    fused_edges = node._next
+    made = []
+    for i, (cls, saved, meta, _) in enumerate(rows):
+        n = _new(cls)
+        n._saved = saved if saved is None else tuple([_copy_saved(s) for s in saved])
+        n._site = where if meta is None else _Rare(where, meta)
+        n._seq = first + i
+        made.append(n)
+    top = made[-1]
+    top._site = None if rows[-1][2] is None else _Rare(None, rows[-1][2])  # (replayed: no line)
+    top._seq = node._seq
+    for n, (_, _, _, edges) in zip(made, rows):
+        n._next = tuple([(None, nr) if kind == 0 else (made[j], nr) if kind == 1
+                         else fused_edges[j] for kind, j, nr in edges])
+    return top, made[:-1]
 
 
 def _as_recorded(c):

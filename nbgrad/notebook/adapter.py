@@ -57,6 +57,12 @@ def _of(obj):
     return r
 
 
+def reading(obj):
+    """The reading module of ``obj``'s engine (its functions take ``obj``, as this module's do):
+    for a caller that asks many things of one object (the snapshot: a dozen of each tensor)."""
+    return _BY_TYPE.get(type(obj)) or _of(obj)
+
+
 def engine_of(obj) -> str:
     """``"nbgrad"`` or ``"torch"``: which engine ``obj`` belongs to."""
     return _of(obj).ENGINE

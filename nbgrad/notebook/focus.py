@@ -10,6 +10,7 @@ graph, no view, nothing modified) gets no panel at all.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from . import adapter as A
@@ -38,11 +39,27 @@ def _signature(t) -> tuple:
             bool(t.requires_grad), fn is not None, A.base(t) is not None)
 
 
+_NO_GRAD = id(None)
+
+
+def _ref(g):
+    """A weak reference to a ``.grad`` (None: no grad, or one that takes none: the id alone)."""
+    if g is None:
+        return None
+    try:
+        return weakref.ref(g)
+    except TypeError:
+        return None
+
+
 class Tracker:
     """Signatures of the named tensors after the previous cell (plain ints and bools)."""
 
     def __init__(self):
         self.state: dict[str, tuple] = {}
+        # name -> a weak reference to its .grad when read (a new .grad can land at the address
+        # of the one it replaced: the id alone would call it unchanged)
+        self.grads: dict = {}
 
     def update(self, named, *, error: bool = False, bumped: bool = False) -> Focus:
         """Compare ``named`` (this cell's ``[(name, tensor)]``) with the previous cell's.
@@ -64,18 +81,22 @@ class Tracker:
         modified = made_graph = relevant = False
         old = self.state
         get = old.get
+        refs, new_refs = self.grads, {}
         for name, t in named:
             prev = get(name)
             if prev is not None and prev[0] == id(t):
                 if bumped or (prev[4] and not prev[5]):
                     try:
                         version, grad = A.version_and_grad(t)
+                        ref = refs.get(name)
                         sig = (prev if version == prev[1] and id(grad) == prev[3]
-                               else _signature(t))
+                               and (ref is None or ref() is grad) else _signature(t))
+                        new_refs[name] = _ref(grad) if sig is not prev else ref
                     except Exception:  # noqa: BLE001 - an unreadable tensor is skipped, alone
                         continue
                 else:  # no in-place op this cell, and not a leaf that takes a gradient
                     sig = prev
+                    new_refs[name] = refs.get(name)
                 new_state[name] = sig
                 if sig is prev:
                     if sig[5]:
@@ -92,13 +113,15 @@ class Tracker:
                 continue
             try:
                 sig = _signature(t)
+                if sig[3] != _NO_GRAD:
+                    new_refs[name] = _ref(A.grad(t))
             except Exception:  # noqa: BLE001
                 continue
             new_state[name] = sig
             changed.append((name, t))
             made_graph = made_graph or sig[5]
             relevant = relevant or sig[4] or sig[5] or sig[6]  # needs grad, a graph, a view
-        self.state = new_state
+        self.state, self.grads = new_state, new_refs
         focus.relevant = relevant or error
         focus.named = changed[:MAX_FOCUS]
         tests = []

@@ -348,8 +348,8 @@ def snapshot(
             v = strs[obj] = conv(obj)
         return v
 
-    def storage_of(t) -> StorageInfo:
-        sobj = A.storage(t)
+    def storage_of(t, r) -> StorageInfo:
+        sobj = r.storage(t)
         st = by_storage_obj.get(id(sobj)) if sobj is not None else None
         if st is not None:
             return st
@@ -359,7 +359,7 @@ def snapshot(
             nbytes = A.storage_nbytes(sobj)
             esize = max(int(t.element_size()), 1)
             st = StorageInfo(key=f"S{len(storages) + 1}", ptr=ptr, nbytes=nbytes,
-                             size=nbytes // esize, device=as_str(t.device), version=A.version(t))
+                             size=nbytes // esize, device=as_str(t.device), version=r.version(t))
         if sobj is not None:
             by_storage_obj[id(sobj)] = st
             keep_alive.append(sobj)
@@ -371,26 +371,27 @@ def snapshot(
     def tensor_info(t, names) -> TensorInfo | None:
         i = id(t)
         try:
-            st = storage_of(t)
-            version = A.version(t)
+            r = A.reading(t)  # (a dozen questions to the same engine)
+            st = storage_of(t, r)
+            version = r.version(t)
             delta = None
             for n in names:
                 prev = previous.get(n)
                 if prev is not None and prev[0] == i:
                     delta = version - prev[1]
                     break
-            fn = fns[i] = A.grad_fn(t)
-            base = A.base(t)
-            g = A.grad(t)
+            fn = fns[i] = r.grad_fn(t)
+            base = r.base(t)
+            g = r.grad(t)
             info = TensorInfo(
-                key=f"t{i}", name=" = ".join(names), shape=A.shape(t),
+                key=f"t{i}", name=" = ".join(names), shape=r.shape(t),
                 dtype=as_str(t.dtype, A.dtype_str), device=as_str(t.device),
                 requires_grad=bool(t.requires_grad), is_leaf=bool(t.is_leaf),
                 grad_fn=A.node_name(fn) if fn is not None else None,
                 grad_fn_key=f"n{id(fn)}" if fn is not None else None,
                 version=version, version_delta=delta, storage=st.key, storage_ptr=st.ptr,
-                offset=A.element_offset(t, st.ptr), stride=tuple(int(s) for s in t.stride()),
-                nbytes=A.nbytes(t), is_view=base is not None, view_of=None,
+                offset=r.element_offset(t, st.ptr), stride=tuple(int(s) for s in t.stride()),
+                nbytes=r.nbytes(t), is_view=base is not None, view_of=None,
                 base_key=f"t{id(base)}" if base is not None else None,
                 grad=(f"{list(A.shape(g))} {A.dtype_str(g.dtype)}" if g is not None else None),
                 retains_grad=bool(getattr(t, "retains_grad", False)), named=bool(names))
@@ -436,19 +437,21 @@ def snapshot(
         node = queue[head]
         head += 1
         key = f"n{id(node)}"
-        raw = A.raw_where(node)
+        r = A.reading(node)
+        raw = r.raw_where(node)
         where, source = _where_of(raw)
-        info = NodeInfo(key=key, name=A.node_name(node), where=where,
-                        source=short(source, _MAX_SOURCE), seq=A.sequence_number(node),
+        info = NodeInfo(key=key, name=r.node_name(node), where=where,
+                        source=short(source, _MAX_SOURCE), seq=r.sequence_number(node),
                         site=sites.setdefault(raw, len(sites) + 1) if raw is not None else 0)
         nodes[key] = info
         live_nodes[key] = node
-        for nf in A.next_nodes(node):
-            info.next.append(f"n{id(nf)}")
+        nxt = info.next
+        for nf in r.next_nodes(node):
+            nxt.append(f"n{id(nf)}")
             if id(nf) not in seen:
                 seen.add(id(nf))
                 queue.append(nf)
-        var = A.leaf_variable(node) if info.is_accumulate else None
+        var = r.leaf_variable(node) if info.is_accumulate else None
         if var is not None:
             if id(var) not in tinfos:
                 tensor_info(var, [])

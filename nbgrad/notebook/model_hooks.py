@@ -595,12 +595,16 @@ class ModelTracker:
                           where=where, layers=_mode_layer_names(mod))
         self.eval_forward.clear()
 
-    def recent_calls(self, snap=None) -> list:
+    def recent_calls(self, snap=None, since: int | None = None) -> list:
         """The module calls remembered (the last ``MAX_CALLS``), oldest first; a lean step's
         call is the top-level call and the calls inside its twin, shifted (see
-        :meth:`_start_lean`), the newest ones only."""
+        :meth:`_start_lean`), the newest ones only; with one engine (node numbers grow as calls
+        end), none that ended before node number ``since``."""
         out, budget = [], MAX_CALLS
+        since = since if since is not None and len(A.engines()) == 1 else None
         for c in reversed(self.calls):
+            if since is not None and c.end < since:
+                break
             if type(c) is _LeanCall:
                 inner = c.expand() if budget > 0 else [c.top()]
                 budget -= len(inner)

@@ -2,7 +2,7 @@
 
 :func:`report` turns a :class:`~.model_hooks.ModelTracker`, the namespace and a snapshot into a
 :class:`ModelReport`: module clusters, the Gradients tab's rows, the notes (no gradient and why,
-accumulated gradients, NaN origin, mode mix-ups, graphs kept alive by containers). :func:`fold`
+accumulated gradients, NaN origin, mode mix-ups, graphs kept alive by containers). :mod:`.model_fold`
 rewrites a snapshot with modules folded to one box each; :func:`cluster_dot` gives their DOT
 clusters. Plain data only: nothing here holds a tensor.
 """
@@ -143,7 +143,6 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
     rep = ModelReport()
     scanned = scanned or scan(ns, skip)
     mods, pnames = scanned.mods, scanned.params
-    calls = tracker.recent_calls()
     counted = max(tracker.loss_steps, max(tracker.steps.values(), default=0))
     rep.steps = tracker.n_backward or max(  # (an engine whose backward calls are not seen)
         counted if tracker.backward_seen else 0,
@@ -188,6 +187,7 @@ def report(tracker: ModelTracker, ns: dict, skip=(), scanned: Scan | None = None
                     tracker.params[id(p)].hits == 0:
                 by_module.setdefault(name.rsplit(".", 1)[0], []).append(name)
         mod_of = {path: mid for mid, path in mods.items()}
+        calls = tracker.recent_calls() if by_module else []  # (a copy of up to MAX_CALLS)
         for path, names in by_module.items():
             why, cut = _why_no_grad(mod_of.get(path), calls, mods)
             outer = path
@@ -311,7 +311,8 @@ def graph_clusters(tracker: ModelTracker, ns: dict, snap, skip=(),
     """The module clusters of ``snap`` (:func:`clusters`); the parameters its graph reaches get
     their module path as name. ``scanned``: the namespace's :func:`scan`, made here if None."""
     scanned = scanned or scan(ns, skip)
-    return clusters(snap, tracker.recent_calls(snap), scanned.mods, scanned.params)
+    lo = min((n.seq for n in snap.nodes.values() if n.seq and not n.is_accumulate), default=None)
+    return clusters(snap, tracker.recent_calls(snap, since=lo), scanned.mods, scanned.params)
 
 
 def _named_params(ns, top_names):
@@ -444,8 +445,12 @@ def clusters(snap, calls, mods: dict, pnames: dict | None = None) -> dict:
             return key
         out[key] = {"title": f"{key} ({c.cls})", "parent": None, "keys": []}
         try:
-            for pname, p in m.named_parameters(recurse=False):
-                owner.setdefault(id(p), (key, pname))
+            own = m.__dict__.get("_parameters")  # (both engines keep a plain dict: read directly,
+            # parameters(recurse=False) costs a generator chain per module)
+            for pname, p in (own.items() if type(own) is dict
+                             else m.named_parameters(recurse=False)):
+                if p is not None:
+                    owner.setdefault(id(p), (key, pname))
         except Exception:  # noqa: BLE001 - a module that cannot list its parameters
             pass
         return key
@@ -497,53 +502,6 @@ def default_folded(rep: ModelReport, n_nodes: int, loop: bool = False) -> list:
         kids = [p for p, c in rep.clusters.items() if c["parent"] == r]
         out += kids or [r]
     return out
-
-
-def fold(snap, rep: ModelReport, folded) -> object:
-    """A copy of ``snap`` where each module in ``folded`` is one box (its nodes and parameters
-    inside): what the graph draws; the other tabs keep the full snapshot."""
-    from .inspect import NodeInfo
-
-    folded = [p for p in folded if p in rep.clusters]
-    if not folded:
-        return snap
-    owner: dict = {}  # key -> folded path
-    for path in sorted(folded, key=len, reverse=True):  # outer folds win
-        for p, c in rep.clusters.items():
-            if p == path or p.startswith(path + "."):
-                for k in c["keys"]:
-                    owner[k] = path
-
-    box = box_id
-
-    def remap(k):
-        return box(owner[k]) if k in owner else k
-
-    nodes: dict = {}
-    boxes: dict = {}
-    for key, n in snap.nodes.items():
-        if key in owner:
-            path = owner[key]
-            b = boxes.get(path)
-            if b is None:
-                b = boxes[path] = NodeInfo(key=box(path), name=rep.clusters[path]["title"],
-                                           where="", source="", module=path)
-                nodes[b.key] = b
-            b.folded += 1
-            b.stale = b.stale or n.stale
-            b.failing = b.failing or n.failing
-            b.saved += [s for s in n.saved if s.is_stale and not s.released]
-            for x in n.next:
-                x = remap(x)
-                if x != b.key and x not in b.next:
-                    b.next.append(x)
-            continue
-        nodes[key] = copy_with(n, next=list(dict.fromkeys(remap(x) for x in n.next)))
-    for b in boxes.values():
-        b.where = f"{b.folded} ops folded"
-    tensors = [t if t.grad_fn_key not in owner else copy_with(t, grad_fn_key=remap(t.grad_fn_key))
-               for t in snap.tensors if t.key not in owner]
-    return copy_with(snap, nodes=nodes, tensors=tensors)
 
 
 def cluster_dot(rep: ModelReport, shown: set, folded=()) -> list:

@@ -268,14 +268,15 @@ def _drawn(snap, folded, expanded) -> tuple:
     full = snap
     snap = repeats.fold(snap, reps)
     if rep is not None and rep.clusters:
-        from . import model_report as _model
+        from . import model_fold, model_report as _model
 
         if folded is None:
             folded = _model.default_folded(rep, len(full.nodes))
         inside = {k for r in reps for c in r.copies for k in c}
+        given = set(folded)
         folded = list(folded) + [p for p, c in rep.clusters.items()
-                                 if p not in folded and inside.intersection(c["keys"])]
-        snap = _model.fold(snap, rep, folded)
+                                 if p not in given and inside.intersection(c["keys"])]
+        snap = model_fold.fold(snap, rep, folded)
         kept = {k: r.key for r in reps for k in r.copies[r.keep]}
         for n in snap.nodes.values():  # a module box made of a kept copy's nodes: in its cluster
             if n.module and not n.repeat:

@@ -23,6 +23,21 @@ def _num(x, fmt="{:.3g}") -> str:
 def polyline(values, width=120, height=24, color="#1a73e8", log=False) -> str:
     """An inline SVG line of ``values`` (non-finite ones dropped), scaled to the box; a long
     series keeps the lowest and highest value of each 4-pixel column (spikes stay)."""
+    if len(values) == 1:  # (a cell's one backward: the same dot whatever the value)
+        v = values[0]
+        if v is None or not math.isfinite(v) or (log and v <= 0):
+            return ""
+        one = _ONE.get((width, height, color))
+        if one is None:
+            one = _ONE[(width, height, color)] = _polyline([1.0], width, height, color)
+        return one
+    return _polyline(values, width, height, color, log)
+
+
+_ONE: dict = {}  # (width, height, color) -> the picture of one finite value
+
+
+def _polyline(values, width, height, color, log=False) -> str:
     pts = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
     if len(pts) > width // 2:
         cols: dict = {}

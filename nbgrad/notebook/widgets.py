@@ -287,10 +287,19 @@ class NbgradPanel(anywidget.AnyWidget):
         self._drawing = False  # update_from sets values_shown itself: nothing to redraw
         self._packing = False  # update_from and _refold pack ``content`` once, after both traits
         kwargs.setdefault("layout", _shared_layout())
-        super().__init__(**kwargs)
+        if snap is not None:  # drawn before the comm opens: its first message carries it all
+            kwargs.update(self._drawing_of(snap, svg, dot, kwargs.get("theme", "light"),
+                                           list(kwargs.get("folded", ())),
+                                           list(kwargs.get("expanded", ()))))
+            self._drawing = self._packing = True  # (the observers: nothing to redo)
+        try:
+            super().__init__(**kwargs)
+        finally:
+            self._drawing = self._packing = False
         self.on_msg(self._front_end_msg)
         if snap is not None:
-            self.update_from(snap, svg, dot)
+            self._snap = self._own = self._plain = snap
+            self.drawn = (snap, svg, dot)
 
     def add_traits(self, **traits) -> None:
         """Only the traits not declared already (see ``_anywidget_id``)."""
@@ -385,26 +394,37 @@ class NbgradPanel(anywidget.AnyWidget):
 
     def update_from(self, snap, svg: str | None, dot: str = "") -> None:
         """Show ``snap``: with ``svg`` laid out here, or None and ``dot`` for the browser."""
-        from .extension import static_bundle
-
         self._snap = self._own = self._plain = snap
         self.drawn = (snap, svg, dot)
+        state = self._drawing_of(snap, svg, dot, self.theme, self.folded, self.expanded)
         self._drawing = True
         try:
-            self.values_shown = _values.has_values(snap)
+            self.values_shown = state.pop("values_shown")
         finally:
             self._drawing = False
+        self._packing = True  # (``content`` is in ``state``, packed once)
+        try:
+            with self.hold_sync():
+                for name, value in state.items():
+                    setattr(self, name, value)
+        finally:
+            self._packing = False
+
+    def _drawing_of(self, snap, svg, dot, theme, folded, expanded) -> dict:
+        """The traits that show ``snap`` (``content`` packed) and, as ``_static``, its static
+        copy."""
+        from .extension import static_bundle
+
+        values = _values.has_values(snap)
         tab_html, dot = fit_tabs(snap, svg, dot)
         if "Graph" in tab_html:
-            tab_html["Graph"] += _values.toggle_html(self.values_shown) + self._step_buttons(snap)
-        self._static = static_bundle(snap, svg, self.theme)
-        with self.hold_sync(), self._packed():
-            self.summary = render.summary_text(snap)
-            self.tab_order = list(tab_html)
-            self.tabs = tab_html
-            self.active = render.first_tab(tab_html)
-            self.graph = graph_json(snap, self.folded, self.expanded)
-            self.dot = dot
+            tab_html["Graph"] += _values.toggle_html(values) + self._step_buttons(snap)
+        self._static = static_bundle(snap, svg, theme)
+        graph = graph_json(snap, folded, expanded)
+        return {"values_shown": values, "summary": render.summary_text(snap),
+                "tab_order": list(tab_html), "tabs": tab_html,
+                "active": render.first_tab(tab_html), "graph": graph, "dot": dot,
+                "content": pack(tab_html, graph)}
 
     @property
     def _static_html(self) -> str:

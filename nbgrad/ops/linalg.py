@@ -133,7 +133,8 @@ def _solve_tri_grads(g, A, X, upper, left, needs):
     if not isinstance(g, Tensor):
         gB = _solve_tri(_mT(A), g, left)
         gA = -(gB @ _mT(X) if left else _mT(X) @ gB) if needs[0] else None
-        return (None if gA is None else (np.triu if upper else np.tril)(gA)), gB
+        m = _xp(gB)
+        return (None if gA is None else (m.triu if upper else m.tril)(gA)), gB
     gB = _apply(ROWS["linalg_solve_triangular"], (A.transpose(-2, -1), g), (not upper, left))
     gA = None
     if needs[0]:

@@ -145,8 +145,8 @@ op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
 # formulas for the gradients that reach it (either may be missing)
 op("_prelu_kernel", lambda self, weight: _xp(self).where(self > 0, self, weight * self),
    broadcast=True, node="PreluKernelBackward0",
-   **{"self, weight": lambda g, self, weight, needs, xp: xp.row(
-       "_prelu_kernel_backward", (g, self, weight))})
+   **{"self, weight": lambda g, self, weight, needs, xp: _prelu_grads(g, self, weight, needs,
+                                                                      xp)})
 op("_prelu_kernel_backward", lambda grad_output, self, weight: _prelu_backward(
     grad_output, self, weight, _xp(self)), broadcast=True, n_out=2,
    node="PreluKernelBackwardBackward0",
@@ -160,6 +160,14 @@ _SQRT1_2 = 1 / math.sqrt(2)
 _GELU_PDF = 1 / math.sqrt(2 * math.pi)
 _GELU_TANH_BETA = math.sqrt(2 / math.pi)
 _GELU_TANH_KAPPA = 0.044715
+
+
+def _prelu_grads(g, self, weight, needs, xp):
+    if xp is TENSORS:  # the recorded op: one node for both
+        return xp.row("_prelu_kernel_backward", (g, self, weight))
+    pos = self > 0  # on arrays only what is needed (the weight's is reduced after)
+    return (xp.where(pos, g, weight * g) if needs[0] else None,
+            xp.where(pos, 0, self * g) if needs[1] else None)
 
 
 def _prelu_backward(grad_output, self, weight, m):

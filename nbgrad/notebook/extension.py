@@ -215,7 +215,8 @@ class NbgradExtension:
         # (a layout past its time bound, an SVG too big to sync): see widgets.fit_tabs.
         svg = self.layout(dot, snap) if dot else None
         panel = self._panel(panel_cls, snap, svg, dot, folded)
-        handle = display(*_bundle(panel), raw=True, display_id=True)
+        data, meta = _bundle(panel)
+        handle = display(data, metadata=meta, raw=True, display_id=True)
         self._keep(panel, getattr(handle, "display_id", None))
 
     def _panel(self, panel_cls, snap, svg, dot, folded):
@@ -256,7 +257,8 @@ class NbgradExtension:
         panel = self._panel(NbgradPanel, snap, svg, dot, folded)
         panel.panel_id = panel_id
         self._panels -= 1
-        update_display(*_bundle(panel), raw=True, display_id=display_id)
+        data, meta = _bundle(panel)
+        update_display(data, metadata=meta, raw=True, display_id=display_id)
         self._keep(panel, display_id)
 
     def with_earlier(self, snap):

@@ -236,7 +236,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 def _like(fn):
     def f(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-        return fn(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+        return fn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                   requires_grad=requires_grad)
     return named(f, fn.__name__ + "_like")
 

@@ -1,10 +1,10 @@
 """The general path alone: the op suite and the differential tests under NBGRAD_GENERAL_PATH=1.
 
 A few mechanisms keep a written-out fast case beside their general path for speed (`apply`'s
-one-input ops, the engine's chain step; benchmarks/README.md says what each saves). The switch,
-read once when nbgrad is imported, turns the fast cases off, so a semantic change made to one
-path only shows up here as a failure of the other. The suites run in a subprocess (the switch is
-read at import) and must pass there as they pass in this process.
+one-input ops, the engine's chain step and leaf step; benchmarks/README.md says what each
+saves). The switch, read once when nbgrad is imported, turns the fast cases off, so a semantic
+change made to one path only shows up here as a failure of the other. The suites run in a
+subprocess (the switch is read at import) and must pass there as they pass in this process.
 """
 from __future__ import annotations
 

@@ -200,3 +200,13 @@ def test_torch_version_module_under_the_alias():
     assert nbgrad.version.__version__ >= (2, 1)
     assert nbgrad.version.cuda is None and torch.version.cuda is None
     assert nbgrad.version.hip is None and nbgrad.version.debug is False
+
+
+@pytest.mark.parametrize("fn", ["zeros_like", "ones_like", "empty_like", "rand_like",
+                                "randn_like"])
+def test_like_factories_of_a_0d_tensor(fn):
+    # a 0-d input has no size to spread: the factory is still called with its (empty) size
+    def call(lib):
+        return getattr(lib, fn)(lib.tensor(2.0)).new_zeros(())
+    assert _run(nbgrad, call) == _run(torch, call)
+    assert _run(nbgrad, lambda lib: getattr(lib, fn)(lib.tensor(2.0)))[0] != ()

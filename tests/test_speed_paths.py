@@ -382,3 +382,59 @@ def test_cross_entropy_without_graph_like_torch(mode, reduction, target):
         return
     np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-6)
     assert got[0][0] == want[0][0] and got[1:] == want[1:]
+
+
+def _leaf_program(lib, case):
+    """Leaves fed in the ways the engine's leaf steps tell apart: by one edge (a new array, a
+    view of one, or the incoming gradient passed on), by two edges, with a tensor hook, a
+    post-accumulate hook, a hook on the AccumulateGrad node or one on the node feeding it that
+    keeps the gradient; what is observable of their
+    .grad: values, version, memory shared with another .grad, the order the hooks ran in."""
+    g = lib.Generator().manual_seed(0)
+    w = lib.randn(4, 3, generator=g, requires_grad=True)
+    b = lib.randn(3, generator=g, requires_grad=True)
+    c = lib.randn(4, 3, generator=g, requires_grad=True)
+    e = lib.randn(5, 3, generator=g, requires_grad=True)
+    f = lib.randn(15, generator=g, requires_grad=True)
+    x = lib.randn(5, 4, generator=g)
+    seen = []
+    if case == "tensor_hook":
+        w.register_hook(lambda t: seen.append("w") or t * 2)
+        b.register_hook(lambda t: seen.append("b"))
+    elif case == "post_acc":
+        for name, p in (("w", w), ("b", b)):
+            p.register_post_accumulate_grad_hook(
+                lambda p, name=name: seen.append((name, round(p.grad.sum().item(), 4))))
+    y = x @ w + b  # AddBackward0: b's gradient summed (a new array); MmBackward0: w's
+    if case == "node_hook":  # (b's AccumulateGrad)
+        y.grad_fn.next_functions[1][0].register_prehook(lambda go: seen.append("acc_b"))
+    kept = []
+    if case == "post_hook":  # MmBackward0's hook keeps the gradient it passes on to w
+        y.grad_fn.next_functions[0][0].register_hook(lambda gi, go: kept.extend(gi))
+    # e: the gradient an AddBackward0 passes on unchanged; f: a view of a new one (ViewBackward0)
+    y = y * (x[:, :3] + e) * f.view(5, 3)
+    if case == "twice":
+        y = y + (x @ w) * 0.5  # w fed by two edges
+    z = (y.tanh() @ c.t()).sum() + c.sum()  # c: along two edges as well
+    z.backward()
+    shares = w.grad.data_ptr() == b.grad.data_ptr()
+    return [w.grad, b.grad, c.grad, e.grad, f.grad, w.grad._version, b.grad._version,
+            c.grad._version, e.grad._version, f.grad._version, shares, seen,
+            [k.data_ptr() == w.grad.data_ptr() for k in kept if k is not None]]
+
+
+_NODE_HOOK_COPY = pytest.mark.xfail(strict=True, reason=(
+    "the general path (on main before the leaf step too) copies a gradient a prehook on "
+    "AccumulateGrad saw: b.grad._version 1, torch 0"))
+
+
+@pytest.mark.parametrize("case", ["plain", "twice", "tensor_hook", "post_acc", "post_hook",
+                                  pytest.param("node_hook", marks=_NODE_HOOK_COPY)])
+def test_leaf_accumulation_like_torch(case):
+    """The engine's step for a leaf nothing observes (accumulated as its last edge arrives)
+    gives the .grad torch gives, and hooks see what torch's show, in its order."""
+    got = _run(nbgrad, lambda lib: _leaf_program(lib, case))
+    want = _run(torch, lambda lib: _leaf_program(lib, case))
+    for a, b in zip(got[:5], want[:5]):  # the gradients: dtype and values
+        assert a[0] == b[0] and np.allclose(a[1], b[1], rtol=1e-5, atol=1e-6)
+    assert got[5:] == want[5:]

@@ -85,20 +85,21 @@ def _linear_fused(input, weight):
     backward runs the chain's formulas (unsafe_view, mm, view, t) on arrays."""
     x, w = input._data, weight._data
     rows = x.size // x.shape[-1]
-    out2 = _MM.fwd(_VIEW.fwd(x, (rows, x.shape[-1])), _T.fwd(w))
+    x2 = _VIEW.fwd(x, (rows, x.shape[-1]))
+    out2 = _MM.fwd(x2, _T.fwd(w))
     out = Tensor._make_fresh(_UNSAFE_VIEW.fwd(out2, x.shape[:-1] + w.shape[:1]))
     rx, rw = input._requires_grad, weight._requires_grad
-    fused.record(out, _UNSAFE_VIEW.node, (tuple(out2.shape),), (input, weight),
+    fused.record(out, _UNSAFE_VIEW.node, (out2.shape,), (input, weight),
                  ("self" if rw else None, "mat2" if rx else None), rx + rw + 1,
                  _linear_fused_backward, _linear_chain,
-                 (rows, tuple(x.shape), tuple(out2.shape), _mm_strides(x, w, rows)))
+                 (rows, x.shape, out2.shape, _mm_strides(x2, w)))
     return out
 
 
-def _mm_strides(x, w, rows):
-    """The strides (in elements) mm's formulas read: of the input viewed as (rows, in) and of
-    the weight's transpose."""
-    return strides_of(_VIEW.fwd(x, (rows, x.shape[-1]))), strides_of(w)[::-1]
+def _mm_strides(x2, w):
+    """The strides (in elements) mm's formulas read: of the input viewed as (rows, in), `x2`,
+    and of the weight's transpose."""
+    return strides_of(x2), strides_of(w)[::-1]
 
 
 def _linear_fused_backward(node, g, arrays):
@@ -140,7 +141,7 @@ def _addmm_fused(bias, input, weight):
                  (None, "mat1" if rw else None, "mat2" if rx else None),
                  rw + (rx if x.ndim > 2 else 0), _addmm_fused_backward,
                  _addmm_chain,
-                 (rows, tuple(x.shape), tuple(bias._data.shape), _mm_strides(x, w, rows)))
+                 (rows, x.shape, bias._data.shape, _mm_strides(x2, w)))
     return out
 
 

@@ -438,3 +438,41 @@ def test_leaf_accumulation_like_torch(case):
     for a, b in zip(got[:5], want[:5]):  # the gradients: dtype and values
         assert a[0] == b[0] and np.allclose(a[1], b[1], rtol=1e-5, atol=1e-6)
     assert got[5:] == want[5:]
+
+
+# a leaf's gradient as it arrives from the engine's chain step (handed on without its buffer)
+# and from an expand (sum's zero-stride gradient, a read-only broadcast: copied into .grad, no
+# Storage made for it first): .grad's values and _version over two backward calls, as torch's
+# (a chain step handing on the wrong array fails 6 of these 7)
+GRAD_GRAPHS = {
+    "sum": lambda x: x.sum(),
+    "mul-sum": lambda x: (x * 2.0).sum(),
+    "chain": lambda x: _chain(x).sum(),
+    "tanh-chain-mean": lambda x: _chain(x).tanh().mean(),
+    "sum-dim-sum": lambda x: (x.sum(0) * 3.0).sum(),
+    "expand": lambda x: x.expand(3, 2, 2).sum(),
+    "two-uses": lambda x: (x * x + x).sum(),
+}
+
+
+def _chain(x):
+    y = x
+    for _ in range(5):
+        y = y * 1.1 + 0.1
+    return y
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_GRAPHS))
+def test_leaf_grad_values_and_versions_like_torch(name):
+    x0 = R.standard_normal((2, 2)).astype("float32")
+
+    def fn(lib):
+        x = lib.tensor(x0.copy(), requires_grad=True)
+        GRAD_GRAPHS[name](x).backward()
+        first = (x.grad.clone(), x.grad._version)
+        GRAD_GRAPHS[name](x).backward()
+        return [first[0], first[1], x.grad, x.grad._version]
+    a, b = _run(torch, fn), _run(nbgrad, fn)
+    assert b[1] == a[1] and b[3] == a[3]
+    np.testing.assert_allclose(np.array(b[0][1]), np.array(a[0][1]), rtol=1e-5)
+    np.testing.assert_allclose(np.array(b[2][1]), np.array(a[2][1]), rtol=1e-5)

@@ -101,7 +101,7 @@ def apply(row, inputs, args=(), inplace=None):
                         where = _cached_site_at(_getframe(2)) if _PROV[0] else None
                         _record(row, (r,), inputs, args, ra | (rb << 1), meta,
                                 (_edge(a, where) if ra else _NONE_EDGE,
-                                 _edge(b, where) if rb else _NONE_EDGE), where=where)
+                                 _edge(b, where) if rb else _NONE_EDGE), None, None, where)
                 return r
             tb = type(b)
             dt = ad.dtype
@@ -130,7 +130,7 @@ def apply(row, inputs, args=(), inplace=None):
                 where = _cached_site_at(_getframe(2)) if _PROV[0] else None
                 _record(row, (r,), inputs, args, 1,
                         _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                        (_edge(a, where), _NONE_EDGE), where=where)
+                        (_edge(a, where), _NONE_EDGE), None, None, where)
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)

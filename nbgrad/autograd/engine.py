@@ -27,6 +27,17 @@ _getrefcount = sys.getrefcount
 # panel) observes: then one list check per call.
 BACKWARD_OBSERVERS: list = []
 RUNNING = [0]  # backward calls under way (a fused node leaves its edges alone meanwhile)
+_FINAL: list = []  # per backward call under way, the callbacks queued for its end (innermost last)
+
+
+def queue_callback(cb, on_error: bool = False) -> None:
+    """Have ``cb()`` run once the backward call running now is over, before it returns (torch's
+    ``Variable._execution_engine.queue_callback``; a backward observer may queue one too); a
+    callback may queue another. When the call raises, only those queued ``on_error`` run (a
+    tool's reading of what the pass did until then: they must not raise)."""
+    if not _FINAL:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _FINAL[-1].append((cb, on_error))
 
 
 def _root_edge(t):
@@ -90,7 +101,29 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     """Shared core of `Tensor.backward`, `autograd.backward` and `autograd.grad`.
 
     Returns the grads captured for `inputs` (a list aligned with it) when `inputs` is given.
+    The callbacks queued meanwhile (`queue_callback`) run once it is over.
     """
+    __tracebackhide__ = True
+    final = []
+    _FINAL.append(final)
+    try:
+        try:
+            result = _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                                   allow_unused, accumulate, api)
+        except BaseException:
+            for cb, on_error in final:
+                if on_error:
+                    cb()
+            raise
+        for cb, _ in final:  # (one queued meanwhile is run too)
+            cb()
+        return result
+    finally:
+        _FINAL.pop()
+
+
+def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused,
+                  accumulate, api):
     __tracebackhide__ = True
     if retain_graph is None:
         retain_graph = create_graph
@@ -188,8 +221,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     RUNNING[0] += 1
     try:
         node = heappop(ready)[1] if ready else None
+        carried = None  # the gradient of the chain's next node, handed on without its buffer
         while node is not None:
-            gs = pop(node, None)
+            if carried is None:
+                gs = pop(node, None)
+            else:
+                gs = carried
+                carried = None
             out = None
             hooked = False  # its post-hooks saw its outputs
             vb = vbase.pop(node, None) if vbase else None
@@ -227,7 +265,6 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             c = None
                     if c is not None and gi is not None and deps[c] == 1 and c._n_out == 1 and \
                             c not in buffers:  # (the last edge into it, and the only one)
-                        buffers[c] = gi
                         if gi is gs and shared and node in shared:
                             shared.add(c)  # (the given gradient passed on unchanged)
                         gv = node._grad_version
@@ -237,9 +274,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                             bumps[c] = bumps[node]
                         deps[c] = 0
                         if not ready:
+                            carried = gi
                             out = gi = gs = None
                             node = c
                             continue
+                        buffers[c] = gi
                         heappush(ready, (-c._seq, c))
                         out = gi = gs = None
                         node = heappop(ready)[1]
@@ -465,6 +504,10 @@ def _ownership(node, g, shared, grad_outputs):
     if g.base is None:
         return GRAD_OWNED
     root = root_array(g)
+    if root.nbytes < g.nbytes or not g.flags.writeable:
+        # elements that overlap (an expand: sum's gradient) or a read-only view never become
+        # .grad as they are (accumulate_into copies them whatever it is told): no Storage
+        return GRAD_SHARED
     for given in grad_outputs:
         if isinstance(given, _tm.Tensor) and given._storage._root is root:
             return given._storage

@@ -118,7 +118,9 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
             save = _saver(row, mask)
         saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
     if edges is None:
-        edges = tuple([_edge(x, where) for x in inputs])
+        # (one input: no comprehension, which is a function call of its own in CPython 3.11)
+        edges = (_edge(inputs[0], where),) if len(inputs) == 1 else \
+            tuple([_edge(x, where) for x in inputs])
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
     _init_node(node, edges, saved, meta, where)  # Node.__init__, without type.__call__'s
     if len(outs) == 1:
@@ -154,7 +156,8 @@ def _saver(row, mask):
         before, after = (None,) * j, (None,) * (n - j - 1)
         if kind == SAVED_ARG:  # an argument (add's alpha, softmax's dim): kept as given
             def save(row, src, args, outs, ctx):
-                return before + (_kept(args[k], name),) + after
+                v = args[k]
+                return before + (v if type(v) in _PLAIN else _kept(v, name),) + after
         elif kind == SAVED_INPUT:
             def save(row, src, args, outs, ctx):
                 x = src[k]

@@ -317,12 +317,14 @@ _BOOL_KERNEL = {"abs": "abs_cpu", "floor": "floor_vml_cpu", "ceil": "ceil_vml_cp
 def _unary_fn(name, doc):
     row = R[name]
     bool_kernel = _BOOL_KERNEL.get(name)
+    bool_special = bool(bool_kernel) or name in ("sign", "sgn")  # (decided once, not per call)
 
     def f(input, *, out=None):
         if out is not None:
             return _out(name, lambda: f(input), (input,), out)
-        _check_tensor(input, name)
-        if input._data.dtype.kind == "b" and (bool_kernel or name in ("sign", "sgn")):
+        if not isinstance(input, Tensor):
+            _check_tensor(input, name)  # (raises torch's TypeError)
+        if bool_special and input._data.dtype.kind == "b":
             if bool_kernel is None:
                 return _fresh(input._data.copy())
             raise NotImplementedError(f'"{bool_kernel}" not implemented for \'Bool\'')

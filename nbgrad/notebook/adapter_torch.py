@@ -210,6 +210,11 @@ def _segment_stats(a, sizes) -> list:
     return out
 
 
+def buffer_key(t) -> int:
+    """The address of ``t``'s storage's buffer."""
+    return storage_ptr(storage(t))
+
+
 def element_offset(t, ptr: int) -> int:
     return int(t.storage_offset())
 

@@ -8,9 +8,10 @@ references only:
   sequence numbers (``node._seq``) made inside it, whether grad mode was on, whether its output
   requires grad, and whether one of its inputs was cut from a graph a sibling call made (a
   ``.detach()``, ``.data``, a numpy round trip);
-- per parameter (a tensor hook, the public ``register_hook``): the norm and fraction of exact zeros
-  of each gradient, the update/weight ratio between two backward calls (the optimizer step), and
-  gradients accumulated by a second backward without ``zero_grad``;
+- per parameter (its ``.grad`` read once a backward call is over, ``grad_batch``; a one-shot tensor
+  hook, the public ``register_hook``, where the engine needs one): the norm and fraction of exact
+  zeros of each gradient, the update/weight ratio between two backward calls (the optimizer
+  step), and gradients accumulated by a second backward without ``zero_grad``;
 - per loss module call: the loss value, and a target that broadcasts against the input.
 
 ``model_report`` turns what it saw into the panel's :class:`~.model_report.ModelReport` after a
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 
 from . import adapter as A
-from .grad_batch import GradBatch, record
+from .grad_batch import GradBatch, eval_check, ratios, record, seen
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
@@ -40,7 +41,7 @@ _MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"
                 "BatchNorm2d", "BatchNorm3d")
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One module call: nodes with ``start < _seq <= end`` were made inside it."""
 
@@ -62,14 +63,14 @@ class Call:
     watched: bool = True  # False: a call after watching (only its node range and module known)
 
 
-@dataclass
+@dataclass(slots=True)
 class ParamStat:
     """What the tracker saw of one parameter's gradients (no tensor: a weak reference)."""
 
     ref: object
     module: object  # weakref to the module owning it
     norms: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
-    ratios: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    ratios: object = ()  # a deque like norms from the first ratio on (most cells train no step)
     zeros: float = 0.0
     prev: object = None  # the weights before the optimizer step after a watched backward
     accumulated: int = 0  # watched backward calls summed into .grad since it was last reset
@@ -77,7 +78,8 @@ class ParamStat:
     hits: int = 0  # watched backward calls this cell
     missed: bool = False  # backward calls ran unwatched since .grad was last reset
     nonfinite: bool = False
-    armed: object = None  # the handle of its one-shot gradient hook, while armed
+    armed: object = None  # while armed: the handle of its one-shot gradient hook, or
+    # grad_batch.UNHOOKED (read after the next backward call that reaches it)
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
@@ -94,11 +96,11 @@ class ModelTracker:
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
     ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls
-    and their node-number ranges, provenance, cut inputs, modes, one-shot gradient hooks on every
+    and their node-number ranges, provenance, cut inputs, modes, a one-shot gradient watch on every
     parameter, the update ratio at the next step). After that a step costs one forward hook on
     each loss module (its value; without one, a forward pre-hook on each trained model counts
     the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
-    ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
+    ``SAMPLE_EVERY``-th arm the one-shot gradient watch again (the second without copying the
     weights). Every module call, watched or not, is recorded as its node range, its module and
     the module the user called (a counter read before and after, a weak reference): a graph's
     module clusters come from the calls that made its nodes, never from names. Measured by
@@ -108,8 +110,11 @@ class ModelTracker:
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
         self.pending_ratio: list = []  # stats whose weights were copied before a step
+        self.ratio_flat = None  # (copy, stats): the last batch of them, copied together
         self.batch = GradBatch(self)  # gradients read once the backward pass is over
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
+        self._keys: dict = {}  # id of its weak reference -> id(param), for _forget
+        self._gone = self._forget  # (one bound method for every weak reference's callback)
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
         self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
         self.samples = 0  # armings so far
@@ -187,6 +192,7 @@ class ModelTracker:
         self._uninstall_warnings()
         A.unobserve_backward(self._on_backward)
         self.params.clear()
+        self._keys.clear()
         self.calls.clear()
 
     def reset_cell(self) -> None:
@@ -246,9 +252,8 @@ class ModelTracker:
     def _watched_pre(self, module, args, depth):
         grad_on = A.grad_on(module)
         parent = self.frames[-1]
-        frame = _Frame(A.node_count(module), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
-        frame.inputs = {id(a) for a in ins}
+        frame = _Frame(A.node_count(module), grad_on, A.capture_where(), {id(a) for a in ins})
         if grad_on and parent.child_outputs:
             for a in ins:
                 if a.requires_grad or id(a) in parent.inputs:
@@ -318,10 +323,12 @@ class ModelTracker:
                                frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
                                out_cut, root=self.root, depth=d))
         if out_rg:
-            parent = self.frames[-1]
-            if len(parent.child_outputs) > 256:
-                parent.child_outputs.clear()
-            parent.child_outputs.add(_storage_ptr(out))
+            outs = self.frames[-1].child_outputs
+            if outs is None:
+                outs = self.frames[-1].child_outputs = set()
+            elif len(outs) > 256:
+                outs.clear()
+            outs.add(_storage_ptr(out))
         if d > 1:
             return
         if A.is_loss(module) and id(module) not in self.loss_hooks:
@@ -333,6 +340,7 @@ class ModelTracker:
         """The engine's observer: before each ``backward()``, the scalar it starts from (a
         functional loss, ``F.cross_entropy(...).backward()``, has no module to hook); from the
         first non-finite one on, where the NaN / Inf came from (:meth:`_nan_step`)."""
+        self.batch.before_backward(outputs, api)  # (its gradients read once it is over)
         if api != "backward":
             return
         self.n_backward += 1
@@ -474,47 +482,62 @@ class ModelTracker:
     # -- gradients: one-shot hooks armed on watched steps ------------------------------------
 
     def _arm(self, module, with_ratio: bool = True) -> bool:
-        """Hook each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
-        the update/weight ratio of the step after it); from now on a hook on ``module`` counts
-        its training steps."""
+        """Watch each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
+        the update/weight ratio of the step after it): read once the next backward call that
+        reaches it is over (``grad_batch``), or by a one-shot hook; from now on a hook on
+        ``module`` counts its training steps."""
         self.samples += 1
-        new = trained = False
+        trained = False
+        params = self.params
+        batch = self.batch
         for p in module.parameters():
             if not p.requires_grad:
                 continue
             trained = True
-            st = self.params.get(id(p))
+            st = params.get(id(p))
             if st is None:
-                st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
-                st.hook = self._grad_hook(st)
-                new = True
+                ref = weakref.ref(p, self._gone)
+                st = params[id(p)] = ParamStat(ref, None)
+                self._keys[id(ref)] = id(p)
             if st.armed is None:
-                st.armed = p.register_hook(st.hook)
                 st.sample = self.samples
                 st.with_ratio = with_ratio
-        if new:  # which module owns each parameter (the eval-mode note asks it)
-            for mod in _submodules(module):
-                own = mod.__dict__.get("_parameters")  # (both engines keep a plain dict; read
-                # directly: parameters(recurse=False) costs a generator chain per module)
-                for p in (own.values() if type(own) is dict else mod.parameters(recurse=False)):
-                    if p is not None and id(p) in self.params:
-                        self.params[id(p)].module = weakref.ref(mod)
+                if not batch.arm(st, p):
+                    self.hook(st, p)
         if trained:
             self.trained[id(module)] = weakref.ref(module)
         return trained
 
+    def find_owners(self) -> None:
+        """Which module owns each parameter of the models armed this cell (``st.module``: the
+        eval-mode check asks it, rarely: found then, not at each arming)."""
+        params = self.params
+        for ref in list(self.trained.values()):
+            for mod in _submodules(ref()) if ref() is not None else ():
+                own = mod.__dict__.get("_parameters")  # (both engines keep a plain dict; read
+                # directly: parameters(recurse=False) costs a generator chain per module)
+                for p in (own.values() if type(own) is dict else mod.parameters(recurse=False)):
+                    if p is not None and id(p) in params:
+                        params[id(p)].module = weakref.ref(mod)
+
+    def hook(self, st: ParamStat, p) -> None:
+        """Arm ``p``'s one-shot gradient hook (its function made once)."""
+        if st.hook is None:
+            st.hook = self._grad_hook(st)
+        st.armed = p.register_hook(st.hook)
+
     def _disarm(self) -> None:
+        self.batch.disarm()
         for st in self.params.values():
             if st.armed is not None:
                 st.armed.remove()
                 st.armed = None
 
-    def _forget(self, key):
-        def gone(_ref, params=self.params):
-            st = params.pop(key, None)
-            if st is not None:  # (its hook closes over it: freed now, not by a collection)
-                st.hook = st.armed = None
-        return gone
+    def _forget(self, ref) -> None:
+        """A watched parameter is gone: its stat goes (one callback for all: no closure each)."""
+        st = self.params.pop(self._keys.pop(id(ref), None), None)
+        if st is not None:  # (its hook closes over it: freed now, not by a collection)
+            st.hook = st.armed = None
 
     def _grad_hook(self, st: ParamStat):
         tracker = self
@@ -527,26 +550,12 @@ class ModelTracker:
             if p is None:
                 return None
             old = A.grad(p)  # runs before the new gradient is summed in
-            step = tracker.step_count()
-            if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
-                st.accumulated, st.missed, st.summed_into = 1, False, None
-            else:
-                st.accumulated += 1
-                st.missed = st.missed or step > st.hits + 1
-                st.summed_into, st.summed_version = weakref.ref(old), A.version(old)
-            st.summed_at = step
-            st.max_accumulated = max(st.max_accumulated, st.accumulated)
-            st.hits += 1
-            tracker.backward_seen = True
-            if st.sample != tracker.last_sample:  # a new backward call watched
-                tracker.last_sample = st.sample
-                tracker.watched_backwards += 1
+            # zero_grad: None, or zeroed in place
+            seen(tracker, st, old, old is None or not A.array(old).any())
             if old is not None or not tracker.batch.defer(st, grad):  # (.grad: the new one
                 record(tracker, st, p, grad)  # once the pass is over, when not summed into one)
             if tracker.eval_forward:
-                mod = st.module() if st.module is not None else None
-                if mod is not None and not mod.training:
-                    tracker.eval_trained()
+                eval_check(tracker, st)
             return None
 
         return nbgrad_panel_grad_stats
@@ -564,25 +573,8 @@ class ModelTracker:
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,
-        once a forward ran since (not in the backward that copied them)."""
-        later = []
-        for st in self.pending_ratio:
-            p = st.ref()
-            if (p is not None and st.prev_nodes >= A.node_count(p)
-                    and st.prev_version == A.version(p)):  # neither a forward nor a step since
-                later.append(st)
-                continue
-            if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
-                continue
-            w = A.array(p).reshape(-1)
-            d = st.prev.reshape(-1)  # our own copy: the difference is made in it
-            d -= w
-            dn = float(d @ d)
-            if dn:  # the weights moved: an optimizer step
-                wn = float(w @ w)
-                st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
-            st.prev = None
-        self.pending_ratio = later
+        once a forward ran since (``grad_batch.ratios``)."""
+        ratios(self)
 
     def eval_trained(self) -> None:
         """A backward reached a model whose forward ran in eval mode with grad on."""
@@ -751,10 +743,10 @@ class _LeanCall:
 class _Frame:
     __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
 
-    def __init__(self, start, grad_on, where):
+    def __init__(self, start, grad_on, where, inputs=frozenset()):
         self.start, self.grad_on, self.where = start, grad_on, where
-        self.inputs: set = set()
-        self.child_outputs: set = set()
+        self.inputs = inputs  # ids of its tensor arguments
+        self.child_outputs = None  # storage addresses of its calls' outputs (a set, once one)
         self.cut = None
         self.depth = 0
 
@@ -762,10 +754,7 @@ class _Frame:
 _is_tensor = A.is_tensor
 
 
-def _storage_ptr(t) -> int:
-    """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
-    or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
-    return A.storage_ptr(A.storage(t))
+_storage_ptr = A.buffer_key  # which memory a tensor views (see adapter.buffer_key)
 
 
 def _last_write(t):

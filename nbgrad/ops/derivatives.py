@@ -208,11 +208,21 @@ def _along(dim, index):
 
 
 _add_reduce = np.add.reduce
+try:  # numpy >= 2.3: `out=...` returns the 0-d array itself, not a scalar made into one again
+    _add_reduce(np.zeros(1), None, None, out=...)
+    _ARRAY_OUT = True
+except TypeError:
+    _ARRAY_OUT = False
 
 
-def _sum_all(a, dtype):
-    """sum's forward: np.add.reduce skips ndarray.sum's Python wrapper; cupy takes its own."""
-    return _add_reduce(a, None, dtype) if type(a) is np.ndarray else a.sum(dtype=dtype)
+def _sum_all(self, dtype):
+    """sum's forward (the row's own: its parameters are the row's): np.add.reduce skips
+    ndarray.sum's Python wrapper, and returns a 0-d array where numpy can (a numpy scalar is
+    turned into one by `apply`, ~0.5 us more); cupy takes its own."""
+    if type(self) is np.ndarray:
+        return _add_reduce(self, None, dtype, out=...) if _ARRAY_OUT else \
+            _add_reduce(self, None, dtype)
+    return self.sum(dtype=dtype)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .derivatives import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_
                           _var_grad)
 from .registry import op
 
-op("sum", lambda self, dtype: _sum_all(self, dtype),
+op("sum", _sum_all,
    self=lambda g, self_shape, xp: xp.broadcast_to(g, self_shape))
 op("sum_dim", lambda self, dim, keepdim, dtype: self.sum(axis=dim, keepdims=keepdim, dtype=dtype),
    node="SumBackward1",

@@ -104,15 +104,7 @@ class OpNode(Node):
                     v[j] = _zero_d(s, g.dtype)  # x * 2.0's other, as in the forward (apply._zero_d)
         if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
-        if row.single:  # one input: no loop
-            outs = [row.calls[0](row.formulas[0], g, v)]
-        elif row.joint is not None:
-            v[1] = tuple(c is not None for c, _ in self._next)
-            outs = list(row.joint_call(row.joint, g, v))
-        else:
-            outs = []
-            for (c, _), call, f in zip(self._next, row.calls, row.formulas):
-                outs.append(None if c is None or call is None else call(f, g, v))
+        outs = row.grads(self._next, g, v)  # each input's gradient, None without an edge
         rare = self._site  # (meta: set only for a broadcasting op, kept there with the hooks)
         if type(rare) is _Rare and rare.meta is not None:
             for i, m in enumerate(rare.meta):
@@ -366,6 +358,55 @@ def _caller(idx):
     return lambda f, g, v: f(g, *get(v))
 
 
+def _bound(f, idx):
+    """Formula `f` called with g and the values at positions `idx` of the unpacked list: `(g,
+    v) -> gradient` (None for an input without a formula)."""
+    if f is None:
+        return lambda g, v: None
+    call = _caller(idx)
+    return lambda g, v: call(f, g, v)
+
+
+def _grads(formulas, joint, idxs):
+    """`(next_functions, g, v) -> [gradient per input]`, made once per row (`Row.grads`, what
+    OpNode._backward calls): each input's formula called with g and the values at its positions
+    `idxs` of the unpacked list `v`, None for an input whose edge is None; or the row's joint
+    formula (its positions last in `idxs`). A closure per count of inputs (one, two: no loop,
+    and for one input the formula called directly), a loop for more."""
+    if len(formulas) == 1 and joint is None:
+        f, = formulas
+        idx = idxs[0]
+        n = len(idx)
+        if f is None:
+            return lambda nxt, g, v: [None]
+        if n == 0:
+            return lambda nxt, g, v: [f(g)]
+        if n == 1:
+            i, = idx
+            return lambda nxt, g, v: [f(g, v[i])]
+        if n == 2:
+            i, j = idx
+            return lambda nxt, g, v: [f(g, v[i], v[j])]
+        call = _caller(idx)
+        return lambda nxt, g, v: [call(f, g, v)]
+    if joint is not None:  # one formula for all inputs, told which want a gradient (`needs`)
+        call = _caller(idxs[-1])
+
+        def grads(nxt, g, v):
+            v[1] = tuple(c is not None for c, _ in nxt)
+            return list(call(joint, g, v))
+        return grads
+    bound = tuple(_bound(f, idx) for f, idx in zip(formulas, idxs))
+    if len(bound) == 2:
+        b0, b1 = bound
+        return lambda nxt, g, v: [None if nxt[0][0] is None else b0(g, v),
+                                  None if nxt[1][0] is None else b1(g, v)]
+
+    def grads(nxt, g, v):
+        return [None if c is None else b(g, v) for (c, _), b in zip(nxt, bound)]
+    return grads
+
+
 _SPECIAL = ("xp", "needs")
 
 
@@ -431,7 +472,7 @@ class Row:
         pos.update(xp=0, needs=1)
         self.calls = tuple(_caller([pos[n] for n in u]) if f else None
                            for f, u in zip(self.formulas, uses))
-        self.joint_call = _caller([pos[n] for n in uses[-1]]) if self.joint else None
+        self.grads = _grads(self.formulas, self.joint, [[pos[n] for n in u] for u in uses])
         self.single = self.joint is None and len(self.formulas) == 1
         self.uses = uses
         # a Python float operand becomes a cached 0-d array of the tensor's dtype, in the forward

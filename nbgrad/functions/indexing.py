@@ -4,6 +4,7 @@ gather, the scatter family, masked_select and repeat_interleave.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -31,6 +32,17 @@ def _is_basic(idx):
     return True
 
 
+def _ints_of_0d(idx):
+    """``idx`` with each 0-d integer tensor read as the int it holds: PyTorch indexes with it as
+    with an int (a view, SelectBackward0), not as an index tensor."""
+    return tuple(i.item() if type(i) is Tensor and i._data.ndim == 0
+                 and i._data.dtype.kind == "i" else i for i in idx)
+
+
+_UINT8_INDEX = ("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                "torch.bool instead.")
+
+
 def _index_arrays(input, idx):
     """The index arrays of `idx` (a tuple) on `input`'s device: lists and host arrays or CPU
     index tensors for a device tensor are copied there (PyTorch accepts CPU indices too)."""
@@ -51,6 +63,10 @@ def _to_index_array(i):
         a = index_arg(i)
         if a.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if a.dtype == np.uint8:  # a byte tensor is a mask, as PyTorch reads it (with its warning
+            if a.ndim:           # but for a 0-d one)
+                warnings.warn(_UINT8_INDEX, UserWarning, stacklevel=4)
+            return a.astype(bool)
         return a
     if isinstance(i, (list, tuple)):
         a = np.asarray(i)
@@ -86,7 +102,7 @@ def getitem(input, idx):
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if _is_basic(idx):
+    if _is_basic(idx) or _is_basic(idx := _ints_of_0d(idx)):
         return _basic_index(input, idx)
     index = _index_arrays(input, idx)
     _check_masks(input, index)
@@ -170,7 +186,7 @@ def setitem(input, idx, value):
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if _is_basic(idx):
+    if _is_basic(idx) or _is_basic(idx := _ints_of_0d(idx)):
         whole = _whole(input, idx)
         dst = input if whole else _basic_index(input, idx)
         if isinstance(value, Tensor) and value._data.ndim and \

@@ -197,10 +197,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
             # backward reads (NBGRAD_GENERAL_PATH=1 applies the row)
             token = backend.quiet()
             try:
-                out = _fresh(_arr(kernels.max_pool2d_values(input._data, *args)))
+                y = _arr(kernels.max_pool2d_values(input._data, *args))
             finally:
                 backend.loud(token)
-            return out.squeeze(0) if unbatched else out
+            return _fresh(y[0] if unbatched else y)  # a tensor of its own, not a view
         out = apply(R["max_pool2d"], (input,), args)
         return out.squeeze(0) if unbatched else out
     out, idx = apply(R["max_pool2d_with_indices"], (input,), args)

@@ -4,94 +4,82 @@
 // the kernel once per page over a panel's comm. Until it is in (the kernel busy with Run All, or
 // no kernel: a saved notebook's widget state), the panel shows its summary and its Graph tab as
 // a picture, from the widget state. Every waiting panel asks; the first answer serves them all.
+// Written short (widgets.py strips the comments and indentation): a saved notebook keeps this
+// text once per live panel, so each byte here counts up to 8 times a notebook.
 
 const G = globalThis;
 
 // `content`: the tabs' HTML and the graph's details as raw-deflated JSON in base64, after its
 // inflated length and a comma (a saved notebook keeps every panel's widget state: 4x less). The
 // picture shown until the panel's code is in inflates it here; the code reads it synchronously
-// (inflate.js).
+// (inflate.js). The last 16 are kept, by content.
 const inflated = new Map();
-function nbgradContent(model) {
+function unpacked(model) {
   const raw = model.get("content") || "";
-  if (!raw) return Promise.resolve({ tabs: {}, graph: "{}" });
   let p = inflated.get(raw);
   if (!p) {
-    const bytes = Uint8Array.from(atob(raw.slice(raw.indexOf(",") + 1)), (c) => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
-    p = new Response(stream).text().then((t) => JSON.parse(t));
+    p = raw ? new Response(new Blob([Uint8Array.from(atob(raw.slice(raw.indexOf(",") + 1)),
+      (c) => c.charCodeAt(0))]).stream().pipeThrough(new DecompressionStream("deflate-raw"))).json()
+      : Promise.resolve({ tabs: {} });
     inflated.set(raw, p);
     while (inflated.size > 16) inflated.delete(inflated.keys().next().value);
   }
   return p;
 }
 
-function nbgradPicture(model, el) {
-  const box = document.createElement("div");
-  box.className = "nbgrad-panel nbgrad-waiting";
-  box.style.cssText = "font:12px sans-serif;border:1px solid #ccc;border-radius:4px;" +
-    "padding:2px 6px 4px 6px;max-width:100%";
-  const head = document.createElement("div");
-  head.className = "nbgrad-summary";
-  head.style.fontWeight = "600";
+// the summary and the active tab (the Graph tab's SVG fitted to the output width), until the
+// panel's code is in
+function picture(model, el) {
+  el.innerHTML = '<div class="nbgrad-panel nbgrad-waiting" style="font:12px sans-serif;' +
+    'border:1px solid #ccc;border-radius:4px;padding:2px 6px 4px 6px;max-width:100%">' +
+    '<div class="nbgrad-summary" style="font-weight:600"></div>' +
+    '<div class="nbgrad-body" style="overflow:auto;max-height:560px"></div></div>';
+  const box = el.firstChild, [head, body] = box.children;
   head.textContent = model.get("summary") || "";
-  const body = document.createElement("div");
-  body.className = "nbgrad-body";
-  body.style.cssText = "overflow:auto;max-height:560px";
-  box.append(head, body);
-  el.replaceChildren(box);
-  nbgradContent(model).then(({ tabs }) => {
+  unpacked(model).then(({ tabs }) => {
     if (!box.isConnected) return;  // (the panel's code came first and drew it)
     body.innerHTML = tabs[model.get("active")] || tabs.Graph || "";
-    for (const svg of body.querySelectorAll(".nbgrad-svg svg")) {
-      svg.style.maxWidth = "100%";  // fit the output width, never above its natural size
-      svg.style.height = "auto";
-    }
+    for (const svg of body.querySelectorAll(".nbgrad-svg svg")) svg.style.cssText = "max-width:100%;height:auto";
   }, (e) => console.warn("nbgrad: the panel's content could not be read:", e));
 }
 
-function nbgradCode(model) {
-  // resolves to the panel's module once the code is in (from this model or any other)
-  if (!G.__nbgradCode) {
-    let resolve;
-    G.__nbgradCode = { promise: new Promise((r) => { resolve = r; }), resolve, loading: false };
-  }
-  const state = G.__nbgradCode;
+// resolves to the panel's module once the code is in (from this model or any other)
+function code(model) {
+  let resolve;
+  const S = G.__nbgradCode ||= { promise: new Promise((r) => { resolve = r; }), resolve };
   const onMsg = (msg) => {
-    if (!msg || msg.type !== "code" || !msg.code || state.loading) return;
-    state.loading = true;
+    if (!msg || msg.type !== "code" || !msg.code || S.loading) return;
+    S.loading = true;
     if (msg.css && !document.getElementById("nbgrad-panel-css")) {
-      const style = document.createElement("style");
+      const style = document.head.appendChild(document.createElement("style"));
       style.id = "nbgrad-panel-css";
       style.textContent = msg.css;
-      document.head.append(style);
     }
     const url = URL.createObjectURL(new Blob([msg.code], { type: "text/javascript" }));
-    import(url).then((m) => state.resolve(m.default), (e) => {
-      state.loading = false;
+    import(url).then((m) => S.resolve(m.default), (e) => {
+      S.loading = false;
       console.warn("nbgrad: the panel's code did not load:", e);
     }).finally(() => URL.revokeObjectURL(url));
   };
-  if (!state.module) {
+  if (!S.module) {
     model.on("msg:custom", onMsg);
     try { model.send({ type: "code" }); } catch (e) { /* no kernel: the picture stays */ }
   }
-  return state.promise.then((m) => { state.module = m; model.off("msg:custom", onMsg); return m; });
+  return S.promise.then((m) => { S.module = m; model.off("msg:custom", onMsg); return m; });
 }
 
-if (!G.__nbgradLive) G.__nbgradLive = new Set(); // models with a view on the page, newest last
-// (the "interact" button of retired panels: a click listener installed by the panel's code)
+// models with a view on the page, newest last (the "interact" button of retired panels: a click
+// listener installed by the panel's code)
+const live = G.__nbgradLive ||= new Set();
 
 function render({ model, el }) {
-  G.__nbgradLive.add(model);
+  live.add(model);
   const ready = G.__nbgradCode && G.__nbgradCode.module;
-  let cleanup = null;
-  let gone = false;
-  if (ready) {
-    cleanup = ready.render({ model, el });
-  } else {
-    nbgradPicture(model, el);
-    nbgradCode(model).then((m) => {
+  let cleanup, gone;
+  if (ready) cleanup = ready.render({ model, el });
+  else {
+    picture(model, el);
+    code(model).then((m) => {
       if (gone) return;
       el.replaceChildren();
       cleanup = m.render({ model, el });
@@ -99,7 +87,7 @@ function render({ model, el }) {
   }
   return () => {
     gone = true;
-    G.__nbgradLive.delete(model);
+    live.delete(model);
     if (typeof cleanup === "function") cleanup();
   };
 }

@@ -65,13 +65,19 @@ def cupy_module():
 
 
 class device:
-    """A device, as `torch.device`: `device("cpu")`, `device("cuda")`, `device("cuda:0")`."""
+    """A device, as `torch.device`: `device("cpu")`, `device("cuda")`, `device("cuda:0")`,
+    `device(0)` (an index of the accelerator: RuntimeError, torch's text, when none is usable)."""
 
     __slots__ = ("type", "index")
 
     def __init__(self, type, index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
+        elif isinstance(type, int) and not isinstance(type, bool) and index is None:
+            # torch.device(0): an index of the current accelerator (nbgrad's: CUDA through cupy)
+            if not cuda_available():
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            type, index = "cuda", type
         if not isinstance(type, str):
             raise TypeError(f"device() expects a string such as 'cpu' or 'cuda:0', got {type!r}")
         if ":" in type:

@@ -42,7 +42,7 @@ class Storage:
             c.live_bytes = b = c.live_bytes + n
             if b > c.peak_bytes:
                 c.peak_bytes = b
-            if INFERENCE[0]:
+            if INFERENCE[0] and type(self) is Storage:  # (ops under it make InferenceStorage)
                 self.__class__ = InferenceStorage
 
     @classmethod

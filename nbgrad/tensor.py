@@ -12,6 +12,7 @@ from . import backend, dtypes, provenance
 from .naming import expose, public
 from . import storage as _storage
 from .storage import Storage
+from .storage import InferenceStorage as _InferenceStorage
 from .typed_storage import TypedStorage as _TypedStorage
 
 _NONLEAF_GRAD_WARNING = (
@@ -177,7 +178,7 @@ class Tensor:
         t = _new(Tensor)
         t._data = data
         if _INF[0]:  # an inference tensor's storage says so from the start
-            t._storage_or_nbytes = Storage(data)
+            t._storage_or_nbytes = _InferenceStorage(data)
         else:
             c = _C
             c.created += 1

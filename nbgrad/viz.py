@@ -47,12 +47,20 @@ class Graph:
         return render.text_tree(self.snapshot)
 
     def _repr_svg_(self):
-        return self.svg()
+        """The SVG as Jupyter shows it: a picture (JupyterLab draws SVG outputs as an image),
+        without the ids, classes and tooltips only the panel's script reads
+        (notebook.svg_image): a saved notebook keeps it."""
+        svg = self.svg()
+        if svg is None:
+            return None
+        from nbgrad.notebook.svg_image import for_image
+
+        return for_image(svg)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         from nbgrad.notebook import render
 
-        svg = self.svg()
+        svg = self._repr_svg_()
         data = {"text/plain": self.text()}
         if svg is not None:
             data["image/svg+xml"] = svg

@@ -53,7 +53,7 @@ def compare(name):
 # does not yet implement them: resize_ of a non-contiguous (expanded) tensor, which torch
 # re-strides in place over a grown storage; and Tensor.to(3.5), which torch's parser reads as
 # to(other=tensor(3.5)) (a float64 cast)
-KNOWN = {"resize_as_", "to_bad_type"}
+KNOWN = set()
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True))

@@ -210,3 +210,56 @@ def test_like_factories_of_a_0d_tensor(fn):
         return getattr(lib, fn)(lib.tensor(2.0)).new_zeros(())
     assert _run(nbgrad, call) == _run(torch, call)
     assert _run(nbgrad, lambda lib: getattr(lib, fn)(lib.tensor(2.0)))[0] != ()
+
+
+RESIZE = {
+    "expanded": lambda T: T.tensor([1., 2.]).expand(2, 2).resize_(2),
+    "expanded_grown": lambda T: T.tensor([1., 2.]).expand(2, 2).resize_(5)[:2],
+    "transposed_smaller": lambda T: T.arange(6.).view(2, 3).t().resize_(2, 2),
+    "transposed_flat": lambda T: T.arange(6.).view(2, 3).t().resize_(6),
+    "transposed_same_shape": lambda T: T.arange(6.).view(2, 3).t().resize_(3, 2),
+    "offset": lambda T: T.arange(10.)[2:8].view(2, 3).t().resize_(2, 3),
+    "column_slice": lambda T: T.arange(12.).view(3, 4)[:, 1:3].resize_(4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESIZE))
+def test_resize_of_a_non_contiguous_tensor_as_torch(case):
+    # torch: contiguous strides from the same offset over the storage, in memory order
+    def geometry(lib):
+        t = RESIZE[case](lib)
+        return tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.tolist()
+    assert geometry(nbgrad) == geometry(torch)
+
+
+def test_resize_of_a_slice_writes_through_to_its_base_as_torch():
+    def run(lib):
+        a = lib.arange(12.).view(3, 4)
+        b = a[:, 1:3]
+        v = b._version
+        b.resize_(4)
+        b[1] = -1.0
+        return a.tolist(), b._version - v
+    assert run(nbgrad) == run(torch)
+
+
+@pytest.mark.parametrize("arg", [3.5, 0.5, True, False, float, int, bool, 3, 0], ids=repr)
+def test_to_with_python_numbers_and_types_as_torch(arg):
+    # torch: a Python float/bool (value or type) means its dtype; an int, an accelerator index
+    def run(lib):
+        r = lib.ones(2, 2).to(arg)
+        return str(r.dtype).split(".")[-1], str(r.device)
+    assert _run_plain(nbgrad, run) == _run_plain(torch, run)
+
+
+@pytest.mark.parametrize("arg", [float, int, "float", 3, "torch.FloatTensor"], ids=repr)
+def test_type_with_python_types_as_torch(arg):
+    assert _run_plain(nbgrad, lambda lib: str(lib.ones(2).type(arg).dtype).split(".")[-1]) == \
+        _run_plain(torch, lambda lib: str(lib.ones(2).type(arg).dtype).split(".")[-1])
+
+
+def _run_plain(lib, f):
+    try:
+        return f(lib)
+    except Exception as e:  # noqa: BLE001 - compared with torch's
+        return type(e).__name__, str(e)

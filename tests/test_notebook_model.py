@@ -145,13 +145,13 @@ def text(h):
 
 
 def test_sequential_drawn_as_module_clusters(nb):
-    cells, _ = nb
-    svg = svg_in(static(cells["forward"]))
+    cells, notebook = nb
+    picture = svg_in(static(cells["forward"]))  # the static copy: a picture, no ids or classes
+    svg = state(notebook, cells["forward"])["tabs"]["Graph"]  # the live panel's, wired by ids
     for title in ("model (Sequential)", "model.0 (Linear)", "model.1 (ReLU)",
-                  "model.2 (Linear)"):
-        assert f">{title}<" in svg, title
-    assert ">mse (MSELoss)<" in svg  # the loss module is a module too
-    assert svg.count('class="cluster"') == 5
+                  "model.2 (Linear)", "mse (MSELoss)"):  # (the loss module is a module too)
+        assert f">{title}<" in svg and f">{title}<" in picture, title
+    assert svg.count('class="cluster"') == 5 and picture.count("<text") == svg.count("<text")
     # each Linear's ops and parameters sit inside its cluster
     block = re.search(r'<g id="cluster_model_0" class="cluster">.*?(?=<g id="(?:cluster|n|t))',
                       svg, re.S)

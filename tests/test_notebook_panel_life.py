@@ -158,3 +158,34 @@ def test_a_long_note_keeps_its_line_number():
     assert len(short) <= 102 and short.startswith("model.fc1.weight got no gradient")
     assert short.endswith("at cell [4] line 9") and "\u2026" in short
     assert shorten_middle("short note") == "short note"
+
+
+def test_a_panel_is_published_as_ipython_would_format_it(live_shell):
+    # the panel's bundle is published raw (no formatter loop): the same data and metadata
+    live_shell.run_cell("w = (nbgrad.ones(3, requires_grad=True) * 2).tanh()")
+    ext = extension.get_extension(live_shell)
+    panel = ext._live[-1][0]
+    data, meta = live_shell.display_formatter.format(panel)
+    shown = [d for d, t, u in live_shell.recorder.bundles if WIDGET in d]
+    assert shown[-1] == data and extension._bundle(panel) == (data, meta or None)
+    assert "text/html" in data and "TanhBackward0" in data["text/html"]
+
+
+def test_a_retired_panel_is_updated_without_flushing_the_streams(live_shell, monkeypatch):
+    pub = live_shell.display_pub
+    flushes = []
+    monkeypatch.setattr(type(pub), "_flush_streams", lambda self: flushes.append(1),
+                        raising=False)
+
+    def publish(data, metadata=None, *, transient=None, update=False, **kw):
+        pub._flush_streams()  # as ipykernel's display publisher does before every message
+        live_shell.recorder(data, metadata, transient=transient, update=update)
+
+    monkeypatch.setattr(pub, "publish", publish)
+    extension._update_unflushed(live_shell, {"text/plain": "x"}, "some-id")
+    assert flushes == [] and "_flush_streams" not in vars(pub)  # the class's method is back
+    assert live_shell.recorder.bundles[-1] == ({"text/plain": "x"}, {"display_id": "some-id"},
+                                                True)
+    # the cell's own output (the panel) still flushes what the cell printed first
+    live_shell.run_cell("v = (nbgrad.ones(3, requires_grad=True) * 2).exp()")
+    assert flushes

@@ -57,14 +57,10 @@ def test_saved_notebook_within_budget_per_cell(tmp_path):
 
 NB_DIR = REPO / "notebooks"
 NOTEBOOKS = sorted(p.name for p in NB_DIR.glob("[0-9][0-9]_*.ipynb"))
-# Over the budget today (KB a cell, with minus without, nbclient, 04:03 UTC): every panel of these
-# is live at the end (<= 8 panels), and each keeps its graph twice, in its static copy (an image,
-# 20-27 KB for 09's) and in its widget state (deflated); their static copies alone are 15-20 KB.
-OVER_BUDGET = {
-    "09_attention.ipynb": "+25.3 KB a cell",
-    "10_debugging_pytorch.ipynb": "+23.9 KB a cell",
-    "11_backward_step_by_step.ipynb": "+26.2 KB a cell",
-}
+# Over the budget (a strict xfail each: "notebook": "why"). None since the static copies' pictures
+# lost what only the live panel's script reads (svg_image.for_image; 09-11 were +23.9 to
+# +26.2 KB a cell, each panel keeping its graph twice: picture and widget state).
+OVER_BUDGET: dict = {}
 
 
 def _without_extension(source: str) -> str:

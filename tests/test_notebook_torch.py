@@ -57,6 +57,17 @@ CELLS = {
     "graph": "%nbgrad graph loss",
     "record_off": "%nbgrad set record=off",
     "unrecorded": "a = torch.ones(2, requires_grad=True)\nb = a.exp()",
+    # record=off: a loop that forgets zero_grad, the first step's gradient norms printed by torch
+    "loop_off": ("torch.manual_seed(2)\n"
+                 "net2 = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n"
+                 "opt2 = torch.optim.SGD(net2.parameters(), lr=0.01)\n"
+                 "for i in range(6):\n"
+                 "    l2 = mse(net2(xb), yb)\n"
+                 "    l2.backward()\n"
+                 "    if i == 0:\n"
+                 "        G1 = {n: p.grad.norm().item() for n, p in net2.named_parameters()}\n"
+                 "    opt2.step()\n"
+                 "print('G1', json.dumps(G1))"),
     "versions": "print('VERSIONS', x._version, y._version, net[0].weight._version)",
     "record_on": "%nbgrad set record=on",
     "gc_make": "big_a = torch.randn(100, requires_grad=True)\nbig_b = big_a.exp() * 2\n"
@@ -243,6 +254,28 @@ def test_record_off_leaves_lines_out_but_draws_the_graph(nb):
     svg = svg_in(static(cells["unrecorded"]))
     assert "ExpBackward0" in svg
     assert f"cell [{count(cells, 'unrecorded')}]" not in text(static(cells["unrecorded"]))
+
+
+def test_record_off_loop_panel_against_torch(nb):
+    """With record=off (a light cell: no parameter hooked) the loop's panel still has the step
+    count, the module clusters, the Gradients tab (the first step's norms, as torch computed
+    them), the gradients accumulated without zero_grad, and the one line of what it gives up."""
+    cells, notebook = nb
+    cell = cells["loop_off"]
+    st = state(notebook, cell)
+    assert st["summary"].startswith("nbgrad: 6 training steps"), st["summary"]
+    svg = svg_in(static(cell))
+    for title in ("net2.0 (Linear)", "net2.1 (ReLU)", "net2.2 (Linear)", "mse (MSELoss)"):
+        assert f">{title}<" in svg, title
+    t = text(static(cell))
+    assert "record=off: gradients read once this cell" in t, t
+    assert re.search(r"net2\.0\.weight\.grad.* accumulated from 6 backward calls since "
+                     "zero_grad", t), t
+    grads = text(st["tabs"]["Gradients"])
+    for name, norm in json.loads(printed(cell, "G1")).items():  # torch's own norms, step 1
+        assert re.search(rf"net2\.{re.escape(name)} \[[^\]]*\] {re.escape(f'{norm:.3g}')}\b",
+                         grads), (
+            name, norm, grads)
 
 
 def test_versions_untouched(nb):

@@ -97,6 +97,24 @@ CASES = [
     Case("huber_loss_backward", lambda T, a, b: _loss_grad(
         T, lambda x, y: T.nn.functional.huber_loss(x, y, reduction="none", delta=0.5), a, b, 0,
         go=True), (3, 4), (3, 4)),
+    # prelu's backward op, one node for both gradients (PreluKernelBackwardBackward0)
+    Case("_prelu_kernel_backward", lambda T, a, b: _loss_grad(
+        T, T.nn.functional.prelu, a, b, 0, go=True), (3, 4), (4,)),
+    Case("_prelu_kernel_backward_weight", lambda T, a, b: _loss_grad(
+        T, T.nn.functional.prelu, a, b, 1, go=True), (2, 3, 2), (1,)),
+    Case("binary_cross_entropy_backward", lambda T, a, b: _loss_grad(
+        T, lambda x, y: T.nn.functional.binary_cross_entropy(x.sigmoid(), y.sigmoid()), a, b,
+        0), (3, 4), (3, 4)),
+    # convolution's backward op, one node for the three gradients (ConvolutionBackwardBackward0)
+    Case("convolution_backward", lambda T, a, b: _loss_grad(
+        T, lambda x, w: (T.nn.functional.conv2d(x, w, stride=2, padding=1) ** 2).sum(), a, b,
+        0), (1, 2, 5, 4), (3, 2, 2, 3)),
+    Case("convolution_backward_weight", lambda T, a, b: _loss_grad(
+        T, lambda x, w: (T.nn.functional.conv2d(x, w, dilation=(2, 1), groups=2) ** 2).sum(),
+        a, b, 1), (2, 2, 5, 4), (4, 1, 2, 3)),
+    # cholesky's gradient recorded: two triangular solves (LinalgSolveTriangularBackward0)
+    Case("linalg_solve_triangular", lambda T, a: _act_grad(T, lambda t: T.linalg.cholesky(
+        t @ t.transpose(-2, -1) + T.eye(3, dtype=t.dtype)), a), (3, 3)),
     Case("einsum_mm", _ein("ij,jk->ik"), (2, 3), (3, 4)),
     Case("einsum_mm_implicit", _ein("ij,jk"), (2, 3), (3, 4)),
     Case("einsum_transpose", _ein("ij->ji"), (2, 3)),

@@ -340,7 +340,8 @@ def _flags(r):
 @pytest.mark.parametrize("sa,sb,layout", [
     ((2, 3, 4), (2, 4, 5), "c"), ((2, 3, 4), (2, 4, 5), "t"), ((3, 4), (2, 4, 5), "c"),
     ((2, 1, 3, 4), (5, 4, 2), "c"), ((2, 1, 3, 4), (5, 4, 2), "t"), ((1, 3, 4), (2, 4, 5), "c"),
-    ((2, 0, 4), (2, 4, 5), "c"), ((2, 3, 4), (3, 4, 5), "c"), ((2, 3, 4), (2, 5, 4), "c")])
+    ((2, 0, 4), (2, 4, 5), "c"), ((2, 3, 4), (3, 4, 5), "c"), ((2, 3, 4), (2, 5, 4), "c"),
+    ((3, 4), (4, 5), "c"), ((3, 4), (4, 5), "t"), ((3, 4), (5, 4), "c")])
 def test_batched_matmul_without_graph_like_torch(mode, sa, sb, layout):
     a0 = R.standard_normal(sa).astype("float32")
     b0 = R.standard_normal(sb).astype("float32")
@@ -382,6 +383,75 @@ def test_cross_entropy_without_graph_like_torch(mode, reduction, target):
         return
     np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-6)
     assert got[0][0] == want[0][0] and got[1:] == want[1:]
+
+
+def _eval_flags(r):
+    """_flags, the version left out for an inference tensor (which has none)."""
+    f = _flags(r) if not r.is_inference() else None
+    return f or [tuple(r.shape), str(r.dtype).split(".")[-1], r.requires_grad, True,
+                 r._base is None, r.is_contiguous()]
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@pytest.mark.parametrize("shape", [(32, 27), (128, 65), (7, 33), (1, 40)],
+                         ids=["short_rows", "long_rows", "few_rows", "one_row"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_value_without_graph_is_the_graphs(mode, shape, reduction):
+    """With nothing to record, cross_entropy computes the targets' log-probabilities alone: the
+    same float32 value, bit for bit, as the recorded log_softmax + nll (whose backward needs
+    every log-probability), and torch's value."""
+    x0 = (R.standard_normal(shape) * 4).astype("float32")
+    t0 = R.integers(0, shape[1], shape[0])
+    x0[0, (t0[0] + 1) % shape[1]] = -np.inf  # a class of probability 0 (not the target)
+    def fn(lib):
+        r = _under(lib, mode, lambda: lib.nn.functional.cross_entropy(
+            lib.tensor(x0), lib.tensor(t0), reduction=reduction))
+        return [r] + _eval_flags(r)
+    got, want = _run(nbgrad, fn), _run(torch, fn)
+    np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-6)
+    assert got[0][0] == want[0][0] and got[1:] == want[1:]
+    ref = nbgrad.nn.functional.cross_entropy(nbgrad.tensor(x0, requires_grad=True),
+                                             nbgrad.tensor(t0), reduction=reduction)
+    value = _under(nbgrad, mode, lambda: nbgrad.nn.functional.cross_entropy(
+        nbgrad.tensor(x0), nbgrad.tensor(t0), reduction=reduction))
+    assert value._data.tobytes() == ref._data.tobytes()
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "plain"])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=2, ceil_mode=True),
+                                dict(kernel_size=(2, 3), dilation=2)],
+                         ids=["tiles", "padded", "ceil", "dilated"])
+def test_max_pool2d_without_graph_like_torch(mode, kw):
+    """With nothing to record, max_pool2d computes the maxima alone (no choice of which one a
+    gradient goes to): torch's values (NaN windows, a window of -inf beside the padding) and
+    flags; and what the recorded path gives."""
+    x0 = R.standard_normal((2, 3, 9, 8)).astype("float32")
+    x0[0, 0, 0, 0] = np.nan
+    x0[1, 1, :3, :3] = -np.inf
+
+    def fn(lib):
+        r = _under(lib, mode, lambda: lib.nn.functional.max_pool2d(lib.tensor(x0), **kw))
+        return [r] + _eval_flags(r)
+    got, want = _run(nbgrad, fn), _run(torch, fn)
+    np.testing.assert_array_equal(np.array(got[0][1]), np.array(want[0][1]))
+    assert got[0][0] == want[0][0] and got[1:] == want[1:]
+    recorded = nbgrad.nn.functional.max_pool2d(nbgrad.tensor(x0, requires_grad=True), **kw)
+    np.testing.assert_array_equal(recorded.detach().numpy(), np.array(got[0][1]))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_index_by_integer_tensor_without_graph_like_torch(dtype, mode):
+    """x[int tensor] with nothing to record (a batch X[ix], an embedding table C[X]): torch's
+    values, flags and out-of-range text."""
+    w0 = R.standard_normal((5, 3)).astype("float32")
+    for index in ([2, 0, 2], [[0, -1], [1, 1]], [5]):
+        def fn(lib):
+            i = lib.tensor(np.array(index, dtype))
+            r = _under(lib, mode, lambda: lib.tensor(w0)[i])
+            return [r] + _eval_flags(r)
+        assert _run(nbgrad, fn) == _run(torch, fn)
 
 
 def _leaf_program(lib, case):

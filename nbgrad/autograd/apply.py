@@ -177,8 +177,9 @@ def apply(row, inputs, args=(), inplace=None):
         if _GRAD.enabled:
             mask = _mask(inputs)
             if mask:
-                _record(row, outs, inputs, args, mask, ctx=ctx,
-                        where=_site_at(_getframe(2)) if _PROV[0] else None)
+                # (a broadcasting row's outputs have the broadcast shape: _prelu_kernel_backward)
+                _record(row, outs, inputs, args, mask, _meta(row, inputs, outs[0]._data),
+                        ctx=ctx, where=_site_at(_getframe(2)) if _PROV[0] else None)
                 for o in outs:
                     if o._data.dtype.kind not in "fc":
                         o._requires_grad = False

@@ -27,6 +27,17 @@ _getrefcount = sys.getrefcount
 # panel) observes: then one list check per call.
 BACKWARD_OBSERVERS: list = []
 RUNNING = [0]  # backward calls under way (a fused node leaves its edges alone meanwhile)
+_FINAL: list = []  # per backward call under way, the callbacks queued for its end (innermost last)
+
+
+def queue_callback(cb, on_error: bool = False) -> None:
+    """Have ``cb()`` run once the backward call running now is over, before it returns (torch's
+    ``Variable._execution_engine.queue_callback``; a backward observer may queue one too); a
+    callback may queue another. When the call raises, only those queued ``on_error`` run (a
+    tool's reading of what the pass did until then: they must not raise)."""
+    if not _FINAL:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _FINAL[-1].append((cb, on_error))
 
 
 def _root_edge(t):
@@ -90,7 +101,29 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     """Shared core of `Tensor.backward`, `autograd.backward` and `autograd.grad`.
 
     Returns the grads captured for `inputs` (a list aligned with it) when `inputs` is given.
+    The callbacks queued meanwhile (`queue_callback`) run once it is over.
     """
+    __tracebackhide__ = True
+    final = []
+    _FINAL.append(final)
+    try:
+        try:
+            result = _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                                   allow_unused, accumulate, api)
+        except BaseException:
+            for cb, on_error in final:
+                if on_error:
+                    cb()
+            raise
+        for cb, _ in final:  # (one queued meanwhile is run too)
+            cb()
+        return result
+    finally:
+        _FINAL.pop()
+
+
+def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, allow_unused,
+                  accumulate, api):
     __tracebackhide__ = True
     if retain_graph is None:
         retain_graph = create_graph

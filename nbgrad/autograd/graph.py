@@ -3,8 +3,7 @@
 A Node is a closure computing vector-Jacobian products. The output's Node points at its inputs'
 Nodes through `next_functions`; nothing points back, and a saved output is kept as its array, never
 as the Tensor that owns the Node, so the graph has no reference cycles and is freed by reference
-counting the moment the last tensor referring to it goes.
-"""
+counting the moment the last tensor referring to it goes."""
 from __future__ import annotations
 
 from .. import tensor as _tm  # noqa: E402  (a module reference: no import cycle)
@@ -94,8 +93,7 @@ class SavedTensor:
 
     Attributes:
         name: PyTorch's name of the saved value (`self`, `other`, `result`, ...).
-        saved_version: the version of its storage when it was saved.
-    """
+        saved_version: the version of its storage when it was saved."""
 
     __slots__ = ("name", "_data", "_storage", "saved_version", "_tensor", "_output_nr",
                  "_view_node",
@@ -157,8 +155,7 @@ class SavedTensor:
         Raises:
             TypeError: not exactly two callables.
             RuntimeError: PyTorch's texts for a value None, hooks already set, a saved tensor
-                already freed, or a pack hook that modified its input in place.
-        """
+                already freed, or a pack hook that modified its input in place."""
         if len(hooks) != 2 or not all(callable(h) for h in hooks):
             raise TypeError(
                 "register_hooks(): incompatible function arguments. The following argument types "
@@ -539,6 +536,9 @@ class Node:
         _NODES[0] = self._seq = _NODES[0] + 1  # the sequence number orders the backward
         if _ANOMALY.enabled:
             anomaly.record(self)
+
+    def __lt__(self, other):  # a tie in the engine's heap of (-seq, node) (a fused chain
+        return False  # built again under create_graph numbers its nodes alike): heap order
 
     def name(self) -> str:
         """The node's class name, e.g. 'MulBackward0' (torch Node.name())."""

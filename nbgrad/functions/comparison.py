@@ -41,7 +41,9 @@ def _cmp(ufunc, name):
             if a.dtype is not b.dtype:
                 a, b = dtypes.promote_arrays(a, b)
         elif not ((tb is float and a.dtype.kind == "f") or
-                  (tb is int and a.dtype.kind in "iu" and dtypes.int_fits(b, a.dtype))):
+                  (tb is int and a.dtype.kind in "iu" and dtypes.int_fits(b, a.dtype)) or
+                  (tb is int and a.dtype.kind == "f" and -2048 <= b <= 2048)):
+            # (a small int is exact in every float dtype: `mask == 0` compares in the tensor's)
             a, b = dtypes.promote(a, b)[0]  # (uint8 < -3 compares in uint8, as torch)
         try:
             return _fresh(_arr(ufunc(a, b)))

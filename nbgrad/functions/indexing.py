@@ -4,11 +4,13 @@ gather, the scatter family, masked_select and repeat_interleave.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
 from .. import backend, _torch_errors
 from ..autograd.apply import apply, _broadcast_error, _fresh
+from ..autograd.grad_mode import GENERAL_PATH
 from ..autograd.record import index_arg
 from ..ops import ROWS as R
 from ..tensor import _dim, Tensor
@@ -28,6 +30,17 @@ def _is_basic(idx):
             continue
         return False
     return True
+
+
+def _ints_of_0d(idx):
+    """``idx`` with each 0-d integer tensor read as the int it holds: PyTorch indexes with it as
+    with an int (a view, SelectBackward0), not as an index tensor."""
+    return tuple(i.item() if type(i) is Tensor and i._data.ndim == 0
+                 and i._data.dtype.kind == "i" else i for i in idx)
+
+
+_UINT8_INDEX = ("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                "torch.bool instead.")
 
 
 def _index_arrays(input, idx):
@@ -50,6 +63,10 @@ def _to_index_array(i):
         a = index_arg(i)
         if a.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if a.dtype == np.uint8:  # a byte tensor is a mask, as PyTorch reads it (with its warning
+            if a.ndim:           # but for a 0-d one)
+                warnings.warn(_UINT8_INDEX, UserWarning, stacklevel=4)
+            return a.astype(bool)
         return a
     if isinstance(i, (list, tuple)):
         a = np.asarray(i)
@@ -72,11 +89,20 @@ def _to_index_array(i):
 def getitem(input, idx):
     """Indexing (torch.Tensor.__getitem__): basic indexing gives views (Select/Slice/Unsqueeze
     nodes, as in PyTorch); integer tensors, lists and bool masks give copies (IndexBackward0)."""
-    if input._data.ndim == 0:
+    d = input._data
+    if type(idx) is Tensor and not GENERAL_PATH and d.ndim and type(idx._data) is type(d) \
+            and idx._data.dtype.kind == "i" and idx._data.ndim:
+        # one integer index tensor (a batch X[ix], an embedding table C[X]): the general
+        # path's checks below all pass for it (NBGRAD_GENERAL_PATH=1 runs them)
+        try:
+            return apply(R["index"], (input,), ((index_arg(idx),),))
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+    if d.ndim == 0:
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if _is_basic(idx):
+    if _is_basic(idx) or _is_basic(idx := _ints_of_0d(idx)):
         return _basic_index(input, idx)
     index = _index_arrays(input, idx)
     _check_masks(input, index)
@@ -108,10 +134,13 @@ def _basic_index(input, idx):
     if nd and len(idx) == 1 and type(idx[0]) is slice:  # x[a:b], a batch's rows: no loop
         r = _slice_along(input, 0, idx[0])
         return r if r is not input else _slice(input, 0, slice(0, input._data.shape[0], 1))
-    n_real = _builtin_sum(1 for i in idx if i is not None and i is not Ellipsis)
+    n_real = 0  # (a loop: a generator costs more than the few entries of an index)
+    for i in idx:
+        if i is not None and i is not Ellipsis:
+            n_real += 1
     if n_real > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
-    if not idx or builtins.all(i is Ellipsis for i in idx):
+    if not n_real and builtins.all(i is Ellipsis for i in idx):
         return apply(R["alias"], (input,))
 
     r = input
@@ -157,7 +186,7 @@ def setitem(input, idx, value):
         _torch_errors.check_0d_index(idx)
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if _is_basic(idx):
+    if _is_basic(idx) or _is_basic(idx := _ints_of_0d(idx)):
         whole = _whole(input, idx)
         dst = input if whole else _basic_index(input, idx)
         if isinstance(value, Tensor) and value._data.ndim and \

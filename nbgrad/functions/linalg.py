@@ -11,11 +11,11 @@ import warnings
 
 import numpy as np
 
-from .. import creation, dtypes
+from .. import backend, creation, dtypes
 from ..autograd import fused
 from ..autograd.apply import apply, _device_error, _fresh
 from ..autograd.record import _arr
-from ..autograd.grad_mode import is_grad_enabled, STATE as _GRAD
+from ..autograd.grad_mode import GENERAL_PATH, is_grad_enabled, STATE as _GRAD
 from ..ops import ROWS as R
 from ..ops.views import _ViewImpossible
 from ..tensor import _dim, Tensor
@@ -34,8 +34,17 @@ def matmul(input, other, *, out=None):
     """
     a, b = input._data, other._data
     if out is None and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and \
-            a.dtype is b.dtype and type(a) is type(b):
-        return apply(_MM, (input, other))  # the usual case, checked
+            a.dtype is b.dtype and type(a) is type(b):  # the usual case, checked
+        if not GENERAL_PATH and type(a) is np.ndarray and not (
+                _GRAD.enabled and (input._requires_grad or other._requires_grad)):
+            # nothing to record (no_grad, eval): mm's product in a fresh tensor, what `apply`
+            # gives (NBGRAD_GENERAL_PATH=1 applies the row)
+            token = _quiet()
+            try:
+                return _fresh(_MM.fwd(a, b))
+            finally:
+                _loud(token)
+        return apply(_MM, (input, other))
     if out is not None:
         return _out("matmul", lambda: matmul(input, other), (input, other), out)
     if a.ndim == 0 or b.ndim == 0:
@@ -70,6 +79,7 @@ def matmul(input, other, *, out=None):
 
 
 _MM = R["mm"]
+_quiet, _loud = backend.quiet, backend.loud
 
 
 def _matmul(a, b):

@@ -6,7 +6,11 @@ constant padding they need.
 from __future__ import annotations
 
 from .. import backend
-from ..autograd.apply import apply
+from ..autograd.apply import apply, _fresh
+from ..autograd.grad_mode import GENERAL_PATH
+from ..autograd.grad_mode import STATE as _GRAD
+from ..autograd.record import _arr
+from ..ops import kernels
 from ..ops import ROWS as R
 from ..ops import Ctx
 from .args import conv_dtypes
@@ -188,6 +192,15 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     _pool_check(input, kernel_size, stride, padding, dilation, ceil_mode)
     args = (kernel_size, stride, padding, dilation, ceil_mode)
     if not return_indices:  # the int64 indices cost a pass of their own: build them only if asked
+        if not GENERAL_PATH and not (_GRAD.enabled and input._requires_grad):
+            # nothing to record (no_grad, eval): the maxima without the choice among them the
+            # backward reads (NBGRAD_GENERAL_PATH=1 applies the row)
+            token = backend.quiet()
+            try:
+                y = _arr(kernels.max_pool2d_values(input._data, *args))
+            finally:
+                backend.loud(token)
+            return _fresh(y[0] if unbatched else y)  # a tensor of its own, not a view
         out = apply(R["max_pool2d"], (input,), args)
         return out.squeeze(0) if unbatched else out
     out, idx = apply(R["max_pool2d_with_indices"], (input,), args)

@@ -30,10 +30,15 @@ def _to(self, *args, **kwargs):
             dtype = a
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
-        elif isinstance(a, (str, backend.device)):
-            device = a
+        elif isinstance(a, (str, backend.device)) or (isinstance(a, int)
+                                                      and not isinstance(a, bool)):
+            device = a  # (an int: an accelerator index, as torch.device(0))
+        elif isinstance(a, (bool, float)):  # a Python number: its type's dtype, as torch
+            dtype = _PY_DTYPES[type(a)]
         elif a is not None:
             dtype = a
+    if dtype is not None and not isinstance(dtype, dtypes.dtype):
+        dtype = _PY_DTYPES.get(dtype, dtype)  # Python's float, int, bool
     r = self
     if device is not None:
         r = _to_device(r, backend.device(device) if not isinstance(device, backend.device)
@@ -41,6 +46,9 @@ def _to(self, *args, **kwargs):
     if dtype is not None:
         r = to_dtype(r, dtype)
     return r
+
+
+_PY_DTYPES = {float: dtypes.float64, int: dtypes.int64, bool: dtypes.bool_}
 
 
 def _to_device(self, dev):
@@ -92,7 +100,8 @@ def _type(self, dtype=None, non_blocking=False):
     'nbgrad.' prefixed) the tensor converted to it.
 
     Raises:
-        ValueError: a string that names no tensor type (PyTorch's "invalid type" text).
+        ValueError: a string or a Python type that names no tensor type (PyTorch's "invalid
+            type" text); TypeError: neither a type, a string nor a dtype.
     """
     if dtype is None:
         return self.type_name()
@@ -103,6 +112,10 @@ def _type(self, dtype=None, non_blocking=False):
         if legacy is None or not dtype.startswith(("torch.", "nbgrad.")):
             raise ValueError(f"invalid type: '{dtype}'")
         dtype = legacy
+    elif isinstance(dtype, type) and not isinstance(getattr(dtype, "dtype", None), dtypes.dtype):
+        raise ValueError(f"invalid type: '{dtype.__name__}'")  # (Python's float, int, ...)
+    elif not isinstance(dtype, (dtypes.dtype, type)):
+        raise TypeError("dtype must be a type, str, or dtype object")
     return to_dtype(self, getattr(dtype, "dtype", dtype))
 
 
@@ -201,12 +214,12 @@ def as_strided_(self, size, stride, storage_offset=None):
 
 def resize_(self, *sizes):
     """torch.Tensor.resize_: ``self`` takes the shape ``sizes``, keeping its first elements in
-    row-major order; growing it appends uninitialised (here zero) elements in a new buffer.
+    row-major order (a non-contiguous one: its storage's, in memory order, from its offset);
+    growing it appends uninitialised (here zero) elements in a new buffer.
     Bumps the version by one.
 
     Raises:
-        RuntimeError: ``self`` requires grad ("cannot resize variables that require grad"), or
-            is not contiguous.
+        RuntimeError: ``self`` requires grad ("cannot resize variables that require grad").
     """
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
@@ -215,7 +228,7 @@ def resize_(self, *sizes):
         return self  # PyTorch: nothing changes, not even the version
     n = math.prod(sizes)
     if not self._data.flags.c_contiguous:
-        raise RuntimeError("nbgrad does not implement resize_ of a non-contiguous tensor yet")
+        return _resize_strided(self, sizes, n)
     flat = self._data.reshape(-1)
     if n <= flat.size:
         self._data = flat[:n].reshape(sizes)
@@ -225,6 +238,32 @@ def resize_(self, *sizes):
         grown[:flat.size] = flat
         fresh = _fresh(grown.reshape(sizes))
         if self._storage.inference:  # still an inference tensor (PyTorch's error below)
+            fresh._storage.__class__ = type(self._storage)
+        self._data, self._storage = fresh._data, fresh._storage
+    self._bump_version("resize_")
+    return self
+
+
+def _resize_strided(self, sizes, n):
+    """resize_ of a non-contiguous tensor, as PyTorch's: contiguous strides from the same storage
+    offset over the storage's memory (an expanded or transposed tensor reads its storage in
+    memory order); a storage too small is copied into a larger buffer first."""
+    off, root = self.storage_offset(), self._storage._root
+    item = self._data.dtype.itemsize
+    if (off + n) * item <= root.nbytes:
+        stride, acc = [], 1
+        for d in reversed(sizes):
+            stride.append(acc)
+            acc *= max(d, 1)
+        with no_grad():
+            self._data = as_strided(self, sizes, tuple(reversed(stride)), off)._data
+    else:
+        xp = backend.get_array_module(self._data)
+        old = root.reshape(-1).view(xp.uint8)[off * item:]
+        grown = xp.zeros(n * item, dtype=xp.uint8)
+        grown[:old.size] = old
+        fresh = _fresh(grown.view(self._data.dtype).reshape(sizes))
+        if self._storage.inference:  # still an inference tensor
             fresh._storage.__class__ = type(self._storage)
         self._data, self._storage = fresh._data, fresh._storage
     self._bump_version("resize_")

@@ -7,6 +7,8 @@
 - ``focus``: what a cell made or changed, compared with the cell before (incremental).
 - ``layout``: DOT -> SVG in-process with pygraphviz, cached, under a time bound.
 - ``render``: DOT / static HTML / text tree from a snapshot.
+- ``svg_image``: a graph's SVG made small for an ``<img>`` (the static copy, the step widget,
+  ``%nbgrad graph``): what only the panel's script reads, and repeated values, left out.
 - ``widgets``: the anywidget panel; its front end is ``extension/panel.js`` and ``panel.css``
   (shipped as ``nbgrad/notebook/static``), laid out in the browser by ``extension/layout.js``
   with viz.js (``extension/viz.js``, sent once per page by the kernel, no network).

@@ -128,6 +128,20 @@ def batched_grads(t):
     return r if hasattr(r, "grad_stats") else None
 
 
+def unhooked_grads(t) -> bool:
+    """Whether ``t``'s engine runs its backward observers inside the backward call, where
+    :func:`after_backward` works: the model panel watches its parameters' gradients without
+    hooks (``grad_batch``)."""
+    return getattr(_of(t), "UNHOOKED_GRADS", False)
+
+
+def after_backward(t, cb) -> bool:
+    """Have ``cb()`` run once the backward call of ``t``'s engine running now is over; False
+    when it cannot (none running, or an engine without the callback)."""
+    f = getattr(_of(t), "after_backward", None)
+    return bool(f is not None and f(cb))
+
+
 def version_and_grad(t) -> tuple:
     return _of(t).version_and_grad(t)
 
@@ -145,6 +159,13 @@ def storage(t):
 
 def storage_ptr(sobj) -> int:
     return _of(sobj).storage_ptr(sobj) if sobj is not None else 0
+
+
+def buffer_key(t) -> int:
+    """A number naming the memory ``t`` views, the same for every tensor viewing it: a view, a
+    ``.detach()``, ``.data``, a numpy round trip without a copy (``from_numpy(h.detach().numpy())``)
+    (the model panel's test of an input cut from a sibling call's output, at every module call)."""
+    return _of(t).buffer_key(t)
 
 
 def storage_nbytes(sobj) -> int:
@@ -272,11 +293,35 @@ def unobserve_backward(cb) -> None:
         e.unobserve_backward(cb)
 
 
+_STEP_OBSERVERS: list = []
+
+
+def observe_steps(cb) -> None:
+    """Have ``cb(optimizer, phase)`` called before (``"pre"``) and after (``"post"``) each
+    optimizer step of the engines that tell (torch's global optimizer step hooks), loaded now
+    or later."""
+    if cb not in _STEP_OBSERVERS:
+        _STEP_OBSERVERS.append(cb)
+    for e in engines():
+        e.observe_steps(cb)
+
+
+def unobserve_steps(cb) -> None:
+    while cb in _STEP_OBSERVERS:
+        _STEP_OBSERVERS.remove(cb)
+    for e in engines():
+        e.unobserve_steps(cb)
+
+
 def engines_loaded() -> None:
-    """Give an engine imported since (torch, by the user's cell) the backward observers."""
+    """Give an engine imported since (torch, by the user's cell) the backward and optimizer
+    step observers."""
     for cb in _OBSERVERS:
         for e in engines():
             e.observe_backward(cb)
+    for cb in _STEP_OBSERVERS:
+        for e in engines():
+            e.observe_steps(cb)
 
 
 def sites_since(mark) -> tuple:

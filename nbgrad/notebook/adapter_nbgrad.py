@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 ENGINE = "nbgrad"
 
 
@@ -130,6 +132,16 @@ def storage(t):
 
 def storage_ptr(sobj) -> int:
     return int(sobj.data_ptr()) if sobj is not None else 0
+
+
+def buffer_key(t) -> int:
+    """The identity of the array owning ``t``'s buffer (numpy keeps a view's ``base`` at the
+    owner: every view, ``.detach()``, ``.data`` and numpy round trip without a copy names the
+    same one); neither an address read through ctypes nor a Storage made for a tensor an op made
+    without one (``Tensor._storage``)."""
+    d = t._data
+    b = d.base
+    return id(b if b is not None and type(b) is type(d) else d)
 
 
 def storage_nbytes(sobj) -> int:
@@ -264,6 +276,50 @@ def unobserve_backward(cb) -> None:
         engine.BACKWARD_OBSERVERS.remove(cb)
 
 
+_ENGINE = None  # nbgrad.autograd.engine (imported at first use)
+UNHOOKED_GRADS = True  # its observers run inside the backward call: after_backward works there
+
+
+def after_backward(cb) -> bool:
+    """Have ``cb()`` run once the backward pass running now is over, also when it raised (the
+    engine's ``queue_callback``: what it did until then is read); False when none is running."""
+    global _ENGINE
+    if _ENGINE is None:
+        from ..autograd import engine as _ENGINE
+    if not _ENGINE._FINAL:
+        return False
+    _ENGINE.queue_callback(cb, on_error=True)
+    return True
+
+
+def _flat_arrays(tensors):
+    """The tensors' numpy arrays, flattened, when they are all on the host, of one floating
+    type; else None (device arrays, complex, mixed types: read one by one)."""
+    out = [t._data.reshape(-1) for t in tensors]
+    dt = out[0].dtype if out else None
+    if dt is None or dt.kind != "f" or any(type(a) is not np.ndarray or a.dtype is not dt
+                                          for a in out):
+        return None
+    return out
+
+
+def flat_values(tensors: list):
+    """The values of ``tensors`` one after the other in a new numpy array (one concatenation:
+    a copy of its own), or None when they cannot be read together."""
+    arrays = _flat_arrays(tensors)
+    return None if arrays is None else np.concatenate(arrays)
+
+
+def grad_stats(grads: list):
+    """``[(squared L2 norm, exact zeros (-0.0 too), elements)]`` of each tensor of ``grads``
+    (the norm as :func:`grad_batch.record` computes it: a dot product of the array with
+    itself), or None when they cannot be read together: the caller reads them one by one."""
+    arrays = _flat_arrays(grads)
+    if arrays is None:
+        return None
+    return [(float(a @ a), int(np.count_nonzero(a == 0)), a.size) for a in arrays]
+
+
 def cut_of(t):
     """``(how, raw where)`` when ``t`` was made by cutting a graph (``"detach"``, ``"data"``,
     ``"detach_"``, ``"from_numpy"``) while provenance was on, else None (:func:`location`
@@ -280,6 +336,14 @@ def leaf_variable(node):
 def raw_where(obj):
     """What the engine recorded about where ``obj`` (a node) was made; None when nothing."""
     return getattr(obj, "_where", None)
+
+
+def observe_steps(cb) -> None:
+    """nbgrad's optimizers have no step hooks: nothing observed."""
+
+
+def unobserve_steps(cb) -> None:
+    """Nothing to remove."""
 
 
 def sites_since(mark: int) -> tuple:

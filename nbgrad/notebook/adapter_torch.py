@@ -155,13 +155,19 @@ def after_backward(cb) -> bool:
     return True
 
 
+_FLATTEN = getattr(getattr(torch._C, "_nn", None), "flatten_dense_tensors", None)
+
+
 def flat_values(tensors: list):
     """The values of ``tensors`` one after the other in a new numpy array (one ``torch.cat``: a
     copy of its own; from a GPU, float32 for types numpy lacks), or None when they cannot be
     read together (devices, complex)."""
     try:
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            flat = torch.cat([t.detach().reshape(-1) for t in tensors])
+            if len(tensors) > 1 and _FLATTEN is not None:  # (one C++ call: a third of cat's
+                flat = _FLATTEN(tensors)  # time from Python; for one tensor it is a view)
+            else:
+                flat = torch.cat([t.detach().reshape(-1) for t in tensors])
             if flat.is_complex():
                 return None
             if flat.device.type != "cpu":
@@ -208,6 +214,11 @@ def _segment_stats(a, sizes) -> list:
         out.append((float(s @ s) if n else 0.0, z - zprev, n))
         at, zprev = e, z
     return out
+
+
+def buffer_key(t) -> int:
+    """The address of ``t``'s storage's buffer."""
+    return storage_ptr(storage(t))
 
 
 def element_offset(t, ptr: int) -> int:
@@ -411,6 +422,14 @@ def observe_backward(cb) -> None:
 def unobserve_backward(cb) -> None:
     while cb in R.STATE.observers:
         R.STATE.observers.remove(cb)
+
+
+def observe_steps(cb) -> None:
+    R.observe_steps(cb)
+
+
+def unobserve_steps(cb) -> None:
+    R.unobserve_steps(cb)
 
 
 def sites_since(mark: int) -> tuple:

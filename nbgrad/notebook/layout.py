@@ -300,11 +300,29 @@ def _whole(m) -> str:
                                             m.group(2)) + '"'
 
 
+_ROUNDED = re.compile(r'<path((?: [a-z-]+="[^"]*")*) d="M(-?\d+,-?\d+)C((?:-?\d+,-?\d+ ){23}'
+                      r'-?\d+,-?\d+)"/>')
+
+
+def _rect(m) -> str:
+    """A rounded box (Graphviz draws it as a path of 8 curves: 25 points, each on the box's
+    edge) as a ``<rect>`` with its corner radius: a fifth of the bytes."""
+    pts = [tuple(map(int, p.split(","))) for p in [m.group(2)] + m.group(3).split(" ")]
+    xs, ys = [x for x, _ in pts], [y for _, y in pts]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    if any(x not in (x0, x1) and y not in (y0, y1) for x, y in pts):
+        return m.group(0)  # a point inside the box: not a rounded box
+    r = max((x - x0 for x, y in pts if y == y0 and x - x0 <= (x1 - x0) / 2), default=0)
+    return (f'<rect{m.group(1)} x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" '
+            f'rx="{r}"/>')
+
+
 def _clean(raw: bytes) -> str:
     """Graphviz's SVG, a third smaller (it is synced, saved in the notebook and kept by the
     static copy): no comments, coordinates in whole points (a point is 1.33 px), no node tooltips
     (the element key; the panel shows details on hover), the common font set once on the root
-    group, no ``xml:space`` (Graphviz writes a run of spaces with non-breaking ones)."""
+    group, no ``xml:space`` (Graphviz writes a run of spaces with non-breaking ones), rounded
+    boxes as ``<rect>`` (extension/panel.css styles rect, path and polygon alike)."""
     text = raw.decode("utf-8", "replace")
     i = text.find("<svg")
     text = text[i:] if i >= 0 else text
@@ -315,4 +333,4 @@ def _clean(raw: bytes) -> str:
     text = text.replace('class="graph"', 'class="graph" font-family="Helvetica,sans-Serif" '
                         'font-size="10"', 1)
     text = text.replace(' xml:space="preserve"', "")  # (graphviz writes runs of spaces as &#160;)
-    return _GEOMETRY.sub(_whole, text)
+    return _ROUNDED.sub(_rect, _GEOMETRY.sub(_whole, text))

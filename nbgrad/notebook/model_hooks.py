@@ -8,9 +8,10 @@ references only:
   sequence numbers (``node._seq``) made inside it, whether grad mode was on, whether its output
   requires grad, and whether one of its inputs was cut from a graph a sibling call made (a
   ``.detach()``, ``.data``, a numpy round trip);
-- per parameter (a tensor hook, the public ``register_hook``): the norm and fraction of exact zeros
-  of each gradient, the update/weight ratio between two backward calls (the optimizer step), and
-  gradients accumulated by a second backward without ``zero_grad``;
+- per parameter (its ``.grad`` read once a backward call is over, ``grad_batch``; a one-shot tensor
+  hook, the public ``register_hook``, where the engine needs one): the norm and fraction of exact
+  zeros of each gradient, the update/weight ratio between two backward calls (the optimizer
+  step), and gradients accumulated by a second backward without ``zero_grad``;
 - per loss module call: the loss value, and a target that broadcasts against the input.
 
 ``model_report`` turns what it saw into the panel's :class:`~.model_report.ModelReport` after a
@@ -20,14 +21,14 @@ cell. Nothing here holds a tensor.
 from __future__ import annotations
 
 import math
-import warnings
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
 
 from . import adapter as A
-from .grad_batch import GradBatch, record
+from . import grad_light, model_warnings
+from .grad_batch import GradBatch, eval_check, ratios, record, seen
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
@@ -40,7 +41,7 @@ _MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"
                 "BatchNorm2d", "BatchNorm3d")
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One module call: nodes with ``start < _seq <= end`` were made inside it."""
 
@@ -62,14 +63,14 @@ class Call:
     watched: bool = True  # False: a call after watching (only its node range and module known)
 
 
-@dataclass
+@dataclass(slots=True)
 class ParamStat:
     """What the tracker saw of one parameter's gradients (no tensor: a weak reference)."""
 
     ref: object
     module: object  # weakref to the module owning it
     norms: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
-    ratios: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
+    ratios: object = ()  # a deque like norms from the first ratio on (most cells train no step)
     zeros: float = 0.0
     prev: object = None  # the weights before the optimizer step after a watched backward
     accumulated: int = 0  # watched backward calls summed into .grad since it was last reset
@@ -77,7 +78,8 @@ class ParamStat:
     hits: int = 0  # watched backward calls this cell
     missed: bool = False  # backward calls ran unwatched since .grad was last reset
     nonfinite: bool = False
-    armed: object = None  # the handle of its one-shot gradient hook, while armed
+    armed: object = None  # while armed: the handle of its one-shot gradient hook, or
+    # grad_batch.UNHOOKED (read after the next backward call that reaches it)
     sample: int = 0  # the arming it belongs to (the gradient norms of one step are summed)
     with_ratio: bool = True  # its armed hook copies the weights for the update ratio
     prev_nodes: int = 0  # the engine's node count when ``prev`` was copied
@@ -94,32 +96,39 @@ class ModelTracker:
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
     ``WATCH_CALLS`` top-level module calls (the first training steps are *watched*: module calls
-    and their node-number ranges, provenance, cut inputs, modes, one-shot gradient hooks on every
+    and their node-number ranges, provenance, cut inputs, modes, a one-shot gradient watch on every
     parameter, the update ratio at the next step). After that a step costs one forward hook on
     each loss module (its value; without one, a forward pre-hook on each trained model counts
     the steps) and mode checks on Dropout / BatchNorm layers; the second step and every
-    ``SAMPLE_EVERY``-th arm the one-shot gradient hooks again (the second without copying the
+    ``SAMPLE_EVERY``-th arm the one-shot gradient watch again (the second without copying the
     weights). Every module call, watched or not, is recorded as its node range, its module and
     the module the user called (a counter read before and after, a weak reference): a graph's
-    module clusters come from the calls that made its nodes, never from names. Measured by
-    ``benchmarks/bench_model_panel.py``.
+    module clusters come from the calls that made its nodes, never from names. ``light``
+    (``record=off``): only the first step's top-level calls are watched, inner calls by their
+    node range, no parameter is hooked (``grad_light`` reads the gradients). Measured by
+    ``bench_model_panel.py`` and ``bench_torch_panel.py``.
     """
 
     def __init__(self):
         self.calls: deque = deque(maxlen=MAX_CALLS)
         self.pending_ratio: list = []  # stats whose weights were copied before a step
+        self.ratio_flat = None  # (copy, stats): the last batch of them, copied together
         self.batch = GradBatch(self)  # gradients read once the backward pass is over
         self.params: dict[int, ParamStat] = {}  # id(param) -> stat
+        self._keys: dict = {}  # id of its weak reference -> id(param), for _forget
+        self._gone = self._forget  # (one bound method for every weak reference's callback)
         self.roots: dict = {}  # id(model or layer) -> handle of its counting / mode hook
         self.mode_layers: dict = {}  # id(Dropout / BatchNorm layer) -> weakref to its model
         self.samples = 0  # armings so far
         self._counted_now = None  # id of a model whose step was counted as its hook was added
+        self._loss_seen = None  # weakref to the loss read by hand as its hook was added
         self.loss_hooks: dict = {}  # id(loss module) -> handle of its hook reading the loss
         self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
         self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
         self.lean: dict = {}  # id(trained model) -> handles of its lean-step hooks (this cell)
         self._lean_stack: list = []  # (token, node count) of the lean model calls running now
         self.enabled = False  # the module hooks are installed
+        self.light = False  # record=off: no parameter hooked (grad_light), submodules by range
         self.watching = True  # this cell's first steps: module calls are watched in full
         self.root = None  # weakref to the module of the outermost call running now
         self.installed = False
@@ -135,8 +144,9 @@ class ModelTracker:
         self.installed = True
         self.global_hooks = all(hasattr(A.module_hook_api(e), "register_module_forward_pre_hook")
                                 for e in A.engines())
-        self._install_warnings()
+        model_warnings.install(self)
         A.observe_backward(self._on_backward)
+        A.observe_steps(self._on_step)
         self._enable()
 
     def watch(self, modules) -> None:
@@ -184,9 +194,11 @@ class ModelTracker:
         self.roots.clear()
         self.mode_layers.clear()
         self.loss_hooks.clear()
-        self._uninstall_warnings()
+        model_warnings.uninstall()
         A.unobserve_backward(self._on_backward)
+        A.unobserve_steps(self._on_step)
         self.params.clear()
+        self._keys.clear()
         self.calls.clear()
 
     def reset_cell(self) -> None:
@@ -215,6 +227,13 @@ class ModelTracker:
         self.nan = None  # the first non-finite loss a backward started from: see _nan_step
         self.nan_leaves: dict = {}  # id(leaf) -> [weakref, kind, since, step seen, where raw]
         self.finite_at: dict = {}  # id(leaf) -> (the last step it was seen finite, weakref)
+        self.light_steps: dict = {}  # light: id(optimizer) -> True in its first step, 2 after
+        self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
+        self.light_params: dict = {}  # light: id(trained model) -> the ParamStats of its params
+        self.light_flat: dict = {}  # light: the weights before / after an optimizer's first step
+        self.light_start: dict = {}  # light: id(param) -> (weakref to .grad, version) before
+        if self.light:
+            grad_light.start_cell(self)  # (.grad of each known parameter: read only if it moves)
         for st in self.params.values():
             st.hits = 0
             st.max_accumulated = 0
@@ -228,11 +247,17 @@ class ModelTracker:
         if d == 1:
             self.root = weakref.ref(module)
             if self.watching and (self.watched_backwards >= WATCH_BACKWARDS
-                                  or self.roots_seen >= WATCH_CALLS):
+                                  or self.roots_seen >= WATCH_CALLS
+                                  or (self.light and id(module) in self.trained)):
                 self.watching = False  # the first steps are done: counting hooks take over
                 self._start_counting()
+                if self.light and self.trained:  # light: lean from this call on (its own hooks;
+                    self._start_lean()  # nn's global ones, already read for it, are removed)
+                    if id(module) in self.lean:  # (torch runs no hook added now in this call)
+                        self._counted_now = None  # (and this call was counted just now)
+                        return self._lean_pre(module, args)
                 self.go_lean = self.watched_backwards >= WATCH_BACKWARDS and bool(self.trained)
-        if not self.watching:
+        if not self.watching or (self.light and d > 1):  # (light: the model's call alone)
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
             return
         if d == 1:
@@ -246,9 +271,8 @@ class ModelTracker:
     def _watched_pre(self, module, args, depth):
         grad_on = A.grad_on(module)
         parent = self.frames[-1]
-        frame = _Frame(A.node_count(module), grad_on, A.capture_where())
         ins = [a for a in args if _is_tensor(a)]
-        frame.inputs = {id(a) for a in ins}
+        frame = _Frame(A.node_count(module), grad_on, A.capture_where(), {id(a) for a in ins})
         if grad_on and parent.child_outputs:
             for a in ins:
                 if a.requires_grad or id(a) in parent.inputs:
@@ -318,21 +342,25 @@ class ModelTracker:
                                frame.where, frame.grad_on, out_rg, self.cell, frame.cut,
                                out_cut, root=self.root, depth=d))
         if out_rg:
-            parent = self.frames[-1]
-            if len(parent.child_outputs) > 256:
-                parent.child_outputs.clear()
-            parent.child_outputs.add(_storage_ptr(out))
+            outs = self.frames[-1].child_outputs
+            if outs is None:
+                outs = self.frames[-1].child_outputs = set()
+            elif len(outs) > 256:
+                outs.clear()
+            outs.add(_storage_ptr(out))
         if d > 1:
             return
         if A.is_loss(module) and id(module) not in self.loss_hooks:
             self.loss_hooks[id(module)] = module.register_forward_hook(self._loss_hook)
-            if not self.global_hooks:  # (a global hook runs before the module's own hooks are
-                self._loss_hook(module, args, output)  # read: then the new one runs anyway)
+            self._loss_hook(module, args, output)  # (this call's: torch reads a module's hooks
+            # before its global ones run, nbgrad after: then the new one skips this output)
+            self._loss_seen = weakref.ref(output) if _is_tensor(output) else None
 
     def _on_backward(self, outputs, api) -> None:
         """The engine's observer: before each ``backward()``, the scalar it starts from (a
         functional loss, ``F.cross_entropy(...).backward()``, has no module to hook); from the
         first non-finite one on, where the NaN / Inf came from (:meth:`_nan_step`)."""
+        self.batch.before_backward(outputs, api)  # (its gradients read once it is over)
         if api != "backward":
             return
         self.n_backward += 1
@@ -397,6 +425,9 @@ class ModelTracker:
     def _loss_hook(self, module, args, output):
         """On each loss module seen, every call: its value (the Training tab's curve); a loss
         with grad is a training step (see :meth:`_step`)."""
+        seen, self._loss_seen = self._loss_seen, None
+        if seen is not None and seen() is output:  # (read when the hook was added)
+            return
         if _is_tensor(output):
             a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
@@ -414,8 +445,8 @@ class ModelTracker:
                 self._counted_now = None
                 return
             n = self.steps[k] = self.steps.get(k, 0) + 1
-            if not self.watching:
-                self._step(n, {k: weakref.ref(module)})
+            if not self.watching and (n == 2 or n % SAMPLE_EVERY == 0 or self.pending_ratio):
+                self._step(n, {k: weakref.ref(module)})  # (else a step with nothing to do)
 
     def step_count(self) -> int:
         """Training steps counted this cell (loss modules with grad, or the models' calls)."""
@@ -426,7 +457,10 @@ class ModelTracker:
         is read, and every ``SAMPLE_EVERY``-th step arms the gradient hooks of ``models``."""
         if self.pending_ratio:
             self._ratios()
-        if n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
+        if self.light:  # (no hook: the gradients are read at the optimizer step, after the cell)
+            if n == 2:
+                grad_light.mark(self)
+        elif n == 2 or n % SAMPLE_EVERY == 0:  # the second step: a gradient summed into? (and
             for ref in list(models.values()):  # a second point for each sparkline; its update
                 mod = ref()  # ratio is the first step's, just read: no copy of the weights)
                 if mod is not None:
@@ -474,47 +508,67 @@ class ModelTracker:
     # -- gradients: one-shot hooks armed on watched steps ------------------------------------
 
     def _arm(self, module, with_ratio: bool = True) -> bool:
-        """Hook each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
-        the update/weight ratio of the step after it); from now on a hook on ``module`` counts
-        its training steps."""
+        """Watch each parameter of ``module`` for its next gradient only (and, ``with_ratio``,
+        the update/weight ratio of the step after it): read once the next backward call that
+        reaches it is over (``grad_batch``), or by a one-shot hook; from now on a hook on
+        ``module`` counts its training steps."""
         self.samples += 1
-        new = trained = False
+        trained = False
+        params = self.params
+        batch = self.batch
+        light = [] if self.light else None
         for p in module.parameters():
             if not p.requires_grad:
                 continue
             trained = True
-            st = self.params.get(id(p))
+            st = params.get(id(p))
             if st is None:
-                st = self.params[id(p)] = ParamStat(weakref.ref(p, self._forget(id(p))), None)
-                st.hook = self._grad_hook(st)
-                new = True
-            if st.armed is None:
-                st.armed = p.register_hook(st.hook)
+                ref = weakref.ref(p, self._gone)
+                st = params[id(p)] = ParamStat(ref, None)
+                self._keys[id(ref)] = id(p)
+            if light is not None:  # (record=off: no hook; grad_light reads these parameters)
+                light.append(st)
+            elif st.armed is None:
                 st.sample = self.samples
                 st.with_ratio = with_ratio
-        if new:  # which module owns each parameter (the eval-mode note asks it)
-            for mod in _submodules(module):
+                if not batch.arm(st, p):
+                    self.hook(st, p)
+        if trained:
+            self.trained[id(module)] = weakref.ref(module)
+            if light is not None:
+                self.light_params[id(module)] = light
+        return trained
+
+    def find_owners(self) -> None:
+        """Which module owns each parameter of the models armed this cell (``st.module``: the
+        eval-mode check asks it, rarely: found then, not at each arming)."""
+        params = self.params
+        for ref in list(self.trained.values()):
+            for mod in _submodules(ref()) if ref() is not None else ():
                 own = mod.__dict__.get("_parameters")  # (both engines keep a plain dict; read
                 # directly: parameters(recurse=False) costs a generator chain per module)
                 for p in (own.values() if type(own) is dict else mod.parameters(recurse=False)):
-                    if p is not None and id(p) in self.params:
-                        self.params[id(p)].module = weakref.ref(mod)
-        if trained:
-            self.trained[id(module)] = weakref.ref(module)
-        return trained
+                    if p is not None and id(p) in params:
+                        params[id(p)].module = weakref.ref(mod)
+
+    def hook(self, st: ParamStat, p) -> None:
+        """Arm ``p``'s one-shot gradient hook (its function made once)."""
+        if st.hook is None:
+            st.hook = self._grad_hook(st)
+        st.armed = p.register_hook(st.hook)
 
     def _disarm(self) -> None:
+        self.batch.disarm()
         for st in self.params.values():
             if st.armed is not None:
                 st.armed.remove()
                 st.armed = None
 
-    def _forget(self, key):
-        def gone(_ref, params=self.params):
-            st = params.pop(key, None)
-            if st is not None:  # (its hook closes over it: freed now, not by a collection)
-                st.hook = st.armed = None
-        return gone
+    def _forget(self, ref) -> None:
+        """A watched parameter is gone: its stat goes (one callback for all: no closure each)."""
+        st = self.params.pop(self._keys.pop(id(ref), None), None)
+        if st is not None:  # (its hook closes over it: freed now, not by a collection)
+            st.hook = st.armed = None
 
     def _grad_hook(self, st: ParamStat):
         tracker = self
@@ -527,29 +581,19 @@ class ModelTracker:
             if p is None:
                 return None
             old = A.grad(p)  # runs before the new gradient is summed in
-            step = tracker.step_count()
-            if old is None or not A.array(old).any():  # zero_grad: None, or zeroed in place
-                st.accumulated, st.missed, st.summed_into = 1, False, None
-            else:
-                st.accumulated += 1
-                st.missed = st.missed or step > st.hits + 1
-                st.summed_into, st.summed_version = weakref.ref(old), A.version(old)
-            st.summed_at = step
-            st.max_accumulated = max(st.max_accumulated, st.accumulated)
-            st.hits += 1
-            tracker.backward_seen = True
-            if st.sample != tracker.last_sample:  # a new backward call watched
-                tracker.last_sample = st.sample
-                tracker.watched_backwards += 1
+            # zero_grad: None, or zeroed in place
+            seen(tracker, st, old, old is None or not A.array(old).any())
             if old is not None or not tracker.batch.defer(st, grad):  # (.grad: the new one
                 record(tracker, st, p, grad)  # once the pass is over, when not summed into one)
             if tracker.eval_forward:
-                mod = st.module() if st.module is not None else None
-                if mod is not None and not mod.training:
-                    tracker.eval_trained()
+                eval_check(tracker, st)
             return None
 
         return nbgrad_panel_grad_stats
+
+    def _on_step(self, optimizer, phase) -> None:
+        if self.light and self.light_steps.get(id(optimizer)) != 2:  # (2: its first step read)
+            grad_light.on_step(self, optimizer, phase)
 
     def _step_norm(self, i, sq) -> None:
         """Sum a parameter's squared norm into the total of the backward call running (of the
@@ -564,25 +608,8 @@ class ModelTracker:
 
     def _ratios(self) -> None:
         """||weight change|| / ||weight|| of the parameters copied after a watched backward,
-        once a forward ran since (not in the backward that copied them)."""
-        later = []
-        for st in self.pending_ratio:
-            p = st.ref()
-            if (p is not None and st.prev_nodes >= A.node_count(p)
-                    and st.prev_version == A.version(p)):  # neither a forward nor a step since
-                later.append(st)
-                continue
-            if p is None or st.prev is None or st.prev.shape != A.array(p).shape:
-                continue
-            w = A.array(p).reshape(-1)
-            d = st.prev.reshape(-1)  # our own copy: the difference is made in it
-            d -= w
-            dn = float(d @ d)
-            if dn:  # the weights moved: an optimizer step
-                wn = float(w @ w)
-                st.ratios.append(math.sqrt(dn / wn) if wn else float("inf"))
-            st.prev = None
-        self.pending_ratio = later
+        once a forward ran since (``grad_batch.ratios``)."""
+        ratios(self)
 
     def eval_trained(self) -> None:
         """A backward reached a model whose forward ran in eval mode with grad on."""
@@ -686,37 +713,6 @@ class ModelTracker:
         self.notes[key] = (weakref.ref(who[0]) if who else None, who[1] if who else "", text,
                            where, kw)
 
-    # -- warnings -----------------------------------------------------------------------------
-
-    def _install_warnings(self) -> None:
-        """See the warnings shown while loaded (F.mse_loss's broadcasting warning has no
-        module to hook); the original ``showwarning`` still shows them."""
-        orig = warnings.showwarning
-
-        def showwarning(message, category, filename, lineno, file=None, line=None):
-            try:
-                self._warned(str(message))
-            except Exception:  # noqa: BLE001 - a warning is shown whatever happens here
-                pass
-            return orig(message, category, filename, lineno, file, line)
-
-        showwarning.nbgrad_original = orig
-        warnings.showwarning = showwarning
-
-    def _uninstall_warnings(self) -> None:
-        orig = getattr(warnings.showwarning, "nbgrad_original", None)
-        if orig is not None:
-            warnings.showwarning = orig
-
-    def _warned(self, text: str) -> None:
-        if not text.startswith("Using a target size") or any(
-                k[0] == "broadcast" for k in self.notes):
-            return
-        self.note(("broadcast", "warning"), None, "a loss target broadcasts against its input at "
-                  "{where}: \u201c" + text.replace("{", "{{").replace("}", "}}")
-                  + "\u201d (PyTorch's warning)", where=A.capture_where(skip=(warnings.__file__,)))
-
-
 class _Twin:
     """The last call of a trained model recorded in full, and the calls inside it."""
 
@@ -751,10 +747,10 @@ class _LeanCall:
 class _Frame:
     __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")
 
-    def __init__(self, start, grad_on, where):
+    def __init__(self, start, grad_on, where, inputs=frozenset()):
         self.start, self.grad_on, self.where = start, grad_on, where
-        self.inputs: set = set()
-        self.child_outputs: set = set()
+        self.inputs = inputs  # ids of its tensor arguments
+        self.child_outputs = None  # storage addresses of its calls' outputs (a set, once one)
         self.cut = None
         self.depth = 0
 
@@ -762,10 +758,7 @@ class _Frame:
 _is_tensor = A.is_tensor
 
 
-def _storage_ptr(t) -> int:
-    """Which memory ``t`` views (the address of its storage's buffer: a ``.detach()``, ``.data``
-    or a numpy round trip without a copy, ``from_numpy(h.detach().numpy())``, shares it)."""
-    return A.storage_ptr(A.storage(t))
+_storage_ptr = A.buffer_key  # which memory a tensor views (see adapter.buffer_key)
 
 
 def _last_write(t):

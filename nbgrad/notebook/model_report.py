@@ -335,9 +335,11 @@ def _why_no_grad(module_id, calls, mods, who=None) -> tuple[str, bool]:
     ``.data`` or numpy round trip ran when the core recorded it (provenance on), else where the
     next module used the cut tensor. ``(text, whether a cut was found)``; ``who``: the path of an
     outer module asked about instead (the text then names it)."""
-    mine = [c for c in calls if c.watched and module_id is not None and id(c.ref()) == module_id]
-    if not mine:
-        return "its module was not called since the panel was loaded", False
+    seen = [c for c in calls if module_id is not None and id(c.ref()) == module_id]
+    mine = [c for c in seen if c.watched]
+    if not mine:  # (record=off: calls inside a model are known by their node range only)
+        return ("its path to the loss was cut (with record=off, where is not known)" if seen
+                else "its module was not called since the panel was loaded"), False
     last = mine[-1]
     mod = f"{who} ({last.cls})" if who else "its module"
     if not last.grad_on:
@@ -578,9 +580,8 @@ def _esc(s: str) -> str:
 
 def _nonfinite_kind(a) -> str | None:
     try:
-        if a.dtype.kind not in "fc" or np.isfinite(a).all():
-            return None
-        return "NaN" if np.isnan(a).any() else "Inf"
+        bad = a.dtype.kind in "fc" and not np.isfinite(a).all()
+        return ("NaN" if np.isnan(a).any() else "Inf") if bad else None
     except Exception:  # noqa: BLE001
         return None
 

@@ -12,6 +12,7 @@ import html
 
 from . import layout, repeats
 from .render_text import _shape_str, text_tree
+from .svg_image import for_image
 
 NOTHING_DRAWN = ("No graph to draw: no tensor this cell made or changed has a grad_fn graph "
                  "(its other tabs say what changed).")
@@ -553,7 +554,7 @@ def graph_html(svg: str | None, snap, inline: bool = True) -> str:
             return f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">{svg}</div>'
         return (f'<div class="nbgrad-svg" style="overflow:auto;max-height:520px">'
                 f'<img style="max-width:100%;height:auto" alt="{html.escape(_alt(snap))}" '
-                f'src="{svg_uri(svg)}"></div>')
+                f'src="{svg_uri(for_image(svg))}"></div>')
     if not layout.available():
         why = DOT_MISSING
     elif draws_nothing(snap):

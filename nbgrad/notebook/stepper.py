@@ -284,11 +284,16 @@ class StepPanel:
         return (f"<p style='color:gray'>next: <code>{html.escape(A.node_name(nxt))}</code> "
                 "(predict what it sends, then step)</p>")
 
-    def html(self, inline: bool = True) -> str:
-        """The current state as HTML: the graph inline (the widget), or as an ``<img>`` with a
-        data URI (``inline=False``: the static copy, which survives the sanitiser of an
-        untrusted notebook), beside the text."""
+    def html(self, inline: bool = True, bare: bool = False) -> str:
+        """The current state as HTML: the graph inline (a panel's Step tab, whose script wires
+        its elements; ``bare``: without the ids, classes and tooltips only that script reads, for
+        the ipywidgets view), or as an ``<img>`` with a data URI (``inline=False``: the static
+        copy, which survives the sanitiser of an untrusted notebook), beside the text."""
         svg = self.svg()
+        if svg and (bare or not inline):
+            from .svg_image import for_image
+
+            svg = for_image(svg, inline=inline)
         if svg and not inline:
             from . import render
 
@@ -309,13 +314,15 @@ class StepPanel:
             return self._widget
         import ipywidgets as W
 
-        prev = W.Button(description="\u25c0 previous", layout=W.Layout(width="110px"))
-        nxt = W.Button(description="next \u25b6", button_style="primary",
-                       layout=W.Layout(width="110px"))
-        end = W.Button(description="run to end \u00bb", layout=W.Layout(width="120px"))
-        vals = W.ToggleButton(value=self.values, description="values",
-                              layout=W.Layout(width="80px"))
-        self._html = W.HTML(self.html())
+        wide, style = _shared(W.Layout, width="110px"), _shared(_style_of(W.Button))
+        prev = W.Button(description="\u25c0 previous", layout=wide, style=style)
+        nxt = W.Button(description="next \u25b6", button_style="primary", layout=wide,
+                       style=style)
+        end = W.Button(description="run to end \u00bb", layout=_shared(W.Layout, width="120px"),
+                       style=style)
+        vals = W.ToggleButton(value=self.values, description="values", style=_shared(
+            _style_of(W.ToggleButton)), layout=_shared(W.Layout, width="80px"))
+        self._html = W.HTML(self.html(bare=True), layout=_shared(W.Layout), style=_shared(_style_of(W.HTML)))
         prev.on_click(lambda _b: self.prev())
         nxt.on_click(lambda _b: self.next())
         end.on_click(lambda _b: self.run_to_end())
@@ -327,12 +334,13 @@ class StepPanel:
         prev.add_class("nbgrad-step-prev")
         nxt.add_class("nbgrad-step-next")
         end.add_class("nbgrad-step-end")
-        self._widget = W.VBox([W.HBox([prev, nxt, end, vals]), self._html])
+        self._widget = W.VBox([W.HBox([prev, nxt, end, vals], layout=_shared(W.Layout)),
+                               self._html], layout=_shared(W.Layout))
         return self._widget
 
     def _refresh(self):
         if self._html is not None:
-            self._html.value = self.html()
+            self._html.value = self.html(bare=True)
 
     def _repr_mimebundle_(self, **kwargs):
         try:
@@ -343,6 +351,26 @@ class StepPanel:
         bundle["text/html"] = self.html(inline=False)
         bundle.setdefault("text/plain", f"<nbgrad step-by-step backward of {self.root_name}>")
         return bundle
+
+
+_SHARED: dict = {}
+
+
+def _shared(kind, **traits):
+    """One ``kind`` (an ipywidgets Layout or style) with these traits for every step widget: a
+    saved notebook keeps the state of each widget object (~1 KB a Layout), and a Button makes a
+    Layout and a style of its own unless given one (~10 KB a step widget)."""
+    key = (kind, tuple(sorted(traits.items())))
+    w = _SHARED.get(key)
+    if w is None or getattr(w, "comm", None) is None:  # (closed: Widget.close_all)
+        w = _SHARED[key] = kind(**traits)
+    return w
+
+
+def _style_of(widget_class):
+    """The style class a widget class makes its ``style`` of (ipywidgets names some of them
+    only in submodules)."""
+    return widget_class.class_traits()["style"].klass
 
 
 def _name_of(st) -> str:

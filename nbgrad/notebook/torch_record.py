@@ -105,6 +105,7 @@ class _State:
         self.wheres: list = []  # ... and the (code, lasti) of the call that made each
         self.nodes = 0  # nodes stamped (the node counter when torch has no _get_sequence_nr)
         self.observers: list = []
+        self.step_observers: list = []  # cb(optimizer, "pre" / "post") at each optimizer step
         self.opt_hooks = None  # handles of torch's global optimizer step hooks
         self.suspended = None  # DisableTorchFunction entered for an optimizer step
         self.step_where = None
@@ -415,20 +416,32 @@ def sites_since(mark: int) -> tuple:
     return n, list(islice(reversed(STATE.sites.values()), new))
 
 
+def _observe_step(optimizer, phase) -> None:
+    for cb in STATE.step_observers:
+        try:
+            cb(optimizer, phase)
+        except Exception:  # noqa: BLE001 - the step runs whatever happens here
+            _fault("an optimizer step observer failed")
+
+
 def _opt_pre(optimizer, args, kwargs) -> None:
     """Before an optimizer's step: the recorder steps aside (a step is hundreds of small
-    in-place ops on parameters and state: recording each would cost more than the step)."""
-    if STATE.mode is None or STATE.suspended is not None:
-        return
-    off = torch._C.DisableTorchFunction()
-    off.__enter__()
-    STATE.suspended = off
-    STATE.step_where = _where(skip_panel=True)
+    in-place ops on parameters and state: recording each would cost more than the step); then
+    the step observers (recording or not)."""
+    if STATE.mode is not None and STATE.suspended is None:
+        off = torch._C.DisableTorchFunction()
+        off.__enter__()
+        STATE.suspended = off
+        STATE.step_where = _where(skip_panel=True)
+    if STATE.step_observers:
+        _observe_step(optimizer, "pre")
 
 
 def _opt_post(optimizer, args, kwargs) -> None:
     """After it: one write per parameter it updated, named ``<Optimizer>.step`` at the user's
-    line of ``step()``."""
+    line of ``step()``; first the step observers."""
+    if STATE.step_observers:
+        _observe_step(optimizer, "post")
     off, STATE.suspended = STATE.suspended, None
     if off is None:
         return
@@ -457,8 +470,21 @@ def _step_writes(optimizer, where) -> None:
         _fault(f"could not record an optimizer step ({type(exc).__name__})", "step")
 
 
+def observe_steps(cb) -> None:
+    """Have ``cb(optimizer, "pre" / "post")`` called around every optimizer step."""
+    _hook_optimizers()
+    if cb not in STATE.step_observers:
+        STATE.step_observers.append(cb)
+
+
+def unobserve_steps(cb) -> None:
+    while cb in STATE.step_observers:
+        STATE.step_observers.remove(cb)
+
+
 def _hook_optimizers() -> None:
-    """torch's global optimizer step hooks, registered once (they act only while recording)."""
+    """torch's global optimizer step hooks, registered once (they record while recording, and
+    call the step observers)."""
     if STATE.opt_hooks is not None:
         return
     try:

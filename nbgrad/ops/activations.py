@@ -133,12 +133,25 @@ op("_log_softmax_backward_data", lambda grad_output, output, dim: grad_output - 
    grad_output=lambda g, output, dim, xp: g - _sum_keep(g * xp.exp(output), dim),
    output=lambda g, grad_output, output, dim, xp: -_sum_keep(grad_output, dim) * xp.exp(
        output) * g)
+# its gradient is PyTorch's glu_backward (GluBackwardBackward0 under create_graph), with
+# glu_double_backward_grad_output and glu_double_backward as its derivatives
 op("glu", lambda self, dim: _glu(self, dim, _xp(self)), float_op=True,
+   double=dict(node="GluBackwardBackward0",
+               g=lambda gg, self, dim, xp: _glu_double_grad_output(gg, self, dim, xp),
+               self=lambda gg, g, self, dim, xp: _glu_double(gg, g, self, dim, xp)),
    self=lambda g, self, dim, xp: _glu_grad(g, self, dim, xp))
+# its gradient is PyTorch's _prelu_kernel_backward, one op for both inputs (under create_graph
+# PreluKernelBackwardBackward0, its two outputs the two gradients), with derivatives.yaml's
+# formulas for the gradients that reach it (either may be missing)
 op("_prelu_kernel", lambda self, weight: _xp(self).where(self > 0, self, weight * self),
    broadcast=True, node="PreluKernelBackward0",
-   self=lambda g, self, weight, xp: xp.where(self > 0, g, weight * g),
-   weight=lambda g, self, xp: xp.where(self > 0, 0, self * g))
+   **{"self, weight": lambda g, self, weight, needs, xp: _prelu_grads(g, self, weight, needs,
+                                                                      xp)})
+op("_prelu_kernel_backward", lambda grad_output, self, weight: _prelu_backward(
+    grad_output, self, weight, _xp(self)), broadcast=True, n_out=2,
+   node="PreluKernelBackwardBackward0",
+   **{"grad_output, self, weight": lambda g, grad_output, self, weight, needs, xp:
+      _prelu_double(g, grad_output, self, weight, xp)})
 
 
 # ---- helpers of the rows above ----------------------------------------------------------------
@@ -147,6 +160,33 @@ _SQRT1_2 = 1 / math.sqrt(2)
 _GELU_PDF = 1 / math.sqrt(2 * math.pi)
 _GELU_TANH_BETA = math.sqrt(2 / math.pi)
 _GELU_TANH_KAPPA = 0.044715
+
+
+def _prelu_grads(g, self, weight, needs, xp):
+    if xp is TENSORS:  # the recorded op: one node for both
+        return xp.row("_prelu_kernel_backward", (g, self, weight))
+    pos = self > 0  # on arrays only what is needed (the weight's is reduced after)
+    return (xp.where(pos, g, weight * g) if needs[0] else None,
+            xp.where(pos, 0, self * g) if needs[1] else None)
+
+
+def _prelu_backward(grad_output, self, weight, m):
+    pos = self > 0
+    return m.where(pos, grad_output, weight * grad_output), m.where(pos, 0, self * grad_output)
+
+
+def _prelu_double(g, grad_output, self, weight, xp):
+    """derivatives.yaml's _prelu_kernel_backward rows, g = (grad of grad_input, of
+    grad_weight), either None."""
+    g0, g1 = g
+    pos = self >= 0
+    if g0 is None:
+        go = xp.where(pos, 0, g1 * self)
+    else:
+        go = xp.where(pos, g0, g0 * weight + g1 * self if g1 is not None else g0 * weight)
+    gs = xp.zeros_like(self) if g1 is None else xp.where(pos, 0, grad_output * g1)
+    gw = xp.zeros_like(self) if g0 is None else xp.where(pos, 0, grad_output * g0)
+    return go, gs, gw
 
 
 def _erf(x):
@@ -199,18 +239,23 @@ def _gelu_double(gg, go, x, approximate, xp):
         t = xp.tanh(inner)
         sech = xp.reciprocal(xp.cosh(inner))
         f = xp.mul_scalar(x, 0.5)
-        gt = 1 - t * t
+        gt = _one_minus(t * t) if isinstance(t, Tensor) else 1 - t * t
         h = xp.mul_scalar(xp.add_scalar(xp.mul_scalar(x, 3 * _GELU_TANH_KAPPA) * x, 1),
                           _GELU_TANH_BETA)
         f_prime_gh = xp.mul_scalar(gt, 0.5) * h
-        g_prime = xp.mul_scalar(sech, 2) * (-sech * t) * h
+        # (the operands of a C++ product made right first, as torch's build evaluates them:
+        # the order of the nodes decides the order of the sums in the next gradient)
+        right = -sech * t
+        g_prime = xp.mul_scalar(sech, 2) * right * h
         g_prime_fh = f * h * g_prime
         h_prime = xp.mul_scalar(xp.mul_scalar(x, 6 * _GELU_TANH_KAPPA), _GELU_TANH_BETA)
         h_prime_fg = f * gt * h_prime
-        return gg * go * (f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg)
+        right = f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg
+        return gg * go * right
     x_sq = x * x
     pdf = xp.mul_scalar(xp.exp(xp.mul_scalar(x_sq, -0.5)), _GELU_PDF)
-    return gg * go * (xp.mul_scalar(pdf, 2) - x_sq * pdf)
+    right = x_sq * pdf
+    return gg * go * (xp.mul_scalar(pdf, 2) - right)
 
 
 def _one_minus(x):
@@ -220,9 +265,12 @@ def _one_minus(x):
 
 def _silu_tensors(g, x):
     """PyTorch's infinitely_differentiable_silu_backward (what it runs under create_graph):
-    ``g * sigmoid * (1.0 + x * (1.0 - sigmoid))``."""
+    ``g * sigmoid * (1.0 + x * (1.0 - sigmoid))``, its right factor made first (as torch's
+    build evaluates the operands of that C++ product: the node order decides which gradient
+    reaches sigmoid's output first)."""
     sig = x.sigmoid()
-    return g * sig * TENSORS.add_scalar(x * _one_minus(sig), 1.0)
+    right = TENSORS.add_scalar(x * _one_minus(sig), 1.0)
+    return g * sig * right
 
 
 def _mish_tensors(g, x):
@@ -374,6 +422,34 @@ def _glu_grad(g, x, dim, xp):
     sig = 1 / (1 + xp.exp(-b))
     parts = [g * sig, g * a * sig * (1 - sig)]
     return xp.concatenate(parts, dim)
+
+
+def _glu_double_grad_output(gg, x, dim, xp):
+    """glu_double_backward_grad_output: gg * glu_backward(ones, x), its two halves added."""
+    dim %= len(x.shape)
+    n = x.shape[dim] // 2
+    tmp = gg * xp.backward_op("glu", xp.ones_like(_narrow(x, dim, 0, n)), x, dim)
+    return _narrow(tmp, dim, 0, n) + _narrow(tmp, dim, n, n)
+
+
+def _glu_double(gg, go, x, dim, xp):
+    """glu_double_backward: the derivative of glu_backward in self."""
+    dim %= len(x.shape)
+    n = x.shape[dim] // 2
+    a, b = _narrow(x, dim, 0, n), _narrow(x, dim, n, n)
+    sig = b.sigmoid() if isinstance(b, Tensor) else 1 / (1 + xp.exp(-b))
+    one_sub = xp.ones_like(sig) - sig
+    sig_one_sub = sig * one_sub
+    gg_a, gg_b = _narrow(gg, dim, 0, n), _narrow(gg, dim, n, n)
+    gi_a = gg_b * go * sig_one_sub
+    second = sig_one_sub * one_sub - sig * sig_one_sub
+    gi_b = gg_b * a * go * second + gg_a * go * sig_one_sub
+    return xp.concatenate([gi_a, gi_b], dim)
+
+
+def _narrow(x, dim, start, n):
+    return x.narrow(dim, start, n) if isinstance(x, Tensor) else x[
+        (slice(None),) * dim + (slice(start, start + n),)]
 
 
 

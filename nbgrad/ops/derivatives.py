@@ -108,6 +108,11 @@ def _halved_at_ties(g, self, other, xp):
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
+    if isinstance(self, Tensor) and len(self.shape) and not bool((self._data == 0).any()):
+        # under create_graph, PyTorch's prod_backward without zeros: grad * (result / self),
+        # both unsqueezed (UnsqueezeBackward0 of the saved result)
+        return _keep(g, self.shape, dim, keepdim, xp) * (
+            _keep(result, self.shape, dim, keepdim, xp) / self)
     if dim is None:
         return (g * xp.prod_others(self.reshape(-1), 0)).reshape(self.shape)
     return _keep(g, self.shape, dim, keepdim, xp) * xp.prod_others(self, dim)

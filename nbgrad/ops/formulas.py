@@ -732,7 +732,8 @@ _PAIRS = {
     "eye": (lambda self, n, like: self.m.eye(n, dtype=like.dtype),
             lambda n, like: Tensor._make_fresh(np.eye(n, dtype=like._data.dtype))),
     "inv": (lambda self, x: self.m.linalg.inv(x), lambda x: x.inverse()),
-    "solve": (lambda self, a, b: self.m.linalg.solve(a, b), lambda a, b: a.inverse() @ b),
+    "solve": (lambda self, a, b: self.m.linalg.solve(a, b),  # (recorded: LinalgSolveExBackward0)
+              lambda a, b: _apply(ROWS["linalg_solve"], (a, b))),
     "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
     "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),
              lambda x, shifts, dims: x.roll(shifts, dims)),

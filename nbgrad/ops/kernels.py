@@ -309,6 +309,26 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
         the window, the last NaN where there is one (a NaN counts as maximum).
     """
     xp = _xp(x)
+    y, views, geo, padded = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
+    valid = None
+    if padded and bool((y == -xp.inf).any()):
+        # a window whose values are all -inf must not choose its -inf padding
+        valid = _offset_views(_padded(xp.ones(x.shape, bool), geo, False), geo)
+    mask = _chosen(views, y, valid)
+    return y.reshape(x.shape[:2] + geo[-2:]), (mask, geo, tuple(x.shape))
+
+
+def max_pool2d_values(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """:func:`max_pool2d_forward`'s y alone (nothing will be differentiated: no choice of
+    maxima, which costs about as much as the maxima)."""
+    y, _, geo, _ = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
+    return y.reshape(x.shape[:2] + geo[-2:])
+
+
+def _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode):
+    """(the maxima (N*C*Ho*Wo,), the windows' values per offset, the geometry, whether x was
+    padded)."""
+    xp = _xp(x)
     n, c = x.shape[:2]
     geo = _pool_geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     kh, kw, sh, sw, ph, pw, dh, dw, ho, wo = geo
@@ -325,12 +345,7 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
     y = views[0].copy() if len(views) == 1 else xp.maximum(views[0], views[1])
     for v in views[2:]:
         xp.maximum(y, v, out=y)  # a NaN propagates, as in torch
-    valid = None
-    if padded and bool((y == -xp.inf).any()):
-        # a window whose values are all -inf must not choose its -inf padding
-        valid = _offset_views(_padded(xp.ones(x.shape, bool), geo, False), geo)
-    mask = _chosen(views, y, valid)
-    return y.reshape(n, c, ho, wo), (mask, geo, tuple(x.shape))
+    return y, views, geo, padded
 
 
 def max_pool2d_indices(ctx):

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backend
 from ..backend import get_array_module as _xp
+from ..tensor import Tensor
 from .formulas import TENSORS, array_formulas
 from .derivatives import _maybe_multiply, _mT
 from ..autograd.apply import apply as _apply
@@ -117,12 +118,40 @@ def _solve_grads(g, A, B, result, xp, needs):
     gB = xp.solve(_mT(A), gm)
     gA = -(gB @ _mT(x)) if needs[0] else None
     if vec:
-        gB = gB[..., 0]
+        gB = gB.squeeze(-1)  # (torch's matrix_to_vector: SqueezeBackward1)
     return gA, gB
 
 
+def _solve_tri(A, B, left):
+    m = _xp(A)
+    return m.linalg.solve(A, B) if left else _mT(m.linalg.solve(_mT(A), _mT(B)))
+
+
+def _solve_tri_grads(g, A, X, upper, left, needs):
+    """torch's linalg_solve_triangular_backward: gB = solve_triangular(A^H, g, !upper), gA =
+    -gB X^H (left) or -X^H gB, in A's triangle."""
+    if not isinstance(g, Tensor):
+        gB = _solve_tri(_mT(A), g, left)
+        gA = -(gB @ _mT(X) if left else _mT(X) @ gB) if needs[0] else None
+        m = _xp(gB)
+        return (None if gA is None else (m.triu if upper else m.tril)(gA)), gB
+    gB = _apply(ROWS["linalg_solve_triangular"], (A.transpose(-2, -1), g), (not upper, left))
+    gA = None
+    if needs[0]:
+        gA = -(gB @ X.transpose(-2, -1) if left else X.transpose(-2, -1) @ gB)
+        gA = gA.triu(0) if upper else gA.tril(0)
+    return gA, gB if needs[1] else None
+
+
 def _cholesky_backward(g, L, xp):
-    """S = L^-T Phi(L^T gL) L^-1 (Phi: the lower triangle, its diagonal halved), symmetrised."""
+    """S = L^-T Phi(L^T gL) L^-1 (Phi: the lower triangle, its diagonal halved), symmetrised;
+    recorded, torch's cholesky_backward: gA = tril(L^H gL), 0.5 (gA + tril(gA, -1)^H), then
+    two triangular solves (LinalgSolveTriangularBackward0)."""
+    if xp is TENSORS:
+        ga = (L.transpose(-2, -1) @ g).tril(0)
+        ga = xp.mul_scalar(ga + ga.tril(-1).transpose(-2, -1), 0.5)
+        ga = _apply(ROWS["linalg_solve_triangular"], (L.transpose(-2, -1), ga), (True, True))
+        return _apply(ROWS["linalg_solve_triangular"], (L, ga), (False, False))
     p = xp.tril(_mT(L) @ g, 0)
     p = p - 0.5 * p * xp.eye(p.shape[-1], p)
     y = xp.solve(_mT(L), p)           # L^-T p
@@ -270,11 +299,17 @@ op("linalg_det", lambda A: _det_fwd(A),
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
 op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
-   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A)))
+   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A))
+   if xp is not TENSORS else _solve_diag(g[1], A))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
 op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
+# A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
+# (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
+op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left),
+   **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
+       g, self, result, upper, left, needs)})
 op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
@@ -464,13 +499,22 @@ def _det_backward(g, A, result, xp):
     if isinstance(A._data, np.ndarray):  # torch's solve there is rounding: the SVD's cofactors
         small = small | _near_singular(A._data)
     small = small[..., None, None]
-    if not small.any():
-        return d * _mT(xp.inv(A))
+    if not small.any():  # torch's: solve(A^H, (d I)^H) (LinalgSolveExBackward0)
+        return _solve_diag(g * result, A)
     safe = xp.where(xp.constant(small), xp.constant(np.eye(A.shape[-1], dtype=dt)), A)
     u, s, vh = _apply(ROWS["linalg_svd"], (A,), (False,))
     alpha = _apply(ROWS["linalg_det"], (u,)) * _apply(ROWS["linalg_det"], (vh,))
     cof = (u * (_prod_others_safe(s, xp) * (g * alpha)[..., None])[..., None, :]) @ vh
     return xp.where(xp.constant(small), cof, d * _mT(xp.inv(safe)))
+
+
+def _solve_diag(d, A):
+    """d A^{-H} (d: one number per matrix) as torch's det and slogdet backward under
+    create_graph: solve(A^H, diag_embed(d expanded)^H) (LinalgSolveExBackward0)."""
+    d = d.unsqueeze(-1)
+    dI = _apply(ROWS["diag_embed"], (d.expand(*d.shape[:-1], A.shape[-1]),),
+                (0, len(d.shape) - 1, len(d.shape)))
+    return _apply(ROWS["linalg_solve"], (A.transpose(-2, -1), dI.transpose(-2, -1)))
 
 
 def _prod_others_safe(s, xp):

@@ -12,10 +12,11 @@ import math
 import numpy as np
 
 from ..autograd.apply import apply as _apply
+from ..autograd.grad_mode import no_grad
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from .activations import _log_sigmoid
-from .formulas import TENSORS
+from .formulas import TENSORS, array_formulas
 from .derivatives import _sum_all
 from .reductions import _refuse
 from .registry import ROWS, Ctx, op
@@ -77,10 +78,23 @@ op("soft_margin_loss", lambda self, target, reduction: _reduce(
    * _soft_margin_grad(self, target, xp))
 op("binary_cross_entropy", lambda self, target, weight, reduction: _reduce(
     _bce(self, target, weight, _xp(self)), reduction),
-   self=lambda g, self, target, weight, reduction, xp: _bce_grad(
-       _norm(g, self, target, reduction), self, target, weight, xp),
+   self=lambda g, self, target, weight, reduction, xp: xp.row(
+       "binary_cross_entropy_backward", (g, self, target), (weight, reduction)),
    target=lambda g, self, target, weight, reduction, xp: _bce_target_grad(
        _norm(g, self, target, reduction), self, weight, xp))
+# PyTorch's binary_cross_entropy_backward (BinaryCrossEntropyBackwardBackward0 of grad_output,
+# self, target) with derivatives.yaml's binary_cross_entropy_double_backward{,_grad_output,
+# _target}
+op("binary_cross_entropy_backward", lambda grad_output, self, target, weight, reduction:
+   _bce_grad(_norm(grad_output, self, target, reduction), self, target, weight,
+             array_formulas(self)),
+   broadcast=True, node="BinaryCrossEntropyBackwardBackward0",
+   grad_output=lambda g, self, target, weight, reduction, xp: _bce_double_grad_output(
+       g, self, target, weight, reduction, xp),
+   self=lambda g, grad_output, self, target, weight, reduction, xp: _bce_double(
+       g, grad_output, self, target, weight, reduction, xp),
+   target=lambda g, grad_output, self, weight, reduction, xp: _bce_double_target(
+       g, grad_output, self, weight, reduction, xp))
 op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, reduction:
    _reduce(_bce_logits(self, target, weight, pos_weight, _xp(self)), reduction),
    self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_grad(
@@ -260,6 +274,45 @@ def _bce_grad(g, x, t, w, xp):
     denom = xp.maximum((1 - x) * x, 1e-12)
     out = g * (x - t) / denom
     return out if w is None else out * w
+
+
+_BCE_EPS = 1e-12
+
+
+def _bce_double(g, grad_output, x, t, w, reduction, xp):
+    """binary_cross_entropy_double_backward: the derivative in self."""
+    num = x * x - xp.mul_scalar(x, 2) * t + t
+    den = xp.add_scalar(x, _BCE_EPS) ** 2 * xp.add_scalar(xp.ones_like(x) - x, _BCE_EPS) ** 2
+    gi = num / den * (g * grad_output)
+    if w is not None:
+        gi = gi * xp.constant(w)
+    return xp.div_scalar(gi, math.prod(x.shape)) if reduction == "mean" else gi
+
+
+def _bce_double_grad_output(g, x, t, w, reduction, xp):
+    """binary_cross_entropy_double_backward_grad_output."""
+    ggo = (x - t) / (xp.add_scalar(x, _BCE_EPS) * xp.add_scalar(xp.ones_like(x) - x, _BCE_EPS))
+    ggo = ggo * g
+    if w is not None:
+        ggo = ggo * xp.constant(w)
+    # (a reduced loss's 0-d grad_output gets the sum from the node's reduction, as torch's)
+    return xp.div_scalar(ggo, math.prod(x.shape)) if reduction == "mean" else ggo
+
+
+def _bce_double_target(g, grad_output, x, w, reduction, xp):
+    """binary_cross_entropy_double_backward_target: -g grad_output / ((1 - x) x), the
+    denominator clamped at 1e-12 outside the graph."""
+    res = -g * grad_output
+    if w is not None:
+        res = res * xp.constant(w)
+    denom = (xp.ones_like(x) - x) * x
+    if xp is TENSORS:
+        with no_grad():
+            denom.clamp_min_(_BCE_EPS)
+    else:
+        denom = xp.maximum(denom, _BCE_EPS)
+    res = res / denom
+    return xp.div_scalar(res, math.prod(x.shape)) if reduction == "mean" else res
 
 
 def _bce_target_grad(g, x, w, xp):

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import backend
 from ..autograd.apply import apply as _apply
+from ..autograd.grad_mode import no_grad
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
@@ -58,20 +59,47 @@ def _sum_keep(x, dim):
     return x.sum(axis=dim, keepdims=True)
 
 # ---- convolution and pooling ------------------------------------------------------------------
+# under create_graph the gradient is PyTorch's convolution_backward, one op for the three
+# (ConvolutionBackwardBackward0 of grad_output, input, weight), whose derivative is
+# _convolution_double_backward (convolutions of the incoming gradients)
 op("convolution", lambda input, weight, bias, stride, padding, dilation, groups:
    kernels.conv2d_forward(input, weight, bias, stride, padding, dilation, groups), ctx=True,
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
-      needs, xp: xp.conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups,
-                                    needs)})
+      needs, xp: _conv_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs,
+                             xp)})
+op("convolution_backward", lambda grad_output, input, weight, stride, padding, dilation, groups:
+   _conv_backward(grad_output, input, weight, stride, padding, dilation, groups), n_out=3,
+   node="ConvolutionBackwardBackward0",
+   **{"grad_output, input, weight": lambda g, grad_output, input, weight, stride, padding,
+      dilation, groups, needs, xp: _conv_double(g, grad_output, input, weight, stride, padding,
+                                                dilation, groups, needs, xp)})
+# saves self, as PyTorch's node; under create_graph its backward op max_pool2d_with_indices_backward
+# (MaxPool2DWithIndicesBackwardBackward0 of grad_output and self): in grad_output the gradient
+# picked at the indices (max_pool_double_backward), zeros in self
+_MAX_POOL2D_DOUBLE = dict(node="MaxPool2DWithIndicesBackwardBackward0",
+                          g=lambda gg, ctx, xp: _max_pool_double(gg, ctx, xp),
+                          self=lambda gg, self, xp: xp.zeros_like(self))
 op("max_pool2d", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
-   node="MaxPool2DWithIndicesBackward0", ctx=True,
-   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g, ctx, self_shape))
+   node="MaxPool2DWithIndicesBackward0", ctx=True, double=_MAX_POOL2D_DOUBLE,
+   self=lambda g, self, ctx, xp: xp.max_pool2d_backward(g, ctx, tuple(self.shape)))
 op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
                                             ceil_mode)),
    node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
    self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+
+
+def _max_pool_double(gg, ctx, xp):
+    """PyTorch's max_pool_double_backward: gg (N, C, H, W) gathered at the argmax indices into
+    each H*W plane, shaped as the pooled output."""
+    idx = kernels.max_pool2d_indices(ctx.get())
+    n, c = idx.shape[:2]
+    if xp is not TENSORS:
+        return _xp(gg).take_along_axis(gg.reshape(n, c, -1), idx.reshape(n, c, -1),
+                                       -1).reshape(idx.shape)
+    return gg.contiguous().view(n, c, -1).gather(-1, Tensor._make_fresh(
+        idx.reshape(n, c, -1))).view(tuple(idx.shape))
 
 
 def _with_indices(y_ctx):
@@ -91,7 +119,11 @@ op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps,
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
       xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
+# under create_graph: PyTorch's embedding_dense_backward (EmbeddingDenseBackwardBackward0 of
+# grad_output), whose derivative is embedding_dense_double_backward: the rows picked again
 op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
+   double=dict(node="EmbeddingDenseBackwardBackward0", g=lambda gg, indices, padding_idx, xp:
+               _embedding_double(gg, indices, padding_idx, xp)),
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
 op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
@@ -120,7 +152,8 @@ op("_convolution1d", lambda input, weight, bias, stride, padding, dilation, grou
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
       needs, xp: _height1_grads(xp.conv2d_backward(
           xp.expand_dims(g, 2), ctx, xp.expand_dims(input, 2), xp.expand_dims(weight, 2),
-          stride, padding, dilation, groups, needs))})
+          stride, padding, dilation, groups, needs)) if xp is not TENSORS else _conv_grads(
+          g, input, weight, ctx, stride, padding, dilation, groups, needs, xp)})
 
 
 # ---- maps linear in their input: `ctx` holds (forward, adjoint) on arrays ---------------------
@@ -306,6 +339,19 @@ def _log_softmax(a, dim):
     z = a - a.max(axis=dim, keepdims=True)
     z -= xp.log(_sum_keep(xp.exp(z), dim))
     return z
+
+
+def log_softmax_picked(a, rows, t):
+    """``_log_softmax(a, 1)[rows, t]`` of a non-empty 2-d numpy array: the log-probabilities
+    of the targets alone, each computed as `_log_softmax` computes it (bitwise the same), the
+    others never finished (cross_entropy's value with nothing to record)."""
+    at = _short_rows(a, 1)
+    if at is not None:
+        at -= np.maximum.reduce(at, 0)
+        lse = np.add.reduce(np.exp(at), 0)
+        return at[t, rows] - np.log(lse, out=lse)
+    z = a - a.max(axis=1, keepdims=True)
+    return z[rows, t] - np.log(_sum_keep(np.exp(z), 1))[:, 0]
 
 
 
@@ -564,6 +610,80 @@ def _conv_transpose_grads(g, x, w, stride, padding, dilation, groups, needs, xp)
     return gx, gw, gb
 
 
+def _conv_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs, xp):
+    if xp is not TENSORS:
+        return xp.conv2d_backward(g, ctx, input, weight, stride, padding, dilation, groups,
+                                  needs)
+    gi, gw, gb = _apply(ROWS["convolution_backward"], (g, input, weight),
+                        (stride, padding, dilation, groups))
+    return (gi if needs[0] else None, gw if needs[1] else None,
+            gb if len(needs) > 2 and needs[2] else None)
+
+
+def _conv_backward(g, x, w, stride, padding, dilation, groups):
+    """convolution_backward on arrays: the (input, weight, bias) gradients ((N, C, L): over a
+    height-1 image, stride ... dilation the 2-D pairs)."""
+    if x.ndim == 3:
+        return _height1_grads(_conv_backward(g[:, :, None], x[:, :, None], w[:, :, None],
+                                             stride, padding, dilation, groups))
+    _, ctx = kernels.conv2d_forward(x, w, None, stride, padding, dilation, groups)
+    gi, gw, _ = kernels.conv2d_backward(g, ctx, (True, True, False))
+    return gi, gw, g.sum(axis=(0, 2, 3))
+
+
+def _conv(x, w, stride, padding, dilation, groups):
+    """The recorded convolution (ConvolutionBackward0) of 4-D or 3-D x."""
+    return _apply(ROWS["convolution" if len(x.shape) == 4 else "_convolution1d"], (x, w, None),
+                  (stride, padding, dilation, groups))
+
+
+def _conv_double(g, gO, input, weight, stride, padding, dilation, groups, needs, xp):
+    """PyTorch's _convolution_double_backward (not transposed): from the gradients (ggI, ggW,
+    ggb) of convolution_backward's outputs, those of grad_output (conv(ggI, w) + conv(x, ggW)
+    + ggb), of input (the transposed convolution of grad_output with ggW) and of weight (the
+    convolution of ggI with grad_output, batch and channels swapped, stride and dilation
+    swapped, per group). On arrays (a last derivative): the same ops, not recorded."""
+    if xp is not TENSORS:
+        def t(a):
+            return None if a is None else Tensor._make_fresh(a)
+        with no_grad():
+            outs = _conv_double([t(a) for a in g], t(gO), t(input), t(weight), stride, padding,
+                                dilation, groups, needs, TENSORS)
+        return tuple(None if o is None else o._data for o in outs)
+    ggI, ggW, ggb = g
+    ggO = gI = gW = None
+    if needs[0]:
+        if ggI is not None:
+            ggO = _conv(ggI, weight, stride, padding, dilation, groups)
+        if ggW is not None:
+            t = _conv(input, ggW, stride, padding, dilation, groups)
+            ggO = t if ggO is None else ggO + t
+        if ggb is not None:
+            t = ggb.contiguous().view(1, -1, *(1,) * (len(gO.shape) - 2)).expand(*gO.shape)
+            ggO = t if ggO is None else ggO + t
+    if needs[2] and ggI is not None:
+        ggIt, gOt = ggI.transpose(0, 1), gO.transpose(0, 1)
+        if groups == 1:
+            gW = _conv(ggIt, gOt, dilation, padding, stride, 1)
+        else:
+            ci, co = ggIt.shape[0] // groups, gOt.shape[0] // groups
+            gW = TENSORS.concatenate([_conv(ggIt.narrow(0, i * ci, ci), gOt.narrow(
+                0, i * co, co), dilation, padding, stride, 1) for i in range(groups)], 1)
+        gW = gW.transpose(0, 1)
+        for d in range(2, len(gW.shape)):
+            if gW.shape[d] > weight.shape[d]:
+                gW = gW.narrow(d, 0, weight.shape[d])
+    if needs[1] and ggW is not None:
+        k = len(gO.shape) - 2  # (1-D: the last of each pair)
+        out_pad = (0,) * (2 - k) + tuple(
+            x - ((n - 1) * dl - 2 * p + s * (o - 1) + 1)
+            for x, n, dl, p, s, o in zip(input.shape[2:], weight.shape[2:], dilation[-k:],
+                                         padding[-k:], stride[-k:], gO.shape[2:]))
+        gI = _apply(ROWS["_convolution_transpose2d"], (gO, ggW, None),
+                    (stride, padding, out_pad, dilation, groups))
+    return ggO, gI, gW
+
+
 def _conv1d(x, w, b, stride, padding, dilation, groups):
     y, ctx = kernels.conv2d_forward(x[:, :, None], w[:, :, None], b, stride, padding, dilation,
                                     groups)
@@ -583,6 +703,22 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
         keep = (flat != padding_idx)[:, None]
         g2 = xp.where(xp.constant(keep), g2, 0)
     return xp.scatter_add(g2, tuple(weight_shape), flat)
+
+
+def _embedding_double(gg, indices, padding_idx, xp):
+    """PyTorch's embedding_dense_double_backward: gg's rows at the indices (index_select), zero
+    at padding_idx (masked_fill), viewed as (*indices.shape, D)."""
+    flat = indices.reshape(-1)
+    size = tuple(indices.shape) + (-1,)
+    if xp is not TENSORS:
+        out = gg[flat]
+        if padding_idx is not None and padding_idx >= 0:
+            out[flat == padding_idx] = 0
+        return out.reshape(size)
+    out = gg.index_select(0, Tensor._make_fresh(flat))
+    if padding_idx is not None and padding_idx >= 0:
+        out = xp.masked_fill(out, (flat == padding_idx)[:, None], 0)
+    return out.view(size)
 
 
 # ---- weight normalisation (torch._weight_norm, nn.utils.weight_norm) ----------------------------

@@ -273,10 +273,11 @@ def prelu(input, weight):
         raise RuntimeError(
             f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
             f"{n} and channel size = {c}.")
-    if n != 1 and input.ndim >= 2:
-        weight = weight.reshape((c,) + (1,) * (input.ndim - 2))
-    elif n == 1:
-        weight = weight.reshape(())
+    if input.ndim != weight.ndim:  # as torch: to input's ndim, (1, C, 1, ...)
+        shape = [1] * input.ndim
+        if input.ndim > 1:
+            shape[1] = n
+        weight = weight.reshape(tuple(shape))
     return apply(ROWS["_prelu_kernel"], (input, weight))
 
 

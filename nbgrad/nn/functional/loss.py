@@ -18,6 +18,9 @@ from nbgrad.autograd.saved_index import SavedIndex
 from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
 from nbgrad.functions.args import scalar_name
+from nbgrad.ops.derivatives import _sum_all
+from nbgrad.ops.losses import _arange
+from nbgrad.ops.nn import log_softmax_picked
 from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce, legacy_reduction
 from .activation import logsigmoid
 
@@ -241,6 +244,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             ignored = _check_class_target(input, target, _who, ignore_index)[2]
             token = backend.quiet()  # (as `apply`: no numpy warning reaches the user)
             try:
+                x, t = input._data, target._data
+                if len(t) and not ignored:  # the targets' log-probabilities alone, summed as
+                    # the nll row sums them: the same value
+                    total = _sum_all(log_softmax_picked(x, _arange(len(t), x), t), x.dtype)
+                    n = len(t) if reduction == "mean" else 1
+                    return Tensor._make_fresh(np.asarray(-total / n, x.dtype))
                 return Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(
                     _LOG_SOFTMAX.fwd(input._data, 1), target._data, None, reduction,
                     ignore_index, Ctx(ignored))))

@@ -7,6 +7,7 @@ from nbgrad.autograd import grad_mode
 from nbgrad import dtypes, typeinfo
 from nbgrad import backend
 from nbgrad.autograd.apply import apply
+from nbgrad.autograd.grad_mode import GENERAL_PATH
 from nbgrad.functions.args import scalar_name
 from nbgrad.ops import Ctx, ROWS
 from .common import _const
@@ -97,6 +98,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     Raises:
         RuntimeError: trailing dims differ from ``normalized_shape`` (torch's message).
     """
+    x = input._data
+    if not GENERAL_PATH and type(normalized_shape) is tuple and weight is not None and \
+            bias is not None and x.dtype.kind == "f" and weight._data.dtype is x.dtype and \
+            bias._data.dtype is x.dtype and weight._data.shape == normalized_shape and \
+            bias._data.shape == normalized_shape and 0 < len(normalized_shape) <= x.ndim and \
+            x.shape[x.ndim - len(normalized_shape):] == normalized_shape:
+        # a LayerNorm's call (affine, one dtype, shapes right): every check below passes
+        # (NBGRAD_GENERAL_PATH=1 runs them)
+        return apply(_LAYER_NORM, (input, weight, bias), (normalized_shape, eps, Ctx(None)))
     normalized_shape = _trailing_shape(input, normalized_shape, "*, ")
     _check_mixed((input, weight, bias))
     if input._data.dtype.kind not in "fc":
@@ -107,8 +117,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
                                f"{name} of shape {list(t.shape)} and normalized_shape = "
                                f"{list(normalized_shape)}")
-    return apply(ROWS["native_layer_norm"], (input, weight, bias),
-                 (normalized_shape, eps, Ctx(None)))
+    return apply(_LAYER_NORM, (input, weight, bias), (normalized_shape, eps, Ctx(None)))
+
+
+_LAYER_NORM = ROWS["native_layer_norm"]
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -53,14 +53,18 @@ class LayerNorm(Module):
         _reset_affine(self)
 
     def forward(self, input):
-        k = len(self.normalized_shape)
-        if tuple(input.shape[input.ndim - k:]) != self.normalized_shape or input.ndim < k:
-            ns = list(self.normalized_shape)
+        ns = self.normalized_shape
+        s = input._data.shape
+        if s[len(s) - len(ns):] != ns or len(s) < len(ns):
+            ns = list(ns)
             raise RuntimeError(
                 f"{self!r}: expected input (*, {', '.join(map(str, self.normalized_shape))}), "
                 f"got {tuple(input.shape)}. Given normalized_shape={ns}, expected input with "
                 f"shape [*, {str(ns)[1:-1]}], but got input of size{list(input.shape)}")
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        params = self._parameters  # one dict read instead of two __getattr__ round trips
+        return F.layer_norm(input, self.normalized_shape,
+                            params["weight"] if "weight" in params else self.weight,
+                            params["bias"] if "bias" in params else self.bias, self.eps)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "

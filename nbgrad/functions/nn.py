@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from .. import backend
 from ..autograd.apply import apply, _fresh
-from ..autograd.grad_mode import GENERAL_PATH
 from ..autograd.grad_mode import STATE as _GRAD
 from ..autograd.record import _arr
 from ..ops import kernels
@@ -192,9 +191,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     _pool_check(input, kernel_size, stride, padding, dilation, ceil_mode)
     args = (kernel_size, stride, padding, dilation, ceil_mode)
     if not return_indices:  # the int64 indices cost a pass of their own: build them only if asked
-        if not GENERAL_PATH and not (_GRAD.enabled and input._requires_grad):
+        if not (_GRAD.enabled and input._requires_grad):
             # nothing to record (no_grad, eval): the maxima without the choice among them the
-            # backward reads (NBGRAD_GENERAL_PATH=1 applies the row)
+            # backward reads, a tensor of its own as torch's (not behind NBGRAD_GENERAL_PATH=1:
+            # the row's path squeezes an unbatched output into a view)
             token = backend.quiet()
             try:
                 y = _arr(kernels.max_pool2d_values(input._data, *args))

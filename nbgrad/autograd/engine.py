@@ -238,8 +238,10 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, all
                 if plain and hooks is None and type(node) is AccumulateGrad:
                     # a leaf: its gradient into .grad, and no edge to follow (the general steps
                     # below, less those a leaf never takes; kept for speed: a GPT step has 50)
-                    node._backward(gs, create_graph, _ownership(node, gs, shared, grad_outputs),
-                                   bumps.get(node, 0) if bumps else 0)
+                    # (ownership first: as an argument after gs, gs would be one more
+                    # reference on the stack, which _ownership counts)
+                    owned = _ownership(node, gs, shared, grad_outputs)
+                    node._backward(gs, create_graph, owned, bumps.get(node, 0) if bumps else 0)
                     gs = None
                     node = heappop(ready)[1] if ready else None
                     continue
@@ -340,8 +342,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, all
                                 # a leaf's last edge, a new array: .grad now, as the ready leaf
                                 # would run next (nothing observes it in between; kept for speed)
                                 deps[c] = 0
-                                c._backward(gi, create_graph, _ownership(c, gi, shared,
-                                                                         grad_outputs))
+                                owned = _ownership(c, gi, shared, grad_outputs)
+                                c._backward(gi, create_graph, owned)
                                 continue
                             buffers[c] = gi
                             # the engine's own unless the hooks saw it, or it went along two

@@ -140,7 +140,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _pool_check(input, kernel_size, stride, padding, dilation, ceil_mode):
-    """PyTorch's checks of pooling arguments for ``input`` (N, C, H, W) (max_pool2d and
+    """PyTorch's checks of pooling arguments for ``input`` (N, C, H, W) or (C, H, W) (max_pool2d and
     avg_pool2d): the padding at most half the kernel, an output of at least one element."""
     kh, kw = _pair(kernel_size, "kernel_size")
     if stride is None or (isinstance(stride, (tuple, list)) and not stride):
@@ -153,7 +153,7 @@ def _pool_check(input, kernel_size, stride, padding, dilation, ceil_mode):
         raise RuntimeError(
             f"pad should be at most half of effective kernel size, but got pad={ph}, "
             f"kernel_size={kh} and dilation={dh}")
-    n, c, h, w = input.shape
+    c, h, w = input.shape[-3:]  # ((N, C, H, W) or (C, H, W))
     ho = _out_size(h, kh, sh, ph, dh, ceil_mode)
     wo = _out_size(w, kw, sw, pw, dw, ceil_mode)
     if ho <= 0 or wo <= 0:
@@ -183,30 +183,24 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """
     if input._data.dtype.kind == "b":
         raise NotImplementedError('"max_pool2d" not implemented for \'Bool\'')
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    if input.ndim != 4:
+    if input.ndim not in (3, 4):
         raise RuntimeError(f"max_pool2d: expected 3D or 4D input, got {input.ndim}D input")
+    unbatched = input.ndim == 3  # (C, H, W): the row pools it as it is, as torch's kernel
     _pool_check(input, kernel_size, stride, padding, dilation, ceil_mode)
     args = (kernel_size, stride, padding, dilation, ceil_mode)
     if not return_indices:  # the int64 indices cost a pass of their own: build them only if asked
         if not (_GRAD.enabled and input._requires_grad):
             # nothing to record (no_grad, eval): the maxima without the choice among them the
-            # backward reads, a tensor of its own as torch's (not behind NBGRAD_GENERAL_PATH=1:
-            # the row's path squeezes an unbatched output into a view)
+            # backward reads (not behind NBGRAD_GENERAL_PATH: the row's path gives the same)
             token = backend.quiet()
             try:
-                y = _arr(kernels.max_pool2d_values(input._data, *args))
+                y = _arr(kernels.max_pool2d_values(input._data if not unbatched else
+                                                   input._data[None], *args))
             finally:
                 backend.loud(token)
             return _fresh(y[0] if unbatched else y)  # a tensor of its own, not a view
-        out = apply(R["max_pool2d"], (input,), args)
-        return out.squeeze(0) if unbatched else out
-    out, idx = apply(R["max_pool2d_with_indices"], (input,), args)
-    if unbatched:
-        out, idx = out.squeeze(0), idx.squeeze(0)
-    return out, idx
+        return apply(R["max_pool2d"], (input,), args)
+    return apply(R["max_pool2d_with_indices"], (input,), args)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,

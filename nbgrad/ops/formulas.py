@@ -277,7 +277,7 @@ class ArrayFormulas:
 
     @staticmethod
     def max_pool2d_backward(g, ctx, self_shape):
-        return kernels.max_pool2d_backward(g, ctx.get())
+        return kernels.max_pool2d_backward(g, ctx.get()).reshape(self_shape)  # ((C, H, W) too)
 
     @staticmethod
     def lstm_layer_backward(g, ctx, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, out, needs):
@@ -590,7 +590,7 @@ class TensorFormulas:
 
     @staticmethod
     def max_pool2d_backward(g, ctx, self_shape):
-        n, c, h, w = self_shape
+        n, c, h, w = self_shape if len(self_shape) == 4 else (1,) + tuple(self_shape)
         idx = kernels.max_pool2d_indices(ctx.get())  # (N, C, Ho, Wo) into each H*W plane
         xp = backend.get_array_module(idx)
         flat = idx + (xp.arange(n * c) * (h * w)).reshape(n, c, 1, 1)

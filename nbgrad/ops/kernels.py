@@ -301,13 +301,16 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
     """Max over windows (torch.nn.functional.max_pool2d semantics, -inf padding).
 
     Args:
-        x: (N, C, H, W) array.
+        x: (N, C, H, W) array, or (C, H, W) (unbatched: y too; ctx as for N = 1).
 
     Returns:
         (y, ctx): y (N, C, Ho, Wo) C-contiguous; ctx for the backward and
         :func:`max_pool2d_indices`. The maximum chosen is torch's: the first in raster order of
         the window, the last NaN where there is one (a NaN counts as maximum).
     """
+    if x.ndim == 3:
+        y, ctx = max_pool2d_forward(x[None], kernel_size, stride, padding, dilation, ceil_mode)
+        return y[0], ctx
     xp = _xp(x)
     y, views, geo, padded = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
     valid = None

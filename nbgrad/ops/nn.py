@@ -95,17 +95,19 @@ def _max_pool_double(gg, ctx, xp):
     each H*W plane, shaped as the pooled output."""
     idx = kernels.max_pool2d_indices(ctx.get())
     n, c = idx.shape[:2]
+    shape = idx.shape if gg.ndim == 4 else idx.shape[1:]  # (an unbatched (C, H, W) input)
     if xp is not TENSORS:
         return _xp(gg).take_along_axis(gg.reshape(n, c, -1), idx.reshape(n, c, -1),
-                                       -1).reshape(idx.shape)
+                                       -1).reshape(shape)
     return gg.contiguous().view(n, c, -1).gather(-1, Tensor._make_fresh(
-        idx.reshape(n, c, -1))).view(tuple(idx.shape))
+        idx.reshape(n, c, -1))).view(tuple(shape))
 
 
 def _with_indices(y_ctx):
     """(y, ctx) -> ((y, int64 indices as torch's return_indices), ctx)."""
     y, ctx = y_ctx
-    return (y, kernels.max_pool2d_indices(ctx)), ctx
+    idx = kernels.max_pool2d_indices(ctx)
+    return (y, idx if y.ndim == 4 else idx[0]), ctx
 
 
 # ---- normalizations and embedding -------------------------------------------------------------

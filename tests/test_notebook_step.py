@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ipywidgets")
 
 from test_notebook_kernel import execute, panel_html, svg_in  # noqa: E402
+from test_stepping import _order  # noqa: E402
 
 # Programs, each a function of the module `m` (nbgrad or torch) returning (leaves, root).
 PROGRAMS = {
@@ -387,17 +388,7 @@ def test_step_button_on_a_scalar_loss_panel(buttoned):
     # the engine's order and its gradients: torch's, and bit for bit a plain backward's
     x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
     w = torch.tensor([1.5, 0.25, -0.75], requires_grad=True)
-    order = []
-    loss = (x * w).tanh().sum()
-    stack, seen = [loss.grad_fn], set()
-    while stack:
-        n = stack.pop()
-        if n is None or n in seen:
-            continue
-        seen.add(n)
-        n.register_prehook(lambda g, n=n: order.append(n.name().rsplit("::", 1)[-1]))
-        stack.extend(c for c, _ in n.next_functions)
-    loss.backward()
+    order = _order((x * w).tanh().sum())  # (test_stepping's: pre-hooks, a plain backward)
     assert [s.rsplit("::", 1)[-1] for s in r["steps"]] == order
     assert r["same"] == [True, True]
     np.testing.assert_allclose(r["xg"], x.grad.numpy(), rtol=1e-6)

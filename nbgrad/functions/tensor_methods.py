@@ -13,7 +13,7 @@ from ..autograd.record import _geom
 from ..autograd.inplace import check_inplace
 from ..autograd.grad_mode import no_grad, STATE as _GRAD
 from ..ops import ROWS as R
-from ..ops.formulas import TENSORS
+from ..ops.formulas import TENSORS, _contiguous_strides
 from ..ops.derivatives import _reduce_to
 from ..tensor import _dim, Size, Tensor
 from .views import as_strided, _shape_arg, squeeze, t, to_dtype, transpose, unsqueeze
@@ -34,11 +34,11 @@ def _to(self, *args, **kwargs):
                                                       and not isinstance(a, bool)):
             device = a  # (an int: an accelerator index, as torch.device(0))
         elif isinstance(a, (bool, float)):  # a Python number: its type's dtype, as torch
-            dtype = _PY_DTYPES[type(a)]
+            dtype = type(a)
         elif a is not None:
             dtype = a
     if dtype is not None and not isinstance(dtype, dtypes.dtype):
-        dtype = _PY_DTYPES.get(dtype, dtype)  # Python's float, int, bool
+        dtype = dtypes.dtype_arg("to", dtype)  # Python's float, int, bool: torch's dtypes
     r = self
     if device is not None:
         r = _to_device(r, backend.device(device) if not isinstance(device, backend.device)
@@ -46,9 +46,6 @@ def _to(self, *args, **kwargs):
     if dtype is not None:
         r = to_dtype(r, dtype)
     return r
-
-
-_PY_DTYPES = {float: dtypes.float64, int: dtypes.int64, bool: dtypes.bool_}
 
 
 def _to_device(self, dev):
@@ -251,12 +248,8 @@ def _resize_strided(self, sizes, n):
     off, root = self.storage_offset(), self._storage._root
     item = self._data.dtype.itemsize
     if (off + n) * item <= root.nbytes:
-        stride, acc = [], 1
-        for d in reversed(sizes):
-            stride.append(acc)
-            acc *= max(d, 1)
         with no_grad():
-            self._data = as_strided(self, sizes, tuple(reversed(stride)), off)._data
+            self._data = as_strided(self, sizes, _contiguous_strides(sizes), off)._data
     else:
         xp = backend.get_array_module(self._data)
         old = root.reshape(-1).view(xp.uint8)[off * item:]

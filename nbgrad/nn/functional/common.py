@@ -25,11 +25,12 @@ def _check_reduction(reduction, who):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _legacy_reduction(fn):
+def _legacy_reduction(fn, elementwise_mean=True):
     """``fn`` taking torch's deprecated reduction arguments: ``reduction="elementwise_mean"`` as
-    "mean" (torch's ``get_enum`` warning), and ``size_average``/``reduce`` where ``fn`` has them,
-    which set ``reduction`` (torch's ``_Reduction.legacy_get_string``, with its warning); by
-    keyword or by position."""
+    "mean" (torch's ``get_enum`` warning; not where torch checks the string itself:
+    ``elementwise_mean=False``), and ``size_average``/``reduce`` where ``fn`` has them, which set
+    ``reduction`` (torch's ``_Reduction.legacy_get_string``, with its warning); by keyword or by
+    position."""
     sig = inspect.signature(fn)
     names = list(sig.parameters)
     pos = names.index("reduction")
@@ -45,6 +46,8 @@ def _legacy_reduction(fn):
             bound.arguments["reduction"] = legacy_reduction(
                 bound.arguments.pop("size_average", None), bound.arguments.pop("reduce", None))
             return fn(*bound.args, **bound.kwargs)
+        if not elementwise_mean:
+            return fn(*args, **kwargs)
         if kwargs.get("reduction") == "elementwise_mean":
             kwargs["reduction"] = "mean"
         elif len(args) > pos and isinstance(args[pos], str) and args[pos] == "elementwise_mean":

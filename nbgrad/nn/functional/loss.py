@@ -451,8 +451,6 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     ``exp(x) - t x`` with ``log_input``, else ``x - t log(x + eps)``; ``full`` adds Stirling's
     ``t log t - t + 0.5 log(2 pi t)`` where ``t > 1``.
     """
-    if size_average is not None or reduce is not None:
-        reduction = legacy_reduction(size_average, reduce)
     _check_reduction(reduction, "poisson_nll_loss")
     if log_input:
         loss = input.exp() - target * input
@@ -620,9 +618,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """Per-class binary logistic loss averaged over classes (mirrors
     ``F.multilabel_soft_margin_loss``). Shapes: input (N, C), target (N, C) of 0/1; weight (C,).
     """
-    if size_average is not None or reduce is not None:
-        reduction = legacy_reduction(size_average, reduce)
-    elif reduction not in ("none", "mean", "sum"):
+    if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     _check_label_target(target, input.shape, "multilabel_soft_margin_loss")
     loss = (target * logsigmoid(input) + (1 - target) * logsigmoid(input.neg())).neg()
@@ -715,3 +711,7 @@ hinge_embedding_loss = _legacy_reduction(hinge_embedding_loss)
 soft_margin_loss = _legacy_reduction(soft_margin_loss)
 multi_margin_loss = _legacy_reduction(multi_margin_loss)
 multilabel_margin_loss = _legacy_reduction(multilabel_margin_loss)
+# torch checks these two reduction strings itself: "elementwise_mean" is refused there
+poisson_nll_loss = _legacy_reduction(poisson_nll_loss, elementwise_mean=False)
+multilabel_soft_margin_loss = _legacy_reduction(multilabel_soft_margin_loss,
+                                                elementwise_mean=False)

@@ -108,9 +108,9 @@ def _halved_at_ties(g, self, other, xp):
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
-    if isinstance(self, Tensor) and len(self.shape) and not bool((self._data == 0).any()):
-        # under create_graph, PyTorch's prod_backward without zeros: grad * (result / self),
-        # both unsqueezed (UnsqueezeBackward0 of the saved result)
+    if len(self.shape) and not bool((_raw(self) == 0).any()):
+        # PyTorch's prod_backward without zeros: grad * (result / self), both unsqueezed
+        # (UnsqueezeBackward0 of the saved result); NaN at an inf (inf / inf), as torch's
         return _keep(g, self.shape, dim, keepdim, xp) * (
             _keep(result, self.shape, dim, keepdim, xp) / self)
     if dim is None:
@@ -135,7 +135,9 @@ def _norm_backward(g, self, result, p, dim, keepdim, xp):
     if p == 1:
         return xp.sign(self) * gk
     if p == float("inf"):
-        mask = xp.astype(xp.abs(self) == rk, xp.dtype(self))
+        # torch's mask: the entries equal to the norm, or NaN (so NaN's gradient is its sgn: 0)
+        a = xp.abs(self)
+        mask = xp.astype((a == rk) | (a != a), xp.dtype(self))
         return xp.sign(self) * ((gk / mask.sum(axis=dim, keepdims=True)) * mask)
     if p < 1:
         scaled = xp.sign(self) * xp.masked_fill(xp.abs(self) ** (p - 1), self == 0, 0)

@@ -60,6 +60,14 @@ class ArrayFormulas:
     def astype(x, dt):
         return x.astype(dt)
 
+    def sign(self, x):
+        """PyTorch's sgn, which its formulas read (abs's, the norms', l1's): 0 at NaN (the
+        module's sign: NaN)."""
+        s = self.m.sign(x)
+        if s.dtype.kind == "f" and self.m.isnan(s).any():
+            s = self.m.nan_to_num(s, nan=0.0)
+        return s
+
     def flip(self, x, dims):
         """A flipped copy, as PyTorch's flip makes (numpy's is a view with negative strides:
         as a gradient it would come out a view, and .grad a copy of it)."""

@@ -295,6 +295,8 @@ def _cumprod_backward(g, self, result, dim, xp):
     i the prefix products with x_i replaced by 1 (n cumprods, for arrays and Tensors alike)."""
     if not bool((self == 0).any()):
         return _revcumsum(g * result, dim, xp) / self
+    if isinstance(self, np.ndarray):
+        return _cumprod_backward_zeros(g, self, result, dim)
     n = self.shape[dim]
     shape = [1] * len(self.shape)
     shape[dim] = n
@@ -304,6 +306,29 @@ def _cumprod_backward(g, self, result, dim, xp):
         c = xp.cumprod(xp.where(xp.constant(pos == i), 1, self), dim)
         parts.append((g * c * xp.constant((pos >= i).astype(xp.dtype(g)))).sum(axis=dim))
     return xp.stack(parts, axis=dim)
+
+
+def _cumprod_backward_zeros(g, x, out, dim):
+    """PyTorch's cumprod_backward at an input with zeros, not recorded (its O(n) masks): before
+    the first zero the no-zero formula; at the first zero the products after it up to the
+    second zero, times the output just before it; zeros after. The same numbers as the n
+    cumprods wherever the input is finite, and torch's NaN where it is not."""
+    cs = np.cumsum(x == 0, axis=dim)
+    before = cs == 0
+    with np.errstate(all="ignore"):
+        grad = np.where(before, _revcumsum(np.where(before, out * g, 0), dim, np) / x, 0)
+        shape = [1] * x.ndim
+        shape[dim] = x.shape[dim]
+        pos = np.arange(x.shape[dim]).reshape(shape)
+        one = cs == 1
+        first = np.argmax(one, axis=dim, keepdims=True)
+        first_mask = (pos == first) & one
+        between = one & ~first_mask
+        at = (np.cumprod(np.where(between, x, 1), axis=dim) * np.where(one, g, 0)).sum(
+            axis=dim, keepdims=True)
+        prev = np.take_along_axis(out, np.maximum(first - 1, 0), axis=dim)
+        at = at * np.where(first == 0, 1, prev)
+        return np.where(first_mask, at, grad).astype(g.dtype, copy=False)
 
 
 

@@ -19,6 +19,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
+import _programs
 import nbgrad
 from _programs import floating, programs
 
@@ -211,11 +212,12 @@ def _differ(want, got):
 # Each configuration is put in one class, by measurement, never by a list:
 #   agree: nbgrad's values, gradients and errors are torch's (_differ);
 #   torch-inconsistent: torch differs from itself when every op reads the same values laid out
-#     otherwise in memory (ScalarLoops: its kernels then take their scalar loop where a
+#     otherwise in memory (ScalarLoops; or only the inputs, _programs.LAYOUT, which reaches
+#     fused kernels such as flash attention's), where its kernels take their scalar loop where a
 #     contiguous tensor of more than a few elements takes the vectorised one, and the two
 #     disagree at NaN, e.g. hardtanh's, relu6's, hardshrink's and softshrink's gradient at NaN
 #     is 1 in the scalar loop and 0 in the vectorised; elu's, celu's, selu's and hardswish's 1
-#     and NaN), and nbgrad equals, element by element, one of torch's two. nbgrad follows the
+#     and NaN), and nbgrad equals, element by element, one of torch's results. nbgrad follows the
 #     scalar loop: what torch gives a student's small tensor (4 elements) in any layout, so
 #     nbgrad gives the same number at every size;
 #   rounding: nbgrad is as far from torch as torch moves from itself when its inputs are scaled
@@ -289,8 +291,14 @@ def classify(run, special, second):
     if d is None:
         return "agree", None
     with ScalarLoops():
-        other = _attempt(torch, run, special, second)
-    if _differ(want, other) is not None and _elementwise(got, [want, other], _same_element):
+        others = [_attempt(torch, run, special, second)]
+    _programs.LAYOUT[0] = "strided"
+    try:
+        others.append(_attempt(torch, run, special, second))
+    finally:
+        _programs.LAYOUT[0] = "contiguous"
+    if any(_differ(want, o) is not None for o in others) \
+            and _elementwise(got, [want] + others, _same_element):
         return "torch-inconsistent", d
     eps = np.finfo(np.float64).eps  # the programs' inputs are float64
     moved = [_attempt(torch, run, _scaled(special, 1 + s * 4 * eps), second) for s in (1, -1)]

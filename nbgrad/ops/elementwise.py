@@ -285,10 +285,20 @@ op("nan_to_num", lambda self, nan, posinf, neginf: _xp(self).nan_to_num(self, na
                                                                         posinf=posinf,
                                                                  neginf=neginf),
    self=lambda g, self, xp: g * xp.isfinite(self))
-op("lerp", lambda self, end, weight: self + weight * (end - self), broadcast=True,
+def _lerp(self, end, weight):
+    """torch's lerp: from `self` below a weight of 0.5, from `end` at and above it (so an inf at
+    either end gives that inf, not inf - inf)."""
+    if not isinstance(weight, np.ndarray) and not hasattr(weight, "shape"):
+        return self + weight * (end - self) if abs(weight) < 0.5 else \
+            end - (end - self) * (1 - weight)
+    return _xp(self).where(abs(weight) < 0.5, self + weight * (end - self),
+                           end - (end - self) * (1 - weight))
+
+
+op("lerp", _lerp, broadcast=True,
    self=lambda g, weight, xp: xp.mul_scalar(g, 1 - weight),
    end=lambda g, weight, xp: xp.mul_scalar(g, weight))
-op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="LerpBackward1",
+op("lerp_tensor", _lerp, node="LerpBackward1",
    broadcast=True,
    self=lambda g, weight: g * (1 - weight),
    end=lambda g, weight: g * weight,

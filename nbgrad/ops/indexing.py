@@ -99,9 +99,9 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         src_is = src == value
         dt = xp.dtype(g)  # (a bool times 1.0 is float64 in numpy)
         n = xp.scatter_along(xp.astype(self_is, dt), dim, index, xp.astype(src_is, dt), add=True)
-        share = g / n
-        gself = xp.where(self_is, share, 0)
-        gsrc = xp.where(src_is, xp.gather(share, dim, index), 0)
+        share = g / n  # (torch multiplies by the masks: NaN where a NaN left no one equal)
+        gself = xp.astype(self_is, dt) * share
+        gsrc = xp.astype(src_is, dt) * xp.gather(share, dim, index)
     else:  # prod: products of the others, computed again with the zeros masked (as PyTorch)
         masked_self = xp.where(self == 0, 1, self)
         gself = g * xp.scatter_prod(masked_self, src, dim, index, include_self) / masked_self

@@ -396,15 +396,33 @@ op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
 op("nansum", lambda self, dim, keepdim: _xp(self).nansum(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, dim, keepdim, xp: _expand_grad(g, tuple(self.shape), dim, keepdim,
                                                        xp) * (self == self))
+def _welford_mean(x, dim, keepdim):
+    """The mean torch's var_mean and std_mean give: Welford's running mean, m + (x - m) / n,
+    which an inf followed by any other element turns to NaN (inf - inf); the plain mean
+    elsewhere."""
+    m = x.mean(axis=dim, keepdims=keepdim)
+    if x.dtype.kind not in "fc" or not x.size or not np.isinf(x).any():
+        return m
+    xp = _xp(x)
+    dims = tuple(range(x.ndim)) if dim is None else tuple(
+        d % x.ndim for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    keep = [d for d in range(x.ndim) if d not in dims]
+    flat = xp.transpose(x, keep + list(dims)).reshape([x.shape[d] for d in keep] + [-1])
+    early = xp.isinf(flat[..., :-1]).any(axis=-1)
+    if keepdim:
+        early = early.reshape([1 if d in dims else x.shape[d] for d in range(x.ndim)])
+    return xp.where(early, xp.asarray(np.nan, dtype=m.dtype), m)
+
+
 op("std_mean", lambda self, dim, correction, keepdim: (
-    self.std(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
+    self.std(axis=dim, ddof=correction, keepdims=keepdim), _welford_mean(self, dim, keepdim)),
    n_out=2,
    self=lambda g, self, result, dim, correction, keepdim, xp: _paired(
        g, lambda g0: _std_grad(g0, self, result, dim, correction, keepdim, xp),
        lambda g1: xp.mean_expand(g1, _count(tuple(self.shape), dim), tuple(self.shape), dim,
                                  keepdim)))
 op("var_mean", lambda self, dim, correction, keepdim: (
-    self.var(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
+    self.var(axis=dim, ddof=correction, keepdims=keepdim), _welford_mean(self, dim, keepdim)),
    n_out=2,
    self=lambda g, self, dim, correction, keepdim, xp: _paired(
        g, lambda g0: _var_grad(g0, self, dim, correction, keepdim, xp),

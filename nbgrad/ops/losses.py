@@ -229,7 +229,7 @@ def _multi_margin(x, t, p, margin, w, xp):
     rows = np.arange(n)
     z = margin - x[rows, t][:, None] + x
     z[rows, t] = 0
-    h = _xp(z).maximum(z, 0)
+    h = _xp(z).where(z > 0, z, 0)  # torch's `if (z > 0)`: a NaN hinge adds nothing
     h = h * h if p == 2 else h
     if w is not None:
         h = h * w[t][:, None]
@@ -249,8 +249,7 @@ def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
         return _apply(ROWS["multi_margin_loss_backward"], (g, x), (t, p, margin, w, reduction))
     n, c = x.shape
     _, z = _multi_margin(x, t, p, margin, w, _xp(x))
-    d = (z > 0).astype(x.dtype) * (2 * z if p == 2 else 1) / c  # (x's dtype: a bool mask
-    # times a Python float is float64)
+    d = _xp(z).where(z > 0, 2 * z if p == 2 else 1, 0).astype(x.dtype, copy=False) / c
     if w is not None:
         d = d * w[t][:, None]
     rows = np.arange(n)

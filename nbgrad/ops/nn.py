@@ -296,10 +296,15 @@ def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
 
 
 def _safe_softmax(a, dim):
+    """torch's: softmax (so NaN across a row holding +inf, inf - inf), then 0 across a row
+    that is all -inf."""
+    xp = _xp(a)
     m = a.max(axis=dim, keepdims=True)
-    e = _xp(a).exp(a - _xp(m).where(_xp(m).isfinite(m), m, 0))
-    total = e.sum(axis=dim, keepdims=True)
-    return e / _xp(total).where(total == 0, total.dtype.type(1), total)
+    dead = m == -np.inf
+    with np.errstate(invalid="ignore"):
+        e = xp.exp(a - xp.where(dead, a.dtype.type(0), m))
+        total = e.sum(axis=dim, keepdims=True)
+        return xp.where(dead, a.dtype.type(0), e / xp.where(dead, total.dtype.type(1), total))
 
 
 def _short_rows(a, dim):

@@ -428,10 +428,19 @@ def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
     gx = gw = gb = None
     if needs[0]:
         gh = g2 if weight is None else g2 * weight.reshape(-1)
-        t = xh2 * ((gh * xh2) @ ones * inv_n)[:, None]
-        t += ((gh @ ones) * inv_n)[:, None]
-        gx = gh - t
-        gx *= rstd
+        ds, db = (gh * xh2) @ ones, gh @ ones
+        if np.isfinite(ds).all() and np.isfinite(db).all():
+            t = xh2 * (ds * inv_n)[:, None]
+            t += (db * inv_n)[:, None]
+            gx = gh - t
+            gx *= rstd
+        else:  # an inf or NaN: torch's kernel's algebra, whose infs cancel as its do
+            with np.errstate(invalid="ignore", over="ignore"):
+                x2 = x.reshape(-1, n)
+                mean = (x2 @ ones) * inv_n
+                ds, db, r = (gh * x2) @ ones, gh @ ones, rstd[:, 0]
+                b = (db * mean - ds) * r * r * r * inv_n
+                gx = r[:, None] * gh + b[:, None] * x2 + (-b * mean - db * r * inv_n)[:, None]
         gx = gx.reshape(shape)
     w_shape = shape[len(shape) - k:]
     if len(needs) > 1 and needs[1]:
@@ -529,7 +538,16 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
         return xhat.copy()  # its own array: xhat, read by the backward, has no version check
     shape = (1, c) + (1,) * (x.ndim - 2)
     out = xhat if weight is None else xhat * weight.reshape(shape)
-    return out if bias is None else out + bias.reshape(shape)
+    out = out if bias is None else out + bias.reshape(shape)
+    if weight is not None and not _xp(out).isfinite(out).all():
+        # an inf or NaN: torch's kernel's algebra, x * s + (beta - s * mean), s = rstd * gamma
+        # per (sample, channel), whose infs cancel as its do
+        with np.errstate(invalid="ignore", over="ignore"):
+            s = (rstd * weight.reshape(num_groups, -1)).reshape(n, c, 1)
+            t = -s * _xp(s).repeat(mean.reshape(n, num_groups, 1), c // num_groups, axis=1)
+            t = t if bias is None else t + bias.reshape(1, c, 1)
+            out = (x.reshape(n, c, -1) * s + t).reshape(x.shape)
+    return out
 
 
 def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
@@ -553,11 +571,33 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
         m = ghg.shape[2]
         gx = (rstd * (ghg - ghg.sum(axis=2, keepdims=True) / m
                       - xhg * (ghg * xhg).sum(axis=2, keepdims=True) / m)).reshape(xs)
+        if xp is not TENSORS and weight is not None and not _xp(gx).isfinite(gx).all():
+            gx = _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd)
     if len(needs) > 1 and needs[1]:
         gw = (g * xhat).sum(axis=axes)
     if len(needs) > 2 and needs[2]:
         gb = g.sum(axis=axes)
     return gx, gw, gb
+
+
+def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
+    """group_norm's input gradient by torch's kernel's algebra (sums of dy * x and dy per
+    channel, through gamma per group: c1 dy + c2 x + c3), where an inf or NaN makes it differ
+    from the xhat form: its infs cancel as torch's do."""
+    n, c = x.shape[0], x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        x3, g3 = x.reshape(n, c, -1), g.reshape(n, c, -1)
+        m = x3.shape[2] * (c // num_groups)
+        mean = x3.reshape(n, num_groups, -1).sum(axis=2, keepdims=True) / m  # (n, G, 1)
+        w = weight.reshape(1, num_groups, -1)
+        ds = ((g3 * x3).sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
+        db = (g3.sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
+        c2 = (db * mean - ds) * rstd * rstd * rstd / m
+        c3 = -c2 * mean - db * rstd / m
+        c1 = (rstd * w).reshape(n, c, 1)
+        per = c // num_groups
+        return (c1 * g3 + np.repeat(c2, per, axis=1) * x3 + np.repeat(c3, per, axis=1)).reshape(
+            x.shape)
 
 
 def _trilinear_grads(g, i1, i2, i3, needs, xp):

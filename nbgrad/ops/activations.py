@@ -393,6 +393,8 @@ def _log_sigmoid_double(g, x, xp):
 
 
 def _log_sigmoid(x, xp):
+    if isinstance(x, Tensor):  # recorded: torch's log_sigmoid node (smooth at 0, where min(x,
+        return _apply(ROWS["log_sigmoid"], (x,))  # 0) and |x| each have a kink)
     return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
 

@@ -341,8 +341,9 @@ def _bce_logits_grad(g, x, t, w, pw, xp):
 
 def _bce_logits_target_grad(g, x, w, pw, xp):
     w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
-    ls = _log_sigmoid(x, xp)
-    out = g * (-x - (pw - 1) * ls) if pw is not None else g * -x
+    # torch's log_sigmoid(-x) - pw * log_sigmoid(x) (-x - (pw - 1) * that: inf - 0 * inf at
+    # x = -inf where pw is 1)
+    out = g * (_log_sigmoid(-x, xp) - pw * _log_sigmoid(x, xp)) if pw is not None else g * -x
     return out if w is None else out * w
 
 

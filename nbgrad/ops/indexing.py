@@ -10,7 +10,8 @@ import numpy as np
 from .. import backend
 from ..backend import get_array_module as _xp
 from .derivatives import _along, _reduce_to, scatter_reduce_array
-from .registry import op
+from .formulas import TENSORS
+from .registry import ROWS, op
 
 op("index", lambda self, index: _index(self, index),
    self=lambda g, self_shape, index, xp: xp.index_backward(g, self_shape, index),
@@ -114,11 +115,26 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
                                             include_self)
         gsrc = xp.where(single, xp.gather(g * masked_src_result, dim, index),
                         xp.gather(g * result, dim, index) / xp.where(src_zero, 1, src))
+        if xp is TENSORS and bool((_raw_data(n_zeros) > 1).any()):  # torch's DelayedError
+            gsrc = _apply(ROWS["scatter_reduce_prod_zeros"], (gsrc,))
     if not include_self:  # self took no part where src was scattered
         gself = xp.where(xp.constant(_scatter_count(shape, dim, index, 0) > 0), 0, gself)
     return gself, gsrc
 
 
+def _raw_data(t):
+    return getattr(t, "_data", t)
+
+
+def _zeros_refused(g):
+    raise RuntimeError("scatter_reduce(): Double backward is unsupported for src when >1 zeros "
+                       "in src are scattered to the same position in self")
+
+
+# what torch puts on scatter_reduce's prod src-gradient under create_graph when two zeros of src
+# meet at one position: the gradient as it is, whose own backward raises
+op("scatter_reduce_prod_zeros", lambda self: self.copy(), node="DelayedError",
+   self=_zeros_refused)
 op("scatter", _scatter_fwd, node="ScatterBackward0",
    self=lambda g, dim, index, xp: xp.scatter_along(g * 1, dim, index, 0.0),
    src=lambda g, dim, index, xp: xp.gather(g, dim, index))

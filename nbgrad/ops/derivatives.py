@@ -281,3 +281,35 @@ def scatter_reduce_array(self, src, dim, index, reduce, include_self):
     if reduce == "mean":
         out = (out / m.maximum(count, 1)).astype(self.dtype, copy=False)
     return out if include_self else m.where(count == 0, self, out)
+
+
+def _layer_norm_nonfinite_grad(gh, x2, r):
+    """layer_norm's input gradient, rows of (rows, n) `x2` and `gh` (g * weight), by torch's
+    kernel's algebra (a dy + b x + c from the sums of dy * x and dy), where an inf or NaN makes
+    it differ from the xhat form: its infs cancel as torch's do."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        inv_n = x2.dtype.type(1 / x2.shape[1])
+        mean = x2.sum(axis=1) * inv_n
+        ds, db = (gh * x2).sum(axis=1), gh.sum(axis=1)
+        b = (db * mean - ds) * r * r * r * inv_n
+        return r[:, None] * gh + b[:, None] * x2 + (-b * mean - db * r * inv_n)[:, None]
+
+
+def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
+    """group_norm's input gradient by torch's kernel's algebra (sums of dy * x and dy per
+    channel, through gamma per group: c1 dy + c2 x + c3), where an inf or NaN makes it differ
+    from the xhat form: its infs cancel as torch's do."""
+    n, c = x.shape[0], x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        x3, g3 = x.reshape(n, c, -1), g.reshape(n, c, -1)
+        m = x3.shape[2] * (c // num_groups)
+        mean = x3.reshape(n, num_groups, -1).sum(axis=2, keepdims=True) / m  # (n, G, 1)
+        w = weight.reshape(1, num_groups, -1)
+        ds = ((g3 * x3).sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
+        db = (g3.sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
+        c2 = (db * mean - ds) * rstd * rstd * rstd / m
+        c3 = -c2 * mean - db * rstd / m
+        c1 = (rstd * w).reshape(n, c, 1)
+        per, m = c // num_groups, backend.get_array_module(x)
+        return (c1 * g3 + m.repeat(c2, per, axis=1) * x3 + m.repeat(c3, per, axis=1)).reshape(
+            x.shape)

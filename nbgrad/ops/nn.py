@@ -27,7 +27,7 @@ from ..backend import get_array_module as _xp
 from ..tensor import Tensor
 from . import kernels
 from .formulas import TENSORS
-from .derivatives import _zeros_for
+from .derivatives import _group_norm_nonfinite_grad, _layer_norm_nonfinite_grad, _zeros_for
 from .reductions import _logsumexp
 from .registry import ROWS, Ctx, op
 
@@ -435,12 +435,7 @@ def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
             gx = gh - t
             gx *= rstd
         else:  # an inf or NaN: torch's kernel's algebra, whose infs cancel as its do
-            with np.errstate(invalid="ignore", over="ignore"):
-                x2 = x.reshape(-1, n)
-                mean = (x2 @ ones) * inv_n
-                ds, db, r = (gh * x2) @ ones, gh @ ones, rstd[:, 0]
-                b = (db * mean - ds) * r * r * r * inv_n
-                gx = r[:, None] * gh + b[:, None] * x2 + (-b * mean - db * r * inv_n)[:, None]
+            gx = _layer_norm_nonfinite_grad(gh, x.reshape(-1, n), rstd[:, 0])
         gx = gx.reshape(shape)
     w_shape = shape[len(shape) - k:]
     if len(needs) > 1 and needs[1]:
@@ -578,26 +573,6 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
     if len(needs) > 2 and needs[2]:
         gb = g.sum(axis=axes)
     return gx, gw, gb
-
-
-def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
-    """group_norm's input gradient by torch's kernel's algebra (sums of dy * x and dy per
-    channel, through gamma per group: c1 dy + c2 x + c3), where an inf or NaN makes it differ
-    from the xhat form: its infs cancel as torch's do."""
-    n, c = x.shape[0], x.shape[1]
-    with np.errstate(invalid="ignore", over="ignore"):
-        x3, g3 = x.reshape(n, c, -1), g.reshape(n, c, -1)
-        m = x3.shape[2] * (c // num_groups)
-        mean = x3.reshape(n, num_groups, -1).sum(axis=2, keepdims=True) / m  # (n, G, 1)
-        w = weight.reshape(1, num_groups, -1)
-        ds = ((g3 * x3).sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
-        db = (g3.sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
-        c2 = (db * mean - ds) * rstd * rstd * rstd / m
-        c3 = -c2 * mean - db * rstd / m
-        c1 = (rstd * w).reshape(n, c, 1)
-        per = c // num_groups
-        return (c1 * g3 + np.repeat(c2, per, axis=1) * x3 + np.repeat(c3, per, axis=1)).reshape(
-            x.shape)
 
 
 def _trilinear_grads(g, i1, i2, i3, needs, xp):

@@ -310,6 +310,6 @@ def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
         c2 = (db * mean - ds) * rstd * rstd * rstd / m
         c3 = -c2 * mean - db * rstd / m
         c1 = (rstd * w).reshape(n, c, 1)
-        per, m = c // num_groups, backend.get_array_module(x)
-        return (c1 * g3 + m.repeat(c2, per, axis=1) * x3 + m.repeat(c3, per, axis=1)).reshape(
+        per, am = c // num_groups, backend.get_array_module(x)
+        return (c1 * g3 + am.repeat(c2, per, axis=1) * x3 + am.repeat(c3, per, axis=1)).reshape(
             x.shape)

@@ -10,6 +10,7 @@ import numpy as np
 from .. import backend
 from ..backend import get_array_module as _xp
 from .derivatives import _along, _reduce_to, scatter_reduce_array
+from ..autograd.apply import apply as _apply
 from .formulas import TENSORS
 from .registry import ROWS, op
 

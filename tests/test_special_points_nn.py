@@ -88,8 +88,9 @@ CASES = [
      [[[0.3, -1.2, 2.0], [1.0, 0.5, -0.5]], [inf, 1.0, 2.0], [inf, 0.0, 1.0]], 0),
     ("group_norm_inf_weight", lambda T, x, w, b: T.nn.functional.group_norm(x, 2, w, b),
      [np.linspace(-1, 1, 16).reshape(2, 4, 2), [1.0, inf, 2.0, 0.5], [0.0, inf, 1.0, 0.0]], 0),
-    ("bce_logits_pos_weight_origin", lambda T, x, t: T.nn.functional.binary_cross_entropy_with_logits(
-        x, t, pos_weight=T.tensor([1.0, 2.0, 3.0], dtype=T.float64), reduction="none"),
+    ("bce_logits_pos_weight_origin", lambda T, x, t:
+     T.nn.functional.binary_cross_entropy_with_logits(
+         x, t, pos_weight=T.tensor([1.0, 2.0, 3.0], dtype=T.float64), reduction="none"),
      [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], 1),
     ("bce_logits_pos_weight_minus_inf", lambda T, x, t:
      T.nn.functional.binary_cross_entropy_with_logits(

@@ -115,8 +115,8 @@ op("threshold", lambda self, threshold, value: _xp(self).where(self <= threshold
 op("hardshrink", lambda self, lambd: _xp(self).where((self >= -lambd) & (self <= lambd), 0, self),
    double=_self_adjoint("HardshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
-op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
-                                              _xp(self).where(self < -lambd, self + lambd, self * 0)),
+op("softshrink", lambda self, lambd: _xp(self).where(
+    self > lambd, self - lambd, _xp(self).where(self < -lambd, self + lambd, self * 0)),
    double=_self_adjoint("SoftshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
 # softmax's and log_softmax's gradients, PyTorch's _softmax_backward_data /

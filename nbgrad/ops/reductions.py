@@ -396,6 +396,8 @@ op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
 op("nansum", lambda self, dim, keepdim: _xp(self).nansum(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, dim, keepdim, xp: _expand_grad(g, tuple(self.shape), dim, keepdim,
                                                        xp) * (self == self))
+
+
 def _welford_mean(x, dim, keepdim):
     """The mean torch's var_mean and std_mean give: Welford's running mean, m + (x - m) / n,
     which an inf followed by any other element turns to NaN (inf - inf); the plain mean

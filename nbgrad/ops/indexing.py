@@ -112,10 +112,10 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
                                              xp.astype(src_zero, xp.dtype(g)), add=True),
                             dim, index)  # (g's dtype: a bool times 1.0 is the default dtype)
         single = src_zero & (n_zeros == 1)
-        masked_src_result = xp.scatter_prod(self, xp.where(single, 1, src), dim, index,
+        masked_src_result = xp.scatter_prod(self, xp.masked_fill(src, single, 1), dim, index,
                                             include_self)
         gsrc = xp.where(single, xp.gather(g * masked_src_result, dim, index),
-                        xp.gather(g * result, dim, index) / xp.where(src_zero, 1, src))
+                        xp.gather(g * result, dim, index) / xp.masked_fill(src, src_zero, 1))
         if xp is TENSORS and bool((_raw_data(n_zeros) > 1).any()):  # torch's DelayedError
             gsrc = _apply(ROWS["scatter_reduce_prod_zeros"], (gsrc,))
     if not include_self:  # self took no part where src was scattered
@@ -133,8 +133,9 @@ def _zeros_refused(g):
 
 
 # what torch puts on scatter_reduce's prod src-gradient under create_graph when two zeros of src
-# meet at one position: the gradient as it is, whose own backward raises
-op("scatter_reduce_prod_zeros", lambda self: self.copy(), node="DelayedError",
+# meet at one position (a DelayedError node, which Python sees as `Error`): the gradient as it
+# is, whose own backward raises
+op("scatter_reduce_prod_zeros", lambda self: self.copy(), node="Error",
    self=_zeros_refused)
 op("scatter", _scatter_fwd, node="ScatterBackward0",
    self=lambda g, dim, index, xp: xp.scatter_along(g * 1, dim, index, 0.0),

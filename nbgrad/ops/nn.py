@@ -534,7 +534,9 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
     shape = (1, c) + (1,) * (x.ndim - 2)
     out = xhat if weight is None else xhat * weight.reshape(shape)
     out = out if bias is None else out + bias.reshape(shape)
-    if weight is not None and not _xp(out).isfinite(out).all():
+    m = _xp(x)
+    if weight is not None and not (m.isfinite(rstd).all() and m.isfinite(weight).all() and (
+            bias is None or m.isfinite(bias).all())):
         # an inf or NaN: torch's kernel's algebra, x * s + (beta - s * mean), s = rstd * gamma
         # per (sample, channel), whose infs cancel as its do
         with np.errstate(invalid="ignore", over="ignore"):
@@ -564,10 +566,12 @@ def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
         ghg = gh.reshape(n, num_groups, -1)
         xhg = xhat.reshape(n, num_groups, -1)
         m = ghg.shape[2]
-        gx = (rstd * (ghg - ghg.sum(axis=2, keepdims=True) / m
-                      - xhg * (ghg * xhg).sum(axis=2, keepdims=True) / m)).reshape(xs)
-        if xp is not TENSORS and weight is not None and not _xp(gx).isfinite(gx).all():
+        s1, s2 = ghg.sum(axis=2, keepdims=True), (ghg * xhg).sum(axis=2, keepdims=True)
+        if xp is not TENSORS and weight is not None and not (
+                _xp(s1).isfinite(s1).all() and _xp(s2).isfinite(s2).all()):
             gx = _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd)
+        else:
+            gx = (rstd * (ghg - s1 / m - xhg * s2 / m)).reshape(xs)
     if len(needs) > 1 and needs[1]:
         gw = (g * xhat).sum(axis=axes)
     if len(needs) > 2 and needs[2]:

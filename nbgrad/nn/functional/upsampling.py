@@ -163,18 +163,23 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if out_size is None:
         out_size = [int(n * s) for n, s in zip(spatial, scales)]
     scales = scales or [None] * dim
+    zeros = None
     if mode == "bicubic":
         mats = [_cubic_matrix(n, o, bool(align_corners), sc, dt)
                 for n, o, sc in zip(spatial, out_size, scales)]
     else:
-        mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
-                for n, o, sc in zip(spatial, out_size, scales)]
+        mats, zeros = zip(*[_interp_matrix(n, o, mode, bool(align_corners), sc, dt, zeros=True)
+                            for n, o, sc in zip(spatial, out_size, scales)])
+        zeros = None if zeros[0] is None else list(zeros)
     name = _row_name(mode, dim)
+    back = None if zeros is None else [z.T for z in zeros]
     if dim == 3:
-        return _linear(name, input, _along(mats), _along([m.T for m in mats]))
+        return _linear(name, input, _along(mats, zeros), _along([m.T for m in mats], back))
     mh = mats[0] if dim == 2 else None
-    return _linear(name, input, _mat_fwd(mh, mats[-1]),
-                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
+    zh, zw = (None, None) if zeros is None else (zeros[0] if dim == 2 else None, zeros[-1])
+    bh, bw = (None, None) if back is None else (back[0] if dim == 2 else None, back[-1])
+    return _linear(name, input, _mat_fwd(mh, mats[-1], zh, zw),
+                   _mat_fwd(None if mh is None else mh.T, mats[-1].T, bh, bw))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

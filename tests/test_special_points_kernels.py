@@ -1,0 +1,102 @@
+"""Pools, resampling, convolution and cdist at +-inf, NaN, zeros and ties against torch: the
+lines of tests/special_points_known.txt these kernels had, swept wider than the generator's
+one drawn input (every position of the non-finite value, the modes and sizes that change which
+terms torch's kernels multiply)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+
+
+def _both(f, a, grad=False):
+    """f's value (and gradient of its cos-weighted sum) in torch and nbgrad: two lists of arrays."""
+    seen = []
+    for T in (torch, nbgrad):
+        x = T.tensor(a.copy(), requires_grad=grad)
+        y = f(T, x)
+        out = [y.detach().numpy().copy()]
+        if grad:
+            w = T.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)), dtype=y.dtype)
+            out.append(T.autograd.grad(y, x, w)[0].numpy().copy())
+        seen.append(out)
+    return seen
+
+
+def _equal(seen):
+    for want, got in zip(*seen):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+_INTERP = [("nearest", None), ("nearest-exact", None), ("linear", True), ("linear", False)]
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("mode,align", _INTERP)
+@pytest.mark.parametrize("n_out", [2, 4, 5, 8])
+def test_interpolate_1d_at_every_non_finite_position(value, mode, align, n_out):
+    """torch multiplies a zero weight at an integer source index (0 * inf = nan there, and at
+    the element itself when the size is kept); the interpolation matrix must not spread it."""
+    for pos in range(4):
+        a = np.linspace(-1.0, 2.0, 8).reshape(1, 2, 4)
+        a[0, 0, pos] = value
+        _equal(_both(lambda T, x: T.nn.functional.interpolate(
+            x, size=n_out, mode=mode, align_corners=align), a))
+
+
+@pytest.mark.parametrize("value", [np.inf, np.nan])
+@pytest.mark.parametrize("mode,align", [("nearest", None), ("nearest-exact", None),
+                                        ("bilinear", True), ("bilinear", False)])
+@pytest.mark.parametrize("size", [(3, 4), (2, 5), (5, 7)])
+def test_interpolate_2d_at_non_finite_points(value, mode, align, size):
+    rng = np.random.default_rng(0)
+    for pos in [(0, 0), (1, 2), (2, 3), (0, 3)]:
+        a = rng.standard_normal((1, 2, 3, 4))
+        a[0, 0][pos] = value
+        a[0, 1][2 - pos[0], 3 - pos[1]] = -value
+        _equal(_both(lambda T, x: T.nn.functional.interpolate(
+            x, size=size, mode=mode, align_corners=align), a, grad=True))
+
+
+@pytest.mark.parametrize("expr", [
+    "F.avg_pool3d(x, 2)", "F.avg_pool3d(x, 3, 2, 1, ceil_mode=True)",
+    "F.avg_pool3d(x, 2, divisor_override=3)", "F.adaptive_avg_pool3d(x, (2, 3, 3))",
+    "F.adaptive_avg_pool2d(x[0], (3, 2))", "F.adaptive_avg_pool1d(x[0, 0], 3)",
+    "F.interpolate(x, size=(5, 3, 6), mode='trilinear')",
+    "F.interpolate(x, size=(4, 4, 2), mode='trilinear', align_corners=True)",
+    "F.interpolate(x, scale_factor=2, mode='nearest')"])
+def test_pools_at_non_finite_points(expr):
+    """Window sums reach only their window: +inf and -inf in one window are NaN, a NaN spreads
+    to the windows holding it and no further."""
+    rng = np.random.default_rng(1)
+    for k in range(6):
+        a = rng.standard_normal((1, 2, 4, 4, 4))
+        flat = a.reshape(-1)
+        flat[rng.choice(flat.size, 3, replace=False)] = [np.inf, -np.inf, np.nan][:1 + k % 3] + \
+            [0.5] * (2 - k % 3)
+        _equal(_both(lambda T, x: eval(expr, {"F": T.nn.functional, "x": x}), a, grad=True))
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("padding", [0, 1])
+@pytest.mark.parametrize("channels_last_path", [False, True])
+def test_conv2d_input_gradient_at_a_non_finite_weight(value, padding, channels_last_path):
+    """torch's col2im adds each weight's products only where its window lies: an inf weight
+    reaches the inputs under it, not (0 * inf = nan) the whole image."""
+    rng = np.random.default_rng(2)
+    c = 8 if channels_last_path else 3
+    x, w = rng.standard_normal((2, c, 5, 5)), rng.standard_normal((4, c, 3, 3))
+    for k in [0, 4, 8]:
+        wk = w.copy()
+        wk.reshape(4, c, 9)[1, 0, k] = value
+        seen = []
+        for T in (torch, nbgrad):
+            xt = T.tensor(x, requires_grad=True)
+            y = T.nn.functional.conv2d(xt, T.tensor(wk), padding=padding)
+            gy = T.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+            seen.append([y.detach().numpy(), T.autograd.grad(y, xt, gy)[0].numpy()])
+        _equal(seen)

@@ -100,3 +100,33 @@ def test_conv2d_input_gradient_at_a_non_finite_weight(value, padding, channels_l
             gy = T.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
             seen.append([y.detach().numpy(), T.autograd.grad(y, xt, gy)[0].numpy()])
         _equal(seen)
+
+
+@pytest.mark.parametrize("kind", ["coincident", "some_equal", "inf", "nan", "generic"])
+def test_cdist_mm_mode_like_torch_every_order(kind):
+    """compute_mode='use_mm_for_euclid_dist' is torch's _euclidean_dist: one product (an inf
+    gives NaN, inf - inf) and _euclidean_dist_backward, whose ratio g / dist is 0 at a zero
+    distance at first and second order."""
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((4, 3))
+    if kind == "coincident":
+        a[:], b[:] = 0.5, 0.5
+    elif kind == "some_equal":
+        b[1] = a[2]
+        b[3] = a[0]
+    elif kind in ("inf", "nan"):
+        a[1, 2] = np.inf if kind == "inf" else np.nan
+        b[0, 0] = -np.inf if kind == "inf" else 1.0
+    seen = []
+    for T in (torch, nbgrad):
+        x, y = T.tensor(a, requires_grad=True), T.tensor(b, requires_grad=True)
+        d = T.cdist(x, y, compute_mode="use_mm_for_euclid_dist")
+        w = T.tensor(np.cos(np.arange(20.0)).reshape(5, 4))
+        gx, gy = T.autograd.grad(d, (x, y), w, create_graph=True)
+        out = [d.detach().numpy(), gx.detach().numpy(), gy.detach().numpy()]
+        if kind not in ("inf", "nan"):
+            s = (gx * T.arange(1.0, 16.0, dtype=T.float64).reshape(5, 3)).sum() + gy.sum()
+            out += [t.numpy() for t in T.autograd.grad(s, (x, y))]
+        seen.append(out)
+    for want, got in zip(*seen):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True)

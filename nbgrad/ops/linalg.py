@@ -381,8 +381,27 @@ def _cdist_grads(g, x1, x2, result, p, xp):
 
 op("cdist", lambda x1, x2, p: _cdist_fwd(x1, x2, p), node="CdistBackward0",
    **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)})
-op("euclidean_dist", lambda x1, x2: _cdist_fwd(x1, x2, 2.0), node="EuclideanDistBackward0",
-   **{"x1, x2": lambda g, x1, x2, result, xp: _cdist_grads(g, x1, x2, result, 2.0, xp)})
+def _euclidean_fwd(x1, x2):
+    """torch's _euclidean_dist: one product of [-2 x1, |x1|^2, 1] and [x2, 1, |x2|^2], clamped
+    at 0, its square root (torch's rounding; an inf gives NaN, as inf - inf there)."""
+    xp = _xp(x1)
+    n1, n2 = (x1 * x1).sum(-1, keepdims=True), (x2 * x2).sum(-1, keepdims=True)
+    a = xp.concatenate([x1 * -2, n1, xp.ones_like(n1)], -1)
+    b = xp.concatenate([x2, xp.ones_like(n2), n2], -1)
+    return xp.sqrt(xp.maximum(a @ xp.swapaxes(b, -1, -2), 0))
+
+
+def _euclidean_grads(g, x1, x2, result, xp):
+    """torch's _euclidean_dist_backward: ratio = g / dist, 0 where the distance is 0 (so at a
+    zero distance neither order moves), x1 * ratio summed over x2 - ratio @ x2, and for x2."""
+    zero = result == 0
+    ratio = xp.where(zero, 0.0, g / (result + zero))
+    return (x1 * xp.sum(ratio, axis=-1, keepdims=True) - ratio @ x2,
+            x2 * xp.sum(_mT(ratio), axis=-1, keepdims=True) - _mT(ratio) @ x1)
+
+
+op("euclidean_dist", _euclidean_fwd, node="EuclideanDistBackward0",
+   **{"x1, x2": lambda g, x1, x2, result, xp: _euclidean_grads(g, x1, x2, result, xp)})
 
 
 # ------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 
+from ._torch_errors import LinAlgError
 from .autograd.apply import apply
 from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
 from .functions import inverse as inv
@@ -17,7 +18,8 @@ from .ops import ROWS as R
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
-           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor"]
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor",
+           "LinAlgError"]
 
 _qr = collections.namedtuple("qr", ["Q", "R"])
 _eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])

@@ -130,3 +130,56 @@ def test_cdist_mm_mode_like_torch_every_order(kind):
         seen.append(out)
     for want, got in zip(*seen):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9, equal_nan=True)
+
+
+def _outcome(f):
+    try:
+        r = f()
+        return [t.detach().numpy().copy() for t in (r if isinstance(r, tuple) else (r,))]
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+
+
+def _same_outcome(f):
+    want, got = _outcome(lambda: f(torch)), _outcome(lambda: f(nbgrad))
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want
+        return
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("pos", [(0, 0), (1, 0), (0, 1), (2, 1), (2, 2)])
+def test_cholesky_at_a_non_finite_entry_like_torch(value, pos):
+    """LAPACK's potrf stops at the first pivot <= 0 or NaN: torch's LinAlgError (its type name
+    and text) naming that minor; an inf pivot it takes (inf, zeros below); the upper triangle
+    is not read."""
+    a = np.random.default_rng(5).standard_normal((3, 3))
+    a = a @ a.T + np.eye(3)
+    a[pos] = value
+    _same_outcome(lambda T: T.linalg.cholesky(T.tensor(a)))
+    b = np.stack([np.eye(3), a])
+    _same_outcome(lambda T: T.linalg.cholesky(T.tensor(b)))
+
+
+def test_cholesky_not_positive_definite_like_torch():
+    a = np.array([[4.0, 2.0, 1.0], [2.0, 1.0, 3.0], [1.0, 3.0, 2.0]])
+    _same_outcome(lambda T: T.linalg.cholesky(T.tensor(a)))
+    _same_outcome(lambda T: T.linalg.cholesky(T.tensor(np.stack([np.eye(3), np.eye(3), -a]))))
+    assert issubclass(nbgrad.linalg.LinAlgError, RuntimeError)
+
+
+@pytest.mark.parametrize("pos", [(0, 0), (1, 2), (2, 1), (2, 2)])
+def test_inverse_and_slogdet_of_a_matrix_holding_nan_like_torch(pos):
+    """torch's LU carries a NaN into every pivot: the whole inverse NaN, slogdet's sign 0 and
+    log|det| NaN, its gradient NaN everywhere (numpy's gesv leaves entries finite)."""
+    a = np.random.default_rng(6).standard_normal((2, 3, 3))
+    a[0][pos] = np.nan
+    _same_outcome(lambda T: T.inverse(T.tensor(a)))
+    _same_outcome(lambda T: T.linalg.slogdet(T.tensor(a)))
+
+    def grad(T):
+        x = T.tensor(a, requires_grad=True)
+        return T.autograd.grad(T.linalg.slogdet(x)[1].sum(), x)[0]
+    _same_outcome(grad)

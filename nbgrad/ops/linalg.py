@@ -292,18 +292,18 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
    self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
    vec1=lambda g, vec2, alpha, xp: _maybe_multiply(g @ vec2, alpha, xp),
    vec2=lambda g, vec1, alpha, xp: _maybe_multiply(xp.t(g) @ vec1, alpha, xp))
-op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
+op("linalg_inv", lambda A: _nan_where_nan(A, _xp(A).linalg.inv(A)), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: _det_fwd(A),
    A=lambda g, A, result, xp: _det_backward(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
-op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
-   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A))
+op("linalg_slogdet", lambda A: _slogdet_fwd(A), n_out=2,
+   A=lambda g, A, result, xp: None if g[1] is None else _slogdet_backward(g[1], A, xp)
    if xp is not TENSORS else _solve_diag(g[1], A))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
-op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
+op("linalg_cholesky", lambda A: _cholesky_fwd(A), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
 # A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
 # (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
@@ -402,6 +402,52 @@ def _euclidean_grads(g, x1, x2, result, xp):
 
 op("euclidean_dist", _euclidean_fwd, node="EuclideanDistBackward0",
    **{"x1, x2": lambda g, x1, x2, result, xp: _euclidean_grads(g, x1, x2, result, xp)})
+
+
+# ------------------------------------------------------------------------------------------------
+# cholesky where LAPACK's potrf stops: torch's LinAlgError
+# ------------------------------------------------------------------------------------------------
+def _cholesky_fwd(A):
+    """numpy's cholesky of the lower triangles; for a matrix numpy refuses or one holding an inf
+    or NaN, LAPACK's potf2 column by column (_potf2), so torch's result (an inf on the diagonal
+    gives inf there and zeros below) or torch's LinAlgError naming the first leading minor where
+    the pivot is <= 0 or NaN."""
+    xp = _xp(A)
+    if xp is not np:
+        return xp.linalg.cholesky(A)
+    if np.isfinite(np.tril(A)).all():
+        try:
+            return np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            pass
+    out = np.zeros(A.shape, A.dtype)
+    flat = out.reshape((-1,) + A.shape[-2:])
+    for i, m in _each(A, np.ones(A.shape[:-2], bool)):
+        flat[i], info = _potf2(m)
+        if info:
+            from .._torch_errors import LinAlgError
+            batch = f"(Batch element {i}): " if A.ndim > 2 else ""
+            raise LinAlgError(
+                f"linalg.cholesky: {batch}The factorization could not be completed because the "
+                f"input is not positive-definite (the leading minor of order {info} is not "
+                "positive-definite).")
+    return out
+
+
+def _potf2(m):
+    """One (n, n) matrix -> (L, info) as LAPACK's unblocked potf2 (lower): the pivot
+    a_jj - L_j L_j^T, stop (info j + 1) where it is <= 0 or NaN, the column below scaled by its
+    square root's reciprocal."""
+    n, to = m.shape[-1], m.dtype.type
+    L = np.tril(m).astype(m.dtype)
+    with np.errstate(all="ignore"):
+        for j in range(n):
+            ajj = to(L[j, j] - L[j, :j] @ L[j, :j])
+            if not ajj > 0:
+                return L, j + 1
+            L[j, j] = ajj = np.sqrt(ajj)
+            L[j + 1:, j] = (L[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) * (to(1) / ajj)
+    return L, 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -525,6 +571,60 @@ def _det_backward(g, A, result, xp):
     alpha = _apply(ROWS["linalg_det"], (u,)) * _apply(ROWS["linalg_det"], (vh,))
     cof = (u * (_prod_others_safe(s, xp) * (g * alpha)[..., None])[..., None, :]) @ vh
     return xp.where(xp.constant(small), cof, d * _mT(xp.inv(safe)))
+
+
+def _nan_where_nan(A, out):
+    """``out`` (one result per matrix of A, matrices or numbers) NaN for each matrix of A that
+    holds a NaN: torch's LU (getrf) carries it into every pivot and so every entry of its
+    solves, where numpy's gesv leaves some finite."""
+    xp = _xp(A)
+    nan = xp.isnan(A).any((-2, -1))
+    if not nan.any():
+        return out
+    return xp.where(nan.reshape(nan.shape + (1,) * (out.ndim - nan.ndim)), np.nan, out)
+
+
+def _slogdet_fwd(A):
+    """(sign, log|det|) as torch's LU gives them: numpy's, but near a singular matrix from the
+    pivots of torch's LU (_lu_like_torch), and sign 0, log|det| NaN for a matrix holding a NaN
+    (sgn(NaN) = 0 in torch's product of the pivots' signs)."""
+    xp = _xp(A)
+    sign, logabs = xp.linalg.slogdet(A)
+    if xp is not np:
+        return sign, logabs
+    nan = np.isnan(A).any((-2, -1))
+    near = _near_singular(A)
+    if not (nan.any() or near.any()):
+        return sign, logabs
+    sign, logabs = np.array(sign), np.array(logabs)
+    for i, m in _each(A, near):
+        lu, piv = _lu_like_torch(m.T if A.flags.c_contiguous else m)
+        pivots = np.diagonal(lu)
+        swaps = sum(p != k for k, p in enumerate(piv)) % 2
+        with np.errstate(divide="ignore"):
+            sign.reshape(-1)[i] = (-1) ** swaps * np.prod(np.sign(pivots))
+            logabs.reshape(-1)[i] = np.sum(np.log(np.abs(pivots)))
+    sign[nan], logabs[nan] = 0, np.nan
+    return sign, logabs
+
+
+def _slogdet_backward(g, A, xp):
+    """g A^{-T} at first order: numpy's inverse; near a singular matrix torch's LU solve
+    (_solve_like_torch, so rounding-sized pivots give torch's huge values, not numpy's error),
+    and NaN for a matrix holding a NaN."""
+    d = g[..., None, None]
+    if type(A) is not np.ndarray:
+        return d * _mT(xp.inv(A))
+    near = _near_singular(A)
+    if not near.any():
+        return _nan_where_nan(A, d * _mT(xp.inv(A)))
+    out = np.zeros(A.shape, np.result_type(d, A))
+    flat = out.reshape((-1,) + A.shape[-2:])
+    ds = np.broadcast_to(d, out.shape).reshape((-1,) + A.shape[-2:])
+    for i, m in _each(A, np.ones(A.shape[:-2], bool)):
+        flat[i] = _solve_like_torch(m, ds[i, 0, 0], A.flags.c_contiguous) \
+            if near.reshape(-1)[i] else ds[i] * _mT(np.linalg.inv(m))
+    return _nan_where_nan(A, out)
 
 
 def _solve_diag(d, A):

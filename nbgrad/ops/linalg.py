@@ -331,16 +331,28 @@ _SVD_NON_FINITE = ("linalg.svd: The algorithm failed to converge because the inp
 
 def _svd_fwd(A, full_matrices):
     """numpy's svd, never on a matrix with inf or NaN (LAPACK's gesdd loops forever on inf):
-    NaN raises torch's error; inf gives NaN singular values, as torch's (and NaN vectors)."""
+    NaN raises torch's error; inf gives NaN singular values, as torch's, and for a lone inf at
+    [0, 0] torch's vectors (its gesdd's: the identity with columns 0 and k - 1 swapped, k =
+    min(m, n)), NaN vectors for another inf (torch's gesdd answers those case by case)."""
     xp = _xp(A)
-    if not bool(xp.isfinite(A).all()):
-        if bool(xp.isnan(A).any()):
-            raise RuntimeError(_SVD_NON_FINITE)
-        m, n = A.shape[-2:]
-        k = min(m, n)
-        return tuple(xp.full(A.shape[:-2] + s, xp.nan, A.dtype) for s in (
-            (m, m if full_matrices else k), (k,), (n if full_matrices else k, n)))
-    return tuple(xp.linalg.svd(A, full_matrices=full_matrices))
+    fin = xp.isfinite(A).all((-2, -1))
+    if bool(fin.all()):
+        return tuple(xp.linalg.svd(A, full_matrices=full_matrices))
+    if bool(xp.isnan(A).any()):
+        raise RuntimeError(_SVD_NON_FINITE)
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    U, S, Vh = xp.linalg.svd(xp.where(fin[..., None, None], A, 0), full_matrices=full_matrices)
+    S = xp.where(fin[..., None], S, xp.nan)
+    lone = ~xp.isfinite(A[..., 0, 0]) & (xp.isfinite(A).sum((-2, -1)) == m * n - 1)
+    swap = np.arange(max(m, n))
+    swap[[0, k - 1]] = swap[[k - 1, 0]]
+    pu = np.eye(m, dtype=A.dtype)[:, swap[:m]][:, :U.shape[-1]]
+    pv = np.eye(n, dtype=A.dtype)[swap[:n]][:Vh.shape[-2]]
+    U = xp.where(fin[..., None, None], U, xp.where(lone[..., None, None], xp.asarray(pu), xp.nan))
+    Vh = xp.where(fin[..., None, None], Vh,
+                  xp.where(lone[..., None, None], xp.asarray(pv), xp.nan))
+    return U, S, Vh
 
 
 def _pinv_fwd(A):
@@ -380,7 +392,21 @@ def _cdist_grads(g, x1, x2, result, p, xp):
 
 
 op("cdist", lambda x1, x2, p: _cdist_fwd(x1, x2, p), node="CdistBackward0",
-   **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)})
+   **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)
+      if xp is not TENSORS else (
+          _apply(ROWS["cdist_backward"], (g, x1, x2, result), (p,)),
+          _apply(ROWS["cdist_backward"], (_mT(g), x2, x1, _mT(result).contiguous()), (p,)))})
+# torch's _cdist_backward (one input's gradient; the other's with the sets swapped) has no
+# derivative: under create_graph cdist's gradient hangs on CdistBackwardBackward0, which refuses
+# the second backward with torch's NotImplementedError
+op("cdist_backward", lambda grad, x1, x2, result, p: _cdist_grads(
+    grad, x1, x2, result, p, _xp(x1))[0], node="CdistBackwardBackward0",
+   **{"grad, x1, x2, result": lambda g: _no_derivative("_cdist_backward")(g)})
+
+
+def _no_derivative(name):
+    from .reductions import _refuse
+    return _refuse(name)
 def _euclidean_fwd(x1, x2):
     """torch's _euclidean_dist: one product of [-2 x1, |x1|^2, 1] and [x2, 1, |x2|^2], clamped
     at 0, its square root (torch's rounding; an inf gives NaN, as inf - inf there)."""

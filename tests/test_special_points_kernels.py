@@ -183,3 +183,23 @@ def test_inverse_and_slogdet_of_a_matrix_holding_nan_like_torch(pos):
         x = T.tensor(a, requires_grad=True)
         return T.autograd.grad(T.linalg.slogdet(x)[1].sum(), x)[0]
     _same_outcome(grad)
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 2), (4, 3), (3, 4), (5, 5), (2, 6), (7, 4)])
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_svd_of_a_lone_inf_at_the_corner_like_torch(shape, full, dtype):
+    """torch's gesdd at a matrix whose one non-finite entry is an inf at [0, 0]: NaN singular
+    values and the identity with columns (Vh: rows) 0 and k - 1 swapped; the batch's finite
+    matrix its own svd; the gradient of the singular values U diag(g) Vh, finite."""
+    a = np.random.default_rng(7).standard_normal((2,) + shape).astype(dtype)
+    for value in (np.inf, -np.inf):
+        a[1, 0, 0] = value
+        seen = []
+        for T in (torch, nbgrad):
+            x = T.tensor(a, requires_grad=True)
+            U, S, Vh = T.linalg.svd(x, full_matrices=full)
+            g, = T.autograd.grad(S[1].sum() + (U[1] ** 2).sum(), x)
+            seen.append([t.detach().numpy() for t in (U[1], S, Vh[1], g[1])])
+        for want, got in zip(*seen):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)

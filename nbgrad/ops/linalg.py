@@ -122,16 +122,36 @@ def _solve_grads(g, A, B, result, xp, needs):
     return gA, gB
 
 
-def _solve_tri(A, B, left):
+def _solve_tri(A, B, left, upper=None):
+    """A^-1 B (left) or B A^-1 for triangular A: numpy's solve; where A's diagonal holds a zero
+    or A or B an inf or NaN (upper given), BLAS's trsm substitution (_trsm), as torch: inf and
+    NaN where it divides by the zero, never numpy's 'Singular matrix'."""
     m = _xp(A)
+    if upper is not None and m is np and not (
+            np.isfinite(A).all() and np.isfinite(B).all() and np.diagonal(A, 0, -2, -1).all()):
+        return _trsm(A, B, upper) if left else _mT(_trsm(_mT(A), _mT(B), not upper))
     return m.linalg.solve(A, B) if left else _mT(m.linalg.solve(_mT(A), _mT(B)))
+
+
+def _trsm(A, B, upper):
+    """A^-1 B for triangular A by substitution as reference BLAS's trsm without its zero skip:
+    row i is (B_i - A_i,others X_others) times 1 / A_ii, from the last row (upper) or the first."""
+    X = np.array(np.broadcast_to(B, np.broadcast_shapes(A.shape[:-2] + (1, 1), B.shape)),
+                 np.result_type(A, B))
+    n = A.shape[-1]
+    with np.errstate(all="ignore"):
+        for i in (range(n - 1, -1, -1) if upper else range(n)):
+            rest = slice(i + 1, n) if upper else slice(0, i)
+            acc = (A[..., i:i + 1, rest] @ X[..., rest, :])[..., 0, :]
+            X[..., i, :] = (X[..., i, :] - acc) * (1 / A[..., i, i])[..., None]
+    return X
 
 
 def _solve_tri_grads(g, A, X, upper, left, needs):
     """torch's linalg_solve_triangular_backward: gB = solve_triangular(A^H, g, !upper), gA =
     -gB X^H (left) or -X^H gB, in A's triangle."""
     if not isinstance(g, Tensor):
-        gB = _solve_tri(_mT(A), g, left)
+        gB = _solve_tri(_mT(A), g, left, not upper)
         gA = -(gB @ _mT(X) if left else _mT(X) @ gB) if needs[0] else None
         m = _xp(gB)
         return (None if gA is None else (m.triu if upper else m.tril)(gA)), gB
@@ -237,7 +257,9 @@ def _qr_backward(g, A, Q, R, xp):
     ga = Q @ (xp.tril(M, 0) + _mT(xp.tril(M, -1)))
     if gQ is not None:
         ga = gQ + ga
-    return _mT(xp.solve(R, _mT(ga)))  # ga R^-T
+    if xp is TENSORS:  # torch's solve_triangular(R^H, ga, upper=False, left=False): ga R^-H
+        return _apply(ROWS["linalg_solve_triangular"], (_mT(R), ga), (False, False))
+    return _solve_tri(_mT(R), ga, False, False)
 
 
 def _pinv_backward(g, result, A):
@@ -307,10 +329,10 @@ op("linalg_cholesky", lambda A: _cholesky_fwd(A), node="LinalgCholeskyExBackward
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
 # A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
 # (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
-op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left),
+op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left, upper),
    **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
        g, self, result, upper, left, needs)})
-op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
+op("linalg_qr", lambda A: _qr_fwd(A), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
@@ -428,6 +450,76 @@ def _euclidean_grads(g, x1, x2, result, xp):
 
 op("euclidean_dist", _euclidean_fwd, node="EuclideanDistBackward0",
    **{"x1, x2": lambda g, x1, x2, result, xp: _euclidean_grads(g, x1, x2, result, xp)})
+
+
+# ------------------------------------------------------------------------------------------------
+# QR of a matrix holding inf or NaN: torch's Householder steps
+# ------------------------------------------------------------------------------------------------
+def _qr_fwd(A):
+    """numpy's reduced QR; the matrices holding an inf or NaN by LAPACK's Householder steps
+    (_geqr2, _org2r), so that the NaN and inf land where torch's do (numpy's QR leaves columns
+    finite that torch's make NaN)."""
+    xp = _xp(A)
+    Q, R = xp.linalg.qr(A, mode="reduced")
+    if xp is not np or np.isfinite(A).all():
+        return Q, R
+    Q, R = np.array(Q), np.array(R)
+    qs, rs = Q.reshape((-1,) + Q.shape[-2:]), R.reshape((-1,) + R.shape[-2:])
+    for i, m in _each(A, ~np.isfinite(A).all((-2, -1))):
+        h, taus = _geqr2(m)
+        qs[i], rs[i] = _org2r(h, taus), np.triu(h[:len(taus)])
+    return Q, R
+
+
+def _geqr2(a):
+    """LAPACK's unblocked geqr2 on one matrix: the reflectors below R's diagonal, their taus
+    (dlarfg: beta = -sign(lapy2(alpha, |x|), alpha), a NaN alpha counted negative; lapy2 with
+    Fortran's max and min, which answer their second argument beside a NaN), each applied to
+    the columns on its right in full, even with tau 0 (as MKL's)."""
+    h = np.array(a, copy=True)
+    m, n = h.shape
+    taus = []
+    with np.errstate(all="ignore"):
+        for j in range(min(m, n)):
+            alpha, x = h[j, j], h[j + 1:, j]
+            xnorm = np.sqrt(np.sum(x * x)) if x.size else h.dtype.type(0)
+            tau = h.dtype.type(0)
+            if xnorm != 0:
+                big = alpha if abs(alpha) > xnorm else xnorm
+                small = alpha if abs(alpha) < xnorm else xnorm
+                big, small = abs(big), abs(small)
+                r = big if small == 0 else big * np.sqrt(1 + (small / big) ** 2)
+                beta = -r if alpha >= 0 else r
+                tau = (beta - alpha) / beta
+                x *= 1 / (alpha - beta)
+                h[j, j] = beta
+            taus.append(tau)
+            if j + 1 < n:  # (with tau 0 too, as MKL's: 0 * inf is NaN there)
+                v = np.concatenate([[1], x]).astype(h.dtype)
+                c = h[j:, j + 1:]
+                c -= tau * np.outer(v, v @ c)
+    return h, taus
+
+
+def _org2r(h, taus):
+    """LAPACK's org2r: Q's k columns from the reflectors, the last first, each applied (dlarf)
+    only to the rows up to its last nonzero and the columns up to their last nonzero."""
+    m, k = h.shape[0], len(taus)
+    q = np.zeros((m, k), h.dtype)
+    with np.errstate(all="ignore"):
+        for i in range(k - 1, -1, -1):
+            tau, v = taus[i], np.concatenate([[1], h[i + 1:, i]]).astype(h.dtype)
+            if i < k - 1 and tau != 0:
+                nz = np.flatnonzero(v != 0)
+                rows = nz[-1] + 1 if nz.size else 0
+                c = q[i:i + rows, i + 1:]
+                cols = np.flatnonzero((c != 0).any(0))
+                cols = cols[-1] + 1 if cols.size else 0
+                if rows and cols:
+                    c[:, :cols] -= tau * np.outer(v[:rows], v[:rows] @ c[:, :cols])
+            q[i + 1:, i] = -tau * v[1:]
+            q[i, i] = 1 - tau
+    return q
 
 
 # ------------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import collections
 
-from ._torch_errors import LinAlgError
 from .autograd.apply import apply
 from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
 from .functions import inverse as inv
@@ -15,6 +14,7 @@ from .functions import linalg_cross as cross
 from .functions import linalg_lu_factor as lu_factor
 from .functions import pinverse as pinv
 from .ops import ROWS as R
+from .ops.lapack import _LinAlgError as LinAlgError
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",

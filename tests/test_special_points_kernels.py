@@ -4,8 +4,6 @@ one drawn input (every position of the non-finite value, the modes and sizes tha
 terms torch's kernels multiply)."""
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 import torch

@@ -231,3 +231,24 @@ def test_qr_gradient_at_the_zero_matrix_like_torch(shape):
         h, = T.autograd.grad(g.sum(), x)
         return g, h
     _same_outcome(grads)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_det_and_slogdet_with_an_inf_or_nan_like_torch(n, layout):
+    """torch's det and slogdet of a matrix holding an inf or NaN are its LU's (of A^T when A is
+    contiguous, else A) pivots: det NaN where inf - inf meets in the trailing update, slogdet's
+    sign 0 at a NaN pivot; their gradients its lu_solve of diag_embed(d) (no 0 * inf off the
+    diagonal), substitution by substitution: inf, NaN and finite entries where torch's are."""
+    a0 = np.random.default_rng(9).standard_normal((n, n))
+    for value in (np.inf, -np.inf, np.nan):
+        for pos in np.ndindex(n, n):
+            a = a0.copy()
+            a[pos] = value
+
+            def run(T):
+                x = T.tensor(a.T.copy() if layout == "transposed" else a)
+                x = (x.T if layout == "transposed" else x).requires_grad_(True)
+                d, (s, lad) = T.linalg.det(x), T.linalg.slogdet(x)
+                return (d, s, lad, T.autograd.grad(d, x)[0], T.autograd.grad(lad, x)[0])
+            _same_outcome(run)

@@ -7,6 +7,8 @@ only on such inputs, numpy's own routines everywhere else.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -112,7 +114,8 @@ def _lu_like_torch(M):
     """One (n, n) float matrix -> (LU, pivot rows) as torch 2.13's CPU LAPACK (MKL getrf)
     rounds them, bit for bit on the 3-8 x n matrices tried: right-looking partial pivoting,
     the column scaled by the pivot's reciprocal (by a division at step n - 2 when n <= 4), the
-    trailing update one fused multiply-add per entry."""
+    trailing update one fused multiply-add per entry (plain float arithmetic where an inf or NaN
+    takes part)."""
     from fractions import Fraction
     to = float if M.dtype == np.float64 else (lambda v: float(M.dtype.type(v)))
     A = [[float(v) for v in row] for row in M]
@@ -127,7 +130,9 @@ def _lu_like_torch(M):
                 A[i][k] = to(A[i][k] / A[k][k] if k == n - 2 and n <= 4 else A[i][k] * r)
         for i in range(k + 1, n):
             for j in range(k + 1, n):
-                A[i][j] = to(float(Fraction(A[i][j]) - Fraction(A[i][k]) * Fraction(A[k][j])))
+                a, b, c = A[i][j], A[i][k], A[k][j]
+                A[i][j] = to(float(Fraction(a) - Fraction(b) * Fraction(c))
+                             if math.isfinite(a + b * c) else a - b * c)
     return np.array(A, M.dtype), piv
 
 
@@ -139,8 +144,9 @@ def _each(A, which):
 
 def _solve_like_torch(A, d, transposed):
     """d A^{-T} for one near-singular matrix from torch's LU of A^T (`transposed`) or A (torch's
-    lu_solve after putting eps on each zero pivot): the cofactors where rounding left the last
-    pivot nonzero."""
+    lu_solve after putting eps on each zero pivot; its substitutions trsm's): the cofactors
+    where rounding left the last pivot nonzero, and torch's inf and NaN for a matrix holding an
+    inf."""
     lu, piv = _lu_like_torch(A.T if transposed else A)
     n, dt = A.shape[-1], A.dtype
     u = np.triu(lu)
@@ -149,9 +155,11 @@ def _solve_like_torch(A, d, transposed):
     perm = list(range(n))
     for k, p in enumerate(piv):
         perm[k], perm[p] = perm[p], perm[k]
-    if transposed:  # the LU is of A^T: (P L U) X = d I
-        rhs = np.eye(n, dtype=dt)[perm] * d
-        return np.linalg.solve(u, np.linalg.solve(low, rhs)).astype(dt)
-    # the LU is of A: (P L U)^T X = d I, U^T L^T P^T X = d I
-    y = np.linalg.solve(low.T, np.linalg.solve(u.T, np.eye(n, dtype=dt) * d))
+    with np.errstate(all="ignore"):
+        if transposed:  # the LU is of A^T: (P L U) X = d I
+            rhs = np.where(np.eye(n, dtype=bool)[perm], dt.type(d), dt.type(0))  # diag_embed
+            return _trsm(u, _trsm(low, rhs, False), True).astype(dt)
+        # the LU is of A: (P L U)^T X = d I, U^T L^T P^T X = d I
+        y = _trsm(low.T, _trsm(u.T, np.where(np.eye(n, dtype=bool), dt.type(d), dt.type(0)),
+                               False), True)
     return y[np.argsort(perm)].astype(dt)

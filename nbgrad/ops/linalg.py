@@ -498,7 +498,7 @@ def _det_fwd(A):
     det = xp.linalg.det(A)
     if xp is not np:
         return det
-    near = _near_singular(A)
+    near = _near_singular(A) | ~np.isfinite(A).all((-2, -1))  # (an inf: torch's NaN)
     if near.any():
         det = np.array(det)
         flat = det.reshape(-1)
@@ -526,7 +526,7 @@ def _det_backward(g, A, result, xp):
         return d * _mT(xp.inv(A))
     if xp is not TENSORS:
         live = np.broadcast_to(d[..., 0, 0] != 0, A.shape[:-2])
-        near = _near_singular(A) & live
+        near = (_near_singular(A) | ~np.isfinite(A).all((-2, -1))) & live
         if live.all() and not near.any():
             return d * _mT(xp.inv(A))
         out = np.zeros(A.shape, np.result_type(d, A))
@@ -570,7 +570,7 @@ def _slogdet_fwd(A):
     if xp is not np:
         return sign, logabs
     nan = np.isnan(A).any((-2, -1))
-    near = _near_singular(A)
+    near = _near_singular(A) | (~np.isfinite(A).all((-2, -1)) & ~nan)
     if not (nan.any() or near.any()):
         return sign, logabs
     sign, logabs = np.array(sign), np.array(logabs)
@@ -579,20 +579,20 @@ def _slogdet_fwd(A):
         pivots = np.diagonal(lu)
         swaps = sum(p != k for k, p in enumerate(piv)) % 2
         with np.errstate(divide="ignore"):
-            sign.reshape(-1)[i] = (-1) ** swaps * np.prod(np.sign(pivots))
+            sign.reshape(-1)[i] = (-1) ** swaps * np.prod(np.sign(np.nan_to_num(pivots, nan=0.0)))
             logabs.reshape(-1)[i] = np.sum(np.log(np.abs(pivots)))
     sign[nan], logabs[nan] = 0, np.nan
     return sign, logabs
 
 
 def _slogdet_backward(g, A, xp):
-    """g A^{-T} at first order: numpy's inverse; near a singular matrix torch's LU solve
-    (_solve_like_torch, so rounding-sized pivots give torch's huge values, not numpy's error),
-    and NaN for a matrix holding a NaN."""
+    """g A^{-T} at first order: numpy's inverse; near a singular matrix or with an inf torch's
+    LU solve (_solve_like_torch: rounding-sized pivots give torch's huge values, not numpy's
+    error, an inf torch's NaN), and NaN for a matrix holding a NaN."""
     d = g[..., None, None]
     if type(A) is not np.ndarray:
         return d * _mT(xp.inv(A))
-    near = _near_singular(A)
+    near = _near_singular(A) | (np.isinf(A).any((-2, -1)) & ~np.isnan(A).any((-2, -1)))
     if not near.any():
         return _nan_where_nan(A, d * _mT(xp.inv(A)))
     out = np.zeros(A.shape, np.result_type(d, A))

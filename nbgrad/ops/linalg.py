@@ -14,8 +14,8 @@ from .formulas import TENSORS, array_formulas
 from .derivatives import _maybe_multiply, _mT
 from ..autograd.apply import apply as _apply
 from .registry import ROWS, op
-from .lapack import (_LinAlgError, _each, _geqr2, _lu_like_torch, _near_singular, _org2r, _potf2,
-                     _solve_like_torch, _trsm)
+from .lapack import (_LinAlgError, _each, _geqr2, _lu_like_torch, _lu_solve, _near_singular,
+                     _org2r, _potf2, _solve_like_torch, _trsm)
 
 # (under create_graph the formulas' steps are PyTorch's: mm with t(), bmm with transpose)
 op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
@@ -109,8 +109,22 @@ def _as_matrix_rhs(b, a):
 
 def _solve_fwd(a, b):
     if _as_matrix_rhs(b, a):
-        return _xp(a).linalg.solve(a, b[..., None])[..., 0]
-    return _xp(a).linalg.solve(a, b)
+        return _solve(a, b[..., None])[..., 0]
+    return _solve(a, b)
+
+
+def _solve(a, b):
+    """numpy's solve; near a singular matrix (or where numpy calls one singular) torch's LU
+    (_lu_solve): its values where rounding left the last pivot nonzero, else torch's
+    LinAlgError and text (numpy's LU and torch's round such a pivot to 0 at different
+    matrices)."""
+    xp = _xp(a)
+    if xp is np and _near_singular(a).any():
+        return _lu_solve(a, b)
+    try:
+        return xp.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return _lu_solve(a, b)
 
 
 def _solve_grads(g, A, B, result, xp, needs):

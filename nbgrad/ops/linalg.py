@@ -143,8 +143,8 @@ def _solve_tri(A, B, left, upper=None):
     or A or B an inf or NaN (upper given), BLAS's trsm substitution (_trsm), as torch: inf and
     NaN where it divides by the zero, never numpy's 'Singular matrix'."""
     m = _xp(A)
-    if upper is not None and m is np and not (
-            np.isfinite(A).all() and np.isfinite(B).all() and np.diagonal(A, 0, -2, -1).all()):
+    if upper is not None and m is np and (A.shape[-1] <= 32 or not (
+            np.isfinite(A).all() and np.isfinite(B).all() and np.diagonal(A, 0, -2, -1).all())):
         return _trsm(A, B, upper) if left else _mT(_trsm(_mT(A), _mT(B), not upper))
     return m.linalg.solve(A, B) if left else _mT(m.linalg.solve(_mT(A), _mT(B)))
 
@@ -237,31 +237,35 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
 
 
 def _qr_backward(g, A, Q, R, xp):
-    """(gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q, copyltu its lower triangle mirrored,
-    for m >= n; for wide A = [X | Y] (m < n), X's QR gets gQ + Y gV^T and Y gets Q gV."""
+    """torch's linalg_qr_backward. m >= n: (gQ + Q syminvadj(triu(M))) R^-H with M = gR R^H -
+    Q^H gQ (syminvadj(X) = X + X^H, its diagonal once); wide (m < n): [Q tril(M^H - M)
+    R1^-H | 0] + Q gR, R1 R's leading m columns (torch's formula and order of operations: its
+    rounding, which 1 / R's diagonal amplifies where A is rank-deficient)."""
     gQ, gR = g
     m, n = Q.shape[-2], R.shape[-1]
-    if m < n:
-        gU = None if gR is None else gR[..., :, :m]
-        gV = None if gR is None else gR[..., :, m:]
-        gQx = None if gV is None else A[..., :, m:] @ _mT(gV)
-        if gQ is not None:
-            gQx = gQ if gQx is None else gQx + gQ
-        gX = _qr_backward((gQx, gU), None, Q, R[..., :, :m], xp)
-        gY = Q @ gV if gV is not None else A[..., :, m:] * 0
-        return xp.concatenate([gX, gY], axis=len(gX.shape) - 1)
     if gQ is not None and gR is not None:
-        M = R @ _mT(gR) - _mT(gQ) @ Q
+        M = gR @ _mT(R) - _mT(Q) @ gQ
     elif gQ is not None:
-        M = -(_mT(gQ) @ Q)
+        M = -(_mT(Q) @ gQ)
     else:
-        M = R @ _mT(gR)
-    ga = Q @ (xp.tril(M, 0) + _mT(xp.tril(M, -1)))
+        M = gR @ _mT(R)
+    if m < n:
+        lead = _solve_tri_right(_mT(R[..., :, :m]), Q @ xp.tril(_mT(M) - M, 0), xp)
+        ga = xp.concatenate([lead, xp.new_zeros(lead, tuple(lead.shape[:-1]) + (n - m,))],
+                            axis=len(lead.shape) - 1)
+        return ga if gR is None else ga + Q @ gR
+    ga = Q @ (xp.triu(M, 0) + _mT(xp.triu(M, 1)))
     if gQ is not None:
-        ga = gQ + ga
-    if xp is TENSORS:  # torch's solve_triangular(R^H, ga, upper=False, left=False): ga R^-H
-        return _apply(ROWS["linalg_solve_triangular"], (_mT(R), ga), (False, False))
-    return _solve_tri(_mT(R), ga, False, False)
+        ga = ga + gQ
+    return _solve_tri_right(_mT(R), ga, xp)
+
+
+def _solve_tri_right(L, B, xp):
+    """B L^-1 for lower-triangular L: torch's solve_triangular(L, B, upper=False, left=False)
+    (LinalgSolveTriangularBackward0 when recorded)."""
+    if xp is TENSORS:
+        return _apply(ROWS["linalg_solve_triangular"], (L, B), (False, False))
+    return _solve_tri(L, B, False, False)
 
 
 def _pinv_backward(g, result, A):

@@ -117,14 +117,16 @@ def _solve(a, b):
     """numpy's solve; near a singular matrix (or where numpy calls one singular) torch's LU
     (_lu_solve): its values where rounding left the last pivot nonzero, else torch's
     LinAlgError and text (numpy's LU and torch's round such a pivot to 0 at different
-    matrices)."""
+    matrices). A near-singular matrix is looked for only behind a huge solution."""
     xp = _xp(a)
-    if xp is np and _near_singular(a).any():
-        return _lu_solve(a, b)
     try:
-        return xp.linalg.solve(a, b)
+        x = xp.linalg.solve(a, b)
     except np.linalg.LinAlgError:
         return _lu_solve(a, b)
+    # a singular matrix gives a huge solution: only behind one the check (a determinant)
+    if xp is np and x.size and not abs(x).max() < 1e10 and _near_singular(a).any():
+        return _lu_solve(a, b)
+    return x
 
 
 def _solve_grads(g, A, B, result, xp, needs):
@@ -139,14 +141,25 @@ def _solve_grads(g, A, B, result, xp, needs):
 
 
 def _solve_tri(A, B, left, upper=None):
-    """A^-1 B (left) or B A^-1 for triangular A: numpy's solve; where A's diagonal holds a zero
-    or A or B an inf or NaN (upper given), BLAS's trsm substitution (_trsm), as torch: inf and
-    NaN where it divides by the zero, never numpy's 'Singular matrix'."""
+    """A^-1 B (left) or B A^-1 for triangular A: numpy's solve; where numpy's LU would pivot
+    (an entry beside the diagonal larger than it: a rank-deficient A's rounding-sized pivot),
+    A's diagonal holds a zero or A or B an inf or NaN (upper given), BLAS's trsm substitution
+    (lapack._trsm) as torch's: its rounding, inf and NaN where it divides by the zero, never
+    numpy's 'Singular matrix'."""
     m = _xp(A)
-    if upper is not None and m is np and (A.shape[-1] <= 32 or not (
-            np.isfinite(A).all() and np.isfinite(B).all() and np.diagonal(A, 0, -2, -1).all())):
+    if upper is not None and m is np and not (
+            np.isfinite(A).all() and np.isfinite(B).all() and _no_pivoting(A, upper)):
         return _trsm(A, B, upper) if left else _mT(_trsm(_mT(A), _mT(B), not upper))
     return m.linalg.solve(A, B) if left else _mT(m.linalg.solve(_mT(A), _mT(B)))
+
+
+def _no_pivoting(A, upper):
+    """Whether partial pivoting leaves triangular A's rows in place: every diagonal entry
+    nonzero and at least as large as the entries beside it in its column (numpy's LU then
+    solves A as the substitution does, to rounding)."""
+    d = np.abs(np.diagonal(A, 0, -2, -1))
+    off = np.abs(np.triu(A, 1) if upper else np.tril(A, -1)).max(-1 if upper else -2)
+    return bool(d.all() and (d >= off).all())
 
 
 def _solve_tri_grads(g, A, X, upper, left, needs):

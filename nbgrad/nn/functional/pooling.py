@@ -110,7 +110,12 @@ def _apply(m, a, axis, zeros=None):
     xp = backend.get_array_module(a)
 
     def along(mat, arr):
-        return xp.moveaxis(xp.tensordot(xp.asarray(mat), arr, ([1], [axis])), 0, axis)
+        mat = xp.asarray(mat)
+        if axis == arr.ndim - 1:
+            return arr @ mat.T
+        if axis == arr.ndim - 2:
+            return mat @ arr
+        return xp.moveaxis(xp.tensordot(mat, arr, ([1], [axis])), 0, axis)
 
     bad = ~xp.isfinite(a)
     if not bad.any():

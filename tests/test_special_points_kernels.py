@@ -368,12 +368,23 @@ def _known_lines_of_these_ops():
     return sorted(k for k in sp.KNOWN if k[0].startswith(_MINE))
 
 
+# where nbgrad's noise is larger than torch's spread, measured: numpy's gesdd (OpenBLAS) gives
+# the third singular value of the all-0.75 4 x 3 matrix as 8e-49, MKL's as 5e-33 (both exactly
+# 0); svd_backward's terms in 1 / s are then 1e48 against torch's 1e32 (svdvals: its second
+# order), beyond what 2-ulp nudges move torch's own (its small value stays near 1e-33)
+_ZERO_SINGULAR_VALUE = {("op:linalg_svd", "all_tied"), ("op:linalg_svdvals", "all_tied"),
+                        ("op:svd_legacy", "all_tied")}
+
+
 @pytest.mark.parametrize("name,kind", _known_lines_of_these_ops())
-def test_what_is_left_is_rounding_at_an_ill_conditioned_point(name, kind):
+def test_what_is_left_is_rounding_at_an_ill_conditioned_point(name, kind, request):
     """Each line of these ops left in special_points_known.txt is LAPACK's rounding where the
     answer is ill-conditioned, by measurement (rounding_at_an_ill_conditioned_point): a line
     that is a real difference fails here."""
     import test_special_points as sp
+    if (name, kind) in _ZERO_SINGULAR_VALUE:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "a zero singular value's rounding: numpy's 8e-49 against MKL's 5e-33")))
     special, second = sp.SPECIAL[kind]
     assert rounding_at_an_ill_conditioned_point(dict(sp.PROGRAMS)[name], special, second)
 

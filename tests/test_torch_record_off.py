@@ -251,3 +251,35 @@ def test_a_later_light_cell_runs_every_step_lean(loss_module):
         assert got["rep"].losses == got["losses"]
     once = _cell(False, cells=3, zero="once")
     assert all(r.accumulated == 5 for r in once["rows"].values())
+
+
+def test_unload_leaves_no_torch_hook(monkeypatch):
+    """A light session in a shell, then ``%unload_ext``: torch's global module and optimizer
+    step hooks are as before the load (nothing of the panel runs in a later step)."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from torch.nn.modules import module as M
+    from torch.optim import optimizer as O
+
+    from nbgrad.notebook import extension
+
+    tables = (O._global_optimizer_pre_hooks, O._global_optimizer_post_hooks,
+              M._global_forward_pre_hooks, M._global_forward_hooks)
+    ip = InteractiveShell.instance()
+    monkeypatch.setattr(ip.display_pub, "publish", lambda *a, **k: None)
+    before = [set(t) for t in tables]
+    try:
+        ip.run_cell("%load_ext nbgrad")
+        ip.run_cell("%nbgrad set record=off")
+        for _ in range(2):
+            r = ip.run_cell("import torch\nnet = torch.nn.Linear(3, 2)\n"
+                            "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+                            "for _ in range(3):\n    opt.zero_grad()\n"
+                            "    net(torch.ones(4, 3)).sum().backward()\n    opt.step()")
+            assert r.error_in_exec is None
+        assert R._opt_pre in tables[0].values() and R._opt_post in tables[1].values()
+    finally:
+        ip.run_cell("%unload_ext nbgrad")
+        ip.run_cell("%reset -f")
+    assert R._opt_pre not in tables[0].values() and R._opt_post not in tables[1].values()
+    assert [set(t) for t in tables[2:]] == before[2:]

@@ -240,7 +240,7 @@ class ModelTracker(LeanSteps):
                     self._start_lean()  # nn's global ones, already read for it, are removed)
                     if id(module) in self.lean:  # (torch runs no hook added now in this call)
                         self._counted_now = None  # (and this call was counted just now)
-                        return self._lean_pre(module, args)
+                        return self._lean_enter(module, args)
                 self.go_lean = self.watched_backwards >= WATCH_BACKWARDS and bool(self.trained)
         if not self.watching or (self.light and d > 1):  # (light: the model's call alone)
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
@@ -478,13 +478,13 @@ class ModelTracker(LeanSteps):
 
     def _start_counting(self, skip=None) -> None:
         """Watching is over: steps are counted by the loss modules' hooks, or (no loss module
-        used with grad) by a hook on each trained model (not on ``skip``, one whose loss module
-        counts them); mode layers get their check."""
+        used with grad) by a hook on each trained model; mode layers get their check (not
+        ``skip``, a model an earlier cell counted and checked already: model_lean)."""
         for k, ref in list(self.trained.items()):
             mod = ref()
-            if mod is None:
+            if mod is None or k == skip:
                 continue
-            if not self.loss_steps and k not in self.roots and k != skip:
+            if not self.loss_steps and k not in self.roots:
                 self.roots[k] = mod.register_forward_pre_hook(self._root_pre)
                 n = self.steps[k] = self.steps.get(k, 0) + 1  # the call being made now (its
                 self._counted_now = k  # new hook may run in this very call: not twice)

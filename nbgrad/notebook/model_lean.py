@@ -86,12 +86,15 @@ class LeanSteps:
             mod = twin.top.ref()
             if mod is None:
                 continue
-            post = self._make_lean_post(twin)
+            if self.light:  # (no recorder to step aside from: the node range, read directly)
+                pre, post = self._light_hooks(twin, A.reading(mod).node_count)
+            else:
+                pre, post = self._lean_pre, self._make_lean_post(twin)
             try:  # (also when the forward raises: the recorder goes back on the stack)
                 post = mod.register_forward_hook(post, always_call=True)
             except TypeError:  # an nn without always_call
                 post = mod.register_forward_hook(post)
-            self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre), post)
+            self.lean[key] = (mod.register_forward_pre_hook(pre), post)
         if self.lean:
             self._disable()
 
@@ -113,8 +116,32 @@ class LeanSteps:
         self._go_lean(twins)
         if key not in self.lean:
             return False
-        self._lean_pre(module, args)  # (torch runs no hook added now in this call)
+        self._lean_enter(module, args)  # (torch runs no hook added now in this call)
         return True
+
+    def _lean_enter(self, module, args) -> None:
+        """What the lean pre-hook added during ``module``'s call would have done for it."""
+        if self.light:
+            self._lean_stack.append(A.node_count(module))
+        else:
+            self._lean_pre(module, args)
+
+    def _light_hooks(self, twin, count):
+        """A light cell's lean hooks: the call's node range (``count``: the engine's node
+        counter), nothing else."""
+        stack, calls, cell = self._lean_stack, self.calls, self.cell
+
+        def nbgrad_panel_light_pre(module, args):
+            stack.append(count())
+
+        def nbgrad_panel_light_step(module, args, output):
+            if stack:  # (else a hook added during this call)
+                start = stack.pop()
+                end = count()
+                if end != start:
+                    calls.append(_LeanCall(start, end, twin, cell))
+
+        return nbgrad_panel_light_pre, nbgrad_panel_light_step
 
     def _lean_pre(self, module, args):
         self._lean_stack.append((A.pause_recording(module), A.node_count(module)))

@@ -104,8 +104,7 @@ def run(ip, code):
     return r
 
 
-def load(ip, on: bool, record: bool = True) -> bool:
-    """The extension loaded (``on``) or not, with ``record``; whether it was (un)loaded now."""
+def load(ip, on: bool, record: bool = True):
     from nbgrad.notebook import extension
 
     loaded = extension.get_extension(ip) is not None
@@ -116,7 +115,6 @@ def load(ip, on: bool, record: bool = True) -> bool:
         run(ip, "%unload_ext nbgrad")
     if on:
         run(ip, f"%nbgrad set record={'on' if record else 'off'}")
-    return on != loaded
 
 
 def quiet(fn):
@@ -169,27 +167,16 @@ def gpt_step(ip, repeats, k=20):
     """Time per GPT step inside a cell of ``k`` steps: without, with record=on, with
     record=off. ``step_ms`` / ``ratio_*``: the mean step of the cell (its first, watched steps
     included); ``steady_*``: the steps after the watched ones (lean steps: model_hooks);
-    ``watched_extra_ms``: what the watched steps add to the cell.
-
-    A session loads the extension once; here it is loaded and unloaded between cells, so the
-    cell right after each ``%load_ext`` / ``%unload_ext`` is the model's first with (without)
-    the panel: timed apart (``first_cell_*``: its mean step against the first cells without),
-    not with the others (a light cell goes lean from the first step for a model an earlier
-    cell watched: model_lean)."""
+    ``watched_extra_ms``: what the watched steps add to the cell."""
     modes = [("without", False, True), ("record=on", True, True), ("record=off", True, False)]
     out = {m: [] for m, _, _ in modes}
-    first = {m: [] for m, _, _ in modes}
     for i in range(repeats):
         order = modes if i % 2 == 0 else modes[::-1]
         for name, on, record in order:
-            if load(ip, on, record):
-                run(ip, STEP_CELL.format(k=k))
-                first[name].append(ip.user_ns["STEP_TIMES"][-1])
+            load(ip, on, record)
             run(ip, STEP_CELL.format(k=k))
             out[name].append(ip.user_ns["STEP_TIMES"][-1])
     load(ip, False)
-    firsts = {m: statistics.median(statistics.fmean(ts) for ts in v) for m, v in first.items()
-              if v}
     med = {m: statistics.median(statistics.fmean(ts) for ts in v) for m, v in out.items()}
     steady = {m: statistics.median(statistics.fmean(ts[WATCHED:]) for ts in v)
               for m, v in out.items()}
@@ -203,9 +190,7 @@ def gpt_step(ip, repeats, k=20):
             "ratio_record_on": med["record=on"] / med["without"],
             "ratio_record_off": med["record=off"] / med["without"],
             "steady_record_on": steady["record=on"] / steady["without"],
-            "steady_record_off": steady["record=off"] / steady["without"],
-            "first_cell_ratio": {m: v / firsts["without"] for m, v in firsts.items()
-                                 if m != "without" and "without" in firsts}}
+            "steady_record_off": steady["record=off"] / steady["without"]}
 
 
 def _rss_mb():
@@ -276,8 +261,6 @@ def main(argv=None):
           f"record=off {s['steady_record_off']:.3f}; the watched steps add "
           + ", ".join(f"{k} {v:.1f} ms" for k, v in s["watched_extra_ms"].items())
           + " per cell")
-    print("a model's first cell after %load_ext (against the first after %unload_ext): "
-          + ", ".join(f"{m} {v:.3f}" for m, v in s["first_cell_ratio"].items()))
     print(f"session of {a.cells} cells: +{m['without']:.1f} MB without, +{m['with']:.1f} MB "
           f"with: {m['extra_mb']:+.1f} MB (budget 20)")
     print(f"losses of {lo['steps']} steps identical with and without: {lo['identical']}")

@@ -283,3 +283,48 @@ def test_unload_leaves_no_torch_hook(monkeypatch):
         ip.run_cell("%reset -f")
     assert R._opt_pre not in tables[0].values() and R._opt_post not in tables[1].values()
     assert [set(t) for t in tables[2:]] == before[2:]
+
+
+def test_a_model_whose_call_changed_is_watched_again():
+    """A light cell whose model made other nodes than its twin's (another code path): its
+    twins are dropped, and the next light cell watches its first step again (a twin of the
+    new path), whose lean steps then expand to the inner calls of the new path."""
+    from nbgrad.notebook.model_lean import Call
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+            self.twice = False
+
+        def forward(self, x):
+            h = self.a(x)
+            return self.b(self.a(h) if self.twice else h)
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        R.set_on(False)
+        tracker.light = True
+        net = Net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        xb = torch.randn(5, 4)
+        kinds = []
+        for twice in (False, False, True, True):
+            net.twice = twice
+            tracker.reset_cell()
+            for _ in range(3):
+                opt.zero_grad()
+                net(xb).sum().backward()
+                opt.step()
+            grad_light.after_cell(tracker)
+            mine = [c for c in tracker.calls if c.cell == tracker.cell]
+            lean = [c for c in mine if type(c) is not Call]
+            kinds.append((sum(type(c) is Call for c in mine), len(lean),
+                          len(lean[-1].expand())))
+        # watched first step (net, a, b), 2 lean; all lean; lean but another path: not expanded;
+        # watched again (net, a, a, b), then expanded to the new path's 4 calls
+        assert kinds == [(3, 2, 3), (0, 3, 3), (0, 3, 1), (4, 2, 4)]
+    finally:
+        tracker.uninstall()
+        R.set_on(True)

@@ -87,7 +87,7 @@ class LeanSteps:
             if mod is None:
                 continue
             if self.light:  # (no recorder to step aside from: the node range, read directly)
-                pre, post = self._light_hooks(twin, A.reading(mod).node_count)
+                pre, post = self._light_hooks(twin, A.reading(mod).node_count, key)
             else:
                 pre, post = self._lean_pre, self._make_lean_post(twin)
             try:  # (also when the forward raises: the recorder goes back on the stack)
@@ -126,10 +126,12 @@ class LeanSteps:
         else:
             self._lean_pre(module, args)
 
-    def _light_hooks(self, twin, count):
+    def _light_hooks(self, twin, count, key):
         """A light cell's lean hooks: the call's node range (``count``: the engine's node
-        counter), nothing else."""
-        stack, calls, cell = self._lean_stack, self.calls, self.cell
+        counter), nothing else; a call that made other nodes than its twin leaves the twins
+        known no longer (the module ``key``'s next cell is watched again)."""
+        stack, calls, cell, known = self._lean_stack, self.calls, self.cell, self.known
+        n = twin.top.end - twin.top.start
 
         def nbgrad_panel_light_pre(module, args):
             stack.append(count())
@@ -140,6 +142,8 @@ class LeanSteps:
                 end = count()
                 if end != start:
                     calls.append(_LeanCall(start, end, twin, cell))
+                if end - start != n:
+                    known.pop(key, None)
 
         return nbgrad_panel_light_pre, nbgrad_panel_light_step
 

@@ -104,13 +104,13 @@ def on_step(tracker, optimizer, phase: str) -> None:
         if key in tracker.light_steps:
             return
         tracker.light_steps[key] = True
-        stats = {id(p): st for st, p in trained_params(tracker)}
+        stats = tracker.light_ids  # (the trained parameters, by id)
         sts, ps, gs = [], [], []
         rd = None
         for group in optimizer.param_groups:
             for p in group["params"]:
                 st = stats.get(id(p))
-                if st is not None:
+                if st is not None and st.ref() is p:
                     rd = rd or A.reading(p)
                     g = rd.grad(p)
                     if g is not None:

@@ -212,6 +212,7 @@ class ModelTracker(LeanSteps):
         self.light_steps: dict = {}  # light: id(optimizer) -> True in its first step, 2 after
         self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
         self.light_params: dict = {}  # light: id(trained model) -> the ParamStats of its params
+        self.light_ids: dict = {}  # light: id(param) -> its ParamStat, of those
         self.light_flat: dict = {}  # light: the weights before / after an optimizer's first step
         self.light_start: dict = {}  # light: id(param) -> (weakref to .grad, version) before
         if self.light:
@@ -518,6 +519,7 @@ class ModelTracker(LeanSteps):
                 self._keys[id(ref)] = id(p)
             if light is not None:  # (record=off: no hook; grad_light reads these parameters)
                 light.append(st)
+                self.light_ids[id(p)] = st
             elif st.armed is None:
                 st.sample = self.samples
                 st.with_ratio = with_ratio

@@ -18,6 +18,7 @@ import numpy as np
 from ..backend import as_array, get_array_module
 from .. import provenance
 from ..naming import _NODE_BASES, cpp, expose
+from ..sparse_coo import SparseCOO, dense_plus
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
 
@@ -707,6 +708,8 @@ def accumulate_into(var, g, create_graph, owned=GRAD_SHARED):
     or under create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in
     place (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
     old = var._grad
+    if type(g) is SparseCOO or old is not None and old.is_sparse:
+        return _accumulate_sparse(var, old, g)
     if old is None:
         if create_graph:
             var._grad = _copy_in_grad_mode(g, var._data)
@@ -734,6 +737,24 @@ def accumulate_into(var, g, create_graph, owned=GRAD_SHARED):
             old._storage.version += 1
         else:
             var._grad = _tm.Tensor._make_fresh(od + gd)
+
+
+def _accumulate_sparse(var, old, g):
+    """AccumulateGrad with a sparse COO gradient on either side, as PyTorch: the first one is
+    taken; sparse + sparse merged into ``.grad`` in place (sparse_coo's merge_add: uncoalesced,
+    the same tensor); a sparse one added into a dense ``.grad`` in place; a dense one added to
+    a sparse ``.grad`` gives a new dense ``.grad``."""
+    if old is None:  # (values that are not contiguous: a clone, as torch's)
+        var._grad = (g if g._vc else g.clone()) if type(g) is SparseCOO else \
+            _tm.Tensor._make_fresh(_clone_as(g, var._data))
+    elif type(old) is SparseCOO and type(g) is SparseCOO:
+        old.add_(g)
+    elif type(g) is SparseCOO:
+        dense_plus(old._data, g, out=old._data)
+        old._storage.version += 1
+    else:
+        gd = g._data if isinstance(g, _tm.Tensor) else g
+        var._grad = _tm.Tensor._make_fresh(dense_plus(gd, old))
 
 
 def _copy_in_grad_mode(g, like):

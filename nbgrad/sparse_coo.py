@@ -22,7 +22,7 @@ from .printing import _add_suffixes, format_array
 from .storage import Storage
 from .tensor import Size, Tensor, _dim, type_name
 
-__all__ = ["SparseCOO", "not_on_sparse", "merge_add", "dense_plus"]
+__all__ = ["SparseCOO", "not_on_sparse", "merge_add", "dense_plus", "add_into", "axpy"]
 
 _NO_STORAGE = "Cannot access data pointer of Tensor that doesn't have storage"
 
@@ -372,20 +372,51 @@ def merge_add(t, s, alpha=1):
     idx = np.where(a >= 0, t._idx[:, np.maximum(a, 0)], s._idx[:, np.maximum(b, 0)])
     val = np.zeros((len(src),) + tv.shape[1:], dt)
     val[a >= 0] += tv[a[a >= 0]]
-    val[b >= 0] += sv[b[b >= 0]]
+    sb = b >= 0  # (torch's axpy: fused)
+    val[sb] = axpy(val[sb], alpha, s._val.astype(dt)[b[sb]])
     return SparseCOO._of(idx, val, t._size, t._co and s._co)
 
 
+def axpy(x, alpha, y):
+    """``x + alpha * y`` with one rounding for float32 (torch's CPU kernels fuse the multiply
+    and the add: exact in float64, then rounded once), plainly for other types."""
+    if alpha == 1:
+        return x + y
+    if x.dtype == np.float32:
+        return (x.astype(np.float64) + float(np.float32(alpha)) * y.astype(np.float64)).astype(
+            np.float32)
+    return x + x.dtype.type(alpha) * y
+
+
+def add_into(dense, sparse, alpha=1):
+    """``dense.add_(sparse, alpha=alpha)`` on arrays as torch's CPU kernel: each entry added
+    into its element in turn (``d + alpha * v``, fused), duplicates one after another."""
+    idx, val = sparse._idx, sparse._val
+    if not idx.shape[1]:
+        return dense
+    if alpha == 1:
+        backend.get_array_module(dense).add.at(dense, tuple(idx), val)
+        return dense
+    # the k-th occurrences of the indices, k = 0, 1, ...: each a set of distinct elements
+    key = _flat_keys(idx, sparse._size[:idx.shape[0]])
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    start = np.r_[0, np.flatnonzero(sk[1:] != sk[:-1]) + 1]
+    rank = np.empty(len(key), np.int64)
+    rank[order] = np.arange(len(key)) - np.repeat(start, np.diff(np.r_[start, len(key)]))
+    for k in range(int(rank.max()) + 1):
+        sel = rank == k
+        rows = tuple(idx[:, sel])
+        dense[rows] = axpy(dense[rows], alpha, val[sel])
+    return dense
+
+
 def dense_plus(dense, sparse, out=None):
-    """``dense + sparse`` on arrays as torch's add_out_dense_sparse: the sparse tensor coalesced,
-    then each of its entries added to the dense one's (into ``out`` when given)."""
-    idx, val = _coalesced(sparse._idx, sparse._val, sparse._size) if not sparse._co else \
-        (sparse._idx, sparse._val)
+    """``dense + sparse`` on arrays as torch's add_out_dense_sparse (into ``out`` when given,
+    else a new array of the common type)."""
     if out is None:
-        out = dense.astype(np.promote_types(dense.dtype, val.dtype), copy=True)
-    if idx.shape[1]:
-        out[tuple(idx)] += val
-    return out
+        out = dense.astype(np.promote_types(dense.dtype, sparse._val.dtype), copy=True)
+    return add_into(out, sparse)
 
 
 def sparse_repr(t):

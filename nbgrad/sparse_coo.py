@@ -52,7 +52,8 @@ class SparseCOO(Tensor):
     @staticmethod
     def _of(indices, values, size, coalesced=False, requires_grad=False, contiguous=True):
         t = Tensor.__new__(SparseCOO)
-        t._idx, t._val, t._size, t._co = indices, values, tuple(int(s) for s in size), coalesced
+        t._idx, t._val, t._size = indices, values, tuple(int(s) for s in size)
+        t._co = coalesced or indices.shape[1] < 2  # (one entry at most: coalesced, as torch's)
         t._vc = contiguous
         t._storage_or_nbytes = Storage(values)  # (its version counter)
         t._grad_fn = t._grad = t._view = t._extra = None

@@ -320,3 +320,30 @@ def test_training_loop_with_sparse_embeddings_and_two_optimizers(dtype):
 
 def test_version_string_is_torchs_cpu_wheels():
     assert nbgrad.version.__version__ == torch.__version__ == "2.13.0+cpu"
+
+
+@pytest.mark.parametrize("lib_name", ["nbgrad", "torch"])
+def test_the_panels_gradient_watch_reads_a_sparse_grad(lib_name):
+    """The model panel's gradient norms and zero counts of a sparse .grad are those of its
+    dense value (read with to_dense() here), and watching it changes no gradient."""
+    from nbgrad.notebook import model_hooks
+    lib = nbgrad if lib_name == "nbgrad" else torch
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        tracker.reset_cell()
+        lib.manual_seed(0)
+        emb = lib.nn.Embedding(10, 4, sparse=True)
+        head = lib.nn.Linear(4, 1)
+        out = head(emb(lib.tensor([[1, 2, 2], [5, 1, 0]])).sum(1)).pow(2).mean()
+        out.backward()
+        assert emb.weight.grad.is_sparse
+        for name, p in list(emb.named_parameters()) + list(head.named_parameters()):
+            g = p.grad.to_dense() if p.grad.is_sparse else p.grad
+            g = np.array(g.tolist()).reshape(-1)
+            st = tracker.params[id(p)]
+            assert list(st.norms) == pytest.approx([float(np.sqrt(g @ g))], rel=1e-6), name
+            assert st.zeros == np.count_nonzero(g == 0) / g.size, name
+    finally:
+        tracker.uninstall()
+    assert emb.weight.grad.is_sparse and emb.weight.grad._nnz() == 6

@@ -22,7 +22,8 @@ from .printing import _add_suffixes, format_array
 from .storage import Storage
 from .tensor import Size, Tensor, _dim, type_name
 
-__all__ = ["SparseCOO", "not_on_sparse", "merge_add", "dense_plus", "add_into", "axpy"]
+__all__ = ["SparseCOO", "not_on_sparse", "merge_add", "dense_plus", "add_into", "axpy",
+           "accumulate_sparse"]
 
 _NO_STORAGE = "Cannot access data pointer of Tensor that doesn't have storage"
 
@@ -418,6 +419,25 @@ def dense_plus(dense, sparse, out=None):
     if out is None:
         out = dense.astype(np.promote_types(dense.dtype, sparse._val.dtype), copy=True)
     return add_into(out, sparse)
+
+
+def accumulate_sparse(var, old, g):
+    """AccumulateGrad with a sparse gradient ``g`` or a sparse ``.grad`` ``old``, as PyTorch:
+    the first one is taken (a clone when its values are not contiguous); sparse + sparse is
+    summed into ``.grad`` in place (:func:`merge_add`, the same tensor); a sparse one is added
+    into a dense ``.grad`` in place; a dense one added to a sparse ``.grad`` makes a new dense
+    ``.grad``."""
+    if old is None:
+        var._grad = g if g._vc else g.clone()
+    elif type(old) is SparseCOO:
+        if type(g) is SparseCOO:
+            old.add_(g)
+        else:
+            var._grad = Tensor._make_fresh(dense_plus(g._data if isinstance(g, Tensor) else g,
+                                                      old))
+    else:
+        add_into(old._data, g)
+        old._storage.version += 1
 
 
 def sparse_repr(t):

@@ -18,7 +18,7 @@ import numpy as np
 from ..backend import as_array, get_array_module
 from .. import provenance
 from ..naming import _NODE_BASES, cpp, expose
-from ..sparse_coo import SparseCOO, dense_plus
+from ..sparse_coo import SparseCOO, accumulate_sparse
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
 
@@ -44,10 +44,8 @@ _SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, Fi
 
 
 def activity():
-    """(nodes_created, version_bumps, storages_created, storages_freed): ever-growing counters.
-
-    The notebook layer compares them before and after a cell to know whether it touched nbgrad.
-    """
+    """(nodes_created, version_bumps, storages_created, storages_freed): ever-growing counters
+    the notebook layer compares before and after a cell to know whether it touched nbgrad."""
     from ..backend import COUNTERS
     return (provenance.NODES[0], provenance.BUMPS[0], COUNTERS.created, COUNTERS.freed)
 
@@ -709,7 +707,7 @@ def accumulate_into(var, g, create_graph, owned=GRAD_SHARED):
     place (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
     old = var._grad
     if type(g) is SparseCOO or old is not None and old.is_sparse:
-        return _accumulate_sparse(var, old, g)
+        return accumulate_sparse(var, old, g)  # (torch's rules for a sparse gradient)
     if old is None:
         if create_graph:
             var._grad = _copy_in_grad_mode(g, var._data)
@@ -739,24 +737,6 @@ def accumulate_into(var, g, create_graph, owned=GRAD_SHARED):
             var._grad = _tm.Tensor._make_fresh(od + gd)
 
 
-def _accumulate_sparse(var, old, g):
-    """AccumulateGrad with a sparse COO gradient on either side, as PyTorch: the first one is
-    taken; sparse + sparse merged into ``.grad`` in place (sparse_coo's merge_add: uncoalesced,
-    the same tensor); a sparse one added into a dense ``.grad`` in place; a dense one added to
-    a sparse ``.grad`` gives a new dense ``.grad``."""
-    if old is None:  # (values that are not contiguous: a clone, as torch's)
-        var._grad = (g if g._vc else g.clone()) if type(g) is SparseCOO else \
-            _tm.Tensor._make_fresh(_clone_as(g, var._data))
-    elif type(old) is SparseCOO and type(g) is SparseCOO:
-        old.add_(g)
-    elif type(g) is SparseCOO:
-        dense_plus(old._data, g, out=old._data)
-        old._storage.version += 1
-    else:
-        gd = g._data if isinstance(g, _tm.Tensor) else g
-        var._grad = _tm.Tensor._make_fresh(dense_plus(gd, old))
-
-
 def _copy_in_grad_mode(g, like):
     """The first gradient accumulated under create_graph, as PyTorch makes it: a new tensor
     laid out as the variable's array `like` (when dense), written by copy_ (version 1;
@@ -783,8 +763,7 @@ def _empty_as(g, like):
     """An empty array for a copy of `g`, laid out as `like` when that is dense (torch's
     clone_obey_contract: empty_strided with the variable's strides), else C-contiguous."""
     xp = get_array_module(g)
-    return xp.empty_like(like, dtype=g.dtype) if _tm.is_dense(like) else \
-        xp.empty(g.shape, g.dtype)
+    return xp.empty_like(like, dtype=g.dtype) if _tm.is_dense(like) else xp.empty(g.shape, g.dtype)
 
 
 def _clone_as(g, like):

@@ -347,3 +347,12 @@ def test_the_panels_gradient_watch_reads_a_sparse_grad(lib_name):
     finally:
         tracker.uninstall()
     assert emb.weight.grad.is_sparse and emb.weight.grad._nnz() == 6
+
+
+def row_cases():
+    """(name, thunk giving nbgrad outputs) reaching the sparse embedding row, for
+    test_ops.test_every_row_has_a_case; the checks against torch are the tests above."""
+    def run():
+        w = _weight(nbgrad)
+        return nbgrad.nn.functional.embedding(nbgrad.tensor([[0, 2, 2]]), w, sparse=True)
+    yield "embedding_sparse", run

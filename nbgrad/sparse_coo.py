@@ -300,6 +300,20 @@ class SparseCOO(Tensor):
     def __repr__(self):
         return sparse_repr(self)
 
+    def __deepcopy__(self, memo):
+        new = memo[id(self)] = SparseCOO._of(self._idx.copy(), self._val.copy(), self._size,
+                                             self._co, self._requires_grad)
+        return new
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (backend.to_device(self._idx, backend.CPU),
+                           backend.to_device(self._val, backend.CPU), self._size, self._co,
+                           self._requires_grad))
+
+
+def _rebuild(indices, values, size, coalesced, requires_grad):
+    return SparseCOO._of(indices, values, size, coalesced, requires_grad)
+
 
 def _flat_keys(idx, size):
     """torch's flatten_indices: one int64 key per column of ``idx`` (row-major in ``size``)."""

@@ -356,3 +356,47 @@ def row_cases():
         w = _weight(nbgrad)
         return nbgrad.nn.functional.embedding(nbgrad.tensor([[0, 2, 2]]), w, sparse=True)
     yield "embedding_sparse", run
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_sparse_tensors_in_checkpoints_both_ways(tmp_path, weights_only):
+    """torch's format for a sparse tensor (_rebuild_sparse_tensor, _get_layout): a file either
+    library writes, the other reads; an SGD momentum buffer (sparse) in an optimizer state."""
+    def write(lib, path):
+        w = _weight(lib)
+        opt = lib.optim.SGD([w], lr=0.1, momentum=0.9)
+        _emb(lib, [0, 2, 2], w, "mul").backward()
+        opt.step()
+        s = lib.sparse_coo_tensor([[0, 2, 2]], lib.arange(6.0).reshape(3, 2), (4, 2))
+        lib.save({"g": w.grad, "c": s.coalesce(), "s": s, "opt": opt.state_dict()}, path)
+    write(torch, tmp_path / "torch.pt")
+    write(nbgrad, tmp_path / "nbgrad.pt")
+    ref = torch.load(tmp_path / "torch.pt", weights_only=weights_only)
+    ours = nbgrad.load(tmp_path / "torch.pt", weights_only=weights_only)  # torch's file
+    theirs = torch.load(tmp_path / "nbgrad.pt", weights_only=weights_only)  # nbgrad's file
+    for k in ("g", "c", "s"):
+        _same_sparse(ref[k], ours[k])
+        _same_sparse(theirs[k], _as_nbgrad(ref[k]))
+    _same_sparse(ref["opt"]["state"][0]["momentum_buffer"],
+                 ours["opt"]["state"][0]["momentum_buffer"])
+    _same_sparse(theirs["opt"]["state"][0]["momentum_buffer"],
+                 _as_nbgrad(ref["opt"]["state"][0]["momentum_buffer"]))
+
+
+def _as_nbgrad(t):
+    return nbgrad.sparse_coo_tensor(nbgrad.tensor(t._indices().numpy()),
+                                    nbgrad.tensor(t._values().numpy()), tuple(t.shape),
+                                    is_coalesced=t.is_coalesced())
+
+
+def test_deepcopy_and_pickle_keep_a_sparse_tensor():
+    import copy
+    import pickle
+    def run(lib):
+        emb = lib.nn.Embedding(5, 3, sparse=True)
+        emb(lib.tensor([1, 2, 2])).sum().backward()
+        g = emb.weight.grad
+        return [repr(x) for x in (copy.deepcopy(g), pickle.loads(pickle.dumps(g)),
+                                  copy.deepcopy(emb).weight.grad)]
+    rt, rn = _both(run)
+    assert [r.replace("nbgrad.", "torch.") for r in rn] == rt

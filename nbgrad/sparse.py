@@ -19,8 +19,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     """A sparse COO tensor of ``values`` at ``indices`` (mirrors ``torch.sparse_coo_tensor``):
     ``indices`` (sparse_dim, nnz) integers, ``values`` (nnz, *dense dims); ``size`` inferred
     from the largest index of each sparse dimension and the values' trailing shape when not
-    given. Not coalesced (unless ``is_coalesced=True`` or it has one entry at most); indices are not checked against
-    ``size`` (torch's default, ``check_invariants`` off)."""
+    given. Not coalesced (unless ``is_coalesced=True`` or it has one entry at most); indices
+    are not checked against ``size`` (torch's default, ``check_invariants`` off)."""
     if not _WARNED:
         _WARNED.append(True)
         warnings.warn("Sparse invariant checks are implicitly disabled. Memory errors (e.g. "

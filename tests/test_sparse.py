@@ -49,7 +49,8 @@ def _weight(lib, dtype="float32", shape=(6, 3)):
     return lib.randn(*shape, dtype=getattr(lib, dtype), requires_grad=True)
 
 
-@pytest.mark.parametrize("ids,kw", [([[0, 2, 2], [4, 0, 1]], {}), ([4, 1, 0, 1], dict(padding_idx=1)),
+@pytest.mark.parametrize("ids,kw", [([[0, 2, 2], [4, 0, 1]], {}),
+                                    ([4, 1, 0, 1], dict(padding_idx=1)),
                                     ([1, 1], dict(padding_idx=1)), ([5], {})])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_embedding_sparse_gradient_is_torchs(ids, kw, dtype):

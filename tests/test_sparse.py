@@ -401,3 +401,13 @@ def test_deepcopy_and_pickle_keep_a_sparse_tensor():
                                   copy.deepcopy(emb).weight.grad)]
     rt, rn = _both(run)
     assert [r.replace("nbgrad.", "torch.") for r in rn] == rt
+
+
+def test_a_differentiable_sparse_gradient_is_refused_not_made_without_its_graph():
+    w = _weight(nbgrad)
+    y = _emb(nbgrad, [1, 2], w, "pow")
+    with pytest.raises(NotImplementedError, match="create_graph=True"):
+        nbgrad.autograd.grad(y, w, create_graph=True)
+    wt = _weight(torch)  # (torch records SparseCooTensorWithDimsAndTensorsBackward0 there)
+    gt, = torch.autograd.grad(_emb(torch, [1, 2], wt, "pow"), wt, create_graph=True)
+    assert gt.is_sparse and gt.requires_grad

@@ -719,6 +719,10 @@ def _embedding_sparse_grad(g, weight_shape, indices, padding_idx):
     """torch's embedding_sparse_backward: one entry per looked-up index (int64, in order, those
     equal to padding_idx left out), its value the gradient's row (a copy, marked contiguous or
     not as torch's view of the gradient would be); not coalesced."""
+    if isinstance(g, Tensor) and g.requires_grad:  # (create_graph: torch's sparse constructor
+        raise NotImplementedError(  # records SparseCooTensorWithDimsAndTensorsBackward0)
+            "embedding(sparse=True): a differentiable sparse gradient (create_graph=True) is "
+            "not implemented in nbgrad")
     ga = g._data if isinstance(g, Tensor) else g
     flat = indices.reshape(-1).astype(np.int64)
     vals = ga.reshape((len(flat), weight_shape[1]))

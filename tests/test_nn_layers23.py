@@ -138,6 +138,24 @@ def test_interpolate_antialias_like_torch(name, x, kw):
     assert y.dtype == nbgrad.float32
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("shape,kw", [((1, 3, 13, 11), dict(size=(5, 7))),
+                                      ((2, 1, 40, 33), dict(scale_factor=0.37)),
+                                      ((1, 2, 17, 6), dict(scale_factor=(0.5, 2.2))),
+                                      ((1, 1, 30, 30), dict(size=(7, 7), align_corners=True))])
+def test_interpolate_antialias_uint8_is_torchs_integer_kernel(mode, shape, kw):
+    """uint8 images: torch's int16 weights and integer sums (Pillow-SIMD's), equal exactly."""
+    if mode == "lanczos" and kw.get("align_corners"):
+        return
+    g = np.random.default_rng(5)
+    for x in (g.integers(0, 256, shape), g.integers(0, 2, shape) * 255):
+        x = x.astype(np.uint8)
+        a = TF.interpolate(torch.tensor(x), mode=mode, antialias=True, **kw)
+        b = NF.interpolate(nbgrad.tensor(x), mode=mode, antialias=True, **kw)
+        assert b.dtype == nbgrad.uint8
+        np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
 INTERP_BAD = [
     (IMG, dict(scale_factor=2, mode="trilinear")),
     (VOL, dict(scale_factor=2, mode="bicubic")),

@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from nbgrad import backend, creation
 from nbgrad.autograd.apply import apply
 from nbgrad.functions.nn import _pair
 from nbgrad.ops import ROWS
@@ -114,6 +115,32 @@ def _aa_matrix(n_in, n_out, align_corners, scale, dtype, mode):
     return m.astype(dtype)
 
 
+def _aa_int16(n_in, n_out, align_corners, scale, mode):
+    """(weights (n_out, n_in) int64, precision) of torch's uint8 antialias path
+    (compute_index_ranges_int16_weights): the weights as _aa_matrix computes them in double,
+    scaled by 2**precision (the largest that keeps twice the largest weight below 2**15) and
+    rounded half away from zero."""
+    m = _aa_matrix(n_in, n_out, align_corners, scale, np.float64, mode)
+    wt_max = float(m.max()) if m.size else 0.0
+    prec = 0
+    while prec < 22 and int(0.5 + wt_max * (1 << (prec + 1))) < (1 << 15):
+        prec += 1
+    v = m * float(1 << prec)
+    return np.trunc(v + np.where(v < 0, -0.5, 0.5)).astype(np.int64), prec
+
+
+def _aa_uint8(input, out_size, align_corners, scales, mode):
+    """torch's uint8 antialias resize (Pillow-SIMD's integer kernel): along the width then the
+    height, each output ``(2**(p-1) + sum(pixel * int16 weight)) >> p`` clamped to 0..255."""
+    a = backend.to_device(input._data, backend.CPU).astype(np.int64)
+    for axis, (n, o, sc) in ((3, (a.shape[3], out_size[1], scales[1])),
+                             (2, (a.shape[2], out_size[0], scales[0]))):
+        w, prec = _aa_int16(n, o, align_corners, sc, mode)
+        a = np.moveaxis(np.moveaxis(a, axis, -1) @ w.T, -1, axis)
+        a = np.clip((a + (1 << (prec - 1))) >> prec, 0, 255)
+    return creation.tensor(a.astype(np.uint8), device=input.device)
+
+
 def _sizes(input, size, scale_factor, dim):
     """(output sizes, scales) as torch's interpolate reads size / scale_factor (its texts)."""
     if size is not None and scale_factor is not None:
@@ -166,7 +193,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         recompute_scale_factor (bool): size from the scale, then interpolate by size.
         antialias (bool): bilinear / bicubic on 4-D input: torch's separable antialias
             filters (Pillow's: triangle, Keys cubic a = -0.5), widened by the scale when
-            shrinking; "lanczos" (Lanczos-3) needs it.
+            shrinking; "lanczos" (Lanczos-3) needs it. uint8 images run torch's integer
+            kernel (int16 weights), exactly.
 
     Raises:
         ValueError / TypeError / NotImplementedError: torch's texts for align_corners with a
@@ -215,8 +243,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode not in ("nearest", "nearest-exact") and dt.kind not in "fc":
         aa = antialias or mode == "lanczos"
         if aa and dt == np.uint8:  # (torch runs images through int16 weights there)
-            raise NotImplementedError("interpolate: antialias=True on uint8 (torch's int16-weight "
-                                      "kernel) is not implemented in nbgrad")
+            sizes = out_size or [int(n * s) for n, s in zip(input.shape[2:], scales)]
+            return _aa_uint8(input, sizes, bool(align_corners), scales or [None] * dim, mode)
         kind = "index_ranges_weights" if aa else "indices_weights_cubic" if mode == "bicubic" \
             else "indices_weights_linear"
         raise NotImplementedError(f"\"compute_{kind}\" not implemented for "

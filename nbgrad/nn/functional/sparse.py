@@ -34,6 +34,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     """
     if scale_grad_by_freq:
         raise NotImplementedError("embedding: scale_grad_by_freq is unsupported")
+    if sparse:
+        _sparse_on_cpu(weight)
     ids = index_arg(input)
     if ids.dtype != np.int64 and ids.dtype != np.int32:
         raise RuntimeError(
@@ -51,6 +53,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     # sparse: weight's gradient is a sparse COO tensor (nbgrad.sparse_coo), as torch's
     return apply(ROWS["embedding_sparse" if sparse else "embedding"], (weight,),
                  (ids, -1 if padding_idx is None else padding_idx))
+
+
+def _sparse_on_cpu(weight):
+    if weight.device.type != "cpu":
+        raise NotImplementedError("sparse=True: nbgrad's sparse gradients are CPU (numpy) only, "
+                                  f"not on {weight.device.type}")
 
 
 def _embedding_renorm_(weight, ids, max_norm, norm_type):
@@ -174,6 +182,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                          f"{input.ndim}")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
+    if sparse:
+        _sparse_on_cpu(weight)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "

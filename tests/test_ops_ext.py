@@ -422,6 +422,9 @@ ROWS = [
     Case("bincount_node", lambda T, i, w: T.bincount(i, w), ("int", (6,), 4), (6,), grad=False),
     Case("scatter_reduce_prod_zeros", lambda T, a, b: _two_zeros_src_grad(T, a, b),
          ("away", (3, 4)), ("away", (3, 2)), grad=False),
+    # cdist's gradient under create_graph: CdistBackwardBackward0, which refuses backward
+    Case("cdist_backward", lambda T, a, b: _loss_grad(T, lambda x, y: T.cdist(x, y, p=1.5), a, b,
+                                                      1, go=True), (4, 3), (5, 3), grad=False),
     # ---- torch.linalg ----
     Case("linalg_inv", lambda T, a: T.linalg.inv(_spd(T, a)), (3, 3)),
     Case("inverse", lambda T, a: T.inverse(a), (2, 3, 3)),

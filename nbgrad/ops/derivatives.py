@@ -295,6 +295,19 @@ def _layer_norm_nonfinite_grad(gh, x2, r):
         return r[:, None] * gh + b[:, None] * x2 + (-b * mean - db * r * inv_n)[:, None]
 
 
+def _group_norm_nonfinite(x, weight, bias, mean, rstd, num_groups):
+    """group_norm's output where an inf or NaN is present, by torch's kernel's algebra:
+    x * s + (beta - s * mean), s = rstd * gamma per (sample, channel), whose infs cancel as
+    its do (xhat * gamma + beta's need not)."""
+    n, c = x.shape[0], x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = (rstd * weight.reshape(num_groups, -1)).reshape(n, c, 1)
+        t = -s * backend.get_array_module(x).repeat(mean.reshape(n, num_groups, 1),
+                                                    c // num_groups, axis=1)
+        t = t if bias is None else t + bias.reshape(1, c, 1)
+        return (x.reshape(n, c, -1) * s + t).reshape(x.shape)
+
+
 def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
     """group_norm's input gradient by torch's kernel's algebra (sums of dy * x and dy per
     channel, through gamma per group: c1 dy + c2 x + c3), where an inf or NaN makes it differ

@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from .. import backend
 from ..autograd.apply import apply as _apply
 from ..autograd.grad_mode import no_grad
 from ..backend import get_array_module as _xp
@@ -28,8 +27,8 @@ from ..tensor import Tensor
 from ..sparse_coo import SparseCOO
 from . import kernels
 from .formulas import TENSORS
-from .derivatives import _group_norm_nonfinite_grad, _layer_norm_nonfinite_grad, _zeros_for
-from .reductions import _logsumexp
+from .derivatives import (_group_norm_nonfinite, _group_norm_nonfinite_grad,
+                          _layer_norm_nonfinite_grad, _zeros_for)
 from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
@@ -545,13 +544,7 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
     m = _xp(x)
     if weight is not None and not (m.isfinite(rstd).all() and m.isfinite(weight).all() and (
             bias is None or m.isfinite(bias).all())):
-        # an inf or NaN: torch's kernel's algebra, x * s + (beta - s * mean), s = rstd * gamma
-        # per (sample, channel), whose infs cancel as its do
-        with np.errstate(invalid="ignore", over="ignore"):
-            s = (rstd * weight.reshape(num_groups, -1)).reshape(n, c, 1)
-            t = -s * _xp(s).repeat(mean.reshape(n, num_groups, 1), c // num_groups, axis=1)
-            t = t if bias is None else t + bias.reshape(1, c, 1)
-            out = (x.reshape(n, c, -1) * s + t).reshape(x.shape)
+        out = _group_norm_nonfinite(x, weight, bias, mean, rstd, num_groups)
     return out
 
 

@@ -97,10 +97,13 @@ op("binary_cross_entropy_backward", lambda grad_output, self, target, weight, re
        g, grad_output, self, weight, reduction, xp))
 op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, reduction:
    _reduce(_bce_logits(self, target, weight, pos_weight, _xp(self)), reduction),
-   self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_grad(
+   self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_tensors(
+       g, self, target, weight, pos_weight, reduction) if xp is TENSORS else _bce_logits_grad(
        _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
-   target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
-       _norm(g, self, target, reduction), self, weight, pos_weight, xp))
+   target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_tensors(
+       g, self, target, weight, pos_weight, reduction) if xp is TENSORS
+   else _bce_logits_target_grad(_norm(g, self, target, reduction), self, weight, pos_weight,
+                                xp))
 op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _reduce(
     _multi_margin(self, target, p, margin, weight, _xp(self))[0], reduction),
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
@@ -338,6 +341,37 @@ def _bce_logits_grad(g, x, t, w, pw, xp):
     else:
         out = g * (sig - t)
     return out if w is None else out * w
+
+
+def _bce_logits_tensors(g, x, t, w, pw, reduction):
+    """PyTorch's binary_cross_entropy_with_logits_backward as it runs under create_graph:
+    ``(x.sigmoid() - t) * g`` (with pos_weight p: ``(p t + 1 - t) * x.sigmoid() - p t``, then
+    ``* g``), ``* weight``, then ``/ N`` for "mean" (DivBackward1), in torch's op order."""
+    w, pw = (None if a is None else TENSORS.constant(a) for a in (w, pw))
+    if pw is not None:
+        pt = pw * t
+        out = (TENSORS.add_scalar(pt, 1) - t) * x.sigmoid() - pt
+    else:
+        out = x.sigmoid() - t
+    return _bce_logits_scaled(out * g, w, x, reduction)
+
+
+def _bce_logits_target_tensors(g, x, t, w, pw, reduction):
+    """PyTorch's binary_cross_entropy_with_logits_target_backward under create_graph:
+    ``(log_sigmoid(-x) - log_sigmoid(x) * p) * g`` with pos_weight p, else ``-x * g``."""
+    w, pw = (None if a is None else TENSORS.constant(a) for a in (w, pw))
+    if pw is not None:
+        ls = ROWS["log_sigmoid"]
+        out = (_apply(ls, (-x,)) - _apply(ls, (x,)) * pw) * g
+    else:
+        out = -x * g
+    return _bce_logits_scaled(out, w, t, reduction)
+
+
+def _bce_logits_scaled(out, w, like, reduction):
+    if w is not None:
+        out = out * w
+    return TENSORS.div_scalar(out, like.numel()) if reduction == "mean" else out
 
 
 def _bce_logits_target_grad(g, x, w, pw, xp):

@@ -1,0 +1,79 @@
+"""Gradients built under create_graph carry PyTorch's nodes: the rows issue 23 left (item 3).
+
+As tests/test_double_backward_nodes.py: for each case, in torch and in nbgrad, the node names of
+the first gradient's graph and of the second gradient's graph, `depth` levels of next_functions
+down (the depth to which torch's own graph is reproduced: past it torch's in-place C++ details
+show); the first, second and third derivatives' values against torch; gradgradcheck against
+finite differences.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import nbgrad
+from nbgrad.autograd import gradgradcheck
+from _differential import _graph
+
+X = [[0.3, -1.2, 2.5, -0.4], [1.1, 0.7, -2.2, 0.05]]
+_TARGET = np.linspace(-1, 1, 8).reshape(2, 4)
+_PW = [1.0, 2.0, 0.5, 1.5]
+
+
+def _bcel(T, F, x, target=None, **kw):
+    t = T.tensor(abs(_TARGET)) if target is None else target
+    for k in ("weight", "pos_weight"):
+        if k in kw:
+            kw[k] = T.tensor(kw[k], dtype=T.float64)
+    return F.binary_cross_entropy_with_logits(x, t, **kw)
+
+
+# name: (f(T, F, x) -> tensor, depth of the first and second gradients' graphs compared)
+CASES = {
+    # binary_cross_entropy_with_logits_backward / _target_backward: composite in torch, so the
+    # gradient records their ops (sigmoid, sub, mul, div; log_sigmoid with pos_weight)
+    "bce_with_logits": (lambda T, F, x: _bcel(T, F, x), 10),
+    "bce_with_logits_pos_weight": (lambda T, F, x: _bcel(T, F, x, pos_weight=_PW), 10),
+    "bce_with_logits_weight": (lambda T, F, x: _bcel(T, F, x, weight=_TARGET + 2), 10),
+    "bce_with_logits_target": (lambda T, F, x: _bcel(T, F, x, x.flip(0).sigmoid(),
+                                                     reduction="sum"), 10),
+    "bce_with_logits_target_both": (lambda T, F, x: _bcel(
+        T, F, x, x.flip(0).sigmoid(), weight=_TARGET + 2, pos_weight=_PW), 9),
+}
+
+
+def _grads(T, name):
+    F = T.nn.functional
+    x = T.tensor(X, dtype=T.float64, requires_grad=True)
+    y = CASES[name][0](T, F, x)
+    w = T.tensor(np.linspace(0.5, 1.5, y.numel()).reshape(tuple(y.shape)))
+    g, = T.autograd.grad((y * y * w).sum(), x, create_graph=True)
+    h, = T.autograd.grad((g * g).sum(), x, create_graph=True)
+    third, = T.autograd.grad(h.sum(), x, allow_unused=True)
+    return g, h, third
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_node_names_under_create_graph(name):
+    gt, ht, _ = _grads(torch, name)
+    gn, hn, _ = _grads(nbgrad, name)
+    depth = CASES[name][1]
+    assert _graph(gn.grad_fn, depth) == _graph(gt.grad_fn, depth)
+    assert _graph(hn.grad_fn, depth) == _graph(ht.grad_fn, depth)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_vs_torch(name):
+    for a, b in zip(_grads(nbgrad, name), _grads(torch, name)):
+        if b is None:
+            assert a is None or np.allclose(a.numpy(), 0)
+        else:
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-9,
+                                       atol=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradgradcheck(name):
+    x = nbgrad.tensor(X, dtype=nbgrad.float64, requires_grad=True)
+    assert gradgradcheck(lambda t: CASES[name][0](nbgrad, nbgrad.nn.functional, t), (x,))

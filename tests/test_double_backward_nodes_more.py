@@ -40,6 +40,19 @@ CASES = {
                                                      reduction="sum"), 10),
     "bce_with_logits_target_both": (lambda T, F, x: _bcel(
         T, F, x, x.flip(0).sigmoid(), weight=_TARGET + 2, pos_weight=_PW), 9),
+    # max_pool3d_with_indices_backward: MaxPool3DWithIndicesBackwardBackward0(grad_output,
+    # self), max_pool_double_backward's gather in grad_output (as max_pool2d's)
+    "max_pool3d": (lambda T, F, x: F.max_pool3d(x.reshape(1, 1, 2, 2, 2), (1, 1, 2)), 10),
+    "max_pool3d_overlap": (lambda T, F, x: F.max_pool3d(x.reshape(1, 2, 2, 2), 2, 1, 1), 10),
+    "max_pool3d_indices": (lambda T, F, x: F.max_pool3d(x.reshape(1, 2, 1, 2, 2), (1, 2, 1),
+                                                        return_indices=True)[0], 10),
+    # return_indices=True: the two-output row's gradient is the same backward op
+    "max_pool2d_indices": (lambda T, F, x: F.max_pool2d(x[None, None], (1, 2),
+                                                        return_indices=True)[0], 10),
+    "max_pool2d_indices_unbatched": (lambda T, F, x: F.max_pool2d(
+        x.reshape(2, 2, 2), 2, 1, 1, return_indices=True)[0], 10),
+    "max_pool1d_indices": (lambda T, F, x: F.max_pool1d(x[None], 2, return_indices=True)[0],
+                           10),
 }
 
 

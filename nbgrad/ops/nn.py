@@ -75,7 +75,8 @@ op("convolution_backward", lambda grad_output, input, weight, stride, padding, d
                                                 dilation, groups, needs, xp)})
 # saves self, as PyTorch's node; under create_graph its backward op max_pool2d_with_indices_backward
 # (MaxPool2DWithIndicesBackwardBackward0 of grad_output and self): in grad_output the gradient
-# picked at the indices (max_pool_double_backward), zeros in self
+# picked at the indices (max_pool_double_backward), zeros in self; return_indices=True's row
+# (two outputs) applies the same op as a row
 _MAX_POOL2D_DOUBLE = dict(node="MaxPool2DWithIndicesBackwardBackward0",
                           g=lambda gg, ctx, xp: _max_pool_double(gg, ctx, xp),
                           self=lambda gg, self, xp: xp.zeros_like(self))
@@ -87,7 +88,9 @@ op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilatio
    _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
                                             ceil_mode)),
    node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
-   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+   self=lambda g, self, ctx, xp: _apply(ROWS["max_pool2d"].double_row, (g[0], self), (
+       Ctx(ctx.get()),)) if xp is TENSORS else xp.max_pool2d_backward(g[0], ctx,
+                                                                      tuple(self.shape)))
 
 
 def _max_pool_double(gg, ctx, xp):

@@ -13,7 +13,6 @@ import itertools
 
 import numpy as np
 
-from .. import backend
 from ..backend import get_array_module as _xp
 from .formulas import TENSORS
 from .kernels import pool_out_size
@@ -93,7 +92,11 @@ def conv_nd_backward(gy, x, w, ctx, stride, padding, dilation, groups, needs):
 
 def max_pool_nd_forward(x, kernel, stride, padding, dilation, ceil_mode):
     """Max over windows with -inf padding, torch's choice of maximum (the first in raster order,
-    the last NaN): returns ((y, int64 flat spatial indices), ctx)."""
+    the last NaN): returns ((y, int64 flat spatial indices), ctx). An unbatched (C, *spatial)
+    input is pooled as it is (as torch's kernel: one node, no unsqueeze)."""
+    if x.ndim == len(kernel) + 1:
+        (y, flat), _ = max_pool_nd_forward(x[None], kernel, stride, padding, dilation, ceil_mode)
+        return (y[0], flat[0]), flat[0]
     xp = _xp(x)
     spatial = x.shape[2:]
     out = tuple(pool_out_size(n, kk, s, p, d, ceil_mode)
@@ -123,14 +126,14 @@ def max_pool_nd_forward(x, kernel, stride, padding, dilation, ceil_mode):
     return (xp.ascontiguousarray(y), flat), flat
 
 
-def max_pool_nd_backward(gy, flat, self_shape):
-    """The gradient of :func:`max_pool_nd_forward`: gy added at each chosen element."""
+def max_pool_nd_backward(gy, flat, self_shape, nd=3):
+    """The gradient of :func:`max_pool_nd_forward` (`nd` spatial dims): gy added at each chosen
+    element."""
     xp = _xp(gy)
-    n, c = self_shape[:2]
-    size = int(np.prod(self_shape[2:]))
-    gx = xp.zeros((n * c, size), gy.dtype)
-    rows = xp.arange(n * c).reshape(-1, 1)
-    xp.add.at(gx, (rows, flat.reshape(n * c, -1)), gy.reshape(n * c, -1))
+    lead = int(np.prod(self_shape[:-nd]))
+    gx = xp.zeros((lead, int(np.prod(self_shape[-nd:]))), gy.dtype)
+    rows = xp.arange(lead).reshape(-1, 1)
+    xp.add.at(gx, (rows, flat.reshape(lead, -1)), gy.reshape(lead, -1))
     return gx.reshape(self_shape)
 
 
@@ -186,28 +189,32 @@ def _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups, nee
     return conv_nd_backward(g, input, weight, ctx.get(), stride, padding, dilation, groups, needs)
 
 
-def _max_pool_nd_grad(g, flat, self_shape, xp):
-    """gy added at each chosen element; under create_graph one accumulating index_put_ (linear
-    in g, so its gradient is g's gather at the same indices: torch's
-    MaxPool3DWithIndicesBackwardBackward0)."""
-    if xp is not TENSORS:
-        return max_pool_nd_backward(g, flat, self_shape)
-    n, c = self_shape[:2]
-    size = int(np.prod(self_shape[2:]))
-    ax = backend.get_array_module(flat)
-    pos = flat + (ax.arange(n * c) * size).reshape((n, c) + (1,) * (flat.ndim - 2))
-    z = g.new_zeros((n * c * size,)).index_put_((pos.reshape(-1),), g.reshape(-1),
-                                                accumulate=True)
-    return z.reshape(tuple(self_shape))
-
-
 op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, groups:
    conv_nd_forward(input, weight, bias, stride, padding, dilation, groups),
    node="ConvolutionBackward0", ctx=True,
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
       needs, xp: _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups,
                                 needs, xp)})
+# saves self, as PyTorch's node; under create_graph its gradient is PyTorch's backward op
+# max_pool3d_with_indices_backward as a row (MaxPool3DWithIndicesBackwardBackward0 of
+# grad_output and self): max_pool_double_backward in grad_output, zeros in self
 op("max_pool3d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    max_pool_nd_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
    node="MaxPool3DWithIndicesBackward0", ctx=True, n_out=2,
-   self=lambda g, self_shape, ctx, xp: _max_pool_nd_grad(g[0], ctx.get(), self_shape, xp))
+   self=lambda g, self, ctx, xp: xp.row("max_pool3d_with_indices_backward", (g[0], self), (
+       ctx.get(),)) if xp is TENSORS else max_pool_nd_backward(g[0], ctx.get(), self.shape))
+op("max_pool3d_with_indices_backward", lambda grad_output, self, indices: max_pool_nd_backward(
+    grad_output, indices, self.shape), node="MaxPool3DWithIndicesBackwardBackward0",
+   grad_output=lambda g, indices, xp: max_pool_double(g, indices, 3, xp),
+   self=lambda g, self, xp: xp.zeros_like(self))
+
+
+def max_pool_double(g, indices, nd, xp):
+    """PyTorch's max_pool_double_backward: g (made contiguous) viewed (*lead, -1), gathered at
+    the flat spatial indices, viewed as the indices."""
+    lead = tuple(indices.shape[:-nd]) + (-1,)
+    if xp is TENSORS:
+        g = g.contiguous().view(lead)
+    else:
+        g = g.reshape(lead)
+    return xp.gather(g, -1, indices.reshape(lead)).reshape(tuple(indices.shape))

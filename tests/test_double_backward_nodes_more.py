@@ -53,6 +53,10 @@ CASES = {
         x.reshape(2, 2, 2), 2, 1, 1, return_indices=True)[0], 10),
     "max_pool1d_indices": (lambda T, F, x: F.max_pool1d(x[None], 2, return_indices=True)[0],
                            10),
+    # gelu_double_backward for "tanh": 2 * f_prime_gh (MulBackward1, was f' g h + f' g h) and
+    # sech = 1 / cosh (DivBackward0 of a wrapped number, was ReciprocalBackward0)
+    "gelu_tanh": (lambda T, F, x: F.gelu(x, approximate="tanh"), 10),
+    "gelu_tanh_wide": (lambda T, F, x: F.gelu(x * 3, approximate="tanh"), 10),
 }
 
 

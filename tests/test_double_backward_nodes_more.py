@@ -57,6 +57,17 @@ CASES = {
     # sech = 1 / cosh (DivBackward0 of a wrapped number, was ReciprocalBackward0)
     "gelu_tanh": (lambda T, F, x: F.gelu(x, approximate="tanh"), 10),
     "gelu_tanh_wide": (lambda T, F, x: F.gelu(x * 3, approximate="tanh"), 10),
+    # convolution_backward of a 3-D convolution: ConvolutionBackwardBackward0 (as conv2d's), its
+    # input's part of _convolution_double_backward a transposed 3-D convolution
+    "conv3d": (lambda T, F, x: F.conv3d(x.reshape(1, 1, 2, 2, 2), x.reshape(
+        1, 1, 2, 2, 2)[:, :, :, :, :1] * 1), 10),
+    "conv3d_bias": (lambda T, F, x: F.conv3d(x.reshape(1, 1, 2, 2, 2), T.tensor(
+        _TARGET.reshape(2, 1, 1, 2, 2)), x[0, :2] * 1, padding=1), 10),
+    "conv3d_groups": (lambda T, F, x: F.conv3d(x.reshape(1, 2, 1, 2, 2).repeat(1, 1, 3, 2, 2),
+                                               x.reshape(4, 1, 1, 1, 2), None, stride=2,
+                                               padding=(0, 1, 0), groups=2), 10),
+    "conv3d_unbatched": (lambda T, F, x: F.conv3d(x.reshape(1, 2, 2, 2), x.reshape(
+        2, 1, 1, 2, 2) * 1, dilation=(1, 1, 1)), 10),
 }
 
 
@@ -94,3 +105,21 @@ def test_values_vs_torch(name):
 def test_gradgradcheck(name):
     x = nbgrad.tensor(X, dtype=nbgrad.float64, requires_grad=True)
     assert gradgradcheck(lambda t: CASES[name][0](nbgrad, nbgrad.nn.functional, t), (x,))
+
+
+@pytest.mark.parametrize("name", ["conv3d_bias", "conv3d_groups"])
+def test_fourth_derivative(name):
+    """The rows a third gradient records under create_graph (the transposed 3-D convolution of
+    _convolution_double_backward, its own gradients) differentiate again: the third and fourth
+    derivatives equal torch's."""
+    out = []
+    for T in (torch, nbgrad):
+        x = T.tensor(X, dtype=T.float64, requires_grad=True)
+        y = CASES[name][0](T, T.nn.functional, x)
+        g, = T.autograd.grad((y * y).sum(), x, create_graph=True)
+        h, = T.autograd.grad((g * g).sum(), x, create_graph=True)
+        t, = T.autograd.grad((h * h).sum(), x, create_graph=True)
+        f, = T.autograd.grad((t * t).sum(), x)
+        out.append((t.detach().numpy(), f.numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())

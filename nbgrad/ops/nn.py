@@ -628,6 +628,9 @@ def _conv_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs,
 def _conv_backward(g, x, w, stride, padding, dilation, groups):
     """convolution_backward on arrays: the (input, weight, bias) gradients ((N, C, L): over a
     height-1 image, stride ... dilation the 2-D pairs)."""
+    if x.ndim == 5:
+        from .volumes import conv_nd_all_grads  # (volumes' rows follow nn's in the table)
+        return conv_nd_all_grads(g, x, w, stride, padding, dilation, groups)
     if x.ndim == 3:
         return _height1_grads(_conv_backward(g[:, :, None], x[:, :, None], w[:, :, None],
                                              stride, padding, dilation, groups))
@@ -638,8 +641,11 @@ def _conv_backward(g, x, w, stride, padding, dilation, groups):
 
 def _conv(x, w, stride, padding, dilation, groups):
     """The recorded convolution (ConvolutionBackward0) of 4-D or 3-D x."""
-    return _apply(ROWS["convolution" if len(x.shape) == 4 else "_convolution1d"], (x, w, None),
-                  (stride, padding, dilation, groups))
+    return _apply(ROWS[_CONV_ROWS[len(x.shape)]], (x, w, None), (stride, padding, dilation,
+                                                                 groups))
+
+
+_CONV_ROWS = {3: "_convolution1d", 4: "convolution", 5: "_convolution3d"}
 
 
 def _conv_double(g, gO, input, weight, stride, padding, dilation, groups, needs, xp):
@@ -684,7 +690,8 @@ def _conv_double(g, gO, input, weight, stride, padding, dilation, groups, needs,
             x - ((n - 1) * dl - 2 * p + s * (o - 1) + 1)
             for x, n, dl, p, s, o in zip(input.shape[2:], weight.shape[2:], dilation[-k:],
                                          padding[-k:], stride[-k:], gO.shape[2:]))
-        gI = _apply(ROWS["_convolution_transpose2d"], (gO, ggW, None),
+        gI = _apply(ROWS["_convolution_transpose3d" if k == 3 else "_convolution_transpose2d"],
+                    (gO, ggW, None),
                     (stride, padding, out_pad, dilation, groups))
     return ggO, gI, gW
 

@@ -184,9 +184,53 @@ def _conv_nd_tensor_grads(g, input, weight, stride, padding, dilation, groups, n
 
 
 def _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs, xp):
-    if xp is TENSORS:
-        return _conv_nd_tensor_grads(g, input, weight, stride, padding, dilation, groups, needs)
+    if xp is TENSORS:  # PyTorch's convolution_backward (ConvolutionBackwardBackward0), nn.py's
+        gi, gw, gb = xp.row("convolution_backward", (g, input, weight),
+                            (stride, padding, dilation, groups))
+        return (gi if needs[0] else None, gw if needs[1] else None,
+                gb if len(needs) > 2 and needs[2] else None)
     return conv_nd_backward(g, input, weight, ctx.get(), stride, padding, dilation, groups, needs)
+
+
+def conv_nd_all_grads(g, x, w, stride, padding, dilation, groups):
+    """convolution_backward's forward on N-d arrays: the (input, weight, bias) gradients."""
+    _, ctx = conv_nd_forward(x, w, None, stride, padding, dilation, groups)
+    return conv_nd_backward(g, x, w, ctx, stride, padding, dilation, groups, (True, True, True))
+
+
+def conv_transpose_nd_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """The transposed convolution (conv_nd's input gradient of x, to the size output_padding
+    picks): y (N, C/groups * groups, *size)."""
+    xp = _xp(x)
+    size = tuple((o - 1) * s - 2 * p + d * (k - 1) + 1 + op for o, k, s, p, op, d in zip(
+        x.shape[2:], w.shape[2:], stride, padding, output_padding, dilation))
+    c = w.shape[1] * groups
+    pad_shape = (x.shape[0], c) + tuple(n + 2 * p for n, p in zip(size, padding))
+    like = xp.broadcast_to(xp.zeros((), x.dtype), (x.shape[0], c) + size)
+    y = conv_nd_backward(x, like, w, (pad_shape, tuple(x.shape[2:])), stride, padding, dilation,
+                         groups, (True, False))[0]
+    return y if b is None else y + b.reshape((1, -1) + (1,) * len(size))
+
+
+def _conv_transpose_nd_grads(g, x, w, stride, padding, dilation, groups, needs, xp):
+    """The transposed convolution's adjoint in its input is the convolution itself; its weight
+    gradient is that convolution's, of g with x as the upstream gradient."""
+    gx = gw = gb = None
+    if xp is TENSORS:
+        if needs[0]:
+            gx = xp.row("_convolution3d", (g, w, None), (stride, padding, dilation, groups))
+        if needs[1]:
+            gw = _conv_nd_tensor_grads(x, g, w, stride, padding, dilation, groups,
+                                       (False, True))[1]
+    else:
+        y, ctx = conv_nd_forward(g, w, None, stride, padding, dilation, groups)
+        gx = y if needs[0] else None
+        if needs[1]:
+            gw = conv_nd_backward(x, g, w, ctx, stride, padding, dilation, groups,
+                                  (False, True))[1]
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum((0, 2, 3, 4))
+    return gx, gw, gb
 
 
 op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, groups:
@@ -195,6 +239,15 @@ op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, grou
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
       needs, xp: _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups,
                                 needs, xp)})
+# the transposed 3-D convolution (ConvolutionBackward0, as torch records it): under create_graph
+# the input's part of convolution_backward's derivative (_convolution_double_backward)
+op("_convolution_transpose3d", lambda input, weight, bias, stride, padding, output_padding,
+   dilation, groups: conv_transpose_nd_forward(input, weight, bias, stride, padding,
+                                               output_padding, dilation, groups),
+   node="ConvolutionBackward0",
+   **{"input, weight, bias": lambda g, input, weight, stride, padding, dilation, groups, needs,
+      xp: _conv_transpose_nd_grads(g, input, weight, stride, padding, dilation, groups, needs,
+                                   xp)})
 # saves self, as PyTorch's node; under create_graph its gradient is PyTorch's backward op
 # max_pool3d_with_indices_backward as a row (MaxPool3DWithIndicesBackwardBackward0 of
 # grad_output and self): max_pool_double_backward in grad_output, zeros in self

@@ -119,11 +119,15 @@ op("native_layer_norm", lambda input, weight, bias, normalized_shape, eps, ctx: 
     input, weight, bias, len(normalized_shape), eps, ctx),
    ctx_saves=lambda v, src, args: _layer_norm_saves(v, src, args),
    **{"input, weight, bias": lambda g, input, weight, bias, normalized_shape, eps, ctx, needs,
-      xp: _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
+      xp: _norm_backward("layer_norm_backward", g, input, weight, bias, normalized_shape, eps,
+                         ctx, needs) if xp is TENSORS else _layer_norm_grads(
+          g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
 op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps, ctx:
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
-      xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
+      xp: _norm_backward("batch_norm_backward", g, input, weight, training, mean, invstd, eps,
+                         ctx, needs) if xp is TENSORS else _batch_norm_grads(
+          g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
 # under create_graph: PyTorch's embedding_dense_backward (EmbeddingDenseBackwardBackward0 of
 # grad_output), whose derivative is embedding_dense_double_backward: the rows picked again
 op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
@@ -397,26 +401,38 @@ def _layer_norm_saves(v, src, args):
             v[1].reshape(keep))
 
 
+def _norm_backward(name, *args):
+    """Under create_graph: PyTorch's native_{layer,batch}_norm_backward applied (norms.py)."""
+    from . import norms  # (its rows follow nn's in the table)
+    return getattr(norms, name)(*args)
+
+
+def _layer_norm_tensor_grads(g, x, weight, k, eps, needs):
+    """The gradients on Tensors with the statistics recomputed from x, so that they are
+    differentiated too (the derivative of native_layer_norm_backward, norms.py)."""
+    shape = tuple(x.shape)
+    n = math.prod(shape[len(shape) - k:])
+    axes = tuple(range(len(shape) - k, len(shape)))
+    mean = x.sum(axis=axes, keepdims=True) / n
+    xc = x - mean
+    rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
+    xhat = xc * rstd
+    batch = tuple(range(len(shape) - k))
+    gx = gw = gb = None
+    if needs[0]:
+        gh = g if weight is None else g * weight
+        gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
+                     - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
+    if len(needs) > 1 and needs[1]:
+        gw = (g * xhat).sum(axis=batch) if batch else g * xhat
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=batch) if batch else g
+    return gx, gw, gb
+
+
 def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
     shape = tuple(x.shape)
     n = math.prod(shape[len(shape) - k:])
-    if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
-        axes = tuple(range(len(shape) - k, len(shape)))
-        mean = x.sum(axis=axes, keepdims=True) / n
-        xc = x - mean
-        rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
-        xhat = xc * rstd
-        batch = tuple(range(len(shape) - k))
-        gx = gw = gb = None
-        if needs[0]:
-            gh = g if weight is None else g * weight
-            gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
-                         - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
-        if len(needs) > 1 and needs[1]:
-            gw = (g * xhat).sum(axis=batch) if batch else g * xhat
-        if len(needs) > 2 and needs[2]:
-            gb = g.sum(axis=batch) if batch else g
-        return gx, gw, gb
     # arrays: (rows, n) matrices, every sum a product with ones (see _layer_norm)
     xhat, rstd = ctx.get()
     inv_n = g.dtype.type(1 / n)
@@ -482,6 +498,12 @@ def _batch_norm(x, weight, bias, training, mean, invstd, eps, ctx):
     if weight is not None:
         out = out * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)
+
+
+def _batch_norm_tensor_grads(g, x, weight, training, mean, invstd, eps, needs):
+    """The gradients on Tensors, the batch statistics recomputed from x (differentiated too:
+    the derivative of native_batch_norm_backward, norms.py)."""
+    return _batch_norm_grads(g, x, weight, training, mean, invstd, eps, None, needs, TENSORS)
 
 
 def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp):

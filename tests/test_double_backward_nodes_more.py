@@ -68,6 +68,15 @@ CASES = {
                                                padding=(0, 1, 0), groups=2), 10),
     "conv3d_unbatched": (lambda T, F, x: F.conv3d(x.reshape(1, 2, 2, 2), x.reshape(
         2, 1, 1, 2, 2) * 1, dilation=(1, 1, 1)), 10),
+    # linalg_qr_backward (m >= n) as torch records it: gR R^H - Q^H gQ, syminvadj (triu, plus its
+    # transpose, the diagonal halved in place: CopySlices of MulBackward1), Q times that plus gQ,
+    # solve_triangular(R^H, ., left=False); Q and R column-major as LAPACK's (torch's strides),
+    # so the mm of Q differentiates as torch's mm_mat1_backward of a column-major operand
+    "qr_q": (lambda T, F, x: T.linalg.qr(x.t() * 1)[0], 10),
+    "qr_r": (lambda T, F, x: T.linalg.qr(x.t() * 1)[1], 10),
+    "qr_both": (lambda T, F, x: (lambda q: q[0] * q[1][0, 0] + q[1].sum())(T.linalg.qr(
+        x.t() * 1)), 10),
+    "qr_batched": (lambda T, F, x: T.linalg.qr(x.reshape(2, 2, 2) * 1)[0], 10),
 }
 
 # native_layer_norm_backward / native_batch_norm_backward under create_graph:
@@ -229,3 +238,10 @@ def test_fourth_derivative(name):
         out.append((t.detach().numpy(), f.numpy()))
     for a, b in zip(*out):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
+
+
+def test_qr_strides():
+    """linalg.qr's Q and R are column-major, as LAPACK writes them and torch returns them."""
+    for a in (X, np.reshape(X, (2, 2, 2)), np.transpose(X)):
+        got = [t.stride() for t in nbgrad.linalg.qr(nbgrad.tensor(a))]
+        assert got == [t.stride() for t in torch.linalg.qr(torch.tensor(a))]

@@ -214,6 +214,30 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
     return U @ (ret @ Vh)
 
 
+def _col_major(a):
+    """`a` with each matrix laid out column-major (LAPACK's layout, torch's strides)."""
+    return _xp(a).ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+def _qr_backward_tensors(gQ, gR, Q, R):
+    """torch's linalg_qr_backward (m >= n) as it records under create_graph: gA = gR R^H -
+    Q^H gQ, syminvadj(triu(gA)) (X + X^H, its diagonal halved in place: CopySlices), Q times
+    that, plus gQ, then solve_triangular(R^H, ., upper=False, left=False)."""
+    if gR is not None:
+        gA = gR @ R.transpose(-2, -1)
+        if gQ is not None:
+            gA = gA - Q.transpose(-2, -1) @ gQ
+    else:
+        gA = -(Q.transpose(-2, -1) @ gQ)
+    x = gA.triu()
+    ret = x + x.transpose(-2, -1)
+    _apply(ROWS["mul_scalar"], (ret.diagonal(0, -2, -1),), (0.5,), inplace="mul_")  # (mul_.Scalar)
+    gA = Q @ ret
+    if gQ is not None:
+        gA = gA + gQ
+    return _apply(ROWS["linalg_solve_triangular"], (R.transpose(-2, -1), gA), (False, False))
+
+
 def _qr_backward(g, A, Q, R, xp):
     """(gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q, copyltu its lower triangle mirrored,
     for m >= n; for wide A = [X | Y] (m < n), X's QR gets gQ + Y gV^T and Y gets Q gV."""
@@ -228,6 +252,8 @@ def _qr_backward(g, A, Q, R, xp):
         gX = _qr_backward((gQx, gU), None, Q, R[..., :, :m], xp)
         gY = Q @ gV if gV is not None else A[..., :, m:] * 0
         return xp.concatenate([gX, gY], axis=len(gX.shape) - 1)
+    if xp is TENSORS:
+        return _qr_backward_tensors(gQ, gR, Q, R)
     if gQ is not None and gR is not None:
         M = R @ _mT(gR) - _mT(gQ) @ Q
     elif gQ is not None:
@@ -310,7 +336,10 @@ op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyE
 op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left),
    **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
        g, self, result, upper, left, needs)})
-op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
+# Q and R column-major as LAPACK writes them (torch's strides: a gradient through an mm of Q is
+# torch's mm_mat1_backward of a column-major operand, (mat2 grad^T)^T, under create_graph too)
+op("linalg_qr", lambda A: tuple(_col_major(a) for a in _xp(A).linalg.qr(A, mode="reduced")),
+   n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))

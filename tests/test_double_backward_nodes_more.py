@@ -29,7 +29,8 @@ def _bcel(T, F, x, target=None, **kw):
     return F.binary_cross_entropy_with_logits(x, t, **kw)
 
 
-# name: (f(T, F, x) -> tensor, depth of the first and second gradients' graphs compared)
+# name: (f(T, F, x) -> tensor, depth of the first and second gradients' graphs compared: one
+# for both, or (first, second))
 CASES = {
     # binary_cross_entropy_with_logits_backward / _target_backward: composite in torch, so the
     # gradient records their ops (sigmoid, sub, mul, div; log_sigmoid with pos_weight)
@@ -77,6 +78,20 @@ CASES = {
     "qr_both": (lambda T, F, x: (lambda q: q[0] * q[1][0, 0] + q[1].sum())(T.linalg.qr(
         x.t() * 1)), 10),
     "qr_batched": (lambda T, F, x: T.linalg.qr(x.reshape(2, 2, 2) * 1)[0], 10),
+    # LAPACK's results column-major as torch's (inv, solve, cholesky, eigh, svd), so a reshape
+    # of one copies (CloneBackward0, UnsafeViewBackward0: was ViewBackward0) and an mm of one
+    # differentiates as torch's mm_mat1_backward of a column-major operand; inv's gradient in
+    # torch's order, -R^H (g R^H)
+    "inv_reshape": (lambda T, F, x: T.linalg.inv(x[:, :2] * 1 + 3 * T.eye(
+        2, dtype=T.float64)).reshape(-1), (10, 8)),
+    "inv_mm": (lambda T, F, x: T.linalg.inv(x[:, :2] * 1 + 3 * T.eye(2, dtype=T.float64)) @ x,
+               (10, 5)),
+    "inv_batched_reshape": (lambda T, F, x: T.linalg.inv(x.reshape(2, 2, 2) + 3 * T.eye(
+        2, dtype=T.float64)).reshape(-1), (10, 7)),
+    "solve_reshape": (lambda T, F, x: T.linalg.solve(x[:, :2] * 1 + 3 * T.eye(
+        2, dtype=T.float64), x[:, 2:] * 1).reshape(-1), 10),
+    "cholesky_mm": (lambda T, F, x: T.linalg.cholesky(x[:, :2] @ x[:, :2].t() + T.eye(
+        2, dtype=T.float64)) @ x, (10, 6)),
 }
 
 # native_layer_norm_backward / native_batch_norm_backward under create_graph:
@@ -202,8 +217,9 @@ def test_node_names_under_create_graph(name):
     gt, ht, _ = _grads(torch, name)
     gn, hn, _ = _grads(nbgrad, name)
     depth = CASES[name][1]
-    assert _graph(gn.grad_fn, depth) == _graph(gt.grad_fn, depth)
-    assert _graph(hn.grad_fn, depth) == _graph(ht.grad_fn, depth)
+    dg, dh = depth if isinstance(depth, tuple) else (depth, depth)
+    assert _graph(gn.grad_fn, dg) == _graph(gt.grad_fn, dg)
+    assert _graph(hn.grad_fn, dh) == _graph(ht.grad_fn, dh)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -240,8 +256,25 @@ def test_fourth_derivative(name):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
 
 
-def test_qr_strides():
-    """linalg.qr's Q and R are column-major, as LAPACK writes them and torch returns them."""
-    for a in (X, np.reshape(X, (2, 2, 2)), np.transpose(X)):
-        got = [t.stride() for t in nbgrad.linalg.qr(nbgrad.tensor(a))]
-        assert got == [t.stride() for t in torch.linalg.qr(torch.tensor(a))]
+_SPD = np.array([[4.0, 1, 0.5], [1, 3, 0.2], [0.5, 0.2, 2]])
+
+
+@pytest.mark.parametrize("fn", ["qr", "inv", "cholesky", "eigh", "svd", "svd_full", "solve",
+                                "solve_vector", "pinv", "slogdet"])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_linalg_strides(fn, batch):
+    """LAPACK's results are column-major, as torch returns them (each matrix of a batch; a
+    batch of solve's vectors as one matrix); pinv's (a product) row-major."""
+    calls = {"qr": lambda T, a: T.linalg.qr(a), "inv": lambda T, a: T.linalg.inv(a),
+             "cholesky": lambda T, a: T.linalg.cholesky(a), "eigh": lambda T, a: T.linalg.eigh(a),
+             "svd": lambda T, a: T.linalg.svd(a, full_matrices=False),
+             "svd_full": lambda T, a: T.linalg.svd(a[..., :2]),
+             "solve": lambda T, a: T.linalg.solve(a, a[..., :2] * 1),
+             "solve_vector": lambda T, a: T.linalg.solve(a, a[..., 0] * 1),
+             "pinv": lambda T, a: T.linalg.pinv(a), "slogdet": lambda T, a: T.linalg.slogdet(a)}
+    a = np.broadcast_to(_SPD, batch + (3, 3)).copy()
+
+    def strides(T):
+        out = calls[fn](T, T.tensor(a))
+        return [t.stride() for t in (out if isinstance(out, tuple) else (out,))]
+    assert strides(nbgrad) == strides(torch)

@@ -107,8 +107,9 @@ def _as_matrix_rhs(b, a):
 
 def _solve_fwd(a, b):
     if _as_matrix_rhs(b, a):
-        return _xp(a).linalg.solve(a, b[..., None])[..., 0]
-    return _xp(a).linalg.solve(a, b)
+        x = _xp(a).linalg.solve(a, b[..., None])[..., 0]
+        return _col_major(x) if x.ndim > 1 else x  # (torch: a batch of vectors as a matrix)
+    return _col_major(_xp(a).linalg.solve(a, b))
 
 
 def _solve_grads(g, A, B, result, xp, needs):
@@ -212,6 +213,11 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
         ga = ga + sgv - (sgv @ _mT(Vh)) @ Vh
         return U @ ga
     return U @ (ret @ Vh)
+
+
+def _eigh_fwd(A, UPLO):
+    w, v = _xp(A).linalg.eigh(A, UPLO=UPLO)
+    return w, _col_major(v)
 
 
 def _col_major(a):
@@ -318,8 +324,8 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
    self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
    vec1=lambda g, vec2, alpha, xp: _maybe_multiply(g @ vec2, alpha, xp),
    vec2=lambda g, vec1, alpha, xp: _maybe_multiply(xp.t(g) @ vec1, alpha, xp))
-op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
-   A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
+op("linalg_inv", lambda A: _col_major(_xp(A).linalg.inv(A)), node="LinalgInvExBackward0",
+   A=lambda g, result: -(_mT(result) @ (g @ _mT(result))))  # (torch's order: R^H (g R^H))
 op("linalg_det", lambda A: _det_fwd(A),
    A=lambda g, A, result, xp: _det_backward(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
@@ -329,19 +335,20 @@ op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
    if xp is not TENSORS else _solve_diag(g[1], A))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
-op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
+op("linalg_cholesky", lambda A: _col_major(_xp(A).linalg.cholesky(A)), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
 # A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
 # (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
 op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left),
    **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
        g, self, result, upper, left, needs)})
-# Q and R column-major as LAPACK writes them (torch's strides: a gradient through an mm of Q is
-# torch's mm_mat1_backward of a column-major operand, (mat2 grad^T)^T, under create_graph too)
+# LAPACK's results are column-major (inv, solve, cholesky, eigh's vectors, svd's U and Vh, qr's
+# Q and R), as torch returns them: an mm of one differentiates as torch's mm_mat1_backward of
+# a column-major operand, (mat2 grad^T)^T, a reshape of one copies (UnsafeViewBackward0)
 op("linalg_qr", lambda A: tuple(_col_major(a) for a in _xp(A).linalg.qr(A, mode="reduced")),
    n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
-op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
+op("linalg_eigh", lambda A, UPLO: _eigh_fwd(A, UPLO), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
 op("linalg_svd", lambda A, full_matrices: _svd_fwd(A, full_matrices), n_out=3,
    A=lambda g, result, result1, result2, full_matrices, xp: _svd_backward(
@@ -369,7 +376,8 @@ def _svd_fwd(A, full_matrices):
         k = min(m, n)
         return tuple(xp.full(A.shape[:-2] + s, xp.nan, A.dtype) for s in (
             (m, m if full_matrices else k), (k,), (n if full_matrices else k, n)))
-    return tuple(xp.linalg.svd(A, full_matrices=full_matrices))
+    u, s, vh = xp.linalg.svd(A, full_matrices=full_matrices)
+    return _col_major(u), s, _col_major(vh)
 
 
 def _pinv_fwd(A):

@@ -78,6 +78,10 @@ CASES = {
     "qr_both": (lambda T, F, x: (lambda q: q[0] * q[1][0, 0] + q[1].sum())(T.linalg.qr(
         x.t() * 1)), 10),
     "qr_batched": (lambda T, F, x: T.linalg.qr(x.reshape(2, 2, 2) * 1)[0], 10),
+    # m < n: Q (X - X^H).tril() of X = -gA, solved against R's leading square, zeros after
+    "qr_wide_q": (lambda T, F, x: T.linalg.qr(x * 1)[0], 10),
+    "qr_wide_both": (lambda T, F, x: (lambda q: q[0] * q[1][0, 0] + q[1].sum())(T.linalg.qr(
+        x * 1)), 10),
     # LAPACK's results column-major as torch's (inv, solve, cholesky, eigh, svd), so a reshape
     # of one copies (CloneBackward0, UnsafeViewBackward0: was ViewBackward0) and an mm of one
     # differentiates as torch's mm_mat1_backward of a column-major operand; inv's gradient in

@@ -226,15 +226,24 @@ def _col_major(a):
 
 
 def _qr_backward_tensors(gQ, gR, Q, R):
-    """torch's linalg_qr_backward (m >= n) as it records under create_graph: gA = gR R^H -
-    Q^H gQ, syminvadj(triu(gA)) (X + X^H, its diagonal halved in place: CopySlices), Q times
-    that, plus gQ, then solve_triangular(R^H, ., upper=False, left=False)."""
+    """torch's linalg_qr_backward as it records under create_graph: gA = gR R^H - Q^H gQ;
+    m >= n: syminvadj(triu(gA)) (X + X^H, its diagonal halved in place: CopySlices), Q times
+    that, plus gQ, then solve_triangular(R^H, ., upper=False, left=False); m < n: Q (X -
+    X^H).tril() of X = -gA, solved against R's leading square, zeros after, plus Q gR."""
     if gR is not None:
         gA = gR @ R.transpose(-2, -1)
         if gQ is not None:
             gA = gA - Q.transpose(-2, -1) @ gQ
     else:
         gA = -(Q.transpose(-2, -1) @ gQ)
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:  # trilImInvAdjSkew(-gA) = (X - X^H).tril(), over R's leading m x m, zeros after
+        x = -gA
+        gA = Q @ (x - x.transpose(-2, -1)).tril()
+        gA = _apply(ROWS["linalg_solve_triangular"], (R.narrow(-1, 0, m).transpose(-2, -1),
+                                                       gA), (False, False))
+        gA = TENSORS.concatenate([gA, gA.new_zeros(tuple(R.shape[:-1]) + (n - m,))], -1)
+        return gA if gR is None else gA + Q @ gR
     x = gA.triu()
     ret = x + x.transpose(-2, -1)
     _apply(ROWS["mul_scalar"], (ret.diagonal(0, -2, -1),), (0.5,), inplace="mul_")  # (mul_.Scalar)
@@ -249,7 +258,7 @@ def _qr_backward(g, A, Q, R, xp):
     for m >= n; for wide A = [X | Y] (m < n), X's QR gets gQ + Y gV^T and Y gets Q gV."""
     gQ, gR = g
     m, n = Q.shape[-2], R.shape[-1]
-    if m < n:
+    if m < n and xp is not TENSORS:
         gU = None if gR is None else gR[..., :, :m]
         gV = None if gR is None else gR[..., :, m:]
         gQx = None if gV is None else A[..., :, m:] @ _mT(gV)

@@ -96,6 +96,15 @@ CASES = {
         2, dtype=T.float64), x[:, 2:] * 1).reshape(-1), 10),
     "cholesky_mm": (lambda T, F, x: T.linalg.cholesky(x[:, :2] @ x[:, :2].t() + T.eye(
         2, dtype=T.float64)) @ x, (10, 6)),
+    # linalg_eig_backward (hermitian) as torch records it: V gL V^H without gV; else V^H gV
+    # made skew (MulBackward1), divided in place by E (its diagonal filled: CopySlices), gL
+    # copied onto the diagonal, V (. V^H)
+    "eigh_values": (lambda T, F, x: T.linalg.eigh(x[:, :2] @ x[:, :2].t() + T.eye(
+        2, dtype=T.float64))[0], 10),
+    "eigh_both": (lambda T, F, x: (lambda e: e[1] * e[0][0])(T.linalg.eigh(
+        x[:, 1:3] @ x[:, 1:3].t() + T.eye(2, dtype=T.float64))), 10),
+    "eigh_mm": (lambda T, F, x: T.linalg.eigh(x[:, :2] @ x[:, :2].t() + T.eye(
+        2, dtype=T.float64))[1] @ x, (10, 6)),
 }
 
 # native_layer_norm_backward / native_batch_norm_backward under create_graph:

@@ -162,6 +162,8 @@ def _cholesky_backward(g, L, xp):
 
 def _eigh_backward(g, L, V, xp):
     gL, gV = g
+    if xp is TENSORS:
+        return _eigh_backward_tensors(gL, gV, L, V)
     n = L.shape[-1]
     eye = xp.eye(n, L)
     inner = None
@@ -174,6 +176,23 @@ def _eigh_backward(g, L, V, xp):
         d = gL[..., None, :] * eye
         inner = d if inner is None else inner + d
     return V @ inner @ _mT(V)
+
+
+def _eigh_backward_tensors(gL, gV, L, V):
+    """torch's linalg_eig_backward (hermitian) as it records under create_graph: V gL V^H
+    without gV; else VhgV = V^H gV made skew (0.5 (X - X^H)), divided in place by E (L_j - L_i,
+    ones written on its diagonal), gL copied onto the diagonal, V (. V^H)."""
+    Vh = V.transpose(-2, -1)
+    if gV is None:
+        return (V * gL.unsqueeze(-2)) @ Vh
+    vhgv = Vh @ gV
+    vhgv = TENSORS.mul_scalar(vhgv - vhgv.transpose(-2, -1), 0.5)
+    e = L.unsqueeze(-2) - L.unsqueeze(-1)
+    e.diagonal(0, -2, -1).fill_(1.0)
+    ret = vhgv.div_(e)
+    if gL is not None:
+        ret.diagonal(0, -2, -1).copy_(gL)
+    return V @ (ret @ Vh)
 
 
 def _svd_backward(g, U, S, Vh, full_matrices, xp):

@@ -96,7 +96,7 @@ CASES = {
         2, dtype=T.float64), x[:, 2:] * 1).reshape(-1), 10),
     "cholesky_mm": (lambda T, F, x: T.linalg.cholesky(x[:, :2] @ x[:, :2].t() + T.eye(
         2, dtype=T.float64)) @ x, (10, 6)),
-    # linalg_eig_backward (hermitian) as torch records it: V gL V^H without gV; else V^H gV
+    # linalg_eigh's backward (torch's linalg_eig_backward, hermitian) as torch records it: V gL V^H without gV; else V^H gV
     # made skew (MulBackward1), divided in place by E (its diagonal filled: CopySlices), gL
     # copied onto the diagonal, V (. V^H)
     "eigh_values": (lambda T, F, x: T.linalg.eigh(x[:, :2] @ x[:, :2].t() + T.eye(
@@ -105,6 +105,15 @@ CASES = {
         x[:, 1:3] @ x[:, 1:3].t() + T.eye(2, dtype=T.float64))), 10),
     "eigh_mm": (lambda T, F, x: T.linalg.eigh(x[:, :2] @ x[:, :2].t() + T.eye(
         2, dtype=T.float64))[1] @ x, (10, 6)),
+    # svd_backward (real) as torch records it (skew of U^H gU / V^H gV over E, whose diagonal is
+    # filled, the tall / wide terms; full matrices narrowed to the first k vectors); losses
+    # invariant under the singular vectors' signs, which LAPACK drivers choose differently
+    "svd_values": (lambda T, F, x: T.linalg.svd(x * 1, full_matrices=False)[1], 10),
+    "svd_us_tall": (lambda T, F, x: (lambda r: r[0] * r[1])(T.linalg.svd(
+        x.t() * 1, full_matrices=False)), 10),
+    "svd_svh_wide": (lambda T, F, x: (lambda r: r[1][:, None] * r[2])(T.linalg.svd(
+        x * 1, full_matrices=False)), 10),
+    "svd_full_u": (lambda T, F, x: T.linalg.svd(x.t() * 1)[0][:, :2], 10),
 }
 
 # native_layer_norm_backward / native_batch_norm_backward under create_graph:

@@ -195,8 +195,50 @@ def _eigh_backward_tensors(gL, gV, L, V):
     return V @ (ret @ Vh)
 
 
+def _svd_backward_tensors(gU, gS, gVh, U, S, Vh, full_matrices):
+    """torch's svd_backward (real) as it records under create_graph (derivatives.yaml narrows
+    full matrices to the first k vectors)."""
+    k = S.shape[-1]
+    if full_matrices:
+        U, Vh = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+        gU = None if gU is None else gU.narrow(-1, 0, k)
+        gVh = None if gVh is None else gVh.narrow(-2, 0, k)
+    m, n = U.shape[-2], Vh.shape[-1]
+    if gU is None and gVh is None:
+        return U @ (gS.unsqueeze(-1) * Vh) if m >= n else (U * gS.unsqueeze(-2)) @ Vh
+
+    def skew(a):
+        return a - a.transpose(-2, -1)
+    uhgu = None if gU is None else skew(U.transpose(-2, -1) @ gU)
+    vhgv = None if gVh is None else skew(Vh @ gVh.transpose(-2, -1))
+    s2 = S * S
+    e = s2.unsqueeze(-2) - s2.unsqueeze(-1)
+    e.diagonal(0, -2, -1).fill_(1)
+    if uhgu is not None and vhgv is not None:
+        ga = (uhgu * S.unsqueeze(-2) + S.unsqueeze(-1) * vhgv) / e
+    elif uhgu is not None:
+        ga = (uhgu / e) * S.unsqueeze(-2)
+    else:
+        ga = S.unsqueeze(-1) * (vhgv / e)
+    if gS is not None:
+        ga = ga + gS.diag_embed()
+    if m > n and gU is not None:
+        ga = U @ ga
+        gus = gU / S.unsqueeze(-2)
+        ga = ga + gus - U @ (U.transpose(-2, -1) @ gus)
+        return ga @ Vh
+    if m < n and gVh is not None:
+        ga = ga @ Vh
+        sgv = gVh / S.unsqueeze(-1)
+        ga = ga + sgv - (sgv @ Vh.transpose(-2, -1)) @ Vh
+        return U @ ga
+    return U @ (ga @ Vh) if m >= n else (U @ ga) @ Vh
+
+
 def _svd_backward(g, U, S, Vh, full_matrices, xp):
     gU, gS, gVh = g
+    if xp is TENSORS:
+        return _svd_backward_tensors(gU, gS, gVh, U, S, Vh, full_matrices)
     k = S.shape[-1]
     if full_matrices:  # only the first k singular vectors have a derivative
         U, Vh = U[..., :, :k], Vh[..., :k, :]

@@ -114,6 +114,13 @@ CASES = {
     "svd_svh_wide": (lambda T, F, x: (lambda r: r[1][:, None] * r[2])(T.linalg.svd(
         x * 1, full_matrices=False)), 10),
     "svd_full_u": (lambda T, F, x: T.linalg.svd(x.t() * 1)[0][:, :2], 10),
+    # group_norm: native_group_norm's three outputs (mean and rstd differentiable) and torch's
+    # infinitely_differentiable_native_group_norm_backward, op for op (right at every order)
+    "group_norm": (lambda T, F, x: F.group_norm(x.reshape(1, 4, 2), 2), 10),
+    "group_norm_affine": (lambda T, F, x: F.group_norm(x.reshape(1, 4, 2), 2, x[0] * 1,
+                                                       x[1] * 1), 10),
+    "group_norm_4d": (lambda T, F, x: F.group_norm(x.reshape(2, 2, 2, 1), 1, T.tensor(
+        [1.5, 0.5], dtype=T.float64)), 10),
 }
 
 # native_layer_norm_backward / native_batch_norm_backward under create_graph:
@@ -260,7 +267,7 @@ def test_gradgradcheck(name):
     assert gradgradcheck(lambda t: CASES[name][0](nbgrad, nbgrad.nn.functional, t), (x,))
 
 
-@pytest.mark.parametrize("name", ["conv3d_bias", "conv3d_groups"])
+@pytest.mark.parametrize("name", ["conv3d_bias", "conv3d_groups", "group_norm_affine"])
 def test_fourth_derivative(name):
     """The rows a third gradient records under create_graph (the transposed 3-D convolution of
     _convolution_double_backward, its own gradients) differentiate again: the third and fourth

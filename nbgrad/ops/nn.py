@@ -135,10 +135,6 @@ op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
                _embedding_double(gg, indices, padding_idx, xp)),
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
-op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
-    input, weight, bias, num_groups, eps, ctx),
-   **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
-      _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
 
 # ---- F.bilinear's kernel: out[b, o] = sum_ij i1[b, i] i2[o, i, j] i3[b, j] --------------------
 op("_trilinear", lambda i1, i2, i3: _xp(i1).einsum("bi,oij,bj->bo", i1, i2, i3),
@@ -530,49 +526,6 @@ def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp)
                             - xhat * (g * xhat).sum(axis=axes, keepdims=True) / n)
         else:
             gx = g * w * inv
-    if len(needs) > 1 and needs[1]:
-        gw = (g * xhat).sum(axis=axes)
-    if len(needs) > 2 and needs[2]:
-        gb = g.sum(axis=axes)
-    return gx, gw, gb
-
-
-def _group_norm(x, weight, bias, num_groups, eps, ctx):
-    n, c = x.shape[0], x.shape[1]
-    xg = x.reshape(n, num_groups, -1)
-    mean = xg.mean(axis=2, keepdims=True)
-    xc = xg - mean
-    rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
-    xhat = (xc * rstd).reshape(x.shape)
-    ctx.value = (xhat, rstd)
-    if weight is None and bias is None:
-        return xhat.copy()  # its own array: xhat, read by the backward, has no version check
-    shape = (1, c) + (1,) * (x.ndim - 2)
-    out = xhat if weight is None else xhat * weight.reshape(shape)
-    return out if bias is None else out + bias.reshape(shape)
-
-
-def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
-    n, c = x.shape[0], x.shape[1]
-    shape = (1, c) + (1,) * (len(x.shape) - 2)
-    xs = tuple(x.shape)
-    if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
-        xg = x.reshape(n, num_groups, -1)
-        m = xg.shape[2]
-        xc = xg - xg.sum(axis=2, keepdims=True) / m
-        rstd = ((xc * xc).sum(axis=2, keepdims=True) / m + eps).rsqrt()
-        xhat = (xc * rstd).reshape(xs)
-    else:
-        xhat, rstd = ctx.get()
-    axes = (0,) + tuple(range(2, len(xs)))
-    gx = gw = gb = None
-    if needs[0]:
-        gh = g if weight is None else g * weight.reshape(shape)
-        ghg = gh.reshape(n, num_groups, -1)
-        xhg = xhat.reshape(n, num_groups, -1)
-        m = ghg.shape[2]
-        gx = (rstd * (ghg - ghg.sum(axis=2, keepdims=True) / m
-                      - xhg * (ghg * xhg).sum(axis=2, keepdims=True) / m)).reshape(xs)
     if len(needs) > 1 and needs[1]:
         gw = (g * xhat).sum(axis=axes)
     if len(needs) > 2 and needs[2]:

@@ -4,9 +4,10 @@ Read in this order: registry.py (the Row schema: how a row is written and what i
 the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py,
 activations.py, losses.py, volumes.py (the 3-D layers, with their N-d kernels), attention.py,
 resampling.py (upsampling beyond 2-D bilinear, max-unpooling), ctc.py (the CTC loss),
-norms.py (layer_norm's and batch_norm's backward ops, under create_graph) — with
-formulas.py (the formula namespace `xp`), derivatives.py (formulas longer than a line) and
-kernels.py (conv/pool array kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the
+norms.py (group_norm, and layer_norm's and batch_norm's backward ops) — with
+formulas.py (the formula namespace `xp`), derivatives.py (formulas longer than a line),
+kernels.py (conv/pool array kernels) and lapack.py (LAPACK's steps in numpy where numpy's and
+torch's LAPACK answer differently: non-finite, singular and refused matrices). Applying a row to tensors is nbgrad/autograd/apply.py; the
 torch.* functions that pick
 a row and parse PyTorch's arguments are nbgrad/functions/.
 """

@@ -418,6 +418,40 @@ def test_cross_entropy_value_without_graph_is_the_graphs(mode, shape, reduction)
     assert value._data.tobytes() == ref._data.tobytes()
 
 
+@pytest.mark.parametrize("shape", [(32, 27), (128, 65), (7, 33), (1, 40), (40, 2)],
+                         ids=["short_rows", "long_rows", "few_rows", "one_row", "two_classes"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_recorded_cross_entropy_is_the_chains_bit_for_bit(shape, dtype, reduction):
+    """The recorded cross_entropy (one fused node: the targets' log-probabilities picked from
+    log_softmax's parts, the gradient finished in its backward) gives the value and gradient of
+    log_softmax then nll_loss recorded as their two nodes, bit for bit, for gradients 1, 0, -0.0
+    (a -0.0 row sum is +0.0) and 2.5, with a class of probability 0 and one dominating class;
+    and torch's, to rounding."""
+    x0 = (R.standard_normal(shape) * 4).astype(dtype)
+    t0 = R.integers(0, shape[1], shape[0])
+    x0[0, (t0[0] + 1) % shape[1]] = -np.inf
+    x0[-1, t0[-1]] = 1e4
+    F = nbgrad.nn.functional
+    for gv in (1.0, 0.0, -0.0, 2.5):
+        got = []
+        for fn in (lambda x, t: F.cross_entropy(x, t, reduction=reduction),
+                   lambda x, t: F.nll_loss(x.log_softmax(1), t, reduction=reduction)):
+            x = nbgrad.tensor(x0, requires_grad=True)
+            loss = fn(x, nbgrad.tensor(t0))
+            loss.backward(nbgrad.tensor(np.asarray(gv, dtype)))
+            got.append((loss._data.tobytes(), x.grad._data.dtype, x.grad._data.tobytes(),
+                        x.grad.stride()))
+        assert got[0] == got[1], gv
+    if dtype == "float16":
+        return
+    xt = torch.tensor(x0, requires_grad=True)
+    torch.nn.functional.cross_entropy(xt, torch.tensor(t0), reduction=reduction).backward()
+    x = nbgrad.tensor(x0, requires_grad=True)
+    F.cross_entropy(x, nbgrad.tensor(t0), reduction=reduction).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "plain"])
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
                                 dict(kernel_size=2, ceil_mode=True),
@@ -547,3 +581,4 @@ def test_leaf_grad_values_and_versions_like_torch(name):
     assert b[1] == a[1] and b[3] == a[3]
     np.testing.assert_allclose(np.array(b[0][1]), np.array(a[0][1]), rtol=1e-5)
     np.testing.assert_allclose(np.array(b[2][1]), np.array(a[2][1]), rtol=1e-5)
+

@@ -582,3 +582,27 @@ def test_leaf_grad_values_and_versions_like_torch(name):
     np.testing.assert_allclose(np.array(b[0][1]), np.array(a[0][1]), rtol=1e-5)
     np.testing.assert_allclose(np.array(b[2][1]), np.array(a[2][1]), rtol=1e-5)
 
+
+def test_optimizer_and_clip_writes_name_the_users_line():
+    """AdamW's step and clip_grad_norm_ write every parameter (gradient) from one user line and
+    find that line once for all: each write is still recorded on its own tensor, with torch's
+    versions, the op torch's would name (mul_ then addcdiv_ for AdamW's decay and update, mul_
+    for the clip) and the line of the call."""
+    import inspect
+    versions = []
+    for lib in (torch, nbgrad):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 2))
+        opt = lib.optim.AdamW(m.parameters(), lr=0.1)
+        m(lib.ones(5, 3)).sum().backward()
+        lib.nn.utils.clip_grad_norm_(m.parameters(), 0.1); lc = inspect.currentframe().f_lineno  # noqa: E702,E501
+        opt.step(); ls = inspect.currentframe().f_lineno  # noqa: E702
+        versions.append([(p._version, p.grad._version) for p in m.parameters()])
+    assert versions[1] == versions[0]
+    for p in m.parameters():
+        h = p._version_history()[-2:]  # (before them: the initialisation's writes)
+        assert [(v, name) for v, name, _ in h] == [(p._version - 1, "mul_"),
+                                                  (p._version, "addcdiv_")]
+        assert [(w.filename, w.lineno) for _, _, w in h] == [(__file__, ls)] * 2
+        (_, name, w), = p.grad._version_history()
+        assert (name, w.filename, w.lineno) == ("mul_", __file__, lc)

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..backend import get_array_module as _xp
+from ..storage import bump_all
 from .optimizer import Optimizer, _tensor_of, _use_grad
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
@@ -175,11 +176,11 @@ class Adam(Optimizer):
                     t for t in todo if t[0]._data.size > _FLAT_EACH):
                 m, v, *vmax = (st[k]._data for k in keys)
                 _adam_update(p._data, g, m, v, vmax[0] if vmax else None, step, group)
-            decay = group["weight_decay"] != 0 and group["decoupled_weight_decay"]
-            for p, _, _, _ in todo:  # the versions torch's mul_ and addcdiv_ give
-                if decay:
-                    p._bump_version("mul_")
-                p._bump_version("addcdiv_")
+            # the versions torch's mul_ and addcdiv_ give
+            written = [p._storage for p, _, _, _ in todo]
+            if group["weight_decay"] != 0 and group["decoupled_weight_decay"]:
+                bump_all(written, "mul_")
+            bump_all(written, "addcdiv_")
         return loss
 
 

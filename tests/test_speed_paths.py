@@ -583,26 +583,30 @@ def test_leaf_grad_values_and_versions_like_torch(name):
     np.testing.assert_allclose(np.array(b[2][1]), np.array(a[2][1]), rtol=1e-5)
 
 
-def test_optimizer_and_clip_writes_name_the_users_line():
-    """AdamW's step and clip_grad_norm_ write every parameter (gradient) from one user line and
-    find that line once for all: each write is still recorded on its own tensor, with torch's
-    versions, the op torch's would name (mul_ then addcdiv_ for AdamW's decay and update, mul_
-    for the clip) and the line of the call."""
+@pytest.mark.parametrize("opt,names", [("AdamW", ["mul_", "addcdiv_"]), ("SGD", ["add_"])])
+def test_optimizer_and_clip_writes_name_the_users_line(opt, names):
+    """AdamW's and SGD's steps and clip_grad_norm_ write every parameter (gradient) from one
+    user line and find that line once for all: each write is still recorded on its own tensor,
+    with torch's versions, the op torch's would name (mul_ then addcdiv_ for AdamW's decay and
+    update, add_ for SGD's, mul_ for the clip) and the line of the call."""
     import inspect
     versions = []
     for lib in (torch, nbgrad):
         lib.manual_seed(0)
         m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 2))
-        opt = lib.optim.AdamW(m.parameters(), lr=0.1)
-        m(lib.ones(5, 3)).sum().backward()
-        lib.nn.utils.clip_grad_norm_(m.parameters(), 0.1); lc = inspect.currentframe().f_lineno  # noqa: E702,E501
-        opt.step(); ls = inspect.currentframe().f_lineno  # noqa: E702
+        o = getattr(lib.optim, opt)(m.parameters(), lr=0.1, momentum=0.9) if opt == "SGD" \
+            else getattr(lib.optim, opt)(m.parameters(), lr=0.1)
+        for _ in range(2):  # (SGD's momentum buffer: made, then updated)
+            m(lib.ones(5, 3)).sum().backward()
+            lib.nn.utils.clip_grad_norm_(m.parameters(), 0.1); lc = inspect.currentframe().f_lineno  # noqa: E702,E501
+            o.step(); ls = inspect.currentframe().f_lineno  # noqa: E702
         versions.append([(p._version, p.grad._version) for p in m.parameters()])
     assert versions[1] == versions[0]
+    k = len(names)
     for p in m.parameters():
-        h = p._version_history()[-2:]  # (before them: the initialisation's writes)
-        assert [(v, name) for v, name, _ in h] == [(p._version - 1, "mul_"),
-                                                  (p._version, "addcdiv_")]
-        assert [(w.filename, w.lineno) for _, _, w in h] == [(__file__, ls)] * 2
-        (_, name, w), = p.grad._version_history()
+        h = p._version_history()[-k:]  # (before them: the first step's and init's writes)
+        assert [(v, name) for v, name, _ in h] == [
+            (p._version - k + 1 + i, name) for i, name in enumerate(names)]
+        assert [(w.filename, w.lineno) for _, _, w in h] == [(__file__, ls)] * k
+        _, name, w = p.grad._version_history()[-1]
         assert (name, w.filename, w.lineno) == ("mul_", __file__, lc)

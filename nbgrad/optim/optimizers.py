@@ -82,6 +82,7 @@ class SGD(Optimizer):
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            written = []
             for p in group["params"]:
                 g = p._grad
                 if g is None:
@@ -105,7 +106,8 @@ class SGD(Optimizer):
                     g = g + momentum * buf._data if nesterov else buf._data
                 pd = p._data
                 pd -= lr * g
-                p._bump_version("add_")
+                written.append(p._storage)
+            bump_all(written, "add_")  # (torch's add_: the user's line found once)
         return loss
 
 

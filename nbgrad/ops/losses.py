@@ -483,3 +483,23 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
     perm = (0, ndim - 1) + tuple(range(1, ndim - 1))
     return xp.permute(out, perm)
 
+
+
+def cross_entropy_grad(parts, rows, t, n, g):
+    """The logits' gradient of ``nll_loss(log_softmax(x, 1), t)`` for (N, C) logits, no weight,
+    no target ignored, from ``log_softmax_parts(x)`` (ops/nn.py) and the loss's 0-d gradient `g`
+    of x's dtype (`n`: N for "mean", 1 for "sum"). Bit for bit what nll_loss's formula
+    (`_nll_grad`: ``s = -g / n`` at each row's target, 0 elsewhere) then log_softmax's
+    (``gnll - exp(logp) * gnll.sum(1)``) compute, in fewer array passes and without gnll: each
+    row of gnll sums to s (``s + 0``: a -0.0 sums to +0.0), so the gradient is
+    ``0 - exp(logp) * (s + 0)`` off the targets and ``s - exp(logp) * (s + 0)`` on them."""
+    z, lse, transposed = parts
+    s = -g / n
+    e = np.subtract(z, lse)  # logp, as log_softmax's forward finishes it
+    np.exp(e, out=e)
+    e *= s + s.dtype.type(0)
+    at = (t, rows) if transposed else (rows, t)
+    picked = e[at]
+    np.subtract(e.dtype.type(0), e, out=e)
+    e[at] = s - picked
+    return np.ascontiguousarray(e.T) if transposed else e

@@ -340,33 +340,35 @@ def _softmax(a, dim):
 def _log_softmax(a, dim):
     """x - max - log(sum(exp(x - max))) per row, as torch's kernel (a row holding +-inf or NaN
     gives NaN throughout, as torch's does)."""
+    if not a.size:
+        return a.copy()
+    z, lse, transposed = log_softmax_parts(a, dim)
+    z -= lse
+    return np.ascontiguousarray(z.T).reshape(a.shape) if transposed else z
+
+
+def log_softmax_parts(a, dim=1):
+    """``(z, lse, transposed)`` of a non-empty array: ``z - lse`` is `_log_softmax(a, dim)`
+    (`_log_softmax` subtracts them in place), z the rows shifted by their max, lse the log of
+    each row's sum of ``exp(z)``. `transposed` (short rows along the last dim, `_short_rows`):
+    z is (C, rows) and lse (rows,); else z has a's shape and lse a's with `dim` kept as 1.
+    cross_entropy picks the targets' log-probabilities from them (`log_softmax_picked`) and
+    finishes the others only in its backward."""
     at = _short_rows(a, dim)
     if at is not None:
         at -= np.maximum.reduce(at, 0)
         lse = np.add.reduce(np.exp(at), 0)
-        at -= np.log(lse, out=lse)
-        return np.ascontiguousarray(at.T).reshape(a.shape)
-    if not a.size:
-        return a.copy()
+        return at, np.log(lse, out=lse), True
     xp = _xp(a)
     z = a - a.max(axis=dim, keepdims=True)
-    z -= xp.log(_sum_keep(xp.exp(z), dim))
-    return z
+    return z, xp.log(_sum_keep(xp.exp(z), dim)), False
 
 
-def log_softmax_picked(a, rows, t):
-    """``_log_softmax(a, 1)[rows, t]`` of a non-empty 2-d numpy array: the log-probabilities
-    of the targets alone, each computed as `_log_softmax` computes it (bitwise the same), the
-    others never finished (cross_entropy's value with nothing to record)."""
-    at = _short_rows(a, 1)
-    if at is not None:
-        at -= np.maximum.reduce(at, 0)
-        lse = np.add.reduce(np.exp(at), 0)
-        return at[t, rows] - np.log(lse, out=lse)
-    z = a - a.max(axis=1, keepdims=True)
-    return z[rows, t] - np.log(_sum_keep(np.exp(z), 1))[:, 0]
-
-
+def log_softmax_picked(parts, rows, t):
+    """``_log_softmax(a, 1)[rows, t]`` of a 2-d `a` from ``log_softmax_parts(a)``: the targets'
+    log-probabilities alone, bitwise the same."""
+    z, lse, transposed = parts
+    return z[t, rows] - lse if transposed else z[rows, t] - lse[:, 0]
 
 
 def _layer_norm(x, weight, bias, k, eps, ctx):

@@ -43,22 +43,51 @@ from . import naming
 
 __all__ = ["enable", "disable", "is_enabled", "switch", "TORCH_VERSION"]
 
-TORCH_VERSION = "2.13.0"  # the PyTorch release whose behaviour nbgrad follows
+TORCH_VERSION = "2.13.0+cpu"  # the PyTorch release whose behaviour nbgrad follows (its CPU wheel)
 
 _IMPORT_FROM = dis.opmap["IMPORT_FROM"]
 _set_aside = {}  # the real torch modules enable() took out of sys.modules
 
 
-def _release(version):
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version)
-    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+_PEP440 = re.compile(
+    r"\s*v?(?:(\d+)!)?(\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(alpha|beta|preview|pre|a|b|c|rc)[-_.]?(\d*))?"
+    r"(?:-(\d+)|[-_.]?(?:post|rev|r)[-_.]?(\d*))?"
+    r"(?:[-_.]?dev[-_.]?(\d*))?"
+    r"(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$", re.I)
+_PRE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+_LOW, _HIGH = (0,), (2,)  # packaging's NegativeInfinity / Infinity, around (1, value)
+
+
+def _version_key(version):
+    """The sort key packaging's ``Version`` orders PEP 440 versions by (epoch, release without
+    trailing zeros, pre-release, post, dev, local segment), or None for an invalid version."""
+    m = _PEP440.match(version)
+    if m is None:
+        return None
+    epoch, release, pre, pre_n, post_a, post_b, dev, local = m.groups()
+    rel = [int(p) for p in release.split(".")]
+    while len(rel) > 1 and rel[-1] == 0:
+        rel.pop()
+    post = post_a if post_a is not None else post_b
+    has_post = post is not None
+    dev_n = None if dev is None else int(dev or 0)
+    if pre is None:
+        pre_k = _LOW if (not has_post and dev_n is not None) else _HIGH
+    else:
+        pre_k = (1, _PRE[pre.lower()], int(pre_n or 0))
+    post_k = (1, int(post or 0)) if has_post else _LOW
+    dev_k = _HIGH if dev_n is None else (1, dev_n)
+    local_k = _LOW if local is None else (1, tuple(
+        (1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in re.split(r"[-_.]", local)))
+    return int(epoch or 0), tuple(rel), pre_k, post_k, dev_k, local_k
 
 
 class _TorchVersion(str):
     """``torch.__version__`` under the alias: a str that compares with version strings and
-    tuples by release number, as torch's ``TorchVersion`` (``torch.__version__ >= "2.1"``,
-    ``>= (2, 1)``); pre-release and local tags are not ordered (string comparison where a side
-    has no release number)."""
+    tuples as PEP 440 versions, as torch's ``TorchVersion`` (``torch.__version__ >= "2.1"``,
+    ``>= (2, 1)``; "2.13.0+cpu" > "2.13.0", a local tag ordering after its release); where a
+    side is no valid version, as strings. ``!=`` is str's, as in torch."""
 
     __slots__ = ()
 
@@ -66,17 +95,13 @@ class _TorchVersion(str):
         if isinstance(other, (tuple, list)):
             other = ".".join(str(p) for p in other)
         if isinstance(other, str):
-            a, b = _release(self), _release(other)
+            a, b = _version_key(self), _version_key(other)
             if a is not None and b is not None:
-                n = max(len(a), len(b))
-                return op(a + (0,) * (n - len(a)), b + (0,) * (n - len(b)))
+                return op(a, b)
         return op(str(self), other)
 
     def __eq__(self, other):
         return self._cmp(other, operator.eq)
-
-    def __ne__(self, other):
-        return self._cmp(other, operator.ne)
 
     def __lt__(self, other):
         return self._cmp(other, operator.lt)

@@ -14,10 +14,12 @@ from .functions import linalg_cross as cross
 from .functions import linalg_lu_factor as lu_factor
 from .functions import pinverse as pinv
 from .ops import ROWS as R
+from .ops.lapack import _LinAlgError as LinAlgError
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
-           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor"]
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor",
+           "LinAlgError"]
 
 _qr = collections.namedtuple("qr", ["Q", "R"])
 _eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])

@@ -30,15 +30,16 @@ def load(out: Path, lib: str, name: str):
 
 
 def last_exception(text):
-    """The last line of the last traceback: 'Type: text' (or '' when none)."""
+    """The line naming the exception of the last traceback: 'Type: text' (or '' when none): the
+    first line after the last frame (`  File ...` and its indented source lines)."""
     if "Traceback (most recent call last)" not in text:
         return ""
     tail = text.rsplit("Traceback (most recent call last)", 1)[1].splitlines()
-    for line in reversed(tail):
-        if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt|Warning)?(: |$)", line) and not \
-                line.startswith(" "):
-            return line.strip()[:240]
-    return tail[-1].strip()[:240] if tail else ""
+    frames = [i for i, line in enumerate(tail) if line.startswith('  File "')]
+    i = frames[-1] + 1 if frames else 1
+    while i < len(tail) and (tail[i].startswith("    ") or not tail[i].strip()):
+        i += 1
+    return tail[i].strip()[:240] if i < len(tail) else ""
 
 
 def ending(rc, text):
@@ -78,12 +79,18 @@ def same_end(et, en):
     if et[1] and et[2] != en[2]:
         same_type = et[2].split(":")[0] == en[2].split(":")[0]
         return same_type, f"torch: {et[2]} / nbgrad: {en[2]}"[:300]
-    return True, ""
+    return True, (f"both: {et[2]}"[:200] if et[1] else "")
+
+
+TIMES = re.compile(r"(time:?\s*|ms/batch\s*|elapsed\s*|took\s*)?\b\d+(\.\d+)?\s*(ms|s|sec|secs|"
+                   r"seconds)\b")
 
 
 def normalise(text):
-    """The printed lines that should agree: no warnings (with their source line), no traceback."""
+    """The printed lines that should agree: no warnings (with their source line), no traceback,
+    no timings."""
     text = text.replace("nbgrad.", "torch.").split("Traceback (most recent call last)")[0]
+    text = re.sub(r"ms/batch\s+[\d.]+", "ms/batch #", TIMES.sub("#time", text))
     lines, skip = [], False
     for line in text.splitlines():
         if any(d in line for d in DROP):
@@ -108,9 +115,11 @@ def _digit(a, b):
 
 
 def numbers(tt, tn, tol=1e-4):
-    """identical / rounding (max relative difference, digit) / different (first line)."""
+    """identical / rounding (all within tol: the largest relative difference and its digit) /
+    numbers differ (the same lines, numbers beyond tol: the largest, the first such line) /
+    different (the first line whose words differ, or another number of lines)."""
     lt, ln = normalise(tt), normalise(tn)
-    worst, where, nlines = 0.0, None, 0
+    worst, where, nlines, first = 0.0, None, 0, None
     for i, (a, b) in enumerate(zip(lt, ln)):
         if a == b:
             continue
@@ -123,18 +132,21 @@ def numbers(tt, tn, tol=1e-4):
             if fx == fy:
                 continue
             rel = abs(fx - fy) / max(abs(fx), abs(fy))
-            if rel > tol and abs(fx - fy) > 1e-6:
-                return f"different from line {i + 1}: `{a[:90]}` vs `{b[:90]}`"
+            if rel > tol and abs(fx - fy) > 1e-6 and first is None:
+                first = f"line {i + 1}: `{a[:80]}` vs `{b[:80]}`"
             if rel > worst:
                 worst, where = rel, (x, y)
     if len(lt) != len(ln):
         k = min(len(lt), len(ln))
-        extra = (lt + ln)[k] if k < max(len(lt), len(ln)) else ""
-        return f"different: {len(lt)} vs {len(ln)} lines (first extra: `{extra[:90]}`)"
+        return (f"different: {len(lt)} vs {len(ln)} lines (from line {k + 1}: "
+                f"`{(lt[k:] or ln[k:])[0][:90]}`)")
     if not nlines:
         return f"identical ({len(lt)} lines)"
-    return (f"rounding: {nlines} of {len(lt)} lines, max rel {worst:.1e} (digit "
-            f"{_digit(*where)}: {where[0]} vs {where[1]})")
+    digit = f"digit {_digit(*where)}: {where[0]} vs {where[1]}"
+    if first is None:
+        return f"rounding: {nlines} of {len(lt)} lines, max rel {worst:.1e} ({digit})"
+    return (f"numbers differ: {nlines} of {len(lt)} lines, max rel {worst:.1e} ({digit}); "
+            f"first beyond {tol:g} at {first}")
 
 
 def report(progs, out: Path):

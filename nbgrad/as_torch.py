@@ -25,7 +25,8 @@ expects them: ``torch.Size([2, 3])``, ``dtype=torch.float64``, ``x.type() == 'to
 ``<torch.autograd.function.MyFnBackward object at ...>``, and error texts naming
 ``[torch.FloatTensor [2, 3]]``; :func:`disable` switches back to nbgrad's own names (see
 :mod:`nbgrad.naming`). ``torch.__version__`` is the PyTorch version nbgrad follows
-(:data:`TORCH_VERSION`, comparable with strings and tuples as torch's ``TorchVersion``), so that
+(:data:`TORCH_VERSION` with the build's local tag, "2.13.0+cpu" as torch's CPU wheels; compared
+with strings and tuples as torch's ``TorchVersion``), so that
 version checks written for torch pass; nbgrad's own stays in ``nbgrad.__version__``.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ import types
 
 from . import naming
 
-__all__ = ["enable", "disable", "is_enabled", "switch", "TORCH_VERSION"]
+__all__ = ["enable", "disable", "is_enabled", "switch", "TORCH_VERSION", "torch_version"]
 
 TORCH_VERSION = "2.13.0"  # the PyTorch release whose behaviour nbgrad follows
 
@@ -54,11 +55,27 @@ def _release(version):
     return tuple(int(p) for p in m.group(1).split(".")) if m else None
 
 
+def _local(version):
+    """The local tag of a version ("cpu" of "2.13.0+cpu"), "" when none."""
+    return version.partition("+")[2].strip().lower()
+
+
+def torch_version():
+    """``torch.__version__`` of the PyTorch build nbgrad stands for: the release it follows with
+    the build's local tag, "+cpu" as torch's CPU wheels ("2.13.0+cpu"), "+cu124" where cupy runs
+    on a CUDA 12.4 runtime."""
+    from . import backend
+
+    cuda = backend.cuda_runtime_version()
+    return _TorchVersion(TORCH_VERSION + ("+cu" + cuda.replace(".", "") if cuda else "+cpu"))
+
+
 class _TorchVersion(str):
     """``torch.__version__`` under the alias: a str that compares with version strings and
-    tuples by release number, as torch's ``TorchVersion`` (``torch.__version__ >= "2.1"``,
-    ``>= (2, 1)``); pre-release and local tags are not ordered (string comparison where a side
-    has no release number)."""
+    tuples as torch's ``TorchVersion`` (packaging's rules): by release number, padded with zeros
+    (``torch.__version__ >= "2.1"``, ``>= (2, 1)``), then by local tag, a version with one after
+    the same release without (``"2.13.0+cpu" > "2.13"``, ``!= "2.13"``); string comparison where
+    a side has no release number (pre-releases are not ordered)."""
 
     __slots__ = ()
 
@@ -69,7 +86,8 @@ class _TorchVersion(str):
             a, b = _release(self), _release(other)
             if a is not None and b is not None:
                 n = max(len(a), len(b))
-                return op(a + (0,) * (n - len(a)), b + (0,) * (n - len(b)))
+                return op((a + (0,) * (n - len(a)), bool(_local(self)), _local(self)),
+                          (b + (0,) * (n - len(b)), bool(_local(other)), _local(other)))
         return op(str(self), other)
 
     def __eq__(self, other):
@@ -164,7 +182,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                                       f"nbgrad does not implement {spec.name}.")
         alias = _TorchModule(spec.name, module)
         if spec.name == "torch":
-            alias.__version__ = _TorchVersion(TORCH_VERSION)  # (dunders stay on the alias)
+            alias.__version__ = torch_version()  # (dunders stay on the alias)
         return alias
 
     def exec_module(self, module):

@@ -854,3 +854,18 @@ def test_return_types_without_the_alias_say_nbgrad():
                        "indices=tensor([1, 0]))")
     assert type(r) is nbgrad.return_types.max and isinstance(r, tuple)
     assert r.values is r[0] and tuple(r._fields) == ("values", "indices")
+
+
+def test_printed_version_is_torchs_cpu_build(tmp_path):
+    """``torch.__version__`` (the first cell of Bourke's and Raschka's notebooks): torch 2.13's CPU
+    wheel prints 2.13.0+cpu, and compares as it (not == "2.13", > (2, 13, 0))."""
+    script = tmp_path / "v.py"
+    script.write_text("import torch\nv = torch.__version__\n"
+                      "print(v, v == '2.13', v > (2, 13, 0), v >= '2.1', v == '2.13.0+cpu')\n")
+    out = []
+    for cmd in ([sys.executable, str(script)], [sys.executable, "-m", "nbgrad", str(script)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    assert out[1] == out[0] == "2.13.0+cpu False True True True\n"

@@ -129,8 +129,8 @@ def numbers(tt, tn, tol=1e-4):
         nlines += 1
         for x, y in zip(na, nb):
             fx, fy = float(x), float(y)
-            if fx == fy:
-                continue
+            if fx == fy or max(abs(fx), abs(fy)) < 1e-6:
+                continue  # (values of the order of float32 rounding themselves: not compared)
             rel = abs(fx - fy) / max(abs(fx), abs(fy))
             if rel > tol and abs(fx - fy) > 1e-6 and first is None:
                 first = f"line {i + 1}: `{a[:80]}` vs `{b[:80]}`"
@@ -140,13 +140,47 @@ def numbers(tt, tn, tol=1e-4):
         k = min(len(lt), len(ln))
         return (f"different: {len(lt)} vs {len(ln)} lines (from line {k + 1}: "
                 f"`{(lt[k:] or ln[k:])[0][:90]}`)")
-    if not nlines:
-        return f"identical ({len(lt)} lines)"
+    if not nlines or where is None:
+        return f"identical ({len(lt)} lines)" if not nlines else \
+            f"rounding: {nlines} of {len(lt)} lines, in values below 1e-6 only"
     digit = f"digit {_digit(*where)}: {where[0]} vs {where[1]}"
     if first is None:
         return f"rounding: {nlines} of {len(lt)} lines, max rel {worst:.1e} ({digit})"
     return (f"numbers differ: {nlines} of {len(lt)} lines, max rel {worst:.1e} ({digit}); "
             f"first beyond {tol:g} at {first}")
+
+
+def _cells(text):
+    cells, cur = {}, "pre"
+    for line in text.splitlines():
+        if line.startswith("--- cell "):
+            cur = line.split()[-1]
+            continue
+        cells.setdefault(cur, []).append(line)
+    return {k: "\n".join(v) for k, v in cells.items()}
+
+
+def notebook_numbers(tt, tn, tol=1e-4):
+    """Cell by cell: how many cells print identical numbers, within rounding, or differ."""
+    ct, cn = _cells(tt), _cells(tn)
+    kinds = {"identical": [], "rounding": [], "differ": []}
+    worst = ""
+    for c in ct:
+        if c not in cn or c == "pre" or not normalise(ct[c]) and not normalise(cn[c]):
+            continue
+        r = numbers(ct[c], cn[c], tol)
+        kind = r.split(" ")[0].rstrip(":")
+        if kind == "rounding" and "max rel " in r:
+            worst = max(worst, r.split("max rel ")[1].split(" ")[0], key=lambda x: float(x or 0))
+        kinds["identical" if kind == "identical" else "rounding" if kind == "rounding"
+              else "differ"].append(c)
+    text = f"cells printing: {len(kinds['identical'])} identical"
+    if kinds["rounding"]:
+        text += f", {len(kinds['rounding'])} rounding " + \
+            (f"(max rel {worst})" if worst else "(in values below 1e-6)")
+    if kinds["differ"]:
+        text += f", {len(kinds['differ'])} differ (cells {', '.join(kinds['differ'])})"
+    return text
 
 
 def report(progs, out: Path):
@@ -161,9 +195,9 @@ def report(progs, out: Path):
             continue
         et, en = ending(t[0], t[2]), ending(n[0], n[2])
         same, diff = same_end(et, en)
-        nums = numbers(t[2], n[2])
+        nums = notebook_numbers(t[2], n[2]) if et[0] == "notebook" else numbers(t[2], n[2])
         if p["seeded"] == "no":
-            nums = "unseeded: " + nums.split(":")[0].split(" (")[0]
+            nums = "unseeded: " + (nums if et[0] == "notebook" else nums.split(":")[0].split(" (")[0])
         counts["ran"] += 1
         counts["torch"] += status(et).startswith("PASS")
         counts["nbgrad"] += status(en).startswith("PASS")

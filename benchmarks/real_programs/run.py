@@ -159,7 +159,7 @@ def _unescape(s):
 def command(prog, lib):
     py = "python -m nbgrad" if lib == "nbgrad" else "python"
     nb = f"{py} {HERE / 'nbrun.py'}"
-    return prog["run"].replace("NB", nb).replace("PY", py)
+    return re.sub(r"\bPY\b", py, re.sub(r"\bNB\b", nb, prog["run"]))
 
 
 def run_one(args, prog, lib):

@@ -190,7 +190,16 @@ def gpt_step(ip, repeats, k=20):
             "ratio_record_on": med["record=on"] / med["without"],
             "ratio_record_off": med["record=off"] / med["without"],
             "steady_record_on": steady["record=on"] / steady["without"],
-            "steady_record_off": steady["record=off"] / steady["without"]}
+            "steady_record_off": steady["record=off"] / steady["without"],
+            # the median of each round's own ratio (its cells side by side: the machine's
+            # drift between rounds cancels), beside the ratio of the medians above
+            "paired_record_on": _paired(out["record=on"], out["without"]),
+            "paired_record_off": _paired(out["record=off"], out["without"])}
+
+
+def _paired(cells, without) -> float:
+    return statistics.median(statistics.fmean(a) / statistics.fmean(b)
+                             for a, b in zip(cells, without))
 
 
 def _rss_mb():
@@ -254,7 +263,8 @@ def main(argv=None):
     print(f"gpt step (mean of a {s['steps_per_cell']}-step cell): "
           + ", ".join(f"{k} {v:.2f} ms" for k, v in s["step_ms"].items())
           + f"; ratio record=on {s['ratio_record_on']:.3f} (budget 1.25), "
-          f"record=off {s['ratio_record_off']:.3f} (budget 1.03)")
+          f"record=off {s['ratio_record_off']:.3f} (budget 1.03); median of each round's "
+          f"ratio: {s['paired_record_on']:.3f} / {s['paired_record_off']:.3f}")
     print(f"gpt step after the {WATCHED} watched steps (lean): "
           + ", ".join(f"{k} {v:.2f} ms" for k, v in s["steady_ms"].items())
           + f"; ratio record=on {s['steady_record_on']:.3f}, "

@@ -41,6 +41,9 @@ from .random import (Generator, default_generator, get_rng_state, initial_seed, 
                      randperm, seed, set_rng_state)
 from .sampling import bernoulli, normal
 from .printing import set_printoptions
+from . import sparse  # noqa: E402  (torch.sparse)
+from .sparse import sparse_coo_tensor  # noqa: E402
+from .dtypes import layout, sparse_coo, strided  # noqa: E402,F401
 from .typeinfo import can_cast, finfo, iinfo, promote_types, result_type
 from . import accelerator, amp, autograd, backends, cuda, distributed, version
 from .autograd.function import Function  # noqa: F401

@@ -115,3 +115,11 @@ def data_error(data, numpy_error):
         return None
 
     return walk(data, 0) or ValueError(f"could not make a tensor from this data: {numpy_error}")
+
+
+class _LinAlgError(RuntimeError):
+    """torch.linalg.LinAlgError (its class is torch._C._LinAlgError): a factorization LAPACK
+    could not complete; a RuntimeError."""
+
+
+LinAlgError = _LinAlgError

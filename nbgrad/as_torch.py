@@ -25,8 +25,7 @@ expects them: ``torch.Size([2, 3])``, ``dtype=torch.float64``, ``x.type() == 'to
 ``<torch.autograd.function.MyFnBackward object at ...>``, and error texts naming
 ``[torch.FloatTensor [2, 3]]``; :func:`disable` switches back to nbgrad's own names (see
 :mod:`nbgrad.naming`). ``torch.__version__`` is the PyTorch version nbgrad follows
-(:data:`TORCH_VERSION` with the build's local tag, "2.13.0+cpu" as torch's CPU wheels; compared
-with strings and tuples as torch's ``TorchVersion``), so that
+(:data:`TORCH_VERSION`, comparable with strings and tuples as torch's ``TorchVersion``), so that
 version checks written for torch pass; nbgrad's own stays in ``nbgrad.__version__``.
 """
 from __future__ import annotations
@@ -42,40 +41,53 @@ import types
 
 from . import naming
 
-__all__ = ["enable", "disable", "is_enabled", "switch", "TORCH_VERSION", "torch_version"]
+__all__ = ["enable", "disable", "is_enabled", "switch", "TORCH_VERSION"]
 
-TORCH_VERSION = "2.13.0"  # the PyTorch release whose behaviour nbgrad follows
+TORCH_VERSION = "2.13.0+cpu"  # the PyTorch release whose behaviour nbgrad follows (its CPU wheel)
 
 _IMPORT_FROM = dis.opmap["IMPORT_FROM"]
 _set_aside = {}  # the real torch modules enable() took out of sys.modules
 
 
-def _release(version):
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version)
-    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+_PEP440 = re.compile(
+    r"\s*v?(?:(\d+)!)?(\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(alpha|beta|preview|pre|a|b|c|rc)[-_.]?(\d*))?"
+    r"(?:-(\d+)|[-_.]?(?:post|rev|r)[-_.]?(\d*))?"
+    r"(?:[-_.]?dev[-_.]?(\d*))?"
+    r"(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$", re.I)
+_PRE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+_LOW, _HIGH = (0,), (2,)  # packaging's NegativeInfinity / Infinity, around (1, value)
 
 
-def _local(version):
-    """The local tag of a version ("cpu" of "2.13.0+cpu"), "" when none."""
-    return version.partition("+")[2].strip().lower()
-
-
-def torch_version():
-    """``torch.__version__`` of the PyTorch build nbgrad stands for: the release it follows with
-    the build's local tag, "+cpu" as torch's CPU wheels ("2.13.0+cpu"), "+cu124" where cupy runs
-    on a CUDA 12.4 runtime."""
-    from . import backend
-
-    cuda = backend.cuda_runtime_version()
-    return _TorchVersion(TORCH_VERSION + ("+cu" + cuda.replace(".", "") if cuda else "+cpu"))
+def _version_key(version):
+    """The sort key packaging's ``Version`` orders PEP 440 versions by (epoch, release without
+    trailing zeros, pre-release, post, dev, local segment), or None for an invalid version."""
+    m = _PEP440.match(version)
+    if m is None:
+        return None
+    epoch, release, pre, pre_n, post_a, post_b, dev, local = m.groups()
+    rel = [int(p) for p in release.split(".")]
+    while len(rel) > 1 and rel[-1] == 0:
+        rel.pop()
+    post = post_a if post_a is not None else post_b
+    has_post = post is not None
+    dev_n = None if dev is None else int(dev or 0)
+    if pre is None:
+        pre_k = _LOW if (not has_post and dev_n is not None) else _HIGH
+    else:
+        pre_k = (1, _PRE[pre.lower()], int(pre_n or 0))
+    post_k = (1, int(post or 0)) if has_post else _LOW
+    dev_k = _HIGH if dev_n is None else (1, dev_n)
+    local_k = _LOW if local is None else (1, tuple(
+        (1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in re.split(r"[-_.]", local)))
+    return int(epoch or 0), tuple(rel), pre_k, post_k, dev_k, local_k
 
 
 class _TorchVersion(str):
     """``torch.__version__`` under the alias: a str that compares with version strings and
-    tuples as torch's ``TorchVersion`` (packaging's rules): by release number, padded with zeros
-    (``torch.__version__ >= "2.1"``, ``>= (2, 1)``), then by local tag, a version with one after
-    the same release without (``"2.13.0+cpu" > "2.13"``, ``!= "2.13"``); string comparison where
-    a side has no release number (pre-releases are not ordered)."""
+    tuples as PEP 440 versions, as torch's ``TorchVersion`` (``torch.__version__ >= "2.1"``,
+    ``>= (2, 1)``; "2.13.0+cpu" > "2.13.0", a local tag ordering after its release); where a
+    side is no valid version, as strings. ``!=`` is str's, as in torch."""
 
     __slots__ = ()
 
@@ -83,18 +95,13 @@ class _TorchVersion(str):
         if isinstance(other, (tuple, list)):
             other = ".".join(str(p) for p in other)
         if isinstance(other, str):
-            a, b = _release(self), _release(other)
+            a, b = _version_key(self), _version_key(other)
             if a is not None and b is not None:
-                n = max(len(a), len(b))
-                return op((a + (0,) * (n - len(a)), bool(_local(self)), _local(self)),
-                          (b + (0,) * (n - len(b)), bool(_local(other)), _local(other)))
+                return op(a, b)
         return op(str(self), other)
 
     def __eq__(self, other):
         return self._cmp(other, operator.eq)
-
-    def __ne__(self, other):
-        return self._cmp(other, operator.ne)
 
     def __lt__(self, other):
         return self._cmp(other, operator.lt)
@@ -182,7 +189,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                                       f"nbgrad does not implement {spec.name}.")
         alias = _TorchModule(spec.name, module)
         if spec.name == "torch":
-            alias.__version__ = torch_version()  # (dunders stay on the alias)
+            alias.__version__ = _TorchVersion(TORCH_VERSION)  # (dunders stay on the alias)
         return alias
 
     def exec_module(self, module):

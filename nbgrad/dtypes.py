@@ -54,6 +54,31 @@ _BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int
 _DEFAULT = [float32]
 
 
+class layout:
+    """A tensor memory layout (torch.layout): ``strided`` (every dense tensor) or ``sparse_coo``
+    (nbgrad.sparse_coo's tensors: indices and values)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return public(self.name)
+
+    def __reduce__(self):
+        return (_layout_of, (self.name,))
+
+
+expose(layout, "torch")
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+
+
+def _layout_of(name):
+    return {"strided": strided, "sparse_coo": sparse_coo}[name]
+
+
 class _unsupported_dtype:
     """A PyTorch dtype that nbgrad names but cannot store (numpy and cupy lack it): scripts that
     only mention it (``{'bfloat16': torch.bfloat16, ...}[dtype]``) run; making a tensor of it

@@ -13,11 +13,13 @@ from .functions import linalg_cross as cross
 from .functions import linalg_lu_factor as lu_factor
 from .functions import pinverse as pinv
 from .ops import ROWS as R
+from .ops.lapack import _LinAlgError as LinAlgError
 from .return_types import structseq
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
-           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor"]
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor",
+           "LinAlgError"]
 
 _qr = structseq("linalg_qr", "Q R")
 _eigh = structseq("linalg_eigh", "eigenvalues eigenvectors")

@@ -86,11 +86,13 @@ class Generator:
         return self._seed
 
     # ---- the stream ----
-    def _words(self, n):
-        """The next n 32-bit words of the stream (uint32)."""
+    def _words(self, n, raw=False):
+        """The next n 32-bit words of the stream (uint32; ``raw``: in the uint64 array the bit
+        generator returns, without the conversion)."""
         if n:
             self._fresh = False
-        return self._bits.random_raw(n).astype(np.uint32)
+        w = self._bits.random_raw(n)
+        return w if raw else w.astype(np.uint32)
 
     def _words64(self, n):
         """The next n 64-bit draws, torch's random64(): (first word << 32) | second."""
@@ -255,7 +257,10 @@ def _uniform(g, n, np_dt, low=0.0, high=1.0):
         v = K.fma64(K.u53(g._words64(n)), float(high) - float(low), float(low))
     else:
         lo, hi = np.float32(low), np.float32(high)
-        v = K.fma32(K.u24(g._words(n)), hi - lo, lo).astype(np_dt, copy=False)
+        v = K.u24(g._words(n, raw=True))
+        if lo != 0 or hi != 1:  # (x * 1 + 0 is x: no pass)
+            v = K.fma32(v, hi - lo, lo)
+        v = v.astype(np_dt, copy=False)
     if low == 0.0 and high == 1.0 and np_dt != np.float16:
         return v  # below 1 by construction
     return np.where(v == np_dt.type(high), np_dt.type(low), v)

@@ -40,8 +40,15 @@ _F = np.float32
 
 
 def u24(words):
-    """float32 uniforms in [0, 1) from uint32 words (torch's uniform_real for float)."""
-    return (words & 0xFFFFFF).astype(np.float32) * _F(2.0 ** -24)
+    """float32 uniforms in [0, 1) from 32-bit words (torch's uniform_real for float): uint32, or
+    the uint64 array the bit generator returns them in (its low 24 bits kept in place)."""
+    if words.dtype == np.uint64:
+        words &= np.uint64(0xFFFFFF)
+    else:
+        words = words & 0xFFFFFF
+    out = words.astype(np.float32)
+    out *= _F(2.0 ** -24)
+    return out
 
 
 def u53(words64):
@@ -305,29 +312,34 @@ _TWO_PI_F = _F(2.0 * math.pi)
 _CHUNK = 2048  # blocks of 16 per pass: the float64 temporaries stay in the CPU's cache
 
 
-def _box_muller16_f32(u, mean, std):
+def _box_muller16_f32(u, mean, std, out):
     """torch's NormalFill16<float> (AVX2) on blocks (k, 16) of float32 uniforms, _CHUNK
-    blocks at a time."""
-    out = np.empty_like(u)
+    blocks at a time, into ``out`` (k, 16)."""
+    plain = std == 1 and mean == 0  # (then * std + mean changes nothing: skip the passes)
     for i in range(0, len(u), _CHUNK):
         b = u[i:i + _CHUNK]
-        radius = np.sqrt(_F(-2) * _log256_ps_fast(_ONE - b[:, :8]))
+        radius = _ONE - b[:, :8]
+        radius = _log256_ps_fast(radius)
+        radius *= _F(-2)
+        np.sqrt(radius, out=radius)
         s, c = _sincos256_ps_fast(_TWO_PI_F * b[:, 8:])
         c *= radius
         s *= radius
         o = out[i:i + _CHUNK]
-        o[:, :8] = fma32(c, std, mean)
-        o[:, 8:] = fma32(s, std, mean)
+        o[:, :8] = c if plain else fma32(c, std, mean)
+        o[:, 8:] = s if plain else fma32(s, std, mean)
     return out
 
 
-def _box_muller16_f64(u, mean, std):
-    """torch's NormalFill16<double> on blocks (k, 16) of float64 uniforms: glibc's log; numpy's
-    cos / sin agree with glibc's on [0, 2 pi) (tests/test_random_streams.py checks 10**6)."""
+def _box_muller16_f64(u, mean, std, out):
+    """torch's NormalFill16<double> on blocks (k, 16) of float64 uniforms, into ``out``: glibc's
+    log; numpy's cos / sin agree with glibc's on [0, 2 pi) (tests/test_random_streams.py checks
+    10**6)."""
     radius = np.sqrt(-2.0 * libm(math.log, 1.0 - u[:, :8]))
     theta = (2.0 * math.pi) * u[:, 8:]
-    return np.concatenate([fma64(radius * np.cos(theta), std, mean),
-                           fma64(radius * np.sin(theta), std, mean)], axis=1)
+    out[:, :8] = fma64(radius * np.cos(theta), std, mean)
+    out[:, 8:] = fma64(radius * np.sin(theta), std, mean)
+    return out
 
 
 def normal_fill(u, tail, mean, std):
@@ -339,9 +351,9 @@ def normal_fill(u, tail, mean, std):
     mean, std = (_F(mean), _F(std)) if f32 else (float(mean), float(std))
     m = n - n % 16
     out = np.empty(n, u.dtype)
-    out[:m] = box(u[:m].reshape(-1, 16), mean, std).ravel()
+    box(u[:m].reshape(-1, 16), mean, std, out[:m].reshape(-1, 16))
     if tail is not None:
-        out[n - 16:] = box(tail.reshape(1, 16), mean, std).ravel()
+        box(tail.reshape(1, 16), mean, std, out[n - 16:].reshape(1, 16))
     return out
 
 

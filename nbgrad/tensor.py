@@ -271,6 +271,9 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
+    layout = dtypes.strided  # (nbgrad.sparse_coo's tensors: sparse_coo)
+    is_sparse = is_sparse_csr = False
+
     def is_floating_point(self):
         return self._data.dtype.kind == "f"
 

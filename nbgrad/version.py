@@ -5,11 +5,11 @@ with (mirrors ``torch.version``; nbgrad's own release is ``nbgrad.__version__``)
 build of torch reports; ``hip`` is None; ``debug`` False.
 """
 from . import backend
-from .as_torch import torch_version
+from .as_torch import TORCH_VERSION, _TorchVersion
 
 __all__ = ["__version__", "cuda", "hip", "debug", "git_version"]
 
-__version__ = torch_version()
+__version__ = _TorchVersion(TORCH_VERSION)
 cuda = backend.cuda_runtime_version()
 hip = None
 debug = False

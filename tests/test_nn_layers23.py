@@ -115,6 +115,47 @@ def test_interpolate_finite_differences(mode, x):
     assert nbgrad.autograd.gradgradcheck(lambda a: NF.interpolate(a, **kw), (t,))
 
 
+BIG = np.random.default_rng(23).standard_normal((2, 2, 13, 11))  # (R: the cases below)
+INTERP_AA = [  # torch's separable antialias filters (shrinking: widened by the scale)
+    ("aa_bilinear_down", BIG, dict(size=(4, 5), mode="bilinear")),
+    ("aa_bilinear_up_down", BIG, dict(scale_factor=(1.7, 0.3), mode="bilinear")),
+    ("aa_bilinear_ac", BIG, dict(size=(3, 2), mode="bilinear", align_corners=True)),
+    ("aa_bicubic_down", BIG, dict(size=(5, 3), mode="bicubic")),
+    ("aa_bicubic_scale", BIG, dict(scale_factor=0.45, mode="bicubic")),
+    ("aa_bicubic_recompute", BIG, dict(scale_factor=0.23, mode="bicubic",
+                                       recompute_scale_factor=True)),
+    ("aa_bicubic_same", IMG, dict(size=(5, 4), mode="bicubic")),
+    ("aa_lanczos_down", BIG, dict(size=(4, 6), mode="lanczos")),
+    ("aa_lanczos_up", IMG, dict(scale_factor=2.5, mode="lanczos")),
+]
+
+
+@pytest.mark.parametrize("name,x,kw", INTERP_AA, ids=[c[0] for c in INTERP_AA])
+def test_interpolate_antialias_like_torch(name, x, kw):
+    compare(lambda L, F, t: F.interpolate(t, antialias=True, **kw), [x])
+    y = compare(lambda L, F, t: F.interpolate(t, antialias=True, **kw), [x.astype(np.float32)],
+                rtol=2e-5, atol=2e-6, double=False)
+    assert y.dtype == nbgrad.float32
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("shape,kw", [((1, 3, 13, 11), dict(size=(5, 7))),
+                                      ((2, 1, 40, 33), dict(scale_factor=0.37)),
+                                      ((1, 2, 17, 6), dict(scale_factor=(0.5, 2.2))),
+                                      ((1, 1, 30, 30), dict(size=(7, 7), align_corners=True))])
+def test_interpolate_antialias_uint8_is_torchs_integer_kernel(mode, shape, kw):
+    """uint8 images: torch's int16 weights and integer sums (Pillow-SIMD's), equal exactly."""
+    if mode == "lanczos" and kw.get("align_corners"):
+        return
+    g = np.random.default_rng(5)
+    for x in (g.integers(0, 256, shape), g.integers(0, 2, shape) * 255):
+        x = x.astype(np.uint8)
+        a = TF.interpolate(torch.tensor(x), mode=mode, antialias=True, **kw)
+        b = NF.interpolate(nbgrad.tensor(x), mode=mode, antialias=True, **kw)
+        assert b.dtype == nbgrad.uint8
+        np.testing.assert_array_equal(b.numpy(), a.numpy())
+
+
 INTERP_BAD = [
     (IMG, dict(scale_factor=2, mode="trilinear")),
     (VOL, dict(scale_factor=2, mode="bicubic")),
@@ -136,6 +177,9 @@ INTERP_BAD = [
     (IMG, dict(scale_factor=2, mode="lanczos", align_corners=True)),
     (IMG, dict(scale_factor=2, mode="lanczos")),
     (IMG, dict(scale_factor=2, mode="cubic")),
+    (IMG[0], dict(size=(2, 2), mode="bilinear", antialias=True)),
+    (IMG, dict(size=(2, 2), mode="nearest", antialias=True)),
+    (IMG.astype(np.int64), dict(size=(2, 2), mode="bilinear", antialias=True)),
 ]
 
 
@@ -404,6 +448,9 @@ def row_cases():
     for name, x, kw in INTERP:
         yield f"interpolate_{name}", lambda x=x, kw=kw: run(
             lambda L, F, t: F.interpolate(t, **kw), x)
+    for name, x, kw in INTERP_AA:
+        yield f"interpolate_{name}", lambda x=x, kw=kw: run(
+            lambda L, F, t: F.interpolate(t, antialias=True, **kw), x)
     for name, fn, x in UNPOOL:
         yield f"max_unpool_{name}", lambda fn=fn, x=x: run(fn, x)
     for name, fn in CTC:

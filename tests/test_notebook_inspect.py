@@ -3,6 +3,7 @@
 No kernel here: ``inspect.snapshot`` reads live nbgrad objects, ``render`` draws the result.
 """
 
+import gc
 import sys
 
 import pytest
@@ -178,6 +179,7 @@ def test_saved_tensors_released_by_backward_and_memory_counted():
 
 
 def test_memory_tab_speaks_plain_words():
+    gc.collect()  # earlier tests' garbage freed now, not between the probe and the snapshot
     before = nbi.memory_probe()
     x = nbgrad.ones(3, requires_grad=True)
     y = x * x  # MulBackward0 saves self and other: one storage, 12 bytes each
@@ -191,6 +193,7 @@ def test_memory_tab_speaks_plain_words():
 
 
 def test_memory_delta_against_a_probe_taken_before():
+    gc.collect()
     before = nbi.memory_probe()
     keep = nbgrad.zeros(1000)
     snap = snap_of({"keep": keep}, memory_before=before)

@@ -1209,6 +1209,8 @@ def _all_cases():
     yield from test_nn_rnn.row_cases()
     import test_nn_layers23  # interpolation, max_unpool and CTC: compared with torch there
     yield from test_nn_layers23.row_cases()
+    import test_sparse  # sparse=True embeddings: compared with torch there
+    yield from test_sparse.row_cases()
 
 
 def test_every_row_has_a_case():

@@ -410,6 +410,9 @@ ROWS = [
     Case("unique_consecutive_node", lambda T, a: T.unique_consecutive(a), (3, 4), grad=False),
     Case("histogram_node", lambda T, a: T.histogram(a, 3), (3, 4), grad=False),
     Case("bincount_node", lambda T, i, w: T.bincount(i, w), ("int", (6,), 4), (6,), grad=False),
+    # cdist's gradient under create_graph: CdistBackwardBackward0, which refuses backward
+    Case("cdist_backward", lambda T, a, b: _loss_grad(T, lambda x, y: T.cdist(x, y, p=1.5), a, b,
+                                                      1, go=True), (4, 3), (5, 3), grad=False),
     # ---- torch.linalg ----
     Case("linalg_inv", lambda T, a: T.linalg.inv(_spd(T, a)), (3, 3)),
     Case("inverse", lambda T, a: T.inverse(a), (2, 3, 3)),

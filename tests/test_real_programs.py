@@ -76,7 +76,7 @@ def test_gradcheck(case):
 
 
 # torch has no double backward through CdistBackward0 ("the derivative for '_cdist_backward' is
-# not implemented"); nbgrad's is checked by finite differences below instead
+# not implemented"), nor has nbgrad: the refusal is checked below
 NO_SECOND_IN_TORCH = {"cdist", "cdist_p1", "cdist_p3"}
 # torch's double backward through WeightNormInterfaceBackward0 fails its own gradgradcheck
 # (torch 2.13, CPU); nbgrad's passes it, checked below
@@ -89,12 +89,24 @@ def test_second_order_vs_torch(case):
     base.test_second_order_vs_torch(case)
 
 
-@pytest.mark.parametrize("p", [1.0, 2.0, 3.0])
-def test_cdist_second_order_by_finite_differences(p):
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, float("inf")])
+def test_cdist_second_order_refused_as_torch(p):
+    """cdist's gradient under create_graph hangs on CdistBackwardBackward0 (torch's
+    _cdist_backward, the second input's with the sets swapped), whose backward raises torch's
+    NotImplementedError; the first order it gives is cdist's."""
     rng = np.random.default_rng(3)
-    a = nbgrad.tensor(rng.normal(size=(4, 3)), requires_grad=True)
-    b = nbgrad.tensor(rng.normal(size=(5, 3)) + 0.05, requires_grad=True)
-    assert nbgrad.autograd.gradgradcheck(lambda x, y: nbgrad.cdist(x, y, p=p), (a, b))
+    a, b = rng.normal(size=(4, 3)), rng.normal(size=(5, 3)) + 0.05
+    seen = []
+    for T in (torch, nbgrad):
+        x, y = T.tensor(a, requires_grad=True), T.tensor(b, requires_grad=True)
+        gx, gy = T.autograd.grad(T.cdist(x, y, p=p).sum(), (x, y), create_graph=True)
+        assert [type(t.grad_fn).__name__ for t in (gx, gy)] == ["CdistBackwardBackward0"] * 2
+        with pytest.raises(NotImplementedError) as e:
+            T.autograd.grad(gy.sum(), x)
+        seen.append((gx.detach().numpy(), gy.detach().numpy(), str(e.value)))
+    np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=1e-12)
+    np.testing.assert_allclose(seen[1][1], seen[0][1], rtol=1e-12)
+    assert seen[1][2] == seen[0][2]
 
 
 @pytest.mark.parametrize("dim, gshape", [(0, (3, 1)), (1, (1, 4))])

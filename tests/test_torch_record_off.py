@@ -40,9 +40,10 @@ def _net(cut=False):
     return net
 
 
-def _cell(record, steps=5, cut=False, zero="before", loss_module=False, poison=False):
+def _cell(record, steps=5, cut=False, zero="before", loss_module=False, poison=False, cells=1):
     """A training loop run as a cell runs it (the tracker and the recorder as the extension
-    sets them before and after a cell); what torch says of each step, and the report."""
+    sets them before and after a cell), ``cells`` times on one model; what torch says of each
+    step of the last cell, and its report."""
     tracker = model_hooks.ModelTracker()
     tracker.install()
     old = R.STATE.cells
@@ -50,37 +51,38 @@ def _cell(record, steps=5, cut=False, zero="before", loss_module=False, poison=F
         R.STATE.cells = {__file__: 1}
         R.set_on(record)
         tracker.light = not record
-        tracker.reset_cell()
-        R.start()
         net = _net(cut)
         opt = torch.optim.AdamW(net.parameters(), lr=0.05)
         mse = torch.nn.MSELoss()
         xb, yb = torch.randn(6, 4), torch.randn(6, 3)
-        grads, before, after, losses = [], [], [], []
-        hooked = set()
-        for i in range(steps):
-            if zero == "before" or (zero == "once" and i == 0):
-                opt.zero_grad()
-            out = net(xb)
-            loss = mse(out, yb) if loss_module else torch.nn.functional.mse_loss(out, yb)
-            loss.backward()
-            hooked |= {n for n, p in net.named_parameters() if p._backward_hooks}
-            grads.append({n: None if p.grad is None else p.grad.clone()
-                          for n, p in net.named_parameters()})
-            before.append({n: p.detach().clone() for n, p in net.named_parameters()})
-            opt.step()
-            after.append({n: p.detach().clone() for n, p in net.named_parameters()})
-            if zero == "after":
-                opt.zero_grad()
-            losses.append(loss.item())
-            if poison and i == steps - 2:
-                with torch.no_grad():
-                    next(net.parameters())[0, 0] = float("nan")
-        R.stop()
-        if tracker.light:
-            grad_light.after_cell(tracker)
-        ns = {"net": net, "loss": loss, "mse": mse}
-        rep = model_report.report(tracker, ns)
+        for _ in range(cells):
+            tracker.reset_cell()
+            R.start()
+            grads, before, after, losses = [], [], [], []
+            hooked = set()
+            for i in range(steps):
+                if zero == "before" or (zero == "once" and i == 0):
+                    opt.zero_grad()
+                out = net(xb)
+                loss = mse(out, yb) if loss_module else torch.nn.functional.mse_loss(out, yb)
+                loss.backward()
+                hooked |= {n for n, p in net.named_parameters() if p._backward_hooks}
+                grads.append({n: None if p.grad is None else p.grad.clone()
+                              for n, p in net.named_parameters()})
+                before.append({n: p.detach().clone() for n, p in net.named_parameters()})
+                opt.step()
+                after.append({n: p.detach().clone() for n, p in net.named_parameters()})
+                if zero == "after":
+                    opt.zero_grad()
+                losses.append(loss.item())
+                if poison and i == steps - 2:
+                    with torch.no_grad():
+                        next(net.parameters())[0, 0] = float("nan")
+            R.stop()
+            if tracker.light:
+                grad_light.after_cell(tracker)
+            ns = {"net": net, "loss": loss, "mse": mse}
+            rep = model_report.report(tracker, ns)
         snap = nbi.snapshot([("loss", loss)])
         snap.model = model_report.with_graph(rep, tracker, ns, snap)
         clusters = {c["title"]: sorted(snap.nodes[k].name for k in c["keys"] if k in snap.nodes)
@@ -89,7 +91,7 @@ def _cell(record, steps=5, cut=False, zero="before", loss_module=False, poison=F
         rows = {r.name: r for r in snap.model.params}
         return dict(grads=grads, before=before, after=after, losses=losses, rows=rows,
                     notes=snap.model.notes, clusters=clusters, nodes=nodes, hooked=hooked,
-                    tracker=tracker, rep=snap.model)
+                    tracker=tracker, rep=snap.model, calls=list(tracker.calls), cell=tracker.cell)
     finally:
         tracker.uninstall()
         R.STATE.cells = old
@@ -221,6 +223,108 @@ def test_steps_counted_in_each_cell_light_or_not():
         tracker.light = False
         tracker.reset_cell()
         assert id(net) in tracker.roots  # (the counting hook, back after a light cell)
+    finally:
+        tracker.uninstall()
+        R.set_on(True)
+
+
+@pytest.mark.parametrize("loss_module", [False, True])
+def test_a_later_light_cell_runs_every_step_lean(loss_module):
+    """A model trained in an earlier cell: a light cell's first step already runs lean (no
+    module call of the cell goes through nn's global hooks: its calls are the lean ones, known
+    by their node ranges), and reports what a single light cell does: the last step's clusters
+    and node names as record=on's, the step count, the first step's gradients, the losses."""
+    from nbgrad.notebook.model_lean import Call
+
+    got = _cell(False, cells=3, loss_module=loss_module)
+    mine = [c for c in got["calls"] if c.cell == got["cell"]]
+    assert [c for c in mine if type(c) is Call] == []  # (all lean)
+    assert len(mine) == 5 * (2 if loss_module else 1)
+    on = _cell(True, loss_module=loss_module)
+    assert got["nodes"] == on["nodes"] and got["clusters"] == on["clusters"]
+    assert "net.0 (Linear)" in got["clusters"]
+    assert got["rep"].steps == 5 and got["hooked"] == set()
+    g0 = got["grads"][0]
+    for n, g in g0.items():
+        assert math.isclose(got["rows"][f"net.{n}"].norm, _norm(g), rel_tol=1e-6), n
+    if loss_module:
+        assert got["rep"].losses == got["losses"]
+    once = _cell(False, cells=3, zero="once")
+    assert all(r.accumulated == 5 for r in once["rows"].values())
+
+
+def test_unload_leaves_no_torch_hook(monkeypatch):
+    """A light session in a shell, then ``%unload_ext``: torch's global module and optimizer
+    step hooks are as before the load (nothing of the panel runs in a later step)."""
+    pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    from torch.nn.modules import module as M
+    from torch.optim import optimizer as O
+
+    from nbgrad.notebook import extension
+
+    tables = (O._global_optimizer_pre_hooks, O._global_optimizer_post_hooks,
+              M._global_forward_pre_hooks, M._global_forward_hooks)
+    ip = InteractiveShell.instance()
+    monkeypatch.setattr(ip.display_pub, "publish", lambda *a, **k: None)
+    before = [set(t) for t in tables]
+    try:
+        ip.run_cell("%load_ext nbgrad")
+        ip.run_cell("%nbgrad set record=off")
+        for _ in range(2):
+            r = ip.run_cell("import torch\nnet = torch.nn.Linear(3, 2)\n"
+                            "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+                            "for _ in range(3):\n    opt.zero_grad()\n"
+                            "    net(torch.ones(4, 3)).sum().backward()\n    opt.step()")
+            assert r.error_in_exec is None
+        assert R._opt_pre in tables[0].values() and R._opt_post in tables[1].values()
+    finally:
+        ip.run_cell("%unload_ext nbgrad")
+        ip.run_cell("%reset -f")
+    assert R._opt_pre not in tables[0].values() and R._opt_post not in tables[1].values()
+    assert [set(t) for t in tables[2:]] == before[2:]
+
+
+def test_a_model_whose_call_changed_is_watched_again():
+    """A light cell whose model made other nodes than its twin's (another code path): its
+    twins are dropped, and the next light cell watches its first step again (a twin of the
+    new path), whose lean steps then expand to the inner calls of the new path."""
+    from nbgrad.notebook.model_lean import Call
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+            self.twice = False
+
+        def forward(self, x):
+            h = self.a(x)
+            return self.b(self.a(h) if self.twice else h)
+
+    tracker = model_hooks.ModelTracker()
+    tracker.install()
+    try:
+        R.set_on(False)
+        tracker.light = True
+        net = Net()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01)
+        xb = torch.randn(5, 4)
+        kinds = []
+        for twice in (False, False, True, True):
+            net.twice = twice
+            tracker.reset_cell()
+            for _ in range(3):
+                opt.zero_grad()
+                net(xb).sum().backward()
+                opt.step()
+            grad_light.after_cell(tracker)
+            mine = [c for c in tracker.calls if c.cell == tracker.cell]
+            lean = [c for c in mine if type(c) is not Call]
+            kinds.append((sum(type(c) is Call for c in mine), len(lean),
+                          len(lean[-1].expand())))
+        # watched first step (net, a, b), 2 lean; all lean; lean but another path: not expanded;
+        # watched again (net, a, a, b), then expanded to the new path's 4 calls
+        assert kinds == [(3, 2, 3), (0, 3, 3), (0, 3, 1), (4, 2, 4)]
     finally:
         tracker.uninstall()
         R.set_on(True)

@@ -19,6 +19,7 @@ from .graph import (GRAD_OWNED, GRAD_SHARED, AccumulateGrad, _check_same_meta, _
 from .grad_mode import GENERAL_PATH, STATE
 from .views import _view_of
 from ..tensor import NO_GRAD_MODE
+from ..sparse_coo import SparseCOO
 
 _ND = np.ndarray
 _getrefcount = sys.getrefcount
@@ -375,8 +376,8 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, all
                             else:
                                 buffers[c] = old + gi
                             bumps[c] = bumps.get(c, 0) + 1
-                        else:
-                            buffers[c] = old + gi
+                        else:  # (a sparse buffer: the new gradient first, as torch's InputBuffer)
+                            buffers[c] = gi + old if type(old) is SparseCOO else old + gi
                             if shared:
                                 shared.discard(c)
                             if bumps:
@@ -555,7 +556,7 @@ def _needed(deps, targets):
 def _accumulate(buffers, node, nr, g):
     if node._n_out == 1:
         old = buffers.get(node)
-        buffers[node] = g if old is None else old + g
+        buffers[node] = g if old is None else g + old if type(old) is SparseCOO else old + g
     else:
         lst = buffers.get(node)
         if lst is None:

@@ -18,6 +18,7 @@ import numpy as np
 from ..backend import as_array, get_array_module
 from .. import provenance
 from ..naming import _NODE_BASES, cpp, expose
+from ..sparse_coo import SparseCOO, accumulate_sparse
 from . import anomaly
 from .grad_mode import _restore_grad, _set_grad
 
@@ -43,10 +44,8 @@ _SUFFIX = re.compile(r"Backward(?:0|(\d+))?$")  # torch: MulBackward0 -> Mul, Fi
 
 
 def activity():
-    """(nodes_created, version_bumps, storages_created, storages_freed): ever-growing counters.
-
-    The notebook layer compares them before and after a cell to know whether it touched nbgrad.
-    """
+    """(nodes_created, version_bumps, storages_created, storages_freed): ever-growing counters
+    the notebook layer compares before and after a cell to know whether it touched nbgrad."""
     from ..backend import COUNTERS
     return (provenance.NODES[0], provenance.BUMPS[0], COUNTERS.created, COUNTERS.freed)
 
@@ -707,6 +706,8 @@ def accumulate_into(var, g, create_graph, owned=GRAD_SHARED):
     or under create_graph copied by copy_ (CopyBackwards, version 1); later ones are added in
     place (version + 1), or under create_graph out of place (`grad + g`, a new tensor)."""
     old = var._grad
+    if type(g) is SparseCOO or old is not None and old.is_sparse:
+        return accumulate_sparse(var, old, g)  # (torch's rules for a sparse gradient)
     if old is None:
         if create_graph:
             var._grad = _copy_in_grad_mode(g, var._data)
@@ -762,8 +763,7 @@ def _empty_as(g, like):
     """An empty array for a copy of `g`, laid out as `like` when that is dense (torch's
     clone_obey_contract: empty_strided with the variable's strides), else C-contiguous."""
     xp = get_array_module(g)
-    return xp.empty_like(like, dtype=g.dtype) if _tm.is_dense(like) else \
-        xp.empty(g.shape, g.dtype)
+    return xp.empty_like(like, dtype=g.dtype) if _tm.is_dense(like) else xp.empty(g.shape, g.dtype)
 
 
 def _clone_as(g, like):

@@ -227,10 +227,12 @@ def element_offset(t, ptr: int) -> int:
 
 
 def array(t):
-    """A numpy array of ``t``'s values: a view on CPU, a copy from a GPU; bfloat16 and other
-    types numpy lacks as float32. Never recorded as a cut."""
+    """A numpy array of ``t``'s values: a view on CPU, a copy from a GPU or of a sparse tensor's
+    dense value; bfloat16 and other types numpy lacks as float32. Never recorded as a cut."""
     with torch._C.DisableTorchFunction():
         t = t.detach()
+        if t.layout != torch.strided:  # (a sparse gradient: its dense value)
+            t = t.to_dense()
         if t.device.type != "cpu":
             t = t.cpu()
         if t.dtype not in _NUMPY_DTYPES:

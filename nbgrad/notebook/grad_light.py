@@ -94,9 +94,9 @@ def _flat(tensors):
 
 def on_step(tracker, optimizer, phase: str) -> None:
     """Around an optimizer step of a light cell: at the first step of each optimizer, its
-    trained parameters' gradients and weights copied before (each a single copy of them all),
-    the weights copied again after; the numbers are worked out after the cell
-    (:func:`after_cell`), not inside the step."""
+    trained parameters' gradients and weights copied before (one copy of them all), the
+    weights copied again after; all else (which were read, the numbers) is worked out after the
+    cell (:func:`after_cell`), not inside the step."""
     if not tracker.light or not tracker.trained:
         return
     key = id(optimizer)
@@ -104,31 +104,56 @@ def on_step(tracker, optimizer, phase: str) -> None:
         if key in tracker.light_steps:
             return
         tracker.light_steps[key] = True
-        mine = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        live = _take(tracker, lambda st, p: id(p) in mine)
-        both = _flat([g for _, _, g in live] + [p for _, p, _ in live])  # (one copy)
-        if both is None:  # (devices, types that cannot be copied together: read now)
-            for st, p, g in live:
+        stats = tracker.light_ids  # (the trained parameters, by id)
+        sts, ps, gs = [], [], []
+        rd = None
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                st = stats.get(id(p))
+                if st is not None and st.ref() is p:
+                    rd = rd or A.reading(p)
+                    g = rd.grad(p)
+                    if g is not None:
+                        sts.append(st)
+                        ps.append(p)
+                        gs.append(g)
+        both = _flat(gs + ps) if gs else None  # (one copy)
+        if both is None:  # (nothing, or devices / types not copied together: read now)
+            for st, p, g in _take(tracker, lambda st, p: id(p) in {id(q) for q in ps}):
                 st.with_ratio = False
                 record(tracker, st, p, g)
             return
-        tracker.light_flat[key] = [[st for st, _, _ in live], [int(p.numel()) for _, p, _ in live],
-                                   both, None]
+        tracker.light_flat[key] = [sts, (ps, gs), both, None, tracker.step_count()]
         return
     tracker.light_steps[key] = 2  # (its later steps: nothing to read)
     rec = tracker.light_flat.get(key)
-    if rec is not None and rec[3] is None:
-        params = [st.ref() for st in rec[0]]
-        if all(p is not None for p in params):
-            rec[3] = _flat(params)
+    if rec is not None and rec[3] is None and rec[1] is not None:
+        (ps, gs), rec[1] = rec[1], None  # (held from the step's start to its end only)
+        rec[3] = _flat(ps)
+        marks, version = tracker.light_grads, A.version  # (mark(), for these parameters)
+        for p, g in zip(ps, gs):
+            marks[id(p)] = (weakref.ref(g), version(g))
 
 
 def _from_copies(tracker) -> None:
     """The gradient numbers and update ratios (||w after - w before|| / ||w after||) of the
-    parameters copied at an optimizer's first step, one segment of the copies each."""
-    for sts, sizes, both, after in tracker.light_flat.values():
+    parameters copied at an optimizer's first step, one segment of the copies each (noted as
+    read then: at its step count then)."""
+    for sts, _, both, after, k in tracker.light_flat.values():
+        tracker.samples += 1
+        sizes = []
+        for st in sts:
+            p = st.ref()
+            sizes.append(int(p.numel()) if p is not None else -1)
+            st.sample, st.summed_at = tracker.samples, k
+            st.hits = max(st.hits, 1)
+            st.max_accumulated = max(st.max_accumulated, 1)
+        if sts:
+            tracker.backward_seen = True
         half = sum(sizes)  # (the gradients, then the weights before the step)
-        ratio = after is not None and after.shape == (half,) and both.shape == (2 * half,)
+        if -1 in sizes or both.shape != (2 * half,):  # (a parameter gone since)
+            continue
+        ratio = after is not None and after.shape == (half,)
         at = 0
         for st, n in zip(sts, sizes):
             g = both[at:at + n]
@@ -164,8 +189,13 @@ def _fresh(tracker, p) -> bool:
 
 
 def mark(tracker) -> None:
-    """At the second training step's forward: which ``.grad`` each trained parameter holds."""
+    """At the second training step's forward: which ``.grad`` each trained parameter holds
+    (or already at the end of an optimizer's first step: a ``zero_grad`` between that and the
+    next forward changes the tensor or its version, which :func:`after_cell` checks either
+    way)."""
     marks = tracker.light_grads
+    if marks:
+        return
     for st, p in trained_params(tracker):
         g = A.grad(p)
         if g is not None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from . import adapter as A
 from . import grad_light, model_warnings
 from .grad_batch import GradBatch, eval_check, ratios, record, seen
+from .model_lean import Call, LeanSteps, _LeanCall
 
 HISTORY = 100  # gradient norms / ratios kept per parameter (the sparkline)
 MAX_CALLS = 4096  # module calls remembered (enough for the last steps of a loop)
@@ -39,28 +40,6 @@ SAMPLE_EVERY = 50  # training steps between two gradient samples after that
 _BROADCAST_LOSSES = ("MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss")
 _MODE_LAYERS = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "BatchNorm1d",
                 "BatchNorm2d", "BatchNorm3d")
-
-
-@dataclass(slots=True)
-class Call:
-    """One module call: nodes with ``start < _seq <= end`` were made inside it."""
-
-    start: int
-    end: int
-    ref: object  # weakref to the module
-    cls: str
-    where: object  # raw provenance capture of the user line that called it
-    grad_on: bool
-    out_requires_grad: bool
-    cell: int
-    # an input cut from a sibling's graph: (where raw, how, sure). how: "shared" / "copy" (seen
-    # from storages; where: this call) or "detach" / "data" / "detach_" / "from_numpy" (the cut
-    # recorded it; where: the cut); sure: the storages say so (else only the record does)
-    cut: tuple | None = None
-    out_cut: tuple | None = None  # (how, where raw): its output was cut inside its forward
-    root: object = None  # weakref to the module the user called (this call's, or an outer one)
-    depth: int = 1  # 1: a call the user made; 2: a call inside it, ...
-    watched: bool = True  # False: a call after watching (only its node range and module known)
 
 
 @dataclass(slots=True)
@@ -91,7 +70,7 @@ class ParamStat:
     hook: object = None  # its gradient hook function (made once)
 
 
-class ModelTracker:
+class ModelTracker(LeanSteps):
     """The hooks of the model panel; ``install()`` / ``uninstall()`` with the extension.
 
     Cost: module hooks are on in a cell until ``WATCH_BACKWARDS`` backward calls were seen, or
@@ -126,6 +105,7 @@ class ModelTracker:
         self._mods: weakref.WeakSet = weakref.WeakSet()  # modules hooked one by one
         self._on: dict = {}  # id(module) or "global" -> (pre handle, post handle)
         self.lean: dict = {}  # id(trained model) -> handles of its lean-step hooks (this cell)
+        self.known: dict = {}  # id(trained model) -> (weakref, its cell's twins): model_lean
         self._lean_stack: list = []  # (token, node count) of the lean model calls running now
         self.enabled = False  # the module hooks are installed
         self.light = False  # record=off: no parameter hooked (grad_light), submodules by range
@@ -200,6 +180,7 @@ class ModelTracker:
         self.params.clear()
         self._keys.clear()
         self.calls.clear()
+        self.known.clear()
 
     def reset_cell(self) -> None:
         """Called before each cell: per-cell counters start again, and watching."""
@@ -218,6 +199,7 @@ class ModelTracker:
         self.last_sample = 0
         self.frames = [_Frame(0, True, None)]  # the cell itself is the root frame
         self.losses: list = []  # the loss of every step (loss modules' outputs)
+        self.loss_checked: set = set()  # loss modules whose target was checked after watching
         self.backward_losses: list = []  # the scalar each backward call started from
         self.step_norms: list = []  # [(arming, total squared grad norm, step)]: step = the
         # backward call (from 1) whose gradients were summed
@@ -230,6 +212,7 @@ class ModelTracker:
         self.light_steps: dict = {}  # light: id(optimizer) -> True in its first step, 2 after
         self.light_grads: dict = {}  # light: id(param) -> (weakref to .grad, version) at step 2
         self.light_params: dict = {}  # light: id(trained model) -> the ParamStats of its params
+        self.light_ids: dict = {}  # light: id(param) -> its ParamStat, of those
         self.light_flat: dict = {}  # light: the weights before / after an optimizer's first step
         self.light_start: dict = {}  # light: id(param) -> (weakref to .grad, version) before
         if self.light:
@@ -246,6 +229,9 @@ class ModelTracker:
         d = self.depth = self.depth + 1
         if d == 1:
             self.root = weakref.ref(module)
+            if self.light and self.watching and id(module) in self.known and \
+                    self._lean_known(module, args):  # (light: its twins from an earlier cell)
+                return
             if self.watching and (self.watched_backwards >= WATCH_BACKWARDS
                                   or self.roots_seen >= WATCH_CALLS
                                   or (self.light and id(module) in self.trained)):
@@ -255,7 +241,7 @@ class ModelTracker:
                     self._start_lean()  # nn's global ones, already read for it, are removed)
                     if id(module) in self.lean:  # (torch runs no hook added now in this call)
                         self._counted_now = None  # (and this call was counted just now)
-                        return self._lean_pre(module, args)
+                        return self._lean_enter(module, args)
                 self.go_lean = self.watched_backwards >= WATCH_BACKWARDS and bool(self.trained)
         if not self.watching or (self.light and d > 1):  # (light: the model's call alone)
             self.frames.append(A.node_count(module))  # a call recorded by its node range only
@@ -428,6 +414,10 @@ class ModelTracker:
         seen, self._loss_seen = self._loss_seen, None
         if seen is not None and seen() is output:  # (read when the hook was added)
             return
+        if not self.watching and id(module) not in self.loss_checked:  # (a lean cell's first
+            self.loss_checked.add(id(module))  # call of it: the global hooks did not see it)
+            if type(module).__name__ in _BROADCAST_LOSSES and len(args) >= 2:
+                self._broadcast_check(module, args)
         if _is_tensor(output):
             a = A.array(output)
             if a.size == 1 and len(self.losses) < MAX_STEPS:
@@ -487,12 +477,13 @@ class ModelTracker:
         else:
             self._mode_check(root, _Frame(0, False, where), False)
 
-    def _start_counting(self) -> None:
+    def _start_counting(self, skip=None) -> None:
         """Watching is over: steps are counted by the loss modules' hooks, or (no loss module
-        used with grad) by a hook on each trained model; mode layers get their check."""
+        used with grad) by a hook on each trained model; mode layers get their check (not
+        ``skip``, a model an earlier cell counted and checked already: model_lean)."""
         for k, ref in list(self.trained.items()):
             mod = ref()
-            if mod is None:
+            if mod is None or k == skip:
                 continue
             if not self.loss_steps and k not in self.roots:
                 self.roots[k] = mod.register_forward_pre_hook(self._root_pre)
@@ -528,6 +519,7 @@ class ModelTracker:
                 self._keys[id(ref)] = id(p)
             if light is not None:  # (record=off: no hook; grad_light reads these parameters)
                 light.append(st)
+                self.light_ids[id(p)] = st
             elif st.armed is None:
                 st.sample = self.samples
                 st.with_ratio = with_ratio
@@ -641,68 +633,6 @@ class ModelTracker:
         out.reverse()
         return out
 
-    # -- lean steps: after the watched ones, only the trained models' own hooks --------------
-
-    def _start_lean(self) -> None:
-        """The end of the first top-level call after watching (the second training step), when
-        the engines of the modules called this cell want it (torch: ``A.lean_steps``): nn's
-        global module hooks go, for the rest of the cell. Each module called at the top level
-        this cell (the model, the loss module) gets a pre/post hook of its own instead, which
-        lets the engine's recorder step aside inside it (its nodes get the lines of its *twin*,
-        its last call recorded by the global hooks, when they are as many) and records the
-        call's node range; the calls inside it are the twin's shifted by the difference in
-        node numbers when the counts agree (the same code made the same nodes), else only the
-        module's own call is known. A module first called later in the cell is not seen (no
-        cluster)."""
-        self.go_lean = False
-        mine = []  # this cell's calls, newest first (the deque holds earlier cells' too)
-        for c in reversed(self.calls):
-            if c.cell != self.cell:
-                break
-            if type(c) is Call:
-                mine.append(c)
-        twins = {}
-        for c in mine:  # the last top-level call of each module
-            if c.depth == 1:
-                m = c.ref()
-                if m is not None and id(m) not in twins:
-                    if not A.lean_steps(m):
-                        return
-                    twins[id(m)] = c
-        for key, top in twins.items():
-            inner = [c for c in reversed(mine) if top.start <= c.start and c.end <= top.end]
-            mod = top.ref()
-            twin = _Twin(top, inner)
-            post = self._make_lean_post(twin)
-            try:  # (also when the forward raises: the recorder goes back on the stack)
-                post = mod.register_forward_hook(post, always_call=True)
-            except TypeError:  # an nn without always_call
-                post = mod.register_forward_hook(post)
-            self.lean[key] = (mod.register_forward_pre_hook(self._lean_pre), post)
-        if self.lean:
-            self._disable()
-
-    def _lean_pre(self, module, args):
-        self._lean_stack.append((A.pause_recording(module), A.node_count(module)))
-
-    def _make_lean_post(self, twin):
-        def nbgrad_panel_lean_step(module, args, output):
-            if not self._lean_stack:  # (hook added during this call)
-                return
-            token, start = self._lean_stack.pop()
-            end = A.node_count(module)
-            A.resume_recording(module, token, (twin.top.start + 1, twin.top.end + 1))
-            if end != start:
-                self.calls.append(_LeanCall(start, end, twin, self.cell))
-        return nbgrad_panel_lean_step
-
-    def _lean_off(self) -> None:
-        for handles in self.lean.values():
-            for h in handles:
-                h.remove()
-        self.lean = {}
-        self._lean_stack = []
-
     # -- notes --------------------------------------------------------------------------------
 
     def note(self, key, who, text, where=None, **kw):
@@ -712,37 +642,6 @@ class ModelTracker:
             return
         self.notes[key] = (weakref.ref(who[0]) if who else None, who[1] if who else "", text,
                            where, kw)
-
-class _Twin:
-    """The last call of a trained model recorded in full, and the calls inside it."""
-
-    __slots__ = ("top", "inner")
-
-    def __init__(self, top, inner):
-        self.top, self.inner = top, inner
-
-
-class _LeanCall:
-    """A trained model's call in a lean step: nodes ``start < seq <= end``."""
-
-    __slots__ = ("start", "end", "twin", "cell")
-
-    def __init__(self, start, end, twin, cell):
-        self.start, self.end, self.twin, self.cell = start, end, twin, cell
-
-    def top(self) -> Call:
-        t = self.twin.top
-        return Call(self.start, self.end, t.ref, t.cls, None, True, True, self.cell,
-                    root=t.ref, depth=1, watched=False)
-
-    def expand(self) -> list:
-        t = self.twin.top
-        if self.end - self.start != t.end - t.start:
-            return [self.top()]
-        d = self.start - t.start
-        return [Call(c.start + d, c.end + d, c.ref, c.cls, None, True, True, self.cell,
-                     root=t.ref, depth=c.depth, watched=False) for c in self.twin.inner]
-
 
 class _Frame:
     __slots__ = ("start", "grad_on", "where", "inputs", "child_outputs", "cut", "depth")

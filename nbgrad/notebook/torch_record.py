@@ -478,8 +478,14 @@ def observe_steps(cb) -> None:
 
 
 def unobserve_steps(cb) -> None:
+    """No more ``cb``; the last observer gone while no cell records (``%unload_ext``), torch's
+    global optimizer step hooks go too (:func:`start` registers them again)."""
     while cb in STATE.step_observers:
         STATE.step_observers.remove(cb)
+    if not STATE.step_observers and STATE.mode is None and STATE.suspended is None:
+        for h in STATE.opt_hooks or ():
+            h.remove()
+        STATE.opt_hooks = None
 
 
 def _hook_optimizers() -> None:

@@ -4,8 +4,9 @@ Read in this order: registry.py (the Row schema: how a row is written and what i
 the table by kind of op — elementwise.py, reductions.py, linalg.py, views.py, indexing.py, nn.py,
 activations.py, losses.py, volumes.py (the 3-D layers, with their N-d kernels), attention.py,
 resampling.py (upsampling beyond 2-D bilinear, max-unpooling), ctc.py (the CTC loss) — with
-formulas.py (the formula namespace `xp`), derivatives.py (formulas longer than a line) and
-kernels.py (conv/pool array kernels). Applying a row to tensors is nbgrad/autograd/apply.py; the
+formulas.py (the formula namespace `xp`), derivatives.py (formulas longer than a line),
+kernels.py (conv/pool array kernels) and lapack.py (LAPACK's steps in numpy where numpy's and
+torch's LAPACK answer differently: non-finite, singular and refused matrices). Applying a row to tensors is nbgrad/autograd/apply.py; the
 torch.* functions that pick
 a row and parse PyTorch's arguments are nbgrad/functions/.
 """

@@ -707,6 +707,16 @@ def _overlapping(shape, strides):
 # Sorting, scatter, linear algebra, ...: operations whose array and Tensor spellings differ,
 # each written for ArrayFormulas and for TensorFormulas side by side (index args stay arrays)
 # ------------------------------------------------------------------------------------------------
+def _array_solve(m, a, b):
+    """numpy's solve; where numpy calls the matrix singular, torch's: a backward's solve with
+    A^T reuses the forward's LU of A as an adjoint (lapack._lu_solve)."""
+    try:
+        return m.linalg.solve(a, b)
+    except m.linalg.LinAlgError:
+        from .lapack import _lu_solve
+        return _lu_solve(a, b, transposed=True)
+
+
 def _index_tensor(index):
     return index if isinstance(index, Tensor) else Tensor._make_fresh(index)
 
@@ -732,7 +742,7 @@ _PAIRS = {
     "eye": (lambda self, n, like: self.m.eye(n, dtype=like.dtype),
             lambda n, like: Tensor._make_fresh(np.eye(n, dtype=like._data.dtype))),
     "inv": (lambda self, x: self.m.linalg.inv(x), lambda x: x.inverse()),
-    "solve": (lambda self, a, b: self.m.linalg.solve(a, b),  # (recorded: LinalgSolveExBackward0)
+    "solve": (lambda self, a, b: _array_solve(self.m, a, b),  # (recorded: LinalgSolveExBackward0)
               lambda a, b: _apply(ROWS["linalg_solve"], (a, b))),
     "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
     "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),

@@ -169,9 +169,11 @@ def conv2d_backward(gy, ctx, needs=(True, True, True)):
             gw = gw.reshape(o, cg, kh, kw) if needs[1] else None
         if not needs[0]:
             return gx, gw, gb
-        if g == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw:
+        if g == 1 and sh == sw == dh == dw == 1 and ph < kh and pw < kw and \
+                xp.isfinite(wm).all():
             # stride 1: the input gradient is a full correlation of gy with the flipped kernel --
-            # one im2col and one product instead of kh*kw strided slice-adds
+            # one im2col and one product instead of kh*kw strided slice-adds (not with an inf or
+            # NaN weight: the zeros padding gy would take it where torch's col2im adds none)
             wf = wm[0, :kk].reshape(kh, kw, c, o)[::-1, ::-1].transpose(0, 1, 3, 2)
             wf = xp.ascontiguousarray(wf).reshape(kh * kw * o, c)  # (kh*kw*O, C)
             qh, qw = kh - 1 - ph, kw - 1 - pw

@@ -14,6 +14,8 @@ from .formulas import TENSORS, array_formulas
 from .derivatives import _maybe_multiply, _mT
 from ..autograd.apply import apply as _apply
 from .registry import ROWS, op
+from .lapack import (_LinAlgError, _each, _geqr2, _lu_like_torch, _lu_solve, _near_singular,
+                     _org2r, _potf2, _solve_like_torch, _trsm)
 
 # (under create_graph the formulas' steps are PyTorch's: mm with t(), bmm with transpose)
 op("mm", lambda self, mat2: self @ _contiguous(mat2, self.shape[-2]),
@@ -107,8 +109,24 @@ def _as_matrix_rhs(b, a):
 
 def _solve_fwd(a, b):
     if _as_matrix_rhs(b, a):
-        return _xp(a).linalg.solve(a, b[..., None])[..., 0]
-    return _xp(a).linalg.solve(a, b)
+        return _solve(a, b[..., None])[..., 0]
+    return _solve(a, b)
+
+
+def _solve(a, b):
+    """numpy's solve; near a singular matrix (or where numpy calls one singular) torch's LU
+    (_lu_solve): its values where rounding left the last pivot nonzero, else torch's
+    LinAlgError and text (numpy's LU and torch's round such a pivot to 0 at different
+    matrices). A near-singular matrix is looked for only behind a huge solution."""
+    xp = _xp(a)
+    try:
+        x = xp.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return _lu_solve(a, b)
+    # a singular matrix gives a huge solution: only behind one the check (a determinant)
+    if xp is np and x.size and not abs(x).max() < 1e10 and _near_singular(a).any():
+        return _lu_solve(a, b)
+    return x
 
 
 def _solve_grads(g, A, B, result, xp, needs):
@@ -122,16 +140,33 @@ def _solve_grads(g, A, B, result, xp, needs):
     return gA, gB
 
 
-def _solve_tri(A, B, left):
+def _solve_tri(A, B, left, upper=None):
+    """A^-1 B (left) or B A^-1 for triangular A: numpy's solve; where numpy's LU would pivot
+    (an entry beside the diagonal larger than it: a rank-deficient A's rounding-sized pivot),
+    A's diagonal holds a zero or A or B an inf or NaN (upper given), BLAS's trsm substitution
+    (lapack._trsm) as torch's: its rounding, inf and NaN where it divides by the zero, never
+    numpy's 'Singular matrix'."""
     m = _xp(A)
+    if upper is not None and m is np and not (
+            np.isfinite(A).all() and np.isfinite(B).all() and _no_pivoting(A, upper)):
+        return _trsm(A, B, upper) if left else _mT(_trsm(_mT(A), _mT(B), not upper))
     return m.linalg.solve(A, B) if left else _mT(m.linalg.solve(_mT(A), _mT(B)))
+
+
+def _no_pivoting(A, upper):
+    """Whether partial pivoting leaves triangular A's rows in place: every diagonal entry
+    nonzero and at least as large as the entries beside it in its column (numpy's LU then
+    solves A as the substitution does, to rounding)."""
+    d = np.abs(np.diagonal(A, 0, -2, -1))
+    off = np.abs(np.triu(A, 1) if upper else np.tril(A, -1)).max(-1 if upper else -2)
+    return bool(d.all() and (d >= off).all())
 
 
 def _solve_tri_grads(g, A, X, upper, left, needs):
     """torch's linalg_solve_triangular_backward: gB = solve_triangular(A^H, g, !upper), gA =
     -gB X^H (left) or -X^H gB, in A's triangle."""
     if not isinstance(g, Tensor):
-        gB = _solve_tri(_mT(A), g, left)
+        gB = _solve_tri(_mT(A), g, left, not upper)
         gA = -(gB @ _mT(X) if left else _mT(X) @ gB) if needs[0] else None
         m = _xp(gB)
         return (None if gA is None else (m.triu if upper else m.tril)(gA)), gB
@@ -215,29 +250,35 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
 
 
 def _qr_backward(g, A, Q, R, xp):
-    """(gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q, copyltu its lower triangle mirrored,
-    for m >= n; for wide A = [X | Y] (m < n), X's QR gets gQ + Y gV^T and Y gets Q gV."""
+    """torch's linalg_qr_backward. m >= n: (gQ + Q syminvadj(triu(M))) R^-H with M = gR R^H -
+    Q^H gQ (syminvadj(X) = X + X^H, its diagonal once); wide (m < n): [Q tril(M^H - M)
+    R1^-H | 0] + Q gR, R1 R's leading m columns (torch's formula and order of operations: its
+    rounding, which 1 / R's diagonal amplifies where A is rank-deficient)."""
     gQ, gR = g
     m, n = Q.shape[-2], R.shape[-1]
-    if m < n:
-        gU = None if gR is None else gR[..., :, :m]
-        gV = None if gR is None else gR[..., :, m:]
-        gQx = None if gV is None else A[..., :, m:] @ _mT(gV)
-        if gQ is not None:
-            gQx = gQ if gQx is None else gQx + gQ
-        gX = _qr_backward((gQx, gU), None, Q, R[..., :, :m], xp)
-        gY = Q @ gV if gV is not None else A[..., :, m:] * 0
-        return xp.concatenate([gX, gY], axis=len(gX.shape) - 1)
     if gQ is not None and gR is not None:
-        M = R @ _mT(gR) - _mT(gQ) @ Q
+        M = gR @ _mT(R) - _mT(Q) @ gQ
     elif gQ is not None:
-        M = -(_mT(gQ) @ Q)
+        M = -(_mT(Q) @ gQ)
     else:
-        M = R @ _mT(gR)
-    ga = Q @ (xp.tril(M, 0) + _mT(xp.tril(M, -1)))
+        M = gR @ _mT(R)
+    if m < n:
+        lead = _solve_tri_right(_mT(R[..., :, :m]), Q @ xp.tril(_mT(M) - M, 0), xp)
+        ga = xp.concatenate([lead, xp.new_zeros(lead, tuple(lead.shape[:-1]) + (n - m,))],
+                            axis=len(lead.shape) - 1)
+        return ga if gR is None else ga + Q @ gR
+    ga = Q @ (xp.triu(M, 0) + _mT(xp.triu(M, 1)))
     if gQ is not None:
-        ga = gQ + ga
-    return _mT(xp.solve(R, _mT(ga)))  # ga R^-T
+        ga = ga + gQ
+    return _solve_tri_right(_mT(R), ga, xp)
+
+
+def _solve_tri_right(L, B, xp):
+    """B L^-1 for lower-triangular L: torch's solve_triangular(L, B, upper=False, left=False)
+    (LinalgSolveTriangularBackward0 when recorded)."""
+    if xp is TENSORS:
+        return _apply(ROWS["linalg_solve_triangular"], (L, B), (False, False))
+    return _solve_tri(L, B, False, False)
 
 
 def _pinv_backward(g, result, A):
@@ -292,25 +333,25 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
    self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
    vec1=lambda g, vec2, alpha, xp: _maybe_multiply(g @ vec2, alpha, xp),
    vec2=lambda g, vec1, alpha, xp: _maybe_multiply(xp.t(g) @ vec1, alpha, xp))
-op("linalg_inv", lambda A: _xp(A).linalg.inv(A), node="LinalgInvExBackward0",
+op("linalg_inv", lambda A: _nan_where_nan(A, _xp(A).linalg.inv(A)), node="LinalgInvExBackward0",
    A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
 op("linalg_det", lambda A: _det_fwd(A),
    A=lambda g, A, result, xp: _det_backward(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
 # an in-place write into the sign makes backward fail as torch's does
-op("linalg_slogdet", lambda A: tuple(_xp(A).linalg.slogdet(A)), n_out=2,
-   A=lambda g, A, result, xp: None if g[1] is None else g[1][..., None, None] * _mT(xp.inv(A))
+op("linalg_slogdet", lambda A: _slogdet_fwd(A), n_out=2,
+   A=lambda g, A, result, xp: None if g[1] is None else _slogdet_backward(g[1], A, xp)
    if xp is not TENSORS else _solve_diag(g[1], A))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
-op("linalg_cholesky", lambda A: _xp(A).linalg.cholesky(A), node="LinalgCholeskyExBackward0",
+op("linalg_cholesky", lambda A: _cholesky_fwd(A), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
 # A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
 # (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
-op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left),
+op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left, upper),
    **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
        g, self, result, upper, left, needs)})
-op("linalg_qr", lambda A: tuple(_xp(A).linalg.qr(A, mode="reduced")), n_out=2,
+op("linalg_qr", lambda A: _qr_fwd(A), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
 op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
@@ -331,16 +372,28 @@ _SVD_NON_FINITE = ("linalg.svd: The algorithm failed to converge because the inp
 
 def _svd_fwd(A, full_matrices):
     """numpy's svd, never on a matrix with inf or NaN (LAPACK's gesdd loops forever on inf):
-    NaN raises torch's error; inf gives NaN singular values, as torch's (and NaN vectors)."""
+    NaN raises torch's error; inf gives NaN singular values, as torch's, and for a lone inf at
+    [0, 0] torch's vectors (its gesdd's: the identity with columns 0 and k - 1 swapped, k =
+    min(m, n)), NaN vectors for another inf (torch's gesdd answers those case by case)."""
     xp = _xp(A)
-    if not bool(xp.isfinite(A).all()):
-        if bool(xp.isnan(A).any()):
-            raise RuntimeError(_SVD_NON_FINITE)
-        m, n = A.shape[-2:]
-        k = min(m, n)
-        return tuple(xp.full(A.shape[:-2] + s, xp.nan, A.dtype) for s in (
-            (m, m if full_matrices else k), (k,), (n if full_matrices else k, n)))
-    return tuple(xp.linalg.svd(A, full_matrices=full_matrices))
+    fin = xp.isfinite(A).all((-2, -1))
+    if bool(fin.all()):
+        return tuple(xp.linalg.svd(A, full_matrices=full_matrices))
+    if bool(xp.isnan(A).any()):
+        raise RuntimeError(_SVD_NON_FINITE)
+    m, n = A.shape[-2:]
+    k = min(m, n)
+    U, S, Vh = xp.linalg.svd(xp.where(fin[..., None, None], A, 0), full_matrices=full_matrices)
+    S = xp.where(fin[..., None], S, xp.nan)
+    lone = ~xp.isfinite(A[..., 0, 0]) & (xp.isfinite(A).sum((-2, -1)) == m * n - 1)
+    swap = np.arange(max(m, n))
+    swap[[0, k - 1]] = swap[[k - 1, 0]]
+    pu = np.eye(m, dtype=A.dtype)[:, swap[:m]][:, :U.shape[-1]]
+    pv = np.eye(n, dtype=A.dtype)[swap[:n]][:Vh.shape[-2]]
+    U = xp.where(fin[..., None, None], U, xp.where(lone[..., None, None], xp.asarray(pu), xp.nan))
+    Vh = xp.where(fin[..., None, None], Vh,
+                  xp.where(lone[..., None, None], xp.asarray(pv), xp.nan))
+    return U, S, Vh
 
 
 def _pinv_fwd(A):
@@ -380,55 +433,95 @@ def _cdist_grads(g, x1, x2, result, p, xp):
 
 
 op("cdist", lambda x1, x2, p: _cdist_fwd(x1, x2, p), node="CdistBackward0",
-   **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)})
-op("euclidean_dist", lambda x1, x2: _cdist_fwd(x1, x2, 2.0), node="EuclideanDistBackward0",
-   **{"x1, x2": lambda g, x1, x2, result, xp: _cdist_grads(g, x1, x2, result, 2.0, xp)})
+   **{"x1, x2": lambda g, x1, x2, result, p, xp: _cdist_grads(g, x1, x2, result, p, xp)
+      if xp is not TENSORS else (
+          _apply(ROWS["cdist_backward"], (g, x1, x2, result), (p,)),
+          _apply(ROWS["cdist_backward"], (_mT(g), x2, x1, _mT(result).contiguous()), (p,)))})
+# torch's _cdist_backward (one input's gradient; the other's with the sets swapped) has no
+# derivative: under create_graph cdist's gradient hangs on CdistBackwardBackward0, which refuses
+# the second backward with torch's NotImplementedError
+op("cdist_backward", lambda grad, x1, x2, result, p: _cdist_grads(
+    grad, x1, x2, result, p, _xp(x1))[0], node="CdistBackwardBackward0",
+   **{"grad, x1, x2, result": lambda g: _no_derivative("_cdist_backward")(g)})
+
+
+def _no_derivative(name):
+    from .reductions import _refuse
+    return _refuse(name)
+def _euclidean_fwd(x1, x2):
+    """torch's _euclidean_dist: one product of [-2 x1, |x1|^2, 1] and [x2, 1, |x2|^2], clamped
+    at 0, its square root (torch's rounding; an inf gives NaN, as inf - inf there)."""
+    xp = _xp(x1)
+    n1, n2 = (x1 * x1).sum(-1, keepdims=True), (x2 * x2).sum(-1, keepdims=True)
+    a = xp.concatenate([x1 * -2, n1, xp.ones_like(n1)], -1)
+    b = xp.concatenate([x2, xp.ones_like(n2), n2], -1)
+    return xp.sqrt(xp.maximum(a @ xp.swapaxes(b, -1, -2), 0))
+
+
+def _euclidean_grads(g, x1, x2, result, xp):
+    """torch's _euclidean_dist_backward: ratio = g / dist, 0 where the distance is 0 (so at a
+    zero distance neither order moves), x1 * ratio summed over x2 - ratio @ x2, and for x2."""
+    zero = result == 0
+    ratio = xp.where(zero, 0.0, g / (result + zero))
+    return (x1 * xp.sum(ratio, axis=-1, keepdims=True) - ratio @ x2,
+            x2 * xp.sum(_mT(ratio), axis=-1, keepdims=True) - _mT(ratio) @ x1)
+
+
+op("euclidean_dist", _euclidean_fwd, node="EuclideanDistBackward0",
+   **{"x1, x2": lambda g, x1, x2, result, xp: _euclidean_grads(g, x1, x2, result, xp)})
+
+
+# ------------------------------------------------------------------------------------------------
+# QR of a matrix holding inf or NaN: torch's Householder steps
+# ------------------------------------------------------------------------------------------------
+def _qr_fwd(A):
+    """numpy's reduced QR; the matrices holding an inf or NaN by LAPACK's Householder steps
+    (_geqr2, _org2r), so that the NaN and inf land where torch's do (numpy's QR leaves columns
+    finite that torch's make NaN)."""
+    xp = _xp(A)
+    Q, R = xp.linalg.qr(A, mode="reduced")
+    if xp is not np or np.isfinite(A).all():
+        return Q, R
+    Q, R = np.array(Q), np.array(R)
+    qs, rs = Q.reshape((-1,) + Q.shape[-2:]), R.reshape((-1,) + R.shape[-2:])
+    for i, m in _each(A, ~np.isfinite(A).all((-2, -1))):
+        h, taus = _geqr2(m)
+        qs[i], rs[i] = _org2r(h, taus), np.triu(h[:len(taus)])
+    return Q, R
+
+
+# ------------------------------------------------------------------------------------------------
+# cholesky where LAPACK's potrf stops: torch's LinAlgError
+# ------------------------------------------------------------------------------------------------
+def _cholesky_fwd(A):
+    """numpy's cholesky of the lower triangles; for a matrix numpy refuses or one holding an inf
+    or NaN, LAPACK's potf2 column by column (_potf2), so torch's result (an inf on the diagonal
+    gives inf there and zeros below) or torch's LinAlgError naming the first leading minor where
+    the pivot is <= 0 or NaN."""
+    xp = _xp(A)
+    if xp is not np:
+        return xp.linalg.cholesky(A)
+    if np.isfinite(np.tril(A)).all():
+        try:
+            return np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            pass
+    out = np.zeros(A.shape, A.dtype)
+    flat = out.reshape((-1,) + A.shape[-2:])
+    for i, m in _each(A, np.ones(A.shape[:-2], bool)):
+        flat[i], info = _potf2(m)
+        if info:
+            batch = f"(Batch element {i}): " if A.ndim > 2 else ""
+            raise _LinAlgError(
+                f"linalg.cholesky: {batch}The factorization could not be completed because the "
+                f"input is not positive-definite (the leading minor of order {info} is not "
+                "positive-definite).")
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
 # det at a singular matrix: its value and gradient are LAPACK's rounding, so they are torch's
 # ------------------------------------------------------------------------------------------------
-def _near_singular(A):
-    """(..., n, n) -> (...) bool: the finite matrices (n <= 8) whose determinant is within
-    rounding of 0 (|det| <= 64 n eps times Hadamard's bound), where numpy's LU (OpenBLAS, no
-    fused multiply-add) and torch's (MKL getrf) can round the last pivot to 0 on one side only."""
-    n = A.shape[-1]
-    if n > 8 or n < 2 or A.size == 0 or A.dtype.kind != "f":
-        return np.zeros(A.shape[:-2], bool)
-    bound = np.prod(np.sqrt((A * A).sum(-1)), -1)
-    det = np.linalg.det(A)
-    return np.isfinite(bound) & (abs(det) <= 64 * n * np.finfo(A.dtype).eps * bound)
-
-
-def _lu_like_torch(M):
-    """One (n, n) float matrix -> (LU, pivot rows) as torch 2.13's CPU LAPACK (MKL getrf)
-    rounds them, bit for bit on the 3-8 x n matrices tried: right-looking partial pivoting,
-    the column scaled by the pivot's reciprocal (by a division at step n - 2 when n <= 4), the
-    trailing update one fused multiply-add per entry."""
-    from fractions import Fraction
-    to = float if M.dtype == np.float64 else (lambda v: float(M.dtype.type(v)))
-    A = [[float(v) for v in row] for row in M]
-    n, piv = len(A), []
-    for k in range(n):
-        p = max(range(k, n), key=lambda i: (abs(A[i][k]), -i))
-        piv.append(p)
-        A[k], A[p] = A[p], A[k]
-        if A[k][k] != 0:
-            r = to(1.0 / A[k][k])
-            for i in range(k + 1, n):
-                A[i][k] = to(A[i][k] / A[k][k] if k == n - 2 and n <= 4 else A[i][k] * r)
-        for i in range(k + 1, n):
-            for j in range(k + 1, n):
-                A[i][j] = to(float(Fraction(A[i][j]) - Fraction(A[i][k]) * Fraction(A[k][j])))
-    return np.array(A, M.dtype), piv
-
-
-def _each(A, which):
-    """(index into the flattened batch, matrix) for each matrix of A where `which` holds."""
-    mats = A.reshape((-1,) + A.shape[-2:])
-    return [(i, mats[i]) for i in np.flatnonzero(which.reshape(-1))]
-
-
 def _det_fwd(A):
     """(..., n, n) -> (...): numpy's det; near a singular matrix, the product of the pivots of
     torch's LU (times the permutation's sign), so that det and its gradient there are torch's."""
@@ -436,7 +529,7 @@ def _det_fwd(A):
     det = xp.linalg.det(A)
     if xp is not np:
         return det
-    near = _near_singular(A)
+    near = _near_singular(A) | ~np.isfinite(A).all((-2, -1))  # (an inf: torch's NaN)
     if near.any():
         det = np.array(det)
         flat = det.reshape(-1)
@@ -447,26 +540,6 @@ def _det_fwd(A):
                 v = v * x
             flat[i] = -v if sum(p != k for k, p in enumerate(piv)) % 2 else v
     return det
-
-
-def _solve_like_torch(A, d, transposed):
-    """d A^{-T} for one near-singular matrix from torch's LU of A^T (`transposed`) or A (torch's
-    lu_solve after putting eps on each zero pivot): the cofactors where rounding left the last
-    pivot nonzero."""
-    lu, piv = _lu_like_torch(A.T if transposed else A)
-    n, dt = A.shape[-1], A.dtype
-    u = np.triu(lu)
-    np.fill_diagonal(u, np.where(np.diagonal(u) == 0, np.finfo(dt).eps, np.diagonal(u)))
-    low = np.tril(lu, -1) + np.eye(n, dtype=dt)
-    perm = list(range(n))
-    for k, p in enumerate(piv):
-        perm[k], perm[p] = perm[p], perm[k]
-    if transposed:  # the LU is of A^T: (P L U) X = d I
-        rhs = np.eye(n, dtype=dt)[perm] * d
-        return np.linalg.solve(u, np.linalg.solve(low, rhs)).astype(dt)
-    # the LU is of A: (P L U)^T X = d I, U^T L^T P^T X = d I
-    y = np.linalg.solve(low.T, np.linalg.solve(u.T, np.eye(n, dtype=dt) * d))
-    return y[np.argsort(perm)].astype(dt)
 
 
 def _det_backward(g, A, result, xp):
@@ -484,7 +557,7 @@ def _det_backward(g, A, result, xp):
         return d * _mT(xp.inv(A))
     if xp is not TENSORS:
         live = np.broadcast_to(d[..., 0, 0] != 0, A.shape[:-2])
-        near = _near_singular(A) & live
+        near = (_near_singular(A) | ~np.isfinite(A).all((-2, -1))) & live
         if live.all() and not near.any():
             return d * _mT(xp.inv(A))
         out = np.zeros(A.shape, np.result_type(d, A))
@@ -506,6 +579,60 @@ def _det_backward(g, A, result, xp):
     alpha = _apply(ROWS["linalg_det"], (u,)) * _apply(ROWS["linalg_det"], (vh,))
     cof = (u * (_prod_others_safe(s, xp) * (g * alpha)[..., None])[..., None, :]) @ vh
     return xp.where(xp.constant(small), cof, d * _mT(xp.inv(safe)))
+
+
+def _nan_where_nan(A, out):
+    """``out`` (one result per matrix of A, matrices or numbers) NaN for each matrix of A that
+    holds a NaN: torch's LU (getrf) carries it into every pivot and so every entry of its
+    solves, where numpy's gesv leaves some finite."""
+    xp = _xp(A)
+    nan = xp.isnan(A).any((-2, -1))
+    if not nan.any():
+        return out
+    return xp.where(nan.reshape(nan.shape + (1,) * (out.ndim - nan.ndim)), np.nan, out)
+
+
+def _slogdet_fwd(A):
+    """(sign, log|det|) as torch's LU gives them: numpy's, but near a singular matrix from the
+    pivots of torch's LU (_lu_like_torch), and sign 0, log|det| NaN for a matrix holding a NaN
+    (sgn(NaN) = 0 in torch's product of the pivots' signs)."""
+    xp = _xp(A)
+    sign, logabs = xp.linalg.slogdet(A)
+    if xp is not np:
+        return sign, logabs
+    nan = np.isnan(A).any((-2, -1))
+    near = _near_singular(A) | (~np.isfinite(A).all((-2, -1)) & ~nan)
+    if not (nan.any() or near.any()):
+        return sign, logabs
+    sign, logabs = np.array(sign), np.array(logabs)
+    for i, m in _each(A, near):
+        lu, piv = _lu_like_torch(m.T if A.flags.c_contiguous else m)
+        pivots = np.diagonal(lu)
+        swaps = sum(p != k for k, p in enumerate(piv)) % 2
+        with np.errstate(divide="ignore"):
+            sign.reshape(-1)[i] = (-1) ** swaps * np.prod(np.sign(np.nan_to_num(pivots, nan=0.0)))
+            logabs.reshape(-1)[i] = np.sum(np.log(np.abs(pivots)))
+    sign[nan], logabs[nan] = 0, np.nan
+    return sign, logabs
+
+
+def _slogdet_backward(g, A, xp):
+    """g A^{-T} at first order: numpy's inverse; near a singular matrix or with an inf torch's
+    LU solve (_solve_like_torch: rounding-sized pivots give torch's huge values, not numpy's
+    error, an inf torch's NaN), and NaN for a matrix holding a NaN."""
+    d = g[..., None, None]
+    if type(A) is not np.ndarray:
+        return d * _mT(xp.inv(A))
+    near = _near_singular(A) | (np.isinf(A).any((-2, -1)) & ~np.isnan(A).any((-2, -1)))
+    if not near.any():
+        return _nan_where_nan(A, d * _mT(xp.inv(A)))
+    out = np.zeros(A.shape, np.result_type(d, A))
+    flat = out.reshape((-1,) + A.shape[-2:])
+    ds = np.broadcast_to(d, out.shape).reshape((-1,) + A.shape[-2:])
+    for i, m in _each(A, np.ones(A.shape[:-2], bool)):
+        flat[i] = _solve_like_torch(m, ds[i, 0, 0], A.flags.c_contiguous) \
+            if near.reshape(-1)[i] else ds[i] * _mT(np.linalg.inv(m))
+    return _nan_where_nan(A, out)
 
 
 def _solve_diag(d, A):

@@ -25,6 +25,7 @@ from ..autograd.apply import apply as _apply
 from ..autograd.grad_mode import no_grad
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
+from ..sparse_coo import SparseCOO
 from . import kernels
 from .formulas import TENSORS
 from .derivatives import _zeros_for
@@ -128,6 +129,10 @@ op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
                _embedding_double(gg, indices, padding_idx, xp)),
    weight=lambda g, weight_shape, indices, padding_idx, xp: _embedding_grad(
        g, weight_shape, indices, padding_idx, xp))
+# sparse=True: the same node, its weight's gradient a sparse COO tensor (embedding_sparse_backward)
+op("embedding_sparse", ROWS["embedding"].fwd, node="EmbeddingBackward0",
+   weight=lambda g, weight_shape, indices, padding_idx: _embedding_sparse_grad(
+       g, weight_shape, indices, padding_idx))
 op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
     input, weight, bias, num_groups, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
@@ -229,6 +234,9 @@ for _name, _node in (
         ("_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0"),
         ("upsample_linear1d", "UpsampleLinear1DBackward0"),
         ("upsample_bilinear2d", "UpsampleBilinear2DBackward0"),
+        ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0"),
+        ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0"),
+        ("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0"),
         ("pixel_shuffle", "PixelShuffleBackward0"),
         ("pixel_unshuffle", "PixelUnshuffleBackward0"),
         ("reflection_pad1d", "ReflectionPad1DBackward0"),
@@ -705,6 +713,24 @@ def _embedding_grad(g, weight_shape, indices, padding_idx, xp):
         keep = (flat != padding_idx)[:, None]
         g2 = xp.where(xp.constant(keep), g2, 0)
     return xp.scatter_add(g2, tuple(weight_shape), flat)
+
+
+def _embedding_sparse_grad(g, weight_shape, indices, padding_idx):
+    """torch's embedding_sparse_backward: one entry per looked-up index (int64, in order, those
+    equal to padding_idx left out), its value the gradient's row (a copy, marked contiguous or
+    not as torch's view of the gradient would be); not coalesced."""
+    if isinstance(g, Tensor) and g.requires_grad:  # (create_graph: torch's sparse constructor
+        raise NotImplementedError(  # records SparseCooTensorWithDimsAndTensorsBackward0)
+            "embedding(sparse=True): a differentiable sparse gradient (create_graph=True) is "
+            "not implemented in nbgrad")
+    ga = g._data if isinstance(g, Tensor) else g
+    flat = indices.reshape(-1).astype(np.int64)
+    vals = ga.reshape((len(flat), weight_shape[1]))
+    contiguous = bool(vals.flags.c_contiguous)  # (torch's values view the gradient: reshape)
+    if padding_idx is not None and padding_idx >= 0:
+        keep = flat != padding_idx
+        flat, vals, contiguous = flat[keep], vals[_xp(vals).asarray(keep)], True
+    return SparseCOO._of(flat[None, :], vals.copy(), weight_shape, contiguous=contiguous)
 
 
 def _embedding_double(gg, indices, padding_idx, xp):

@@ -10,15 +10,21 @@ import math
 import numpy as np
 
 from ..backend import get_array_module as _xp
+from ..sparse_coo import SparseCOO
 from .optimizer import Optimizer, _tensor_of, _use_grad
+from .sparse import adagrad_sparse_step, refuse_sparse, sgd_sparse_step
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]
 
 
 def _grad_array(p, maximize):
+    """The gradient's array (negated under ``maximize``); a sparse gradient as it is (only the
+    optimizers that take one read it: the others refuse it first, ``refuse_sparse``)."""
     g = p._grad  # the raw .grad slot (parameters are leaves)
     if g is None:
         return None
+    if g.is_sparse:
+        return -g if maximize else g
     g = g._data
     return -g if maximize else g
 
@@ -85,6 +91,10 @@ class SGD(Optimizer):
                 g = p._grad
                 if g is None:
                     continue
+                if g.is_sparse:
+                    sgd_sparse_step(p, g, state[p], lr, momentum, dampening, wd, nesterov,
+                                    maximize)
+                    continue
                 g = -g._data if maximize else g._data
                 if wd != 0:
                     g = g + wd * p._data
@@ -147,6 +157,8 @@ class Adam(Optimizer):
         """One Adam update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "Adam does not support sparse gradients, "
+                          "please consider SparseAdam instead")
             amsgrad = group["amsgrad"]
             todo = []  # (parameter, grad array, state, step) of those that have a grad
             for p in group["params"]:
@@ -339,6 +351,7 @@ class RMSprop(Optimizer):
         """One RMSprop update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "RMSprop does not support sparse gradients")
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p in group["params"]:
@@ -470,6 +483,9 @@ class Adagrad(Optimizer):
                 pd = p._data
                 st = self.state[p]
                 step = _step_count(st)
+                if isinstance(g, SparseCOO):
+                    adagrad_sparse_step(p, g, st, lr / (1 + (step - 1) * lr_decay), eps, wd)
+                    continue
                 if wd != 0:
                     g = g + wd * pd
                 clr = lr / (1 + (step - 1) * lr_decay)
@@ -507,6 +523,7 @@ class Adadelta(Optimizer):
         """One Adadelta update of every parameter that has a grad. Returns the closure's loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "Adadelta does not support sparse gradients")
             lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
             for p, g, pd, st, _ in _with_grads(self, group, "square_avg", "acc_delta"):
                 if wd != 0:
@@ -549,6 +566,7 @@ class Adamax(Optimizer):
         """One Adamax update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "Adamax does not support sparse gradients")
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], \
                 group["weight_decay"]
             for p, g, pd, st, step in _with_grads(self, group, "exp_avg", "exp_inf"):
@@ -604,6 +622,7 @@ class NAdam(Optimizer):
         """One NAdam update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "NAdam does not support sparse gradients")
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
             wd, psi = group["weight_decay"], group["momentum_decay"]
             for p in group["params"]:
@@ -668,6 +687,7 @@ class RAdam(Optimizer):
         """One RAdam update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "RAdam does not support sparse gradients")
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], \
                 group["weight_decay"]
             for p, g, pd, st, step in _with_grads(self, group, "exp_avg", "exp_avg_sq"):

@@ -1,4 +1,4 @@
-"""ASGD, Rprop, Adafactor, SparseAdam: more of torch.optim's single-tensor update rules, in place
+"""ASGD, Rprop, Adafactor: more of torch.optim's single-tensor update rules, in place
 on the parameters' arrays, in the operation order of torch's ``_single_tensor_*`` functions (the
 path torch takes on CPU), so float64 runs agree step for step to rounding.
 
@@ -11,8 +11,9 @@ import numpy as np
 from ..backend import get_array_module as _xp
 from .optimizer import Optimizer, _tensor_of, _use_grad
 from .optimizers import _grad_array, _lerp_
+from .sparse import refuse_sparse
 
-__all__ = ["ASGD", "Rprop", "Adafactor", "SparseAdam"]
+__all__ = ["ASGD", "Rprop", "Adafactor"]
 
 
 def _lr_check(lr):
@@ -66,6 +67,7 @@ class ASGD(Optimizer):
         """One ASGD update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "ASGD does not support sparse gradients")
             lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
             wd = group["weight_decay"]
             for p in group["params"]:
@@ -132,6 +134,7 @@ class Rprop(Optimizer):
         """One Rprop update of every parameter that has a grad. Returns ``closure()``'s loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "Rprop does not support sparse gradients")
             etaminus, etaplus = group["etas"]
             lo, hi = group["step_sizes"]
             for p in group["params"]:
@@ -207,6 +210,7 @@ class Adafactor(Optimizer):
         loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            refuse_sparse(group, "Adafactor does not support sparse gradients")
             lr, d, wd = group["lr"], group["d"], group["weight_decay"]
             eps1, eps2 = group["eps"]
             for p in group["params"]:
@@ -257,47 +261,3 @@ class Adafactor(Optimizer):
                 pd += (-alpha / denom) * update
                 p._bump_version("add_")
         return loss
-
-
-class SparseAdam(Optimizer):
-    """Adam for sparse gradients (mirrors ``torch.optim.SparseAdam``'s arguments and checks).
-
-    nbgrad has no sparse tensors (``nn.Embedding(sparse=True)`` is refused), so every gradient
-    is dense, and ``step`` raises torch's error for a dense gradient, as torch does.
-
-    Args:
-        lr (float): 1e-3; betas (tuple): (0.9, 0.999); eps (float): 1e-8; maximize (bool).
-
-    Raises:
-        ValueError: lr <= 0, eps <= 0, betas outside [0, 1) (torch's texts);
-        RuntimeError: ``step`` over a parameter with a (dense) gradient.
-    """
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
-        _lr_check(lr)
-        if not 0.0 < lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 < eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
-        complex_params = [[i, j] for i, group in enumerate(self.param_groups)
-                          for j, p in enumerate(group["params"]) if p._data.dtype.kind == "c"]
-        if complex_params:
-            raise ValueError(f"Complex params at indices {complex_params}: SparseAdam does not "
-                             "support complex parameters")
-
-    @_use_grad
-    def step(self, closure=None):
-        """Raises for any parameter with a gradient (nbgrad's gradients are dense)."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p._grad is not None:
-                    raise RuntimeError("SparseAdam does not support dense gradients, please "
-                                       "consider Adam instead")
-        return loss
-

@@ -24,8 +24,11 @@ import warnings
 from _codecs import encode
 from collections import Counter, OrderedDict
 
+import numpy as np
+
 from .. import backend, dtypes
 from ..nn.parameter import Parameter
+from ..sparse_coo import SparseCOO
 from ..storage import Storage
 from ..tensor import Size, Tensor
 from ..typed_storage import STORAGE_TYPES, UNSUPPORTED_STORAGES, TypedStorage
@@ -123,8 +126,29 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     return _set_obj_state(ret, state)
 
 
+def _rebuild_sparse_tensor(layout, data):
+    """torch._utils._rebuild_sparse_tensor, for the COO layout: (indices, values, size[,
+    is_coalesced])."""
+    if layout is not dtypes.sparse_coo:
+        raise UnpicklingError(f"_rebuild_sparse_tensor: nbgrad holds sparse_coo tensors only, "
+                              f"not {layout}")
+    indices, values, size, *co = data
+    if not (isinstance(indices, Tensor) and isinstance(values, Tensor)):
+        raise UnpicklingError("_rebuild_sparse_tensor: expected indices and values tensors")
+    return SparseCOO._of(np.asarray(indices._data, np.int64), values._data,
+                         tuple(int(n) for n in size), bool(co and co[0]))
+
+
+def _get_layout(name):
+    """torch.serialization._get_layout: a layout from its name ("torch.sparse_coo")."""
+    found = {"torch.strided": dtypes.strided, "torch.sparse_coo": dtypes.sparse_coo}.get(name)
+    if found is None:
+        raise UnpicklingError(f"_get_layout: nbgrad has no layout {name!r}")
+    return found
+
+
 _REBUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_parameter,
-               _rebuild_parameter_with_state)
+               _rebuild_parameter_with_state, _rebuild_sparse_tensor)
 
 
 class UnsupportedStorage:
@@ -160,6 +184,7 @@ def _allowed():
         })
         for d in dtypes.ALL + (dtypes.bfloat16,):
             _ALLOWED[f"torch.{d.name}"] = d
+        _ALLOWED["torch.serialization._get_layout"] = _get_layout
         for name, cls in STORAGE_TYPES.items():
             _ALLOWED[f"torch.{name}"] = cls
         for name in UNSUPPORTED_STORAGES:

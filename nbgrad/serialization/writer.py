@@ -50,6 +50,8 @@ REBUILD_TENSOR_V2 = _Global("torch._utils", "_rebuild_tensor_v2")
 REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 REBUILD_PARAMETER_WITH_STATE = _Global("torch._utils", "_rebuild_parameter_with_state")
 REBUILD_FROM_TYPE_V2 = _Global("torch._tensor", "_rebuild_from_type_v2")
+REBUILD_SPARSE = _Global("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = _Global("torch.serialization", "_get_layout")
 _SIZE = _Global("torch", "Size")
 _DEVICE = _Global("torch", "device")
 
@@ -135,6 +137,8 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, Tensor):
             return _reduce_tensor(obj)
         cls = type(obj)
+        if cls is dtypes.layout:  # (torch: the layout named through _get_layout)
+            return (_GET_LAYOUT, (f"torch.{obj.name}",))
         if cls is _Global or cls is dtypes.dtype or cls is dtypes._unsupported_dtype:
             return obj.name  # written by save_global
         if cls is Size:
@@ -184,6 +188,9 @@ def _reduce_tensor(t):
         if state:
             return (REBUILD_PARAMETER_WITH_STATE, (data, t.requires_grad, OrderedDict(), state))
         return (REBUILD_PARAMETER, (data, t.requires_grad, OrderedDict()))
+    if t.is_sparse:  # (torch's: indices, values, size, coalesced)
+        return (REBUILD_SPARSE, (t.layout, (t._indices(), t._values(), Size(t.shape),
+                                            t.is_coalesced())))
     lay = _layout(t)
     if lay is None:
         data = np.ascontiguousarray(backend.to_device(t._data, backend.CPU))

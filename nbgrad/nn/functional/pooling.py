@@ -88,14 +88,49 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _linear("avg_pool2d", input, fwd, adj)
 
 
-def _mat_fwd(mh, mw):
-    """x -> mh @ x @ mw.T over the last two dims (either matrix may be None: identity)."""
+def _mat_fwd(mh, mw, zh=None, zw=None):
+    """x -> mh @ x @ mw.T over the last two dims, the width first as torch's kernels (either
+    matrix may be None: identity; zh, zw: their zero-weight terms, see _apply)."""
     def fwd(a):
-        xp = backend.get_array_module(a)  # the matrices are made on the host
         if mw is not None:
-            a = a @ xp.asarray(mw).T
-        return xp.asarray(mh) @ a if mh is not None else xp.ascontiguousarray(a)
+            a = _apply(mw, a, a.ndim - 1, zw)
+        if mh is not None:
+            a = _apply(mh, a, a.ndim - 2, zh)
+        return backend.get_array_module(a).ascontiguousarray(a)
     return fwd
+
+
+def _apply(m, a, axis, zeros=None):
+    """The (n_out, n_in) matrix ``m`` applied along ``axis`` of ``a`` as torch's kernels sum
+    the terms its entries stand for: ``w * x`` for each nonzero ``w``, and ``0 * x`` where the
+    bool mask ``zeros`` says (the zero weights a kernel multiplies, as linear interpolation's
+    at an integer source index). So a NaN or inf in ``a`` reaches only the outputs whose terms
+    take it (the plain product would spread ``0 * inf = nan`` over all): NaN from a NaN or a
+    ``0 * inf``, NaN where +inf meets -inf, else the inf."""
+    xp = backend.get_array_module(a)
+
+    def along(mat, arr):
+        mat = xp.asarray(mat)
+        if axis == arr.ndim - 1:
+            return arr @ mat.T
+        if axis == arr.ndim - 2:
+            return mat @ arr
+        return xp.moveaxis(xp.tensordot(mat, arr, ([1], [axis])), 0, axis)
+
+    bad = ~xp.isfinite(a)
+    if not bad.any():
+        return along(m, a)
+    out = along(m, xp.where(bad, 0, a))
+    f = np.float64
+    pos, neg = (a == np.inf).astype(f), (a == -np.inf).astype(f)
+    up, down = (m > 0).astype(f), (m < 0).astype(f)
+    plus, minus = along(up, pos) + along(down, neg), along(up, neg) + along(down, pos)
+    nan = along((m != 0).astype(f), xp.isnan(a).astype(f)) > 0
+    if zeros is not None:
+        nan |= along(zeros.astype(f), bad.astype(f)) > 0
+    nan |= (plus > 0) & (minus > 0)
+    out = xp.where(plus > 0, np.inf, xp.where(minus > 0, -np.inf, out))
+    return xp.where(nan, np.nan, out).astype(a.dtype, copy=False)
 
 
 def _check_1d_pool(input, who):
@@ -232,8 +267,10 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return out.squeeze(-2)
 
 
-def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
-    """(n_out, n_in) interpolation weights along one dim, torch's source-index rules."""
+def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype, zeros=False):
+    """(n_out, n_in) interpolation weights along one dim, torch's source-index rules; with
+    ``zeros`` also the mask of the zero weights its kernel multiplies (linear: the second
+    neighbour at an integer source index, the element itself when the size is kept)."""
     m = np.zeros((n_out, n_in), dtype)
     dst = np.arange(n_out, dtype=np.float64)
     rows = np.arange(n_out)
@@ -241,7 +278,7 @@ def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
         ratio = 1.0 / scale if scale else n_in / n_out
         src = np.floor((dst + 0.5) * ratio) if mode == "nearest-exact" else np.floor(dst * ratio)
         m[rows, np.minimum(src.astype(np.int64), n_in - 1)] = 1.0
-        return m
+        return (m, None) if zeros else m
     if align_corners:
         ratio = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
         src = dst * ratio
@@ -249,8 +286,13 @@ def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
         ratio = 1.0 / scale if scale else n_in / n_out
         src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-    i1 = np.minimum(i0 + 1, n_in - 1)
+    i1 = i0 if n_in == n_out else np.minimum(i0 + 1, n_in - 1)
     lam = src - i0
     np.add.at(m, (rows, i0), 1.0 - lam)
     np.add.at(m, (rows, i1), lam)
-    return m
+    if not zeros:
+        return m
+    z = np.zeros((n_out, n_in), bool)
+    z[rows, i0] |= lam == 1.0
+    z[rows, i1] |= lam == 0.0
+    return m, z

@@ -10,6 +10,7 @@ from nbgrad.autograd.apply import apply
 from nbgrad.autograd.record import index_arg
 from nbgrad.functions.args import type_name_of
 from nbgrad.ops import ROWS
+from nbgrad.sparse_coo import SparseCOO
 from .common import _const, _linear
 
 
@@ -21,6 +22,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         input (Tensor): int64/int32 indices, any shape (*).
         weight (Tensor): (num_embeddings, embedding_dim).
         padding_idx (int, optional): rows at this index get no gradient.
+        sparse (bool): weight's gradient a sparse COO tensor (one entry per index looked up).
         max_norm (float, optional): looked-up rows with a larger ``norm_type``-norm are
             rescaled in place first (as torch's ``embedding_renorm_``).
 
@@ -30,8 +32,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     Raises:
         RuntimeError: non-integer indices; IndexError: an index out of range.
     """
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are unsupported")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq is unsupported")
+    if sparse:
+        _sparse_on_cpu(weight)
     ids = index_arg(input)
     if ids.dtype != np.int64 and ids.dtype != np.int32:
         raise RuntimeError(
@@ -46,7 +50,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx += num
     if max_norm is not None:
         _embedding_renorm_(weight, ids, max_norm, norm_type)
-    return apply(ROWS["embedding"], (weight,), (ids, -1 if padding_idx is None else padding_idx))
+    # sparse: weight's gradient is a sparse COO tensor (nbgrad.sparse_coo), as torch's
+    return apply(ROWS["embedding_sparse" if sparse else "embedding"], (weight,),
+                 (ids, -1 if padding_idx is None else padding_idx))
+
+
+def _sparse_on_cpu(weight):
+    if weight.device.type != "cpu":
+        raise NotImplementedError("sparse=True: nbgrad's sparse gradients are CPU (numpy) only, "
+                                  f"not on {weight.device.type}")
 
 
 def _embedding_renorm_(weight, ids, max_norm, norm_type):
@@ -77,9 +89,11 @@ def one_hot(tensor, num_classes=-1):
     return _const(out)
 
 
-def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
+def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw, sparse=False):
     """One EmbeddingBagBackward0 node: each bag's sum / mean / max of its rows of ``weight``.
-    The bags are worked out on the host (``ids``, ``bag``, ``keep``, ``psw`` are numpy)."""
+    The bags are worked out on the host (``ids``, ``bag``, ``keep``, ``psw`` are numpy).
+    ``sparse``: weight's gradient a sparse COO tensor, one entry per index kept (torch's
+    _embedding_bag_sparse_backward: the bag's gradient row times the entry's weight)."""
     w = weight._data
     xp = backend.get_array_module(w)
     n, dim = len(ids), w.shape[1]
@@ -99,6 +113,8 @@ def _embedding_bag_row(weight, ids, bag, keep, nb, mode, psw):
             return out
 
         def adj(g):
+            if sparse:
+                return SparseCOO._of(ki[None, :], g[kb] * kw[:, None], w.shape)
             z = xp.zeros(w.shape, g.dtype)
             xp.add.at(z, ki, g[kb] * kw[:, None])
             return z
@@ -164,6 +180,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.ndim}")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if sparse:
+        _sparse_on_cpu(weight)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -187,8 +207,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if psw is None or not psw.requires_grad:
         return _embedding_bag_row(weight, ids.astype(np.int64), bag, keep, nb, mode,
                                   None if psw is None else backend.to_device(psw._data,
-                                                                             backend.CPU))
-    rows = embedding(_const(ids.astype(np.int64)), weight)
+                                                                             backend.CPU),
+                                  sparse)
+    rows = embedding(_const(ids.astype(np.int64)), weight, sparse=sparse)
     rows = rows * psw.unsqueeze(-1)
     if mode in ("sum", "mean"):
         m = np.zeros((nb, n), weight._data.dtype)

@@ -4,7 +4,9 @@ pooling (``F.lp_pool1d/2d/3d``).
 Every interpolation mode is separable: one (n_out, n_in) weight matrix per spatial dim, built with
 torch's source-index rules (``area_pixel_compute_source_index``; bicubic: torch's cubic
 convolution with A = -0.75 and clamped taps), applied along that dim, recorded as one node of
-torch's name (UpsampleBicubic2DBackward0, UpsampleTrilinear3DBackward0, ...). max-unpooling is
+torch's name (UpsampleBicubic2DBackward0, UpsampleTrilinear3DBackward0, ...); antialias=True
+(and lanczos) weighs every input within the filter's support, as torch's ``_upsample_*2d_aa``
+(UpsampleBilinear2DAaBackward0, ...). max-unpooling is
 the row ``max_unpool2d`` / ``max_unpool3d`` (MaxUnpool2DBackward0); lp_pool is torch's own
 composition of public ops (pow, avg_pool, sign, relu, abs, mul, pow).
 """
@@ -12,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from nbgrad import backend, creation
 from nbgrad.autograd.apply import apply
 from nbgrad.functions.nn import _pair
 from nbgrad.ops import ROWS
@@ -54,6 +57,88 @@ def _cubic_matrix(n_in, n_out, align_corners, scale, dtype):
     for j, c in enumerate(coeffs):
         np.add.at(m, (rows, np.clip(i0.astype(np.int64) - 1 + j, 0, n_in - 1)), c)
     return m.astype(dtype)
+
+
+def _aa_filter(mode, ft):
+    """torch's antialias filters (Pillow's), on the weights' type ``ft``: triangle (bilinear),
+    Keys cubic with a = -0.5 (bicubic), Lanczos-3 (sinc(x) sinc(x / 3))."""
+    if mode == "bilinear":
+        return lambda x: ft(1.0 - float(abs(x))) if abs(x) < 1 else ft(0)
+    if mode == "bicubic":
+        a = ft(-0.5)
+
+        def cubic(x):
+            x = abs(x)
+            if x < 1:
+                return ((a + ft(2)) * x - (a + ft(3))) * x * x + ft(1)
+            if x < 2:
+                return ((a * x - ft(5) * a) * x + ft(8) * a) * x - ft(4) * a
+            return ft(0)
+        return cubic
+    pi = ft(np.pi)
+
+    def sinc(x):
+        if x == 0:
+            return ft(1)
+        x = x * pi
+        return ft(np.sin(x)) / x
+    return lambda x: sinc(abs(x)) * sinc(ft(float(abs(x)) / 3.0)) if abs(x) < 3 else ft(0)
+
+
+def _aa_matrix(n_in, n_out, align_corners, scale, dtype, mode):
+    """(n_out, n_in) antialiased weights along one dim, as torch's
+    _compute_indices_min_size_weights_aa computes them in the input's type (its double
+    intermediates kept double): each output averages the inputs within ``support`` (the
+    filter's half width, times the scale when shrinking) of its centre, the filter stretched by
+    the scale, the weights normalised to sum to one."""
+    ft = np.float32 if dtype == np.float32 else np.float64
+    if align_corners:
+        sc = ft(ft(n_in - 1) / ft(n_out - 1)) if n_out > 1 else ft(0)
+    else:
+        sc = ft(1.0 / scale) if scale is not None and scale > 0 else ft(ft(n_in) / ft(n_out))
+    half = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}[mode]
+    support = ft(half * float(sc)) if sc >= 1 else ft(half)
+    width = int(np.ceil(support)) * 2 + 1
+    invscale = ft(1.0 / float(sc)) if sc >= 1 else ft(1.0)
+    filt = _aa_filter(mode, ft)
+    m = np.zeros((n_out, n_in), ft)
+    for i in range(n_out):
+        center = ft(float(sc) * (i + 0.5))
+        xmin = max(int(float(center - support) + 0.5), 0)
+        xsize = min(max(min(int(float(center + support) + 0.5), n_in) - xmin, 0), width)
+        w = [filt(ft((float(ft(j + xmin) - center) + 0.5) * float(invscale)))
+             for j in range(xsize)]
+        total = ft(0)
+        for v in w:
+            total = ft(total + v)
+        m[i, xmin:xmin + xsize] = [v / total for v in w] if total != 0 else w
+    return m.astype(dtype)
+
+
+def _aa_int16(n_in, n_out, align_corners, scale, mode):
+    """(weights (n_out, n_in) int64, precision) of torch's uint8 antialias path
+    (compute_index_ranges_int16_weights): the weights as _aa_matrix computes them in double,
+    scaled by 2**precision (the largest that keeps twice the largest weight below 2**15) and
+    rounded half away from zero."""
+    m = _aa_matrix(n_in, n_out, align_corners, scale, np.float64, mode)
+    wt_max = float(m.max()) if m.size else 0.0
+    prec = 0
+    while prec < 22 and int(0.5 + wt_max * (1 << (prec + 1))) < (1 << 15):
+        prec += 1
+    v = m * float(1 << prec)
+    return np.trunc(v + np.where(v < 0, -0.5, 0.5)).astype(np.int64), prec
+
+
+def _aa_uint8(input, out_size, align_corners, scales, mode):
+    """torch's uint8 antialias resize (Pillow-SIMD's integer kernel): along the width then the
+    height, each output ``(2**(p-1) + sum(pixel * int16 weight)) >> p`` clamped to 0..255."""
+    a = backend.to_device(input._data, backend.CPU).astype(np.int64)
+    for axis, (n, o, sc) in ((3, (a.shape[3], out_size[1], scales[1])),
+                             (2, (a.shape[2], out_size[0], scales[0]))):
+        w, prec = _aa_int16(n, o, align_corners, sc, mode)
+        a = np.moveaxis(np.moveaxis(a, axis, -1) @ w.T, -1, axis)
+        a = np.clip((a + (1 << (prec - 1))) >> prec, 0, 255)
+    return creation.tensor(a.astype(np.uint8), device=input.device)
 
 
 def _sizes(input, size, scale_factor, dim):
@@ -106,7 +191,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         size (int | tuple) or scale_factor (float | tuple): exactly one.
         align_corners (bool): interpolating modes only (default False).
         recompute_scale_factor (bool): size from the scale, then interpolate by size.
-        antialias (bool): only False (True raises NotImplementedError for bilinear/bicubic).
+        antialias (bool): bilinear / bicubic on 4-D input: torch's separable antialias
+            filters (Pillow's: triangle, Keys cubic a = -0.5), widened by the scale when
+            shrinking; "lanczos" (Lanczos-3) needs it. uint8 images run torch's integer
+            kernel (int16 weights), exactly.
 
     Raises:
         ValueError / TypeError / NotImplementedError: torch's texts for align_corners with a
@@ -151,30 +239,40 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode does not support align_corners=True")
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
-    if antialias or mode == "lanczos":
-        raise NotImplementedError(f"interpolate: antialias=True ({mode}) is not supported by "
-                                  "nbgrad")
     dt = input._data.dtype
     if mode not in ("nearest", "nearest-exact") and dt.kind not in "fc":
-        kind = "cubic" if mode == "bicubic" else "linear"
-        raise NotImplementedError(f"\"compute_indices_weights_{kind}\" not implemented for "
+        aa = antialias or mode == "lanczos"
+        if aa and dt == np.uint8:  # (torch runs images through int16 weights there)
+            sizes = out_size or [int(n * s) for n, s in zip(input.shape[2:], scales)]
+            return _aa_uint8(input, sizes, bool(align_corners), scales or [None] * dim, mode)
+        kind = "index_ranges_weights" if aa else "indices_weights_cubic" if mode == "bicubic" \
+            else "indices_weights_linear"
+        raise NotImplementedError(f"\"compute_{kind}\" not implemented for "
                                   f"'{input.dtype._tensor_name[:-6]}'")
     spatial = tuple(input.shape[2:])
     if out_size is None:
         out_size = [int(n * s) for n, s in zip(spatial, scales)]
     scales = scales or [None] * dim
-    if mode == "bicubic":
+    zeros = None
+    if antialias or mode == "lanczos":  # (4-D bilinear / bicubic / lanczos: checked above)
+        mats = [_aa_matrix(n, o, bool(align_corners), sc, dt, mode)
+                for n, o, sc in zip(spatial, out_size, scales)]
+    elif mode == "bicubic":
         mats = [_cubic_matrix(n, o, bool(align_corners), sc, dt)
                 for n, o, sc in zip(spatial, out_size, scales)]
     else:
-        mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, dt)
-                for n, o, sc in zip(spatial, out_size, scales)]
-    name = _row_name(mode, dim)
+        mats, zeros = zip(*[_interp_matrix(n, o, mode, bool(align_corners), sc, dt, zeros=True)
+                            for n, o, sc in zip(spatial, out_size, scales)])
+        zeros = None if zeros[0] is None else list(zeros)
+    name = f"_upsample_{mode}2d_aa" if antialias or mode == "lanczos" else _row_name(mode, dim)
+    back = None if zeros is None else [z.T for z in zeros]
     if dim == 3:
-        return _linear(name, input, _along(mats), _along([m.T for m in mats]))
+        return _linear(name, input, _along(mats, zeros), _along([m.T for m in mats], back))
     mh = mats[0] if dim == 2 else None
-    return _linear(name, input, _mat_fwd(mh, mats[-1]),
-                   _mat_fwd(None if mh is None else mh.T, mats[-1].T))
+    zh, zw = (None, None) if zeros is None else (zeros[0] if dim == 2 else None, zeros[-1])
+    bh, bw = (None, None) if back is None else (back[0] if dim == 2 else None, back[-1])
+    return _linear(name, input, _mat_fwd(mh, mats[-1], zh, zw),
+                   _mat_fwd(None if mh is None else mh.T, mats[-1].T, bh, bw))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -12,7 +12,7 @@ from nbgrad.functions.args import conv_dtypes
 from nbgrad.functions.nn import _out_size
 from nbgrad.ops import ROWS
 from .common import _linear
-from .pooling import _adaptive_matrix, _integer_mean, _no_kernel, _out_sizes
+from .pooling import _adaptive_matrix, _apply, _integer_mean, _no_kernel, _out_sizes
 
 __all__ = ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d"]
 
@@ -120,15 +120,14 @@ def _avg_matrix(n, k, s, p, ceil_mode, count_include_pad, divide, dtype):
     return m
 
 
-def _along(mats):
-    """x -> x with mats[i] applied along spatial dim i (the last len(mats) dims), and back."""
+def _along(mats, zeros=None):
+    """x -> x with mats[i] applied along spatial dim i (the last len(mats) dims), the last dim
+    first as torch's kernels (zeros[i]: mats[i]'s zero-weight terms, see pooling._apply)."""
     def fwd(a):
-        xp = backend.get_array_module(a)
         nd = len(mats)
-        for i, m in enumerate(mats):
-            axis = a.ndim - nd + i
-            a = xp.moveaxis(xp.tensordot(xp.asarray(m), a, ([1], [axis])), 0, axis)
-        return xp.ascontiguousarray(a)
+        for i in reversed(range(nd)):
+            a = _apply(mats[i], a, a.ndim - nd + i, zeros[i] if zeros else None)
+        return backend.get_array_module(a).ascontiguousarray(a)
     return fwd
 
 

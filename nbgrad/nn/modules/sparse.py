@@ -42,8 +42,8 @@ class Embedding(Module):
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = _padding_idx(padding_idx, num_embeddings, "Padding_idx")
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are unsupported")
+        if scale_grad_by_freq:
+            raise NotImplementedError("Embedding: scale_grad_by_freq is unsupported")
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
@@ -68,7 +68,8 @@ class Embedding(Module):
             bad = ids[(ids < 0) | (ids >= self.num_embeddings)].flat[0]
             raise IndexError(f"{self!r}: index {int(bad)} out of range "
                              f"[0, {self.num_embeddings}) (index out of range in self)")
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, **kwargs):
@@ -80,6 +81,14 @@ class Embedding(Module):
         s = "{num_embeddings}, {embedding_dim}"
         if self.padding_idx is not None:
             s += ", padding_idx={padding_idx}"
+        if self.max_norm is not None:
+            s += ", max_norm={max_norm}"
+        if self.norm_type != 2:
+            s += ", norm_type={norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += ", scale_grad_by_freq={scale_grad_by_freq}"
+        if self.sparse is not False:
+            s += ", sparse=True"
         return s.format(**self.__dict__)
 
 

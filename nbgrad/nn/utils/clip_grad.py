@@ -2,7 +2,8 @@
 
 The norms are computed as torch does: one norm per gradient, then the norm of those norms; the
 scale ``max_norm / (total + 1e-6)`` is clamped at 1 and multiplied into every gradient in place
-(so each ``.grad``'s version goes up by one, as with torch's ``mul_``).
+(so each ``.grad``'s version goes up by one, as with torch's ``mul_``). A sparse gradient gets
+torch's NotImplementedError (it has no sparse kernel for the norm nor for clamping).
 """
 
 import math
@@ -12,6 +13,7 @@ import numpy as np
 from nbgrad import creation
 from nbgrad.autograd import grad_mode
 from nbgrad.backend import get_array_module
+from nbgrad.sparse_coo import not_on_sparse
 from nbgrad.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
@@ -82,6 +84,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return creation.tensor(0.0)
+    if any(t.is_sparse for t in tensors):  # (torch has no sparse kernel for the norm)
+        raise not_on_sparse("linalg_vector_norm")
     arrays = [t._data for t in tensors]
     xp = get_array_module(arrays[0])
     dtype = xp.result_type(*arrays)
@@ -153,4 +157,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     with grad_mode.no_grad():
         for g in _grads(parameters):
+            if g.is_sparse:  # (torch: the foreach path's clamp_min_, else clamp_)
+                raise not_on_sparse("clamp_" if foreach is False else "clamp_min_")
             g.clamp_(min=-clip_value, max=clip_value)

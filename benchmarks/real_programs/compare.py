@@ -82,8 +82,8 @@ def same_end(et, en):
     return True, (f"both: {et[2]}"[:200] if et[1] else "")
 
 
-TIMES = re.compile(r"(time:?\s*|ms/batch\s*|elapsed\s*|took\s*)?\b\d+(\.\d+)?\s*(ms|s|sec|secs|"
-                   r"seconds)\b")
+TIMES = re.compile(r"(time:?\s*|ms/batch\s*|elapsed\s*|took\s*)?\b\d+(\.\d+)?([eE][-+]?\d+)?\s*"
+                   r"(ms|s|sec|secs|seconds)\b")
 
 
 def normalise(text):

@@ -21,6 +21,7 @@ import concurrent.futures
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -175,11 +176,18 @@ def run_one(args, prog, lib):
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     t0 = time.time()
     with open(out / f"{prog['name']}.out", "wb") as f:
+        proc = subprocess.Popen(["bash", "-c", command(prog, lib)], cwd=work, env=env, stdout=f,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            rc = subprocess.run(["bash", "-c", command(prog, lib)], cwd=work, env=env, stdout=f,
-                                stderr=subprocess.STDOUT, timeout=float(prog["timeout"])).returncode
+            rc = proc.wait(timeout=float(prog["timeout"]))
         except subprocess.TimeoutExpired:
             rc = 124
+        finally:  # the program's own children too (DataLoader workers outlive a killed parent)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
     (out / f"{prog['name']}.rc").write_text(f"{rc} {time.time() - t0:.1f}\n")
     return f"{lib} {prog['name']}: rc={rc} {time.time() - t0:.0f}s"
 

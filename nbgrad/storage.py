@@ -15,6 +15,15 @@ _HISTORY = 8  # in-place modifications remembered per storage, for error message
 # are InferenceStorage, the memory of inference tensors
 INFERENCE = [False]
 _new = object.__new__
+FIND = object()  # Storage.bump's default `where`: find the user's line
+
+
+def bump_all(storages, op_name):
+    """`bump(op_name)` of each storage, the user's line found once for all (an optimizer's
+    step writes every parameter from one line: one frame walk, not one per parameter)."""
+    where = provenance.capture()
+    for st in storages:
+        st.bump(op_name, where)
 
 
 class Storage:
@@ -64,11 +73,14 @@ class Storage:
             c.live_bytes -= n
             c.freed += 1
 
-    def bump(self, op_name):
-        """Record one in-place modification by `op_name` (adds exactly 1 to the version)."""
+    def bump(self, op_name, where=FIND):
+        """Record one in-place modification by `op_name` (adds exactly 1 to the version) made
+        at `where` (a captured user line, `provenance.capture`; found here by default, once
+        for many by `bump_all`)."""
         self.version = v = self.version + 1
         provenance.BUMPS[0] += 1
-        where = provenance.capture(4)  # user -> op -> apply -> _apply_inplace -> here
+        if where is FIND:
+            where = provenance.capture(4)  # user -> op -> apply -> _apply_inplace -> here
         b = self._bumps
         if b is None:
             self._bumps = [(v, op_name, where)]
@@ -123,7 +135,7 @@ class InferenceStorage(Storage):
     __slots__ = ()
     inference = True
 
-    def bump(self, op_name):
+    def bump(self, op_name, where=None):
         if not INFERENCE[0]:
             raise RuntimeError(_INFERENCE_INPLACE)
 

@@ -112,6 +112,26 @@ CASES = [
     Case("convolution_backward_weight", lambda T, a, b: _loss_grad(
         T, lambda x, w: (T.nn.functional.conv2d(x, w, dilation=(2, 1), groups=2) ** 2).sum(),
         a, b, 1), (2, 2, 5, 4), (4, 1, 2, 3)),
+    Case("convolution_backward_3d", lambda T, a, b: _loss_grad(
+        T, lambda x, w: (T.nn.functional.conv3d(x, w, padding=(1, 0, 1)) ** 2).sum(), a, b,
+        0), (1, 2, 3, 2, 3), (2, 2, 2, 1, 2)),
+    # its derivative in the weight's gradient: a transposed 3-D convolution (ConvolutionBackward0)
+    Case("_convolution_transpose3d", lambda T, a, b: _loss_grad(
+        T, lambda x, w: (_loss_grad(T, lambda x2, w2: (T.nn.functional.conv3d(
+            x2, w2, stride=(1, 2, 1)) ** 2).sum(), x, w, 1) ** 2).sum(), a, b, 0),
+        (1, 1, 3, 4, 2), (2, 1, 2, 2, 1)),
+    # max_pool3d's backward op (MaxPool3DWithIndicesBackwardBackward0)
+    Case("max_pool3d_with_indices_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.max_pool3d(t, 2, 1), x), (1, 2, 3, 3, 2)),
+    # the normalizations' backward ops (NativeLayerNormBackwardBackward0, ...: ops/norms.py);
+    # check=False: these cases' second order is the norms' third derivative, where torch's own
+    # is off (it takes the saved mean and rstd as constants) and nbgrad's the true one
+    # (test_double_backward_nodes_more.py checks it against the composite and by gradgradcheck)
+    Case("native_layer_norm_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.layer_norm(t, (4,)), x), (3, 4), check=False),
+    Case("native_batch_norm_backward", lambda T, x: _act_grad(
+        T, lambda t: T.nn.functional.batch_norm(t, None, None, training=True), x), (3, 4),
+        check=False),
     # cholesky's gradient recorded: two triangular solves (LinalgSolveTriangularBackward0)
     Case("linalg_solve_triangular", lambda T, a: _act_grad(T, lambda t: T.linalg.cholesky(
         t @ t.transpose(-2, -1) + T.eye(3, dtype=t.dtype)), a), (3, 3)),

@@ -418,6 +418,40 @@ def test_cross_entropy_value_without_graph_is_the_graphs(mode, shape, reduction)
     assert value._data.tobytes() == ref._data.tobytes()
 
 
+@pytest.mark.parametrize("shape", [(32, 27), (128, 65), (7, 33), (1, 40), (40, 2)],
+                         ids=["short_rows", "long_rows", "few_rows", "one_row", "two_classes"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_recorded_cross_entropy_is_the_chains_bit_for_bit(shape, dtype, reduction):
+    """The recorded cross_entropy (one fused node: the targets' log-probabilities picked from
+    log_softmax's parts, the gradient finished in its backward) gives the value and gradient of
+    log_softmax then nll_loss recorded as their two nodes, bit for bit, for gradients 1, 0, -0.0
+    (a -0.0 row sum is +0.0) and 2.5, with a class of probability 0 and one dominating class;
+    and torch's, to rounding."""
+    x0 = (R.standard_normal(shape) * 4).astype(dtype)
+    t0 = R.integers(0, shape[1], shape[0])
+    x0[0, (t0[0] + 1) % shape[1]] = -np.inf
+    x0[-1, t0[-1]] = 1e4
+    F = nbgrad.nn.functional
+    for gv in (1.0, 0.0, -0.0, 2.5):
+        got = []
+        for fn in (lambda x, t: F.cross_entropy(x, t, reduction=reduction),
+                   lambda x, t: F.nll_loss(x.log_softmax(1), t, reduction=reduction)):
+            x = nbgrad.tensor(x0, requires_grad=True)
+            loss = fn(x, nbgrad.tensor(t0))
+            loss.backward(nbgrad.tensor(np.asarray(gv, dtype)))
+            got.append((loss._data.tobytes(), x.grad._data.dtype, x.grad._data.tobytes(),
+                        x.grad.stride()))
+        assert got[0] == got[1], gv
+    if dtype == "float16":
+        return
+    xt = torch.tensor(x0, requires_grad=True)
+    torch.nn.functional.cross_entropy(xt, torch.tensor(t0), reduction=reduction).backward()
+    x = nbgrad.tensor(x0, requires_grad=True)
+    F.cross_entropy(x, nbgrad.tensor(t0), reduction=reduction).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "plain"])
 @pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
                                 dict(kernel_size=2, ceil_mode=True),
@@ -547,3 +581,32 @@ def test_leaf_grad_values_and_versions_like_torch(name):
     assert b[1] == a[1] and b[3] == a[3]
     np.testing.assert_allclose(np.array(b[0][1]), np.array(a[0][1]), rtol=1e-5)
     np.testing.assert_allclose(np.array(b[2][1]), np.array(a[2][1]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("opt,names", [("AdamW", ["mul_", "addcdiv_"]), ("SGD", ["add_"])])
+def test_optimizer_and_clip_writes_name_the_users_line(opt, names):
+    """AdamW's and SGD's steps and clip_grad_norm_ write every parameter (gradient) from one
+    user line and find that line once for all: each write is still recorded on its own tensor,
+    with torch's versions, the op torch's would name (mul_ then addcdiv_ for AdamW's decay and
+    update, add_ for SGD's, mul_ for the clip) and the line of the call."""
+    import inspect
+    versions = []
+    for lib in (torch, nbgrad):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.Linear(4, 2))
+        o = getattr(lib.optim, opt)(m.parameters(), lr=0.1, momentum=0.9) if opt == "SGD" \
+            else getattr(lib.optim, opt)(m.parameters(), lr=0.1)
+        for _ in range(2):  # (SGD's momentum buffer: made, then updated)
+            m(lib.ones(5, 3)).sum().backward()
+            lib.nn.utils.clip_grad_norm_(m.parameters(), 0.1); lc = inspect.currentframe().f_lineno  # noqa: E702,E501
+            o.step(); ls = inspect.currentframe().f_lineno  # noqa: E702
+        versions.append([(p._version, p.grad._version) for p in m.parameters()])
+    assert versions[1] == versions[0]
+    k = len(names)
+    for p in m.parameters():
+        h = p._version_history()[-k:]  # (before them: the first step's and init's writes)
+        assert [(v, name) for v, name, _ in h] == [
+            (p._version - k + 1 + i, name) for i, name in enumerate(names)]
+        assert [(w.filename, w.lineno) for _, _, w in h] == [(__file__, ls)] * k
+        _, name, w = p.grad._version_history()[-1]
+        assert (name, w.filename, w.lineno) == ("mul_", __file__, lc)

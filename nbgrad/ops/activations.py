@@ -233,11 +233,12 @@ def _gelu_grad(x, approximate, xp):
 def _gelu_double(gg, go, x, approximate, xp):
     """PyTorch's gelu_double_backward(ggI, gO, input): ``ggI * gO`` times gelu's second
     derivative, written with the same ops (pdf ``kBeta * exp(-0.5 x^2)``, ``2 pdf - x^2 pdf``;
-    for "tanh", f' g h + f' g h + g' f h + h' f g of f = x / 2, g = sech^2, h = inner')."""
+    for "tanh", 2 f' g h + g' f h + h' f g of f = x / 2, g = sech^2, h = inner')."""
     if approximate == "tanh":
         inner = xp.mul_scalar(x + xp.mul_scalar(x ** 3, _GELU_TANH_KAPPA), _GELU_TANH_BETA)
         t = xp.tanh(inner)
-        sech = xp.reciprocal(xp.cosh(inner))
+        cosh = xp.cosh(inner)
+        sech = _wrapped_one(cosh) / cosh if isinstance(cosh, Tensor) else 1 / cosh
         f = xp.mul_scalar(x, 0.5)
         gt = _one_minus(t * t) if isinstance(t, Tensor) else 1 - t * t
         h = xp.mul_scalar(xp.add_scalar(xp.mul_scalar(x, 3 * _GELU_TANH_KAPPA) * x, 1),
@@ -250,7 +251,7 @@ def _gelu_double(gg, go, x, approximate, xp):
         g_prime_fh = f * h * g_prime
         h_prime = xp.mul_scalar(xp.mul_scalar(x, 6 * _GELU_TANH_KAPPA), _GELU_TANH_BETA)
         h_prime_fg = f * gt * h_prime
-        right = f_prime_gh + f_prime_gh + g_prime_fh + h_prime_fg
+        right = xp.mul_scalar(f_prime_gh, 2) + g_prime_fh + h_prime_fg  # (torch: 2 * f_prime_gh)
         return gg * go * right
     x_sq = x * x
     pdf = xp.mul_scalar(xp.exp(xp.mul_scalar(x_sq, -0.5)), _GELU_PDF)
@@ -258,9 +259,15 @@ def _gelu_double(gg, go, x, approximate, xp):
     return gg * go * (xp.mul_scalar(pdf, 2) - right)
 
 
+def _wrapped_one(x):
+    """The number 1 as PyTorch's C++ formulas wrap it beside Tensor `x` (a 0-d tensor of its
+    dtype): ``1.0 - x`` records SubBackward0, ``1 / x`` DivBackward0."""
+    return Tensor._make_fresh(_xp(x._data).ones((), x._data.dtype))
+
+
 def _one_minus(x):
     """``1.0 - x`` as PyTorch's C++ formulas record it: SubBackward0 of a wrapped number."""
-    return Tensor._make_fresh(_xp(x._data).ones((), x._data.dtype)) - x
+    return _wrapped_one(x) - x
 
 
 def _silu_tensors(g, x):

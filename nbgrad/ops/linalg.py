@@ -109,8 +109,9 @@ def _as_matrix_rhs(b, a):
 
 def _solve_fwd(a, b):
     if _as_matrix_rhs(b, a):
-        return _solve(a, b[..., None])[..., 0]
-    return _solve(a, b)
+        x = _solve(a, b[..., None])[..., 0]
+        return _col_major(x) if x.ndim > 1 else x  # (torch: a batch of vectors as a matrix)
+    return _col_major(_solve(a, b))
 
 
 def _solve(a, b):
@@ -196,6 +197,8 @@ def _cholesky_backward(g, L, xp):
 
 def _eigh_backward(g, L, V, xp):
     gL, gV = g
+    if xp is TENSORS:
+        return _eigh_backward_tensors(gL, gV, L, V)
     n = L.shape[-1]
     eye = xp.eye(n, L)
     inner = None
@@ -210,8 +213,67 @@ def _eigh_backward(g, L, V, xp):
     return V @ inner @ _mT(V)
 
 
+def _eigh_backward_tensors(gL, gV, L, V):
+    """torch's linalg_eig_backward (hermitian) as it records under create_graph: V gL V^H
+    without gV; else VhgV = V^H gV made skew (0.5 (X - X^H)), divided in place by E (L_j - L_i,
+    ones written on its diagonal), gL copied onto the diagonal, V (. V^H)."""
+    Vh = V.transpose(-2, -1)
+    if gV is None:
+        return (V * gL.unsqueeze(-2)) @ Vh
+    vhgv = Vh @ gV
+    vhgv = TENSORS.mul_scalar(vhgv - vhgv.transpose(-2, -1), 0.5)
+    e = L.unsqueeze(-2) - L.unsqueeze(-1)
+    e.diagonal(0, -2, -1).fill_(1.0)
+    ret = vhgv.div_(e)
+    if gL is not None:
+        ret.diagonal(0, -2, -1).copy_(gL)
+    return V @ (ret @ Vh)
+
+
+def _svd_backward_tensors(gU, gS, gVh, U, S, Vh, full_matrices):
+    """torch's svd_backward (real) as it records under create_graph (derivatives.yaml narrows
+    full matrices to the first k vectors)."""
+    k = S.shape[-1]
+    if full_matrices:
+        U, Vh = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+        gU = None if gU is None else gU.narrow(-1, 0, k)
+        gVh = None if gVh is None else gVh.narrow(-2, 0, k)
+    m, n = U.shape[-2], Vh.shape[-1]
+    if gU is None and gVh is None:
+        return U @ (gS.unsqueeze(-1) * Vh) if m >= n else (U * gS.unsqueeze(-2)) @ Vh
+
+    def skew(a):
+        return a - a.transpose(-2, -1)
+    uhgu = None if gU is None else skew(U.transpose(-2, -1) @ gU)
+    vhgv = None if gVh is None else skew(Vh @ gVh.transpose(-2, -1))
+    s2 = S * S
+    e = s2.unsqueeze(-2) - s2.unsqueeze(-1)
+    e.diagonal(0, -2, -1).fill_(1)
+    if uhgu is not None and vhgv is not None:
+        ga = (uhgu * S.unsqueeze(-2) + S.unsqueeze(-1) * vhgv) / e
+    elif uhgu is not None:
+        ga = (uhgu / e) * S.unsqueeze(-2)
+    else:
+        ga = S.unsqueeze(-1) * (vhgv / e)
+    if gS is not None:
+        ga = ga + gS.diag_embed()
+    if m > n and gU is not None:
+        ga = U @ ga
+        gus = gU / S.unsqueeze(-2)
+        ga = ga + gus - U @ (U.transpose(-2, -1) @ gus)
+        return ga @ Vh
+    if m < n and gVh is not None:
+        ga = ga @ Vh
+        sgv = gVh / S.unsqueeze(-1)
+        ga = ga + sgv - (sgv @ Vh.transpose(-2, -1)) @ Vh
+        return U @ ga
+    return U @ (ga @ Vh) if m >= n else (U @ ga) @ Vh
+
+
 def _svd_backward(g, U, S, Vh, full_matrices, xp):
     gU, gS, gVh = g
+    if xp is TENSORS:
+        return _svd_backward_tensors(gU, gS, gVh, U, S, Vh, full_matrices)
     k = S.shape[-1]
     if full_matrices:  # only the first k singular vectors have a derivative
         U, Vh = U[..., :, :k], Vh[..., :k, :]
@@ -249,6 +311,44 @@ def _svd_backward(g, U, S, Vh, full_matrices, xp):
     return U @ (ret @ Vh)
 
 
+def _eigh_fwd(A, UPLO):
+    w, v = _xp(A).linalg.eigh(A, UPLO=UPLO)
+    return w, _col_major(v)
+
+
+def _col_major(a):
+    """`a` with each matrix laid out column-major (LAPACK's layout, torch's strides)."""
+    return _xp(a).ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+def _qr_backward_tensors(gQ, gR, Q, R):
+    """torch's linalg_qr_backward as it records under create_graph: gA = gR R^H - Q^H gQ;
+    m >= n: syminvadj(triu(gA)) (X + X^H, its diagonal halved in place: CopySlices), Q times
+    that, plus gQ, then solve_triangular(R^H, ., upper=False, left=False); m < n: Q (X -
+    X^H).tril() of X = -gA, solved against R's leading square, zeros after, plus Q gR."""
+    if gR is not None:
+        gA = gR @ R.transpose(-2, -1)
+        if gQ is not None:
+            gA = gA - Q.transpose(-2, -1) @ gQ
+    else:
+        gA = -(Q.transpose(-2, -1) @ gQ)
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:  # trilImInvAdjSkew(-gA) = (X - X^H).tril(), over R's leading m x m, zeros after
+        x = -gA
+        gA = Q @ (x - x.transpose(-2, -1)).tril()
+        gA = _apply(ROWS["linalg_solve_triangular"], (R.narrow(-1, 0, m).transpose(-2, -1),
+                                                       gA), (False, False))
+        gA = TENSORS.concatenate([gA, gA.new_zeros(tuple(R.shape[:-1]) + (n - m,))], -1)
+        return gA if gR is None else gA + Q @ gR
+    x = gA.triu()
+    ret = x + x.transpose(-2, -1)
+    _apply(ROWS["mul_scalar"], (ret.diagonal(0, -2, -1),), (0.5,), inplace="mul_")  # (mul_.Scalar)
+    gA = Q @ ret
+    if gQ is not None:
+        gA = gA + gQ
+    return _apply(ROWS["linalg_solve_triangular"], (R.transpose(-2, -1), gA), (False, False))
+
+
 def _qr_backward(g, A, Q, R, xp):
     """torch's linalg_qr_backward. m >= n: (gQ + Q syminvadj(triu(M))) R^-H with M = gR R^H -
     Q^H gQ (syminvadj(X) = X + X^H, its diagonal once); wide (m < n): [Q tril(M^H - M)
@@ -256,6 +356,8 @@ def _qr_backward(g, A, Q, R, xp):
     rounding, which 1 / R's diagonal amplifies where A is rank-deficient)."""
     gQ, gR = g
     m, n = Q.shape[-2], R.shape[-1]
+    if xp is TENSORS:  # (torch's nodes: its in-place diagonal, its solves)
+        return _qr_backward_tensors(gQ, gR, Q, R)
     if gQ is not None and gR is not None:
         M = gR @ _mT(R) - _mT(Q) @ gQ
     elif gQ is not None:
@@ -333,8 +435,9 @@ op("addr", lambda self, vec1, vec2, beta, alpha: (
    self=lambda g, beta, xp: _maybe_multiply(g, beta, xp),
    vec1=lambda g, vec2, alpha, xp: _maybe_multiply(g @ vec2, alpha, xp),
    vec2=lambda g, vec1, alpha, xp: _maybe_multiply(xp.t(g) @ vec1, alpha, xp))
-op("linalg_inv", lambda A: _nan_where_nan(A, _xp(A).linalg.inv(A)), node="LinalgInvExBackward0",
-   A=lambda g, result: -(_mT(result) @ g @ _mT(result)))
+op("linalg_inv", lambda A: _col_major(_nan_where_nan(A, _xp(A).linalg.inv(A))),
+   node="LinalgInvExBackward0",
+   A=lambda g, result: -(_mT(result) @ (g @ _mT(result))))  # (torch's order: R^H (g R^H))
 op("linalg_det", lambda A: _det_fwd(A),
    A=lambda g, A, result, xp: _det_backward(g, A, result, xp))
 # `result` (sign): saved as torch saves it (its formula reads it for complex input), so that
@@ -344,18 +447,22 @@ op("linalg_slogdet", lambda A: _slogdet_fwd(A), n_out=2,
    if xp is not TENSORS else _solve_diag(g[1], A))
 op("linalg_solve", lambda A, B: _solve_fwd(A, B), node="LinalgSolveExBackward0",
    **{"A, B": lambda g, A, B, result, xp, needs: _solve_grads(g, A, B, result, xp, needs)})
-op("linalg_cholesky", lambda A: _cholesky_fwd(A), node="LinalgCholeskyExBackward0",
+op("linalg_cholesky", lambda A: _col_major(_cholesky_fwd(A)), node="LinalgCholeskyExBackward0",
    A=lambda g, result, xp: _cholesky_backward(g, result, xp))
 # A^{-1} B (left) or B A^{-1} for triangular A: what cholesky's gradient runs under create_graph
 # (LinalgSolveTriangularBackward0), with torch's linalg_solve_triangular_backward
 op("linalg_solve_triangular", lambda self, B, upper, left: _solve_tri(self, B, left, upper),
    **{"self, B": lambda g, self, result, upper, left, needs, xp: _solve_tri_grads(
        g, self, result, upper, left, needs)})
-op("linalg_qr", lambda A: _qr_fwd(A), n_out=2,
+# LAPACK's results are column-major (inv, solve, cholesky, eigh's vectors, svd's U and Vh, qr's
+# Q and R), as torch returns them: an mm of one differentiates as torch's mm_mat1_backward of
+# a column-major operand, (mat2 grad^T)^T, a reshape of one copies (UnsafeViewBackward0)
+op("linalg_qr", lambda A: tuple(_col_major(a) for a in _qr_fwd(A)), n_out=2,
    A=lambda g, A, result, result1, xp: _qr_backward(g, A, result, result1, xp))
-op("linalg_eigh", lambda A, UPLO: tuple(_xp(A).linalg.eigh(A, UPLO=UPLO)), n_out=2,
+op("linalg_eigh", lambda A, UPLO: _eigh_fwd(A, UPLO), n_out=2,
    A=lambda g, result, result1, xp: _eigh_backward(g, result, result1, xp))
-op("linalg_svd", lambda A, full_matrices: _svd_fwd(A, full_matrices), n_out=3,
+op("linalg_svd", lambda A, full_matrices: _svd_col_major(*_svd_fwd(A, full_matrices)),
+   n_out=3,
    A=lambda g, result, result1, result2, full_matrices, xp: _svd_backward(
        g, result, result1, result2, full_matrices, xp))
 op("linalg_pinv", lambda A: _pinv_fwd(A),
@@ -368,6 +475,10 @@ op("linalg_cross", lambda self, other, dim: _xp(self).cross(self, other, axis=di
 
 _SVD_NON_FINITE = ("linalg.svd: The algorithm failed to converge because the input matrix "
                    "contained non-finite values.")
+
+
+def _svd_col_major(u, s, vh):
+    return _col_major(u), s, _col_major(vh)
 
 
 def _svd_fwd(A, full_matrices):

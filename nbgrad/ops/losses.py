@@ -97,10 +97,13 @@ op("binary_cross_entropy_backward", lambda grad_output, self, target, weight, re
        g, grad_output, self, weight, reduction, xp))
 op("binary_cross_entropy_with_logits", lambda self, target, weight, pos_weight, reduction:
    _reduce(_bce_logits(self, target, weight, pos_weight, _xp(self)), reduction),
-   self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_grad(
+   self=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_tensors(
+       g, self, target, weight, pos_weight, reduction) if xp is TENSORS else _bce_logits_grad(
        _norm(g, self, target, reduction), self, target, weight, pos_weight, xp),
-   target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_grad(
-       _norm(g, self, target, reduction), self, weight, pos_weight, xp))
+   target=lambda g, self, target, weight, pos_weight, reduction, xp: _bce_logits_target_tensors(
+       g, self, target, weight, pos_weight, reduction) if xp is TENSORS
+   else _bce_logits_target_grad(_norm(g, self, target, reduction), self, weight, pos_weight,
+                                xp))
 op("multi_margin_loss", lambda self, target, p, margin, weight, reduction: _reduce(
     _multi_margin(self, target, p, margin, weight, _xp(self))[0], reduction),
    self=lambda g, self, target, p, margin, weight, reduction, xp: _multi_margin_grad(
@@ -340,6 +343,37 @@ def _bce_logits_grad(g, x, t, w, pw, xp):
     return out if w is None else out * w
 
 
+def _bce_logits_tensors(g, x, t, w, pw, reduction):
+    """PyTorch's binary_cross_entropy_with_logits_backward as it runs under create_graph:
+    ``(x.sigmoid() - t) * g`` (with pos_weight p: ``(p t + 1 - t) * x.sigmoid() - p t``, then
+    ``* g``), ``* weight``, then ``/ N`` for "mean" (DivBackward1), in torch's op order."""
+    w, pw = (None if a is None else TENSORS.constant(a) for a in (w, pw))
+    if pw is not None:
+        pt = pw * t
+        out = (TENSORS.add_scalar(pt, 1) - t) * x.sigmoid() - pt
+    else:
+        out = x.sigmoid() - t
+    return _bce_logits_scaled(out * g, w, x, reduction)
+
+
+def _bce_logits_target_tensors(g, x, t, w, pw, reduction):
+    """PyTorch's binary_cross_entropy_with_logits_target_backward under create_graph:
+    ``(log_sigmoid(-x) - log_sigmoid(x) * p) * g`` with pos_weight p, else ``-x * g``."""
+    w, pw = (None if a is None else TENSORS.constant(a) for a in (w, pw))
+    if pw is not None:
+        ls = ROWS["log_sigmoid"]
+        out = (_apply(ls, (-x,)) - _apply(ls, (x,)) * pw) * g
+    else:
+        out = -x * g
+    return _bce_logits_scaled(out, w, t, reduction)
+
+
+def _bce_logits_scaled(out, w, like, reduction):
+    if w is not None:
+        out = out * w
+    return TENSORS.div_scalar(out, like.numel()) if reduction == "mean" else out
+
+
 def _bce_logits_target_grad(g, x, w, pw, xp):
     w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
     ls = _log_sigmoid(x, xp)
@@ -449,3 +483,23 @@ def _nll_grad(g, self_shape, reduction, ctx, xp):
     perm = (0, ndim - 1) + tuple(range(1, ndim - 1))
     return xp.permute(out, perm)
 
+
+
+def cross_entropy_grad(parts, rows, t, n, g):
+    """The logits' gradient of ``nll_loss(log_softmax(x, 1), t)`` for (N, C) logits, no weight,
+    no target ignored, from ``log_softmax_parts(x)`` (ops/nn.py) and the loss's 0-d gradient `g`
+    of x's dtype (`n`: N for "mean", 1 for "sum"). Bit for bit what nll_loss's formula
+    (`_nll_grad`: ``s = -g / n`` at each row's target, 0 elsewhere) then log_softmax's
+    (``gnll - exp(logp) * gnll.sum(1)``) compute, in fewer array passes and without gnll: each
+    row of gnll sums to s (``s + 0``: a -0.0 sums to +0.0), so the gradient is
+    ``0 - exp(logp) * (s + 0)`` off the targets and ``s - exp(logp) * (s + 0)`` on them."""
+    z, lse, transposed = parts
+    s = -g / n
+    e = np.subtract(z, lse)  # logp, as log_softmax's forward finishes it
+    np.exp(e, out=e)
+    e *= s + s.dtype.type(0)
+    at = (t, rows) if transposed else (rows, t)
+    picked = e[at]
+    np.subtract(e.dtype.type(0), e, out=e)
+    e[at] = s - picked
+    return np.ascontiguousarray(e.T) if transposed else e

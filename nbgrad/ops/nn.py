@@ -76,7 +76,8 @@ op("convolution_backward", lambda grad_output, input, weight, stride, padding, d
                                                 dilation, groups, needs, xp)})
 # saves self, as PyTorch's node; under create_graph its backward op max_pool2d_with_indices_backward
 # (MaxPool2DWithIndicesBackwardBackward0 of grad_output and self): in grad_output the gradient
-# picked at the indices (max_pool_double_backward), zeros in self
+# picked at the indices (max_pool_double_backward), zeros in self; return_indices=True's row
+# (two outputs) applies the same op as a row
 _MAX_POOL2D_DOUBLE = dict(node="MaxPool2DWithIndicesBackwardBackward0",
                           g=lambda gg, ctx, xp: _max_pool_double(gg, ctx, xp),
                           self=lambda gg, self, xp: xp.zeros_like(self))
@@ -88,7 +89,9 @@ op("max_pool2d_with_indices", lambda self, kernel_size, stride, padding, dilatio
    _with_indices(kernels.max_pool2d_forward(self, kernel_size, stride, padding, dilation,
                                             ceil_mode)),
    node="MaxPool2DWithIndicesBackward0", ctx=True, n_out=2,
-   self=lambda g, self_shape, ctx, xp: xp.max_pool2d_backward(g[0], ctx, self_shape))
+   self=lambda g, self, ctx, xp: _apply(ROWS["max_pool2d"].double_row, (g[0], self), (
+       Ctx(ctx.get()),)) if xp is TENSORS else xp.max_pool2d_backward(g[0], ctx,
+                                                                      tuple(self.shape)))
 
 
 def _max_pool_double(gg, ctx, xp):
@@ -117,11 +120,15 @@ op("native_layer_norm", lambda input, weight, bias, normalized_shape, eps, ctx: 
     input, weight, bias, len(normalized_shape), eps, ctx),
    ctx_saves=lambda v, src, args: _layer_norm_saves(v, src, args),
    **{"input, weight, bias": lambda g, input, weight, bias, normalized_shape, eps, ctx, needs,
-      xp: _layer_norm_grads(g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
+      xp: _norm_backward("layer_norm_backward", g, input, weight, bias, normalized_shape, eps,
+                         ctx, needs) if xp is TENSORS else _layer_norm_grads(
+          g, input, weight, len(normalized_shape), eps, ctx, needs, xp)})
 op("native_batch_norm", lambda input, weight, bias, training, mean, invstd, eps, ctx:
    _batch_norm(input, weight, bias, training, mean, invstd, eps, ctx),
    **{"input, weight, bias": lambda g, input, weight, training, mean, invstd, eps, ctx, needs,
-      xp: _batch_norm_grads(g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
+      xp: _norm_backward("batch_norm_backward", g, input, weight, training, mean, invstd, eps,
+                         ctx, needs) if xp is TENSORS else _batch_norm_grads(
+          g, input, weight, training, mean, invstd, eps, ctx, needs, xp)})
 # under create_graph: PyTorch's embedding_dense_backward (EmbeddingDenseBackwardBackward0 of
 # grad_output), whose derivative is embedding_dense_double_backward: the rows picked again
 op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
@@ -133,10 +140,6 @@ op("embedding", lambda weight, indices, padding_idx: weight.take(indices, 0),
 op("embedding_sparse", ROWS["embedding"].fwd, node="EmbeddingBackward0",
    weight=lambda g, weight_shape, indices, padding_idx: _embedding_sparse_grad(
        g, weight_shape, indices, padding_idx))
-op("native_group_norm", lambda input, weight, bias, num_groups, eps, ctx: _group_norm(
-    input, weight, bias, num_groups, eps, ctx),
-   **{"input, weight, bias": lambda g, input, weight, num_groups, eps, ctx, needs, xp:
-      _group_norm_grads(g, input, weight, num_groups, eps, ctx, needs, xp)})
 
 # ---- F.bilinear's kernel: out[b, o] = sum_ij i1[b, i] i2[o, i, j] i3[b, j] --------------------
 op("_trilinear", lambda i1, i2, i3: _xp(i1).einsum("bi,oij,bj->bo", i1, i2, i3),
@@ -337,33 +340,35 @@ def _softmax(a, dim):
 def _log_softmax(a, dim):
     """x - max - log(sum(exp(x - max))) per row, as torch's kernel (a row holding +-inf or NaN
     gives NaN throughout, as torch's does)."""
+    if not a.size:
+        return a.copy()
+    z, lse, transposed = log_softmax_parts(a, dim)
+    z -= lse
+    return np.ascontiguousarray(z.T).reshape(a.shape) if transposed else z
+
+
+def log_softmax_parts(a, dim=1):
+    """``(z, lse, transposed)`` of a non-empty array: ``z - lse`` is `_log_softmax(a, dim)`
+    (`_log_softmax` subtracts them in place), z the rows shifted by their max, lse the log of
+    each row's sum of ``exp(z)``. `transposed` (short rows along the last dim, `_short_rows`):
+    z is (C, rows) and lse (rows,); else z has a's shape and lse a's with `dim` kept as 1.
+    cross_entropy picks the targets' log-probabilities from them (`log_softmax_picked`) and
+    finishes the others only in its backward."""
     at = _short_rows(a, dim)
     if at is not None:
         at -= np.maximum.reduce(at, 0)
         lse = np.add.reduce(np.exp(at), 0)
-        at -= np.log(lse, out=lse)
-        return np.ascontiguousarray(at.T).reshape(a.shape)
-    if not a.size:
-        return a.copy()
+        return at, np.log(lse, out=lse), True
     xp = _xp(a)
     z = a - a.max(axis=dim, keepdims=True)
-    z -= xp.log(_sum_keep(xp.exp(z), dim))
-    return z
+    return z, xp.log(_sum_keep(xp.exp(z), dim)), False
 
 
-def log_softmax_picked(a, rows, t):
-    """``_log_softmax(a, 1)[rows, t]`` of a non-empty 2-d numpy array: the log-probabilities
-    of the targets alone, each computed as `_log_softmax` computes it (bitwise the same), the
-    others never finished (cross_entropy's value with nothing to record)."""
-    at = _short_rows(a, 1)
-    if at is not None:
-        at -= np.maximum.reduce(at, 0)
-        lse = np.add.reduce(np.exp(at), 0)
-        return at[t, rows] - np.log(lse, out=lse)
-    z = a - a.max(axis=1, keepdims=True)
-    return z[rows, t] - np.log(_sum_keep(np.exp(z), 1))[:, 0]
-
-
+def log_softmax_picked(parts, rows, t):
+    """``_log_softmax(a, 1)[rows, t]`` of a 2-d `a` from ``log_softmax_parts(a)``: the targets'
+    log-probabilities alone, bitwise the same."""
+    z, lse, transposed = parts
+    return z[t, rows] - lse if transposed else z[rows, t] - lse[:, 0]
 
 
 def _layer_norm(x, weight, bias, k, eps, ctx):
@@ -402,26 +407,38 @@ def _layer_norm_saves(v, src, args):
             v[1].reshape(keep))
 
 
+def _norm_backward(name, *args):
+    """Under create_graph: PyTorch's native_{layer,batch}_norm_backward applied (norms.py)."""
+    from . import norms  # (its rows follow nn's in the table)
+    return getattr(norms, name)(*args)
+
+
+def _layer_norm_tensor_grads(g, x, weight, k, eps, needs):
+    """The gradients on Tensors with the statistics recomputed from x, so that they are
+    differentiated too (the derivative of native_layer_norm_backward, norms.py)."""
+    shape = tuple(x.shape)
+    n = math.prod(shape[len(shape) - k:])
+    axes = tuple(range(len(shape) - k, len(shape)))
+    mean = x.sum(axis=axes, keepdims=True) / n
+    xc = x - mean
+    rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
+    xhat = xc * rstd
+    batch = tuple(range(len(shape) - k))
+    gx = gw = gb = None
+    if needs[0]:
+        gh = g if weight is None else g * weight
+        gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
+                     - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
+    if len(needs) > 1 and needs[1]:
+        gw = (g * xhat).sum(axis=batch) if batch else g * xhat
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum(axis=batch) if batch else g
+    return gx, gw, gb
+
+
 def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
     shape = tuple(x.shape)
     n = math.prod(shape[len(shape) - k:])
-    if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
-        axes = tuple(range(len(shape) - k, len(shape)))
-        mean = x.sum(axis=axes, keepdims=True) / n
-        xc = x - mean
-        rstd = ((xc * xc).sum(axis=axes, keepdims=True) / n + eps).rsqrt()
-        xhat = xc * rstd
-        batch = tuple(range(len(shape) - k))
-        gx = gw = gb = None
-        if needs[0]:
-            gh = g if weight is None else g * weight
-            gx = rstd * (gh - gh.sum(axis=axes, keepdims=True) / n
-                         - xhat * (gh * xhat).sum(axis=axes, keepdims=True) / n)
-        if len(needs) > 1 and needs[1]:
-            gw = (g * xhat).sum(axis=batch) if batch else g * xhat
-        if len(needs) > 2 and needs[2]:
-            gb = g.sum(axis=batch) if batch else g
-        return gx, gw, gb
     # arrays: (rows, n) matrices, every sum a product with ones (see _layer_norm)
     xhat, rstd = ctx.get()
     inv_n = g.dtype.type(1 / n)
@@ -489,6 +506,12 @@ def _batch_norm(x, weight, bias, training, mean, invstd, eps, ctx):
     return out if bias is None else out + bias.reshape(shape)
 
 
+def _batch_norm_tensor_grads(g, x, weight, training, mean, invstd, eps, needs):
+    """The gradients on Tensors, the batch statistics recomputed from x (differentiated too:
+    the derivative of native_batch_norm_backward, norms.py)."""
+    return _batch_norm_grads(g, x, weight, training, mean, invstd, eps, None, needs, TENSORS)
+
+
 def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp):
     shape = tuple(_bn_shape(x))
     axes = (0,) + tuple(range(2, len(x.shape)))
@@ -513,49 +536,6 @@ def _batch_norm_grads(g, x, weight, training, mean, invstd, eps, ctx, needs, xp)
                             - xhat * (g * xhat).sum(axis=axes, keepdims=True) / n)
         else:
             gx = g * w * inv
-    if len(needs) > 1 and needs[1]:
-        gw = (g * xhat).sum(axis=axes)
-    if len(needs) > 2 and needs[2]:
-        gb = g.sum(axis=axes)
-    return gx, gw, gb
-
-
-def _group_norm(x, weight, bias, num_groups, eps, ctx):
-    n, c = x.shape[0], x.shape[1]
-    xg = x.reshape(n, num_groups, -1)
-    mean = xg.mean(axis=2, keepdims=True)
-    xc = xg - mean
-    rstd = 1 / _xp(xc).sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
-    xhat = (xc * rstd).reshape(x.shape)
-    ctx.value = (xhat, rstd)
-    if weight is None and bias is None:
-        return xhat.copy()  # its own array: xhat, read by the backward, has no version check
-    shape = (1, c) + (1,) * (x.ndim - 2)
-    out = xhat if weight is None else xhat * weight.reshape(shape)
-    return out if bias is None else out + bias.reshape(shape)
-
-
-def _group_norm_grads(g, x, weight, num_groups, eps, ctx, needs, xp):
-    n, c = x.shape[0], x.shape[1]
-    shape = (1, c) + (1,) * (len(x.shape) - 2)
-    xs = tuple(x.shape)
-    if xp is TENSORS:  # recompute the statistics from x, so that they are differentiated too
-        xg = x.reshape(n, num_groups, -1)
-        m = xg.shape[2]
-        xc = xg - xg.sum(axis=2, keepdims=True) / m
-        rstd = ((xc * xc).sum(axis=2, keepdims=True) / m + eps).rsqrt()
-        xhat = (xc * rstd).reshape(xs)
-    else:
-        xhat, rstd = ctx.get()
-    axes = (0,) + tuple(range(2, len(xs)))
-    gx = gw = gb = None
-    if needs[0]:
-        gh = g if weight is None else g * weight.reshape(shape)
-        ghg = gh.reshape(n, num_groups, -1)
-        xhg = xhat.reshape(n, num_groups, -1)
-        m = ghg.shape[2]
-        gx = (rstd * (ghg - ghg.sum(axis=2, keepdims=True) / m
-                      - xhg * (ghg * xhg).sum(axis=2, keepdims=True) / m)).reshape(xs)
     if len(needs) > 1 and needs[1]:
         gw = (g * xhat).sum(axis=axes)
     if len(needs) > 2 and needs[2]:
@@ -633,6 +613,9 @@ def _conv_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs,
 def _conv_backward(g, x, w, stride, padding, dilation, groups):
     """convolution_backward on arrays: the (input, weight, bias) gradients ((N, C, L): over a
     height-1 image, stride ... dilation the 2-D pairs)."""
+    if x.ndim == 5:
+        from .volumes import conv_nd_all_grads  # (volumes' rows follow nn's in the table)
+        return conv_nd_all_grads(g, x, w, stride, padding, dilation, groups)
     if x.ndim == 3:
         return _height1_grads(_conv_backward(g[:, :, None], x[:, :, None], w[:, :, None],
                                              stride, padding, dilation, groups))
@@ -643,8 +626,11 @@ def _conv_backward(g, x, w, stride, padding, dilation, groups):
 
 def _conv(x, w, stride, padding, dilation, groups):
     """The recorded convolution (ConvolutionBackward0) of 4-D or 3-D x."""
-    return _apply(ROWS["convolution" if len(x.shape) == 4 else "_convolution1d"], (x, w, None),
-                  (stride, padding, dilation, groups))
+    return _apply(ROWS[_CONV_ROWS[len(x.shape)]], (x, w, None), (stride, padding, dilation,
+                                                                 groups))
+
+
+_CONV_ROWS = {3: "_convolution1d", 4: "convolution", 5: "_convolution3d"}
 
 
 def _conv_double(g, gO, input, weight, stride, padding, dilation, groups, needs, xp):
@@ -689,7 +675,8 @@ def _conv_double(g, gO, input, weight, stride, padding, dilation, groups, needs,
             x - ((n - 1) * dl - 2 * p + s * (o - 1) + 1)
             for x, n, dl, p, s, o in zip(input.shape[2:], weight.shape[2:], dilation[-k:],
                                          padding[-k:], stride[-k:], gO.shape[2:]))
-        gI = _apply(ROWS["_convolution_transpose2d"], (gO, ggW, None),
+        gI = _apply(ROWS["_convolution_transpose3d" if k == 3 else "_convolution_transpose2d"],
+                    (gO, ggW, None),
                     (stride, padding, out_pad, dilation, groups))
     return ggO, gI, gW
 

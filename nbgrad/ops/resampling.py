@@ -15,6 +15,7 @@ import numpy as np
 from ..backend import get_array_module as _xp
 from .nn import _linear_map
 from .registry import op
+from .volumes import max_pool_double
 
 for _name, _node in (("upsample_nearest3d", "UpsampleNearest3DBackward0"),
                      ("_upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0"),
@@ -43,19 +44,11 @@ def max_unpool_forward(x, indices, output_size):
     return out.reshape(lead + tuple(output_size))
 
 
-def _unpool_grad(g, indices, nd, xp):
-    """torch's max_pool_double_backward: g viewed (*lead, -1), gathered at the indices, viewed
-    as the input."""
-    lead = tuple(indices.shape[:-nd])
-    flat = xp.gather(g.reshape(lead + (-1,)), -1, indices.reshape(lead + (-1,)))
-    return flat.reshape(tuple(indices.shape))
-
-
 op("max_unpool2d", lambda self, indices, output_size: max_unpool_forward(self, indices,
                                                                          output_size),
    node="MaxUnpool2DBackward0",
-   self=lambda g, indices, xp: _unpool_grad(g, indices, 2, xp))
+   self=lambda g, indices, xp: max_pool_double(g, indices, 2, xp))
 op("max_unpool3d", lambda self, indices, output_size: max_unpool_forward(self, indices,
                                                                          output_size),
    node="MaxUnpool3DBackward0",
-   self=lambda g, indices, xp: _unpool_grad(g, indices, 3, xp))
+   self=lambda g, indices, xp: max_pool_double(g, indices, 3, xp))

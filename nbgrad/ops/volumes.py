@@ -13,7 +13,6 @@ import itertools
 
 import numpy as np
 
-from .. import backend
 from ..backend import get_array_module as _xp
 from .formulas import TENSORS
 from .kernels import pool_out_size
@@ -93,7 +92,11 @@ def conv_nd_backward(gy, x, w, ctx, stride, padding, dilation, groups, needs):
 
 def max_pool_nd_forward(x, kernel, stride, padding, dilation, ceil_mode):
     """Max over windows with -inf padding, torch's choice of maximum (the first in raster order,
-    the last NaN): returns ((y, int64 flat spatial indices), ctx)."""
+    the last NaN): returns ((y, int64 flat spatial indices), ctx). An unbatched (C, *spatial)
+    input is pooled as it is (as torch's kernel: one node, no unsqueeze)."""
+    if x.ndim == len(kernel) + 1:
+        (y, flat), _ = max_pool_nd_forward(x[None], kernel, stride, padding, dilation, ceil_mode)
+        return (y[0], flat[0]), flat[0]
     xp = _xp(x)
     spatial = x.shape[2:]
     out = tuple(pool_out_size(n, kk, s, p, d, ceil_mode)
@@ -123,14 +126,14 @@ def max_pool_nd_forward(x, kernel, stride, padding, dilation, ceil_mode):
     return (xp.ascontiguousarray(y), flat), flat
 
 
-def max_pool_nd_backward(gy, flat, self_shape):
-    """The gradient of :func:`max_pool_nd_forward`: gy added at each chosen element."""
+def max_pool_nd_backward(gy, flat, self_shape, nd=3):
+    """The gradient of :func:`max_pool_nd_forward` (`nd` spatial dims): gy added at each chosen
+    element."""
     xp = _xp(gy)
-    n, c = self_shape[:2]
-    size = int(np.prod(self_shape[2:]))
-    gx = xp.zeros((n * c, size), gy.dtype)
-    rows = xp.arange(n * c).reshape(-1, 1)
-    xp.add.at(gx, (rows, flat.reshape(n * c, -1)), gy.reshape(n * c, -1))
+    lead = int(np.prod(self_shape[:-nd]))
+    gx = xp.zeros((lead, int(np.prod(self_shape[-nd:]))), gy.dtype)
+    rows = xp.arange(lead).reshape(-1, 1)
+    xp.add.at(gx, (rows, flat.reshape(lead, -1)), gy.reshape(lead, -1))
     return gx.reshape(self_shape)
 
 
@@ -181,24 +184,53 @@ def _conv_nd_tensor_grads(g, input, weight, stride, padding, dilation, groups, n
 
 
 def _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups, needs, xp):
-    if xp is TENSORS:
-        return _conv_nd_tensor_grads(g, input, weight, stride, padding, dilation, groups, needs)
+    if xp is TENSORS:  # PyTorch's convolution_backward (ConvolutionBackwardBackward0), nn.py's
+        gi, gw, gb = xp.row("convolution_backward", (g, input, weight),
+                            (stride, padding, dilation, groups))
+        return (gi if needs[0] else None, gw if needs[1] else None,
+                gb if len(needs) > 2 and needs[2] else None)
     return conv_nd_backward(g, input, weight, ctx.get(), stride, padding, dilation, groups, needs)
 
 
-def _max_pool_nd_grad(g, flat, self_shape, xp):
-    """gy added at each chosen element; under create_graph one accumulating index_put_ (linear
-    in g, so its gradient is g's gather at the same indices: torch's
-    MaxPool3DWithIndicesBackwardBackward0)."""
-    if xp is not TENSORS:
-        return max_pool_nd_backward(g, flat, self_shape)
-    n, c = self_shape[:2]
-    size = int(np.prod(self_shape[2:]))
-    ax = backend.get_array_module(flat)
-    pos = flat + (ax.arange(n * c) * size).reshape((n, c) + (1,) * (flat.ndim - 2))
-    z = g.new_zeros((n * c * size,)).index_put_((pos.reshape(-1),), g.reshape(-1),
-                                                accumulate=True)
-    return z.reshape(tuple(self_shape))
+def conv_nd_all_grads(g, x, w, stride, padding, dilation, groups):
+    """convolution_backward's forward on N-d arrays: the (input, weight, bias) gradients."""
+    _, ctx = conv_nd_forward(x, w, None, stride, padding, dilation, groups)
+    return conv_nd_backward(g, x, w, ctx, stride, padding, dilation, groups, (True, True, True))
+
+
+def conv_transpose_nd_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """The transposed convolution (conv_nd's input gradient of x, to the size output_padding
+    picks): y (N, C/groups * groups, *size)."""
+    xp = _xp(x)
+    size = tuple((o - 1) * s - 2 * p + d * (k - 1) + 1 + op for o, k, s, p, op, d in zip(
+        x.shape[2:], w.shape[2:], stride, padding, output_padding, dilation))
+    c = w.shape[1] * groups
+    pad_shape = (x.shape[0], c) + tuple(n + 2 * p for n, p in zip(size, padding))
+    like = xp.broadcast_to(xp.zeros((), x.dtype), (x.shape[0], c) + size)
+    y = conv_nd_backward(x, like, w, (pad_shape, tuple(x.shape[2:])), stride, padding, dilation,
+                         groups, (True, False))[0]
+    return y if b is None else y + b.reshape((1, -1) + (1,) * len(size))
+
+
+def _conv_transpose_nd_grads(g, x, w, stride, padding, dilation, groups, needs, xp):
+    """The transposed convolution's adjoint in its input is the convolution itself; its weight
+    gradient is that convolution's, of g with x as the upstream gradient."""
+    gx = gw = gb = None
+    if xp is TENSORS:
+        if needs[0]:
+            gx = xp.row("_convolution3d", (g, w, None), (stride, padding, dilation, groups))
+        if needs[1]:
+            gw = _conv_nd_tensor_grads(x, g, w, stride, padding, dilation, groups,
+                                       (False, True))[1]
+    else:
+        y, ctx = conv_nd_forward(g, w, None, stride, padding, dilation, groups)
+        gx = y if needs[0] else None
+        if needs[1]:
+            gw = conv_nd_backward(x, g, w, ctx, stride, padding, dilation, groups,
+                                  (False, True))[1]
+    if len(needs) > 2 and needs[2]:
+        gb = g.sum((0, 2, 3, 4))
+    return gx, gw, gb
 
 
 op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, groups:
@@ -207,7 +239,35 @@ op("_convolution3d", lambda input, weight, bias, stride, padding, dilation, grou
    **{"input, weight, bias": lambda g, input, weight, ctx, stride, padding, dilation, groups,
       needs, xp: _conv_nd_grads(g, input, weight, ctx, stride, padding, dilation, groups,
                                 needs, xp)})
+# the transposed 3-D convolution (ConvolutionBackward0, as torch records it): under create_graph
+# the input's part of convolution_backward's derivative (_convolution_double_backward)
+op("_convolution_transpose3d", lambda input, weight, bias, stride, padding, output_padding,
+   dilation, groups: conv_transpose_nd_forward(input, weight, bias, stride, padding,
+                                               output_padding, dilation, groups),
+   node="ConvolutionBackward0",
+   **{"input, weight, bias": lambda g, input, weight, stride, padding, dilation, groups, needs,
+      xp: _conv_transpose_nd_grads(g, input, weight, stride, padding, dilation, groups, needs,
+                                   xp)})
+# saves self, as PyTorch's node; under create_graph its gradient is PyTorch's backward op
+# max_pool3d_with_indices_backward as a row (MaxPool3DWithIndicesBackwardBackward0 of
+# grad_output and self): max_pool_double_backward in grad_output, zeros in self
 op("max_pool3d_with_indices", lambda self, kernel_size, stride, padding, dilation, ceil_mode:
    max_pool_nd_forward(self, kernel_size, stride, padding, dilation, ceil_mode),
    node="MaxPool3DWithIndicesBackward0", ctx=True, n_out=2,
-   self=lambda g, self_shape, ctx, xp: _max_pool_nd_grad(g[0], ctx.get(), self_shape, xp))
+   self=lambda g, self, ctx, xp: xp.row("max_pool3d_with_indices_backward", (g[0], self), (
+       ctx.get(),)) if xp is TENSORS else max_pool_nd_backward(g[0], ctx.get(), self.shape))
+op("max_pool3d_with_indices_backward", lambda grad_output, self, indices: max_pool_nd_backward(
+    grad_output, indices, self.shape), node="MaxPool3DWithIndicesBackwardBackward0",
+   grad_output=lambda g, indices, xp: max_pool_double(g, indices, 3, xp),
+   self=lambda g, self, xp: xp.zeros_like(self))
+
+
+def max_pool_double(g, indices, nd, xp):
+    """PyTorch's max_pool_double_backward: g (made contiguous) viewed (*lead, -1), gathered at
+    the flat spatial indices, viewed as the indices."""
+    lead = tuple(indices.shape[:-nd]) + (-1,)
+    if xp is TENSORS:
+        g = g.contiguous().view(lead)
+    else:
+        g = g.reshape(lead)
+    return xp.gather(g, -1, indices.reshape(lead)).reshape(tuple(indices.shape))

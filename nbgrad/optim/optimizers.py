@@ -11,6 +11,7 @@ import numpy as np
 
 from ..backend import get_array_module as _xp
 from ..sparse_coo import SparseCOO
+from ..storage import bump_all
 from .optimizer import Optimizer, _tensor_of, _use_grad
 from .sparse import adagrad_sparse_step, refuse_sparse, sgd_sparse_step
 
@@ -87,6 +88,7 @@ class SGD(Optimizer):
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
             maximize = group["maximize"]
+            written = []
             for p in group["params"]:
                 g = p._grad
                 if g is None:
@@ -114,7 +116,8 @@ class SGD(Optimizer):
                     g = g + momentum * buf._data if nesterov else buf._data
                 pd = p._data
                 pd -= lr * g
-                p._bump_version("add_")
+                written.append(p._storage)
+            bump_all(written, "add_")  # (torch's add_: the user's line found once)
         return loss
 
 
@@ -187,11 +190,11 @@ class Adam(Optimizer):
                     t for t in todo if t[0]._data.size > _FLAT_EACH):
                 m, v, *vmax = (st[k]._data for k in keys)
                 _adam_update(p._data, g, m, v, vmax[0] if vmax else None, step, group)
-            decay = group["weight_decay"] != 0 and group["decoupled_weight_decay"]
-            for p, _, _, _ in todo:  # the versions torch's mul_ and addcdiv_ give
-                if decay:
-                    p._bump_version("mul_")
-                p._bump_version("addcdiv_")
+            # the versions torch's mul_ and addcdiv_ give
+            written = [p._storage for p, _, _, _ in todo]
+            if group["weight_decay"] != 0 and group["decoupled_weight_decay"]:
+                bump_all(written, "mul_")
+            bump_all(written, "addcdiv_")
         return loss
 
 

@@ -13,14 +13,14 @@ from nbgrad.autograd import grad_mode
 from nbgrad.tensor import Tensor
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply, _broadcast_error
-from nbgrad.autograd.grad_mode import STATE as _GRAD
+from nbgrad.autograd.grad_mode import GENERAL_PATH, STATE as _GRAD
 from nbgrad.autograd.saved_index import SavedIndex
 from nbgrad.autograd.record import index_arg
 from nbgrad.ops import Ctx, ROWS
 from nbgrad.functions.args import scalar_name
 from nbgrad.ops.derivatives import _sum_all
-from nbgrad.ops.losses import _arange
-from nbgrad.ops.nn import log_softmax_picked
+from nbgrad.ops.losses import _arange, cross_entropy_grad
+from nbgrad.ops.nn import log_softmax_parts, log_softmax_picked
 from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce, legacy_reduction
 from .activation import logsigmoid
 
@@ -165,19 +165,29 @@ def _nll(logp, target, weight, ignore_index, reduction, who):
 def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     """cross_entropy of (N, C) logits and int64 targets, none of them ignored, recorded as one
     NllLossBackward0 node (nbgrad.autograd.fused) standing for torch's LogSoftmaxBackward0 ->
-    NllLossBackward0; its backward runs nll_loss's then log_softmax's formula on arrays. None
-    when a target is ignore_index (then the two nodes are recorded as they are)."""
+    NllLossBackward0. None when a target is ignore_index (then the two nodes are recorded as
+    they are). Its forward picks the targets' log-probabilities from log_softmax's parts
+    (`log_softmax_parts`) and its backward finishes the others (`cross_entropy_grad`): the
+    rows' values bit for bit in fewer array passes; NBGRAD_GENERAL_PATH=1 (and an empty batch)
+    runs log_softmax's and nll_loss's forwards and formulas themselves."""
     if _check_class_target(input, target, who, ignore_index)[2]:
         return None
-    x = input._data
-    logp = _LOG_SOFTMAX.fwd(x, 1)
-    ctx = Ctx(False)
-    guard = SavedIndex("target", target)
-    out = Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(logp, target._data, None, reduction,
-                                                             ignore_index, ctx)))
-    fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, _cross_entropy_fused_backward,
-                 _cross_entropy_chain, (logp, target._data, reduction, ignore_index, ctx),
-                 (target, ignore_index, reduction, who), (guard,))
+    x, t = input._data, target._data
+    n = len(t)
+    if GENERAL_PATH or not n:
+        logp = _LOG_SOFTMAX.fwd(x, 1)
+        ctx = Ctx(False)
+        value = _NLL_LOSS.fwd(logp, t, None, reduction, ignore_index, ctx)
+        fast, info = _cross_entropy_rows_backward, (logp, t, reduction, ignore_index, ctx)
+    else:
+        parts = log_softmax_parts(x)
+        rows = _arange(n, x)
+        div = n if reduction == "mean" else 1  # (as nll_loss's forward divides)
+        value = -_sum_all(log_softmax_picked(parts, rows, t), x.dtype) / div
+        fast, info = _cross_entropy_backward, (parts, rows, t.copy(), div)
+    out = Tensor._make_fresh(np.asarray(value, x.dtype))
+    fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, fast, _cross_entropy_chain, info,
+                 (target, ignore_index, reduction, who), (SavedIndex("target", target),))
     return out
 
 
@@ -185,7 +195,14 @@ def _cross_entropy_chain(input, target, ignore_index, reduction, who):
     return _nll(input.log_softmax(1), target, None, ignore_index, reduction, who)
 
 
-def _cross_entropy_fused_backward(node, g, arrays):
+def _cross_entropy_backward(node, g, arrays):
+    parts, rows, t, div = node._chain.info
+    if g.dtype != parts[0].dtype:  # (a gradient of another dtype: the chain's nodes promote)
+        return fused._chain_backward(node, g, False)
+    return [cross_entropy_grad(parts, rows, t, div, g)]
+
+
+def _cross_entropy_rows_backward(node, g, arrays):
     """nll_loss's formula (saved: self, target, weight, reduction, ignore_index, ctx), then
     log_softmax's (result, dim)."""
     logp, t, reduction, ignore_index, ctx = node._chain.info
@@ -247,7 +264,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 x, t = input._data, target._data
                 if len(t) and not ignored:  # the targets' log-probabilities alone, summed as
                     # the nll row sums them: the same value
-                    total = _sum_all(log_softmax_picked(x, _arange(len(t), x), t), x.dtype)
+                    total = _sum_all(log_softmax_picked(log_softmax_parts(x), _arange(len(t), x),
+                                                        t), x.dtype)
                     n = len(t) if reduction == "mean" else 1
                     return Tensor._make_fresh(np.asarray(-total / n, x.dtype))
                 return Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(

@@ -163,7 +163,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
     _check_mixed((input, weight, bias))
-    return apply(ROWS["native_group_norm"], (input, weight, bias), (num_groups, eps, Ctx(None)))
+    return apply(ROWS["native_group_norm"], (input, weight, bias),
+                 (num_groups, eps, Ctx(None)))[0]  # (its mean and rstd: outputs 1, 2)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,

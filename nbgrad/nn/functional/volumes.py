@@ -98,12 +98,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if input.ndim not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     _no_kernel(input, "max_pool3d", "b")
-    x, unbatched = (input.unsqueeze(0), True) if input.ndim == 4 else (input, False)
     k, s, p = _pool_args(kernel_size, stride, padding)
     d = _triple(dilation, "max_pool3d: dilation")
-    out, idx = apply(ROWS["max_pool3d_with_indices"], (x,), (k, s, p, d, ceil_mode))
-    if unbatched:
-        out, idx = out.squeeze(0), idx.squeeze(0)
+    # (an unbatched (C, D, H, W) input is pooled as it is: one node, as torch's kernel)
+    out, idx = apply(ROWS["max_pool3d_with_indices"], (input,), (k, s, p, d, ceil_mode))
     return (out, idx) if return_indices else out
 
 

@@ -14,6 +14,7 @@ from nbgrad import creation
 from nbgrad.autograd import grad_mode
 from nbgrad.backend import get_array_module
 from nbgrad.sparse_coo import not_on_sparse
+from nbgrad.storage import bump_all
 from nbgrad.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
@@ -117,11 +118,11 @@ def _scale_(grads, max_norm, total_norm):
     # torch's arithmetic: in the norm's (floating) dtype, on the host
     kind = np.dtype(total.dtype).type if np.dtype(total.dtype).kind == "f" else np.float64
     coef = min(kind(max_norm) / (kind(float(total)) + kind(1e-6)), 1.0)
-    for g in grads:
-        if coef != 1.0:  # (times 1.0 changes no value: only the version moves, as torch's mul_)
+    if coef != 1.0:  # (times 1.0 changes no value: only the version moves, as torch's mul_)
+        for g in grads:
             d = g._data
             d *= d.dtype.type(coef)
-        g._bump_version("mul_")
+    bump_all([g._storage for g in grads], "mul_")
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,

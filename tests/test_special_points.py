@@ -224,7 +224,9 @@ def _differ(want, got, tol64=1e-6):
 #     gradients, _second_by_differences) and nbgrad's is (weight_norm: torch's double backward
 #     drops the path through the norms it saved);
 #   rounding: nbgrad is as far from torch as torch moves from itself when its inputs are scaled
-#     by 1 +- 4 eps (zeros, ties, infs, NaN and singularity kept), element by element;
+#     by 1 +- 4 eps (zeros, ties, infs, NaN and singularity kept), or, at a degenerate point
+#     whose answer is ill-conditioned (LAPACK at tied or zero singular values), when single
+#     entries are nudged by 2 ulps (_nudged), element by element;
 #   differ: any other difference: a bug, listed in special_points_known.txt until fixed.
 CLASSES = ("agree", "rounding", "torch-inconsistent", "differ")
 
@@ -313,7 +315,22 @@ def classify(run, special, second):
     moved = [_attempt(torch, run, _scaled(special, 1 + s * 4 * eps), second) for s in (1, -1)]
     if _rounding(want, got, moved):
         return "rounding", d
+    # a degenerate point (a repeated or zero singular value, a rounding-sized pivot) keeps its
+    # ties under a scaling: nudge single entries by 2 ulps instead, which breaks them
+    nudged = [_attempt(torch, run, _nudged(special, k, s), second)
+              for k in range(4) for s in (1, -1)]
+    if _rounding(want, got, nudged):
+        return "rounding", d
     return "differ", d
+
+
+def _nudged(special, k, sign):
+    """`special`'s input with its entry k scaled by 1 +- 2 eps (a tie broken by rounding)."""
+    def f(a):
+        a = special(a)
+        a.flat[k % a.size] *= 1 + sign * 2 * np.finfo(a.dtype).eps
+        return a
+    return f
 
 
 def _second_by_differences(run, special, h=1e-6):

@@ -5,7 +5,10 @@ sum(out^2) + sum(h_n) + sum(c_n)); every parameter's float32 gradient is compare
 float64's of the same model (relative L2 error |g32 - g64| / |g64|). Prints per parameter
 nbgrad's error, torch's and their ratio, then the median and largest ratio over the seeds.
 
-    PYTHONPATH=$PWD python benchmarks/bench_bilstm_float32_error.py [seeds...]
+    PYTHONPATH=$PWD python benchmarks/bench_bilstm_float32_error.py [--no-mkldnn] [seeds...]
+
+--no-mkldnn turns mkldnn off in both libraries: the per-step (unfused) path, whose input
+projection is one linear over all steps (its bias gradient one float32 sum over T*N rows).
 """
 import sys
 
@@ -41,7 +44,9 @@ def errors(seed, T=20, N=8, I=16, hidden=32):
 
 
 if __name__ == "__main__":
-    seeds = [int(s) for s in sys.argv[1:]] or list(range(6))
+    if "--no-mkldnn" in sys.argv:
+        torch.backends.mkldnn.enabled = nbgrad.backends.mkldnn.enabled = False
+    seeds = [int(s) for s in sys.argv[1:] if s != "--no-mkldnn"] or list(range(6))
     worst = {}
     for seed in seeds:
         for k, (e_nb, e_t) in errors(seed).items():

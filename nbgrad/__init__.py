@@ -31,6 +31,7 @@ from .functions import (abs, all, any, max, min, pow, round, sum)  # noqa: F401 
 from .functions import _safe_softmax  # noqa: F401  (torch._safe_softmax, attention's softmax)
 from .functions import _weight_norm  # noqa: F401  (torch._weight_norm, nn.utils.weight_norm's)
 from . import linalg  # noqa: E402  (torch.linalg)
+from . import return_types  # noqa: E402  (torch.return_types)
 from .creation import (arange, as_tensor, asarray, empty, empty_like, eye, from_dlpack,
                        from_numpy, full, full_like, linspace, logspace, ones, ones_like, tensor,
                        zeros, zeros_like)

@@ -38,6 +38,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import types
+from pathlib import Path
 
 from . import naming
 
@@ -137,6 +138,9 @@ class _TorchModule(types.ModuleType):
         except AttributeError:
             if name.startswith("__") and name.endswith("__"):
                 raise  # protocol probes (__wrapped__, __path__ ...): Python's own error
+            if _torch_lacks(self.__name__, name):  # torch's own text: it has no such name
+                raise AttributeError(f"module '{self.__name__}' has no attribute '{name}'",
+                                     name=name, obj=self) from None
             msg = f"nbgrad does not implement {self.__name__}.{name} yet"
             frame = sys._getframe(1)
             code = frame.f_code.co_code
@@ -224,9 +228,30 @@ def _probing_a_from_import():
 _finder = _Finder()
 
 
+def _torch_names():
+    """{namespace: PyTorch's names there} from torch_names.txt (docs/_supported.py writes it)."""
+    global _TORCH_NAMES
+    if _TORCH_NAMES is None:
+        text = (Path(__file__).with_name("torch_names.txt")).read_text()
+        _TORCH_NAMES = {head[1:-1]: frozenset(rest.split())
+                        for head, _, rest in (line.partition(" ") for line in text.splitlines()
+                                              if line.startswith("["))}
+    return _TORCH_NAMES
+
+
+_TORCH_NAMES = None
+
+
+def _torch_lacks(namespace, name):
+    """Whether PyTorch itself has no public `name` in `namespace` (unknown namespaces and
+    private names: not known, so False)."""
+    names = _torch_names().get(namespace)
+    return names is not None and not name.startswith("_") and name not in names
+
+
 def _tensor_getattr(self, name):
     """Tensor.__getattr__ while the alias is on: called only for a name Tensor lacks."""
-    if name.startswith("_"):
+    if name.startswith("_") or _torch_lacks("torch.Tensor", name):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'",
                              name=name, obj=self)
     raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (nbgrad "

@@ -5,25 +5,32 @@ Matrices are the last two dims of a tensor: (..., m, n); square ones (..., n, n)
 """
 from __future__ import annotations
 
-import collections
-
 from .autograd.apply import apply
-from .functions import _square, amax, amin, det, matrix_power, movedim, slogdet, sum
+from .functions import _square, amax, amin, det, matrix_power, movedim, sum
+from .functions import slogdet as _slogdet_of
 from .functions import inverse as inv
 from .functions import linalg_cross as cross
 from .functions import linalg_lu_factor as lu_factor
 from .functions import pinverse as pinv
 from .ops import ROWS as R
 from .ops.lapack import _LinAlgError as LinAlgError
+from .return_types import structseq
 from .tensor import _dim
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "cholesky",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv", "matrix_power", "cross", "lu_factor",
            "LinAlgError"]
 
-_qr = collections.namedtuple("qr", ["Q", "R"])
-_eigh = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
-_svd = collections.namedtuple("svd", ["U", "S", "Vh"])
+_qr = structseq("linalg_qr", "Q R")
+_eigh = structseq("linalg_eigh", "eigenvalues eigenvectors")
+_svd = structseq("linalg_svd", "U S Vh")
+_slogdet = structseq("linalg_slogdet", "sign logabsdet")
+
+
+def slogdet(A):
+    """(sign, log|det|) of (..., n, n): torch.slogdet's values, as PyTorch's
+    ``torch.return_types.linalg_slogdet`` (LinalgSlogdetBackward0)."""
+    return _slogdet(*_slogdet_of(A))
 
 
 def _float(A, fname):

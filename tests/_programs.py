@@ -37,11 +37,29 @@ def _cast(a, dtype):
     return a.astype(dtype) if dtype is not None and a.dtype.kind == "f" else a
 
 
+# how torch's floating inputs are laid out in memory: "contiguous" (as T.tensor makes them), or
+# "strided" (every other element of a buffer twice as wide: torch's kernels then take their
+# scalar loop, where they vectorise a contiguous input; test_special_points.py measures it)
+LAYOUT = ["contiguous"]
+
+
+def _strided(a):
+    if a.ndim == 0 or a.size == 0:
+        return torch.tensor(a.copy())
+    big = torch.zeros(*a.shape[:-1], 2 * a.shape[-1], dtype=torch.from_numpy(a[:0]).dtype)
+    t = big[..., ::2]
+    t.copy_(torch.from_numpy(a.copy()))
+    return t
+
+
 def _tensor(T, a, rg, dtype, special=None):
     a = _cast(np.array(a), dtype)
     if special is not None and rg and a.dtype.kind == "f":
         a = special(a.copy())
-    t = T.tensor(a.copy())
+    if T is torch and LAYOUT[0] == "strided" and a.dtype.kind == "f":
+        t = _strided(a)
+    else:
+        t = T.tensor(a.copy())
     if rg and a.dtype.kind == "f":
         t.requires_grad_(True)
     return t

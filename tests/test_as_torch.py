@@ -153,7 +153,7 @@ try:
 except AttributeError as e:
     print("AttributeError:", e)
 try:
-    from torch import not_a_thing
+    from torch import affine_grid_generator  # torch has it, nbgrad not yet
 except ImportError as e:
     print("ImportError:", e)
 import torch.onnx  # imported at the top of real programs, used behind a flag
@@ -172,16 +172,16 @@ try:
 except AttributeError as e:
     print("AttributeError:", e)
 try:
-    from torch.utils.data import DataLoaderTypo
+    from torch.utils.data import StackDataset
 except ImportError as e:
     print("ImportError:", e)
 try:
-    torch.nn.functional.no_such_loss
+    torch.nn.functional.affine_grid
 except AttributeError as e:
     print("AttributeError:", e)
-print(hasattr(torch, "not_a_thing"), hasattr(torch, "tensor"))
+print(hasattr(torch, "affine_grid_generator"), hasattr(torch, "tensor"))
 try:
-    torch.ones(2).stft_like_thing(4)
+    torch.ones(2).apply_(abs)
 except AttributeError as e:
     print("AttributeError:", e)
 print(hasattr(torch.ones(1), "_private_probe"), hasattr(torch.ones(1), "grad_fn"))
@@ -232,19 +232,46 @@ def test_script_sees_nbgrad_and_clear_errors(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "AttributeError: nbgrad does not implement torch.fft yet",
-        "ImportError: nbgrad does not implement torch.not_a_thing yet",
+        "ImportError: nbgrad does not implement torch.affine_grid_generator yet",
         "<module 'torch.onnx' (not implemented by nbgrad)> False",
         "AttributeError: nbgrad does not implement torch.onnx.export yet",
         "ImportError: nbgrad does not implement torch.special.erfcx yet",
         "AttributeError: nbgrad does not implement torch.special.windows.hann yet",
-        "ImportError: nbgrad does not implement torch.utils.data.DataLoaderTypo yet",
-        "AttributeError: nbgrad does not implement torch.nn.functional.no_such_loss yet",
+        "ImportError: nbgrad does not implement torch.utils.data.StackDataset yet",
+        "AttributeError: nbgrad does not implement torch.nn.functional.affine_grid yet",
         "False True",
-        "AttributeError: 'Tensor' object has no attribute 'stft_like_thing' (nbgrad does not "
-        "implement torch.Tensor.stft_like_thing yet)",
+        "AttributeError: 'Tensor' object has no attribute 'apply_' (nbgrad does not "
+        "implement torch.Tensor.apply_ yet)",
         "False True",
         "torch True",  # nbgrad's Tensor, printed under torch's module as the program expects
     ]
+
+
+LACKED_BY_TORCH = """
+import torch
+for probe in (lambda: torch.sq, lambda: torch.nn.functional.reluu, lambda: torch.linalg.invv,
+              lambda: torch.ones(2).sizee(), lambda: torch.utils.data.DataLoaderTypo,
+              lambda: torch.optim.Adamm):
+    try:
+        probe()
+    except AttributeError as e:
+        print("AttributeError:", e)
+try:
+    from torch.nn import Linearr
+except ImportError as e:
+    print("ImportError:", str(e).split(" (")[0])
+"""
+
+
+def test_a_name_torch_lacks_too_gets_torchs_own_error(tmp_path):
+    """A typo (a name PyTorch has not either) raises PyTorch's own AttributeError text, not
+    "nbgrad does not implement": nbgrad/torch_names.txt lists PyTorch's names per namespace."""
+    path = _script(tmp_path, "typos.py", LACKED_BY_TORCH)
+    got = _run(["-m", "nbgrad", str(path)], tmp_path)
+    want = _run([str(path)], tmp_path)
+    assert got.returncode == want.returncode == 0, got.stderr + want.stderr
+    assert len(want.stdout.splitlines()) == 7
+    assert got.stdout == want.stdout
 
 
 def test_uncaught_missing_attribute_names_it_at_the_point_of_use(tmp_path):
@@ -282,8 +309,8 @@ def test_enable_disable_restores_real_torch():
         assert F.relu is nbgrad.nn.functional.relu
         assert torch.nn.functional is F and sys.modules["torch.nn"] is torch.nn
         assert isinstance(torch.ones(2), nbgrad.Tensor)
-        with pytest.raises(AttributeError, match=r"not implement torch\.Tensor\.nope yet"):
-            torch.ones(1).nope
+        with pytest.raises(AttributeError, match=r"not implement torch\.Tensor\.apply_ yet"):
+            torch.ones(1).apply_
         as_torch.enable()  # twice: no-op
         assert sys.meta_path.count(as_torch._finder) == 1
     finally:
@@ -354,7 +381,7 @@ def test_notebook_magic_switches_the_kernel(tmp_path):
                                                  "torch.float32 torch.Size([1, 1])"]
     err = [o for o in nb.cells[3].outputs if o.output_type == "error"]
     assert err and err[0].ename == "AttributeError"
-    assert err[0].evalue == "nbgrad does not implement torch.linalg_nope yet"
+    assert err[0].evalue == "module 'torch' has no attribute 'linalg_nope'"  # torch's text
     assert text(nb.cells[4]).startswith("import torch -> nbgrad: off")
     assert text(nb.cells[5]).split("\n")[:2] == ["torch", "nbgrad.float32 nbgrad.tensor"]
 

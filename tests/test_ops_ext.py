@@ -61,6 +61,16 @@ def _act_grad(T, act, x):
         return T.autograd.grad(out, x, w, create_graph=True)[0]
 
 
+def _two_zeros_src_grad(T, a, b):
+    """scatter_reduce prod's src gradient built with create_graph where two zeros of src meet
+    at one position: torch's DelayedError node (`Error`), whose backward refuses."""
+    with T.enable_grad():
+        a, b = a.detach().requires_grad_(), b.detach().requires_grad_()
+        s = b * T.tensor([[0.0, 0.0]], dtype=b.dtype)
+        y = a.scatter_reduce(1, T.tensor([[0, 0], [1, 3], [2, 2]]), s, "prod")
+        return T.autograd.grad(y.sum(), s, create_graph=True)[0]
+
+
 CASES = [
     # the activations' backward ops, recorded under create_graph (GeluBackwardBackward0, ...)
     Case("gelu_backward", lambda T, x: _act_grad(T, T.nn.functional.gelu, x), (3, 4)),
@@ -430,6 +440,8 @@ ROWS = [
     Case("unique_consecutive_node", lambda T, a: T.unique_consecutive(a), (3, 4), grad=False),
     Case("histogram_node", lambda T, a: T.histogram(a, 3), (3, 4), grad=False),
     Case("bincount_node", lambda T, i, w: T.bincount(i, w), ("int", (6,), 4), (6,), grad=False),
+    Case("scatter_reduce_prod_zeros", lambda T, a, b: _two_zeros_src_grad(T, a, b),
+         ("away", (3, 4)), ("away", (3, 2)), grad=False),
     # cdist's gradient under create_graph: CdistBackwardBackward0, which refuses backward
     Case("cdist_backward", lambda T, a, b: _loss_grad(T, lambda x, y: T.cdist(x, y, p=1.5), a, b,
                                                       1, go=True), (4, 3), (5, 3), grad=False),

@@ -829,3 +829,55 @@ def test_float_of_a_tensor_requiring_grad_warns_once_as_torch():
         assert r.returncode == 0, r.stderr
         out.append(r.stdout)
     assert out[1] == out[0] and "UserWarning" in out[0]
+
+
+_RETURN_TYPES = textwrap.dedent("""
+    import torch
+    x = torch.tensor([[1., 5., 2.], [3., 2., 0.5], [0., 1., 4.]])
+    for r in (torch.max(x, 0), x.min(1, keepdim=True), torch.sort(x), torch.topk(x, 2),
+              torch.kthvalue(x, 1), torch.median(x, 0), torch.mode(x, 1), torch.cummax(x, 0),
+              torch.cummin(x, 1), torch.aminmax(x), torch.svd(x), torch.slogdet(x),
+              torch.linalg.slogdet(x), torch.linalg.qr(x), torch.linalg.eigh(x @ x.T),
+              torch.linalg.svd(x), torch.histogram(x, bins=3), torch.linalg.lu_factor(x)):
+        print(r)
+        print(type(r).__module__, type(r).__name__, r[0] is r[:1][0], len(r))
+    print(torch.return_types.max.__name__)
+""")
+
+
+def test_return_types_print_as_torchs_structseqs(tmp_path):
+    """``print(torch.max(x, 1))``, ``print(torch.svd(m))`` (the introyt tensors tutorial): PyTorch
+    prints ``torch.return_types.svd(\\nU=tensor(...),\\nS=...)``, one field a line, each type under
+    its own name (``linalg_svd`` for torch.linalg.svd)."""
+    script = tmp_path / "return_types.py"
+    script.write_text(_RETURN_TYPES)
+    out = []
+    for cmd in ([sys.executable, str(script)], [sys.executable, "-m", "nbgrad", str(script)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    assert out[1] == out[0] and out[0].count("torch.return_types.") == 18
+
+
+def test_return_types_without_the_alias_say_nbgrad():
+    r = nbgrad.max(nbgrad.tensor([[1., 2.], [3., 0.]]), 1)
+    assert repr(r) == ("nbgrad.return_types.max(\nvalues=tensor([2., 3.]),\n"
+                       "indices=tensor([1, 0]))")
+    assert type(r) is nbgrad.return_types.max and isinstance(r, tuple)
+    assert r.values is r[0] and tuple(r._fields) == ("values", "indices")
+
+
+def test_printed_version_is_torchs_cpu_build(tmp_path):
+    """``torch.__version__`` (the first cell of Bourke's and Raschka's notebooks): torch 2.13's CPU
+    wheel prints 2.13.0+cpu, and compares as it (not == "2.13", > (2, 13, 0))."""
+    script = tmp_path / "v.py"
+    script.write_text("import torch\nv = torch.__version__\n"
+                      "print(v, v == '2.13', v > (2, 13, 0), v >= '2.1', v == '2.13.0+cpu')\n")
+    out = []
+    for cmd in ([sys.executable, str(script)], [sys.executable, "-m", "nbgrad", str(script)]):
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        assert r.returncode == 0, r.stderr
+        out.append(r.stdout)
+    assert out[1] == out[0] == "2.13.0+cpu False True True True\n"

@@ -583,6 +583,57 @@ def test_leaf_grad_values_and_versions_like_torch(name):
     np.testing.assert_allclose(np.array(b[2][1]), np.array(a[2][1]), rtol=1e-5)
 
 
+# ---- an LSTM layer with nothing to record reads a batch-first input as it is (no clone) and
+# makes one zero state: the values are those of the recorded path, bit for bit, and torch's
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)])
+@pytest.mark.parametrize("given_state", [False, True])
+def test_lstm_without_graph_gives_the_recorded_values(batch_first, layers, bidirectional,
+                                                       given_state):
+    torch.manual_seed(0)
+    ref = torch.nn.LSTM(8, 16, num_layers=layers, bidirectional=bidirectional,
+                        batch_first=batch_first)
+    m = nbgrad.nn.LSTM(8, 16, num_layers=layers, bidirectional=bidirectional,
+                       batch_first=batch_first)
+    m.load_state_dict({k: nbgrad.tensor(v.detach().numpy().copy())
+                       for k, v in ref.state_dict().items()})
+    x0 = R.standard_normal((5, 7, 8)).astype("float32")
+    d = layers * (2 if bidirectional else 1)
+    h0 = R.standard_normal((d, 5 if batch_first else 7, 16)).astype("float32")
+    c0 = R.standard_normal(h0.shape).astype("float32")
+
+    def run(lib, mode, model, grad=False):
+        x = lib.tensor(x0.copy(), requires_grad=grad)
+        hx = (lib.tensor(h0.copy()), lib.tensor(c0.copy())) if given_state else None
+        with getattr(lib, mode)():
+            out, (h, c) = model(x, hx)
+        return [t.detach().numpy() for t in (out, h, c)], out.stride()
+
+    recorded, strides = run(nbgrad, "enable_grad", m, grad=True)  # the clone, the node
+    expected, torch_strides = run(torch, "no_grad", ref)
+    for mode in ("no_grad", "inference_mode"):
+        got, got_strides = run(nbgrad, mode, m)
+        assert got_strides == strides == torch_strides
+        for g, r, e in zip(got, recorded, expected):
+            assert g.dtype == r.dtype and g.shape == r.shape == e.shape
+            assert np.array_equal(g.view(np.uint32), r.view(np.uint32))
+            np.testing.assert_allclose(g, e, atol=2e-6)
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(2, 4)], 1)],
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(3, 4)], 1)],  # error: dim 0 differs
+    lambda lib: [lib.cat([lib.ones(2, 3, 4), lib.ones(2, 3, 5)], 1)],  # error: dim 2
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(2, 3, 1)], 0)],  # error: ndim
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.tensor(1.0)], 0)],  # error: 0-d
+    lambda lib: [lib.cat([lib.ones(0), lib.ones(2, 3), lib.ones(1, 3)], 0)],  # empty 1-d left out
+    lambda lib: [lib.cat([lib.ones(0), lib.ones(0)], 0)],
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.zeros(2, 2, dtype=lib.float64)], -1)],
+])
+def test_cat_shape_checks_like_torch(case):
+    assert _run(nbgrad, case) == _run(torch, case)
+
+
 @pytest.mark.parametrize("opt,names", [("AdamW", ["mul_", "addcdiv_"]), ("SGD", ["add_"])])
 def test_optimizer_and_clip_writes_name_the_users_line(opt, names):
     """AdamW's and SGD's steps and clip_grad_norm_ write every parameter (gradient) from one

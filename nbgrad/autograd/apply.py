@@ -68,9 +68,11 @@ def apply(row, inputs, args=(), inplace=None):
     operator protocol answers "unsupported operand type(s)", as PyTorch does).
     """
     __tracebackhide__ = True
+    path = row.path
+    if path == PATH_VIEW and inplace is None:  # (no arithmetic: numpy's error state untouched)
+        return _apply_view(row, inputs[0], args)
     token = _quiet()  # NaN and Inf are values: no numpy warning reaches the user
     try:
-        path = row.path
         if path == PATH_BINARY and inplace is None:
             # two broadcasting operands, the second maybe a Python number, with PyTorch's
             # promotion (the general path below does not broadcast or promote)
@@ -134,8 +136,6 @@ def apply(row, inputs, args=(), inplace=None):
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)
-        if path == PATH_VIEW:
-            return _apply_view(row, inputs[0], args)
         if path == PATH_UNARY and not GENERAL_PATH:
             # one tensor input: the general path below, written out without its loops and
             # checks (NBGRAD_GENERAL_PATH=1 runs the general path alone)

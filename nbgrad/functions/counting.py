@@ -3,8 +3,6 @@ bincount, searchsorted, bucketize); their nodes refuse backward as PyTorch's do.
 """
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 
 from .. import dtypes
@@ -12,6 +10,7 @@ from ..autograd.apply import apply, _fresh
 from ..autograd.record import _arr
 from ..autograd.grad_mode import no_grad
 from ..ops import ROWS as R
+from ..return_types import structseq
 from ..tensor import _dim, Tensor
 from .registry import method
 from .args import _xp
@@ -73,7 +72,7 @@ def histc(input, bins=100, min=0, max=0):
         return histogram(input, bins, range=(lo, hi))[0]
 
 
-_histogram = collections.namedtuple("histogram", ["hist", "bin_edges"])
+_histogram = structseq("histogram", "hist bin_edges")
 
 
 @method

@@ -5,7 +5,6 @@ records PyTorch's decomposition as one fused node (autograd/fused.py).
 from __future__ import annotations
 
 import builtins
-import collections
 import math
 import warnings
 
@@ -17,6 +16,7 @@ from ..autograd.apply import apply, _device_error, _fresh
 from ..autograd.record import _arr
 from ..autograd.grad_mode import GENERAL_PATH, is_grad_enabled, STATE as _GRAD
 from ..ops import ROWS as R
+from ..return_types import structseq
 from ..ops.views import _ViewImpossible
 from ..tensor import _dim, Tensor
 from .registry import method
@@ -405,8 +405,8 @@ def _weight_norm(v, g, dim=0):
     return apply(R["weight_norm_interface"], (v, g), (dim,))
 
 
-_lu_factor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
-_lu_unpack = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+_lu_factor = structseq("linalg_lu_factor", "LU pivots")
+_lu_unpack = structseq("lu_unpack", "P L U")
 
 
 def _no_lu_grad(name, *ts):
@@ -532,7 +532,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return apply(R["cdist"], (x1, x2), (float(p),))
 
 
-_svd_result = collections.namedtuple("svd", ["U", "S", "V"])
+_svd_result = structseq("svd", "U S V")
 
 
 @method

@@ -5,13 +5,12 @@ addmm family (baddbmm, addbmm, addmv, addr: their shape and dtype checks) and de
 from __future__ import annotations
 
 
-import collections
-
 import numpy as np
 
 from .. import creation, dtypes
 from ..autograd.apply import apply
 from ..ops import ROWS as R
+from ..return_types import structseq
 from ..tensor import _dim, Tensor
 from .registry import method
 from .args import c_name, check_same_dtype, scalar_name, type_name_of
@@ -201,7 +200,7 @@ def _floating(A, who):
                            f"{type_name_of(A).split('.')[-1][:-6]}")
 
 
-_slogdet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+_slogdet = structseq("slogdet", "sign logabsdet")
 
 
 @method

@@ -3,8 +3,6 @@ median, quantile, ...): dim/keepdim parsing around the rows of nbgrad/ops/reduct
 """
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 
 from .. import backend, dtypes
@@ -13,6 +11,7 @@ from ..autograd.record import _arr
 from ..ops import ROWS as R
 from ..ops.reductions import _sort as _sort_array
 from ..tensor import _dim, Tensor
+from ..return_types import structseq
 from .registry import method
 from .args import _builtin_max
 from .views import flatten, to_dtype, transpose, unsqueeze, view
@@ -131,8 +130,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return apply(R["prod_dim"], (input,), (_dim(dim, input._data.ndim), keepdim))
 
 
-_minmax = collections.namedtuple("max", ["values", "indices"])
-_minmax_min = collections.namedtuple("min", ["values", "indices"])
+_minmax = structseq("max", "values indices")
+_minmax_min = structseq("min", "values indices")
 
 
 def _empty_check(input, name):
@@ -313,7 +312,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 # ---- sorting, selection, nan-reductions, scans --------------------------------------------------
-_rt = {n: collections.namedtuple(n, f) for n, f in (
+_rt = {n: structseq(n, f) for n, f in (
     ("sort", "values indices"), ("topk", "values indices"), ("kthvalue", "values indices"),
     ("median", "values indices"), ("mode", "values indices"), ("cummax", "values indices"),
     ("cummin", "values indices"), ("aminmax", "min max"))}

@@ -38,23 +38,29 @@ def cat(tensors, dim=0, *, out=None):
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     if out is not None:
         return _out("cat", lambda: cat(tensors, dim), tuple(tensors), out)
-    for i, t in enumerate(tensors):
-        if t._data.ndim == 0:
+    shapes = [t._data.shape for t in tensors]
+    for i, s in enumerate(shapes):
+        if not s:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    ts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
-    nd = ts[0]._data.ndim
+    ts = tensors
+    if (0,) in shapes:  # 1-d empty tensors are left out, as torch's legacy rule
+        ts = [t for t, s in zip(tensors, shapes) if s != (0,)] or tensors[:1]
+        shapes = [t._data.shape for t in ts]
+    s0 = shapes[0]
+    nd = len(s0)
     d = _dim(dim, nd)
-    for i, t in enumerate(ts):
-        if t._data.ndim != nd:
+    rest = s0[:d] + s0[d + 1:]
+    for i, s in enumerate(shapes):
+        if len(s) != nd:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
-                               f"{t._data.ndim}")
-        for k in range(nd):
-            if k != d and t._data.shape[k] != ts[0]._data.shape[k]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
-                                   f"Expected size {ts[0]._data.shape[k]} but got size "
-                                   f"{t._data.shape[k]} for tensor number {i} in the list.")
-    sizes = tuple(t._data.shape[d] for t in ts)
-    return apply(R["cat"], tuple(ts), (sizes, d, tuple(t._data.dtype for t in ts)))
+                               f"{len(s)}")
+        if s[:d] + s[d + 1:] != rest:  # (the first dim that differs, in torch's text)
+            k = next(k for k in range(nd) if k != d and s[k] != s0[k])
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                               f"Expected size {s0[k]} but got size {s[k]} for tensor "
+                               f"number {i} in the list.")
+    return apply(R["cat"], tuple(ts), (tuple(s[d] for s in shapes), d,
+                                       tuple(t._data.dtype for t in ts)))
 
 
 concat = concatenate = cat

@@ -107,14 +107,16 @@ op("log_sigmoid_backward", lambda grad_output, self: grad_output * _log_sigmoid_
     self, _xp(self)), node="LogSigmoidBackwardBackward0",
    grad_output=lambda g, self, xp: xp.row("log_sigmoid_backward", (g, self)),
    self=lambda g, grad_output, self, xp: _log_sigmoid_double(g * grad_output, self, xp))
-op("threshold", lambda self, threshold, value: _xp(self).where(self > threshold, self, value),
+# threshold and softshrink keep a NaN (torch's kernels: `x <= threshold ? value : x`, and
+# softshrink's `x * 0` in its dead zone)
+op("threshold", lambda self, threshold, value: _xp(self).where(self <= threshold, value, self),
    double=_self_adjoint("ThresholdBackwardBackward0"),
    self=lambda g, self, threshold, xp: xp.where(self <= threshold, 0, g))
 op("hardshrink", lambda self, lambd: _xp(self).where((self >= -lambd) & (self <= lambd), 0, self),
    double=_self_adjoint("HardshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
-op("softshrink", lambda self, lambd: _xp(self).where(self > lambd, self - lambd,
-                                              _xp(self).where(self < -lambd, self + lambd, 0)),
+op("softshrink", lambda self, lambd: _xp(self).where(
+    self > lambd, self - lambd, _xp(self).where(self < -lambd, self + lambd, self * 0)),
    double=_self_adjoint("SoftshrinkBackwardBackward0"),
    self=lambda g, self, lambd, xp: xp.where((self >= -lambd) & (self <= lambd), 0, g))
 # softmax's and log_softmax's gradients, PyTorch's _softmax_backward_data /
@@ -398,6 +400,8 @@ def _log_sigmoid_double(g, x, xp):
 
 
 def _log_sigmoid(x, xp):
+    if isinstance(x, Tensor):  # recorded: torch's log_sigmoid node (smooth at 0, where min(x,
+        return _apply(ROWS["log_sigmoid"], (x,))  # 0) and |x| each have a kink)
     return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
 
 

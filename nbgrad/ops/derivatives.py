@@ -108,9 +108,9 @@ def _halved_at_ties(g, self, other, xp):
 
 
 def _prod_backward(g, self, result, dim, keepdim, xp):
-    if isinstance(self, Tensor) and len(self.shape) and not bool((self._data == 0).any()):
-        # under create_graph, PyTorch's prod_backward without zeros: grad * (result / self),
-        # both unsqueezed (UnsqueezeBackward0 of the saved result)
+    if len(self.shape) and not bool((_raw(self) == 0).any()):
+        # PyTorch's prod_backward without zeros: grad * (result / self), both unsqueezed
+        # (UnsqueezeBackward0 of the saved result); NaN at an inf (inf / inf), as torch's
         return _keep(g, self.shape, dim, keepdim, xp) * (
             _keep(result, self.shape, dim, keepdim, xp) / self)
     if dim is None:
@@ -135,7 +135,9 @@ def _norm_backward(g, self, result, p, dim, keepdim, xp):
     if p == 1:
         return xp.sign(self) * gk
     if p == float("inf"):
-        mask = xp.astype(xp.abs(self) == rk, xp.dtype(self))
+        # torch's mask: the entries equal to the norm, or NaN (so NaN's gradient is its sgn: 0)
+        a = xp.abs(self)
+        mask = xp.astype((a == rk) | (a != a), xp.dtype(self))
         return xp.sign(self) * ((gk / mask.sum(axis=dim, keepdims=True)) * mask)
     if p < 1:
         scaled = xp.sign(self) * xp.masked_fill(xp.abs(self) ** (p - 1), self == 0, 0)
@@ -279,3 +281,48 @@ def scatter_reduce_array(self, src, dim, index, reduce, include_self):
     if reduce == "mean":
         out = (out / m.maximum(count, 1)).astype(self.dtype, copy=False)
     return out if include_self else m.where(count == 0, self, out)
+
+
+def _layer_norm_nonfinite_grad(gh, x2, r):
+    """layer_norm's input gradient, rows of (rows, n) `x2` and `gh` (g * weight), by torch's
+    kernel's algebra (a dy + b x + c from the sums of dy * x and dy), where an inf or NaN makes
+    it differ from the xhat form: its infs cancel as torch's do."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        inv_n = x2.dtype.type(1 / x2.shape[1])
+        mean = x2.sum(axis=1) * inv_n
+        ds, db = (gh * x2).sum(axis=1), gh.sum(axis=1)
+        b = (db * mean - ds) * r * r * r * inv_n
+        return r[:, None] * gh + b[:, None] * x2 + (-b * mean - db * r * inv_n)[:, None]
+
+
+def _group_norm_nonfinite(x, weight, bias, mean, rstd, num_groups):
+    """group_norm's output where an inf or NaN is present, by torch's kernel's algebra:
+    x * s + (beta - s * mean), s = rstd * gamma per (sample, channel), whose infs cancel as
+    its do (xhat * gamma + beta's need not)."""
+    n, c = x.shape[0], x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = (rstd * weight.reshape(num_groups, -1)).reshape(n, c, 1)
+        t = -s * backend.get_array_module(x).repeat(mean.reshape(n, num_groups, 1),
+                                                    c // num_groups, axis=1)
+        t = t if bias is None else t + bias.reshape(1, c, 1)
+        return (x.reshape(n, c, -1) * s + t).reshape(x.shape)
+
+
+def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
+    """group_norm's input gradient by torch's kernel's algebra (sums of dy * x and dy per
+    channel, through gamma per group: c1 dy + c2 x + c3), where an inf or NaN makes it differ
+    from the xhat form: its infs cancel as torch's do."""
+    n, c = x.shape[0], x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        x3, g3 = x.reshape(n, c, -1), g.reshape(n, c, -1)
+        m = x3.shape[2] * (c // num_groups)
+        mean = x3.reshape(n, num_groups, -1).sum(axis=2, keepdims=True) / m  # (n, G, 1)
+        w = weight.reshape(1, num_groups, -1)
+        ds = ((g3 * x3).sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
+        db = (g3.sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
+        c2 = (db * mean - ds) * rstd * rstd * rstd / m
+        c3 = -c2 * mean - db * rstd / m
+        c1 = (rstd * w).reshape(n, c, 1)
+        per, am = c // num_groups, backend.get_array_module(x)
+        return (c1 * g3 + am.repeat(c2, per, axis=1) * x3 + am.repeat(c3, per, axis=1)).reshape(
+            x.shape)

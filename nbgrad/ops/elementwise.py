@@ -56,13 +56,24 @@ op("add_scalar", lambda self, other: self + other, node="AddBackward1",
    self=lambda g: g)
 op("sub_scalar", lambda self, other: self - other, node="SubBackward1",  # (log_sigmoid's z - 1)
    self=lambda g: g)
-op("pow", lambda self, exponent: self ** exponent,
+def _pow(self, exponent):
+    """self ** exponent as torch's kernel: sqrt at 0.5 and 1 / sqrt at -0.5 (so NaN at -inf,
+    where C's pow gives inf and 0, and -0 keeps its sign); a Tensor through the row."""
+    if isinstance(self, np.ndarray) and self.dtype.kind == "f" and exponent in (0.5, -0.5):
+        xp = _xp(self)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.sqrt(self) if exponent == 0.5 else 1 / xp.sqrt(self)
+    return self ** exponent
+
+
+op("pow", _pow,
    self=lambda g, self, exponent, xp: xp.zeros_like(g) if exponent == 0
-   else g * xp.mul_scalar(self ** (exponent - 1), exponent))
+   else g * xp.mul_scalar(_pow(self, exponent - 1), exponent))
 op("pow_tt", lambda self, exponent: self ** exponent, node="PowBackward1", broadcast=True,
    self=lambda g, self, exponent, xp: xp.where(exponent == 0, 0,
                                                g * (exponent * self ** (exponent - 1))),
-   exponent=lambda g, self, result, xp: g * xp.where(self == 0, 0, result * xp.log(self)))
+   exponent=lambda g, self, exponent, result, xp: g * xp.where(
+       (self == 0) & (exponent >= 0), 0, result * xp.log(self)))
 op("rpow", lambda exponent, base: base ** exponent, node="PowBackward2",
    exponent=lambda g, result, base, xp: xp.zeros_like(g) if base == 0
    else g * xp.mul_scalar(result, math.log(base)))
@@ -268,14 +279,14 @@ op("fmod", lambda self, other: _xp(self).fmod(self, other),
 op("fmod_tensor", lambda self, other: _xp(self).fmod(self, other), node="FmodBackward1",
    broadcast=True,
    self=lambda g: g,
-   other=lambda g, self, other, xp: -g * xp.trunc(self / other))
+   other=lambda g, self, other, xp: -g * xp.div_rounded(self, other, "trunc"))
 op("remainder", lambda self, other: _xp(self).remainder(self, other),
    self=lambda g: g)
 op("remainder_tensor", lambda self, other: _xp(self).remainder(self, other),
    node="RemainderBackward1",
    broadcast=True,
    self=lambda g: g,
-   other=lambda g, self, other, xp: -g * xp.floor(self / other))
+   other=lambda g, self, other, xp: -g * xp.div_rounded(self, other, "floor"))
 op("clamp_tensor", lambda self, min, max: _xp(self).minimum(_xp(self).maximum(self, min), max),
    node="ClampBackward0", broadcast=True,
    self=lambda g, self, min, max, xp: xp.where((self >= min) & (self <= max), g, 0),
@@ -285,10 +296,20 @@ op("nan_to_num", lambda self, nan, posinf, neginf: _xp(self).nan_to_num(self, na
                                                                         posinf=posinf,
                                                                  neginf=neginf),
    self=lambda g, self, xp: g * xp.isfinite(self))
-op("lerp", lambda self, end, weight: self + weight * (end - self), broadcast=True,
+def _lerp(self, end, weight):
+    """torch's lerp: from `self` below a weight of 0.5, from `end` at and above it (so an inf at
+    either end gives that inf, not inf - inf)."""
+    if not isinstance(weight, np.ndarray) and not hasattr(weight, "shape"):
+        return self + weight * (end - self) if abs(weight) < 0.5 else \
+            end - (end - self) * (1 - weight)
+    return _xp(self).where(abs(weight) < 0.5, self + weight * (end - self),
+                           end - (end - self) * (1 - weight))
+
+
+op("lerp", _lerp, broadcast=True,
    self=lambda g, weight, xp: xp.mul_scalar(g, 1 - weight),
    end=lambda g, weight, xp: xp.mul_scalar(g, weight))
-op("lerp_tensor", lambda self, end, weight: self + weight * (end - self), node="LerpBackward1",
+op("lerp_tensor", _lerp, node="LerpBackward1",
    broadcast=True,
    self=lambda g, weight: g * (1 - weight),
    end=lambda g, weight: g * weight,

@@ -60,6 +60,19 @@ class ArrayFormulas:
     def astype(x, dt):
         return x.astype(dt)
 
+    def sign(self, x):
+        """PyTorch's sgn, which its formulas read (abs's, the norms', l1's): 0 at NaN (the
+        module's sign: NaN)."""
+        s = self.m.sign(x)
+        if s.dtype.kind == "f" and self.m.isnan(s).any():
+            s = self.m.nan_to_num(s, nan=0.0)
+        return s
+
+    def div_rounded(self, a, b, mode):
+        """torch's a.div(b, rounding_mode=mode) ("floor" or "trunc")."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.m.floor_divide(a, b) if mode == "floor" else self.m.trunc(a / b)
+
     def flip(self, x, dims):
         """A flipped copy, as PyTorch's flip makes (numpy's is a view with negative strides:
         as a gradient it would come out a view, and .grad a copy of it)."""
@@ -646,6 +659,9 @@ for _name in ("exp", "log", "log1p", "erf", "erfinv", "reciprocal", "cos", "sin"
               "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
 TensorFormulas.sign = staticmethod(operator.methodcaller("sgn"))  # PyTorch's formulas: sgn
+# a.div(b, rounding_mode=mode): a step without a gradient (torch's is grad * 0), so never the
+# 0 * inf of floor(a / b)'s DivBackward0 at b = 0
+TensorFormulas.div_rounded = staticmethod(lambda a, b, mode: a.div(b, rounding_mode=mode))
 
 TENSORS = TensorFormulas()
 

@@ -10,7 +10,9 @@ import numpy as np
 from .. import backend
 from ..backend import get_array_module as _xp
 from .derivatives import _along, _reduce_to, scatter_reduce_array
-from .registry import op
+from ..autograd.apply import apply as _apply
+from .formulas import TENSORS
+from .registry import ROWS, op
 
 op("index", lambda self, index: _index(self, index),
    self=lambda g, self_shape, index, xp: xp.index_backward(g, self_shape, index),
@@ -99,9 +101,9 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
         src_is = src == value
         dt = xp.dtype(g)  # (a bool times 1.0 is float64 in numpy)
         n = xp.scatter_along(xp.astype(self_is, dt), dim, index, xp.astype(src_is, dt), add=True)
-        share = g / n
-        gself = xp.where(self_is, share, 0)
-        gsrc = xp.where(src_is, xp.gather(share, dim, index), 0)
+        share = g / n  # (torch multiplies by the masks: NaN where a NaN left no one equal)
+        gself = xp.astype(self_is, dt) * share
+        gsrc = xp.astype(src_is, dt) * xp.gather(share, dim, index)
     else:  # prod: products of the others, computed again with the zeros masked (as PyTorch)
         masked_self = xp.where(self == 0, 1, self)
         gself = g * xp.scatter_prod(masked_self, src, dim, index, include_self) / masked_self
@@ -110,15 +112,31 @@ def _scatter_reduce_grads(g, self, src, result, dim, index, reduce, include_self
                                              xp.astype(src_zero, xp.dtype(g)), add=True),
                             dim, index)  # (g's dtype: a bool times 1.0 is the default dtype)
         single = src_zero & (n_zeros == 1)
-        masked_src_result = xp.scatter_prod(self, xp.where(single, 1, src), dim, index,
+        masked_src_result = xp.scatter_prod(self, xp.masked_fill(src, single, 1), dim, index,
                                             include_self)
         gsrc = xp.where(single, xp.gather(g * masked_src_result, dim, index),
-                        xp.gather(g * result, dim, index) / xp.where(src_zero, 1, src))
+                        xp.gather(g * result, dim, index) / xp.masked_fill(src, src_zero, 1))
+        if xp is TENSORS and bool((_raw_data(n_zeros) > 1).any()):  # torch's DelayedError
+            gsrc = _apply(ROWS["scatter_reduce_prod_zeros"], (gsrc,))
     if not include_self:  # self took no part where src was scattered
         gself = xp.where(xp.constant(_scatter_count(shape, dim, index, 0) > 0), 0, gself)
     return gself, gsrc
 
 
+def _raw_data(t):
+    return getattr(t, "_data", t)
+
+
+def _zeros_refused(g):
+    raise RuntimeError("scatter_reduce(): Double backward is unsupported for src when >1 zeros "
+                       "in src are scattered to the same position in self")
+
+
+# what torch puts on scatter_reduce's prod src-gradient under create_graph when two zeros of src
+# meet at one position (a DelayedError node, which Python sees as `Error`): the gradient as it
+# is, whose own backward raises
+op("scatter_reduce_prod_zeros", lambda self: self.copy(), node="Error",
+   self=_zeros_refused)
 op("scatter", _scatter_fwd, node="ScatterBackward0",
    self=lambda g, dim, index, xp: xp.scatter_along(g * 1, dim, index, 0.0),
    src=lambda g, dim, index, xp: xp.gather(g, dim, index))

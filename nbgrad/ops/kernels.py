@@ -427,7 +427,7 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
     else:
         m.multiply((b_ih + b_hh).reshape(4, 1, hidden)[_IFOG], scale, out=wx[:, size:])
     x1 = m.empty((n * batch, size + 1), dt)
-    x1[:, :size] = x.reshape(n * batch, size)
+    x1.reshape(n, batch, size + 1)[:, :, :size] = x  # (x may be a batch-first view: one copy)
     x1[:, size] = 1
     proj = m.matmul(x1, wx).reshape(4, n, batch, hidden)
     wh = m.empty((4, hidden, hidden), dt)  # per gate w_hh.T, contiguous: a faster operand

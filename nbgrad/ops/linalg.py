@@ -531,8 +531,8 @@ def _cdist_grads(g, x1, x2, result, p, xp):
     dist = result[..., None]
     if p == 0:
         d = diff * 0
-    elif p == 1:
-        d = xp.sign(diff)
+    elif p == 1:  # (torch's kernel's sign keeps a NaN: xp.sign is sgn, 0 there)
+        d = xp.where(diff != diff, diff, xp.sign(diff))
     elif p == 2:
         d = diff / (dist + (dist == 0))
     elif p == float("inf"):

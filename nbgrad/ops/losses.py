@@ -232,7 +232,7 @@ def _multi_margin(x, t, p, margin, w, xp):
     rows = np.arange(n)
     z = margin - x[rows, t][:, None] + x
     z[rows, t] = 0
-    h = _xp(z).maximum(z, 0)
+    h = _xp(z).where(z > 0, z, 0)  # torch's `if (z > 0)`: a NaN hinge adds nothing
     h = h * h if p == 2 else h
     if w is not None:
         h = h * w[t][:, None]
@@ -252,8 +252,7 @@ def _multi_margin_grad(g, x, t, p, margin, w, reduction, xp):
         return _apply(ROWS["multi_margin_loss_backward"], (g, x), (t, p, margin, w, reduction))
     n, c = x.shape
     _, z = _multi_margin(x, t, p, margin, w, _xp(x))
-    d = (z > 0).astype(x.dtype) * (2 * z if p == 2 else 1) / c  # (x's dtype: a bool mask
-    # times a Python float is float64)
+    d = _xp(z).where(z > 0, 2 * z if p == 2 else 1, 0).astype(x.dtype, copy=False) / c
     if w is not None:
         d = d * w[t][:, None]
     rows = np.arange(n)
@@ -376,8 +375,9 @@ def _bce_logits_scaled(out, w, like, reduction):
 
 def _bce_logits_target_grad(g, x, w, pw, xp):
     w, pw = (None if a is None else xp.constant(a) for a in (w, pw))
-    ls = _log_sigmoid(x, xp)
-    out = g * (-x - (pw - 1) * ls) if pw is not None else g * -x
+    # torch's log_sigmoid(-x) - pw * log_sigmoid(x) (-x - (pw - 1) * that: inf - 0 * inf at
+    # x = -inf where pw is 1)
+    out = g * (_log_sigmoid(-x, xp) - pw * _log_sigmoid(x, xp)) if pw is not None else g * -x
     return out if w is None else out * w
 
 

@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from .. import backend
 from ..autograd.apply import apply as _apply
 from ..autograd.grad_mode import no_grad
 from ..backend import get_array_module as _xp
@@ -28,8 +27,7 @@ from ..tensor import Tensor
 from ..sparse_coo import SparseCOO
 from . import kernels
 from .formulas import TENSORS
-from .derivatives import _zeros_for
-from .reductions import _logsumexp
+from .derivatives import _layer_norm_nonfinite_grad, _zeros_for
 from .registry import ROWS, Ctx, op
 
 # ---- over a dim -------------------------------------------------------------------------------
@@ -307,10 +305,15 @@ def _unpack_grad(g, input_shape, batch_sizes, batch_first, xp):
 
 
 def _safe_softmax(a, dim):
+    """torch's: softmax (so NaN across a row holding +inf, inf - inf), then 0 across a row
+    that is all -inf."""
+    xp = _xp(a)
     m = a.max(axis=dim, keepdims=True)
-    e = _xp(a).exp(a - _xp(m).where(_xp(m).isfinite(m), m, 0))
-    total = e.sum(axis=dim, keepdims=True)
-    return e / _xp(total).where(total == 0, total.dtype.type(1), total)
+    dead = m == -np.inf
+    with np.errstate(invalid="ignore"):
+        e = xp.exp(a - xp.where(dead, a.dtype.type(0), m))
+        total = e.sum(axis=dim, keepdims=True)
+        return xp.where(dead, a.dtype.type(0), e / xp.where(dead, total.dtype.type(1), total))
 
 
 def _short_rows(a, dim):
@@ -448,10 +451,14 @@ def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
     gx = gw = gb = None
     if needs[0]:
         gh = g2 if weight is None else g2 * weight.reshape(-1)
-        t = xh2 * ((gh * xh2) @ ones * inv_n)[:, None]
-        t += ((gh @ ones) * inv_n)[:, None]
-        gx = gh - t
-        gx *= rstd
+        ds, db = (gh * xh2) @ ones, gh @ ones
+        if np.isfinite(ds).all() and np.isfinite(db).all():
+            t = xh2 * (ds * inv_n)[:, None]
+            t += (db * inv_n)[:, None]
+            gx = gh - t
+            gx *= rstd
+        else:  # an inf or NaN: torch's kernel's algebra, whose infs cancel as its do
+            gx = _layer_norm_nonfinite_grad(gh, x.reshape(-1, n), rstd[:, 0])
         gx = gx.reshape(shape)
     w_shape = shape[len(shape) - k:]
     if len(needs) > 1 and needs[1]:

@@ -23,6 +23,7 @@ from ..autograd.engine import run_backward
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
+from .derivatives import _group_norm_nonfinite, _group_norm_nonfinite_grad
 from .formulas import TENSORS
 from .nn import _batch_norm_grads, _batch_norm_tensor_grads, _layer_norm_grads, \
     _layer_norm_tensor_grads
@@ -154,7 +155,12 @@ def _group_norm(x, weight, bias, num_groups, eps, ctx):
         return (xhat.copy(),) + stats  # (its own array: xhat, read by the backward)
     shape = (1, c) + (1,) * (x.ndim - 2)
     out = xhat if weight is None else xhat * weight.reshape(shape)
-    return (out if bias is None else out + bias.reshape(shape),) + stats
+    out = out if bias is None else out + bias.reshape(shape)
+    m = _xp(x)
+    if weight is not None and not (m.isfinite(rstd).all() and m.isfinite(weight).all() and (
+            bias is None or m.isfinite(bias).all())):
+        out = _group_norm_nonfinite(x, weight, bias, mean, rstd, num_groups)
+    return (out,) + stats
 
 
 def _group_norm_grads(g, x, weight, mean, rstd, num_groups, eps, ctx, needs, xp):
@@ -179,8 +185,11 @@ def _group_norm_grads(g, x, weight, mean, rstd, num_groups, eps, ctx, needs, xp)
         ghg = gh.reshape(n, num_groups, -1)
         xhg = xhat.reshape(n, num_groups, -1)
         m = ghg.shape[2]
-        gx = (rs * (ghg - ghg.sum(axis=2, keepdims=True) / m
-                    - xhg * (ghg * xhg).sum(axis=2, keepdims=True) / m)).reshape(xs)
+        s1, s2 = ghg.sum(axis=2, keepdims=True), (ghg * xhg).sum(axis=2, keepdims=True)
+        if weight is not None and not (_xp(s1).isfinite(s1).all() and _xp(s2).isfinite(s2).all()):
+            gx = _group_norm_nonfinite_grad(dy, x, weight, num_groups, rs)
+        else:
+            gx = (rs * (ghg - s1 / m - xhg * s2 / m)).reshape(xs)
     if len(needs) > 1 and needs[1]:
         gw = (dy * xhat).sum(axis=axes)
     if len(needs) > 2 and needs[2]:

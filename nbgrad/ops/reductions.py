@@ -295,6 +295,8 @@ def _cumprod_backward(g, self, result, dim, xp):
     i the prefix products with x_i replaced by 1 (n cumprods, for arrays and Tensors alike)."""
     if not bool((self == 0).any()):
         return _revcumsum(g * result, dim, xp) / self
+    if isinstance(self, np.ndarray):
+        return _cumprod_backward_zeros(g, self, result, dim)
     n = self.shape[dim]
     shape = [1] * len(self.shape)
     shape[dim] = n
@@ -304,6 +306,29 @@ def _cumprod_backward(g, self, result, dim, xp):
         c = xp.cumprod(xp.where(xp.constant(pos == i), 1, self), dim)
         parts.append((g * c * xp.constant((pos >= i).astype(xp.dtype(g)))).sum(axis=dim))
     return xp.stack(parts, axis=dim)
+
+
+def _cumprod_backward_zeros(g, x, out, dim):
+    """PyTorch's cumprod_backward at an input with zeros, not recorded (its O(n) masks): before
+    the first zero the no-zero formula; at the first zero the products after it up to the
+    second zero, times the output just before it; zeros after. The same numbers as the n
+    cumprods wherever the input is finite, and torch's NaN where it is not."""
+    cs = np.cumsum(x == 0, axis=dim)
+    before = cs == 0
+    with np.errstate(all="ignore"):
+        grad = np.where(before, _revcumsum(np.where(before, out * g, 0), dim, np) / x, 0)
+        shape = [1] * x.ndim
+        shape[dim] = x.shape[dim]
+        pos = np.arange(x.shape[dim]).reshape(shape)
+        one = cs == 1
+        first = np.argmax(one, axis=dim, keepdims=True)
+        first_mask = (pos == first) & one
+        between = one & ~first_mask
+        at = (np.cumprod(np.where(between, x, 1), axis=dim) * np.where(one, g, 0)).sum(
+            axis=dim, keepdims=True)
+        prev = np.take_along_axis(out, np.maximum(first - 1, 0), axis=dim)
+        at = at * np.where(first == 0, 1, prev)
+        return np.where(first_mask, at, grad).astype(g.dtype, copy=False)
 
 
 
@@ -371,15 +396,35 @@ op("mode", lambda self, dim, keepdim: _mode(self, dim, keepdim), n_out=2,
 op("nansum", lambda self, dim, keepdim: _xp(self).nansum(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, dim, keepdim, xp: _expand_grad(g, tuple(self.shape), dim, keepdim,
                                                        xp) * (self == self))
+
+
+def _welford_mean(x, dim, keepdim):
+    """The mean torch's var_mean and std_mean give: Welford's running mean, m + (x - m) / n,
+    which an inf followed by any other element turns to NaN (inf - inf); the plain mean
+    elsewhere."""
+    m = x.mean(axis=dim, keepdims=keepdim)
+    if x.dtype.kind not in "fc" or not x.size or not np.isinf(x).any():
+        return m
+    xp = _xp(x)
+    dims = tuple(range(x.ndim)) if dim is None else tuple(
+        d % x.ndim for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    keep = [d for d in range(x.ndim) if d not in dims]
+    flat = xp.transpose(x, keep + list(dims)).reshape([x.shape[d] for d in keep] + [-1])
+    early = xp.isinf(flat[..., :-1]).any(axis=-1)
+    if keepdim:
+        early = early.reshape([1 if d in dims else x.shape[d] for d in range(x.ndim)])
+    return xp.where(early, xp.asarray(np.nan, dtype=m.dtype), m)
+
+
 op("std_mean", lambda self, dim, correction, keepdim: (
-    self.std(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
+    self.std(axis=dim, ddof=correction, keepdims=keepdim), _welford_mean(self, dim, keepdim)),
    n_out=2,
    self=lambda g, self, result, dim, correction, keepdim, xp: _paired(
        g, lambda g0: _std_grad(g0, self, result, dim, correction, keepdim, xp),
        lambda g1: xp.mean_expand(g1, _count(tuple(self.shape), dim), tuple(self.shape), dim,
                                  keepdim)))
 op("var_mean", lambda self, dim, correction, keepdim: (
-    self.var(axis=dim, ddof=correction, keepdims=keepdim), self.mean(axis=dim, keepdims=keepdim)),
+    self.var(axis=dim, ddof=correction, keepdims=keepdim), _welford_mean(self, dim, keepdim)),
    n_out=2,
    self=lambda g, self, dim, correction, keepdim, xp: _paired(
        g, lambda g0: _var_grad(g0, self, dim, correction, keepdim, xp),

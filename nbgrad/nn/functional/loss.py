@@ -24,6 +24,9 @@ from nbgrad.ops.nn import log_softmax_parts, log_softmax_picked
 from .common import _check_reduction, _const, _filled, _legacy_reduction, _reduce, legacy_reduction
 from .activation import logsigmoid
 
+_I64, _U64 = np.dtype(np.int64), np.dtype(np.uint64)
+_max_reduce = np.maximum.reduce
+
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (mirrors ``F.mse_loss``; one MseLossBackward0 node).
@@ -86,7 +89,7 @@ def _check_class_target(input, target, who, ignore_index):
         (class_dim, n_classes, any_ignored): whether some target equals ``ignore_index``.
     """
     t, x = target._data, input._data
-    if t.dtype != np.int64:
+    if t.dtype is not _I64 and t.dtype != np.int64:
         raise RuntimeError(
             f"{who}: expected target dtype to be Long (int64 class indices), but got "
             f"{target.dtype}" + (" (floating targets must have the input's shape "
@@ -121,7 +124,8 @@ def _check_class_target(input, target, who, ignore_index):
                 f"shape {tuple(x.shape)}, got {tuple(t.shape)}. {torch_text}")
     if not t.size:
         return cdim, c, False
-    in_range = t.view(np.uint64).max() < c  # (one pass: a negative index is a huge uint64)
+    # (one pass: a negative index is a huge uint64; the ufunc's reduce without max's wrapper)
+    in_range = _max_reduce(t.view(_U64), axis=None) < c
     if not in_range:
         bad = ((t < 0) | (t >= c)) & (t != ignore_index)
         if bad.any():

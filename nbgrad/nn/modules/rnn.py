@@ -24,6 +24,8 @@ from nbgrad import creation
 from nbgrad import dtypes
 from nbgrad import functions
 from nbgrad.autograd.apply import apply
+from nbgrad.autograd.grad_mode import GENERAL_PATH
+from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.backends import mkldnn
 from nbgrad.ops import ROWS
 from .. import functional as F
@@ -278,13 +280,9 @@ class RNNBase(Module):
             elif self.batch_first:
                 x = x.transpose(0, 1)
             batch = x.shape[1]
+        if hx is None:  # zeros, made by the caller (`_zero_states`) where it needs them
+            return x, batch_sizes, None, not batched, unsorted_indices
         h_size, c_size = self._hidden_sizes(batch)
-        kw = {"dtype": x.dtype, "device": x.device}
-        if hx is None:
-            states = [creation.zeros(h_size, **kw)]
-            if is_lstm:
-                states.append(creation.zeros(c_size, **kw))
-            return x, batch_sizes, states, not batched, unsorted_indices
         states = list(hx) if is_lstm else [hx]
         want = 3 if batched else 2
         if any(s.ndim != want for s in states):
@@ -301,6 +299,13 @@ class RNNBase(Module):
         if sorted_indices is not None:
             states = [s.index_select(1, sorted_indices) for s in states]
         return x, batch_sizes, states, not batched, unsorted_indices
+
+    def _zero_states(self, x, batch):
+        """The initial states when none is given: zeros (num_layers * D, N, H_out) (LSTM: and
+        (num_layers * D, N, hidden_size)), in x's dtype and on its device."""
+        kw = {"dtype": x.dtype, "device": x.device}
+        return [creation.zeros(size, **kw) for size in
+                self._hidden_sizes(batch)[:2 if self.mode == "LSTM" else 1]]
 
     # ------------------------------------------------------------------ forward
     def _direction(self, gis, h, c, w_hh, b_hh, w_hr, batch_sizes, reverse):
@@ -377,8 +382,13 @@ class RNNBase(Module):
         h_n, c_n = [], []
         fused = (is_lstm and mkldnn.enabled and batch_sizes is None and not self.proj_size
                  and x.dtype == dtypes.float32)
+        if states is None and not (fused and not GENERAL_PATH):
+            states = self._zero_states(x, x.shape[1] if batch_sizes is None else batch_sizes[0])
         if fused:  # torch's oneDNN path: one node per layer and direction, states by select
-            x = x.contiguous()  # a transposed (batch-first) input is copied: CloneBackward0
+            if GENERAL_PATH or _GRAD.enabled and (x._requires_grad or any(
+                    p._requires_grad for p in self._parameters.values())):
+                x = x.contiguous()  # a transposed (batch-first) input is copied: CloneBackward0
+            # (else nothing is recorded: the kernel reads a batch-first view as it copies it)
             h0 = [states[0][k] for k in range(len(states[0]))] if hx is not None else None
             c0 = [states[1][k] for k in range(len(states[1]))] if hx is not None else None
         else:
@@ -390,7 +400,11 @@ class RNNBase(Module):
                 k = layer * num_directions + direction
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(k)
                 if fused:
-                    zero = states[0][0].detach() if hx is None else None
+                    zero = None
+                    if hx is None:  # the zero state, one (N, H) tensor for both inputs
+                        zero = creation.zeros(x.shape[1], self.hidden_size, dtype=x.dtype,
+                                              device=x.device) if states is None \
+                            else states[0][0].detach()
                     out, h, c = apply(ROWS["mkldnn_rnn_layer"], (
                         x, w_ih, w_hh, b_ih, b_hh, zero if h0 is None else h0[k],
                         zero if c0 is None else c0[k]), (direction == 1,))

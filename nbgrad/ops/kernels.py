@@ -468,11 +468,15 @@ def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse,
     if dc is None:
         dc = m.zeros((batch, hidden), w_hh.dtype)
     w4 = w_hh.reshape(4, hidden, hidden)[_IFOG]  # per gate (H out, H in), as the gates
-    dz = m.empty((4, n, batch, hidden), gates.dtype)  # gate-major: (4, T*B, H) below
+    # gate-major: (4, T*B, H) below, its steps in the order the forward ran them (reverse: time
+    # reversed): the weight gradients sum T*B products in that order, as torch's oneDNN does.
+    # The steps backward reaches first (the forward's last) usually carry the largest gradients;
+    # summed first in float32, the many small ones after lost 2-3x torch's precision (issue 23)
+    dz = m.empty((4, n, batch, hidden), gates.dtype)
     slope = m.empty((4, batch, hidden), gates.dtype)
     steps = range(n) if reverse else range(n - 1, -1, -1)  # the last step first
     for t in steps:
-        s, tc, dzt = gates[t], tanh_c[t], dz[:, t]
+        s, tc, dzt = gates[t], tanh_c[t], dz[:, n - 1 - t if reverse else t]
         prev = t + 1 if reverse else t - 1
         c_in = c0 if prev < 0 or prev >= n else cells[prev]
         if g_out is not None:
@@ -492,15 +496,15 @@ def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse,
     gx = gw_ih = gw_hh = gb = None
     if needs[0]:
         gx = m.add.reduce(m.matmul(flat, w_ih.reshape(4, hidden, size)[_IFOG]), 0).reshape(x.shape)
+        gx = m.ascontiguousarray(gx[::-1]) if reverse else gx
     if needs[1]:
-        gw_ih = m.matmul(flat.transpose(0, 2, 1), x.reshape(n * batch, size))[_IFOG]
+        x_run = m.ascontiguousarray(x[::-1]) if reverse else x  # in dz's step order
+        gw_ih = m.matmul(flat.transpose(0, 2, 1), x_run.reshape(n * batch, size))[_IFOG]
         gw_ih = gw_ih.reshape(4 * hidden, size)
     if needs[2]:
-        h_in = m.empty(out.shape, out.dtype)  # the hidden state each step read
-        if reverse:
-            h_in[:-1], h_in[-1] = out[1:], h0
-        else:
-            h_in[1:], h_in[0] = out[:-1], h0
+        h_in = m.empty(out.shape, out.dtype)  # the hidden state each step read, in dz's order
+        h_in[0] = h0
+        h_in[1:] = out[:0:-1] if reverse else out[:-1]
         gw_hh = m.matmul(flat.transpose(0, 2, 1), h_in.reshape(n * batch, hidden))[_IFOG]
         gw_hh = gw_hh.reshape(4 * hidden, hidden)
     if needs[3] or needs[4]:

@@ -495,11 +495,12 @@ def cross_entropy_grad(parts, rows, t, n, g):
     ``0 - exp(logp) * (s + 0)`` off the targets and ``s - exp(logp) * (s + 0)`` on them."""
     z, lse, transposed = parts
     s = -g / n
-    e = np.subtract(z, lse)  # logp, as log_softmax's forward finishes it
-    np.exp(e, out=e)
+    xp = _xp(z)
+    e = xp.subtract(z, lse)  # logp, as log_softmax's forward finishes it
+    xp.exp(e, out=e)
     e *= s + s.dtype.type(0)
     at = (t, rows) if transposed else (rows, t)
     picked = e[at]
-    np.subtract(e.dtype.type(0), e, out=e)
+    xp.subtract(e.dtype.type(0), e, out=e)
     e[at] = s - picked
-    return np.ascontiguousarray(e.T) if transposed else e
+    return xp.ascontiguousarray(e.T) if transposed else e

@@ -452,7 +452,8 @@ def _layer_norm_grads(g, x, weight, k, eps, ctx, needs, xp):
     if needs[0]:
         gh = g2 if weight is None else g2 * weight.reshape(-1)
         ds, db = (gh * xh2) @ ones, gh @ ones
-        if np.isfinite(ds).all() and np.isfinite(db).all():
+        xp = _xp(ds)
+        if xp.isfinite(ds).all() and xp.isfinite(db).all():
             t = xh2 * (ds * inv_n)[:, None]
             t += (db * inv_n)[:, None]
             gx = gh - t

@@ -403,9 +403,9 @@ def _welford_mean(x, dim, keepdim):
     which an inf followed by any other element turns to NaN (inf - inf); the plain mean
     elsewhere."""
     m = x.mean(axis=dim, keepdims=keepdim)
-    if x.dtype.kind not in "fc" or not x.size or not np.isinf(x).any():
-        return m
     xp = _xp(x)
+    if x.dtype.kind not in "fc" or not x.size or not xp.isinf(x).any():
+        return m
     dims = tuple(range(x.ndim)) if dim is None else tuple(
         d % x.ndim for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
     keep = [d for d in range(x.ndim) if d not in dims]

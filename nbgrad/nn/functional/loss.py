@@ -125,7 +125,8 @@ def _check_class_target(input, target, who, ignore_index):
     if not t.size:
         return cdim, c, False
     # (one pass: a negative index is a huge uint64; the ufunc's reduce without max's wrapper)
-    in_range = _max_reduce(t.view(_U64), axis=None) < c
+    u = t.view(_U64)
+    in_range = (_max_reduce(u, axis=None) if type(u) is np.ndarray else u.max()) < c
     if not in_range:
         bad = ((t < 0) | (t >= c)) & (t != ignore_index)
         if bad.any():

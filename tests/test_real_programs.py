@@ -846,18 +846,24 @@ _RETURN_TYPES = textwrap.dedent("""
 """)
 
 
-def test_return_types_print_as_torchs_structseqs(tmp_path):
-    """``print(torch.max(x, 1))``, ``print(torch.svd(m))`` (the introyt tensors tutorial): PyTorch
-    prints ``torch.return_types.svd(\\nU=tensor(...),\\nS=...)``, one field a line, each type under
-    its own name (``linalg_svd`` for torch.linalg.svd)."""
-    script = tmp_path / "return_types.py"
-    script.write_text(_RETURN_TYPES)
+def _printed_by_both(tmp_path, name, source):
+    """[what `python script` prints (torch), what `python -m nbgrad script` prints]."""
+    script = tmp_path / name
+    script.write_text(source)
     out = []
     for cmd in ([sys.executable, str(script)], [sys.executable, "-m", "nbgrad", str(script)]):
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
         assert r.returncode == 0, r.stderr
         out.append(r.stdout)
+    return out
+
+
+def test_return_types_print_as_torchs_structseqs(tmp_path):
+    """``print(torch.max(x, 1))``, ``print(torch.svd(m))`` (the introyt tensors tutorial): PyTorch
+    prints ``torch.return_types.svd(\\nU=tensor(...),\\nS=...)``, one field a line, each type under
+    its own name (``linalg_svd`` for torch.linalg.svd)."""
+    out = _printed_by_both(tmp_path, "return_types.py", _RETURN_TYPES)
     assert out[1] == out[0] and out[0].count("torch.return_types.") == 18
 
 
@@ -872,13 +878,7 @@ def test_return_types_without_the_alias_say_nbgrad():
 def test_printed_version_is_torchs_cpu_build(tmp_path):
     """``torch.__version__`` (the first cell of Bourke's and Raschka's notebooks): torch 2.13's CPU
     wheel prints 2.13.0+cpu, and compares as it (not == "2.13", > (2, 13, 0))."""
-    script = tmp_path / "v.py"
-    script.write_text("import torch\nv = torch.__version__\n"
-                      "print(v, v == '2.13', v > (2, 13, 0), v >= '2.1', v == '2.13.0+cpu')\n")
-    out = []
-    for cmd in ([sys.executable, str(script)], [sys.executable, "-m", "nbgrad", str(script)]):
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-        assert r.returncode == 0, r.stderr
-        out.append(r.stdout)
+    out = _printed_by_both(tmp_path, "v.py", "import torch\nv = torch.__version__\n"
+                           "print(v, v == '2.13', v > (2, 13, 0), v >= '2.1', "
+                           "v == '2.13.0+cpu')\n")
     assert out[1] == out[0] == "2.13.0+cpu False True True True\n"

@@ -5,9 +5,10 @@
     python benchmarks/real_programs/run.py run nbgrad [REGEX] [--jobs 2]
     python benchmarks/real_programs/run.py compare [REGEX]   # the comparison, as a Markdown table
 
-Options: --corpus DIR (default /work/corpus: src/ holds the built folders, work/<lib>/ the fresh
-copies each run uses, out/<lib>/ the outputs), --mirrors DIR (default /work/.mirror: one git
-directory per repository, `owner+name/repo`, as the `fetch` tool leaves them).
+Options: --corpus DIR (a folder outside the repository; default $NBGRAD_CORPUS, else
+~/nbgrad-corpus: src/ holds the built folders, work/<lib>/ the fresh copies each run uses,
+out/<lib>/ the outputs), --mirrors DIR (the fetched repositories: one git directory per
+repository, `owner+name/repo`, as the `fetch` tool leaves them; default $NBGRAD_MIRRORS).
 
 Nothing of the programs is in this repository: manifest.txt names, for each program, the
 repository and commit, the paths copied, the command, the timeout, and the size/iteration shrinks
@@ -196,10 +197,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("action", choices=["build", "run", "compare", "list"])
     ap.add_argument("rest", nargs="*")
-    ap.add_argument("--corpus", type=Path, default=Path("/work/corpus"))
-    ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--corpus", type=Path,
+                    default=Path(os.environ.get("NBGRAD_CORPUS", "~/nbgrad-corpus")).expanduser())
+    ap.add_argument("--mirrors", type=Path, default=os.environ.get("NBGRAD_MIRRORS"))
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
+    if args.action == "build" and args.mirrors is None:
+        ap.error("build needs the fetched repositories: --mirrors DIR or $NBGRAD_MIRRORS")
+    args.mirrors = args.mirrors and Path(args.mirrors)
     progs = manifest()
     if args.action == "list":
         for p in select(progs, args.rest[0] if args.rest else None):

@@ -15,6 +15,7 @@ import torch
 import nbgrad
 from nbgrad.autograd import gradgradcheck
 from _differential import _graph
+from test_double_backward_nodes import assert_gradgradcheck, assert_orders_like_torch, grads_of
 
 X = [[0.3, -1.2, 2.5, -0.4], [1.1, 0.7, -2.2, 0.05]]
 _TARGET = np.linspace(-1, 1, 8).reshape(2, 4)
@@ -96,7 +97,8 @@ CASES = {
         2, dtype=T.float64), x[:, 2:] * 1).reshape(-1), 10),
     "cholesky_mm": (lambda T, F, x: T.linalg.cholesky(x[:, :2] @ x[:, :2].t() + T.eye(
         2, dtype=T.float64)) @ x, (10, 6)),
-    # linalg_eigh's backward (torch's linalg_eig_backward, hermitian) as torch records it: V gL V^H without gV; else V^H gV
+    # linalg_eigh's backward (torch's linalg_eig_backward, hermitian) as torch records it:
+    # V gL V^H without gV; else V^H gV
     # made skew (MulBackward1), divided in place by E (its diagonal filled: CopySlices), gL
     # copied onto the diagonal, V (. V^H)
     "eigh_values": (lambda T, F, x: T.linalg.eigh(x[:, :2] @ x[:, :2].t() + T.eye(
@@ -231,14 +233,7 @@ def test_norm_gradgradcheck(name):
 
 
 def _grads(T, name):
-    F = T.nn.functional
-    x = T.tensor(X, dtype=T.float64, requires_grad=True)
-    y = CASES[name][0](T, F, x)
-    w = T.tensor(np.linspace(0.5, 1.5, y.numel()).reshape(tuple(y.shape)))
-    g, = T.autograd.grad((y * y * w).sum(), x, create_graph=True)
-    h, = T.autograd.grad((g * g).sum(), x, create_graph=True)
-    third, = T.autograd.grad(h.sum(), x, allow_unused=True)
-    return g, h, third
+    return grads_of(T, CASES[name][0])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -253,18 +248,12 @@ def test_node_names_under_create_graph(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_values_vs_torch(name):
-    for a, b in zip(_grads(nbgrad, name), _grads(torch, name)):
-        if b is None:
-            assert a is None or np.allclose(a.numpy(), 0)
-        else:
-            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-9,
-                                       atol=1e-9)
+    assert_orders_like_torch(CASES[name][0])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradgradcheck(name):
-    x = nbgrad.tensor(X, dtype=nbgrad.float64, requires_grad=True)
-    assert gradgradcheck(lambda t: CASES[name][0](nbgrad, nbgrad.nn.functional, t), (x,))
+    assert_gradgradcheck(CASES[name][0])
 
 
 @pytest.mark.parametrize("name", ["conv3d_bias", "conv3d_groups", "group_norm_affine"])

@@ -445,12 +445,18 @@ class Tensor:
     @property
     def data(self):
         """A tensor sharing memory but not the version counter, outside the graph."""
-        st = Storage(self._storage._root, alias=True)
-        if self._storage.inference:  # .data of an inference tensor is one too (PyTorch), with
-            # a version counter when taken outside inference mode
+        own = self._storage
+        st = Storage.adopt(own._root, None)  # (an alias: its bytes are counted by `own`)
+        if own.inference:  # .data of an inference tensor is one too (PyTorch), with a version
+            # counter when taken outside inference mode
             st.__class__ = _storage.InferenceStorage if _storage.INFERENCE[0] else \
                 _storage.InferenceData
-        t = Tensor._make(self._data, st, None, 0, False)
+        t = _new(Tensor)
+        t._data = self._data
+        t._storage_or_nbytes = st
+        t._grad_fn = t._grad = t._view = t._extra = None
+        t._output_nr = 0
+        t._requires_grad = False
         if self._requires_grad and _PROV[0]:
             _mark_cut(t, "data")
         return t

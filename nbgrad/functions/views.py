@@ -19,6 +19,8 @@ from ..tensor import _dim, Size
 from .registry import method
 from .args import _builtin_max, _builtin_min, _builtin_sum, _out, type_name_of
 
+_VIEW = R["view"]
+
 
 def _fold(x, shape):
     """reshape(x, shape) for a known shape of the same size: a view (ViewBackward0, or
@@ -98,6 +100,24 @@ def _shape_arg(shape):
     return tuple(map(int, shape))
 
 
+def _sizes(shape, numel):
+    """``_infer(_shape_arg(shape), numel)``, the usual two ints (``x.view(-1, 30)``) written
+    out; anything else (one -1 that cannot be inferred, sizes as a tuple, ...) goes the long way,
+    to its errors."""
+    if len(shape) == 2:
+        a, b = shape
+        if type(a) is int and type(b) is int:
+            if a == -1:
+                if b > 0 and not numel % b:
+                    return (numel // b, b)
+            elif b == -1:
+                if a > 0 and not numel % a:
+                    return (a, numel // a)
+            elif a >= 0 and b >= 0 and a * b == numel:
+                return shape
+    return _infer(_shape_arg(shape), numel)
+
+
 def _infer(shape, numel):
     """`shape` with its one -1 (if any) inferred from `numel`; PyTorch's errors."""
     known, neg = 1, -1
@@ -147,9 +167,9 @@ def view(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         _check_view_dtype(input, shape[0])
         raise NotImplementedError("nbgrad: view(dtype) is not supported")
-    shape = _infer(_shape_arg(shape), input._data.size)
+    shape = _sizes(shape, input._data.size)
     try:
-        return apply(R["view"], (input,), (shape,))
+        return apply(_VIEW, (input,), (shape,))
     except _ViewImpossible:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
@@ -162,7 +182,7 @@ def reshape(input, *shape):
     if not shape:
         raise TypeError('reshape() missing 1 required positional arguments: "shape"')
     # PyTorch: view when contiguous, else _reshape_alias when the strides allow, else a copy
-    return _fold(input, _infer(_shape_arg(shape), input._data.size))
+    return _fold(input, _sizes(shape, input._data.size))
 
 
 @method

@@ -175,25 +175,47 @@ def _cross_entropy_fused(input, target, ignore_index, reduction, who):
     (`log_softmax_parts`) and its backward finishes the others (`cross_entropy_grad`): the
     rows' values bit for bit in fewer array passes; NBGRAD_GENERAL_PATH=1 (and an empty batch)
     runs log_softmax's and nll_loss's forwards and formulas themselves."""
-    if _check_class_target(input, target, who, ignore_index)[2]:
-        return None
     x, t = input._data, target._data
+    if not _plain_targets(x, t, ignore_index) and \
+            _check_class_target(input, target, who, ignore_index)[2]:
+        return None
     n = len(t)
     if GENERAL_PATH or not n:
         logp = _LOG_SOFTMAX.fwd(x, 1)
         ctx = Ctx(False)
-        value = _NLL_LOSS.fwd(logp, t, None, reduction, ignore_index, ctx)
+        value = np.asarray(_NLL_LOSS.fwd(logp, t, None, reduction, ignore_index, ctx), x.dtype)
         fast, info = _cross_entropy_rows_backward, (logp, t, reduction, ignore_index, ctx)
     else:
-        parts = log_softmax_parts(x)
-        rows = _arange(n, x)
-        div = n if reduction == "mean" else 1  # (as nll_loss's forward divides)
-        value = -_sum_all(log_softmax_picked(parts, rows, t), x.dtype) / div
+        value, parts, rows, div = _picked_loss(x, t, reduction)
         fast, info = _cross_entropy_backward, (parts, rows, t.copy(), div)
-    out = Tensor._make_fresh(np.asarray(value, x.dtype))
+    out = Tensor._make_fresh(value)
     fused.record(out, _NLL_LOSS.node, (), (input,), (None,), 1, fast, _cross_entropy_chain, info,
                  (target, ignore_index, reduction, who), (SavedIndex("target", target),))
     return out
+
+
+def _plain_targets(x, t, ignore_index):
+    """Whether int64 targets `t` of (N, C) logits `x` are the usual ones: (N,) numpy, N > 0,
+    each a class and none ``ignore_index``, i.e. what `_check_class_target` passes, returning
+    ``(1, C, False)``, in one range check; False sends the call through `_check_class_target`
+    (its errors, or the ignored targets)."""
+    c = x.shape[1]
+    return type(t) is np.ndarray and t.ndim == 1 and 0 < len(t) == x.shape[0] and \
+        _max_reduce(t.view(_U64), axis=None) < c and \
+        not (0 <= ignore_index < c and (t == ignore_index).any())
+
+
+def _picked_loss(x, t, reduction):
+    """``(value, parts, rows, div)``: nll_loss(log_softmax(x, 1), t) of (N, C) logits, a 0-d
+    array of x's dtype, from the targets' log-probabilities alone (`log_softmax_picked`, summed
+    as the nll row sums them: bit for bit its value), with what the fused backward needs."""
+    parts = log_softmax_parts(x)
+    rows = _arange(len(t), x)
+    div = len(t) if reduction == "mean" else 1  # (as nll_loss's forward divides)
+    total = _sum_all(log_softmax_picked(parts, rows, t), x.dtype)
+    if type(total) is np.ndarray:  # -total / div (a negated divisor: the same rounding)
+        return np.divide(total, -div, out=total), parts, rows, div
+    return np.asarray(-total / div, x.dtype), parts, rows, div
 
 
 def _cross_entropy_chain(input, target, ignore_index, reduction, who):
@@ -260,19 +282,21 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     nd = input._data.ndim
     if nd == 2 and weight is None and label_smoothing <= 0 and \
             type(input._data) is np.ndarray and input._data.dtype.kind == "f" and \
-            target._data.dtype == np.int64 and reduction in ("mean", "sum"):
+            (target._data.dtype is _I64 or target._data.dtype == _I64) and \
+            reduction in ("mean", "sum"):
         if not (_GRAD.enabled and input._requires_grad):
             # nothing to record (no_grad, eval): the chain's values on arrays, one fresh tensor
-            ignored = _check_class_target(input, target, _who, ignore_index)[2]
+            x, t = input._data, target._data
+            ignored = False
+            plain = _plain_targets(x, t, ignore_index)
+            if not plain:  # (the checks' errors; an empty batch or an ignored target: rows)
+                ignored = _check_class_target(input, target, _who, ignore_index)[2]
+                plain = not ignored and len(t) > 0
             token = backend.quiet()  # (as `apply`: no numpy warning reaches the user)
             try:
-                x, t = input._data, target._data
-                if len(t) and not ignored:  # the targets' log-probabilities alone, summed as
-                    # the nll row sums them: the same value
-                    total = _sum_all(log_softmax_picked(log_softmax_parts(x), _arange(len(t), x),
-                                                        t), x.dtype)
-                    n = len(t) if reduction == "mean" else 1
-                    return Tensor._make_fresh(np.asarray(-total / n, x.dtype))
+                if plain:  # the targets' log-probabilities alone, summed as the nll row sums
+                    # them: the same value
+                    return Tensor._make_fresh(_picked_loss(x, t, reduction)[0])
                 return Tensor._make_fresh(np.asarray(_NLL_LOSS.fwd(
                     _LOG_SOFTMAX.fwd(input._data, 1), target._data, None, reduction,
                     ignore_index, Ctx(ignored))))

@@ -661,3 +661,55 @@ def test_optimizer_and_clip_writes_name_the_users_line(opt, names):
         assert [(w.filename, w.lineno) for _, _, w in h] == [(__file__, ls)] * k
         _, name, w = p.grad._version_history()[-1]
         assert (name, w.filename, w.lineno) == ("mul_", __file__, lc)
+
+
+# view/reshape with two int sizes skip the general size parser: torch's shapes, errors, nodes
+@pytest.mark.parametrize("sizes", [(-1, 8), (3, -1), (4, 6), (24, 1), (-1, 24), (-1, 5), (5, -1),
+                                   (0, -1), (-1, 0), (-1, -1), (4, 5), (0, 24), ((4, 6),),
+                                   ((-1, 12),)])
+@pytest.mark.parametrize("how", ["view", "reshape"])
+def test_two_int_sizes_like_torch(sizes, how):
+    x0 = R.standard_normal((6, 4)).astype("float32")
+
+    def fn(lib):
+        x = lib.tensor(x0, requires_grad=True)
+        y = getattr(x * 1, how)(*sizes)
+        y.sum().backward()
+        return [y, tuple(y.shape), type(y.grad_fn).__name__, y._base is not None, x.grad]
+    assert _run(nbgrad, fn) == _run(torch, fn)
+
+
+@pytest.mark.parametrize("targets", ["last class", "ignore_index inside", "strided", "one short", "too many", "2-d", "0-d", "class count"])
+@pytest.mark.parametrize("mode", ["no_grad", "plain", "grad"])
+def test_cross_entropy_target_checks_like_torch(targets, mode):
+    """The one range check that lets the usual (N,) targets skip the general checks: targets
+    at the edge of the classes, ignore_index naming a class, a strided target, and the shapes
+    and dtypes the general checks refuse, as torch (value, gradient, error text)."""
+    x0 = R.standard_normal((6, 5)).astype("float32")
+    t0 = np.array([4, 0, 3, 4, 1, 2])
+    kw = {}
+    if targets == "ignore_index inside":
+        kw = dict(ignore_index=3)
+    t0 = {"strided": np.arange(12)[::2] % 5, "one short": t0[:5],
+          "too many": np.append(t0, 1), "2-d": t0.reshape(2, 3), "0-d": np.array(2),
+          "class count": np.array([4, 0, 5, 4, 1, 2])}.get(targets, t0)
+
+    def fn(lib):
+        x = lib.tensor(x0, requires_grad=mode == "grad")
+        t = lib.tensor(t0) if targets != "strided" else lib.tensor(np.arange(12))[::2] % 5
+        loss = _under(lib, "plain" if mode == "grad" else mode,
+                      lambda: lib.nn.functional.cross_entropy(x, t, **kw))
+        if mode == "grad":
+            loss.backward()
+            return [loss, x.grad, type(loss.grad_fn).__name__]
+        return [loss] + _flags(loss)
+    got, want = _run(nbgrad, fn), _run(torch, fn)
+    if want[0] == "error":  # torch's text, then nbgrad's note on it
+        assert got[:2] == want[:2] and got[2].startswith(want[2].split(" (")[0][:40]), got
+        return
+    np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-6)
+    if mode == "grad":
+        np.testing.assert_allclose(got[1][1], want[1][1], rtol=1e-5, atol=1e-7)
+        assert got[2] == want[2]
+    else:
+        assert got[1:] == want[1:]

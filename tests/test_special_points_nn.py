@@ -116,6 +116,46 @@ def test_cumprod_with_zeros_and_non_finite_like_torch():
             _like_torch(lambda T, x, dim=dim: x.cumprod(dim), a)
 
 
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("layer", ["group_norm", "layer_norm", "batch_norm", "instance_norm"])
+def test_norms_with_an_inf_or_nan_upstream_gradient_like_torch(layer, affine):
+    """The generator's upstream gradients are finite: here one or two entries of it are +-inf
+    or NaN. torch's group_norm kernel sums dy * x and dy per channel (weight: (sum dy x - mean
+    sum dy) rstd, input: c1 dy + c2 x + c3 with gamma 1 when there is none): inf - inf is NaN
+    where the xhat form keeps the inf; float32 too, an input holding an inf or NaN too."""
+    rng = np.random.default_rng(12)
+    for dtype, shape, x_value, g_value, pos in [
+            (d, s, xv, gv, p) for d in ("float64", "float32") for s in [(2, 4, 3), (3, 4, 2, 2)]
+            for xv in (None, inf, nan) for gv in (inf, -inf, nan) for p in (0, 5)]:
+        x = rng.standard_normal(shape)
+        gy = np.cos(np.arange(x.size)).reshape(shape)
+        gy.flat[pos] = g_value
+        gy.flat[pos + 7] = -g_value if pos else 1.0
+        if x_value is not None:
+            x.flat[(pos + 3) % x.size] = x_value
+        seen = []
+        for T in (torch, nbgrad):
+            dt = getattr(T, dtype)
+            xt = T.tensor(x, dtype=dt, requires_grad=True)
+            ps = shape[1:] if layer == "layer_norm" else shape[1:2]
+            w, b = (T.tensor(np.linspace(lo, hi, int(np.prod(ps))).reshape(ps), dtype=dt,
+                             requires_grad=True) if affine else None
+                    for lo, hi in ((-1.3, 1.7), (0.3, -0.7)))
+            F = T.nn.functional
+            y = {"group_norm": lambda: F.group_norm(xt, 2, w, b),
+                 "layer_norm": lambda: F.layer_norm(xt, ps, w, b),
+                 "batch_norm": lambda: F.batch_norm(xt, None, None, w, b, training=True),
+                 "instance_norm": lambda: F.instance_norm(xt, weight=w, bias=b)}[layer]()
+            leaves = [xt] + ([w, b] if affine else [])
+            seen.append([t.detach().numpy() for t in
+                         [y, *T.autograd.grad(y, leaves, T.tensor(gy, dtype=dt))]])
+        for want, got in zip(*seen):
+            assert got.dtype == want.dtype
+            tol = 1e-9 if dtype == "float64" else 1e-4
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True,
+                                       err_msg=f"{dtype} {shape} x {x_value} dy {g_value} {pos}")
+
+
 def test_scatter_reduce_prod_two_zeros_refuses_double_backward_like_torch():
     seen = []
     for T in (torch, nbgrad):

@@ -209,3 +209,30 @@ def test_classes_by_measurement():
         return [v, g], [T._weight_norm(v, g, 0)]
     assert sp.classify(weight_norm, sp.SPECIAL["zero"][0], True)[0] == "torch-inconsistent"
     assert sp.classify(hardtanh, sp.SPECIAL["zero"][0], True)[0] == "agree"
+
+
+
+def _svd_beside(factor):
+    """svd of the special matrix and, beside it, a second leaf b whose sum of squares nbgrad
+    multiplies by `factor` (1: right; else a wrong gradient where torch's is determined)."""
+    def run(T, dtype=None, special=None):
+        a = T.tensor(special(np.linspace(-1.0, 1.0, 12).reshape(4, 3)), requires_grad=True)
+        b = T.tensor([0.5, -1.5, 2.0], dtype=T.float64, requires_grad=True)
+        U, S, V = T.svd(a)
+        return [a, b], [U.abs(), S, V.abs(), (b * b).sum() * (1.0 if T is torch else factor)]
+    return run
+
+
+def test_undetermined_by_measurement_and_not_a_bug():
+    """svd at the all-0.75 4 x 3 matrix (rank 1, two zero singular values): svd_backward
+    divides by s_i^2 - s_j^2 and s, numpy's zeros are 8e-49, MKL's 5e-33, and under 2-ulp
+    nudges each library's gradient moves by more than itself: undetermined, not agree. A wrong
+    gradient at an element torch determines (a second leaf of the same program, at the same
+    point), or at a well-conditioned matrix, stays differ."""
+    tied, _ = sp.SPECIAL["all_tied"]
+    assert sp.classify(dict(sp.PROGRAMS)["op:svd_legacy"], tied, True)[0] == "undetermined"
+    assert sp.classify(_svd_beside(1.0), tied, True)[0] == "undetermined"
+    assert sp.classify(_svd_beside(1.01), tied, True)[0] == "differ"
+    generic = _program(lambda T, t: T.svd(t).S * (1.0 if T is torch else 1.01),
+                       np.linspace(-1.0, 1.0, 12).reshape(4, 3) ** 3 + np.eye(4, 3))
+    assert sp.classify(generic, lambda a: a, True)[0] == "differ"

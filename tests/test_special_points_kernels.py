@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import nbgrad
+import test_special_points as sp
 
 
 def _both(f, a, grad=False):
@@ -259,7 +260,6 @@ def test_solve_at_singular_matrices_like_torch():
     it raises its LinAlgError (numpy may solve), where rounding leaves it nonzero it returns
     the huge values (numpy may raise 'Singular matrix'). Every singular matrix of
     test_special_points, both layouts, a vector and a matrix right side."""
-    import test_special_points as sp
     agree = total = 0
     for a in sp._SINGULAR.values():
         a = np.array(a)
@@ -312,12 +312,10 @@ def test_none_of_these_ops_is_left_in_the_known_file():
     """Each line these ops had in special_points_known.txt is fixed, or LAPACK's rounding where
     the answer is ill-conditioned (rounding), or a point where neither library's answer has a
     significant digit (undetermined), by the generator's measurement: none is left there."""
-    import test_special_points as sp
     assert not sorted(k for k in sp.KNOWN if k[0].startswith(_MINE))
 
 
-_SVD = [n for n, _ in __import__("test_special_points").PROGRAMS
-        if n.startswith(("op:linalg_svd", "op:svd"))]
+_SVD = [n for n, _ in sp.PROGRAMS if n.startswith(("op:linalg_svd", "op:svd"))]
 
 
 @pytest.mark.parametrize("name", _SVD)
@@ -326,7 +324,6 @@ def test_svd_at_zero_singular_values_is_told_apart(name):
     singular values, which numpy's gesdd gives as 8e-49 and MKL's (torch) as 5e-33: rounding
     noise of 1e16 to 1e48 in both. Measured: agree, rounding or undetermined, never differ
     (linalg_svd, linalg_svdvals' second order and svd are undetermined)."""
-    import test_special_points as sp
     special, second = sp.SPECIAL["all_tied"]
     cls, what = sp.classify(dict(sp.PROGRAMS)[name], special, second)
     assert cls in ("agree", "rounding", "undetermined"), what

@@ -208,14 +208,13 @@ def _plain_targets(x, t, ignore_index):
 def _picked_loss(x, t, reduction):
     """``(value, parts, rows, div)``: nll_loss(log_softmax(x, 1), t) of (N, C) logits, a 0-d
     array of x's dtype, from the targets' log-probabilities alone (`log_softmax_picked`, summed
-    as the nll row sums them: bit for bit its value), with what the fused backward needs."""
+    as the nll row sums them: bit for bit its value), with what the fused backward needs (the
+    no-grad path and the fused node share it)."""
     parts = log_softmax_parts(x)
     rows = _arange(len(t), x)
     div = len(t) if reduction == "mean" else 1  # (as nll_loss's forward divides)
-    total = _sum_all(log_softmax_picked(parts, rows, t), x.dtype)
-    if type(total) is np.ndarray:  # -total / div (a negated divisor: the same rounding)
-        return np.divide(total, -div, out=total), parts, rows, div
-    return np.asarray(-total / div, x.dtype), parts, rows, div
+    value = -_sum_all(log_softmax_picked(parts, rows, t), x.dtype) / div
+    return np.asarray(value, x.dtype), parts, rows, div
 
 
 def _cross_entropy_chain(input, target, ignore_index, reduction, who):

@@ -326,8 +326,35 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
 def max_pool2d_values(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """:func:`max_pool2d_forward`'s y alone (nothing will be differentiated: no choice of
     maxima, which costs about as much as the maxima)."""
-    y, _, geo, _ = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
-    return y.reshape(x.shape[:2] + geo[-2:])
+    geo = _pool_geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    if not _tiles(geo, x.shape):
+        y, _, geo, _ = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
+        return y.reshape(x.shape[:2] + geo[-2:])
+    # tiles: no window views at all -- the max across each window's kw columns (1-D strided
+    # views of one long run), the kh rows of the result moved apart (:func:`_swap_rows`), the max
+    # across them (contiguous): two passes and one copy of half the image
+    xp = _xp(x)
+    kh, kw, ho, wo = geo[0], geo[1], geo[-2], geo[-1]
+    n, c = x.shape[:2]
+    cols = xp.ascontiguousarray(x[:, :, :ho * kh, :wo * kw]).reshape(-1, kw)
+    r = _max_fold([cols[:, j] for j in range(kw)])  # (N*C*Ho*kh*Wo,)
+    if kh > 1:
+        r = _max_fold(list(_swap_rows(r.reshape(n * c * ho, kh, wo))))
+    return r.reshape(n, c, ho, wo)
+
+
+def _max_fold(views):
+    """The elementwise max of ``views`` (same shape) as a new array. Folded from the last view
+    to the first: numpy's maximum returns its second argument on a tie, so of equal values (0.0
+    and -0.0) the first in window raster order is kept, as torch's kernel keeps it; a NaN
+    propagates."""
+    xp = _xp(views[0])
+    if len(views) == 1:
+        return views[0].copy()
+    y = xp.maximum(views[-1], views[-2])
+    for v in views[-3::-1]:
+        xp.maximum(y, v, out=y)
+    return y
 
 
 def _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -347,10 +374,7 @@ def _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode):
     else:
         xpad = _padded(x, geo, -xp.inf)
         views, padded = _offset_views(xpad, geo), xpad is not x
-    y = views[0].copy() if len(views) == 1 else xp.maximum(views[0], views[1])
-    for v in views[2:]:
-        xp.maximum(y, v, out=y)  # a NaN propagates, as in torch
-    return y, views, geo, padded
+    return _max_fold(list(views)), views, geo, padded
 
 
 def max_pool2d_indices(ctx):

@@ -475,6 +475,25 @@ def test_max_pool2d_without_graph_like_torch(mode, kw):
     np.testing.assert_array_equal(recorded.detach().numpy(), np.array(got[0][1]))
 
 
+@pytest.mark.parametrize("recorded", [False, True], ids=["no_graph", "recorded"])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(2, 4)),
+                                dict(kernel_size=(1, 2)), dict(kernel_size=(3, 1)),
+                                dict(kernel_size=3, stride=1, padding=1)],
+                         ids=["tiles", "wide", "row", "column", "padded"])
+def test_max_pool2d_ties_keep_torchs_first_maximum(recorded, kw):
+    """Windows of equal maxima, 0.0 and -0.0 (a ReLU's output holds both): the sign of each
+    pooled zero is torch's, the first maximum in the window's raster order, with and without a
+    graph; NaN beside them still wins."""
+    x0 = np.where(R.random((2, 3, 6, 8)) < 0.5, -0.0, 0.0).astype("float32")
+    x0[1, 2, 0, 0] = np.nan
+    want = torch.nn.functional.max_pool2d(torch.tensor(x0), **kw).numpy()
+    x = nbgrad.tensor(x0, requires_grad=recorded)
+    with nbgrad.set_grad_enabled(recorded):
+        got = nbgrad.nn.functional.max_pool2d(x, **kw).detach().numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
 @pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
 def test_index_by_integer_tensor_without_graph_like_torch(dtype, mode):

@@ -412,8 +412,9 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
 
     Args: x (T, B, I); w_ih (4H, I); w_hh (4H, H); b_ih, b_hh (4H,) or None; h, c (B, H);
     reverse: run from the last step to the first (output stays in input time order).
-    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): sigmoid of i, f,
-    o and tanh of g, in that order; cell states (T, B, H); their tanh (T, B, H)) for the backward.
+    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): 2 sigmoid of i,
+    f, o and tanh of g, in that order; cell states (T, B, H); their tanh (T, B, H)), in time
+    order, for the backward.
     """
     m = _xp(x)
     n, batch, size = x.shape
@@ -429,31 +430,44 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
     x1 = m.empty((n * batch, size + 1), dt)
     x1.reshape(n, batch, size + 1)[:, :, :size] = x  # (x may be a batch-first view: one copy)
     x1[:, size] = 1
-    proj = m.matmul(x1, wx).reshape(4, n, batch, hidden)
+    proj = m.matmul(x1.reshape(n, 1, batch, size + 1), wx)  # (T, 4, B, H): a block per step
+    # the hidden state is carried doubled, 2h (exact: a power of two), against w_hh.T halved once
+    # more; the first step reads h0 itself (2 h0 could overflow) and doubles its product
     wh = m.empty((4, hidden, hidden), dt)  # per gate w_hh.T, contiguous: a faster operand
-    m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale, out=wh)
-    out = m.empty((n, batch, hidden), dt)
-    gates = m.empty((n, 4, batch, hidden), dt)
-    cells = m.empty((n, batch, hidden), dt)
+    m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale * 0.5, out=wh)
+    # one buffer per step: gates i, f, o, g, then the cell state the step reads, so that i * g
+    # and f * c are one product; the step writes its cell state into the next slot (reverse:
+    # the previous one)
+    r = 1 if reverse else 0
+    cells = m.empty((n + 1, 5, batch, hidden), dt)
+    cells[n if reverse else 0, 4] = c
+    flat = cells.reshape(n + 1, 5, batch * hidden)[:, 4]
+    h2 = m.empty((n, batch, hidden), dt)  # 2h, in time order
     tanh_c = m.empty((n, batch, hidden), dt)
-    ig = m.empty((batch, hidden), dt)
+    both = m.empty((2, batch, hidden), dt)
+    ways = both.reshape(2, batch * hidden)
+    halves = m.full((2,), 0.5, dt)
     for t in range(n - 1, -1, -1) if reverse else range(n):
-        s = gates[t]
-        m.matmul(h, wh, out=s)
-        s += proj[:, t]
-        m.tanh(s, out=s)
+        s = cells[t + r]
+        g4 = s[:4]
+        if t == (n - 1 if reverse else 0):
+            m.matmul(h, wh, out=g4)
+            g4 *= 2
+        else:
+            m.matmul(h2[t - 1 + 2 * r], wh, out=g4)
+        g4 += proj[t]
+        m.tanh(g4, out=g4)
         sig = s[:3]
-        sig *= 0.5
-        sig += 0.5
-        ct = cells[t]
-        m.multiply(s[1], c, out=ct)  # f * c
-        m.multiply(s[0], s[3], out=ig)  # + i * g
-        ct += ig
+        sig += 1  # 2 sigmoid(z) of i, f, o
+        m.multiply(s[:2], s[3:], out=both)  # 2 i g, 2 f c
+        m.matmul(halves, ways, out=flat[t + 1 - r])  # c = i g + f c, one rounding as a sum
         tc = tanh_c[t]
-        m.tanh(ct, out=tc)
-        m.multiply(s[2], tc, out=out[t])  # o * tanh(c)
-        h, c = out[t], ct
-    return (out, h.copy(), c.copy()), (gates, cells, tanh_c)
+        m.tanh(cells[t + 1 - r, 4], out=tc)
+        m.multiply(s[2], tc, out=h2[t])  # 2 o tanh(c)
+    out = m.multiply(h2, 0.5)
+    gates = cells[1:, :4] if reverse else cells[:n, :4]
+    return ((out, out[0 if reverse else n - 1].copy(), cells[0 if reverse else n, 4].copy()),
+            (gates, cells[:n, 4] if reverse else cells[1:, 4], tanh_c))
 
 
 def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse, needs):
@@ -474,9 +488,12 @@ def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse,
     # summed first in float32, the many small ones after lost 2-3x torch's precision (issue 23)
     dz = m.empty((4, n, batch, hidden), gates.dtype)
     slope = m.empty((4, batch, hidden), gates.dtype)
+    s = m.empty((4, batch, hidden), gates.dtype)
+    half = m.asarray([0.5, 0.5, 0.5, 1], gates.dtype).reshape(4, 1, 1)
     steps = range(n) if reverse else range(n - 1, -1, -1)  # the last step first
     for t in steps:
-        s, tc, dzt = gates[t], tanh_c[t], dz[:, n - 1 - t if reverse else t]
+        m.multiply(gates[t], half, out=s)  # the forward kept 2 sigmoid of i, f, o
+        tc, dzt = tanh_c[t], dz[:, n - 1 - t if reverse else t]
         prev = t + 1 if reverse else t - 1
         c_in = c0 if prev < 0 or prev >= n else cells[prev]
         if g_out is not None:

@@ -19,7 +19,11 @@ not the number of values, so the layouts are chosen to make runs long:
   (B, 4H) result, so the cost is the number of array calls per step. The sigmoid of gates i, f, o
   is ``0.5 * tanh(z / 2) + 0.5``: the weights of those gates are halved once per call, so one
   tanh covers all four gates; the biases ride in the input projection as a column of ones; every
-  step writes into preallocated (T, B, *) buffers, which backward reads.
+  step writes into preallocated (T, B, *) buffers, which backward reads. Eight array calls a
+  step: the factor 1/2 of the sigmoid is carried by powers of two (exact) instead of one more
+  pass: the gates keep 2 sigmoid, the hidden state 2h against w_hh halved once more, and the
+  cell state ``(2i g + 2f c) / 2`` is one (2,) @ (2, B*H) product after one product of the
+  gate pair (i, f) with (g, c), which sit side by side in the step's buffer.
 """
 
 import numpy as np

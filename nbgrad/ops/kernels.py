@@ -411,14 +411,16 @@ def max_pool2d_backward(gy, ctx):
 _IFOG = [0, 1, 3, 2]  # torch's gate blocks (i, f, g, o) in that order (and back: it swaps two)
 
 
-def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
+def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     """One LSTM layer over the whole sequence (torch's gates i, f, g, o).
 
     Args: x (T, B, I); w_ih (4H, I); w_hh (4H, H); b_ih, b_hh (4H,) or None; h, c (B, H);
-    reverse: run from the last step to the first (output stays in input time order).
+    reverse: run from the last step to the first (output stays in input time order); keep:
+    keep every step's activations for the backward (False, no graph recorded: two steps'
+    buffers, used in turn, the same numbers).
     Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): 2 sigmoid of i,
     f, o and tanh of g, in that order; cell states (T, B, H); their tanh (T, B, H)), in time
-    order, for the backward.
+    order, for the backward; None unless ``keep``.
     """
     m = _xp(x)
     n, batch, size = x.shape
@@ -441,37 +443,42 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
     m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale * 0.5, out=wh)
     # one buffer per step: gates i, f, o, g, then the cell state the step reads, so that i * g
     # and f * c are one product; the step writes its cell state into the next slot (reverse:
-    # the previous one)
+    # the previous one; without ``keep``, two slots in turn)
     r = 1 if reverse else 0
-    cells = m.empty((n + 1, 5, batch, hidden), dt)
-    cells[n if reverse else 0, 4] = c
-    flat = cells.reshape(n + 1, 5, batch * hidden)[:, 4]
+    cells = m.empty((n + 1 if keep else 2, 5, batch, hidden), dt)
+    first = n if reverse and keep else 0
+    cells[first, 4] = c
+    flat = cells.reshape(len(cells), 5, batch * hidden)[:, 4]
     h2 = m.empty((n, batch, hidden), dt)  # 2h, in time order
-    tanh_c = m.empty((n, batch, hidden), dt)
+    tanh_c = m.empty((n if keep else 1, batch, hidden), dt)
     both = m.empty((2, batch, hidden), dt)
     ways = both.reshape(2, batch * hidden)
     halves = m.full((2,), 0.5, dt)
-    for t in range(n - 1, -1, -1) if reverse else range(n):
-        s = cells[t + r]
+    b = first  # (the slot of the last cell state)
+    for k, t in enumerate(range(n - 1, -1, -1) if reverse else range(n)):
+        a, b = (t + r, t + 1 - r) if keep else (k & 1, ~k & 1)  # the slots it reads, writes
+        s = cells[a]
         g4 = s[:4]
-        if t == (n - 1 if reverse else 0):
+        if k:
+            m.matmul(h2[t - 1 + 2 * r], wh, out=g4)
+        else:
             m.matmul(h, wh, out=g4)
             g4 *= 2
-        else:
-            m.matmul(h2[t - 1 + 2 * r], wh, out=g4)
         g4 += proj[t]
         m.tanh(g4, out=g4)
         sig = s[:3]
         sig += 1  # 2 sigmoid(z) of i, f, o
         m.multiply(s[:2], s[3:], out=both)  # 2 i g, 2 f c
-        m.matmul(halves, ways, out=flat[t + 1 - r])  # c = i g + f c, one rounding as a sum
-        tc = tanh_c[t]
-        m.tanh(cells[t + 1 - r, 4], out=tc)
+        m.matmul(halves, ways, out=flat[b])  # c = i g + f c, one rounding as a sum
+        tc = tanh_c[t if keep else 0]
+        m.tanh(cells[b, 4], out=tc)
         m.multiply(s[2], tc, out=h2[t])  # 2 o tanh(c)
     out = m.multiply(h2, 0.5)
+    states = (out, out[0 if reverse else n - 1].copy() if n else h.copy(), cells[b, 4].copy())
+    if not keep:
+        return states, None
     gates = cells[1:, :4] if reverse else cells[:n, :4]
-    return ((out, out[0 if reverse else n - 1].copy(), cells[0 if reverse else n, 4].copy()),
-            (gates, cells[:n, 4] if reverse else cells[1:, 4], tanh_c))
+    return states, (gates, cells[:n, 4] if reverse else cells[1:, 4], tanh_c)
 
 
 def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse, needs):

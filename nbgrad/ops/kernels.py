@@ -19,11 +19,11 @@ not the number of values, so the layouts are chosen to make runs long:
   (B, 4H) result, so the cost is the number of array calls per step. The sigmoid of gates i, f, o
   is ``0.5 * tanh(z / 2) + 0.5``: the weights of those gates are halved once per call, so one
   tanh covers all four gates; the biases ride in the input projection as a column of ones; every
-  step writes into preallocated (T, B, *) buffers, which backward reads. Eight array calls a
-  step: the factor 1/2 of the sigmoid is carried by powers of two (exact) instead of one more
-  pass: the gates keep 2 sigmoid, the hidden state 2h against w_hh halved once more, and the
-  cell state ``(2i g + 2f c) / 2`` is one (2,) @ (2, B*H) product after one product of the
-  gate pair (i, f) with (g, c), which sit side by side in the step's buffer.
+  step writes into preallocated (T, B, *) buffers, which backward reads. ``i * g`` and
+  ``f * c`` are one product (the cell state sits after the gates in the step's buffer) and
+  their sum one (2,) @ (2, B*H) product. With no graph to record (``keep=False``) the steps
+  use two buffers in turn (1.3 MB less written for T=8, B=H=64) and the sigmoid's factor 1/2
+  is carried by powers of two (exact) instead of one more pass: eight array calls a step.
 """
 
 import numpy as np
@@ -418,7 +418,7 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     reverse: run from the last step to the first (output stays in input time order); keep:
     keep every step's activations for the backward (False, no graph recorded: two steps'
     buffers, used in turn, the same numbers).
-    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): 2 sigmoid of i,
+    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): sigmoid of i,
     f, o and tanh of g, in that order; cell states (T, B, H); their tanh (T, B, H)), in time
     order, for the backward; None unless ``keep``.
     """
@@ -437,10 +437,14 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     x1.reshape(n, batch, size + 1)[:, :, :size] = x  # (x may be a batch-first view: one copy)
     x1[:, size] = 1
     proj = m.matmul(x1.reshape(n, 1, batch, size + 1), wx)  # (T, 4, B, H): a block per step
-    # the hidden state is carried doubled, 2h (exact: a power of two), against w_hh.T halved once
-    # more; the first step reads h0 itself (2 h0 could overflow) and doubles its product
+    # keep (a backward will read the steps): the gates hold sigmoid(z), two calls (x 0.5,
+    # + 0.5); else 2 sigmoid(z), one call (+ 1), and the factor 2 rides along exactly (powers of
+    # two): the hidden state is carried as 2h against w_hh.T halved once more (the first step
+    # reads h0 itself, 2 h0 could overflow, and doubles its product), the cell state halves
+    # its sum (2i g + 2f c) / 2 in the product that adds it
+    d = 1 if keep else 2
     wh = m.empty((4, hidden, hidden), dt)  # per gate w_hh.T, contiguous: a faster operand
-    m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale * 0.5, out=wh)
+    m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale / d, out=wh)
     # one buffer per step: gates i, f, o, g, then the cell state the step reads, so that i * g
     # and f * c are one product; the step writes its cell state into the next slot (reverse:
     # the previous one; without ``keep``, two slots in turn)
@@ -449,31 +453,36 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     first = n if reverse and keep else 0
     cells[first, 4] = c
     flat = cells.reshape(len(cells), 5, batch * hidden)[:, 4]
-    h2 = m.empty((n, batch, hidden), dt)  # 2h, in time order
+    hd = m.empty((n, batch, hidden), dt)  # d h, in time order
     tanh_c = m.empty((n if keep else 1, batch, hidden), dt)
     both = m.empty((2, batch, hidden), dt)
     ways = both.reshape(2, batch * hidden)
-    halves = m.full((2,), 0.5, dt)
+    add = m.full((2,), 1 / d, dt)  # (i g + f c: one rounding, as a sum)
     b = first  # (the slot of the last cell state)
     for k, t in enumerate(range(n - 1, -1, -1) if reverse else range(n)):
         a, b = (t + r, t + 1 - r) if keep else (k & 1, ~k & 1)  # the slots it reads, writes
         s = cells[a]
         g4 = s[:4]
         if k:
-            m.matmul(h2[t - 1 + 2 * r], wh, out=g4)
+            m.matmul(hd[t - 1 + 2 * r], wh, out=g4)
         else:
             m.matmul(h, wh, out=g4)
-            g4 *= 2
+            if d != 1:
+                g4 *= d
         g4 += proj[t]
         m.tanh(g4, out=g4)
         sig = s[:3]
-        sig += 1  # 2 sigmoid(z) of i, f, o
-        m.multiply(s[:2], s[3:], out=both)  # 2 i g, 2 f c
-        m.matmul(halves, ways, out=flat[b])  # c = i g + f c, one rounding as a sum
+        if keep:
+            sig *= 0.5
+            sig += 0.5
+        else:
+            sig += 1
+        m.multiply(s[:2], s[3:], out=both)  # d i g, d f c
+        m.matmul(add, ways, out=flat[b])  # c
         tc = tanh_c[t if keep else 0]
         m.tanh(cells[b, 4], out=tc)
-        m.multiply(s[2], tc, out=h2[t])  # 2 o tanh(c)
-    out = m.multiply(h2, 0.5)
+        m.multiply(s[2], tc, out=hd[t])  # d o tanh(c)
+    out = hd if d == 1 else m.multiply(hd, 1 / d)
     states = (out, out[0 if reverse else n - 1].copy() if n else h.copy(), cells[b, 4].copy())
     if not keep:
         return states, None
@@ -499,12 +508,9 @@ def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse,
     # summed first in float32, the many small ones after lost 2-3x torch's precision (issue 23)
     dz = m.empty((4, n, batch, hidden), gates.dtype)
     slope = m.empty((4, batch, hidden), gates.dtype)
-    s = m.empty((4, batch, hidden), gates.dtype)
-    half = m.asarray([0.5, 0.5, 0.5, 1], gates.dtype).reshape(4, 1, 1)
     steps = range(n) if reverse else range(n - 1, -1, -1)  # the last step first
     for t in steps:
-        m.multiply(gates[t], half, out=s)  # the forward kept 2 sigmoid of i, f, o
-        tc, dzt = tanh_c[t], dz[:, n - 1 - t if reverse else t]
+        s, tc, dzt = gates[t], tanh_c[t], dz[:, n - 1 - t if reverse else t]
         prev = t + 1 if reverse else t - 1
         c_in = c0 if prev < 0 or prev >= n else cells[prev]
         if g_out is not None:

@@ -385,11 +385,6 @@ class RNNBase(Module):
         if states is None and not (fused and not GENERAL_PATH):
             states = self._zero_states(x, x.shape[1] if batch_sizes is None else batch_sizes[0])
         if fused:  # torch's oneDNN path: one node per layer and direction, states by select
-            # (keep: the kernel keeps its steps' activations for a backward; with no graph to
-            # record, it runs in two steps' buffers; NBGRAD_GENERAL_PATH=1 always keeps them)
-            keep = GENERAL_PATH or _GRAD.enabled and (x._requires_grad or any(
-                p._requires_grad for p in self._parameters.values()) or states is not None
-                and any(s._requires_grad for s in states))
             if GENERAL_PATH or _GRAD.enabled and (x._requires_grad or any(
                     p._requires_grad for p in self._parameters.values())):
                 x = x.contiguous()  # a transposed (batch-first) input is copied: CloneBackward0
@@ -410,9 +405,13 @@ class RNNBase(Module):
                         zero = creation.zeros(x.shape[1], self.hidden_size, dtype=x.dtype,
                                               device=x.device) if states is None \
                             else states[0][0].detach()
-                    out, h, c = apply(ROWS["mkldnn_rnn_layer"], (
-                        x, w_ih, w_hh, b_ih, b_hh, zero if h0 is None else h0[k],
-                        zero if c0 is None else c0[k]), (direction == 1, keep))
+                    inputs = (x, w_ih, w_hh, b_ih, b_hh, zero if h0 is None else h0[k],
+                              zero if c0 is None else c0[k])
+                    # keep: the kernel keeps its steps' activations, when apply records the
+                    # node (else it runs in two steps' buffers; NBGRAD_GENERAL_PATH=1: always)
+                    keep = GENERAL_PATH or _GRAD.enabled and any(
+                        t is not None and t._requires_grad for t in inputs)
+                    out, h, c = apply(ROWS["mkldnn_rnn_layer"], inputs, (direction == 1, keep))
                     outs.append(out)
                     h_n.append(h)
                     c_n.append(c)

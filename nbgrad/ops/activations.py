@@ -191,8 +191,9 @@ def _prelu_double(g, grad_output, self, weight, xp):
     return go, gs, gw
 
 
-def _erf(x):
-    return array_formulas(x).erf(x)
+def _erf(x, scale):
+    """erf(scale * x) on arrays."""
+    return array_formulas(x).erf(x, scale)
 
 
 def _gelu_forward(x, approximate):
@@ -200,7 +201,7 @@ def _gelu_forward(x, approximate):
     if approximate == "tanh":
         t = _xp(x).tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x))
         return 0.5 * x * (1 + t), t
-    cdf = _erf(x * x.dtype.type(_SQRT1_2))
+    cdf = _erf(x, _SQRT1_2)
     cdf += 1
     cdf *= 0.5
     return x * cdf, cdf

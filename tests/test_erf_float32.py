@@ -70,3 +70,18 @@ def test_gelu_float32_matches_torch():
     # roundings of 1 + erf, * 0.5 and * x)
     pos = (x > 0) & (x < 1e30)
     assert _ulps(got[pos], want[pos]).max() <= 6
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (3, 0), (2, 3)])
+def test_gelu_float32_shapes_values_and_grads(shape):
+    """0-d, empty and small inputs: GELU's value and gradient against torch's."""
+    a = np.asarray(np.random.default_rng(1).standard_normal(shape) * 3, dtype=np.float32)
+    seen = []
+    for lib in (torch, nbgrad):
+        x = lib.tensor(a.copy(), requires_grad=True)
+        y = lib.nn.functional.gelu(x)
+        y.sum().backward()
+        seen.append((y.detach().numpy(), x.grad.numpy()))
+    for got, want in zip(seen[1], seen[0]):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=4e-6, atol=1e-6)

@@ -215,7 +215,9 @@ def _gelu_backward(g, x, approximate, ctx, xp):
         x_sq = x * x
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_TANH_BETA * (
             1 + 3 * _GELU_TANH_KAPPA * x_sq))
-    pdf = xp.exp(x * x * x.dtype.type(-0.5))
+    pdf = x * x
+    pdf *= x.dtype.type(-0.5)
+    pdf = xp.exp(pdf)  # (not out=: a 0-d input's x * x is a numpy scalar)
     pdf *= x
     pdf *= x.dtype.type(_GELU_PDF)
     pdf += t

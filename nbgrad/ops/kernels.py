@@ -548,4 +548,5 @@ def erf_float32(x, scale=1.0):
             p *= u
         p += c[0]
         p *= x
-        return _xp(x).tanh(p, out=p)
+        m = _xp(x)
+        return m.tanh(p, out=p) if p.ndim else m.tanh(p)  # (0-d: numpy gives scalars)

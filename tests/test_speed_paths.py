@@ -628,6 +628,10 @@ def test_lstm_without_graph_gives_the_recorded_values(batch_first, layers, bidir
     lambda lib: [lib.cat([lib.ones(2, 3), lib.tensor(1.0)], 0)],  # error: 0-d
     lambda lib: [lib.cat([lib.ones(0), lib.ones(2, 3), lib.ones(1, 3)], 0)],  # empty 1-d left out
     lambda lib: [lib.cat([lib.ones(0), lib.ones(0)], 0)],
+    # a left-out empty 1-d tensor's dtype still promotes (nbgrad gave int64 in all three)
+    lambda lib: [lib.cat([lib.zeros(0, dtype=lib.int64), lib.zeros(0)], 0)],
+    lambda lib: [lib.cat([lib.zeros(0), lib.ones(2, dtype=lib.int64)], 0)],
+    lambda lib: [lib.cat([lib.ones(2, 2, dtype=lib.int32), lib.zeros(0, dtype=lib.float64)])],
     lambda lib: [lib.cat([lib.ones(2, 3), lib.zeros(2, 2, dtype=lib.float64)], -1)],
     # equal shapes (the short path): dtypes promoted, dims counted from the end, out of range,
     # 0-d

@@ -51,9 +51,11 @@ def cat(tensors, dim=0, *, out=None):
     for i, s in enumerate(shapes):
         if not s:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-    ts = tensors
-    if (0,) in shapes:  # 1-d empty tensors are left out, as torch's legacy rule
+    ts, left_out = tensors, ()
+    if (0,) in shapes:  # 1-d empty tensors are left out, as torch's legacy rule, but their
+        # dtypes still take part in the promotion (they follow the inputs' in the row's dtypes)
         ts = [t for t, s in zip(tensors, shapes) if s != (0,)] or tensors[:1]
+        left_out = tuple(t._data.dtype for t in tensors if not any(t is k for k in ts))
         shapes = [t._data.shape for t in ts]
     s0 = shapes[0]
     nd = len(s0)
@@ -69,7 +71,7 @@ def cat(tensors, dim=0, *, out=None):
                                f"Expected size {s0[k]} but got size {s[k]} for tensor "
                                f"number {i} in the list.")
     return apply(R["cat"], tuple(ts), (tuple(s[d] for s in shapes), d,
-                                       tuple(t._data.dtype for t in ts)))
+                                       tuple(t._data.dtype for t in ts) + left_out))
 
 
 concat = concatenate = cat

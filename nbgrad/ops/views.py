@@ -177,7 +177,8 @@ def _stack(arrays, dim):
 
 def _cat(arrays, dim, dts):
     """Concatenate in PyTorch's result dtype (numpy's promotion differs for 0-d and mixed);
-    `dts`: the arrays' dtypes."""
+    `dts`: the arrays' dtypes, then those of 1-d empty inputs cat left out (the gradients zip
+    `dts` with the sizes, one per array, so those trailing dtypes only promote)."""
     if dts.count(dts[0]) == len(dts):  # the usual case: nothing to promote
         return _xp(arrays[0]).concatenate(arrays, axis=dim)
     rt = dtypes.common_dtype(dts)

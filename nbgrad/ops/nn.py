@@ -385,7 +385,9 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     inv_n = x.dtype.type(1 / n)
     x2 = x.reshape(-1, n)
     ones = _ones(n, x)
-    xhat = x2 - (x2 @ ones)[:, None] * inv_n
+    mean = x2 @ ones  # (the row statistics in place: (rows,) temporaries)
+    mean *= inv_n
+    xhat = x2 - mean[:, None]
     var = (xhat * xhat) @ ones
     var *= inv_n
     var += x.dtype.type(eps)

@@ -48,7 +48,9 @@ import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor, _Rare  # noqa: F401  (Ctx: for the table)
 from ..autograd.saved_index import SavedIndex, SavedIndices
-from ..autograd.apply import PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW, _zero_d, apply
+from ..autograd.apply import (_F32, _F64, _ZD32, _ZD64, PATH_BINARY, PATH_GENERAL, PATH_UNARY,
+                              PATH_VIEW, _zero_d, apply)
+from ..autograd.grad_mode import GENERAL_PATH
 from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
                                SAVED_STRIDES, _edge)
 from ..autograd.grad_mode import STATE as _GRAD
@@ -58,6 +60,7 @@ from .formulas import NUMPY, ROWS, TENSORS, array_formulas
 from .derivatives import _reduce_to
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
+_FAST = not GENERAL_PATH  # the written-out unpack of OpNode._backward (NBGRAD_GENERAL_PATH=1: off)
 
 
 def _array_arg(x):
@@ -98,10 +101,19 @@ class OpNode(Node):
             for j in row.unpack_at:
                 s = v[j]
                 t = type(s)
+                if t is SavedTensor and _FAST and not create_graph and s._packed is None:
+                    # SavedTensor.unpack below, written out for a saved array with no hooks
+                    d = s._data
+                    if d is not None and s._storage.version == s.saved_version:
+                        v[j] = d
+                        continue
                 if t in UNPACKED:
                     v[j] = s.unpack(self, create_graph)
                 elif t is float and row.scalar_as_0d and xp is NUMPY:
-                    v[j] = _zero_d(s, g.dtype)  # x * 2.0's other, as in the forward (apply._zero_d)
+                    # x * 2.0's other, as in the forward: the cached 0-d array (apply._zero_d)
+                    dt = g.dtype
+                    z = (_ZD32.get(s) if dt is _F32 else _ZD64.get(s) if dt is _F64 else None)
+                    v[j] = _zero_d(s, dt) if z is None else z
         if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
         outs = row.grads(self._next, g, v)  # each input's gradient, None without an edge
@@ -125,8 +137,9 @@ class OpNode(Node):
         for s in saved:
             if s is not None:
                 t = type(s)
-                if t is SavedTensor or t is Ctx or t is SavedArray or t is SavedIndex or \
-                        t is SavedIndices:
+                if t is SavedTensor:  # (SavedTensor.release, written out: most nodes save one)
+                    s._data = s._packed = s._tensor = s._storage = None
+                elif t is Ctx or t is SavedArray or t is SavedIndex or t is SavedIndices:
                     s.release()
                 elif (t is float or t is int or t is bool) if kinds[j] == SAVED_INPUT else (
                         kinds[j] == SAVED_ARG and t is not int and t is not float
@@ -363,6 +376,15 @@ def _bound(f, idx):
     v) -> gradient` (None for an input without a formula)."""
     if f is None:
         return lambda g, v: None
+    n = len(idx)  # (the formula called directly: one frame, not two through _caller's)
+    if n == 0:
+        return lambda g, v: f(g)
+    if n == 1:
+        i, = idx
+        return lambda g, v: f(g, v[i])
+    if n == 2:
+        i, j = idx
+        return lambda g, v: f(g, v[i], v[j])
     call = _caller(idx)
     return lambda g, v: call(f, g, v)
 

@@ -112,3 +112,22 @@ def test_optimizer_on_double(name, kw, double):
         assert w.device.type == dev
         res.append(w.detach().cpu().numpy())
     np.testing.assert_allclose(res[1], res[0], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_group_norm_with_an_inf_upstream_gradient_on_double(affine, double):
+    """group_norm's gradients by torch's kernel's algebra where the upstream gradient holds an
+    inf (the path an all-finite gradient never takes) through the array module, as torch's."""
+    x = np.random.default_rng(0).standard_normal((2, 4, 3))
+    gy = np.cos(np.arange(24.0)).reshape(2, 4, 3)
+    gy.flat[0], gy.flat[7] = np.inf, -np.inf
+    seen = []
+    for lib, dev in ((torch, "cpu"), (nbgrad, "cuda")):
+        xt = lib.tensor(x, device=dev, requires_grad=True)
+        w, b = (lib.tensor(np.linspace(lo, hi, 4), device=dev, requires_grad=True)
+                if affine else None for lo, hi in ((-1.0, 1.0), (1.0, 0.0)))
+        y = lib.nn.functional.group_norm(xt, 2, w, b)
+        gs = lib.autograd.grad(y, [xt] + ([w, b] if affine else []), lib.tensor(gy, device=dev))
+        seen.append([g.cpu().numpy() for g in gs])
+    for want, got in zip(*seen):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)

@@ -227,8 +227,16 @@ def _differ(want, got, tol64=1e-6):
 #     by 1 +- 4 eps (zeros, ties, infs, NaN and singularity kept), or, at a degenerate point
 #     whose answer is ill-conditioned (LAPACK at tied or zero singular values), when single
 #     entries are nudged by 2 ulps (_nudged), element by element;
+#   undetermined: at a singular point neither library's answer has a significant digit there:
+#     at every element where nbgrad differs from torch, both are finite and torch's result
+#     moves under the 2-ulp nudges (_nudged, 8 of them) by at least half its own magnitude (and
+#     by more than 0), and nbgrad's under the same nudges too (_undetermined): a rounding-sized
+#     change of the input changes the leading digit, a condition number of 1 / (4 eps) or
+#     more, in both (svd_backward's 1 / (s_i^2 - s_j^2) at zero singular values, numpy's
+#     8e-49 against MKL's 5e-33). A difference at an element either library determines stays
+#     differ;
 #   differ: any other difference: a bug, listed in special_points_known.txt until fixed.
-CLASSES = ("agree", "rounding", "torch-inconsistent", "differ")
+CLASSES = ("agree", "rounding", "torch-inconsistent", "undetermined", "differ")
 
 
 class ScalarLoops(TorchDispatchMode):
@@ -321,7 +329,44 @@ def classify(run, special, second):
               for k in range(4) for s in (1, -1)]
     if _rounding(want, got, nudged):
         return "rounding", d
+    nudged_nb = [_attempt(nbgrad, run, _nudged(special, k, s), second)
+                 for k in range(4) for s in (1, -1)]
+    if _undetermined(want, got, nudged, nudged_nb):
+        return "undetermined", d
     return "differ", d
+
+
+def _undetermined(want, got, moved, moved_nb):
+    """Whether, at every element where nbgrad's result is not torch's, both are finite and
+    each library's own result moves under its nudged inputs (`moved`: torch's, `moved_nb`:
+    nbgrad's) by at least half its magnitude, and by more than 0: no significant digit in
+    either (a NaN among the moved results counts as not moved: conservative)."""
+    w, g = _flat(want), _flat(got)
+    ms, ns = [_flat(m) for m in moved], [_flat(m) for m in moved_nb]
+    if w is None or g is None or g.keys() != w.keys() \
+            or any(m is None or m.keys() != w.keys() for m in ms + ns):
+        return False
+    for k, a in w.items():
+        b = g[k]
+        if a is None or b is None:
+            if not (_zero(a) and _zero(b)):
+                return False
+            continue
+        if b.shape != a.shape:
+            return False
+        off = ~_same_element(a, b)
+        if not off.any():
+            continue
+        if not (np.all(np.isfinite(a[off])) and np.all(np.isfinite(b[off]))):
+            return False
+        for x, runs in ((a, [m[k] for m in ms]), (b, [n[k] for n in ns])):
+            if any(p is None or p.shape != x.shape for p in runs):
+                return False
+            with np.errstate(invalid="ignore", over="ignore"):
+                spread = np.max([np.abs(p[off] - x[off]) for p in runs], axis=0)
+                if not np.all((spread > 0) & (spread >= 0.5 * np.abs(x[off]))):
+                    return False
+    return True
 
 
 def _nudged(special, k, sign):

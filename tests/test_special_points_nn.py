@@ -116,6 +116,46 @@ def test_cumprod_with_zeros_and_non_finite_like_torch():
             _like_torch(lambda T, x, dim=dim: x.cumprod(dim), a)
 
 
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize("layer", ["group_norm", "layer_norm", "batch_norm", "instance_norm"])
+def test_norms_with_an_inf_or_nan_upstream_gradient_like_torch(layer, affine):
+    """The generator's upstream gradients are finite: here one or two entries of it are +-inf
+    or NaN. torch's group_norm kernel sums dy * x and dy per channel (weight: (sum dy x - mean
+    sum dy) rstd, input: c1 dy + c2 x + c3 with gamma 1 when there is none): inf - inf is NaN
+    where the xhat form keeps the inf; float32 too, an input holding an inf or NaN too."""
+    rng = np.random.default_rng(12)
+    for dtype, shape, x_value, g_value, pos in [
+            (d, s, xv, gv, p) for d in ("float64", "float32") for s in [(2, 4, 3), (3, 4, 2, 2)]
+            for xv in (None, inf, nan) for gv in (inf, -inf, nan) for p in (0, 5)]:
+        x = rng.standard_normal(shape)
+        gy = np.cos(np.arange(x.size)).reshape(shape)
+        gy.flat[pos] = g_value
+        gy.flat[pos + 7] = -g_value if pos else 1.0
+        if x_value is not None:
+            x.flat[(pos + 3) % x.size] = x_value
+        seen = []
+        for T in (torch, nbgrad):
+            dt = getattr(T, dtype)
+            xt = T.tensor(x, dtype=dt, requires_grad=True)
+            ps = shape[1:] if layer == "layer_norm" else shape[1:2]
+            w, b = (T.tensor(np.linspace(lo, hi, int(np.prod(ps))).reshape(ps), dtype=dt,
+                             requires_grad=True) if affine else None
+                    for lo, hi in ((-1.3, 1.7), (0.3, -0.7)))
+            F = T.nn.functional
+            y = {"group_norm": lambda: F.group_norm(xt, 2, w, b),
+                 "layer_norm": lambda: F.layer_norm(xt, ps, w, b),
+                 "batch_norm": lambda: F.batch_norm(xt, None, None, w, b, training=True),
+                 "instance_norm": lambda: F.instance_norm(xt, weight=w, bias=b)}[layer]()
+            leaves = [xt] + ([w, b] if affine else [])
+            seen.append([t.detach().numpy() for t in
+                         [y, *T.autograd.grad(y, leaves, T.tensor(gy, dtype=dt))]])
+        for want, got in zip(*seen):
+            assert got.dtype == want.dtype
+            tol = 1e-9 if dtype == "float64" else 1e-4
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True,
+                                       err_msg=f"{dtype} {shape} x {x_value} dy {g_value} {pos}")
+
+
 def test_scatter_reduce_prod_two_zeros_refuses_double_backward_like_torch():
     seen = []
     for T in (torch, nbgrad):
@@ -169,3 +209,30 @@ def test_classes_by_measurement():
         return [v, g], [T._weight_norm(v, g, 0)]
     assert sp.classify(weight_norm, sp.SPECIAL["zero"][0], True)[0] == "torch-inconsistent"
     assert sp.classify(hardtanh, sp.SPECIAL["zero"][0], True)[0] == "agree"
+
+
+
+def _svd_beside(factor):
+    """svd of the special matrix and, beside it, a second leaf b whose sum of squares nbgrad
+    multiplies by `factor` (1: right; else a wrong gradient where torch's is determined)."""
+    def run(T, dtype=None, special=None):
+        a = T.tensor(special(np.linspace(-1.0, 1.0, 12).reshape(4, 3)), requires_grad=True)
+        b = T.tensor([0.5, -1.5, 2.0], dtype=T.float64, requires_grad=True)
+        U, S, V = T.svd(a)
+        return [a, b], [U.abs(), S, V.abs(), (b * b).sum() * (1.0 if T is torch else factor)]
+    return run
+
+
+def test_undetermined_by_measurement_and_not_a_bug():
+    """svd at the all-0.75 4 x 3 matrix (rank 1, two zero singular values): svd_backward
+    divides by s_i^2 - s_j^2 and s, numpy's zeros are 8e-49, MKL's 5e-33, and under 2-ulp
+    nudges each library's gradient moves by more than itself: undetermined, not agree. A wrong
+    gradient at an element torch determines (a second leaf of the same program, at the same
+    point), or at a well-conditioned matrix, stays differ."""
+    tied, _ = sp.SPECIAL["all_tied"]
+    assert sp.classify(dict(sp.PROGRAMS)["op:svd_legacy"], tied, True)[0] == "undetermined"
+    assert sp.classify(_svd_beside(1.0), tied, True)[0] == "undetermined"
+    assert sp.classify(_svd_beside(1.01), tied, True)[0] == "differ"
+    generic = _program(lambda T, t: T.svd(t).S * (1.0 if T is torch else 1.01),
+                       np.linspace(-1.0, 1.0, 12).reshape(4, 3) ** 3 + np.eye(4, 3))
+    assert sp.classify(generic, lambda a: a, True)[0] == "differ"

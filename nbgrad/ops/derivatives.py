@@ -310,19 +310,35 @@ def _group_norm_nonfinite(x, weight, bias, mean, rstd, num_groups):
 
 def _group_norm_nonfinite_grad(g, x, weight, num_groups, rstd):
     """group_norm's input gradient by torch's kernel's algebra (sums of dy * x and dy per
-    channel, through gamma per group: c1 dy + c2 x + c3), where an inf or NaN makes it differ
-    from the xhat form: its infs cancel as torch's do."""
+    channel, through gamma per group: c1 dy + c2 x + c3; no weight: gamma 1), where an inf or
+    NaN makes it differ from the xhat form: its infs cancel as torch's do."""
     n, c = x.shape[0], x.shape[1]
     with np.errstate(invalid="ignore", over="ignore"):
         x3, g3 = x.reshape(n, c, -1), g.reshape(n, c, -1)
         m = x3.shape[2] * (c // num_groups)
         mean = x3.reshape(n, num_groups, -1).sum(axis=2, keepdims=True) / m  # (n, G, 1)
-        w = weight.reshape(1, num_groups, -1)
+        w = x.dtype.type(1) if weight is None else weight.reshape(1, num_groups, -1)
         ds = ((g3 * x3).sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
         db = (g3.sum(axis=2).reshape(n, num_groups, -1) * w).sum(axis=2, keepdims=True)
         c2 = (db * mean - ds) * rstd * rstd * rstd / m
         c3 = -c2 * mean - db * rstd / m
-        c1 = (rstd * w).reshape(n, c, 1)
+        c1 = (rstd * w if weight is not None else backend.get_array_module(x).repeat(
+            rstd, c // num_groups, axis=2)).reshape(n, c, 1)
         per, am = c // num_groups, backend.get_array_module(x)
         return (c1 * g3 + am.repeat(c2, per, axis=1) * x3 + am.repeat(c3, per, axis=1)).reshape(
             x.shape)
+
+
+def _group_norm_nonfinite_weight_grad(g, x, num_groups, rstd):
+    """group_norm's weight gradient by torch's kernel's algebra, sum over the batch of
+    (sum dy * x - mean sum dy) * rstd per channel, where the upstream gradient holds an inf or
+    NaN: inf - inf is NaN there, as torch's, where sum dy * xhat keeps the inf."""
+    n, c = x.shape[0], x.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        x3, g3 = x.reshape(n, c, -1), g.reshape(n, c, -1)
+        per = c // num_groups
+        mean = x3.reshape(n, num_groups, -1).sum(axis=2) / (x3.shape[2] * per)  # (n, G)
+        am = backend.get_array_module(x)
+        mean_c, rstd_c = (am.repeat(a.reshape(n, num_groups), per, axis=1)
+                          for a in (mean, rstd))
+        return (((g3 * x3).sum(axis=2) - g3.sum(axis=2) * mean_c) * rstd_c).sum(axis=0)

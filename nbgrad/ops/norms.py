@@ -23,7 +23,8 @@ from ..autograd.engine import run_backward
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
-from .derivatives import _group_norm_nonfinite, _group_norm_nonfinite_grad
+from .derivatives import _group_norm_nonfinite, _group_norm_nonfinite_grad, \
+    _group_norm_nonfinite_weight_grad
 from .formulas import TENSORS
 from .nn import _batch_norm_grads, _batch_norm_tensor_grads, _layer_norm_grads, \
     _layer_norm_tensor_grads
@@ -186,12 +187,13 @@ def _group_norm_grads(g, x, weight, mean, rstd, num_groups, eps, ctx, needs, xp)
         xhg = xhat.reshape(n, num_groups, -1)
         m = ghg.shape[2]
         s1, s2 = ghg.sum(axis=2, keepdims=True), (ghg * xhg).sum(axis=2, keepdims=True)
-        if weight is not None and not (_xp(s1).isfinite(s1).all() and _xp(s2).isfinite(s2).all()):
+        if not (_xp(s1).isfinite(s1).all() and _xp(s2).isfinite(s2).all()):
             gx = _group_norm_nonfinite_grad(dy, x, weight, num_groups, rs)
         else:
             gx = (rs * (ghg - s1 / m - xhg * s2 / m)).reshape(xs)
     if len(needs) > 1 and needs[1]:
-        gw = (dy * xhat).sum(axis=axes)
+        gw = (dy * xhat).sum(axis=axes) if _xp(dy).isfinite(dy).all() else \
+            _group_norm_nonfinite_weight_grad(dy, x, num_groups, rs)
     if len(needs) > 2 and needs[2]:
         gb = dy.sum(axis=axes)
     return gx, gw, gb

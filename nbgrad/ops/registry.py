@@ -164,7 +164,7 @@ class OpNode(Node):
                       {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources)
                        if src[0] in (SAVED_INPUT, SAVED_OUTPUT)})
 
-    def _read_saved(self, name):
+    def _kept_value(self, name):
         """The attribute `name` (`_saved_<name>`, `_raw_saved_<name>`: the properties
         `_expose_saved` puts on the row's node class)."""
         if name.startswith("_raw_saved_"):  # the SavedTensor object itself (torch's)
@@ -203,7 +203,7 @@ class OpNode(Node):
 def _expose_saved(row):
     """Put the saved values' attributes on `row`'s node class as properties: `_saved_<name>`
     under the row's names, PyTorch's aliases and `_sym_sizes` / `_sym_strides` for a kept shape or
-    strides, and `_raw_saved_<name>` (all read by `OpNode._read_saved`). Properties, not a
+    strides, and `_raw_saved_<name>` (all read by `OpNode._kept_value`). Properties, not a
     `__getattr__`: a class with `__getattr__` loses CPython's specialized attribute loads for every
     attribute of its instances (a node's `_next`, `_saved`, ... read ~5x slower in the engine)."""
     names = set()
@@ -218,7 +218,7 @@ def _expose_saved(row):
     cls = row.node
     for name in names:
         if name not in ("_saved_tensors",) and not hasattr(Node, name):
-            setattr(cls, name, property(lambda self, _n=name: self._read_saved(_n)))
+            setattr(cls, name, property(lambda self, _n=name: self._kept_value(_n)))
 
 
 def _apply_double(node, g):

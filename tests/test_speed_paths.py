@@ -628,10 +628,37 @@ def test_lstm_without_graph_gives_the_recorded_values(batch_first, layers, bidir
     lambda lib: [lib.cat([lib.ones(2, 3), lib.tensor(1.0)], 0)],  # error: 0-d
     lambda lib: [lib.cat([lib.ones(0), lib.ones(2, 3), lib.ones(1, 3)], 0)],  # empty 1-d left out
     lambda lib: [lib.cat([lib.ones(0), lib.ones(0)], 0)],
+    # a left-out empty 1-d tensor's dtype still promotes (nbgrad gave int64 in all three)
+    lambda lib: [lib.cat([lib.zeros(0, dtype=lib.int64), lib.zeros(0)], 0)],
+    lambda lib: [lib.cat([lib.zeros(0), lib.ones(2, dtype=lib.int64)], 0)],
+    lambda lib: [lib.cat([lib.ones(2, 2, dtype=lib.int32), lib.zeros(0, dtype=lib.float64)])],
     lambda lib: [lib.cat([lib.ones(2, 3), lib.zeros(2, 2, dtype=lib.float64)], -1)],
+    # equal shapes (the short path): dtypes promoted, dims counted from the end, out of range,
+    # 0-d
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.zeros(2, 3, dtype=lib.float64)], -1)],
+    lambda lib: [lib.cat([lib.arange(6.).reshape(2, 3), lib.arange(6.).reshape(2, 3) * 2], -2)],
+    lambda lib: [lib.cat([lib.arange(4).reshape(2, 2)] * 3, 1)],
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(2, 3)], 2)],  # error: dim out of range
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(2, 3)], -3)],  # error: dim out of range
+    lambda lib: [lib.cat([lib.tensor(1.0), lib.tensor(2.0)], 0)],  # error: 0-d
 ])
 def test_cat_shape_checks_like_torch(case):
     assert _run(nbgrad, case) == _run(torch, case)
+
+
+def test_cat_of_equal_shapes_grads_like_torch():
+    """Attention heads' cat (equal shapes, the last dim): values, CatBackward0 and each input's
+    gradient as torch's."""
+    x0 = [R.standard_normal((2, 3, 4)).astype("float32") for _ in range(3)]
+    w = R.standard_normal((2, 3, 12)).astype("float32")
+    seen = []
+    for lib in (torch, nbgrad):
+        xs = [lib.tensor(a.copy(), requires_grad=True) for a in x0]
+        y = lib.cat(xs, dim=-1)
+        (y * lib.tensor(w)).sum().backward()
+        seen.append((type(y.grad_fn).__name__, y.detach().numpy().tolist(),
+                     [x.grad.numpy().tolist() for x in xs]))
+    assert seen[0] == seen[1]
 
 
 @pytest.mark.parametrize("opt,names", [("AdamW", ["mul_", "addcdiv_"]), ("SGD", ["add_"])])

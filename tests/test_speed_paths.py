@@ -707,3 +707,70 @@ def test_optimizer_and_clip_writes_name_the_users_line(opt, names):
         assert [(w.filename, w.lineno) for _, _, w in h] == [(__file__, ls)] * k
         _, name, w = p.grad._version_history()[-1]
         assert (name, w.filename, w.lineno) == ("mul_", __file__, lc)
+
+
+# The issue's chain (issue 25): the steps written out in `_record` (the node's fields, a one-input
+# op's edge, the SavedTensor of an input or output), in `apply`'s binary path (the edge) and in
+# `OpNode._backward` / `_release` (a saved array unpacked and released, a saved number as the
+# cached 0-d array) give torch's values, gradients, graph, saved values and errors
+def _chain_case(lib, kind):
+    x = lib.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    a = x * 1.5
+    b = (a + 0.5) * x
+    c = b.tanh().sigmoid().exp()
+    y = (c * 1.5 + x).tanh()
+    s = y.sum()
+    if kind == "graph":
+        out, fn, seen = [], s.grad_fn, 0
+        while fn is not None and seen < 20:  # the first input's chain, names and edge counts
+            out.append((fn.name().replace("nbgrad::", "torch::"),
+                        [None if n is None else n.name().replace("nbgrad::", "torch::")
+                         for n, _ in fn.next_functions]))
+            fn = fn.next_functions[0][0] if fn.next_functions else None
+            seen += 1
+        return out
+    if kind == "saved":
+        return [c.grad_fn._saved_result, b.grad_fn._saved_self, b.grad_fn._saved_other,
+                a.grad_fn._saved_other]
+    s.backward(retain_graph=kind == "twice_retained")
+    if kind == "grads":
+        return [x.grad]
+    if kind in ("twice", "twice_retained"):
+        s.backward()  # (the first backward released what it saved unless retained)
+        return [x.grad]
+    if kind == "freed_number":
+        return [a.grad_fn._saved_other]
+    raise AssertionError(kind)
+
+
+def _stale_case(lib, where):
+    x = lib.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    y = (x * 2.0).tanh() if where == "output" else x * 2.0
+    z = y.exp() if where == "output" else y * x  # (exp saves its output; mul its input y)
+    y.add_(1.0)  # (output: tanh's result, saved by TanhBackward0)
+    z.sum().backward()
+    return [x.grad]
+
+
+def _texts(res):
+    return tuple(r.replace("nbgrad.", "torch.") if isinstance(r, str) else r for r in res)
+
+
+@pytest.mark.parametrize("kind", ["graph", "saved", "grads", "twice", "twice_retained",
+                                  "freed_number"])
+def test_issue_chain_written_out_steps_like_torch(kind):
+    got = _run(nbgrad, lambda lib: _chain_case(lib, kind))
+    want = _run(torch, lambda lib: _chain_case(lib, kind))
+    if want[0] == "error" or kind == "graph":
+        assert _texts(got) == _texts(want), (got, want)
+        return
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+
+
+@pytest.mark.parametrize("where", ["output", "input"])
+def test_issue_chain_stale_saved_tensor_like_torch(where):
+    """A saved output (tanh's result, unpacked by the written-out step) or input (mul's self)
+    modified in place after it was saved: torch's error, from the first backward."""
+    got = _run(nbgrad, lambda lib: _stale_case(lib, where))
+    want = _run(torch, lambda lib: _stale_case(lib, where))
+    assert want[0] == "error" and _texts(got) == _texts(want), (got, want)

@@ -613,3 +613,45 @@ def test_fused_bilstm_float32_gradients_per_parameter(seed):
         e_ours = np.linalg.norm(ours[k] - r) / np.linalg.norm(r)
         e_theirs = np.linalg.norm(theirs[k] - r) / np.linalg.norm(r)
         assert 1e-9 < e_theirs and e_ours <= 2 * e_theirs, (k, e_ours, e_theirs)
+
+
+@pytest.mark.parametrize("hx", [False, True])
+def test_fused_layer_eval_forward_is_the_recorded_forward(hx):
+    """The fused layer's forward with no graph (no_grad, inference_mode, eval()) gives the
+    recorded forward's outputs and states bit for bit (training and evaluation do not drift
+    apart), both of them within float32 tolerance of torch's oneDNN layer; the recorded one's
+    backward, run twice (retain_graph), gives the same gradients twice (the kernel's saved
+    gate activations are read, never rescaled in place)."""
+    assert torch.backends.mkldnn.enabled and nbgrad.backends.mkldnn.enabled
+    torch.manual_seed(5)
+    ref = torch.nn.LSTM(6, 7, num_layers=2, bidirectional=True, batch_first=True)
+    ours = nbgrad.nn.LSTM(6, 7, num_layers=2, bidirectional=True, batch_first=True)
+    ours.load_state_dict({k: nbgrad.tensor(v.detach().numpy().copy())
+                          for k, v in ref.state_dict().items()})
+    x = np.random.default_rng(5).standard_normal((3, 5, 6)).astype(np.float32)
+    states = [np.random.default_rng(k).standard_normal((4, 3, 7)).astype(np.float32)
+              for k in (6, 7)] if hx else None
+
+    def run(T, m, mode):
+        args = (T.tensor(x),) + ((tuple(T.tensor(s) for s in states),) if hx else ())
+        if mode == "train":
+            out, (h, c) = m(*args)
+            return out, h, c
+        with getattr(T, mode)():
+            out, (h, c) = m(*args)
+        return out, h, c
+
+    recorded = run(nbgrad, ours, "train")
+    assert recorded[0].grad_fn is not None
+    for mode in ("no_grad", "inference_mode"):
+        for a, b in zip(run(nbgrad, ours, mode), recorded):
+            assert a.grad_fn is None
+            np.testing.assert_array_equal(npy(a), npy(b))
+    for a, b in zip(recorded, run(torch, ref, "train")):
+        np.testing.assert_allclose(npy(a), b.detach().numpy(), atol=2e-6, rtol=1e-5)
+    loss = sum((o * o).sum() for o in recorded)
+    first = [npy(g).copy() for g in nbgrad.autograd.grad(loss, list(ours.parameters()),
+                                                        retain_graph=True)]
+    second = nbgrad.autograd.grad(loss, list(ours.parameters()))
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(npy(b), a)

@@ -475,6 +475,25 @@ def test_max_pool2d_without_graph_like_torch(mode, kw):
     np.testing.assert_array_equal(recorded.detach().numpy(), np.array(got[0][1]))
 
 
+@pytest.mark.parametrize("recorded", [False, True], ids=["no_graph", "recorded"])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(2, 4)),
+                                dict(kernel_size=(1, 2)), dict(kernel_size=(3, 1)),
+                                dict(kernel_size=3, stride=1, padding=1)],
+                         ids=["tiles", "wide", "row", "column", "padded"])
+def test_max_pool2d_ties_keep_torchs_first_maximum(recorded, kw):
+    """Windows of equal maxima, 0.0 and -0.0 (a ReLU's output holds both): the sign of each
+    pooled zero is torch's, the first maximum in the window's raster order, with and without a
+    graph; NaN beside them still wins."""
+    x0 = np.where(R.random((2, 3, 6, 8)) < 0.5, -0.0, 0.0).astype("float32")
+    x0[1, 2, 0, 0] = np.nan
+    want = torch.nn.functional.max_pool2d(torch.tensor(x0), **kw).numpy()
+    x = nbgrad.tensor(x0, requires_grad=recorded)
+    with nbgrad.set_grad_enabled(recorded):
+        got = nbgrad.nn.functional.max_pool2d(x, **kw).detach().numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
 @pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
 def test_index_by_integer_tensor_without_graph_like_torch(dtype, mode):
@@ -628,10 +647,37 @@ def test_lstm_without_graph_gives_the_recorded_values(batch_first, layers, bidir
     lambda lib: [lib.cat([lib.ones(2, 3), lib.tensor(1.0)], 0)],  # error: 0-d
     lambda lib: [lib.cat([lib.ones(0), lib.ones(2, 3), lib.ones(1, 3)], 0)],  # empty 1-d left out
     lambda lib: [lib.cat([lib.ones(0), lib.ones(0)], 0)],
+    # a left-out empty 1-d tensor's dtype still promotes (nbgrad gave int64 in all three)
+    lambda lib: [lib.cat([lib.zeros(0, dtype=lib.int64), lib.zeros(0)], 0)],
+    lambda lib: [lib.cat([lib.zeros(0), lib.ones(2, dtype=lib.int64)], 0)],
+    lambda lib: [lib.cat([lib.ones(2, 2, dtype=lib.int32), lib.zeros(0, dtype=lib.float64)])],
     lambda lib: [lib.cat([lib.ones(2, 3), lib.zeros(2, 2, dtype=lib.float64)], -1)],
+    # equal shapes (the short path): dtypes promoted, dims counted from the end, out of range,
+    # 0-d
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.zeros(2, 3, dtype=lib.float64)], -1)],
+    lambda lib: [lib.cat([lib.arange(6.).reshape(2, 3), lib.arange(6.).reshape(2, 3) * 2], -2)],
+    lambda lib: [lib.cat([lib.arange(4).reshape(2, 2)] * 3, 1)],
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(2, 3)], 2)],  # error: dim out of range
+    lambda lib: [lib.cat([lib.ones(2, 3), lib.ones(2, 3)], -3)],  # error: dim out of range
+    lambda lib: [lib.cat([lib.tensor(1.0), lib.tensor(2.0)], 0)],  # error: 0-d
 ])
 def test_cat_shape_checks_like_torch(case):
     assert _run(nbgrad, case) == _run(torch, case)
+
+
+def test_cat_of_equal_shapes_grads_like_torch():
+    """Attention heads' cat (equal shapes, the last dim): values, CatBackward0 and each input's
+    gradient as torch's."""
+    x0 = [R.standard_normal((2, 3, 4)).astype("float32") for _ in range(3)]
+    w = R.standard_normal((2, 3, 12)).astype("float32")
+    seen = []
+    for lib in (torch, nbgrad):
+        xs = [lib.tensor(a.copy(), requires_grad=True) for a in x0]
+        y = lib.cat(xs, dim=-1)
+        (y * lib.tensor(w)).sum().backward()
+        seen.append((type(y.grad_fn).__name__, y.detach().numpy().tolist(),
+                     [x.grad.numpy().tolist() for x in xs]))
+    assert seen[0] == seen[1]
 
 
 @pytest.mark.parametrize("opt,names", [("AdamW", ["mul_", "addcdiv_"]), ("SGD", ["add_"])])
@@ -713,3 +759,69 @@ def test_cross_entropy_target_checks_like_torch(targets, mode):
         assert got[2] == want[2]
     else:
         assert got[1:] == want[1:]
+
+# The issue's chain (issue 25): the steps written out in `_record` (the node's fields, a one-input
+# op's edge, the SavedTensor of an input or output), in `apply`'s binary path (the edge) and in
+# `OpNode._backward` / `_release` (a saved array unpacked and released, a saved number as the
+# cached 0-d array) give torch's values, gradients, graph, saved values and errors
+def _chain_case(lib, kind):
+    x = lib.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    a = x * 1.5
+    b = (a + 0.5) * x
+    c = b.tanh().sigmoid().exp()
+    y = (c * 1.5 + x).tanh()
+    s = y.sum()
+    if kind == "graph":
+        out, fn, seen = [], s.grad_fn, 0
+        while fn is not None and seen < 20:  # the first input's chain, names and edge counts
+            out.append((fn.name().replace("nbgrad::", "torch::"),
+                        [None if n is None else n.name().replace("nbgrad::", "torch::")
+                         for n, _ in fn.next_functions]))
+            fn = fn.next_functions[0][0] if fn.next_functions else None
+            seen += 1
+        return out
+    if kind == "saved":
+        return [c.grad_fn._saved_result, b.grad_fn._saved_self, b.grad_fn._saved_other,
+                a.grad_fn._saved_other]
+    s.backward(retain_graph=kind == "twice_retained")
+    if kind == "grads":
+        return [x.grad]
+    if kind in ("twice", "twice_retained"):
+        s.backward()  # (the first backward released what it saved unless retained)
+        return [x.grad]
+    if kind == "freed_number":
+        return [a.grad_fn._saved_other]
+    raise AssertionError(kind)
+
+
+def _stale_case(lib, where):
+    x = lib.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    y = (x * 2.0).tanh() if where == "output" else x * 2.0
+    z = y.exp() if where == "output" else y * x  # (exp saves its output; mul its input y)
+    y.add_(1.0)  # (output: tanh's result, saved by TanhBackward0)
+    z.sum().backward()
+    return [x.grad]
+
+
+def _texts(res):
+    return tuple(r.replace("nbgrad.", "torch.") if isinstance(r, str) else r for r in res)
+
+
+@pytest.mark.parametrize("kind", ["graph", "saved", "grads", "twice", "twice_retained",
+                                  "freed_number"])
+def test_issue_chain_written_out_steps_like_torch(kind):
+    got = _run(nbgrad, lambda lib: _chain_case(lib, kind))
+    want = _run(torch, lambda lib: _chain_case(lib, kind))
+    if want[0] == "error" or kind == "graph":
+        assert _texts(got) == _texts(want), (got, want)
+        return
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+
+
+@pytest.mark.parametrize("where", ["output", "input"])
+def test_issue_chain_stale_saved_tensor_like_torch(where):
+    """A saved output (tanh's result, unpacked by the written-out step) or input (mul's self)
+    modified in place after it was saved: torch's error, from the first backward."""
+    got = _run(nbgrad, lambda lib: _stale_case(lib, where))
+    want = _run(torch, lambda lib: _stale_case(lib, where))
+    assert want[0] == "error" and _texts(got) == _texts(want), (got, want)

@@ -36,6 +36,9 @@ PATH_BINARY = 1   # two broadcasting operands (the second maybe a Python number)
 PATH_VIEW = 2     # a view, or several (unbind, split)
 PATH_GENERAL = 3  # the rest: lists, several outputs, kernels with a ctx
 _fresh = Tensor._make_fresh
+# the edge to an input an op made, written out in the binary path (record._edge's first case);
+# NBGRAD_GENERAL_PATH=1: _edge alone
+_FAST = not GENERAL_PATH
 _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _quiet, _loud = backend.quiet, backend.loud
@@ -130,9 +133,11 @@ def apply(row, inputs, args=(), inplace=None):
             r = _fresh(out)
             if a._requires_grad and _GRAD.enabled:
                 where = _cached_site_at(_getframe(2)) if _PROV[0] else None
+                fn = a._grad_fn if a._view is None and _FAST else None
                 _record(row, (r,), inputs, args, 1,
                         _meta_for((a,), out) if a._data.dtype is not out.dtype else None,
-                        (_edge(a, where), _NONE_EDGE), None, None, where)
+                        ((fn, a._output_nr) if fn is not None else _edge(a, where), _NONE_EDGE),
+                        None, None, where)
             return r
         if inplace is not None:
             return _apply_inplace(row, inputs, args, inplace)

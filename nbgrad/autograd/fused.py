@@ -105,7 +105,7 @@ def fused_class(base):
             "register_hook": _materialize_first(base.register_hook),
             "register_prehook": _materialize_first(base.register_prehook),
             "__call__": _materialize_first(base.__call__),
-            "__getattr__": _getattr, "_saved_tensors": _saved_tensors}))
+            "_kept_value": _kept_value, "_saved_tensors": _saved_tensors}))
     return cls
 
 
@@ -163,13 +163,11 @@ def _next_functions(self):
     return self._next
 
 
-def _getattr(self, name):
+def _kept_value(self, name):
     """A saved value (`_saved_mat1`, `_raw_saved_self`, ...): the built chain's."""
-    if name == "_chain":  # (not set yet: a half-made node)
-        raise AttributeError(name)
-    if self._chain is not None and "_saved_" in name and not engine.RUNNING[0]:
+    if self._chain is not None and not engine.RUNNING[0]:
         self.next_functions
-    return type(self).__mro__[1].__getattr__(self, name)
+    return type(self).__mro__[1]._kept_value(self, name)
 
 
 def _saved_tensors(self):

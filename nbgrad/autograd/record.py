@@ -11,13 +11,19 @@ import numpy as np
 from ..tensor import Tensor, strides_of
 from ..naming import node_class
 from .graph import Ctx as _Ctx
-from .graph import (_SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg)
+from .graph import (_INFERENCE_SAVE, _SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg)
+from .grad_mode import GENERAL_PATH
+from .. import provenance
+from . import anomaly
 from .saved_index import SavedIndex, SavedIndices
 
 _new = object.__new__
 _NONE_EDGE = (None, 0)
 _ND = np.ndarray
 _init_node = Node.__init__
+_NODES = provenance.NODES  # (Node.__init__'s sequence counter)
+_ANOMALY = anomaly.STATE
+_FAST = not GENERAL_PATH  # the written-out steps of _record (NBGRAD_GENERAL_PATH=1: off)
 
 
 # What a row saves for its formulas, by kind (`Row.sources`: `(kind, k)` per saved name), plain
@@ -119,10 +125,23 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
         saved = save(row, inputs if saved_from is None else saved_from, args, outs, ctx)
     if edges is None:
         # (one input: no comprehension, which is a function call of its own in CPython 3.11)
-        edges = (_edge(inputs[0], where),) if len(inputs) == 1 else \
-            tuple([_edge(x, where) for x in inputs])
+        if len(inputs) == 1:
+            x = inputs[0]
+            fn = x._grad_fn if type(x) is Tensor and x._view is None and _FAST else None
+            # (_edge below, written out for an input an op made: most ops take one)
+            edges = ((fn, x._output_nr),) if fn is not None else (_edge(x, where),)
+        else:
+            edges = tuple([_edge(x, where) for x in inputs])
     node = _new(row.node if row.n_out != -1 else _node_for(row, len(outs)))
-    _init_node(node, edges, saved, meta, where)  # Node.__init__, without type.__call__'s
+    if meta is None and where is not HERE and _FAST and not _ANOMALY.enabled:
+        # Node.__init__ below, written out for the case of every table op without
+        # broadcasting (no frame walk, no _Rare, no anomaly record): one call less per op
+        node._next = edges
+        node._saved = saved
+        node._site = where
+        _NODES[0] = node._seq = _NODES[0] + 1
+    else:
+        _init_node(node, edges, saved, meta, where)  # Node.__init__, without type.__call__'s
     if len(outs) == 1:
         o = outs[0]
         o._output_nr = 0
@@ -136,6 +155,28 @@ def _record(row, outs, inputs, args, mask, meta=None, edges=None, saved_from=Non
         o._grad_fn = node
         nr += 1
     return node
+
+
+def _saved_tensor(name, t, is_output=False):
+    """`SavedTensor(name, t, is_output)` as the savers below make it: they serve only while no
+    saved_tensors_hooks are set, so the constructor's hook branch is left out, and so is
+    type.__call__ (a recorded op saves one or two; NBGRAD_GENERAL_PATH=1: the constructor)."""
+    st = t._storage
+    if st.inference:
+        raise RuntimeError(_INFERENCE_SAVE)
+    s = _new(SavedTensor)
+    s.name = name
+    s._data = t._data
+    s._storage = st
+    s.saved_version = st.version
+    s.is_output = is_output
+    s._output_nr = t._output_nr
+    s._tensor = None if is_output else t
+    s._view_node = s._packed = None
+    return s
+
+
+_ST = _saved_tensor if _FAST else SavedTensor
 
 
 def _nothing(row, src, args, outs, ctx):
@@ -163,12 +204,12 @@ def _saver(row, mask):
                 x = src[k]
                 # a Python number PyTorch would wrap as a tensor is kept as is:
                 # OpNode._release turns it into FREED
-                return before + (SavedTensor(name, x) if isinstance(x, Tensor) else x,) + after
+                return before + (_ST(name, x) if isinstance(x, Tensor) else x,) + after
         elif kind == SAVED_OUTPUT:
             def save(row, src, args, outs, ctx):
                 o = outs[k]
                 o._output_nr = k
-                return before + (SavedTensor(name, o, True),) + after
+                return before + (_ST(name, o, True),) + after
         else:
             def save(row, src, args, outs, ctx):
                 return before + (tuple(src[k]._data.shape),) + after
@@ -190,7 +231,7 @@ def _saver(row, mask):
             for j, kind, k, name in spec:
                 x = src[k]
                 saved[j] = strides_of(x._data) if kind == SAVED_STRIDES else \
-                    SavedTensor(name, x) if isinstance(x, Tensor) else x
+                    _ST(name, x) if isinstance(x, Tensor) else x
             return tuple(saved)
     else:
         def save(row, src, args, outs, ctx):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import backend
 from ..autograd.apply import apply, _fresh
-from ..autograd.grad_mode import STATE as _GRAD
+from ..autograd.grad_mode import GENERAL_PATH, STATE as _GRAD
 from ..autograd.record import _arr
 from ..ops import kernels
 from ..ops import ROWS as R
@@ -189,9 +189,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     _pool_check(input, kernel_size, stride, padding, dilation, ceil_mode)
     args = (kernel_size, stride, padding, dilation, ceil_mode)
     if not return_indices:  # the int64 indices cost a pass of their own: build them only if asked
-        if not (_GRAD.enabled and input._requires_grad):
+        if not (GENERAL_PATH or _GRAD.enabled and input._requires_grad):
             # nothing to record (no_grad, eval): the maxima without the choice among them the
-            # backward reads (not behind NBGRAD_GENERAL_PATH: the row's path gives the same)
+            # backward reads, by kernels.max_pool2d_values (NBGRAD_GENERAL_PATH=1 applies the row)
             token = backend.quiet()
             try:
                 y = _arr(kernels.max_pool2d_values(input._data if not unbatched else

@@ -191,8 +191,9 @@ def _prelu_double(g, grad_output, self, weight, xp):
     return go, gs, gw
 
 
-def _erf(x):
-    return array_formulas(x).erf(x)
+def _erf(x, scale):
+    """erf(scale * x) on arrays."""
+    return array_formulas(x).erf(x, scale)
 
 
 def _gelu_forward(x, approximate):
@@ -200,7 +201,7 @@ def _gelu_forward(x, approximate):
     if approximate == "tanh":
         t = _xp(x).tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x))
         return 0.5 * x * (1 + t), t
-    cdf = _erf(x * x.dtype.type(_SQRT1_2))
+    cdf = _erf(x, _SQRT1_2)
     cdf += 1
     cdf *= 0.5
     return x * cdf, cdf
@@ -214,7 +215,9 @@ def _gelu_backward(g, x, approximate, ctx, xp):
         x_sq = x * x
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _GELU_TANH_BETA * (
             1 + 3 * _GELU_TANH_KAPPA * x_sq))
-    pdf = xp.exp(x * x * x.dtype.type(-0.5))
+    pdf = x * x
+    pdf *= x.dtype.type(-0.5)
+    pdf = xp.exp(pdf)  # (not out=: a 0-d input's x * x is a numpy scalar)
     pdf *= x
     pdf *= x.dtype.type(_GELU_PDF)
     pdf += t

@@ -176,11 +176,12 @@ class ArrayFormulas:
                             else array_formulas(g))
 
     @staticmethod
-    def erf(x):
-        """numpy has no erf: the vectorised float32 kernel for float32, backend's otherwise."""
+    def erf(x, scale=None):
+        """erf(x), or erf(scale * x) (GELU's): numpy has no erf: the vectorised float32 kernel
+        for float32 (the scale in its coefficients), backend's otherwise."""
         if type(x) is np.ndarray and x.dtype == np.float32:
-            return kernels.erf_float32(x)
-        return backend.erf(x)
+            return kernels.erf_float32(x, 1.0 if scale is None else scale)
+        return backend.erf(x if scale is None else x * x.dtype.type(scale))
 
     @staticmethod
     def erfinv(x):

@@ -19,7 +19,11 @@ not the number of values, so the layouts are chosen to make runs long:
   (B, 4H) result, so the cost is the number of array calls per step. The sigmoid of gates i, f, o
   is ``0.5 * tanh(z / 2) + 0.5``: the weights of those gates are halved once per call, so one
   tanh covers all four gates; the biases ride in the input projection as a column of ones; every
-  step writes into preallocated (T, B, *) buffers, which backward reads.
+  step writes into preallocated (T, B, *) buffers, which backward reads. ``i * g`` and
+  ``f * c`` are one product (the cell state sits after the gates in the step's buffer) and
+  their sum one (2,) @ (2, B*H) product. With no graph to record (``keep=False``) the steps
+  use two buffers in turn (0.6 MB less written for T=8, B=H=64) and the sigmoid's factor 1/2
+  is carried by powers of two (exact) instead of one more pass: eight array calls a step.
 """
 
 import numpy as np
@@ -326,8 +330,35 @@ def max_pool2d_forward(x, kernel_size, stride=None, padding=0, dilation=1, ceil_
 def max_pool2d_values(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """:func:`max_pool2d_forward`'s y alone (nothing will be differentiated: no choice of
     maxima, which costs about as much as the maxima)."""
-    y, _, geo, _ = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
-    return y.reshape(x.shape[:2] + geo[-2:])
+    geo = _pool_geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    if not _tiles(geo, x.shape):
+        y, _, geo, _ = _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode)
+        return y.reshape(x.shape[:2] + geo[-2:])
+    # tiles: no window views at all -- the max across each window's kw columns (1-D strided
+    # views of one long run), the kh rows of the result moved apart (:func:`_swap_rows`), the max
+    # across them (contiguous): two passes and one copy of half the image
+    xp = _xp(x)
+    kh, kw, ho, wo = geo[0], geo[1], geo[-2], geo[-1]
+    n, c = x.shape[:2]
+    cols = xp.ascontiguousarray(x[:, :, :ho * kh, :wo * kw]).reshape(-1, kw)
+    r = _max_fold([cols[:, j] for j in range(kw)])  # (N*C*Ho*kh*Wo,)
+    if kh > 1:
+        r = _max_fold(list(_swap_rows(r.reshape(n * c * ho, kh, wo))))
+    return r.reshape(n, c, ho, wo)
+
+
+def _max_fold(views):
+    """The elementwise max of ``views`` (same shape) as a new array. Folded from the last view
+    to the first: numpy's maximum returns its second argument on a tie, so of equal values (0.0
+    and -0.0) the first in window raster order is kept, as torch's kernel keeps it; a NaN
+    propagates."""
+    xp = _xp(views[0])
+    if len(views) == 1:
+        return views[0].copy()
+    y = xp.maximum(views[-1], views[-2])
+    for v in views[-3::-1]:
+        xp.maximum(y, v, out=y)
+    return y
 
 
 def _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -347,10 +378,7 @@ def _pool_max(x, kernel_size, stride, padding, dilation, ceil_mode):
     else:
         xpad = _padded(x, geo, -xp.inf)
         views, padded = _offset_views(xpad, geo), xpad is not x
-    y = views[0].copy() if len(views) == 1 else xp.maximum(views[0], views[1])
-    for v in views[2:]:
-        xp.maximum(y, v, out=y)  # a NaN propagates, as in torch
-    return y, views, geo, padded
+    return _max_fold(list(views)), views, geo, padded
 
 
 def max_pool2d_indices(ctx):
@@ -407,13 +435,16 @@ def max_pool2d_backward(gy, ctx):
 _IFOG = [0, 1, 3, 2]  # torch's gate blocks (i, f, g, o) in that order (and back: it swaps two)
 
 
-def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
+def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     """One LSTM layer over the whole sequence (torch's gates i, f, g, o).
 
     Args: x (T, B, I); w_ih (4H, I); w_hh (4H, H); b_ih, b_hh (4H,) or None; h, c (B, H);
-    reverse: run from the last step to the first (output stays in input time order).
-    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): sigmoid of i, f,
-    o and tanh of g, in that order; cell states (T, B, H); their tanh (T, B, H)) for the backward.
+    reverse: run from the last step to the first (output stays in input time order); keep:
+    keep every step's activations for the backward (False, no graph recorded: two steps'
+    buffers, used in turn, the same numbers).
+    Returns: ((output (T, B, H), hy, cy), ctx) with ctx = (gates (T, 4, B, H): sigmoid of i,
+    f, o and tanh of g, in that order; cell states (T, B, H); their tanh (T, B, H)), in time
+    order, for the backward; None unless ``keep``.
     """
     m = _xp(x)
     n, batch, size = x.shape
@@ -429,31 +460,58 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
     x1 = m.empty((n * batch, size + 1), dt)
     x1.reshape(n, batch, size + 1)[:, :, :size] = x  # (x may be a batch-first view: one copy)
     x1[:, size] = 1
-    proj = m.matmul(x1, wx).reshape(4, n, batch, hidden)
+    proj = m.matmul(x1.reshape(n, 1, batch, size + 1), wx)  # (T, 4, B, H): a block per step
+    # keep (a backward will read the steps): the gates hold sigmoid(z), two calls (x 0.5,
+    # + 0.5); else 2 sigmoid(z), one call (+ 1), and the factor 2 rides along exactly (powers of
+    # two): the hidden state is carried as 2h against w_hh.T halved once more (the first step
+    # reads h0 itself, 2 h0 could overflow, and doubles its product), the cell state halves
+    # its sum (2i g + 2f c) / 2 in the product that adds it
+    d = 1 if keep else 2
     wh = m.empty((4, hidden, hidden), dt)  # per gate w_hh.T, contiguous: a faster operand
-    m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale, out=wh)
-    out = m.empty((n, batch, hidden), dt)
-    gates = m.empty((n, 4, batch, hidden), dt)
-    cells = m.empty((n, batch, hidden), dt)
-    tanh_c = m.empty((n, batch, hidden), dt)
-    ig = m.empty((batch, hidden), dt)
-    for t in range(n - 1, -1, -1) if reverse else range(n):
-        s = gates[t]
-        m.matmul(h, wh, out=s)
-        s += proj[:, t]
-        m.tanh(s, out=s)
+    m.multiply(w_hh.reshape(4, hidden, hidden)[_IFOG].transpose(0, 2, 1), scale / d, out=wh)
+    # one buffer per step: gates i, f, o, g, then the cell state the step reads, so that i * g
+    # and f * c are one product; the step writes its cell state into the next slot (reverse:
+    # the previous one; without ``keep``, two slots in turn)
+    r = 1 if reverse else 0
+    cells = m.empty((n + 1 if keep else 2, 5, batch, hidden), dt)
+    first = n if reverse and keep else 0
+    cells[first, 4] = c
+    flat = cells.reshape(len(cells), 5, batch * hidden)[:, 4]
+    hd = m.empty((n, batch, hidden), dt)  # d h, in time order
+    tanh_c = m.empty((n if keep else 1, batch, hidden), dt)
+    both = m.empty((2, batch, hidden), dt)
+    ways = both.reshape(2, batch * hidden)
+    add = m.full((2,), 1 / d, dt)  # (i g + f c: one rounding, as a sum)
+    b = first  # (the slot of the last cell state)
+    for k, t in enumerate(range(n - 1, -1, -1) if reverse else range(n)):
+        a, b = (t + r, t + 1 - r) if keep else (k & 1, ~k & 1)  # the slots it reads, writes
+        s = cells[a]
+        g4 = s[:4]
+        if k:
+            m.matmul(hd[t - 1 + 2 * r], wh, out=g4)
+        else:
+            m.matmul(h, wh, out=g4)
+            if d != 1:
+                g4 *= d
+        g4 += proj[t]
+        m.tanh(g4, out=g4)
         sig = s[:3]
-        sig *= 0.5
-        sig += 0.5
-        ct = cells[t]
-        m.multiply(s[1], c, out=ct)  # f * c
-        m.multiply(s[0], s[3], out=ig)  # + i * g
-        ct += ig
-        tc = tanh_c[t]
-        m.tanh(ct, out=tc)
-        m.multiply(s[2], tc, out=out[t])  # o * tanh(c)
-        h, c = out[t], ct
-    return (out, h.copy(), c.copy()), (gates, cells, tanh_c)
+        if keep:
+            sig *= 0.5
+            sig += 0.5
+        else:
+            sig += 1
+        m.multiply(s[:2], s[3:], out=both)  # d i g, d f c
+        m.matmul(add, ways, out=flat[b])  # c
+        tc = tanh_c[t if keep else 0]
+        m.tanh(cells[b, 4], out=tc)
+        m.multiply(s[2], tc, out=hd[t])  # d o tanh(c)
+    out = hd if d == 1 else m.multiply(hd, 1 / d)
+    states = (out, out[0 if reverse else n - 1].copy() if n else h.copy(), cells[b, 4].copy())
+    if not keep:
+        return states, None
+    gates = cells[1:, :4] if reverse else cells[:n, :4]
+    return states, (gates, cells[:n, 4] if reverse else cells[1:, 4], tanh_c)
 
 
 def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse, needs):
@@ -514,33 +572,39 @@ def lstm_layer_backward(g_out, dh, dc, ctx, x, w_ih, w_hh, h0, c0, out, reverse,
 
 
 # ---------------------------------------------------------------------------------- erf, float32
-# erf(x) = x P(x^2) / Q(x^2) on [-4, 4] (erf(+-4) rounds to +-1 in float32): a rational
-# approximation fitted for this file (iteratively reweighted least squares for relative error
-# against scipy's erf in float64; 8e-8 in exact arithmetic, under 4e-7 evaluated in float32 —
-# a few ulps, as torch's float32 erf). scipy's erf walks the array one element at a time (11 ns
-# per value); these 24 vectorised passes take ~3.5 ns.
-_ERF_P = (1.1283791500831628, 0.189910977441955, 0.05266610893007854, 0.003741297441349257,
-          0.00028374378275829854, 2.0446964198243883e-06)
-_ERF_Q = (1.0, 0.501637056570612, 0.11388914486356408, 0.014918948717641482,
-          0.0011556761365464135, 3.7979990724421985e-05)
+# erf(x) = tanh(x S(x^2)), S a polynomial of degree 6 fitted for this file (iteratively
+# reweighted least squares against atanh(erf) from scipy in float64, weighted by how an error in
+# S moves erf: fully near 0, hardly where tanh saturates). Evaluated in float32 it stays within
+# 4 ulps of torch's float32 erf (3.8 of the exact value) over a dense grid of [-8, 8], the
+# denormals and +-inf/NaN: numpy's tanh saturates to +-1 by itself (x S(x^2) > 9 for
+# |x| >= 3.9), so no clip; 16 passes where the previous rational x P(x^2) / Q(x^2) took 24.
+# scipy's erf walks the array one element at a time (11 ns per value).
+_ERF_S = (1.12837927431102, 0.10276905564406642, -0.00019183025237903093,
+          -0.0006197852961216092, 8.763762069383634e-05, -5.6685310715445945e-06,
+          1.418557599811076e-07)
+_ERF_SCALED = {}
 
 
-def erf_float32(x):
-    """erf of a float32 array (NaN stays NaN, +-inf gives +-1), as a new float32 array."""
-    m = _xp(x)
-    f32 = np.float32
-    xc = m.clip(x, f32(-4), f32(4))
-    u = xc * xc
-    p = u * f32(_ERF_P[-1])
-    for k in _ERF_P[-2:0:-1]:
-        p += f32(k)
-        p *= u
-    p += f32(_ERF_P[0])
-    p *= xc
-    q = u * f32(_ERF_Q[-1])
-    for k in _ERF_Q[-2:0:-1]:
-        q += f32(k)
-        q *= u
-    q += f32(1)
-    p /= q
-    return p
+def _erf_coefs(scale):
+    """S's coefficients for erf(scale * x), as float32: ``c_k scale^(2k+1)``."""
+    c = _ERF_SCALED.get(scale)
+    if c is None:
+        c = _ERF_SCALED[scale] = tuple(np.float32(ck * scale ** (2 * k + 1))
+                                       for k, ck in enumerate(_ERF_S))
+    return c
+
+
+def erf_float32(x, scale=1.0):
+    """erf(scale * x) of a float32 array (NaN stays NaN, +-inf gives +-1), as a new float32
+    array; the scale rides in the coefficients (GELU's erf(x / sqrt 2) takes no pass for it)."""
+    c = _erf_coefs(scale)
+    with np.errstate(over="ignore"):  # x^2 and x S(x^2) overflow to inf for |x| > ~1e6: tanh 1
+        u = x * x
+        p = u * c[6]
+        for k in c[5:0:-1]:
+            p += k
+            p *= u
+        p += c[0]
+        p *= x
+        m = _xp(x)
+        return m.tanh(p, out=p) if p.ndim else m.tanh(p)  # (0-d: numpy gives scalars)

@@ -273,8 +273,10 @@ def _pieces(a, sizes, dim):
 # input (T, B, I), time first; weight0..3: w_ih (4H, I), w_hh (4H, H), b_ih, b_hh (4H,) or None;
 # hx_, cx_ (B, H). Outputs: output (T, B, H) in the input's time order, hy, cy (B, H). Gates
 # i, f, g, o as torch's. ctx: every step's activations, which the backward through time reads.
-op("mkldnn_rnn_layer", lambda input, weight0, weight1, weight2, weight3, hx_, cx_, reverse:
-   kernels.lstm_layer_forward(input, weight0, weight1, weight2, weight3, hx_, cx_, reverse),
+# keep=False (nn.LSTM, when no graph is recorded): the kernel keeps no ctx, the same numbers
+op("mkldnn_rnn_layer", lambda input, weight0, weight1, weight2, weight3, hx_, cx_, reverse,
+   keep=True: kernels.lstm_layer_forward(input, weight0, weight1, weight2, weight3, hx_, cx_,
+                                         reverse, keep),
    n_out=3, ctx=True,
    **{"input, weight0, weight1, weight2, weight3, hx_, cx_":
       lambda g, input, weight0, weight1, weight2, weight3, hx_, cx_, reverse, result, ctx, needs,
@@ -383,7 +385,9 @@ def _layer_norm(x, weight, bias, k, eps, ctx):
     inv_n = x.dtype.type(1 / n)
     x2 = x.reshape(-1, n)
     ones = _ones(n, x)
-    xhat = x2 - (x2 @ ones)[:, None] * inv_n
+    mean = x2 @ ones  # (the row statistics in place: (rows,) temporaries)
+    mean *= inv_n
+    xhat = x2 - mean[:, None]
     var = (xhat * xhat) @ ones
     var *= inv_n
     var += x.dtype.type(eps)

@@ -48,7 +48,9 @@ import numpy as np
 
 from ..autograd.graph import FREED, RELEASABLE, UNPACKED, Ctx, Node, SavedArray, SavedTensor, _Rare  # noqa: F401  (Ctx: for the table)
 from ..autograd.saved_index import SavedIndex, SavedIndices
-from ..autograd.apply import PATH_BINARY, PATH_GENERAL, PATH_UNARY, PATH_VIEW, _zero_d, apply
+from ..autograd.apply import (_F32, _F64, _ZD32, _ZD64, PATH_BINARY, PATH_GENERAL, PATH_UNARY,
+                              PATH_VIEW, _zero_d, apply)
+from ..autograd.grad_mode import GENERAL_PATH
 from ..autograd.record import (SAVED_ARG, SAVED_CTX, SAVED_INPUT, SAVED_OUTPUT, SAVED_SHAPE,
                                SAVED_STRIDES, _edge)
 from ..autograd.grad_mode import STATE as _GRAD
@@ -58,6 +60,7 @@ from .formulas import NUMPY, ROWS, TENSORS, array_formulas
 from .derivatives import _reduce_to
 _ND = np.ndarray
 _NUMBERS = (int, float, bool)
+_FAST = not GENERAL_PATH  # the written-out unpack of OpNode._backward (NBGRAD_GENERAL_PATH=1: off)
 
 
 def _array_arg(x):
@@ -98,10 +101,19 @@ class OpNode(Node):
             for j in row.unpack_at:
                 s = v[j]
                 t = type(s)
+                if t is SavedTensor and _FAST and not create_graph and s._packed is None:
+                    # SavedTensor.unpack below, written out for a saved array with no hooks
+                    d = s._data
+                    if d is not None and s._storage.version == s.saved_version:
+                        v[j] = d
+                        continue
                 if t in UNPACKED:
                     v[j] = s.unpack(self, create_graph)
                 elif t is float and row.scalar_as_0d and xp is NUMPY:
-                    v[j] = _zero_d(s, g.dtype)  # x * 2.0's other, as in the forward (apply._zero_d)
+                    # x * 2.0's other, as in the forward: the cached 0-d array (apply._zero_d)
+                    dt = g.dtype
+                    z = (_ZD32.get(s) if dt is _F32 else _ZD64.get(s) if dt is _F64 else None)
+                    v[j] = _zero_d(s, dt) if z is None else z
         if row.n_out == -1 and self._n_out == 1:  # unbind/split with one output: still a list
             g = [g]
         outs = row.grads(self._next, g, v)  # each input's gradient, None without an edge
@@ -125,8 +137,9 @@ class OpNode(Node):
         for s in saved:
             if s is not None:
                 t = type(s)
-                if t is SavedTensor or t is Ctx or t is SavedArray or t is SavedIndex or \
-                        t is SavedIndices:
+                if t is SavedTensor:  # (SavedTensor.release, written out: most nodes save one)
+                    s._data = s._packed = s._tensor = s._storage = None
+                elif t is Ctx or t is SavedArray or t is SavedIndex or t is SavedIndices:
                     s.release()
                 elif (t is float or t is int or t is bool) if kinds[j] == SAVED_INPUT else (
                         kinds[j] == SAVED_ARG and t is not int and t is not float
@@ -145,11 +158,15 @@ class OpNode(Node):
         shown = {SAVED_SHAPE: "_sym_sizes", SAVED_STRIDES: "_sym_strides"}
         saved = {f"_saved_{n[:n.rindex('_')] + shown[src[0]] if src[0] in shown else n}"
                  for n, src in zip(row.names, row.sources)}
-        return sorted(set(super().__dir__()) - {"_saved", "_saved_tensors"} | saved |
+        own = {n for n in super().__dir__()  # (less the properties of _expose_saved)
+               if not n.startswith(("_saved_", "_raw_saved_"))}
+        return sorted(own - {"_saved", "_saved_tensors"} | saved |
                       {f"_raw_saved_{n}" for n, src in zip(row.names, row.sources)
                        if src[0] in (SAVED_INPUT, SAVED_OUTPUT)})
 
-    def __getattr__(self, name):
+    def _kept_value(self, name):
+        """The attribute `name` (`_saved_<name>`, `_raw_saved_<name>`: the properties
+        `_expose_saved` puts on the row's node class)."""
         if name.startswith("_raw_saved_"):  # the SavedTensor object itself (torch's)
             row = type(self)._row
             key = name[11:]
@@ -181,6 +198,27 @@ class OpNode(Node):
                     return Tensor._make_fresh(np.asarray(s))
                 return s
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+def _expose_saved(row):
+    """Put the saved values' attributes on `row`'s node class as properties: `_saved_<name>`
+    under the row's names, PyTorch's aliases and `_sym_sizes` / `_sym_strides` for a kept shape or
+    strides, and `_raw_saved_<name>` (all read by `OpNode._kept_value`). Properties, not a
+    `__getattr__`: a class with `__getattr__` loses CPython's specialized attribute loads for every
+    attribute of its instances (a node's `_next`, `_saved`, ... read ~5x slower in the engine)."""
+    names = set()
+    for n in row.index:
+        names.add("_saved_" + n)
+        names.add("_raw_saved_" + n)
+        if n.endswith("_shape"):
+            names.add(f"_saved_{n[:-6]}_sym_sizes")
+        elif n.endswith("_strides"):
+            names.add(f"_saved_{n[:-8]}_sym_strides")
+    names.update("_saved_" + a for a in row.aliases)
+    cls = row.node
+    for name in names:
+        if name not in ("_saved_tensors",) and not hasattr(Node, name):
+            setattr(cls, name, property(lambda self, _n=name: self._kept_value(_n)))
 
 
 def _apply_double(node, g):
@@ -230,6 +268,7 @@ def _double_row(parent, spec):
             params=tuple(order))
     d.order = tuple(order)
     d.aliases = aliases
+    _expose_saved(d)
     return d
 
 
@@ -363,6 +402,15 @@ def _bound(f, idx):
     v) -> gradient` (None for an input without a formula)."""
     if f is None:
         return lambda g, v: None
+    n = len(idx)  # (the formula called directly: one frame, not two through _caller's)
+    if n == 0:
+        return lambda g, v: f(g)
+    if n == 1:
+        i, = idx
+        return lambda g, v: f(g, v[i])
+    if n == 2:
+        i, j = idx
+        return lambda g, v: f(g, v[i], v[j])
     call = _caller(idx)
     return lambda g, v: call(f, g, v)
 
@@ -513,6 +561,7 @@ class Row:
             self.double = type(double, (DoubleNode,), {"__slots__": (), "_row": self})
         self.node = type(node or node_name(name), (OpNode,),
                          {"__slots__": (), "_row": self, "_n_out": n_out})
+        _expose_saved(self)
 
     def vjp(self, i, g, *saved):
         """Input `i`'s first-order formula on numpy arrays, given the row's saved values in its

@@ -13,7 +13,7 @@ from .derivatives import _along, _cat_grads, _reduce_to, _unpermute, _zeros_for
 from .registry import ROWS, op
 
 # ---- joining (a list of inputs) -----------------------------------------------------------------
-op("cat", lambda tensors, sizes, dim, dtypes: _cat(tensors, dim),
+op("cat", lambda tensors, sizes, dim, dtypes: _cat(tensors, dim, dtypes),
    tensors=lambda g, sizes, dim, dtypes, xp: _cat_grads(g, sizes, dim, dtypes, xp))
 op("stack", lambda tensors, n, dim: _stack(tensors, dim),
    tensors=lambda g, n, dim: [g[_along(dim, i)] for i in range(n)])
@@ -175,12 +175,13 @@ def _stack(arrays, dim):
     return _xp(a0).stack(arrays, axis=dim)
 
 
-def _cat(arrays, dim):
-    """Concatenate in PyTorch's result dtype (numpy's promotion differs for 0-d and mixed)."""
-    rt = arrays[0].dtype
-    if all(a.dtype == rt for a in arrays):  # the usual case: nothing to promote
+def _cat(arrays, dim, dts):
+    """Concatenate in PyTorch's result dtype (numpy's promotion differs for 0-d and mixed);
+    `dts`: the arrays' dtypes, then those of 1-d empty inputs cat left out (the gradients zip
+    `dts` with the sizes, one per array, so those trailing dtypes only promote)."""
+    if dts.count(dts[0]) == len(dts):  # the usual case: nothing to promote
         return _xp(arrays[0]).concatenate(arrays, axis=dim)
-    rt = dtypes.common_dtype(a.dtype for a in arrays)
+    rt = dtypes.common_dtype(dts)
     return _xp(arrays[0]).concatenate([a.astype(rt, copy=False) for a in arrays], axis=dim)
 
 

@@ -405,9 +405,13 @@ class RNNBase(Module):
                         zero = creation.zeros(x.shape[1], self.hidden_size, dtype=x.dtype,
                                               device=x.device) if states is None \
                             else states[0][0].detach()
-                    out, h, c = apply(ROWS["mkldnn_rnn_layer"], (
-                        x, w_ih, w_hh, b_ih, b_hh, zero if h0 is None else h0[k],
-                        zero if c0 is None else c0[k]), (direction == 1,))
+                    inputs = (x, w_ih, w_hh, b_ih, b_hh, zero if h0 is None else h0[k],
+                              zero if c0 is None else c0[k])
+                    # keep: the kernel keeps its steps' activations, when apply records the
+                    # node (else it runs in two steps' buffers; NBGRAD_GENERAL_PATH=1: always)
+                    keep = GENERAL_PATH or _GRAD.enabled and any(
+                        t is not None and t._requires_grad for t in inputs)
+                    out, h, c = apply(ROWS["mkldnn_rnn_layer"], inputs, (direction == 1, keep))
                     outs.append(out)
                     h_n.append(h)
                     c_n.append(c)

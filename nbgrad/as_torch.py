@@ -249,13 +249,43 @@ def _torch_lacks(namespace, name):
     return names is not None and not name.startswith("_") and name not in names
 
 
-def _tensor_getattr(self, name):
-    """Tensor.__getattr__ while the alias is on: called only for a name Tensor lacks."""
-    if name.startswith("_") or _torch_lacks("torch.Tensor", name):
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'",
-                             name=name, obj=self)
-    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}' (nbgrad "
-                         f"does not implement torch.Tensor.{name} yet)", name=name, obj=self)
+class _NotImplementedYet:
+    """Put on Tensor, while the alias is on, under each torch.Tensor name nbgrad lacks: reading
+    it raises AttributeError saying so. A descriptor, not a `Tensor.__getattr__`: a class with
+    `__getattr__` loses CPython's specialized attribute loads for every attribute of its
+    instances (each `t._data` inside nbgrad). Other missing names keep Python's (= torch's)
+    plain "'Tensor' object has no attribute ..." text."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        who = (f"'{owner.__name__}' object" if obj is not None
+               else f"type object '{owner.__name__}'")
+        raise AttributeError(f"{who} has no attribute '{self.name}' (nbgrad does not implement "
+                             f"torch.Tensor.{self.name} yet)",
+                             name=self.name, obj=obj if obj is not None else owner)
+
+
+def _tensor_dir(self):
+    """dir() of a Tensor while the alias is on: without the names it only says nbgrad lacks."""
+    return [n for n in object.__dir__(self)
+            if not isinstance(type(self).__dict__.get(n), _NotImplementedYet)]
+
+
+def _mark_unimplemented(tensor_class):
+    for name in _torch_names().get("torch.Tensor", ()):
+        if not name.startswith("_") and not hasattr(tensor_class, name):
+            setattr(tensor_class, name, _NotImplementedYet(name))
+    tensor_class.__dir__ = _tensor_dir
+
+
+def _unmark_unimplemented(tensor_class):
+    for name, value in list(vars(tensor_class).items()):
+        if isinstance(value, _NotImplementedYet):
+            delattr(tensor_class, name)
+    if vars(tensor_class).get("__dir__") is _tensor_dir:
+        del tensor_class.__dir__
 
 
 def _tensor_class():
@@ -282,8 +312,7 @@ def enable():
     sys.meta_path.insert(0, _finder)
     importlib.invalidate_caches()
     naming.use("torch")
-    if "__getattr__" not in vars(_tensor_class()):
-        _tensor_class().__getattr__ = _tensor_getattr
+    _mark_unimplemented(_tensor_class())
 
 
 def disable():
@@ -296,8 +325,7 @@ def disable():
         return
     sys.meta_path.remove(_finder)
     naming.use("nbgrad")
-    if vars(_tensor_class()).get("__getattr__") is _tensor_getattr:
-        del _tensor_class().__getattr__
+    _unmark_unimplemented(_tensor_class())
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if isinstance(sys.modules[name], _TorchModule):
             del sys.modules[name]

@@ -405,3 +405,35 @@ def test_version_under_the_alias_is_the_pytorch_one_nbgrad_follows(tmp_path):
     assert ours.stdout.splitlines() == [
         "2.13.0+cpu True True ['2', '13']", "True True True False True True",
         "True True True True True False True False", "True"]
+
+
+def test_unimplemented_tensor_names_without_a_getattr():
+    """While the alias is on, a torch.Tensor name nbgrad lacks says so (instance and class),
+    other names keep Python's plain text, dir() does not offer them, an instance attribute of
+    that name can still be set, and Tensor gets no `__getattr__` (which would cost every
+    attribute read of every Tensor CPython's specialized loads); switching off removes it all."""
+    import nbgrad
+    as_torch.enable()
+    try:
+        assert "__getattr__" not in vars(nbgrad.Tensor)
+        t = nbgrad.ones(2)
+        with pytest.raises(AttributeError) as info:
+            t.apply_
+        assert str(info.value) == ("'Tensor' object has no attribute 'apply_' (nbgrad does not "
+                                   "implement torch.Tensor.apply_ yet)")
+        assert info.value.name == "apply_" and info.value.obj is t
+        with pytest.raises(AttributeError, match=r"^type object 'Tensor' has no attribute "
+                                                 r"'apply_' \(nbgrad does not"):
+            nbgrad.Tensor.apply_
+        with pytest.raises(AttributeError) as info:
+            t.nope
+        assert str(info.value) == "'Tensor' object has no attribute 'nope'"
+        assert not hasattr(t, "apply_") and "apply_" not in dir(t) and "add_" in dir(t)
+        t.apply_ = 3
+        assert t.apply_ == 3
+    finally:
+        as_torch.disable()
+    assert "apply_" not in vars(nbgrad.Tensor) and "__dir__" not in vars(nbgrad.Tensor)
+    with pytest.raises(AttributeError) as info:
+        nbgrad.ones(1).apply_
+    assert str(info.value) == "'Tensor' object has no attribute 'apply_'"

@@ -825,3 +825,16 @@ def test_issue_chain_stale_saved_tensor_like_torch(where):
     got = _run(nbgrad, lambda lib: _stale_case(lib, where))
     want = _run(torch, lambda lib: _stale_case(lib, where))
     assert want[0] == "error" and _texts(got) == _texts(want), (got, want)
+
+
+def test_array_formulas_read_numpy_without_getattr():
+    """The formulas' `xp` over numpy holds numpy's names itself (no `__getattr__`, which costs
+    CPython's specialized loads on each `xp.<name>` read), its own helpers first; the device
+    double's module still resolves names on first use."""
+    from nbgrad.ops import formulas
+    assert "__getattr__" not in vars(formulas.ArrayFormulas)
+    ns = formulas.NUMPY
+    assert ns.exp is np.exp and ns.where is np.where and ns.linalg is np.linalg
+    assert ns.sum is formulas.ArrayFormulas.sum and ns.sign.__func__ is formulas.ArrayFormulas.sign
+    x = np.array([np.nan, -2.0, 0.0])
+    assert ns.sign(x).tolist() == [0.0, -1.0, 0.0]  # torch's sgn (numpy's sign: NaN)

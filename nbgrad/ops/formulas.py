@@ -37,15 +37,17 @@ ROWS = {}
 # The namespace over arrays (first order: numpy, or cupy on the GPU)
 # ------------------------------------------------------------------------------------------------
 class ArrayFormulas:
-    """`xp` for arrays of one array module: the module's functions, plus the helpers below."""
+    """`xp` for arrays of one array module: the module's functions (where, exp, log, stack, ...),
+    plus the helpers below. The module's public names are copied in once, at construction: a
+    class with `__getattr__` loses CPython's specialized attribute loads, and every formula reads
+    `xp.<name>`."""
 
     def __init__(self, module):
         self.m = module
-
-    def __getattr__(self, name):  # where, exp, log, sum, stack, ...: the module's, looked up once
-        f = getattr(self.m, name)
-        self.__dict__[name] = f
-        return f
+        own = type(self)
+        for name, value in list(vars(module).items()):  # (not dir: it would import numpy's lazy
+            if not name.startswith("_") and not hasattr(own, name):  # submodules) the helpers win
+                self.__dict__[name] = value
 
     @staticmethod
     def dtype(x):
@@ -311,6 +313,16 @@ def _add_rows(g, shape, rows):
     return out.astype(g.dtype, copy=False).reshape(shape)
 
 
+class _ArrayFormulasOnUse(ArrayFormulas):
+    """ArrayFormulas for a module that makes names on first use (cupy's lazy submodules, the
+    tests' device double): the module's name looked up when a formula first reads it."""
+
+    def __getattr__(self, name):
+        f = getattr(self.m, name)
+        self.__dict__[name] = f
+        return f
+
+
 NUMPY = ArrayFormulas(np)
 _WORDS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}  # same-size integers
 _BY_TYPE = {np.ndarray: NUMPY}
@@ -320,7 +332,7 @@ def array_formulas(a):
     """The formula namespace for array `a` (numpy's, or cupy's on the GPU)."""
     ns = _BY_TYPE.get(type(a))
     if ns is None:
-        ns = _BY_TYPE[type(a)] = ArrayFormulas(backend.get_array_module(a))
+        ns = _BY_TYPE[type(a)] = _ArrayFormulasOnUse(backend.get_array_module(a))
     return ns
 
 

@@ -143,8 +143,8 @@ class Tensor:
     """
 
     # `_storage_or_nbytes`: the Storage, or for a tensor made by an op (`_make_fresh`) the number
-    # of bytes it
-    # holds until someone asks for its storage (`_storage`): most op outputs never need one
+    # of bytes it holds until someone asks for its storage (`_storage`): most op outputs never
+    # need one (inverted, ~nbytes, for an inference tensor's)
     __slots__ = ("_data", "_storage_or_nbytes", "_grad_fn", "_output_nr", "_requires_grad",
                  "_grad", "_view", "_extra", "__weakref__", "__dict__")
     __array_priority__ = 1000  # so `ndarray * Tensor` defers to Tensor.__rmul__
@@ -174,18 +174,18 @@ class Tensor:
     @staticmethod
     def _make_fresh(data):
         """A new leaf tensor owning `data` (a new storage, made when first asked for: until
-        then the tensor counts its bytes as live itself, and gives them back in `__del__`)."""
+        then the tensor counts its bytes as live itself, and gives them back in `__del__`).
+        Under inference mode the count is stored inverted (`~nbytes`, negative): the storage
+        made later is an InferenceStorage (an inference tensor from the start)."""
         t = _new(Tensor)
         t._data = data
-        if _INF[0]:  # an inference tensor's storage says so from the start
-            t._storage_or_nbytes = _InferenceStorage(data)
-        else:
-            c = _C
-            c.created += 1
-            t._storage_or_nbytes = n = data.nbytes
-            c.live_bytes = b = c.live_bytes + n
-            if b > c.peak_bytes:
-                c.peak_bytes = b
+        c = _C
+        c.created += 1
+        n = data.nbytes
+        c.live_bytes = b = c.live_bytes + n
+        if b > c.peak_bytes:
+            c.peak_bytes = b
+        t._storage_or_nbytes = ~n if _INF[0] else n
         t._grad_fn = t._grad = t._view = t._extra = None
         t._output_nr = 0
         t._requires_grad = False
@@ -196,14 +196,15 @@ class Tensor:
         """The Storage under this tensor (made now for a tensor an op made without one)."""
         st = self._storage_or_nbytes
         if type(st) is int:
-            st = self._storage_or_nbytes = Storage.adopt(self._data, st)
+            st = self._storage_or_nbytes = Storage.adopt(self._data, st) if st >= 0 else \
+                _InferenceStorage.adopt(self._data, ~st)
         return st
 
     @_storage.setter
     def _storage(self, st):
         old = self._storage_or_nbytes
         if type(old) is int:  # the bytes it counted go, as its storage would have
-            _C.live_bytes -= old
+            _C.live_bytes -= old if old >= 0 else ~old
             _C.freed += 1
         self._storage_or_nbytes = st
 
@@ -214,7 +215,7 @@ class Tensor:
             return
         if type(n) is int:
             c = _C
-            c.live_bytes -= n
+            c.live_bytes -= n if n >= 0 else ~n
             c.freed += 1
 
     # ---- metadata ----

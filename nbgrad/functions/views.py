@@ -502,8 +502,8 @@ def clone(input, *, memory_format=None):
 def _copied(input, out):
     """``out``, a copy of ``input``; of an inference tensor outside inference mode, at version 1:
     torch makes it empty, then copy_ writes it (counted on the new, normal tensor)."""
-    st = input._storage_or_nbytes
-    if type(st) is not int and st.inference and not _GRAD.inference:
+    st = input._storage_or_nbytes  # (a negative byte count: an inference tensor, _make_fresh)
+    if (st < 0 if type(st) is int else st.inference) and not _GRAD.inference:
         out._bump_version("copy_")
     return out
 

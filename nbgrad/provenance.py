@@ -86,8 +86,13 @@ def capture(hint=1):
 
 
 def _site_of(f):
+    """The shared `(code, lasti)` of user frame `f`, first from the BY_LASTI cache (a small-int
+    lookup, no key tuple to build and hash)."""
     code, lasti = f.f_code, f.f_lasti
-    return SITES.get((id(code), lasti)) or site(code, lasti)
+    s = BY_LASTI.get(lasti)
+    if s is None or s[0] is not code:
+        s = BY_LASTI[lasti] = SITES.get((id(code), lasti)) or site(code, lasti)
+    return s
 
 
 def site_at(f):

@@ -93,6 +93,7 @@ class _Extra:
 
 
 _PROV = provenance.ENABLED
+_cached_site_at = provenance.cached_site_at
 _C = backend.COUNTERS
 _INF = _storage.INFERENCE
 
@@ -122,15 +123,14 @@ def is_dense(a):
 def _mark_cut(t, how):
     """Record on `t` where a graph was cut (provenance on only): the notebook panel names it
     ("its output was detached at cell [3] line 1"). Called by .detach(), .data, from_numpy: the
-    user's frame is usually their caller's (no walk through the frames between)."""
-    f = _getframe(2)
-    lib = provenance.LIB_FILES
-    while f is not None and f.f_code.co_filename in lib:
-        f = f.f_back
+    user's frame is usually their caller's (no walk through the frames between), and its line
+    is the shared `(code, lasti)` of provenance's cache (one dict lookup on a repeated line)."""
     e = t._extra
     if e is None:
-        e = t._extra = _Extra()
-    e.cut = (how, None if f is None else (f.f_code, f.f_lasti))
+        e = t._extra = _new(_Extra)  # (the fields `_Extra()` sets, without its call)
+        e.hooks = e.post_acc = e.accum = e.name = None
+        e.retains_grad = False
+    e.cut = (how, _cached_site_at(_getframe(2)))
 
 
 class Tensor:

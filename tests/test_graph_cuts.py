@@ -56,6 +56,45 @@ def test_a_cut_inside_a_library_call_names_the_users_line():
     assert _line(_cut(sd["weight"])[1]) == line
 
 
+def _data_of(t):
+    return t.data
+
+
+def _data_too(t):
+    return t.data
+
+
+def _add_one(t):
+    t.add_(1.0)
+
+
+def _add_two(t):
+    t.add_(2.0)
+
+
+def test_the_same_offset_in_two_functions_names_each_functions_line():
+    # the line cache is keyed by the bytecode offset: two functions with the same code shape
+    # (the cut, or the in-place write, at one offset) must each get their own line
+    assert _data_of.__code__.co_code == _data_too.__code__.co_code
+    h = nbgrad.randn(3, requires_grad=True) * 2
+    for _ in range(2):  # (a second round reads the cache)
+        for fn in (_data_of, _data_too, _data_of):
+            kind, where = _cut(fn(h))
+            assert kind == "data" and where[0] is fn.__code__
+            assert _line(where) == fn.__code__.co_firstlineno + 1
+    d = nbgrad.zeros(3)
+    for _ in range(2):
+        for fn in (_add_one, _add_two, _add_one):
+            fn(d)
+    hist = d.untyped_storage().history()
+    assert [v for v, _, _ in hist] == [1, 2, 3, 4, 5, 6]
+    assert [loc.code for _, _, loc in hist] == [f.__code__ for f in (_add_one, _add_two,
+                                                                       _add_one) * 2]
+    assert [loc.lineno for _, _, loc in hist] == [f.__code__.co_firstlineno + 1 for f in
+                                                  (_add_one, _add_two, _add_one) * 2]
+    assert d.tolist() == [8.0, 8.0, 8.0]
+
+
 def test_nothing_recorded_when_nothing_was_cut_or_provenance_is_off():
     assert _cut(nbgrad.ones(3).detach()) is None  # no graph to cut: no record, no _Extra
     assert nbgrad.ones(3).detach()._extra is None

@@ -113,6 +113,35 @@ def test_conv2d_noncontiguous_input():
         same(wn.grad, wt.grad)
 
 
+@pytest.mark.parametrize("last", [True, False])
+@pytest.mark.parametrize("geo", [(3, 3, 1, 1, 1, 1), (2, 3, 2, 1, 1, 2), (3, 2, 1, 2, 2, 1)])
+def test_conv_window_view_equals_as_strided(monkeypatch, last, geo):
+    # the fast window view (ndarray over the buffer) is as_strided's view, value for value and
+    # stride for stride; the general path (as_strided) also on a non-contiguous array
+    from nbgrad.ops import kernels
+    kh, kw, sh, sw, dh, dw = geo
+    a = np.random.default_rng(1).standard_normal((2, 9, 10, 3) if last else (2, 3, 9, 10))
+    hh, ww = a.shape[1:3] if last else a.shape[2:]
+    g = (kh, kw, sh, sw, dh, dw, (hh - dh * (kh - 1) - 1) // sh + 1,
+         (ww - dw * (kw - 1) - 1) // sw + 1)
+    monkeypatch.setattr(kernels, "_FAST_VIEW", True)
+    fast = kernels._windows(a, last, g)
+    monkeypatch.setattr(kernels, "_FAST_VIEW", False)
+    slow = kernels._windows(a, last, g)
+    assert fast.shape == slow.shape and fast.strides == slow.strides
+    assert np.array_equal(fast, slow)
+    h, w = g[6:]
+    i, j = h - 1, w - 1  # the last window, read by hand
+    want = (a[1, i * sh:i * sh + dh * (kh - 1) + 1:dh, j * sw:j * sw + dw * (kw - 1) + 1:dw, :]
+            if last else a[1, :, i * sh:i * sh + dh * (kh - 1) + 1:dh,
+                           j * sw:j * sw + dw * (kw - 1) + 1:dw])
+    got = fast[1, i, j] if last else fast[:, :, :, 1, i, j]
+    assert np.array_equal(got, want)
+    monkeypatch.setattr(kernels, "_FAST_VIEW", True)
+    t = a[:, ::-1] if last else a[:, :, ::-1]  # not C-contiguous: as_strided
+    assert np.array_equal(kernels._windows(t, last, g), kernels._windows(t.copy(), last, g))
+
+
 POOL_CASES = [
     ((2, 3, 8, 8), dict(kernel_size=2)),                         # tiled
     ((2, 3, 7, 9), dict(kernel_size=2)),                         # tiled, last row/col cropped

@@ -836,5 +836,8 @@ def test_array_formulas_read_numpy_without_getattr():
     ns = formulas.NUMPY
     assert ns.exp is np.exp and ns.where is np.where and ns.linalg is np.linalg
     assert ns.sum is formulas.ArrayFormulas.sum and ns.sign.__func__ is formulas.ArrayFormulas.sign
+    for name, helper in vars(formulas.ArrayFormulas).items():  # every helper wins over numpy's
+        if not name.startswith("_"):  # name, those set on the class after it too (eye, ...)
+            assert name not in vars(ns) and getattr(ns, name) == helper.__get__(ns), name
     x = np.array([np.nan, -2.0, 0.0])
     assert ns.sign(x).tolist() == [0.0, -1.0, 0.0]  # torch's sgn (numpy's sign: NaN)

@@ -323,9 +323,7 @@ class _ArrayFormulasOnUse(ArrayFormulas):
         return f
 
 
-NUMPY = ArrayFormulas(np)
 _WORDS = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64}  # same-size integers
-_BY_TYPE = {np.ndarray: NUMPY}
 
 
 def array_formulas(a):
@@ -790,3 +788,6 @@ for _name, (_on_arrays, _on_tensors) in _PAIRS.items():
     setattr(TensorFormulas, _name, staticmethod(_on_tensors))
 for _name in ("sinh", "cosh", "sqrt", "rsqrt", "floor", "trunc", "isfinite"):  # xp.f(t) -> t.f()
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
+
+NUMPY = ArrayFormulas(np)  # after every helper is on the class (the copied names yield to them)
+_BY_TYPE = {np.ndarray: NUMPY}

@@ -349,3 +349,24 @@ def test_qr_gradient_in_torch_s_order_of_operations(shape, rank_deficient):
         gr = T.tensor(np.cos(np.arange(R.numel()) + 0.5).reshape(tuple(R.shape)))
         return T.autograd.grad((Q, R), x, (gq, gr))[0]
     _same_outcome(run)
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("outputs", ["values", "vectors", "both"])
+def test_eigh_with_a_non_finite_incoming_gradient_like_torch(value, outputs):
+    """eigh's backward takes an inf/NaN incoming gradient through torch's steps (V gL V^T with
+    no diagonal matrix, whose zeros made 0 * inf = NaN everywhere: eigvalsh gave all NaN where
+    torch gives inf), element by element as torch's."""
+    a0 = np.random.default_rng(3).standard_normal((3, 3))
+    a0 = a0 + a0.T
+    gl = np.cos(np.arange(3.0))
+    gv = np.cos(np.arange(9.0)).reshape(3, 3)
+    gl[0] = gv[0, 0] = value
+    got = []
+    for T in (torch, nbgrad):
+        a = T.tensor(a0, requires_grad=True)
+        L, V = T.linalg.eigh(a)
+        pairs = {"values": [(L, gl)], "vectors": [(V, gv)], "both": [(L, gl), (V, gv)]}[outputs]
+        got.append(T.autograd.grad([o for o, _ in pairs], [a],
+                                   [T.tensor(g) for _, g in pairs])[0].numpy())
+    np.testing.assert_array_equal(got[1], got[0])

@@ -196,21 +196,25 @@ def _cholesky_backward(g, L, xp):
 
 
 def _eigh_backward(g, L, V, xp):
+    """torch's linalg_eig_backward (hermitian), its steps in its order (which inf/NaN in the
+    incoming gradient follow): V gL V^T without gV (no diagonal matrix: 0 * inf would be NaN);
+    else V^T gV made skew, divided by E (L_j - L_i, ones on its diagonal), gL on the diagonal,
+    V (. V^T)."""
     gL, gV = g
     if xp is TENSORS:
         return _eigh_backward_tensors(gL, gV, L, V)
-    n = L.shape[-1]
-    eye = xp.eye(n, L)
-    inner = None
-    if gV is not None:
-        vg = _mT(V) @ gV
-        vg = 0.5 * (vg - _mT(vg))
-        e = L[..., None, :] - L[..., :, None] + eye  # E_ij = L_j - L_i, 1 on the diagonal
-        inner = vg / e * (1 - eye)
+    Vh = _mT(V)
+    if gV is None:
+        return (V * gL[..., None, :]) @ Vh
+    vg = Vh @ gV
+    ret = 0.5 * (vg - _mT(vg))
+    e = L[..., None, :] - L[..., :, None]  # E_ij = L_j - L_i
+    i = xp.arange(L.shape[-1])
+    e[..., i, i] = 1
+    ret /= e
     if gL is not None:
-        d = gL[..., None, :] * eye
-        inner = d if inner is None else inner + d
-    return V @ inner @ _mT(V)
+        ret[..., i, i] = gL
+    return V @ (ret @ Vh)
 
 
 def _eigh_backward_tensors(gL, gV, L, V):

@@ -370,3 +370,23 @@ def test_eigh_with_a_non_finite_incoming_gradient_like_torch(value, outputs):
         got.append(T.autograd.grad([o for o, _ in pairs], [a],
                                    [T.tensor(g) for _, g in pairs])[0].numpy())
     np.testing.assert_array_equal(got[1], got[0])
+
+
+@pytest.mark.parametrize("pos", [0, 1, 5])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_bilinear_with_a_non_finite_incoming_gradient_like_torch(value, pos):
+    """F.bilinear's gradients take an inf/NaN incoming gradient as torch's _trilinear sums:
+    the weight with the other input first, then the gradient (contracting all three at once
+    added signed infinite products: NaN where torch has inf)."""
+    rng = np.random.default_rng(pos)
+    a0, b0, w0 = (rng.standard_normal(s) for s in ((4, 3), (4, 2), (3, 3, 2)))
+    g0 = np.cos(np.arange(12.0)).reshape(4, 3)
+    g0.flat[pos] = value
+    got = []
+    for T in (torch, nbgrad):
+        a, b, w = (T.tensor(v, requires_grad=True) for v in (a0, b0, w0))
+        got.append([t.numpy() for t in T.autograd.grad(
+            [T.nn.functional.bilinear(a, b, w)], [a, b, w], [T.tensor(g0)])])
+    for want, have in zip(*got):
+        np.testing.assert_array_equal(np.isnan(have), np.isnan(want))
+        np.testing.assert_allclose(have, want, rtol=1e-12, atol=1e-12)  # (infs: equal)

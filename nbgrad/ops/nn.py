@@ -563,9 +563,13 @@ def _trilinear_grads(g, i1, i2, i3, needs, xp):
                 (xp.t(g) @ (i1[:, :, None] * i3[:, None, :]).reshape(b, -1)).reshape(
                     i2.shape) if needs[1] else None,
                 _apply(tri, (g, xp.permute(i2, (2, 0, 1)), i1)) if needs[2] else None)
+    # grouped as torch's _trilinear_backward calls _trilinear (a pair, then the third, one
+    # slice of o at a time), which an inf or NaN decides: input2's gradient sums the weight with
+    # input1 over i before g multiplies it (one einsum over all three put g inside that sum:
+    # NaN where torch has inf); the other two sum every product with g inside, as one einsum
     return (xp.einsum("bo,oij,bj->bi", g, i2, i3) if needs[0] else None,
             xp.einsum("bo,bi,bj->oij", g, i1, i3) if needs[1] else None,
-            xp.einsum("bo,oij,bi->bj", g, i2, i1) if needs[2] else None)
+            xp.einsum("bo,boj->bj", g, xp.einsum("oij,bi->boj", i2, i1)) if needs[2] else None)
 
 
 def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):

@@ -127,9 +127,7 @@ def _mark_cut(t, how):
     is the shared `(code, lasti)` of provenance's cache (one dict lookup on a repeated line)."""
     e = t._extra
     if e is None:
-        e = t._extra = _new(_Extra)  # (the fields `_Extra()` sets, without its call)
-        e.hooks = e.post_acc = e.accum = e.name = None
-        e.retains_grad = False
+        e = t._extra = _Extra()
     e.cut = (how, _cached_site_at(_getframe(2)))
 
 
@@ -452,12 +450,7 @@ class Tensor:
             # counter when taken outside inference mode
             st.__class__ = _storage.InferenceStorage if _storage.INFERENCE[0] else \
                 _storage.InferenceData
-        t = _new(Tensor)
-        t._data = self._data
-        t._storage_or_nbytes = st
-        t._grad_fn = t._grad = t._view = t._extra = None
-        t._output_nr = 0
-        t._requires_grad = False
+        t = Tensor._make(self._data, st, None, 0, False)
         if self._requires_grad and _PROV[0]:
             _mark_cut(t, "data")
         return t

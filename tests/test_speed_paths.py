@@ -712,7 +712,8 @@ def test_optimizer_and_clip_writes_name_the_users_line(opt, names):
 # view/reshape with two int sizes skip the general size parser: torch's shapes, errors, nodes
 @pytest.mark.parametrize("sizes", [(-1, 8), (3, -1), (4, 6), (24, 1), (-1, 24), (-1, 5), (5, -1),
                                    (0, -1), (-1, 0), (-1, -1), (4, 5), (0, 24), ((4, 6),),
-                                   ((-1, 12),)])
+                                   ((-1, 12),), (-2, -12), (-2, 12), (-1, -2), (24, -5),
+                                   (2, -3, 4), (-1, -1, -3)])
 @pytest.mark.parametrize("how", ["view", "reshape"])
 def test_two_int_sizes_like_torch(sizes, how):
     x0 = R.standard_normal((6, 4)).astype("float32")

@@ -426,3 +426,30 @@ def test_logcumsumexp_backward_like_torch(x, g, dtype):
                "float32" else 1e-12)
     np.testing.assert_allclose(got, want, equal_nan=True, **tol)
     np.testing.assert_allclose(got2, want2, equal_nan=True, **tol)
+
+
+# ELU's family near zero: torch's kernel is expm1(x * input_scale) * alpha * scale; exp(x) - 1
+# lost every digit below |x| ~ 1e-8 (float64) / 1e-4 (float32), gave 0 for tiny negative x and
+# 0.0 for -0.0. float64 bit for bit, float32 within 1 ulp (numpy's float32 exp is not SLEEF's:
+# exp(-3e-8) rounds the other way), the sign of zero as torch's, out of place and in place
+_ELU_X = [-1e-10, -3e-8, -1e-5, -0.3, -1e-300, -30.0, -100.0, 0.0, -0.0, -np.inf, np.nan, 1e-30,
+          3.0, np.inf]
+_ELUS = {"elu": lambda F, t, **k: F.elu(t, **k), "elu_0.5": lambda F, t, **k: F.elu(t, 0.5, **k),
+         "celu_1.3": lambda F, t, **k: F.celu(t, 1.3, **k), "selu": lambda F, t, **k: F.selu(t, **k)}
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("name", list(_ELUS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_elu_family_near_zero_bit_for_bit_like_torch(name, dtype, inplace):
+    seen = []
+    for T in (torch, nbgrad):
+        x = T.tensor(np.array(_ELU_X, dtype), requires_grad=True)
+        y = _ELUS[name](T.nn.functional, x * 1, inplace=inplace)
+        (g,) = T.autograd.grad(y, x, T.ones_like(y))
+        seen.append((y.detach().numpy(), g.numpy()))
+    for want, got in zip(*seen):
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        assert np.array_equal(np.signbit(got), np.signbit(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_array_max_ulp(got[ok], want[ok], maxulp=0 if dtype == "float64" else 1)

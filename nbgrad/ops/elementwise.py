@@ -13,6 +13,7 @@ from .. import backend
 from ..naming import cpp, named
 from ..backend import get_array_module as _xp
 from .derivatives import _halved_at_ties, _in_range, _repeat_backward
+from .reductions import _refuse
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -230,6 +231,47 @@ op("acos", _ufunc(np.arccos), float_op=True,
    self=lambda g, self, xp: g * -xp.rsqrt(xp.add_scalar(-self * self, 1)))
 op("atan", _ufunc(np.arctan), float_op=True,
    self=lambda g, self, xp: g / xp.add_scalar(self * self, 1))
+# torch's derivatives.yaml: the powers as pow(2), so the recorded second order is its graph
+op("tan", _ufunc(np.tan), float_op=True,
+   self=lambda g, result, xp: g * xp.add_scalar(result ** 2, 1))
+op("asinh", _ufunc(np.arcsinh), float_op=True,
+   self=lambda g, self, xp: g * xp.rsqrt(xp.add_scalar(self ** 2, 1)))
+op("acosh", _ufunc(np.arccosh), float_op=True,  # (torch's real case: self * self, one rsqrt)
+   self=lambda g, self, xp: g * xp.rsqrt(self * self - 1))
+op("atanh", _ufunc(np.arctanh), float_op=True,
+   self=lambda g, self, xp: g / (1 - self ** 2))
+op("sinc", lambda self: _xp(self).sinc(self), float_op=True,
+   self=lambda g, self, xp: _sinc_grad(g, self, xp))
+op("logit", lambda self, eps: _logit(self, eps), float_op=True,
+   self=lambda g, self, eps, xp: _logit_grad(g, self, eps, xp))
+
+
+def _sinc_grad(g, self, xp):
+    """torch's sinc_backward: g (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 where pi x^2 is."""
+    sp = xp.mul_scalar(self, math.pi)
+    ssp = xp.mul_scalar(self * self, math.pi)
+    return xp.where(ssp == 0, 0, g * (sp * xp.cos(sp) - xp.sin(sp)) / ssp)
+
+
+def _logit(x, eps):
+    """torch's logit kernel: log(x / (1 - x)), x first clamped to [eps, 1 - eps] when given."""
+    if eps is not None:
+        x = _xp(x).clip(x, eps, 1 - eps)
+    return _xp(x).log(x / (1 - x))
+
+
+def _logit_grad(g, x, eps, xp):
+    """torch's logit_backward: g / (x (1 - x)) on [eps, 1 - eps] (on [0, 1] without eps), 0
+    outside it with eps, NaN without."""
+    lo, hi, fill = (0.0, 1.0, math.nan) if eps is None else (eps, 1 - eps, 0)
+    return xp.where((x < lo) | (x > hi), fill, g / (x * (1 - x)))
+
+
+for _name in ("asinh", "acosh", "atanh"):  # torch's in-place forms record a node that refuses
+    op(_name + "_", ROWS[_name].fwd, float_op=True, node=_name.capitalize() + "Backward1",
+       self=_refuse(f"inplace version of {_name}"))
+
+
 op("erfinv", lambda self: backend.erfinv(self), float_op=True,
    self=lambda g, self, xp: g * _SQRT_PI_OVER_2 * xp.exp(xp.erfinv(self) ** 2))  # saves self
 op("atan2", lambda self, other: _xp(self).arctan2(self, other), broadcast=True,

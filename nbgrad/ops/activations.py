@@ -15,6 +15,7 @@ import numpy as np
 from ..autograd.apply import apply as _apply
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
+from . import kernels
 from .formulas import TENSORS, array_formulas
 from .reductions import _refuse
 from .registry import ROWS, _self_adjoint, op
@@ -201,6 +202,8 @@ def _gelu_forward(x, approximate):
     if approximate == "tanh":
         t = _xp(x).tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x))
         return 0.5 * x * (1 + t), t
+    if type(x) is np.ndarray and x.dtype == np.float32 and x.ndim:
+        return kernels.gelu_float32(x, _SQRT1_2)  # (the steps below, one array fewer)
     cdf = _erf(x, _SQRT1_2)
     cdf += 1
     cdf *= 0.5
@@ -217,7 +220,7 @@ def _gelu_backward(g, x, approximate, ctx, xp):
             1 + 3 * _GELU_TANH_KAPPA * x_sq))
     pdf = x * x
     pdf *= x.dtype.type(-0.5)
-    pdf = xp.exp(pdf)  # (not out=: a 0-d input's x * x is a numpy scalar)
+    pdf = xp.exp(pdf, out=pdf) if pdf.ndim else xp.exp(pdf)  # (0-d: x * x is a numpy scalar)
     pdf *= x
     pdf *= x.dtype.type(_GELU_PDF)
     pdf += t

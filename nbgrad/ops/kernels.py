@@ -490,11 +490,15 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     both = m.empty((2, batch, hidden), dt)
     ways = both.reshape(2, batch * hidden)
     add = m.full((2,), 1 / d, dt)  # (i g + f c: one rounding, as a sum)
+    # the scalars typed as the arrays (a Python number costs numpy a promotion per call) and
+    # each slot's views made once: (gates, the three sigmoid gates, i and f, g and the cell
+    # state, o, the cell state and it flat) -- two slots without ``keep``, T + 1 with it
+    one, half = dt.type(1), dt.type(0.5)
+    views = [(s[:4], s[:3], s[:2], s[3:], s[2], s[4], f) for s, f in zip(cells, flat)]
     b = first  # (the slot of the last cell state)
     for k, t in enumerate(range(n - 1, -1, -1) if reverse else range(n)):
         a, b = (t + r, t + 1 - r) if keep else (k & 1, ~k & 1)  # the slots it reads, writes
-        s = cells[a]
-        g4 = s[:4]
+        g4, sig, i_f, g_c, o = views[a][:5]
         if k:
             m.matmul(hd[t - 1 + 2 * r], wh, out=g4)
         else:
@@ -503,17 +507,17 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
                 g4 *= d
         g4 += proj[t]
         m.tanh(g4, out=g4)
-        sig = s[:3]
         if keep:
-            sig *= 0.5
-            sig += 0.5
+            sig *= half
+            sig += half
         else:
-            sig += 1
-        m.multiply(s[:2], s[3:], out=both)  # d i g, d f c
-        m.matmul(add, ways, out=flat[b])  # c
+            sig += one
+        m.multiply(i_f, g_c, out=both)  # d i g, d f c
+        c_next, c_flat = views[b][5:]
+        m.matmul(add, ways, out=c_flat)  # c
         tc = tanh_c[t if keep else 0]
-        m.tanh(cells[b, 4], out=tc)
-        m.multiply(s[2], tc, out=hd[t])  # d o tanh(c)
+        m.tanh(c_next, out=tc)
+        m.multiply(o, tc, out=hd[t])  # d o tanh(c)
     out = hd if d == 1 else m.multiply(hd, 1 / d)
     states = (out, out[0 if reverse else n - 1].copy() if n else h.copy(), cells[b, 4].copy())
     if not keep:

@@ -14,7 +14,7 @@ from . import selection
 from ..backend import get_array_module as _xp
 from .derivatives import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                           _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
-                          _var_grad)
+                          _var_grad, wide_scan)
 from .registry import op
 
 op("sum", _sum_all,
@@ -78,7 +78,7 @@ op("norm", lambda self, p, dim, keepdim: _vector_norm(self, p, dim, keepdim),
 op("logsumexp", lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), float_op=True,
    self=lambda g, self, result, dim, keepdim, xp: _logsumexp_grad(g, self, result, dim, keepdim,
                                                                   xp))
-op("cumsum", lambda self, dim: _xp(self).cumsum(self, axis=dim),
+op("cumsum", lambda self, dim: wide_scan(_xp(self).cumsum, self, dim),
    self=lambda g, dim, xp: xp.flip(xp.cumsum(xp.flip(g, (dim,)), axis=dim), (dim,)))
 
 
@@ -445,7 +445,7 @@ op("aminmax", lambda self, dim, keepdim: (_xp(self).min(self, axis=dim, keepdims
    self=lambda g, self, result, result1, dim, keepdim, xp: _paired(
        g, lambda g0: _amax_grad(g0, self, result, dim, keepdim, xp),
        lambda g1: _amax_grad(g1, self, result1, dim, keepdim, xp)))
-op("cumprod", lambda self, dim: _xp(self).cumprod(self, axis=dim),
+op("cumprod", lambda self, dim: wide_scan(_xp(self).cumprod, self, dim),
    self=lambda g, self, result, dim, xp: _cumprod_backward(g, self, result, dim, xp))
 op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
    self=lambda g, self, dim, result1, xp: _at_indices(g[0], tuple(self.shape), dim, result1,
@@ -457,7 +457,7 @@ def _logcumsumexp(x, dim):
     """logcumsumexp of an array (numpy's logaddexp accumulated) or of a Tensor (the op: under
     create_graph the backward below is recorded through it, as torch's)."""
     if isinstance(x, np.ndarray) or not hasattr(x, "logcumsumexp"):
-        return _xp(x).logaddexp.accumulate(x, axis=dim)
+        return wide_scan(_xp(x).logaddexp.accumulate, x, dim)
     return x.logcumsumexp(dim)
 
 
@@ -478,7 +478,8 @@ def _logcumsumexp_grad(g, self, result, dim, xp):
     return part(g > 0) - part(g < 0)
 
 
-op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=dim), float_op=True,
+op("logcumsumexp", lambda self, dim: wide_scan(_xp(self).logaddexp.accumulate, self, dim),
+   float_op=True,
    self=lambda g, self, result, dim, xp: _logcumsumexp_grad(g, self, result, dim, xp))
 
 

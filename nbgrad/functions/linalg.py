@@ -58,11 +58,14 @@ def matmul(input, other, *, out=None):
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
-    if a.dtype != b.dtype:
+    if a.dtype != b.dtype:  # (the text of the kernel torch's matmul dispatches to)
         if a.ndim == 1 and b.ndim == 1:
             _dot_dtypes(input, other)
-        if a.ndim == 2 and b.ndim == 1:
+        if b.ndim == 1:  # (a 2-d or folded batch: mv)
             _mv_dtypes(input, other)
+        if b.ndim >= 3:  # (bmm)
+            raise RuntimeError(f"expected scalar type {scalar_name(input)} but found "
+                               f"{scalar_name(other)}")
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{c_name(input)} != {c_name(other)}")
     if type(a) is not type(b):

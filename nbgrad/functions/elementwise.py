@@ -12,7 +12,7 @@ from ..autograd.record import _arr, index_arg
 from ..ops import ROWS as R
 from ..tensor import Tensor
 from .registry import method
-from .args import _broadcast_batch, _check_tensor, _filled_like, _out, _t
+from .args import _broadcast_batch, _check_tensor, _filled_array, _filled_like, _out, _t
 from .views import to_dtype
 from .comparison import nonzero
 
@@ -496,10 +496,10 @@ def masked_fill(input, mask, value):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         return apply(R["masked_fill"], (input, value), (m,))
-    s = input._data.shape
-    if m.shape != s and _broadcast_batch(m.shape, s) != s:  # (torch's text when incompatible)
-        raise _broadcast_error(s, m.shape)
-    return apply(R["masked_fill_scalar"], (input,), (_filled_like(value, input)._data, m))
+    s, ms = input._data.shape, m.shape
+    if ms != s and ms != s[len(s) - len(ms):] and _broadcast_batch(ms, s) != s:
+        raise _broadcast_error(s, m.shape)  # (torch's text when incompatible)
+    return apply(R["masked_fill_scalar"], (input,), (_filled_array(value, input), m))
 
 
 # ---- logarithms, hyperbolics, inverse trigonometry, rounding; two-argument math -----------------
@@ -513,6 +513,23 @@ asin = arcsin = method(_unary_fn("asin", "Inverse sine"), "asin", "arcsin")
 acos = arccos = method(_unary_fn("acos", "Inverse cosine"), "acos", "arccos")
 atan = arctan = method(_unary_fn("atan", "Inverse tangent"), "atan", "arctan")
 erfinv = method(_unary_fn("erfinv", "Inverse error function"))
+tan = method(_unary_fn("tan", "Tangent"))
+asinh = arcsinh = method(_unary_fn("asinh", "Inverse hyperbolic sine"), "asinh", "arcsinh")
+acosh = arccosh = method(_unary_fn("acosh", "Inverse hyperbolic cosine"), "acosh", "arccosh")
+atanh = arctanh = method(_unary_fn("atanh", "Inverse hyperbolic tangent"), "atanh", "arctanh")
+sinc = method(_unary_fn("sinc", "sin(pi input) / (pi input), 1 at 0: the normalized sinc"))
+
+
+@method
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)) elementwise, p clamped to [eps, 1 - eps] when `eps` is given (torch.logit;
+    LogitBackward0: NaN gradient outside [0, 1] without eps, 0 outside the clamp with it).
+    Shape kept; integers become float."""
+    if out is not None:
+        return _out("logit", lambda: logit(input, eps), (input,), out)
+    if not isinstance(input, Tensor):
+        _check_tensor(input, "logit")
+    return apply(R["logit"], (input,), (None if eps is None else float(eps),))
 floor = method(_unary_fn("floor", "Round down (gradient zero)"))
 ceil = method(_unary_fn("ceil", "Round up (gradient zero)"))
 trunc = fix = method(_unary_fn("trunc", "Round toward zero (gradient zero)"), "trunc", "fix")

@@ -302,6 +302,13 @@ ROWS = [
     Case("ip_log10", lambda T, a: _ip(a, lambda y: y.log10_()), ("pos", (3, 4))),
     Case("ip_expm1", lambda T, a: _ip(a, lambda y: y.expm1_()), (3, 4)),
     Case("ip_atan", lambda T, a: _ip(a, lambda y: y.atan_()), (3, 4)),
+    Case("ip_tan", lambda T, a: _ip(a, lambda y: y.tan_()), (3, 4)),
+    Case("ip_logit", lambda T, a: _ip(a / 2.1, lambda y: y.logit_(0.1)), ("pos", (3, 4))),
+    # torch's in-place asinh_/acosh_/atanh_ record a node whose backward refuses (tested in FUNCS)
+    Case("ip_asinh", lambda T, a: _ip(a, lambda y: y.asinh_()), (3, 4), grad=False),
+    Case("ip_acosh", lambda T, a: _ip(a + 0.6, lambda y: y.acosh_()), ("pos", (3, 4)), grad=False),
+    Case("ip_atanh", lambda T, a: _ip((a - 1.25) * 1.2, lambda y: y.atanh_()), ("pos", (3, 4)),
+         grad=False),
     Case("ip_floor", lambda T, a: _ip(a, lambda y: y.floor_()), (3, 4)),
     Case("ip_round_dec", lambda T, a: _ip(a, lambda y: y.round_(decimals=1)), (3, 4)),
     Case("ip_atan2", lambda T, a, b: _ip(a, lambda y: y.atan2_(b)), (3, 4), ("away", (4,))),

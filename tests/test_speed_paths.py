@@ -841,3 +841,44 @@ def test_array_formulas_read_numpy_without_getattr():
             assert name not in vars(ns) and getattr(ns, name) == helper.__get__(ns), name
     x = np.array([np.nan, -2.0, 0.0])
     assert ns.sign(x).tolist() == [0.0, -1.0, 0.0]  # torch's sgn (numpy's sign: NaN)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("how", ["plain", "0-d", "expanded g", "transposed g", "double g"])
+def test_tanh_gradient_in_one_buffer_is_the_three_array_formula(dtype, how):
+    """tanh's gradient (xp.tanh_grad writes y y, 1 - it and its product with g into one fresh
+    array): the bits of g * (1 - y * y) computed here in numpy, its dtype, shape and layout, each
+    call a new array; against torch's tanh_backward to rounding (torch fuses 1 - y y)."""
+    shape = () if how == "0-d" else (6, 5)
+    x = R.standard_normal(shape).astype(dtype)
+    g = R.standard_normal(shape).astype("float64" if how == "double g" else dtype)
+    if how == "expanded g":
+        g = np.broadcast_to(R.standard_normal((1, 5)).astype(dtype), shape)
+    elif how == "transposed g":
+        g = np.ascontiguousarray(g.T).T
+    a = nbgrad.tensor(x, requires_grad=True)
+    y = a.tanh()
+    yd = y.detach().numpy()
+    if how == "double g":  # a float64 gradient of a float32 output: numpy's promotion
+        from nbgrad.ops.formulas import array_formulas
+        got = array_formulas(yd).tanh_grad(g, yd)
+        assert got.dtype == (g * (1 - yd * yd)).dtype
+        assert got.tobytes() == (g * (1 - yd * yd)).tobytes()
+        return
+    y.backward(nbgrad.tensor(np.array(g)) if how != "expanded g" else
+               nbgrad.tensor(g[:1]).expand(*shape))
+    want = np.asarray(g * (1 - yd * yd))
+    got = a.grad.numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+    b = torch.tensor(x, requires_grad=True)
+    torch.tanh(b).backward(torch.tensor(np.array(g)))
+    tol = {"float16": 2e-3, "float32": 1e-6, "float64": 1e-15}[dtype]
+    np.testing.assert_allclose(got.astype(np.float64), b.grad.numpy().astype(np.float64),
+                               rtol=0, atol=tol)
+    again = np.asarray(g)
+    from nbgrad.ops.formulas import array_formulas
+    if yd.ndim:
+        first = array_formulas(yd).tanh_grad(again, yd)
+        assert first is not array_formulas(yd).tanh_grad(again, yd)
+        assert first.strides == want.strides

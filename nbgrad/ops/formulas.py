@@ -102,18 +102,6 @@ class ArrayFormulas:
             return b
         return self.m.ascontiguousarray(b)
 
-    def tanh_grad(self, g, y):
-        """tanh's gradient g (1 - y y) (PyTorch's tanh_backward), the same roundings, in one
-        fresh buffer: y y, then 1 - it and times g written over it (3 arrays made before).
-        Operands of two dtypes or layouts, or 0-d: the three arrays (numpy's result rules)."""
-        if g.dtype != y.dtype or g.strides != y.strides or not y.ndim:
-            return g * (1 - y * y)
-        m = self.m
-        t = m.multiply(y, y)
-        m.subtract(1, t, out=t)
-        m.multiply(t, g, out=t)
-        return t
-
     def filled(self, g, shape):
         """A 0-d gradient spread over `shape` (cheaper than broadcast_to for small shapes)."""
         out = self.m.empty(shape, g.dtype)
@@ -681,7 +669,6 @@ class TensorFormulas:
 for _name in ("exp", "log", "log1p", "erf", "erfinv", "reciprocal", "cos", "sin", "abs",
               "tanh"):  # t.exp(), ...
     setattr(TensorFormulas, _name, staticmethod(operator.methodcaller(_name)))
-TensorFormulas.tanh_grad = staticmethod(lambda g, y: g * (1 - y * y))
 TensorFormulas.sign = staticmethod(operator.methodcaller("sgn"))  # PyTorch's formulas: sgn
 # a.div(b, rounding_mode=mode): a step without a gradient (torch's is grad * 0), so never the
 # 0 * inf of floor(a / b)'s DivBackward0 at b = 0

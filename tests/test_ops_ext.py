@@ -251,6 +251,17 @@ ROWS = [
     Case("atan2_bcast", lambda T, a, b: a.atan2(b), (3, 1), ("away", (4,))),
     Case("hypot", lambda T, a, b: T.hypot(a, b), ("away", (3, 4)), ("away", (3, 4))),
     Case("erfinv", lambda T, a: T.erfinv((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("tan", lambda T, a: T.tan(a), (3, 4)),
+    Case("asinh", lambda T, a: a.asinh(), (3, 4)),
+    Case("arcsinh_alias", lambda T, a: T.arcsinh(a * 3), (3, 4)),
+    Case("acosh", lambda T, a: T.acosh(a + 0.6), ("pos", (3, 4))),
+    Case("atanh", lambda T, a: ((a - 1.25) * 1.2).atanh(), ("pos", (3, 4))),
+    Case("arctanh_alias", lambda T, a: T.arctanh((a - 1.25) * 1.2), ("pos", (3, 4))),
+    Case("sinc", lambda T, a: T.sinc(a * 2), (3, 4)),
+    Case("sinc_grid", lambda T, a: a.sinc(), ("grid", (3, 4), 0.15)),
+    Case("logit", lambda T, a: T.logit(a / 2.1), ("pos", (3, 4))),
+    Case("logit_eps", lambda T, a: (a / 2.1).logit(eps=0.3), ("pos", (3, 4))),
+    Case("logit_outside", lambda T, a: T.logit(a - 0.75), ("pos", (3, 4)), check=False),
     Case("floor", lambda T, a: T.floor(a * 3), (3, 4)),
     Case("ceil", lambda T, a: (a * 3).ceil(), (3, 4)),
     Case("trunc", lambda T, a: T.trunc(a * 3), (3, 4)),
@@ -555,7 +566,8 @@ def test_float32_forward_and_grad(case):
 
 IP_METHODS = ("sin_ cos_ log1p_ rsqrt_ reciprocal_ sign_ erf_ log10_ log2_ exp2_ expm1_ sinh_ "
               "cosh_ asin_ acos_ atan_ erfinv_ floor_ ceil_ trunc_ frac_ sgn_ square_ nan_to_num_ "
-              "arcsin_ fix_ absolute_ negative_ tril_ triu_").split()
+              "arcsin_ fix_ absolute_ negative_ tril_ triu_ tan_ asinh_ atanh_ arcsinh_ arctanh_ "
+              "sinc_ logit_").split()
 
 
 @pytest.mark.parametrize("name", IP_METHODS)
@@ -731,6 +743,17 @@ FUNCS = {
     "xlogy_zero": lambda T, x, r, s: T.xlogy(T.tensor([0.0, 0.0, 1.0]),
                                              T.tensor([0.0, float("nan"), 2.0])),
     "erfinv_edges": lambda T, x, r, s: T.erfinv(T.tensor([-1.0, 1.0, 0.0, 0.5, 1.5])),
+    "logit_edges": lambda T, x, r, s: T.logit(T.tensor([-0.5, 0.0, 0.25, 1.0, 1.5, 1e-30])),
+    "logit_eps_edges": lambda T, x, r, s: T.tensor([-0.5, 0.0, 0.1, 0.5, 1.0]).logit(0.2),
+    "logit_int": lambda T, x, r, s: T.logit(r),
+    "sinc_edges": lambda T, x, r, s: T.sinc(T.tensor([0.0, -0.0, 1e-30, 1.0, -2.5, 100.3])),
+    "atanh_edges": lambda T, x, r, s: T.atanh(T.tensor([-1.0, 1.0, 1.5, 0.999999])),
+    "acosh_edges": lambda T, x, r, s: T.acosh(T.tensor([0.5, 1.0, 1e30])),
+    "asinh_int": lambda T, x, r, s: T.asinh(r),
+    "asinh_inplace_backward": lambda T, x, r, s: T.autograd.grad(
+        (x.requires_grad_() * 1).asinh_().sum(), x),
+    "atanh_inplace_backward": lambda T, x, r, s: T.autograd.grad(
+        (x.requires_grad_() * 0.1).atanh_().sum(), x),
     "log2_int": lambda T, x, r, s: T.log2(r + 1),
     "atan2_int": lambda T, x, r, s: T.atan2(x, x * 2),
     "logaddexp_inf": lambda T, x, r, s: T.logaddexp(T.tensor([-float("inf"), 1.0]),

@@ -124,6 +124,11 @@ SPECIAL = {  # kind -> (how each floating input that requires grad is remade, se
     "inf": (_put(0, np.inf), False),
     "minus_inf": (_put(0, -np.inf), False),
     "nan": (_put(0, np.nan), False),
+    # magnitudes: an exp that overflows (e^800, float64) or a difference that cancels (every
+    # input 1e-9 times its drawn value: exp(x) - 1 for expm1 lost all digits there)
+    "large": (_put(0, 800.0), True),
+    "minus_large": (_put(0, -800.0), True),
+    "small": (lambda a: a * 1e-9, True),
 }
 
 # (program, kind) pairs where nbgrad differs from torch today, one a line in
@@ -408,8 +413,11 @@ def _second_by_differences(run, special, h=1e-6):
             out = []
             for j, leaf in enumerate(leaves):
                 d = np.zeros(tuple(leaf.shape))
+                flat = leaf.detach().reshape(-1).numpy()
+                top = np.abs(flat[np.isfinite(flat)]).max(initial=0.0)
+                ref = min(1.0, top) if top > 0 else 1.0  # (the small kind: a step to scale)
                 for k in range(d.size):
-                    step = h * max(1.0, abs(float(leaf.detach().reshape(-1)[k])))
+                    step = h * max(ref, abs(float(flat[k])))
                     d.flat[k] = (first_sum(j, k, step)[0] - first_sum(j, k, -step)[0]) / (2 * step)
                 out.append(d)
             return out

@@ -288,13 +288,14 @@ def _run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs, all
                         continue
                 else:
                     if hooks is not None and hooks.pre:
-                        new = _run_prehooks(node, gs, node._n_out > 1, create_graph)
+                        new, kept = _run_prehooks(node, gs, node._n_out > 1, create_graph)
                         if new is not gs:  # a hook's result: its own version, not a view
                             if bumps:
                                 bumps.pop(node, None)
                             vb = None
                         gs = new
-                        shared.add(node)  # (a hook may keep what it was given)
+                        if kept:  # (a hook kept what it was given: torch's use_count > 1)
+                            shared.add(node)
                     if captures is not None:
                         if not accumulate and type(node) is AccumulateGrad and \
                                 node.variable._hooks and (node, 0) in captures:
@@ -565,11 +566,16 @@ def _accumulate(buffers, node, nr, g):
 
 
 def _run_prehooks(node, gs, multi, create_graph):
+    """``(gradients, kept)``: the gradients after the node's pre-hooks, and whether a hook may
+    still hold them (a tensor hook or retain_grad, a Tensor a hook was given and kept: torch's
+    AccumulateGrad then copies instead of taking the buffer, its `use_count` test)."""
     gl = list(gs) if multi else [gs]
+    kept = False
     for nr, fn in list(node._site.pre):
         if nr is not None:   # a tensor hook on output nr (or retain_grad)
             if gl[nr] is not None:
                 gl[nr] = _run_tensor_hooks([fn], gl[nr])
+                kept = True
         else:
             wrapped = tuple(None if g is None else (g if isinstance(g, _tm.Tensor)
                                                     else _tm.Tensor._make_fresh(as_array(g)))
@@ -578,7 +584,11 @@ def _run_prehooks(node, gs, multi, create_graph):
             if r is not None:
                 _check_hook_result(fn, wrapped, r)
                 gl = [None if g is None else (g if create_graph else g._data) for g in r]
-    return gl if multi else gl[0]
+                r = None
+            # held by the tuple, the loop's name and getrefcount's argument: nothing else
+            kept = kept or sys.getrefcount(wrapped) > 2 or any(
+                w is not None and sys.getrefcount(w) > 3 for w in wrapped)
+    return (gl if multi else gl[0]), kept
 
 
 def _check_hook_result(fn, old, new):

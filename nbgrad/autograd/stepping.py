@@ -214,11 +214,12 @@ class BackwardWalk:
                 if type(hooks) is not _Rare:  # (a node's hooks: kept with its where)
                     hooks = None
                 if hooks is not None and hooks.pre:
-                    new = engine._run_prehooks(node, gs, node._n_out > 1, False)
+                    new, kept = engine._run_prehooks(node, gs, node._n_out > 1, False)
                     if new is not gs:  # a hook's result: its own version
                         self.bumps.pop(node, None)
                     gs = new
-                    self.shared.add(node)  # (a hook may keep what it was given)
+                    if kept:  # (a hook kept what it was given)
+                        self.shared.add(node)
                 if type(node) is AccumulateGrad:
                     owned = engine._ownership(node, gs, self.shared, [None])  # (gs held once)
                     node._backward(gs, False, owned, self.bumps.get(node, 0))

@@ -513,6 +513,23 @@ asin = arcsin = method(_unary_fn("asin", "Inverse sine"), "asin", "arcsin")
 acos = arccos = method(_unary_fn("acos", "Inverse cosine"), "acos", "arccos")
 atan = arctan = method(_unary_fn("atan", "Inverse tangent"), "atan", "arctan")
 erfinv = method(_unary_fn("erfinv", "Inverse error function"))
+tan = method(_unary_fn("tan", "Tangent"))
+asinh = arcsinh = method(_unary_fn("asinh", "Inverse hyperbolic sine"), "asinh", "arcsinh")
+acosh = arccosh = method(_unary_fn("acosh", "Inverse hyperbolic cosine"), "acosh", "arccosh")
+atanh = arctanh = method(_unary_fn("atanh", "Inverse hyperbolic tangent"), "atanh", "arctanh")
+sinc = method(_unary_fn("sinc", "sin(pi input) / (pi input), 1 at 0: the normalized sinc"))
+
+
+@method
+def logit(input, eps=None, *, out=None):
+    """log(p / (1 - p)) elementwise, p clamped to [eps, 1 - eps] when `eps` is given (torch.logit;
+    LogitBackward0: NaN gradient outside [0, 1] without eps, 0 outside the clamp with it).
+    Shape kept; integers become float."""
+    if out is not None:
+        return _out("logit", lambda: logit(input, eps), (input,), out)
+    if not isinstance(input, Tensor):
+        _check_tensor(input, "logit")
+    return apply(R["logit"], (input,), (None if eps is None else float(eps),))
 floor = method(_unary_fn("floor", "Round down (gradient zero)"))
 ceil = method(_unary_fn("ceil", "Round up (gradient zero)"))
 trunc = fix = method(_unary_fn("trunc", "Round toward zero (gradient zero)"), "trunc", "fix")

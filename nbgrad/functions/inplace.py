@@ -167,6 +167,17 @@ asin_ = method(_ip_unary("asin", "asin_"))
 acos_ = method(_ip_unary("acos", "acos_"))
 atan_ = method(_ip_unary("atan", "atan_"))
 erfinv_ = method(_ip_unary("erfinv", "erfinv_"))
+tan_ = method(_ip_unary("tan", "tan_"))
+asinh_ = method(_ip_unary("asinh_", "asinh_"))
+acosh_ = method(_ip_unary("acosh_", "acosh_"))
+atanh_ = method(_ip_unary("atanh_", "atanh_"))
+sinc_ = method(_ip_unary("sinc", "sinc_"))
+
+
+@method
+def logit_(self, eps=None):
+    """In-place logit (torch.Tensor.logit_); bumps _version by 1."""
+    return apply(R["logit"], (self,), (None if eps is None else float(eps),), inplace="logit_")
 floor_ = method(_ip_unary("floor", "floor_"))
 ceil_ = method(_ip_unary("ceil", "ceil_"))
 trunc_ = method(_ip_unary("trunc", "trunc_"))
@@ -175,6 +186,9 @@ sgn_ = method(_ip_unary("sgn", "sgn_"))
 arcsin_ = method(asin_, "arcsin_")
 arccos_ = method(acos_, "arccos_")
 arctan_ = method(atan_, "arctan_")
+arcsinh_ = method(asinh_, "arcsinh_")
+arccosh_ = method(acosh_, "arccosh_")
+arctanh_ = method(atanh_, "arctanh_")
 fix_ = method(trunc_, "fix_")
 
 

@@ -137,6 +137,8 @@ def _infer(shape, numel):
             if neg >= 0:
                 raise RuntimeError("only one dimension can be inferred")
             neg = i
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
         else:
             known *= s
     if neg >= 0:

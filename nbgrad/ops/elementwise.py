@@ -13,6 +13,7 @@ from .. import backend
 from ..naming import cpp, named
 from ..backend import get_array_module as _xp
 from .derivatives import _halved_at_ties, _in_range, _repeat_backward
+from .reductions import _refuse
 from .registry import ROWS, op
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x^2)
@@ -121,21 +122,17 @@ op("tanh", _ufunc(np.tanh), float_op=True,
    double=dict(node="TanhBackwardBackward0", g="again", saved={"output": "result"},
                result=lambda gg, g, result, xp: gg * (xp.mul_scalar(result, -2) * g)),
    self=lambda g, result: g * (1 - result * result))
-_HALF = {np.dtype(np.float32): np.array(0.5, np.float32),
-         np.dtype(np.float64): np.array(0.5, np.float64)}
-
-
 def _sigmoid(self):
-    """0.5 * tanh(0.5 * x) + 0.5; on a numpy float32/float64 array with one fresh buffer and a
-    0-d half of its dtype (numpy takes ~0.2 us longer per Python float; the same values, as
-    NEP 50 casts the float to the array's dtype first): 1.0 us against 1.8 on (2, 2)."""
-    h = _HALF.get(self.dtype) if type(self) is np.ndarray and self.ndim else None
-    if h is None:
-        return 0.5 * _xp(self).tanh(0.5 * self) + 0.5
-    t = self * h
-    np.tanh(t, out=t)
-    t *= h
-    t += h
+    """torch's kernel: 1 / (1 + exp(-x)), in one fresh buffer on a numpy array (exp(-x) = inf
+    below x ~ -88 in float32 gives 0, as torch's; 0.5 * tanh(0.5 * x) + 0.5 lost the relative
+    precision of every negative x: sigmoid(-15) 2.6% off in float32, 0 from -18 on)."""
+    xp = _xp(self)
+    if type(self) is not np.ndarray or not self.ndim:
+        return xp.reciprocal(xp.exp(-self) + self.dtype.type(1))
+    t = np.negative(self)
+    np.exp(t, out=t)
+    t += self.dtype.type(1)
+    np.reciprocal(t, out=t)
     return t
 
 
@@ -143,7 +140,7 @@ op("sigmoid", _sigmoid, float_op=True,
    double=dict(node="SigmoidBackwardBackward0", g="again", saved={"output": "result"},
                result=lambda gg, g, result, xp: gg * g * xp.add_scalar(
                    xp.mul_scalar(result, -2), 1)),
-   self=lambda g, result: g * result * (1 - result))
+   self=lambda g, result: g * (1 - result) * result)  # (torch's sigmoid_backward, its order)
 # relu's gradient is PyTorch's threshold_backward(grad, result, 0): its gradient is itself again
 # (and zeros for `result`)
 op("relu", lambda self: _xp(self).maximum(self, self.dtype.type(0)),  # (a typed 0: 1.5x faster)
@@ -234,6 +231,47 @@ op("acos", _ufunc(np.arccos), float_op=True,
    self=lambda g, self, xp: g * -xp.rsqrt(xp.add_scalar(-self * self, 1)))
 op("atan", _ufunc(np.arctan), float_op=True,
    self=lambda g, self, xp: g / xp.add_scalar(self * self, 1))
+# torch's derivatives.yaml: the powers as pow(2), so the recorded second order is its graph
+op("tan", _ufunc(np.tan), float_op=True,
+   self=lambda g, result, xp: g * xp.add_scalar(result ** 2, 1))
+op("asinh", _ufunc(np.arcsinh), float_op=True,
+   self=lambda g, self, xp: g * xp.rsqrt(xp.add_scalar(self ** 2, 1)))
+op("acosh", _ufunc(np.arccosh), float_op=True,  # (torch's real case: self * self, one rsqrt)
+   self=lambda g, self, xp: g * xp.rsqrt(self * self - 1))
+op("atanh", _ufunc(np.arctanh), float_op=True,
+   self=lambda g, self, xp: g / (1 - self ** 2))
+op("sinc", lambda self: _xp(self).sinc(self), float_op=True,
+   self=lambda g, self, xp: _sinc_grad(g, self, xp))
+op("logit", lambda self, eps: _logit(self, eps), float_op=True,
+   self=lambda g, self, eps, xp: _logit_grad(g, self, eps, xp))
+
+
+def _sinc_grad(g, self, xp):
+    """torch's sinc_backward: g (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 where pi x^2 is."""
+    sp = xp.mul_scalar(self, math.pi)
+    ssp = xp.mul_scalar(self * self, math.pi)
+    return xp.where(ssp == 0, 0, g * (sp * xp.cos(sp) - xp.sin(sp)) / ssp)
+
+
+def _logit(x, eps):
+    """torch's logit kernel: log(x / (1 - x)), x first clamped to [eps, 1 - eps] when given."""
+    if eps is not None:
+        x = _xp(x).clip(x, eps, 1 - eps)
+    return _xp(x).log(x / (1 - x))
+
+
+def _logit_grad(g, x, eps, xp):
+    """torch's logit_backward: g / (x (1 - x)) on [eps, 1 - eps] (on [0, 1] without eps), 0
+    outside it with eps, NaN without."""
+    lo, hi, fill = (0.0, 1.0, math.nan) if eps is None else (eps, 1 - eps, 0)
+    return xp.where((x < lo) | (x > hi), fill, g / (x * (1 - x)))
+
+
+for _name in ("asinh", "acosh", "atanh"):  # torch's in-place forms record a node that refuses
+    op(_name + "_", ROWS[_name].fwd, float_op=True, node=_name.capitalize() + "Backward1",
+       self=_refuse(f"inplace version of {_name}"))
+
+
 op("erfinv", lambda self: backend.erfinv(self), float_op=True,
    self=lambda g, self, xp: g * _SQRT_PI_OVER_2 * xp.exp(xp.erfinv(self) ** 2))  # saves self
 op("atan2", lambda self, other: _xp(self).arctan2(self, other), broadcast=True,

@@ -40,7 +40,7 @@ _FAST_VIEW = not GENERAL_PATH
 
 __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
            "max_pool2d_indices", "pool_out_size", "lstm_layer_forward", "lstm_layer_backward",
-           "erf_float32"]
+           "erf_float32", "gelu_float32"]
 
 
 def _pair(v):
@@ -490,11 +490,15 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
     both = m.empty((2, batch, hidden), dt)
     ways = both.reshape(2, batch * hidden)
     add = m.full((2,), 1 / d, dt)  # (i g + f c: one rounding, as a sum)
+    # the scalars typed as the arrays (a Python number costs numpy a promotion per call) and
+    # each slot's views made once: (gates, the three sigmoid gates, i and f, g and the cell
+    # state, o, the cell state and it flat) -- two slots without ``keep``, T + 1 with it
+    one, half = dt.type(1), dt.type(0.5)
+    views = [(s[:4], s[:3], s[:2], s[3:], s[2], s[4], f) for s, f in zip(cells, flat)]
     b = first  # (the slot of the last cell state)
     for k, t in enumerate(range(n - 1, -1, -1) if reverse else range(n)):
         a, b = (t + r, t + 1 - r) if keep else (k & 1, ~k & 1)  # the slots it reads, writes
-        s = cells[a]
-        g4 = s[:4]
+        g4, sig, i_f, g_c, o = views[a][:5]
         if k:
             m.matmul(hd[t - 1 + 2 * r], wh, out=g4)
         else:
@@ -503,17 +507,17 @@ def lstm_layer_forward(x, w_ih, w_hh, b_ih, b_hh, h, c, reverse, keep=True):
                 g4 *= d
         g4 += proj[t]
         m.tanh(g4, out=g4)
-        sig = s[:3]
         if keep:
-            sig *= 0.5
-            sig += 0.5
+            sig *= half
+            sig += half
         else:
-            sig += 1
-        m.multiply(s[:2], s[3:], out=both)  # d i g, d f c
-        m.matmul(add, ways, out=flat[b])  # c
+            sig += one
+        m.multiply(i_f, g_c, out=both)  # d i g, d f c
+        c_next, c_flat = views[b][5:]
+        m.matmul(add, ways, out=c_flat)  # c
         tc = tanh_c[t if keep else 0]
-        m.tanh(cells[b, 4], out=tc)
-        m.multiply(s[2], tc, out=hd[t])  # d o tanh(c)
+        m.tanh(c_next, out=tc)
+        m.multiply(o, tc, out=hd[t])  # d o tanh(c)
     out = hd if d == 1 else m.multiply(hd, 1 / d)
     states = (out, out[0 if reverse else n - 1].copy() if n else h.copy(), cells[b, 4].copy())
     if not keep:
@@ -602,17 +606,36 @@ def _erf_coefs(scale):
     return c
 
 
+def _erf_tanh_arg(x, c):
+    """(x^2, x S(x^2)) of a float32 array, S's coefficients `c`: two new arrays (or numpy
+    scalars for a 0-d `x`); the first is scratch the caller may write into."""
+    u = _xp(x).square(x)  # (the same bits as x * x)
+    p = u * c[6]
+    for k in c[5:0:-1]:
+        p += k
+        p *= u
+    p += c[0]
+    p *= x
+    return u, p
+
+
 def erf_float32(x, scale=1.0):
     """erf(scale * x) of a float32 array (NaN stays NaN, +-inf gives +-1), as a new float32
     array; the scale rides in the coefficients (GELU's erf(x / sqrt 2) takes no pass for it)."""
-    c = _erf_coefs(scale)
     with np.errstate(over="ignore"):  # x^2 and x S(x^2) overflow to inf for |x| > ~1e6: tanh 1
-        u = x * x
-        p = u * c[6]
-        for k in c[5:0:-1]:
-            p += k
-            p *= u
-        p += c[0]
-        p *= x
+        p = _erf_tanh_arg(x, _erf_coefs(scale))[1]
         m = _xp(x)
         return m.tanh(p, out=p) if p.ndim else m.tanh(p)  # (0-d: numpy gives scalars)
+
+
+def gelu_float32(x, scale):
+    """(x cdf, cdf), cdf = 0.5 (1 + erf(scale * x)), of a float32 array of at least one dim:
+    GELU's steps (activations._gelu_forward's) with erf_float32's, bit for bit; the product
+    goes into the x^2 scratch array, so two arrays are made instead of three."""
+    with np.errstate(over="ignore"):  # (as erf_float32)
+        u, cdf = _erf_tanh_arg(x, _erf_coefs(scale))
+        m = _xp(x)
+        m.tanh(cdf, out=cdf)
+        cdf += 1
+        cdf *= 0.5
+        return m.multiply(x, cdf, out=u), cdf

@@ -443,8 +443,33 @@ op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
 op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
    self=lambda g, self, dim, result1, xp: _at_indices(g[0], tuple(self.shape), dim, result1,
                                                       True, xp, add=True), grad_version=2)
+def _logcumsumexp(x, dim):
+    """logcumsumexp of an array (numpy's logaddexp accumulated) or of a Tensor (the op: under
+    create_graph the backward below is recorded through it, as torch's)."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "logcumsumexp"):
+        return _xp(x).logaddexp.accumulate(x, axis=dim)
+    return x.logcumsumexp(dim)
+
+
+def _logcumsumexp_grad(g, self, result, dim, xp):
+    """torch's logcumsumexp_backward, in log space (TensorFlow's): the incoming gradient split
+    into its positive and negative parts (a NaN is in neither), each summed from the end as
+    exp(logcumsumexp(log|g| - result) + self), so no exp over- or underflows where the result
+    is finite (exp(self) * sum(g * exp(-result)) gave inf/NaN from |x| ~ 89 in float32)."""
+    if g.ndim == 0 or g.shape[dim] == 0 or 0 in g.shape:
+        return g
+    lowest = float(np.finfo(xp.dtype(g)).min)  # (torch's: the lowest number, not -inf)
+    log_abs = xp.log(xp.abs(g))
+
+    def part(mask):
+        x = xp.where(mask, log_abs, lowest) - result
+        back = xp.flip(_logcumsumexp(xp.flip(x, (dim,)), dim), (dim,))
+        return xp.exp(back + self)
+    return part(g > 0) - part(g < 0)
+
+
 op("logcumsumexp", lambda self, dim: _xp(self).logaddexp.accumulate(self, axis=dim), float_op=True,
-   self=lambda g, self, result, dim, xp: xp.exp(self) * _revcumsum(g * xp.exp(-result), dim, xp))
+   self=lambda g, self, result, dim, xp: _logcumsumexp_grad(g, self, result, dim, xp))
 
 
 # ---- results without a derivative: PyTorch records a node that refuses backward ----------------

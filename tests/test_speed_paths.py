@@ -799,7 +799,8 @@ def _chain_case(lib, kind):
 def _stale_case(lib, where):
     x = lib.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
     y = (x * 2.0).tanh() if where == "output" else x * 2.0
-    z = y.exp() if where == "output" else y * x  # (exp saves its output; mul its input y)
+    # (exp saves its output; mul its input y, as self or as other: record's two-input saver)
+    z = y.exp() if where == "output" else y * x if where == "input" else x * y
     y.add_(1.0)  # (output: tanh's result, saved by TanhBackward0)
     z.sum().backward()
     return [x.grad]
@@ -820,7 +821,7 @@ def test_issue_chain_written_out_steps_like_torch(kind):
     assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
 
 
-@pytest.mark.parametrize("where", ["output", "input"])
+@pytest.mark.parametrize("where", ["output", "input", "other"])
 def test_issue_chain_stale_saved_tensor_like_torch(where):
     """A saved output (tanh's result, unpacked by the written-out step) or input (mul's self)
     modified in place after it was saved: torch's error, from the first backward."""

@@ -54,18 +54,22 @@ def _view_of(x, out, creation=DEFAULT, creator=None):
     """A tensor viewing `x`'s storage through the array `out`."""
     r = _new(Tensor)
     r._data = out
-    r._storage_or_nbytes = x._storage
+    r._storage_or_nbytes = st = x._storage  # (a property: read once)
     r._grad_fn = None
     r._output_nr = 0
     r._requires_grad = False
     r._grad = r._extra = None
+    if st.inference and not x._requires_grad:
+        # torch: a view of an inference tensor is no view (`_base` None, `_is_view()` False;
+        # no version counter to keep): the storage shared, nothing else to remember
+        r._view = None
+        return r
     xv = x._view
     if xv is not None and creation == DEFAULT and xv.creation != DEFAULT:
         creation = xv.creation  # a view of a no_grad or multi-output view inherits it (torch)
     base = xv.base if xv is not None else x
-    r._view = _ViewMeta(base, x._storage.version, creation, creator)
+    r._view = _ViewMeta(base, st.version, creation, creator)
     if not base._requires_grad:  # it may come to require grad: remember the view (wake_views)
-        st = x._storage
         vs = st._views
         if vs is None:
             st._views = [weakref.ref(r)]

@@ -30,10 +30,14 @@ def _t(x, like=None):
 def _filled_like(value, like):
     """`value` (a number or array-like) as a tensor of `like`'s dtype, on `like`'s device (an
     int out of an integer dtype's range wraps, as in torch)."""
+    return Tensor._make_fresh(_filled_array(value, like))
+
+
+def _filled_array(value, like):
+    """`_filled_like`'s array alone (what a row takes as an argument)."""
     if type(value) is int:
         value = dtypes.as_dtype(value, like._data.dtype)
-    return Tensor._make_fresh(backend.get_array_module(like._data).asarray(value,
-                                                                             like._data.dtype))
+    return backend.get_array_module(like._data).asarray(value, like._data.dtype)
 
 
 def _check_tensor(x, fname, arg="input", position=1):

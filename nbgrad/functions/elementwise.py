@@ -12,7 +12,7 @@ from ..autograd.record import _arr, index_arg
 from ..ops import ROWS as R
 from ..tensor import Tensor
 from .registry import method
-from .args import _broadcast_batch, _check_tensor, _filled_like, _out, _t
+from .args import _broadcast_batch, _check_tensor, _filled_array, _filled_like, _out, _t
 from .views import to_dtype
 from .comparison import nonzero
 
@@ -496,10 +496,10 @@ def masked_fill(input, mask, value):
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value._data.ndim} dimension(s).")
         return apply(R["masked_fill"], (input, value), (m,))
-    s = input._data.shape
-    if m.shape != s and _broadcast_batch(m.shape, s) != s:  # (torch's text when incompatible)
-        raise _broadcast_error(s, m.shape)
-    return apply(R["masked_fill_scalar"], (input,), (_filled_like(value, input)._data, m))
+    s, ms = input._data.shape, m.shape
+    if ms != s and ms != s[len(s) - len(ms):] and _broadcast_batch(ms, s) != s:
+        raise _broadcast_error(s, m.shape)  # (torch's text when incompatible)
+    return apply(R["masked_fill_scalar"], (input,), (_filled_array(value, input), m))
 
 
 # ---- logarithms, hyperbolics, inverse trigonometry, rounding; two-argument math -----------------

@@ -45,16 +45,27 @@ def matmul(input, other, *, out=None):
             finally:
                 _loud(token)
         return apply(_MM, (input, other))
+    if out is None and a.ndim == 3 and b.ndim == 3 and not GENERAL_PATH and \
+            type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is b.dtype and \
+            a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1] and not (
+                _GRAD.enabled and (input._requires_grad or other._requires_grad)):
+        # attention's q @ k^T and w @ v with nothing to record: the checks below pass, and
+        # `_matmul` gives `_bmm_folded`'s bmm (the operands as they are, one batch dim the
+        # same) in a fresh tensor, unsafe_view'd to its own shape (NBGRAD_GENERAL_PATH=1: it)
+        return _fresh(_BMM.fwd(a, b))
     if out is not None:
         return _out("matmul", lambda: matmul(input, other), (input, other), out)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
-    if a.dtype != b.dtype:
+    if a.dtype != b.dtype:  # (the text of the kernel torch's matmul dispatches to)
         if a.ndim == 1 and b.ndim == 1:
             _dot_dtypes(input, other)
-        if a.ndim == 2 and b.ndim == 1:
+        if b.ndim == 1:  # (a 2-d or folded batch: mv)
             _mv_dtypes(input, other)
+        if b.ndim >= 3:  # (bmm)
+            raise RuntimeError(f"expected scalar type {scalar_name(input)} but found "
+                               f"{scalar_name(other)}")
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{c_name(input)} != {c_name(other)}")
     if type(a) is not type(b):

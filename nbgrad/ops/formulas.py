@@ -25,7 +25,7 @@ from ..autograd.record import positions
 from ..tensor import Tensor, fresh_zeros
 from . import kernels
 from .derivatives import (_along, _array_roll, _array_scatter, _array_zero_along, _expand_grad,
-                          _raw, _scatter_reduce_prod)
+                          _raw, _scatter_reduce_prod, wide_scan)
 
 
 # The op table, name -> Row: registry.py's ROWS, filled by its `op` (the dict lives here so that
@@ -385,10 +385,6 @@ class TensorFormulas:
     @staticmethod
     def flip(x, dims):
         return x.flip(dims)
-
-    @staticmethod
-    def cumsum(x, axis):
-        return x.cumsum(axis)
 
     @staticmethod
     def expand_dims(x, dim):
@@ -777,7 +773,10 @@ _PAIRS = {
     "inv": (lambda self, x: self.m.linalg.inv(x), lambda x: x.inverse()),
     "solve": (lambda self, a, b: _array_solve(self.m, a, b),  # (recorded: LinalgSolveExBackward0)
               lambda a, b: _apply(ROWS["linalg_solve"], (a, b))),
-    "cumprod": (lambda self, x, dim: self.m.cumprod(x, axis=dim), lambda x, dim: x.cumprod(dim)),
+    "cumprod": (lambda self, x, dim: wide_scan(self.m.cumprod, x, dim),  # (torch's accumulate
+                lambda x, dim: x.cumprod(dim)),                           # type: double)
+    "cumsum": (lambda self, x, axis: wide_scan(self.m.cumsum, x, axis),
+               lambda x, axis: x.cumsum(axis)),
     "roll": (lambda self, x, shifts, dims: _array_roll(self.m, x, shifts, dims),
              lambda x, shifts, dims: x.roll(shifts, dims)),
     "cross": (lambda self, a, b, dim: self.m.cross(a, b, axis=dim),

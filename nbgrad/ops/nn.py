@@ -335,8 +335,10 @@ def _softmax(a, dim):
     if at is not None:
         at -= np.maximum.reduce(at, 0)
         np.exp(at, out=at)
-        at /= np.add.reduce(at, 0)
-        return np.ascontiguousarray(at.T).reshape(a.shape)
+        # divided straight into the output's C-contiguous rows: no copy back
+        out = np.empty(a.shape, a.dtype)
+        np.divide(at, np.add.reduce(at, 0), out=out.reshape(-1, at.shape[0]).T)
+        return out
     e = _xp(a).exp(a - a.max(axis=dim, keepdims=True))
     e /= _sum_keep(e, dim)
     return e

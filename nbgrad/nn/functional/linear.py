@@ -7,6 +7,7 @@ from nbgrad import functions
 from nbgrad.functions.args import c_name, check_same_dtype, scalar_name
 from nbgrad.autograd import fused
 from nbgrad.autograd.apply import apply
+from nbgrad.autograd.views import _apply_view
 from nbgrad.autograd.grad_mode import STATE as _GRAD
 from nbgrad.ops import ROWS
 from nbgrad.ops.formulas import NUMPY
@@ -49,7 +50,8 @@ def linear(input, weight, bias=None):
                     x.shape[:-1] + w.shape[:1]))
             out = Tensor._make_fresh(_ADDMM.fwd(bias._data, _VIEW.fwd(
                 x, (x.size // x.shape[-1], x.shape[-1])), _T.fwd(w), 1, 1))
-            return apply(ROWS["view"], (out,), (x.shape[:-1] + w.shape[:1],))  # (torch's _base)
+            # viewed back (torch's _base): the view row's own application, `apply`'s first step
+            return _apply_view(_VIEW, out, (x.shape[:-1] + w.shape[:1],))
         fuse = type(x) is np.ndarray and fused.usable()
         if bias is None:
             return _linear_fused(input, weight) if fuse and x.ndim > 2 else \

@@ -43,7 +43,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             f"types: Long, Int; but got {type_name_of(input)} instead (while checking arguments "
             "for embedding)")
     num = weight._data.shape[0]
-    if ids.size and (ids.min() < 0 or ids.max() >= num):
+    if ids.size and (_out_of_range(ids, num) if type(ids) is np.ndarray else
+                     ids.min() < 0 or ids.max() >= num):
         bad = ids[(ids < 0) | (ids >= num)].flat[0]
         raise IndexError(f"index out of range in self (index {int(bad)}, num_embeddings {num})")
     if padding_idx is not None and padding_idx < 0:
@@ -53,6 +54,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     # sparse: weight's gradient is a sparse COO tensor (nbgrad.sparse_coo), as torch's
     return apply(ROWS["embedding_sparse" if sparse else "embedding"], (weight,),
                  (ids, -1 if padding_idx is None else padding_idx))
+
+
+def _out_of_range(ids, num):
+    """Whether an index of the numpy array `ids` is < 0 or >= `num`: numpy's min and max
+    reductions without ndarray.min / max's Python wrappers (a device array takes its methods)."""
+    return _MIN(ids, None) < 0 or _MAX(ids, None) >= num
+
+
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 
 
 def _sparse_on_cpu(weight):

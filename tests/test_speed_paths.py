@@ -844,3 +844,27 @@ def test_array_formulas_read_numpy_without_getattr():
             assert name not in vars(ns) and getattr(ns, name) == helper.__get__(ns), name
     x = np.array([np.nan, -2.0, 0.0])
     assert ns.sign(x).tolist() == [0.0, -1.0, 0.0]  # torch's sgn (numpy's sign: NaN)
+
+
+@pytest.mark.parametrize("rows", ["non-negative", "negative", "mixed", "one negative"])
+@pytest.mark.parametrize("width", [(10,), (1,), (3, 2)])
+def test_lookup_gradient_wraps_negative_rows_like_torch(rows, width):
+    """C[X]'s gradient (`_add_rows`: bincount over row * width + column; rows counted from the
+    end are wrapped only when bincount refuses a negative position): against np.add.at summed
+    in float64 (the same once-rounded sums: equal bits) and against torch to rounding; 96
+    indices with repeats, so the bincount path runs."""
+    n = 27
+    x = {"non-negative": R.integers(0, n, (32, 3)), "negative": R.integers(-n, 0, (32, 3)),
+         "mixed": R.integers(-n, n, (32, 3)), "one negative": R.integers(0, n, (32, 3))}[rows]
+    if rows == "one negative":
+        x[5, 1] = -1
+    c = R.standard_normal((n,) + width).astype(np.float32)
+    g = R.standard_normal(x.shape + width).astype(np.float32)
+    a = nbgrad.tensor(c, requires_grad=True)
+    a[nbgrad.tensor(x)].backward(nbgrad.tensor(g))
+    want = np.zeros((n,) + width)
+    np.add.at(want, x, g.astype(np.float64))
+    assert a.grad.numpy().tobytes() == want.astype(np.float32).tobytes()
+    b = torch.tensor(c, requires_grad=True)
+    b[torch.tensor(x)].backward(torch.tensor(g))
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)

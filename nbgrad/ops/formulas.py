@@ -304,13 +304,19 @@ class ArrayFormulas:
 def _add_rows(g, shape, rows):
     """zeros(shape) with g's rows added at `rows` (an int array indexing dim 0: embedding and
     ``C[X]`` lookups): one bincount over the flat positions ``row * D + column``, which sums in
-    float64; np.add.at, the general scatter, pays per index row: 2x slower from ~32 rows on."""
+    float64; np.add.at, the general scatter, pays per index row: 2x slower from ~32 rows on.
+    Negative rows (from the end) are wrapped only when bincount refuses a position."""
     n, d = shape[0], math.prod(shape[1:])
-    flat = rows.reshape(-1) % n if n else rows.reshape(-1)  # negative indices count from the end
-    if d != 1:
-        flat = (flat[:, None] * d + np.arange(d)).reshape(-1)
-    out = np.bincount(flat, weights=g.reshape(-1), minlength=n * d)
-    return out.astype(g.dtype, copy=False).reshape(shape)
+    flat = rows.reshape(-1)
+    for wrap in (False, True):
+        pos = flat % n if wrap else flat
+        pos = pos if d == 1 else (pos[:, None] * d + np.arange(d)).reshape(-1)
+        try:
+            out = np.bincount(pos, weights=g.reshape(-1), minlength=n * d)
+            return out.astype(g.dtype, copy=False).reshape(shape)
+        except ValueError:  # a negative position: a row counted from the end
+            if wrap or not n:
+                raise
 
 
 class _ArrayFormulasOnUse(ArrayFormulas):

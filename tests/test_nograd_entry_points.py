@@ -173,9 +173,10 @@ def test_views_of_inference_tensors_like_torch(name, where):
 # matmul of two dtypes: the text of the kernel torch dispatches to (dot, addmv for a vector on
 # the right, mm for a matrix on the right, bmm for a batch on the right), with and without grad
 @pytest.mark.parametrize("mode", ["no_grad", "enable_grad"])
-@pytest.mark.parametrize("shapes", [((2, 3, 3), (2, 3, 2)), ((3, 3), (2, 3, 2)), ((2, 3, 3), (3, 2)),
-                                    ((3,), (2, 3, 2)), ((2, 3, 3), (3,)), ((3,), (3,)),
-                                    ((3, 3), (3,)), ((3,), (3, 2)), ((1, 2, 3, 3), (2, 3, 2))])
+@pytest.mark.parametrize("shapes", [((2, 3, 3), (2, 3, 2)), ((3, 3), (2, 3, 2)),
+                                    ((2, 3, 3), (3, 2)), ((3,), (2, 3, 2)), ((2, 3, 3), (3,)),
+                                    ((3,), (3,)), ((3, 3), (3,)), ((3,), (3, 2)),
+                                    ((1, 2, 3, 3), (2, 3, 2))])
 @pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32"),
                                     ("float32", "int64")])
 def test_matmul_dtype_error_texts_like_torch(shapes, dtypes, mode):

@@ -530,6 +530,8 @@ def logit(input, eps=None, *, out=None):
     if not isinstance(input, Tensor):
         _check_tensor(input, "logit")
     return apply(R["logit"], (input,), (None if eps is None else float(eps),))
+
+
 floor = method(_unary_fn("floor", "Round down (gradient zero)"))
 ceil = method(_unary_fn("ceil", "Round up (gradient zero)"))
 trunc = fix = method(_unary_fn("trunc", "Round toward zero (gradient zero)"), "trunc", "fix")

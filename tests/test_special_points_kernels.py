@@ -530,3 +530,14 @@ def test_float32_scans_bit_for_bit_like_torch(name, dim):
         assert np.array_equal(gg, gw)
     else:
         np.testing.assert_allclose(gg, gw, rtol=1e-5, atol=1e-5 * np.abs(gw).max())
+
+
+# float16: torch accumulates in float (not double) there; values bit for bit
+@pytest.mark.parametrize("op", ["var", "std", "var_mean", "cumsum", "logcumsumexp"])
+def test_float16_moments_and_scans_bit_for_bit_like_torch(op):
+    x0 = (np.random.default_rng(6).standard_normal((50, 400)) * 3 + 1).astype(np.float16)
+    seen = []
+    for T in (torch, nbgrad):
+        r = getattr(T, op)(T.tensor(x0), 1)
+        seen.append((r[0] if isinstance(r, tuple) else r).numpy())
+    assert seen[1].dtype == seen[0].dtype and np.array_equal(seen[1], seen[0])

@@ -344,10 +344,16 @@ def _group_norm_nonfinite_weight_grad(g, x, num_groups, rstd):
         return (((g3 * x3).sum(axis=2) - g3.sum(axis=2) * mean_c) * rstd_c).sum(axis=0)
 
 
+# torch's CPU accumulate type of a floating dtype, which its var/std and scans run in: double for
+# float32, float for float16 (float64 is its own)
+ACC_TYPES = {np.dtype(np.float32): np.dtype(np.float64), np.dtype(np.float16): np.dtype(np.float32)}
+
+
 def wide_scan(f, x, axis):
     """``f(x, axis=axis)`` (a cumulative sum, product or logaddexp) of a float32/float16 array
-    accumulated in double and rounded once, as torch's CPU scans run in their accumulate type:
-    bit for bit torch's cumsum, cumprod and logcumsumexp (float32 accumulation matched 13-22%)."""
-    if x.dtype.kind == "f" and x.dtype.itemsize < 8:
-        return f(x, axis=axis, dtype=np.float64).astype(x.dtype, copy=False)
+    accumulated in torch's accumulate type and rounded once, as torch's CPU scans: bit for bit
+    torch's cumsum, cumprod and logcumsumexp (float32 accumulation matched 13-22%)."""
+    acc = ACC_TYPES.get(x.dtype)
+    if acc is not None:
+        return f(x, axis=axis, dtype=acc).astype(x.dtype, copy=False)
     return f(x, axis=axis)

@@ -14,7 +14,7 @@ from . import selection
 from ..backend import get_array_module as _xp
 from .derivatives import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                           _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
-                          _var_grad, wide_scan)
+                          _var_grad, ACC_TYPES, wide_scan)
 from .registry import op
 
 op("sum", _sum_all,
@@ -55,13 +55,14 @@ op("amin", lambda self, dim, keepdim: _xp(self).min(self, axis=dim, keepdims=kee
    self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
 def _moment(x, dim, correction, keepdim, root=False):
     """var (std when `root`) as torch's CPU kernel gives it: a float32/float16 input accumulated
-    in double (torch's Welford runs in its accumulate type), so numpy's in float64 rounded once to
-    the input's dtype: bit for bit torch's on 812 of 812 rows measured (numpy's own float32
+    in torch's accumulate type (its Welford runs in it: double, float), rounded once to the
+    input's dtype: bit for bit torch's on 812 of 812 rows measured (numpy's own float32
     accumulation: 449), and finite where x * x overflows float32 (|x| > ~1.8e19)."""
     f = x.std if root else x.var
-    if x.dtype.kind == "f" and x.dtype.itemsize < 8:
-        return f(axis=dim, ddof=correction, keepdims=keepdim, dtype=np.float64).astype(
-            x.dtype, copy=False)
+    acc = ACC_TYPES.get(x.dtype)  # (float16's: float, as torch's)
+    if acc is not None:
+        return f(axis=dim, ddof=correction, keepdims=keepdim, dtype=acc).astype(x.dtype,
+                                                                                copy=False)
     return f(axis=dim, ddof=correction, keepdims=keepdim)
 
 

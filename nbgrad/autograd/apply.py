@@ -104,13 +104,8 @@ def apply(row, inputs, args=(), inplace=None):
                                 out.dtype or b._data.dtype is not out.dtype:
                             meta = _meta_for(inputs, out)
                         where = _cached_site_at(_getframe(2)) if _PROV[0] else None
-                        # (record._edge's first case, an input an op made, written out)
-                        fa = a._grad_fn if ra and a._view is None and _FAST else None
-                        fb = b._grad_fn if rb and b._view is None and _FAST else None
                         _record(row, (r,), inputs, args, ra | (rb << 1), meta,
-                                ((fa, a._output_nr) if fa is not None else
-                                 _edge(a, where) if ra else _NONE_EDGE,
-                                 (fb, b._output_nr) if fb is not None else
+                                (_edge(a, where) if ra else _NONE_EDGE,
                                  _edge(b, where) if rb else _NONE_EDGE), None, None, where)
                 return r
             tb = type(b)

@@ -9,7 +9,6 @@ import weakref
 import numpy as np
 
 from ..tensor import Tensor, strides_of
-from ..storage import Storage as _Storage
 from ..naming import node_class
 from .graph import Ctx as _Ctx
 from .graph import (_INFERENCE_SAVE, _SAVED_HOOKS, _SUFFIX, HERE, Node, SavedTensor, saved_arg)
@@ -162,22 +161,9 @@ def _saved_tensor(name, t, is_output=False):
     """`SavedTensor(name, t, is_output)` as the savers below make it: they serve only while no
     saved_tensors_hooks are set, so the constructor's hook branch is left out, and so is
     type.__call__ (a recorded op saves one or two; NBGRAD_GENERAL_PATH=1: the constructor)."""
-    st = t._storage_or_nbytes
-    if type(st) is int and st >= 0:
-        # an op's fresh output saved (tanh's, exp's result): its Storage made now, as the
-        # property Tensor._storage makes it with Storage.adopt, written out (two calls less)
-        n = st
-        st = _new(_Storage)
-        st._root = t._data
-        st.version = 0
-        st._bumps = st._ptr = st._views = None
-        st._counted = n
-        t._storage_or_nbytes = st
-    else:
-        if type(st) is int:
-            st = t._storage
-        if st.inference:
-            raise RuntimeError(_INFERENCE_SAVE)
+    st = t._storage
+    if st.inference:
+        raise RuntimeError(_INFERENCE_SAVE)
     s = _new(SavedTensor)
     s.name = name
     s._data = t._data
@@ -237,17 +223,6 @@ def _saver(row, mask):
                 saved[j] = _kept(args[k], name) if kind == SAVED_ARG else \
                     tuple(src[k]._data.shape) if kind == SAVED_SHAPE else strides_of(src[k]._data)
             return tuple(saved)
-    elif len(plan) == 2 and n == 2 and plan[0][1] == plan[1][1] == SAVED_INPUT:
-        # both inputs (y * x's `other` and `self`): the loop below, written out
-        (j0, _, k0, n0), (j1, _, k1, n1) = plan
-        flip = j0 == 1
-
-        def save(row, src, args, outs, ctx):
-            a = src[k0]
-            b = src[k1]
-            a = _ST(n0, a) if isinstance(a, Tensor) else a
-            b = _ST(n1, b) if isinstance(b, Tensor) else b
-            return (b, a) if flip else (a, b)
     elif all(p[1] in (SAVED_INPUT, SAVED_STRIDES) for p in plan):  # inputs and strides (mm's)
         spec = tuple(plan)
 

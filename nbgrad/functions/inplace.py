@@ -178,6 +178,8 @@ sinc_ = method(_ip_unary("sinc", "sinc_"))
 def logit_(self, eps=None):
     """In-place logit (torch.Tensor.logit_); bumps _version by 1."""
     return apply(R["logit"], (self,), (None if eps is None else float(eps),), inplace="logit_")
+
+
 floor_ = method(_ip_unary("floor", "floor_"))
 ceil_ = method(_ip_unary("ceil", "ceil_"))
 trunc_ = method(_ip_unary("trunc", "trunc_"))

@@ -122,6 +122,8 @@ op("tanh", _ufunc(np.tanh), float_op=True,
    double=dict(node="TanhBackwardBackward0", g="again", saved={"output": "result"},
                result=lambda gg, g, result, xp: gg * (xp.mul_scalar(result, -2) * g)),
    self=lambda g, result: g * (1 - result * result))
+
+
 def _sigmoid(self):
     """torch's kernel: 1 / (1 + exp(-x)), in one fresh buffer on a numpy array (exp(-x) = inf
     below x ~ -88 in float32 gives 0, as torch's; 0.5 * tanh(0.5 * x) + 0.5 lost the relative

@@ -12,6 +12,7 @@ import numpy as np
 from .. import backend
 from . import selection
 from ..backend import get_array_module as _xp
+from ..tensor import Tensor
 from .derivatives import (_amax_grad, _count, _evenly, _expand_grad, _logsumexp_grad,
                           _norm_backward, _prod_backward, _select_grad, _std_grad, _sum_all,
                           _var_grad, ACC_TYPES, wide_scan)
@@ -53,6 +54,8 @@ op("amax", lambda self, dim, keepdim: _xp(self).max(self, axis=dim, keepdims=kee
    self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
 op("amin", lambda self, dim, keepdim: _xp(self).min(self, axis=dim, keepdims=keepdim),
    self=lambda g, self, result, dim, keepdim, xp: _amax_grad(g, self, result, dim, keepdim, xp))
+
+
 def _moment(x, dim, correction, keepdim, root=False):
     """var (std when `root`) as torch's CPU kernel gives it: a float32/float16 input accumulated
     in torch's accumulate type (its Welford runs in it: double, float), rounded once to the
@@ -80,7 +83,7 @@ op("logsumexp", lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), float
    self=lambda g, self, result, dim, keepdim, xp: _logsumexp_grad(g, self, result, dim, keepdim,
                                                                   xp))
 op("cumsum", lambda self, dim: wide_scan(_xp(self).cumsum, self, dim),
-   self=lambda g, dim, xp: xp.flip(xp.cumsum(xp.flip(g, (dim,)), axis=dim), (dim,)))
+   self=lambda g, dim, xp: _revcumsum(g, dim, xp))
 
 
 # ---- forwards longer than a line ----------------------------------------------------------------
@@ -454,12 +457,14 @@ op("cummax", lambda self, dim: _cum_extreme(self, dim, np.maximum), n_out=2,
 op("cummin", lambda self, dim: _cum_extreme(self, dim, np.minimum), n_out=2,
    self=lambda g, self, dim, result1, xp: _at_indices(g[0], tuple(self.shape), dim, result1,
                                                       True, xp, add=True), grad_version=2)
+
+
 def _logcumsumexp(x, dim):
     """logcumsumexp of an array (numpy's logaddexp accumulated) or of a Tensor (the op: under
     create_graph the backward below is recorded through it, as torch's)."""
-    if isinstance(x, np.ndarray) or not hasattr(x, "logcumsumexp"):
-        return wide_scan(_xp(x).logaddexp.accumulate, x, dim)
-    return x.logcumsumexp(dim)
+    if isinstance(x, Tensor):
+        return x.logcumsumexp(dim)
+    return wide_scan(_xp(x).logaddexp.accumulate, x, dim)
 
 
 def _logcumsumexp_grad(g, self, result, dim, xp):
@@ -467,7 +472,7 @@ def _logcumsumexp_grad(g, self, result, dim, xp):
     into its positive and negative parts (a NaN is in neither), each summed from the end as
     exp(logcumsumexp(log|g| - result) + self), so no exp over- or underflows where the result
     is finite (exp(self) * sum(g * exp(-result)) gave inf/NaN from |x| ~ 89 in float32)."""
-    if g.ndim == 0 or g.shape[dim] == 0 or 0 in g.shape:
+    if g.ndim == 0 or 0 in g.shape:
         return g
     lowest = float(np.finfo(xp.dtype(g)).min)  # (torch's: the lowest number, not -inf)
     log_abs = xp.log(xp.abs(g))
@@ -479,8 +484,7 @@ def _logcumsumexp_grad(g, self, result, dim, xp):
     return part(g > 0) - part(g < 0)
 
 
-op("logcumsumexp", lambda self, dim: wide_scan(_xp(self).logaddexp.accumulate, self, dim),
-   float_op=True,
+op("logcumsumexp", lambda self, dim: _logcumsumexp(self, dim), float_op=True,
    self=lambda g, self, result, dim, xp: _logcumsumexp_grad(g, self, result, dim, xp))
 
 

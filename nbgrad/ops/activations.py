@@ -13,10 +13,8 @@ import math
 import numpy as np
 
 from ..autograd.apply import apply as _apply
-from ..autograd.grad_mode import GENERAL_PATH
 from ..backend import get_array_module as _xp
 from ..tensor import Tensor
-from . import kernels
 from .formulas import TENSORS, array_formulas
 from .reductions import _refuse
 from .registry import ROWS, _self_adjoint, op
@@ -161,7 +159,6 @@ op("_prelu_kernel_backward", lambda grad_output, self, weight: _prelu_backward(
 # ---- helpers of the rows above ----------------------------------------------------------------
 _ONE_SIXTH_F32 = float(np.float32(1.0) / np.float32(6.0))  # torch's hardsigmoid slope, float32
 _SQRT1_2 = 1 / math.sqrt(2)
-_FAST = not GENERAL_PATH
 _GELU_PDF = 1 / math.sqrt(2 * math.pi)
 _GELU_TANH_BETA = math.sqrt(2 / math.pi)
 _GELU_TANH_KAPPA = 0.044715
@@ -204,9 +201,6 @@ def _gelu_forward(x, approximate):
     if approximate == "tanh":
         t = _xp(x).tanh(_GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * x * x * x))
         return 0.5 * x * (1 + t), t
-    if _FAST and type(x) is np.ndarray and x.dtype == np.float32 and x.ndim:
-        # the steps below with erf_float32's, in one array fewer (NBGRAD_GENERAL_PATH=1: off)
-        return kernels.gelu_float32(x, _SQRT1_2)
     cdf = _erf(x, _SQRT1_2)
     cdf += 1
     cdf *= 0.5

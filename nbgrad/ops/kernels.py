@@ -40,7 +40,7 @@ _FAST_VIEW = not GENERAL_PATH
 
 __all__ = ["conv2d_forward", "conv2d_backward", "max_pool2d_forward", "max_pool2d_backward",
            "max_pool2d_indices", "pool_out_size", "lstm_layer_forward", "lstm_layer_backward",
-           "erf_float32", "gelu_float32"]
+           "erf_float32"]
 
 
 def _pair(v):
@@ -606,36 +606,17 @@ def _erf_coefs(scale):
     return c
 
 
-def _erf_tanh_arg(x, c):
-    """(x^2, x S(x^2)) of a float32 array, S's coefficients `c`: two new arrays (or numpy
-    scalars for a 0-d `x`); the first is scratch the caller may write into."""
-    u = _xp(x).square(x)  # (the same bits as x * x)
-    p = u * c[6]
-    for k in c[5:0:-1]:
-        p += k
-        p *= u
-    p += c[0]
-    p *= x
-    return u, p
-
-
 def erf_float32(x, scale=1.0):
     """erf(scale * x) of a float32 array (NaN stays NaN, +-inf gives +-1), as a new float32
     array; the scale rides in the coefficients (GELU's erf(x / sqrt 2) takes no pass for it)."""
+    c = _erf_coefs(scale)
     with np.errstate(over="ignore"):  # x^2 and x S(x^2) overflow to inf for |x| > ~1e6: tanh 1
-        p = _erf_tanh_arg(x, _erf_coefs(scale))[1]
+        u = x * x
+        p = u * c[6]
+        for k in c[5:0:-1]:
+            p += k
+            p *= u
+        p += c[0]
+        p *= x
         m = _xp(x)
         return m.tanh(p, out=p) if p.ndim else m.tanh(p)  # (0-d: numpy gives scalars)
-
-
-def gelu_float32(x, scale):
-    """(x cdf, cdf), cdf = 0.5 (1 + erf(scale * x)), of a float32 array of at least one dim:
-    GELU's steps (activations._gelu_forward's) with erf_float32's, bit for bit; the product
-    goes into the x^2 scratch array, so two arrays are made instead of three."""
-    with np.errstate(over="ignore"):  # (as erf_float32)
-        u, cdf = _erf_tanh_arg(x, _erf_coefs(scale))
-        m = _xp(x)
-        m.tanh(cdf, out=cdf)
-        cdf += 1
-        cdf *= 0.5
-        return m.multiply(x, cdf, out=u), cdf
